@@ -1,0 +1,23 @@
+# Test helpers shared by every tests/<layer>/CMakeLists.txt.
+#   zero_add_unit_test(target src...)                  plain GoogleTest binary, one process
+#   zero_add_mpi_test(target RANKS 1 2 3 4 SOURCES ...) GoogleTest binary run by mpirun at each rank count
+find_package(GTest REQUIRED)
+
+function(zero_add_unit_test target)
+  add_executable(${target} ${ARGN})
+  target_link_libraries(${target} PRIVATE GTest::gtest GTest::gtest_main)
+  add_test(NAME ${target} COMMAND ${target})
+endfunction()
+
+set(ZERO_MPIRUN ${MPIEXEC_EXECUTABLE} --oversubscribe --allow-run-as-root --bind-to none)
+
+function(zero_add_mpi_test target)
+  cmake_parse_arguments(T "" "" "RANKS;SOURCES;LIBS;ARGS" ${ARGN})
+  add_executable(${target} ${T_SOURCES})
+  target_link_libraries(${target} PRIVATE zero_mpi_gtest_main GTest::gtest ${T_LIBS})
+  foreach(n ${T_RANKS})
+    add_test(NAME ${target}_np${n} COMMAND ${ZERO_MPIRUN} -np ${n} $<TARGET_FILE:${target}> ${T_ARGS})
+    set_tests_properties(${target}_np${n} PROPERTIES PROCESSORS ${n} TIMEOUT 600
+      ENVIRONMENT "OMPI_MCA_mpi_yield_when_idle=1;OMP_NUM_THREADS=1;OMPI_MCA_btl_vader_single_copy_mechanism=none")
+  endforeach()
+endfunction()

@@ -1,0 +1,134 @@
+#include "comm/mpi_communicator.h"
+
+#include <cstring>
+
+#include "comm/mpi_check.h"
+#include "core/check.h"
+
+namespace zero {
+
+void throw_mpi_error(const char* file, int line, const char* call, int code) {
+  char msg[MPI_MAX_ERROR_STRING] = {0};
+  int len = 0;
+  MPI_Error_string(code, msg, &len);
+  int rank = -1, inited = 0;
+  MPI_Initialized(&inited);
+  if (inited) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  throw Error(fmt::format("{}:{}: rank {}: {} failed: {}", file, line, rank, call, msg));
+}
+
+namespace {
+
+MPI_Datatype mpi_type(DType t) {
+  switch (t) {
+    case DType::F32: return MPI_FLOAT;
+    case DType::F64: return MPI_DOUBLE;
+    case DType::BF16: return MPI_UINT16_T;  // summed by our own op
+    case DType::F16: return MPI_UINT16_T;   // moved, never summed on the CPU backend
+    case DType::I32: return MPI_INT32_T;
+    case DType::I64: return MPI_INT64_T;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+// inout[i] = bf16(float(in[i]) + float(inout[i])), round to nearest even.
+void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  const bf16* a = static_cast<const bf16*>(in);
+  bf16* b = static_cast<bf16*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = bf16(static_cast<float>(a[i]) + static_cast<float>(b[i]));
+}
+
+class MpiRequest final : public CommRequest {
+ public:
+  MPI_Request req = MPI_REQUEST_NULL;
+  ~MpiRequest() override {
+    if (req != MPI_REQUEST_NULL) MPI_Wait(&req, MPI_STATUS_IGNORE);
+  }
+  void wait() override {
+    if (req != MPI_REQUEST_NULL) MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+  }
+  bool test() override {
+    if (req == MPI_REQUEST_NULL) return true;
+    int done = 0;
+    MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    return done != 0;
+  }
+};
+
+int as_int_count(size_t n) {
+  ZERO_CHECK(n <= size_t(INT32_MAX), "MPI count {} exceeds INT_MAX; split the collective", n);
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm) {
+  MPI_CHECK(MPI_Comm_dup(comm, &comm_));
+  MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  MPI_CHECK(MPI_Comm_size(comm_, &world_));
+  MPI_CHECK(MPI_Op_create(&bf16_sum, /*commute=*/1, &bf16_sum_));
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (bf16_sum_ != MPI_OP_NULL) MPI_Op_free(&bf16_sum_);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+bool MpiCommunicator::supports_reduction(DType t) const {
+  return t == DType::F32 || t == DType::BF16 || t == DType::F64;
+}
+
+MPI_Op MpiCommunicator::mpi_op(ReduceOp op, DType t) const {
+  ZERO_REQUIRE(supports_reduction(t), ConfigError,
+               "reduction dtype {} is not supported by the {} backend (use fp32 or bf16)", dtype_name(t),
+               backend_name());
+  if (t == DType::BF16) {
+    ZERO_REQUIRE(op == ReduceOp::Sum, ConfigError, "bf16 reductions support sum only");
+    return bf16_sum_;
+  }
+  switch (op) {
+    case ReduceOp::Sum: return MPI_SUM;
+    case ReduceOp::Max: return MPI_MAX;
+    case ReduceOp::Min: return MPI_MIN;
+  }
+  return MPI_OP_NULL;
+}
+
+CommHandle MpiCommunicator::do_all_reduce(void* buf, size_t count, DType t, ReduceOp op) {
+  auto r = std::make_unique<MpiRequest>();
+  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, buf, as_int_count(count), mpi_type(t), mpi_op(op, t), comm_, &r->req));
+  return r;
+}
+
+CommHandle MpiCommunicator::do_reduce_scatter(const void* send, void* recv, size_t recv_count, DType t,
+                                              ReduceOp op) {
+  auto r = std::make_unique<MpiRequest>();
+  MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, as_int_count(recv_count), mpi_type(t), mpi_op(op, t), comm_,
+                                      &r->req));
+  return r;
+}
+
+CommHandle MpiCommunicator::do_all_gather(const void* send, void* recv, size_t send_count, DType t) {
+  auto r = std::make_unique<MpiRequest>();
+  const size_t esz = dtype_size(t);
+  const bool in_place = send == static_cast<const char*>(recv) + size_t(rank_) * send_count * esz;
+  MPI_CHECK(MPI_Iallgather(in_place ? MPI_IN_PLACE : send, as_int_count(send_count), mpi_type(t), recv,
+                           as_int_count(send_count), mpi_type(t), comm_, &r->req));
+  return r;
+}
+
+void MpiCommunicator::do_broadcast(void* buf, size_t count, DType t, int root) {
+  MPI_CHECK(MPI_Bcast(buf, as_int_count(count), mpi_type(t), root, comm_));
+}
+
+void MpiCommunicator::do_barrier() { MPI_CHECK(MPI_Barrier(comm_)); }
+
+void MpiCommunicator::do_all_reduce_scalars(double* vals, size_t n, ReduceOp op) {
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, vals, as_int_count(n), MPI_DOUBLE, mpi_op(op, DType::F64), comm_));
+}
+
+}  // namespace zero

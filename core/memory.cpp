@@ -1,0 +1,88 @@
+#include "core/memory.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "core/check.h"
+
+namespace zero {
+
+const char* mem_category_name(MemCategory c) {
+  static const char* names[] = {"params", "grads", "master", "optim_m", "optim_v",
+                                "comm_buffers", "gathered", "activations", "other"};
+  return names[static_cast<size_t>(c)];
+}
+
+namespace {
+class HostAllocator final : public RawAllocator {
+ public:
+  void* allocate(size_t bytes) override {
+    // 64-byte alignment: cache lines and AVX-512 loads.
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p) throw std::bad_alloc();
+    std::memset(p, 0, bytes);  // engine buffers start zeroed (padding must be zero)
+    return p;
+  }
+  void deallocate(void* p) override { std::free(p); }
+};
+}  // namespace
+
+std::unique_ptr<RawAllocator> make_host_allocator() { return std::make_unique<HostAllocator>(); }
+
+TrackingAllocator::TrackingAllocator(std::unique_ptr<RawAllocator> raw) : raw_(std::move(raw)) {}
+
+void* TrackingAllocator::allocate(size_t bytes, MemCategory cat) {
+  if (bytes == 0) return nullptr;
+  void* p = raw_->allocate(bytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t i = static_cast<size_t>(cat);
+  s_.live[i] += bytes;
+  s_.live_total += bytes;
+  if (s_.live[i] > s_.peak[i]) s_.peak[i] = s_.live[i];
+  if (s_.live_total > s_.peak_total) s_.peak_total = s_.live_total;
+  return p;
+}
+
+void TrackingAllocator::deallocate(void* p, size_t bytes, MemCategory cat) {
+  if (!p) return;
+  raw_->deallocate(p);
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t i = static_cast<size_t>(cat);
+  ZERO_CHECK(s_.live[i] >= bytes, "freeing {} bytes of {} with only {} live", bytes, mem_category_name(cat), s_.live[i]);
+  s_.live[i] -= bytes;
+  s_.live_total -= bytes;
+}
+
+MemoryStats TrackingAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return s_;
+}
+
+void TrackingAllocator::reset_peaks() {
+  std::lock_guard<std::mutex> lock(mu_);
+  s_.peak = s_.live;
+  s_.peak_total = s_.live_total;
+}
+
+Buffer::Buffer(TrackingAllocator& alloc, size_t count, DType dtype, MemCategory cat)
+    : alloc_(&alloc), count_(count), dtype_(dtype), cat_(cat) {
+  data_ = alloc.allocate(bytes(), cat);
+}
+
+Buffer& Buffer::operator=(Buffer&& o) noexcept {
+  if (this != &o) {
+    reset();
+    alloc_ = o.alloc_; data_ = o.data_; count_ = o.count_; dtype_ = o.dtype_; cat_ = o.cat_;
+    o.alloc_ = nullptr; o.data_ = nullptr; o.count_ = 0;
+  }
+  return *this;
+}
+
+void Buffer::reset() {
+  if (data_) alloc_->deallocate(data_, bytes(), cat_);
+  data_ = nullptr;
+  count_ = 0;
+}
+
+}  // namespace zero

@@ -1,0 +1,53 @@
+// The batch type the data pipeline hands to the model: a grid of token rows holding whole pairs.
+// Two layouts behind one type:
+//   Padded: one sequence per row, right-padded with pad_id (row_len a multiple of pad_to).
+//   Packed: several sequences back to back in a row, no pad between them; the row tail may be padded.
+// Every sequence knows its row, start column and length; positions restart at 0 per sequence;
+// cu_seqlens lists sequence boundaries over the flattened grid as varlen attention kernels take them.
+// Pairs stay whole: sequence 2*i is the chosen answer of pair i, sequence 2*i + 1 the rejected one.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace zero::data {
+
+enum class BatchLayout : uint8_t { Padded, Packed };
+
+struct PairBatch {
+  BatchLayout layout = BatchLayout::Padded;
+  int64_t rows = 0;
+  int64_t row_len = 0;
+  int32_t pad_id = 0;
+  std::vector<int32_t> tokens;     // [rows * row_len]; pad_id where no sequence sits
+  std::vector<int32_t> positions;  // [rows * row_len]; 0.. per sequence, 0 on padding
+
+  // Per sequence (2 * num_pairs() entries).
+  std::vector<int64_t> seq_row;
+  std::vector<int64_t> seq_start;     // column of the first token in its row
+  std::vector<int64_t> seq_len;       // real tokens (the end token included)
+  std::vector<int64_t> last_index;    // flat index row * row_len + start + len - 1: the pooled token
+  std::vector<int32_t> cu_seqlens;    // [num_seqs + 1] offsets into the flattened real tokens when
+                                      // each row's padding is dropped (varlen attention layout)
+
+  std::vector<int64_t> pair_ids;      // dataset index of each pair (for coverage checks and logs)
+  std::vector<uint8_t> pair_mask;     // 1 = real pair, 0 = a masked filler pair (remainder policy pad)
+
+  int64_t num_pairs() const { return static_cast<int64_t>(pair_ids.size()); }
+  int64_t num_seqs() const { return static_cast<int64_t>(seq_len.size()); }
+  int64_t real_pairs() const {
+    int64_t n = 0;
+    for (uint8_t m : pair_mask) n += m;
+    return n;
+  }
+  int64_t real_tokens() const {
+    int64_t n = 0;
+    for (int64_t l : seq_len) n += l;
+    return n;
+  }
+  double pad_fraction() const {
+    const int64_t grid = rows * row_len;
+    return grid ? 1.0 - double(real_tokens()) / double(grid) : 0.0;
+  }
+};
+
+}  // namespace zero::data

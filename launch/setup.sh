@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One-time (idempotent) set-up on Debian 12: install the Debian packages the build needs, run the
+# optional hooks in launch/setup.d/, then configure and build into build/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  g++ make cmake pkg-config
+  libopenmpi-dev openmpi-bin
+  libeigen3-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+  libpcre2-dev libutf8proc-dev libxxhash-dev zlib1g-dev
+  libgtest-dev libbenchmark-dev
+  slurmctld slurmd slurm-client munge
+)
+missing=()
+# Node.js (for the Hugging Face `tokenizers` cross-check): any install that brings npm will do.
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+for hook in launch/setup.d/*.sh; do
+  [ -e "$hook" ] && bash "$hook"
+done
+
+BUILD_DIR=${BUILD_DIR:-build}
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >/dev/null
+cmake --build "$BUILD_DIR" -j "$(nproc)"
