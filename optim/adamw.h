@@ -1,0 +1,23 @@
+// AdamW on a contiguous fp32 shard (master weights, m, v), torch's formulation: decoupled weight
+// decay, bias correction. The same math as torch.optim.AdamW's single-tensor path, element by element.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace zero::optim {
+
+struct AdamWConfig {
+  float lr = 1e-5f;            // peak learning rate (the schedule scales it)
+  float beta1 = 0.9f;
+  float beta2 = 0.95f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+};
+
+// One step on n elements. `t` is the 1-based optimizer step; `lr` is this step's rate (after the
+// schedule); `decay` selects weight decay for this tensor; `grad_scale` multiplies the gradient
+// first (loss mean and clipping folded into one factor).
+void adamw_step(float* param, const float* grad, float* m, float* v, size_t n, const AdamWConfig& c, float lr,
+                int64_t t, bool decay, float grad_scale);
+
+}  // namespace zero::optim
