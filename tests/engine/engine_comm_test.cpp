@@ -1,0 +1,98 @@
+// Communication is measured at the MPI boundary (PMPI wrapper) and must equal comm_report() and the
+// ZeRO counts per optimizer step with accumulation k and Psi the padded parameter count:
+// stage 0 and 1: 2 Psi; stage 2: (k + 1) Psi; stage 3: 3k Psi. Stage 2 must launch reduce-scatters
+// while backward is still running.
+#include <gtest/gtest.h>
+
+#include "tests/common/pmpi_counter.h"
+#include "tests/engine/engine_harness.h"
+
+using namespace zero;
+using namespace zero::testing;
+
+namespace {
+size_t padded_psi(const std::vector<GroupInfo>& groups, size_t W) {
+  size_t psi = 0;
+  for (const auto& g : groups) psi += (g.numel() + W - 1) / W * W;
+  return psi;
+}
+}  // namespace
+
+class EngineComm : public ::testing::TestWithParam<int> {};
+
+TEST_P(EngineComm, ElementsPerStepMatchFormulaAndMpiBoundary) {
+  const int stage = GetParam();
+  const int k = 3;
+  Harness h(base_config(stage, k));
+  const uint64_t W = h.world();
+  const uint64_t psi = padded_psi(h.model.groups(), W);
+  example::MlpDataset data(64, h.model.input_dim(), 5);
+  const int steps = 2;
+  h.comm->reset_report();
+  pmpi_reset();
+  example::train_with_engine(h.model, *h.engine, data, int64_t(2 * k * W), 2, steps);
+  const CommReport& rep = h.engine->comm_report();
+  const uint64_t ar = rep.of(Collective::AllReduce).elements, rs = rep.of(Collective::ReduceScatter).elements,
+                 ag = rep.of(Collective::AllGather).elements;
+  const uint64_t expect_per_step = stage <= 1 ? 2 * psi : stage == 2 ? (k + 1) * psi : 3 * k * psi;
+  EXPECT_EQ(rep.bulk_elements(), steps * expect_per_step);
+  switch (stage) {
+    case 0: EXPECT_EQ(ar, steps * 2 * psi); EXPECT_EQ(rs + ag, 0u); break;
+    case 1: EXPECT_EQ(rs, steps * psi); EXPECT_EQ(ag, steps * psi); EXPECT_EQ(ar, 0u); break;
+    case 2: EXPECT_EQ(rs, steps * k * psi); EXPECT_EQ(ag, steps * psi); EXPECT_EQ(ar, 0u); break;
+    case 3: EXPECT_EQ(rs, steps * k * psi); EXPECT_EQ(ag, steps * 2 * k * psi); EXPECT_EQ(ar, 0u); break;
+  }
+  // What MPI itself was handed: all-reduce count x 2, reduce-scatter recvcount x W, all-gather x W.
+  const PmpiCounts& c = pmpi_counts();
+  EXPECT_EQ(2 * c.iallreduce.count_args, ar);
+  EXPECT_EQ(c.ireduce_scatter_block.count_args * W, rs);
+  EXPECT_EQ(c.iallgather.count_args * W, ag);
+  EXPECT_EQ(c.iallreduce.calls, rep.of(Collective::AllReduce).calls);
+  EXPECT_EQ(c.ireduce_scatter_block.calls, rep.of(Collective::ReduceScatter).calls);
+  EXPECT_EQ(c.iallgather.calls, rep.of(Collective::AllGather).calls);
+  // Scalar reductions (norm + finite flag, one per step; the loss log, one per step) are apart.
+  EXPECT_EQ(c.allreduce.calls, rep.of(Collective::ScalarAllReduce).calls);
+  EXPECT_EQ(rep.of(Collective::ScalarAllReduce).calls, uint64_t(2 * steps));
+}
+
+INSTANTIATE_TEST_SUITE_P(Stages, EngineComm, ::testing::Values(0, 1, 2, 3));
+
+namespace {
+// Watches the collective log at the moment backward hands in the last group's gradient.
+class WatchingParams final : public example::MlpParams {
+ public:
+  WatchingParams(Engine& e) : inner_(e), e_(e) {}
+  std::vector<std::vector<float>> load(int g) override { return inner_.load(g); }
+  void done(int g) override { inner_.done(g); }
+  void begin_backward() override { inner_.begin_backward(); }
+  void store_grad(int g, const std::vector<std::vector<float>>& grads) override {
+    if (g == 0) reduce_scatters_before_last_group = e_.comm_report().of(Collective::ReduceScatter).calls;
+    inner_.store_grad(g, grads);
+  }
+  uint64_t reduce_scatters_before_last_group = 0;
+
+ private:
+  example::EngineMlpParams inner_;
+  Engine& e_;
+};
+}  // namespace
+
+TEST(EngineOverlap, Stage2LaunchesReduceScattersDuringBackward) {
+  EngineConfig cfg = base_config(2, 1);
+  cfg.bucket_elements = 64;
+  Harness h(cfg);
+  h.comm->reset_report();
+  h.comm->set_logging(true);
+  example::MlpDataset data(16, h.model.input_dim(), 5);
+  WatchingParams watch(*h.engine);
+  h.engine->begin_micro_step();
+  h.model.forward_backward(watch, data.x.data(), data.t.data(), 4);
+  const size_t buckets = h.engine->partition().buckets.size();
+  ASSERT_GE(buckets, 3u);
+  // Every bucket but the one holding group 0 was already on the wire before group 0's gradient existed.
+  EXPECT_EQ(watch.reduce_scatters_before_last_group, buckets - 1);
+  const auto& log = h.comm->log();
+  ASSERT_EQ(log.size(), buckets);
+  for (const auto& e : log) EXPECT_EQ(e.op, Collective::ReduceScatter);
+  h.engine->step(4.0 * h.world());
+}

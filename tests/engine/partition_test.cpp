@@ -1,0 +1,70 @@
+// Partition arithmetic (padding, buckets) and the batch contract, without MPI.
+#include <gtest/gtest.h>
+
+#include "core/check.h"
+#include "zero/engine_config.h"
+#include "zero/partition.h"
+
+using namespace zero;
+
+TEST(Partition, PadsEveryGroupToEqualShards) {
+  std::vector<GroupInfo> groups = {{"embed", {{"e", 997 * 48}}}, {"norm", {{"n", 5}}}, {"head", {{"w", 48}, {"b", 1}}}};
+  for (int W : {1, 2, 3, 5, 7, 8}) {
+    Partition p = make_partition(groups, W, 1000);
+    size_t padded = 0;
+    for (const auto& g : p.groups) {
+      EXPECT_EQ(g.shard, (g.numel + W - 1) / W);
+      EXPECT_EQ(g.padded, g.shard * W);
+      EXPECT_GE(g.padded, g.numel);
+      EXPECT_LT(g.padded - g.numel, size_t(W));
+      EXPECT_EQ(g.full_offset, padded);
+      padded += g.padded;
+    }
+    EXPECT_EQ(p.total_padded, padded);
+    EXPECT_EQ(p.total_shard * W, padded);
+  }
+  // A 5-element norm weight on 8 ranks: one element per rank, three of them padding.
+  Partition p8 = make_partition(groups, 8, 1000);
+  EXPECT_EQ(p8.groups[1].shard, 1u);
+  EXPECT_EQ(p8.groups[1].padded, 8u);
+}
+
+TEST(Partition, BucketsFormInBackwardOrderAndBigGroupsStandAlone) {
+  std::vector<GroupInfo> groups = {{"a", {{"a", 500}}}, {"b", {{"b", 40}}}, {"c", {{"c", 30}}}, {"d", {{"d", 20}}}};
+  Partition p = make_partition(groups, 1, 100);
+  ASSERT_EQ(p.buckets.size(), 2u);
+  EXPECT_EQ(p.buckets[0].groups, (std::vector<int>{1, 2, 3}));  // d, c, b fit in 100 (90)
+  EXPECT_EQ(p.buckets[1].groups, (std::vector<int>{0}));        // a is bigger than a bucket
+  EXPECT_EQ(p.max_bucket_padded, 500u);
+  EXPECT_EQ(p.groups[0].bucket, 1);
+  EXPECT_EQ(p.groups[3].bucket, 0);
+}
+
+TEST(BatchContract, DerivesTheThirdAndRejectsInconsistentSets) {
+  EXPECT_EQ(resolve_batch({128, 2, 0}, 8).accum, 8);
+  EXPECT_EQ(resolve_batch({128, 0, 8}, 8).micro, 2);
+  EXPECT_EQ(resolve_batch({0, 2, 8}, 8).global, 128);
+  EXPECT_EQ(resolve_batch({128, 2, 8}, 8).global, 128);
+  auto msg = [](BatchSpec s, int w) {
+    try {
+      resolve_batch(s, w);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(msg({128, 2, 4}, 8).find("inconsistent"), std::string::npos);
+  EXPECT_NE(msg({100, 2, 0}, 8).find("not divisible"), std::string::npos);
+  EXPECT_NE(msg({128, 0, 0}, 8).find("at least two"), std::string::npos);
+  EXPECT_NE(msg({128, 3, 0}, 3).find("not divisible"), std::string::npos);
+}
+
+TEST(EngineConfigValidation, NamesTheKey) {
+  EngineConfig c;
+  c.bucket_elements = 0;
+  EXPECT_THROW(validate(c), ConfigError);
+  c = EngineConfig{};
+  c.stage = -1;
+  EXPECT_THROW(validate(c), ConfigError);
+  EXPECT_THROW(make_partition({{"x", {{"x", 3}}}}, 2, 0), ConfigError);
+}

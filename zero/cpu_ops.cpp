@@ -1,0 +1,99 @@
+// DeviceOps for the CPU backend: plain loops over host memory (fp32 and Eigen's bfloat16).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+#include "core/check.h"
+#include "zero/device_ops.h"
+
+namespace zero {
+namespace {
+
+template <class F>
+void dispatch(DType t, F&& f) {
+  switch (t) {
+    case DType::F32: f(static_cast<float*>(nullptr)); return;
+    case DType::BF16: f(static_cast<bf16*>(nullptr)); return;
+    default: throw ConfigError(fmt::format("the cpu backend does not support {} buffers (use fp32 or bf16)", dtype_name(t)));
+  }
+}
+
+class CpuOps final : public DeviceOps {
+ public:
+  const char* name() const override { return "cpu"; }
+  bool supports_storage(DType t) const override { return t == DType::F32 || t == DType::BF16; }
+
+  void copy(void* dst, DType dt, const void* src, DType st, size_t n) override {
+    dispatch(dt, [&](auto* dtag) {
+      using D = std::remove_pointer_t<decltype(dtag)>;
+      dispatch(st, [&](auto* stag) {
+        using S = std::remove_pointer_t<decltype(stag)>;
+        D* d = static_cast<D*>(dst);
+        const S* s = static_cast<const S*>(src);
+        for (size_t i = 0; i < n; ++i) d[i] = D(static_cast<float>(s[i]));
+      });
+    });
+  }
+
+  void add(void* dst, DType dt, const void* src, DType st, size_t n) override {
+    dispatch(dt, [&](auto* dtag) {
+      using D = std::remove_pointer_t<decltype(dtag)>;
+      dispatch(st, [&](auto* stag) {
+        using S = std::remove_pointer_t<decltype(stag)>;
+        D* d = static_cast<D*>(dst);
+        const S* s = static_cast<const S*>(src);
+        for (size_t i = 0; i < n; ++i) d[i] = D(static_cast<float>(d[i]) + static_cast<float>(s[i]));
+      });
+    });
+  }
+
+  void zero(void* dst, DType dt, size_t n) override { std::memset(dst, 0, n * dtype_size(dt)); }
+
+  double sum_squares(const void* src, DType t, size_t n) override {
+    double acc = 0;
+    dispatch(t, [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      const T* s = static_cast<const T*>(src);
+      for (size_t i = 0; i < n; ++i) {
+        const double x = static_cast<float>(s[i]);
+        acc += x * x;
+      }
+    });
+    return acc;
+  }
+
+  size_t count_nonfinite(const void* src, DType t, size_t n) override {
+    size_t bad = 0;
+    dispatch(t, [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      const T* s = static_cast<const T*>(src);
+      for (size_t i = 0; i < n; ++i) bad += !std::isfinite(static_cast<float>(s[i]));
+    });
+    return bad;
+  }
+
+  void adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n, const optim::AdamWConfig& c,
+             float lr, int64_t t, bool decay, float grad_scale) override {
+    if (gt == DType::F32) {
+      optim::adamw_step(param, static_cast<const float*>(grad), m, v, n, c, lr, t, decay, grad_scale);
+      return;
+    }
+    ZERO_CHECK(gt == DType::BF16, "adamw: unsupported gradient dtype {}", dtype_name(gt));
+    // Widen bf16 gradients chunk by chunk (no full-size scratch).
+    constexpr size_t kChunk = 4096;
+    float tmp[kChunk];
+    const bf16* g = static_cast<const bf16*>(grad);
+    for (size_t off = 0; off < n; off += kChunk) {
+      const size_t len = std::min(kChunk, n - off);
+      for (size_t i = 0; i < len; ++i) tmp[i] = static_cast<float>(g[off + i]);
+      optim::adamw_step(param + off, tmp, m + off, v + off, len, c, lr, t, decay, grad_scale);
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceOps> make_cpu_ops() { return std::make_unique<CpuOps>(); }
+
+}  // namespace zero

@@ -1,0 +1,32 @@
+// The element-wise work the engine asks of a backend, on buffers that backend allocated (host memory
+// for the CPU backend, device memory for CUDA). Mixed dtypes are converted on the fly, so the engine
+// never needs a scratch copy to change precision. Counts are elements.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/dtype.h"
+#include "optim/adamw.h"
+
+namespace zero {
+
+class DeviceOps {
+ public:
+  virtual ~DeviceOps() = default;
+  virtual const char* name() const = 0;
+  virtual bool supports_storage(DType t) const = 0;  // dtypes usable for params / grads
+  virtual void copy(void* dst, DType dt, const void* src, DType st, size_t n) = 0;  // dst = (dt) src
+  virtual void add(void* dst, DType dt, const void* src, DType st, size_t n) = 0;   // dst += src (in fp32)
+  virtual void zero(void* dst, DType dt, size_t n) = 0;
+  virtual double sum_squares(const void* src, DType t, size_t n) = 0;               // in fp64
+  virtual size_t count_nonfinite(const void* src, DType t, size_t n) = 0;
+  // AdamW on an fp32 master shard; the gradient may be fp32 or bf16.
+  virtual void adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n,
+                     const optim::AdamWConfig& c, float lr, int64_t t, bool decay, float grad_scale) = 0;
+  virtual void synchronize() {}
+};
+
+std::unique_ptr<DeviceOps> make_cpu_ops();
+
+}  // namespace zero

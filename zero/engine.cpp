@@ -1,0 +1,416 @@
+#include "zero/engine.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "core/check.h"
+
+namespace zero {
+
+Engine::Engine(const EngineConfig& cfg, std::vector<GroupInfo> groups, Communicator& comm, DeviceOps& ops,
+               TrackingAllocator& alloc)
+    : cfg_(cfg), groups_(std::move(groups)), comm_(comm), ops_(ops), alloc_(alloc) {
+  validate(cfg_);
+  ZERO_REQUIRE(ops_.supports_storage(cfg_.param_dtype), ConfigError,
+               "zero.param_dtype {} is not supported by the {} backend", dtype_name(cfg_.param_dtype), ops_.name());
+  ZERO_REQUIRE(ops_.supports_storage(cfg_.accum_dtype), ConfigError,
+               "zero.accum_dtype {} is not supported by the {} backend", dtype_name(cfg_.accum_dtype), ops_.name());
+  ZERO_REQUIRE(comm_.supports_reduction(cfg_.reduce_dtype), ConfigError,
+               "zero.reduce_dtype {} is not supported by the {} communicator (use fp32 or bf16)",
+               dtype_name(cfg_.reduce_dtype), comm_.backend_name());
+  rank_ = comm_.rank();
+  world_ = comm_.world();
+  part_ = make_partition(groups_, world_, cfg_.bucket_elements);
+  const size_t G = groups_.size();
+
+  params_ = Buffer(alloc_, sharded_params() ? part_.total_shard : part_.total_padded, cfg_.param_dtype,
+                   MemCategory::Params);
+  accum_ = Buffer(alloc_, sharded_grads() ? part_.total_shard : part_.total_padded, cfg_.accum_dtype,
+                  MemCategory::Grads);
+  const size_t opt = cfg_.stage == 0 ? part_.total_padded : part_.total_shard;
+  master_ = Buffer(alloc_, opt, DType::F32, MemCategory::Master);
+  m_ = Buffer(alloc_, opt, DType::F32, MemCategory::OptimM);
+  v_ = Buffer(alloc_, opt, DType::F32, MemCategory::OptimV);
+  const size_t B = part_.max_bucket_padded;
+  for (int s = 0; s < 2; ++s) {
+    staging_[s] = Buffer(alloc_, B, cfg_.param_dtype, MemCategory::CommBuffers);
+    send_[s] = Buffer(alloc_, B, cfg_.reduce_dtype, MemCategory::CommBuffers);
+    recv_[s] = Buffer(alloc_, B / world_, cfg_.reduce_dtype, MemCategory::CommBuffers);
+  }
+
+  offset_in_bucket_.assign(G, 0);
+  for (const Bucket& b : part_.buckets) {
+    size_t off = 0;
+    for (int g : b.groups) {
+      offset_in_bucket_[g] = off;
+      off += part_.groups[g].padded;
+    }
+  }
+  gathered_.resize(G);
+  gather_handle_.resize(G);
+  param_views_.resize(G);
+  grad_views_.resize(G);
+  bucket_ready_.assign(part_.buckets.size(), 0);
+  if (!sharded_params()) {
+    for (size_t g = 0; g < G; ++g)
+      param_views_[g] = make_view(at(params_, part_.groups[g].full_offset), cfg_.param_dtype, int(g));
+  }
+}
+
+Engine::~Engine() {
+  // Unfinished collectives must complete before their buffers go away.
+  for (auto& p : pending_) p.handle.reset();
+  for (auto& h : gather_handle_) h.reset();
+}
+
+GroupView Engine::make_view(void* base, DType t, int g) const {
+  GroupView v;
+  const auto& L = part_.groups[g];
+  for (size_t i = 0; i < groups_[g].tensors.size(); ++i)
+    v.push_back({static_cast<char*>(base) + L.tensor_offsets[i] * dtype_size(t), t, groups_[g].tensors[i].numel});
+  return v;
+}
+
+void Engine::check_group(int g, const char* what) const {
+  ZERO_CHECK(g >= 0 && size_t(g) < groups_.size(), "{}: group {} out of range [0, {})", what, g, groups_.size());
+}
+
+void Engine::init_params(const std::function<void(int, int, float*)>& fill) {
+  std::vector<float> full;  // transient host scratch, one group at a time
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const auto& L = part_.groups[g];
+    full.assign(L.padded, 0.0f);
+    for (size_t t = 0; t < groups_[g].tensors.size(); ++t) fill(int(g), int(t), full.data() + L.tensor_offsets[t]);
+    const OptimizerShard s = optimizer_shard(int(g));
+    ops_.copy(s.master, DType::F32, full.data() + s.begin, DType::F32, s.count);
+    if (sharded_params())
+      ops_.copy(at(params_, L.shard_offset), cfg_.param_dtype, full.data() + size_t(rank_) * L.shard, DType::F32,
+                L.shard);
+    else
+      ops_.copy(at(params_, L.full_offset), cfg_.param_dtype, full.data(), DType::F32, L.padded);
+  }
+}
+
+OptimizerShard Engine::optimizer_shard(int g) const {
+  check_group(g, "optimizer_shard");
+  const auto& L = part_.groups[g];
+  OptimizerShard s;
+  size_t off;
+  if (cfg_.stage == 0) {
+    s.begin = 0;
+    s.count = L.padded;
+    off = L.full_offset;
+  } else {
+    s.begin = size_t(rank_) * L.shard;
+    s.count = L.shard;
+    off = L.shard_offset;
+  }
+  s.master = master_.as<float>() + off;
+  s.m = m_.as<float>() + off;
+  s.v = v_.as<float>() + off;
+  return s;
+}
+
+// ---- micro-step protocol -------------------------------------------------------------------------
+
+void Engine::begin_micro_step() {
+  if (micro_ >= 0) {
+    for (size_t b = 0; b < part_.buckets.size(); ++b)
+      ZERO_REQUIRE(bucket_ready_[b] == int(part_.buckets[b].groups.size()), ConfigError,
+                   "micro-step {}: grad_ready was not called for every group of bucket {} (first group '{}')",
+                   micro_, b, groups_[part_.buckets[b].first_group()].name);
+  }
+  ZERO_REQUIRE(micro_ + 1 < cfg_.accum_steps, ConfigError,
+               "begin_micro_step called {} times without step(); accumulation is {}", micro_ + 2, cfg_.accum_steps);
+  ++micro_;
+  backward_ = false;
+  std::fill(bucket_ready_.begin(), bucket_ready_.end(), 0);
+  for (size_t g = 0; g < gathered_.size(); ++g) free_gathered(int(g));  // unused prefetches
+}
+
+void Engine::begin_backward() { backward_ = true; }
+
+void Engine::start_gather(int g) {
+  const auto& L = part_.groups[g];
+  gathered_[g] = Buffer(alloc_, L.padded, cfg_.param_dtype, MemCategory::Gathered);
+  gather_handle_[g] = comm_.all_gather_async(at(params_, L.shard_offset), gathered_[g].data(), L.shard,
+                                             cfg_.param_dtype, backward_ ? "ag bwd" : "ag fwd");
+}
+
+int Engine::live_gathered() const {
+  int n = 0;
+  for (const auto& b : gathered_) n += !b.empty();
+  return n;
+}
+
+void Engine::free_gathered(int g) {
+  if (gather_handle_[g]) {
+    gather_handle_[g]->wait();
+    gather_handle_[g].reset();
+  }
+  gathered_[g].reset();
+}
+
+const GroupView& Engine::gather(int g) {
+  check_group(g, "gather");
+  ZERO_REQUIRE(micro_ >= 0, ConfigError, "gather({}) before begin_micro_step()", g);
+  if (!sharded_params()) return param_views_[g];
+  if (gathered_[g].empty()) start_gather(g);
+  gather_handle_[g]->wait();
+  gather_handle_[g].reset();
+  param_views_[g] = make_view(gathered_[g].data(), cfg_.param_dtype, g);
+  // Prefetch the next groups in the current direction, never holding more than depth + 1.
+  const int dir = backward_ ? -1 : 1;
+  for (int i = 1; i <= cfg_.prefetch_depth; ++i) {
+    const int h = g + dir * i;
+    if (h < 0 || size_t(h) >= groups_.size()) break;
+    if (!gathered_[h].empty()) continue;
+    if (live_gathered() >= cfg_.prefetch_depth + 1) break;
+    start_gather(h);
+  }
+  return param_views_[g];
+}
+
+void Engine::release(int g) {
+  check_group(g, "release");
+  if (sharded_params()) free_gathered(g);
+}
+
+// ---- gradients -------------------------------------------------------------------------------------
+
+void Engine::acquire_slot(int bucket) {
+  const int slot = bucket % 2;
+  if (slot_bucket_[slot] == bucket && slot_state_[slot] == SlotState::Filling) return;
+  while (slot_state_[slot] == SlotState::InFlight) complete_oldest();
+  ZERO_CHECK(slot_state_[slot] == SlotState::Free, "bucket slot {} still filling bucket {} when bucket {} needs it",
+             slot, slot_bucket_[slot], bucket);
+  slot_state_[slot] = SlotState::Filling;
+  slot_bucket_[slot] = bucket;
+}
+
+const GroupView& Engine::grad_view(int g) {
+  check_group(g, "grad_view");
+  const int b = part_.groups[g].bucket;
+  acquire_slot(b);
+  const auto& L = part_.groups[g];
+  void* base = at(staging_[b % 2], offset_in_bucket_[g]);
+  // The model writes the real elements only; padding must reduce as zero.
+  ops_.zero(static_cast<char*>(base) + L.numel * dtype_size(cfg_.param_dtype), cfg_.param_dtype, L.padded - L.numel);
+  grad_views_[g] = make_view(base, cfg_.param_dtype, g);
+  return grad_views_[g];
+}
+
+void Engine::grad_ready(int g) {
+  check_group(g, "grad_ready");
+  ZERO_REQUIRE(!grad_views_[g].empty(), ConfigError, "grad_ready({}) without grad_view({})", g, g);
+  if (cfg_.nan_guard) {
+    for (size_t t = 0; t < grad_views_[g].size(); ++t) {
+      const TensorView& tv = grad_views_[g][t];
+      const size_t bad = ops_.count_nonfinite(tv.data, tv.dtype, tv.numel);
+      if (bad == 0) continue;
+      if (first_bad_group_ < 0) first_bad_group_ = g;
+      fprintf(stderr, "zero: rank %d: %zu non-finite gradient values in group '%s' tensor '%s' (micro-step %d); "
+              "the step will be skipped\n", rank_, bad, groups_[g].name.c_str(),
+              groups_[g].tensors[t].name.c_str(), micro_);
+    }
+  }
+  const int b = part_.groups[g].bucket;
+  if (++bucket_ready_[b] == int(part_.buckets[b].groups.size())) launch_bucket(b);
+  // Drive progress of collectives already in flight (MPI progresses only inside MPI calls).
+  for (auto& p : pending_) p.handle->test();
+}
+
+void Engine::launch_bucket(int b) {
+  const Bucket& B = part_.buckets[b];
+  const int slot = b % 2;
+  const DType pt = cfg_.param_dtype, at_ = cfg_.accum_dtype, rt = cfg_.reduce_dtype;
+  const size_t W = size_t(world_);
+  auto pack = [&](const std::function<void*(int g)>& group_base, DType src_t) {
+    size_t pos = 0;  // rank-major: for each destination rank, each group's slice for that rank
+    for (size_t r = 0; r < W; ++r)
+      for (int g : B.groups) {
+        const auto& L = part_.groups[g];
+        ops_.copy(at(send_[slot], pos), rt, static_cast<char*>(group_base(g)) + r * L.shard * dtype_size(src_t),
+                  src_t, L.shard);
+        pos += L.shard;
+      }
+  };
+  Pending p{b, slot, nullptr, nullptr};
+
+  if (!sharded_grads()) {
+    for (int g : B.groups) {
+      const auto& L = part_.groups[g];
+      ops_.add(at(accum_, L.full_offset), at_, at(staging_[slot], offset_in_bucket_[g]), pt, L.padded);
+    }
+    if (!last_micro()) {  // nothing to reduce before the accumulation boundary
+      slot_state_[slot] = SlotState::Free;
+      return;
+    }
+    void* range = at(accum_, part_.groups[B.first_group()].full_offset);
+    if (cfg_.stage == 0) {
+      if (at_ == rt) {
+        p.handle = comm_.all_reduce_async(range, B.padded, rt, ReduceOp::Sum, "ar");
+      } else {
+        ops_.copy(send_[slot].data(), rt, range, at_, B.padded);
+        p.handle = comm_.all_reduce_async(send_[slot].data(), B.padded, rt, ReduceOp::Sum, "ar");
+        p.on_done = [this, range, slot, n = B.padded] { ops_.copy(range, cfg_.accum_dtype, send_[slot].data(), cfg_.reduce_dtype, n); };
+      }
+    } else {  // stage 1: reduce-scatter the full accumulator; the result lands in this rank's slices
+      pack([&](int g) { return at(accum_, part_.groups[g].full_offset); }, at_);
+      p.handle = comm_.reduce_scatter_async(send_[slot].data(), recv_[slot].data(), B.shard, rt, ReduceOp::Sum, "rs");
+      p.on_done = [this, b, slot] {
+        size_t pos = 0;
+        for (int g : part_.buckets[b].groups) {
+          const auto& L = part_.groups[g];
+          ops_.copy(at(accum_, L.full_offset + size_t(rank_) * L.shard), cfg_.accum_dtype, at(recv_[slot], pos),
+                    cfg_.reduce_dtype, L.shard);
+          pos += L.shard;
+        }
+      };
+    }
+  } else {  // stages 2-3: reduce-scatter this micro-step's bucket into the shard accumulator
+    pack([&](int g) { return at(staging_[slot], offset_in_bucket_[g]); }, pt);
+    p.handle = comm_.reduce_scatter_async(send_[slot].data(), recv_[slot].data(), B.shard, rt, ReduceOp::Sum, "rs");
+    p.on_done = [this, b, slot] {
+      size_t pos = 0;
+      for (int g : part_.buckets[b].groups) {
+        const auto& L = part_.groups[g];
+        ops_.add(at(accum_, L.shard_offset), cfg_.accum_dtype, at(recv_[slot], pos), cfg_.reduce_dtype, L.shard);
+        pos += L.shard;
+      }
+    };
+  }
+  slot_state_[slot] = SlotState::InFlight;
+  pending_.push_back(std::move(p));
+}
+
+void Engine::complete_oldest() {
+  ZERO_CHECK(!pending_.empty(), "no collective in flight");
+  Pending p = std::move(pending_.front());
+  pending_.pop_front();
+  p.handle->wait();
+  if (p.on_done) p.on_done();
+  slot_state_[p.slot] = SlotState::Free;
+  slot_bucket_[p.slot] = -1;
+}
+
+void Engine::complete_all() {
+  while (!pending_.empty()) complete_oldest();
+}
+
+// ---- the optimizer step --------------------------------------------------------------------------
+
+void* Engine::grad_for_optimizer(int g) const {
+  const auto& L = part_.groups[g];
+  switch (cfg_.stage) {
+    case 0: return at(accum_, L.full_offset);
+    case 1: return at(accum_, L.full_offset + size_t(rank_) * L.shard);
+    default: return at(accum_, L.shard_offset);
+  }
+}
+
+void Engine::zero_accumulators() { ops_.zero(accum_.data(), accum_.dtype(), accum_.count()); }
+
+StepResult Engine::step(double loss_divisor) {
+  ZERO_REQUIRE(loss_divisor > 0, ConfigError, "step: loss divisor must be positive (got {})", loss_divisor);
+  ZERO_REQUIRE(micro_ == cfg_.accum_steps - 1, ConfigError, "step() after {} micro-steps; accumulation is {}",
+               micro_ + 1, cfg_.accum_steps);
+  for (size_t b = 0; b < part_.buckets.size(); ++b)
+    ZERO_REQUIRE(bucket_ready_[b] == int(part_.buckets[b].groups.size()), ConfigError,
+                 "step(): grad_ready was not called for every group of bucket {} (first group '{}')", b,
+                 groups_[part_.buckets[b].first_group()].name);
+  complete_all();
+  for (size_t g = 0; g < gathered_.size(); ++g) free_gathered(int(g));
+  micro_ = -1;
+
+  // Norm of what this rank owns (stage 0 owns everything, identical on every rank), and the
+  // finite flags, in one scalar reduction.
+  double local_sq = 0;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const OptimizerShard s = optimizer_shard(int(g));
+    local_sq += ops_.sum_squares(grad_for_optimizer(int(g)), cfg_.accum_dtype, s.count);
+  }
+  double sums[2] = {cfg_.stage == 0 && rank_ != 0 ? 0.0 : local_sq, first_bad_group_ >= 0 ? 1.0 : 0.0};
+  comm_.all_reduce_scalars(sums, 2, ReduceOp::Sum);
+  StepResult r;
+  r.grad_norm = std::sqrt(sums[0]) / loss_divisor;
+  const bool any_bad = sums[1] > 0;
+  if (any_bad || !std::isfinite(r.grad_norm)) {
+    if (any_bad) {  // name the lowest rank that saw it, and its group
+      const double G = double(groups_.size());
+      double code = first_bad_group_ >= 0 ? rank_ * G + first_bad_group_ : std::numeric_limits<double>::max();
+      comm_.all_reduce_scalars(&code, 1, ReduceOp::Min);
+      r.bad_rank = int(code / G);
+      r.bad_group = groups_[size_t(code - r.bad_rank * G)].name;
+    } else {
+      r.bad_group = "(after reduction)";
+    }
+    zero_accumulators();
+    first_bad_group_ = -1;
+    r.applied = false;
+    r.step = step_;
+    r.lr = cfg_.schedule.lr_at(step_ + 1);
+    return r;
+  }
+
+  r.clip_coef = 1.0f;
+  if (cfg_.clip_norm > 0) r.clip_coef = float(std::min(1.0, double(cfg_.clip_norm) / (r.grad_norm + 1e-6)));
+  const float grad_scale = float(double(r.clip_coef) / loss_divisor);
+  ++step_;
+  r.lr = cfg_.schedule.lr_at(step_);
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const OptimizerShard s = optimizer_shard(int(g));
+    const auto& L = part_.groups[g];
+    const char* grad = static_cast<const char*>(grad_for_optimizer(int(g)));
+    const size_t gsz = dtype_size(cfg_.accum_dtype);
+    // Each tensor's part of this rank's range, with its own weight-decay flag; padding is skipped.
+    for (size_t t = 0; t < groups_[g].tensors.size(); ++t) {
+      const size_t t0 = L.tensor_offsets[t], t1 = t0 + groups_[g].tensors[t].numel;
+      const size_t lo = std::max(t0, s.begin), hi = std::min(t1, s.begin + s.count);
+      if (lo >= hi) continue;
+      const size_t o = lo - s.begin;
+      ops_.adamw(s.master + o, grad + o * gsz, cfg_.accum_dtype, s.m + o, s.v + o, hi - lo, cfg_.adamw, r.lr, step_,
+                 groups_[g].tensors[t].weight_decay, grad_scale);
+    }
+  }
+  zero_accumulators();
+  sync_params();
+  r.applied = true;
+  r.step = step_;
+  return r;
+}
+
+void Engine::sync_params() {
+  std::vector<CommHandle> handles;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const OptimizerShard s = optimizer_shard(int(g));
+    const auto& L = part_.groups[g];
+    switch (cfg_.stage) {
+      case 0: ops_.copy(at(params_, L.full_offset), cfg_.param_dtype, s.master, DType::F32, s.count); break;
+      case 3: ops_.copy(at(params_, L.shard_offset), cfg_.param_dtype, s.master, DType::F32, s.count); break;
+      default: {  // stages 1-2: own slice, then all-gather the group in place
+        void* mine = at(params_, L.full_offset + s.begin);
+        ops_.copy(mine, cfg_.param_dtype, s.master, DType::F32, s.count);
+        handles.push_back(comm_.all_gather_async(mine, at(params_, L.full_offset), L.shard, cfg_.param_dtype, "ag"));
+      }
+    }
+  }
+  for (auto& h : handles) h->wait();
+}
+
+std::vector<float> Engine::full_master(int g) {
+  check_group(g, "full_master");
+  const auto& L = part_.groups[g];
+  const OptimizerShard s = optimizer_shard(g);
+  std::vector<float> full(L.padded);
+  if (cfg_.stage == 0) {
+    std::copy(s.master, s.master + L.padded, full.begin());
+  } else {
+    comm_.all_gather(s.master, full.data(), L.shard, DType::F32);
+  }
+  full.resize(L.numel);
+  return full;
+}
+
+}  // namespace zero

@@ -1,0 +1,45 @@
+// What the engine is told: stage, buckets, prefetch, dtypes, optimizer, clipping; and the batch
+// contract (global = micro x accum x world; any two given, the third derived).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "optim/adamw.h"
+#include "optim/lr_schedule.h"
+
+namespace zero {
+
+struct EngineConfig {
+  int stage = 0;                       // 0 (DDP), 1, 2 or 3
+  size_t bucket_elements = 1u << 22;   // reduction bucket size, in (padded) elements
+  int prefetch_depth = 1;              // stage 3: groups all-gathered ahead of use
+  DType param_dtype = DType::F32;      // compute parameters (what the model reads)
+  DType accum_dtype = DType::F32;      // gradient accumulation across micro-steps
+  DType reduce_dtype = DType::F32;     // gradients on the wire
+  int accum_steps = 1;                 // micro-steps per optimizer step (from the batch contract)
+  float clip_norm = 0.0f;              // 0 = no clipping
+  bool nan_guard = true;               // skip steps with non-finite gradients
+  optim::AdamWConfig adamw;
+  optim::LrSchedule schedule;
+};
+
+// Throws ConfigError naming the offending key for an unknown stage, a bucket size of 0, a negative
+// prefetch depth, accumulation below 1.
+void validate(const EngineConfig& c);
+
+// The batch contract, in pairs. 0 means "derive me".
+struct BatchSpec {
+  int64_t global = 0;
+  int64_t micro = 0;
+  int64_t accum = 0;
+};
+struct ResolvedBatch {
+  int64_t global, micro, accum;
+  int world;
+};
+// global = micro x accum x world. Any two of (global, micro, accum) given: the third is derived (an
+// error if it does not divide); all three given: they must agree.
+ResolvedBatch resolve_batch(const BatchSpec& spec, int world);
+
+}  // namespace zero

@@ -1,0 +1,60 @@
+#include "zero/partition.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace zero {
+
+size_t GroupInfo::numel() const {
+  size_t n = 0;
+  for (const auto& t : tensors) n += t.numel;
+  return n;
+}
+
+Partition make_partition(const std::vector<GroupInfo>& groups, int world, size_t bucket_elements) {
+  ZERO_REQUIRE(world >= 1, ConfigError, "world size must be at least 1 (got {})", world);
+  ZERO_REQUIRE(bucket_elements > 0, ConfigError, "zero.bucket_elements must be positive (got 0)");
+  ZERO_REQUIRE(!groups.empty(), ConfigError, "the model declared no parameter groups");
+  Partition p;
+  p.world = world;
+  const size_t W = static_cast<size_t>(world);
+  for (const auto& g : groups) {
+    GroupLayout L;
+    for (const auto& t : g.tensors) {
+      L.tensor_offsets.push_back(L.numel);
+      L.numel += t.numel;
+    }
+    ZERO_REQUIRE(L.numel > 0, ConfigError, "parameter group '{}' is empty", g.name);
+    L.shard = (L.numel + W - 1) / W;
+    L.padded = L.shard * W;
+    L.full_offset = p.total_padded;
+    L.shard_offset = p.total_shard;
+    p.total_numel += L.numel;
+    p.total_padded += L.padded;
+    p.total_shard += L.shard;
+    p.max_group_padded = std::max(p.max_group_padded, L.padded);
+    p.groups.push_back(std::move(L));
+  }
+  // Buckets in backward order: walk groups from the last to the first.
+  Bucket cur;
+  auto flush = [&] {
+    if (cur.groups.empty()) return;
+    std::sort(cur.groups.begin(), cur.groups.end());
+    cur.shard = cur.padded / W;
+    for (int g : cur.groups) p.groups[g].bucket = static_cast<int>(p.buckets.size());
+    p.max_bucket_padded = std::max(p.max_bucket_padded, cur.padded);
+    p.buckets.push_back(std::move(cur));
+    cur = Bucket{};
+  };
+  for (int g = static_cast<int>(groups.size()) - 1; g >= 0; --g) {
+    const size_t n = p.groups[g].padded;
+    if (!cur.groups.empty() && cur.padded + n > bucket_elements) flush();
+    cur.groups.push_back(g);
+    cur.padded += n;
+  }
+  flush();
+  return p;
+}
+
+}  // namespace zero
