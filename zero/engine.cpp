@@ -124,8 +124,12 @@ void Engine::begin_micro_step() {
   ZERO_REQUIRE(micro_ + 1 < cfg_.accum_steps, ConfigError,
                "begin_micro_step called {} times without step(); accumulation is {}", micro_ + 2, cfg_.accum_steps);
   ++micro_;
-  backward_ = false;
   std::fill(bucket_ready_.begin(), bucket_ready_.end(), 0);
+  begin_forward();
+}
+
+void Engine::begin_forward() {
+  backward_ = false;
   for (size_t g = 0; g < gathered_.size(); ++g) free_gathered(int(g));  // unused prefetches
 }
 
@@ -154,7 +158,6 @@ void Engine::free_gathered(int g) {
 
 const GroupView& Engine::gather(int g) {
   check_group(g, "gather");
-  ZERO_REQUIRE(micro_ >= 0, ConfigError, "gather({}) before begin_micro_step()", g);
   if (!sharded_params()) return param_views_[g];
   if (gathered_[g].empty()) start_gather(g);
   gather_handle_[g]->wait();

@@ -70,6 +70,8 @@ class Engine {
   void init_params(const std::function<void(int group, int tensor, float* dst)>& fill);
 
   void begin_micro_step();
+  // Starts a forward-only pass (eval, scoring) outside accumulation: gather/release only.
+  void begin_forward();
   const GroupView& gather(int g);
   void release(int g);
   void begin_backward();

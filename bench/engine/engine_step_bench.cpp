@@ -1,0 +1,64 @@
+// Engine step time per ZeRO stage relative to stage 0 (plain DDP), measured in the same run on the
+// MLP test model: median wall time of an optimizer step (accum micro-steps + step()), max over ranks.
+//   mpirun -np 4 engine_step_bench [--width 512] [--depth 6] [--steps 20]
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "comm/bootstrap.h"
+#include "examples/mlp/mlp_training.h"
+
+using namespace zero;
+
+int main(int argc, char** argv) {
+  MpiRuntime mpi(&argc, &argv);
+  int width = 512, depth = 6, steps = 20, micro = 8, accum = 2;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (!strcmp(argv[i], "--width")) width = std::stoi(argv[++i]);
+    else if (!strcmp(argv[i], "--depth")) depth = std::stoi(argv[++i]);
+    else if (!strcmp(argv[i], "--steps")) steps = std::stoi(argv[++i]);
+  }
+  auto comm = mpi.world_communicator();
+  const int W = comm->world(), R = comm->rank();
+  std::vector<int> dims(depth + 1, width);
+  dims.front() = 64;
+  dims.back() = 32;
+  example::MlpModel model({dims, 7});
+  example::MlpDataset data(4096, 64, 3);
+  double base = 0;
+  if (R == 0)
+    printf("# engine_step_bench: world %d, MLP %d x %d, micro %d, accum %d, fp32, bucket 2^20\n", W, depth,
+           width, micro, accum);
+  for (int stage = 0; stage <= 3; ++stage) {
+    EngineConfig cfg;
+    cfg.stage = stage;
+    cfg.accum_steps = accum;
+    cfg.bucket_elements = 1 << 20;
+    cfg.adamw.lr = 1e-3f;
+    auto ops = make_cpu_ops();
+    TrackingAllocator alloc(make_host_allocator());
+    Engine engine(cfg, model.groups(), *comm, *ops, alloc);
+    engine.init_params([&](int g, int t, float* dst) { model.init(g, t, dst); });
+    std::vector<double> times;
+    example::train_with_engine(model, engine, data, int64_t(micro) * accum * W, micro, 3);  // warm-up
+    for (int s = 0; s < steps; ++s) {
+      comm->barrier();
+      const double t0 = MPI_Wtime();
+      example::train_with_engine(model, engine, data, int64_t(micro) * accum * W, micro, 1);
+      double t = MPI_Wtime() - t0;
+      comm->all_reduce_scalars(&t, 1, ReduceOp::Max);
+      times.push_back(t);
+    }
+    std::sort(times.begin(), times.end());
+    const double med = times[times.size() / 2];
+    if (stage == 0) base = med;
+    const auto mem = engine.memory_report();
+    if (R == 0)
+      printf("stage %d: step %.3f ms (median of %d), ratio to stage 0 %.3f, params %zu, peak bytes/rank %zu\n", stage,
+             med * 1e3, steps, med / base, engine.partition().total_numel, mem.peak_total);
+  }
+  return 0;
+}

@@ -1,0 +1,68 @@
+// The Qwen3 reward model on the CPU backend: Qwen3 decoder + scalar score head pooled at each sequence's
+// explicit last-real-token index (batch.last_index), trained with the pairwise loss. Parameters are
+// reached only through ParamAccess, group by group (param_layout.h), so the engine decides where they live.
+// Computes only real tokens: each sequence attends within itself, in padded and packed batches alike.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "data/batch.h"
+#include "model/attention.h"
+#include "model/param_access.h"
+#include "model/param_layout.h"
+#include "model/qwen3_config.h"
+#include "model/tensor_views.h"
+
+namespace zero::model {
+
+struct RewardModelOptions {
+  // Keep only each layer's input in forward and recompute the layer in backward (acquiring its group once
+  // more, as the contract says). Same numbers as without, bit for bit.
+  bool activation_checkpointing = false;
+  DecayPolicy decay;  // weight-decay flags written into the group specs
+};
+
+// One micro-batch's results. Pair metrics cover real pairs only; rewards cover every sequence.
+struct RewardOutput {
+  std::vector<float> rewards;        // [num_seqs]: sequence 2i = chosen, 2i+1 = rejected of pair i
+  double loss_sum = 0.0;             // sum over real pairs of softplus(r_rejected - r_chosen)
+  int64_t real_pairs = 0;
+  int64_t correct_pairs = 0;         // r_chosen > r_rejected
+  double chosen_reward_sum = 0.0;
+  double rejected_reward_sum = 0.0;
+  int64_t real_tokens = 0;           // tokens computed (pads are not)
+};
+
+// Activations captured by forward() for parity tests, over the real tokens in TokenPlan order.
+struct ForwardTrace {
+  std::vector<SeqSpan> seqs;   // sequence s occupies columns [offset, offset + len)
+  std::vector<Mat> layer_out;  // [num_layers] x [H, N]: residual stream after each decoder layer
+  Mat final_norm;              // [H, N]: model.norm over every real token (HF last_hidden_state)
+};
+
+class Qwen3RewardModel {
+ public:
+  explicit Qwen3RewardModel(Qwen3Config config, RewardModelOptions options = {});
+
+  const Qwen3Config& config() const { return config_; }
+  const RewardModelOptions& options() const { return options_; }
+  const std::vector<GroupSpec>& groups() const { return groups_; }  // the engine allocates from these
+  int num_groups() const { return static_cast<int>(groups_.size()); }
+  void set_activation_checkpointing(bool on) { options_.activation_checkpointing = on; }
+
+  // Forward, loss and backward of one micro-batch; each group's gradient buffers receive the gradient of
+  // loss_sum (the SUM over real pairs: the step divides by the global pair count).
+  RewardOutput forward_backward(const data::PairBatch& batch, ParamAccess& params) const;
+
+  // Forward only (eval, scoring): acquire/release per group, no begin_backward, nothing kept.
+  RewardOutput forward(const data::PairBatch& batch, ParamAccess& params, ForwardTrace* trace = nullptr) const;
+
+ private:
+  RewardOutput run(const data::PairBatch& batch, ParamAccess& params, bool backward, ForwardTrace* trace) const;
+
+  Qwen3Config config_;
+  RewardModelOptions options_;
+  std::vector<GroupSpec> groups_;
+};
+
+}  // namespace zero::model

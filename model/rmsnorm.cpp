@@ -1,0 +1,41 @@
+// RMSNorm forward and backward on column vectors.
+#include "model/rmsnorm.h"
+
+#include <cmath>
+
+#include "model/tensor_views.h"
+
+namespace zero::model {
+
+void rmsnorm_forward(const float* x, const float* w, int64_t dim, int64_t n, float eps, float* y, float* rstd) {
+  ConstMatMap X(x, dim, n);
+  MatMap Y(y, dim, n);
+  Eigen::Map<const Vec> W(w, dim);
+  for (int64_t c = 0; c < n; ++c) {
+    const float var = X.col(c).squaredNorm() / float(dim);
+    const float r = 1.0f / std::sqrt(var + eps);  // torch.rsqrt in fp32
+    rstd[c] = r;
+    Y.col(c) = W.cwiseProduct(X.col(c) * r);  // weight * (x * rstd), the order HF uses
+  }
+}
+
+void rmsnorm_backward(const float* x, const float* w, const float* rstd, const float* dy, int64_t dim, int64_t n,
+                      float* dx, float* dw) {
+  // xhat = x * r; y = w * xhat. dw = sum_c dy * xhat; dxhat = dy * w;
+  // dx = r * (dxhat - xhat * mean(dxhat * xhat)) since d r / d x = -r^3 x / dim.
+  ConstMatMap X(x, dim, n), DY(dy, dim, n);
+  MatMap DX(dx, dim, n);
+  Eigen::Map<const Vec> W(w, dim);
+  Vec dW = Vec::Zero(dim);
+  Vec xhat(dim), dxhat(dim);
+  for (int64_t c = 0; c < n; ++c) {
+    xhat = X.col(c) * rstd[c];
+    dxhat = DY.col(c).cwiseProduct(W);
+    dW += DY.col(c).cwiseProduct(xhat);
+    const float mean = xhat.dot(dxhat) / float(dim);
+    DX.col(c) = (dxhat - xhat * mean) * rstd[c];
+  }
+  Eigen::Map<Vec>(dw, dim) = dW;
+}
+
+}  // namespace zero::model

@@ -1,0 +1,57 @@
+// RoPE tables and the rotate_half rotation with its transpose.
+#include "model/rope.h"
+
+#include <cmath>
+
+namespace zero::model {
+
+RopeTable make_rope_table(std::span<const int32_t> positions, int64_t head_dim, double theta) {
+  const int64_t half = head_dim / 2;
+  const int64_t n = static_cast<int64_t>(positions.size());
+  RopeTable t;
+  t.head_dim = head_dim;
+  t.cos.resize(half, n);
+  t.sin.resize(half, n);
+  // HF: inv_freq = 1 / theta ** (arange(0, d, 2).float() / d) in fp32; freqs = inv_freq * position in fp32
+  // (an fp32 matmul with one term); cos/sin of that fp32 angle, rounded to fp32.
+  std::vector<float> inv_freq(half);
+  for (int64_t i = 0; i < half; ++i) {
+    const float expo = float(2 * i) / float(head_dim);
+    inv_freq[i] = float(1.0 / std::pow(theta, double(expo)));
+  }
+  for (int64_t c = 0; c < n; ++c) {
+    const float p = float(positions[c]);
+    for (int64_t i = 0; i < half; ++i) {
+      const float angle = inv_freq[i] * p;
+      t.cos(i, c) = float(std::cos(double(angle)));
+      t.sin(i, c) = float(std::sin(double(angle)));
+    }
+  }
+  return t;
+}
+
+namespace {
+
+// sign = +1 applies the rotation, -1 its transpose.
+void rotate(float* x, int64_t heads, const RopeTable& t, float sign) {
+  const int64_t d = t.head_dim, half = d / 2, n = t.cos.cols();
+  for (int64_t tok = 0; tok < n; ++tok) {
+    const float* c = t.cos.col(tok).data();
+    const float* s = t.sin.col(tok).data();
+    for (int64_t h = 0; h < heads; ++h) {
+      float* v = x + (tok * heads + h) * d;
+      for (int64_t i = 0; i < half; ++i) {
+        const float a = v[i], b = v[i + half], si = sign * s[i];
+        v[i] = a * c[i] - b * si;         // x[i] cos - x[i+d/2] sin
+        v[i + half] = b * c[i] + a * si;  // x[i+d/2] cos + x[i] sin
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void rope_forward(float* x, int64_t heads, const RopeTable& t) { rotate(x, heads, t, 1.0f); }
+void rope_backward(float* dx, int64_t heads, const RopeTable& t) { rotate(dx, heads, t, -1.0f); }
+
+}  // namespace zero::model

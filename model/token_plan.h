@@ -1,0 +1,24 @@
+// Where a PairBatch's real tokens go: gathers them (pads dropped, either layout) into one column buffer,
+// sequence after sequence, with positions and each sequence's pooled column. Validates the batch.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "data/batch.h"
+#include "model/attention.h"
+
+namespace zero::model {
+
+struct TokenPlan {
+  std::vector<int32_t> tokens;     // [N] real tokens, sequence 0 first
+  std::vector<int32_t> positions;  // [N] from batch.positions
+  std::vector<SeqSpan> seqs;       // [S] each sequence's columns
+  std::vector<int64_t> pooled;     // [S] column of the pooled token (batch.last_index mapped)
+  int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()); }
+};
+
+// Throws InputError when the batch is inconsistent (sizes, a sequence outside its row, last_index outside
+// its sequence, a token id outside [0, vocab_size)).
+TokenPlan make_token_plan(const data::PairBatch& batch, int64_t vocab_size);
+
+}  // namespace zero::model

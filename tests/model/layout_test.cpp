@@ -1,0 +1,231 @@
+// The reward model's batch handling and contract: packed == padded, activation checkpointing changes nothing,
+// pads are never computed, masked pairs contribute nothing, and the ParamAccess call order is the contract's.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "checkpoint/safetensors.h"
+#include "core/check.h"
+#include "model/init.h"
+#include "model/param_access.h"
+#include "model/qwen3_config.h"
+#include "model/reward_model.h"
+#include "model_test_util.h"
+
+namespace zero::model {
+namespace {
+
+using testing::compare;
+
+// Forwards to DenseParams and records every call as "a3", "r3", "B", "g3", "d3" (acquire, release,
+// begin_backward, grad_buffers, grad_ready).
+class RecordingAccess final : public ParamAccess {
+ public:
+  explicit RecordingAccess(DenseParams& p) : p_(p) {}
+  std::vector<const float*> acquire(int g) override { log.push_back("a" + std::to_string(g)); return p_.acquire(g); }
+  void release(int g) override { log.push_back("r" + std::to_string(g)); p_.release(g); }
+  void begin_backward() override { log.push_back("B"); p_.begin_backward(); }
+  std::vector<float*> grad_buffers(int g) override {
+    log.push_back("g" + std::to_string(g));
+    auto b = p_.grad_buffers(g);
+    for (size_t t = 0; t < b.size(); ++t) {  // garbage in: the model must overwrite every element
+      std::span<float> s = p_.grad(g, int(t));
+      std::fill(s.begin(), s.end(), 12345.0f);
+    }
+    return b;
+  }
+  void grad_ready(int g) override { log.push_back("d" + std::to_string(g)); p_.grad_ready(g); }
+  std::vector<std::string> log;
+
+ private:
+  DenseParams& p_;
+};
+
+struct Result {
+  std::vector<float> rewards;
+  double loss_sum = 0;
+  std::vector<std::vector<float>> grads;  // per tensor, group order
+};
+
+class Layouts : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    checkpoint::SafetensorsReader r(testing::fixture_file());
+    config_ = load_hf_config(testing::fixture_dir() + "/config.json");
+    params_ = std::make_unique<DenseParams>(qwen3_rm_groups(config_));
+    for (const GroupSpec& g : params_->groups())
+      for (const TensorSpec& t : g.tensors) r.read_f32(t.name, params_->param(t.name));
+    fb_ = testing::fixture_batch(r);
+  }
+
+  Result run(const data::PairBatch& b, bool checkpointing) {
+    RewardModelOptions o;
+    o.activation_checkpointing = checkpointing;
+    Qwen3RewardModel m(config_, o);
+    RecordingAccess acc(*params_);
+    const RewardOutput out = m.forward_backward(b, acc);
+    Result res{out.rewards, out.loss_sum, {}};
+    for (int g = 0; g < params_->num_groups(); ++g)
+      for (size_t t = 0; t < params_->groups()[g].tensors.size(); ++t) {
+        auto s = params_->grad(g, int(t));
+        res.grads.emplace_back(s.begin(), s.end());
+      }
+    log_ = acc.log;
+    return res;
+  }
+
+  static void expect_close(const Result& a, const Result& b, double tol) {
+    ASSERT_EQ(a.rewards.size(), b.rewards.size());
+    for (size_t s = 0; s < a.rewards.size(); ++s) EXPECT_NEAR(a.rewards[s], b.rewards[s], tol) << "sequence " << s;
+    EXPECT_NEAR(a.loss_sum, b.loss_sum, tol);
+    ASSERT_EQ(a.grads.size(), b.grads.size());
+    for (size_t t = 0; t < a.grads.size(); ++t) {
+      const auto e = compare(a.grads[t], b.grads[t], tol, tol);
+      EXPECT_EQ(e.bad, 0) << "tensor " << t << " max abs " << e.max_abs;
+    }
+  }
+
+  Qwen3Config config_;
+  std::unique_ptr<DenseParams> params_;
+  testing::FixtureBatch fb_;
+  std::vector<std::string> log_;
+};
+
+TEST_F(Layouts, PackedEqualsPadded) {
+  const data::PairBatch padded = testing::padded_batch(fb_.seqs, 0, fb_.row_len);
+  // Rows of 32 columns, sequences placed out of order so that rows mix pairs: [17+12], [9+17+5], [3].
+  const data::PairBatch packed = testing::packed_batch(fb_.seqs, 0, 32, {0, 1, 2, 3, 4, 5});
+  ASSERT_LT(packed.rows, padded.rows);
+  const data::PairBatch shuffled = testing::packed_batch(fb_.seqs, 0, 40, {5, 3, 1, 4, 0, 2});
+  ASSERT_EQ(shuffled.rows, 2);
+  const Result a = run(padded, false), b = run(packed, false), c = run(shuffled, false);
+  expect_close(a, b, 1e-5);
+  expect_close(a, c, 1e-5);
+  EXPECT_NEAR(a.rewards[0], 0.39328781, 1e-5);  // the HF value, so neither run is trivially wrong
+}
+
+TEST_F(Layouts, CheckpointingIsBitIdentical) {
+  const data::PairBatch padded = testing::padded_batch(fb_.seqs, 0, fb_.row_len);
+  const Result a = run(padded, false);
+  const std::vector<std::string> log_plain = log_;
+  const Result b = run(padded, true);
+  EXPECT_EQ(a.rewards, b.rewards);
+  EXPECT_EQ(a.loss_sum, b.loss_sum);
+  EXPECT_EQ(a.grads, b.grads);
+  EXPECT_EQ(log_plain, log_);  // recompute reuses the backward acquisition
+}
+
+TEST_F(Layouts, ContractCallOrder) {
+  run(testing::padded_batch(fb_.seqs, 0, fb_.row_len), true);
+  const int G = params_->num_groups();  // 4: embed, 2 layers, head
+  std::vector<std::string> want;
+  for (int g = 0; g < G; ++g) {
+    want.push_back("a" + std::to_string(g));
+    want.push_back("r" + std::to_string(g));
+  }
+  want.push_back("B");
+  for (int g = G - 1; g >= 0; --g)
+    for (const char* op : {"a", "g", "d", "r"}) want.push_back(op + std::to_string(g));
+  EXPECT_EQ(log_, want);
+}
+
+TEST_F(Layouts, PadsAreNeverComputed) {
+  data::PairBatch a = testing::padded_batch(fb_.seqs, 0, 24);
+  data::PairBatch b = a;
+  for (int64_t i = 0; i < b.rows * b.row_len; ++i) {  // fill every pad slot with a real id
+    const int64_t row = i / b.row_len, col = i % b.row_len;
+    if (col >= b.seq_len[row]) b.tokens[i] = 7 + int32_t(col);
+  }
+  const Result ra = run(a, false), rb = run(b, false);
+  EXPECT_EQ(ra.rewards, rb.rewards);
+  EXPECT_EQ(ra.grads, rb.grads);
+}
+
+TEST_F(Layouts, MaskedPairContributesNothing) {
+  // 3 pairs with pair 1 masked vs the 2 real pairs alone.
+  data::PairBatch masked = testing::padded_batch(fb_.seqs, 0, fb_.row_len);
+  masked.pair_mask[1] = 0;
+  std::vector<std::vector<int32_t>> two = {fb_.seqs[0], fb_.seqs[1], fb_.seqs[4], fb_.seqs[5]};
+  const data::PairBatch alone = testing::padded_batch(two, 0, fb_.row_len);
+  Qwen3RewardModel m(config_);
+  const RewardOutput om = m.forward(masked, *params_);
+  EXPECT_EQ(om.real_pairs, 2);
+  EXPECT_EQ(om.rewards.size(), 6u);  // every sequence still gets its reward
+  const Result rm = run(masked, false), ra = run(alone, false);
+  EXPECT_NEAR(rm.loss_sum, ra.loss_sum, 1e-6);
+  Result ra6 = ra;  // compare gradients only (rewards differ in count)
+  ra6.rewards = {rm.rewards[0], rm.rewards[1], rm.rewards[2], rm.rewards[3], rm.rewards[4], rm.rewards[5]};
+  expect_close(rm, ra6, 1e-6);
+}
+
+TEST_F(Layouts, ForwardOnlyMatchesForwardBackward) {
+  const data::PairBatch b = testing::padded_batch(fb_.seqs, 0, fb_.row_len);
+  Qwen3RewardModel m(config_);
+  RecordingAccess acc(*params_);
+  const RewardOutput f = m.forward(b, acc);
+  EXPECT_EQ(acc.log, (std::vector<std::string>{"a0", "r0", "a1", "r1", "a2", "r2", "a3", "r3"}));
+  const Result fb = run(b, false);
+  EXPECT_EQ(f.rewards, fb.rewards);
+  EXPECT_EQ(f.loss_sum, fb.loss_sum);
+  EXPECT_EQ(f.correct_pairs, 2);
+}
+
+TEST_F(Layouts, BadBatchesAreInputErrors) {
+  Qwen3RewardModel m(config_);
+  data::PairBatch b = testing::padded_batch(fb_.seqs, 0, fb_.row_len);
+  b.tokens[3] = 997;  // vocab is 997
+  try {
+    m.forward(b, *params_);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("token id 997"), std::string::npos) << e.what();
+  }
+  b = testing::padded_batch(fb_.seqs, 0, fb_.row_len);
+  b.last_index[2] += 1;  // one past the sequence's last token
+  EXPECT_THROW(m.forward(b, *params_), InputError);
+}
+
+// A fresh model from random init: deterministic, HF-like, and trainable end to end on a tiny config.
+TEST(RandomInit, DeterministicAndHfLike) {
+  const Qwen3Config c = tiny_qwen3_config();
+  DenseParams a(qwen3_rm_groups(c)), b(qwen3_rm_groups(c));
+  init_random(a, c, 7);
+  init_random(b, c, 7);
+  for (const GroupSpec& g : a.groups())
+    for (const TensorSpec& t : g.tensors) {
+      auto pa = a.param(t.name), pb = b.param(t.name);
+      ASSERT_TRUE(std::equal(pa.begin(), pa.end(), pb.begin())) << t.name;
+    }
+  for (float v : a.param("model.layers.1.post_attention_layernorm.weight")) EXPECT_EQ(v, 1.0f);
+  for (int64_t k = 0; k < c.hidden_size; ++k) EXPECT_EQ(a.param("model.embed_tokens.weight")[k], 0.0f);  // pad row
+  double sq = 0;
+  auto q = a.param("model.layers.0.self_attn.q_proj.weight");
+  for (float v : q) sq += double(v) * v;
+  EXPECT_NEAR(std::sqrt(sq / double(q.size())), 0.02, 0.001);
+  DenseParams other(qwen3_rm_groups(c));
+  init_random(other, c, 8);
+  EXPECT_NE(other.param("score.weight")[0], a.param("score.weight")[0]);
+
+  // Loss decreases under plain SGD on a random batch (backward is a descent direction).
+  std::vector<std::vector<int32_t>> seqs;
+  for (int s = 0; s < 4; ++s) {
+    std::vector<int32_t> ids;
+    for (int j = 0; j < 20 + 7 * s; ++j) ids.push_back(1 + (s * 131 + j * 17) % 500);
+    seqs.push_back(ids);
+  }
+  const data::PairBatch batch = testing::packed_batch(seqs, 0, 64, {0, 1, 2, 3});
+  Qwen3RewardModel m(c);
+  const double l0 = m.forward_backward(batch, a).loss_sum;
+  for (int g = 0; g < a.num_groups(); ++g)
+    for (size_t t = 0; t < a.groups()[g].tensors.size(); ++t) {
+      auto p = a.param(g, int(t));
+      auto gr = a.grad(g, int(t));
+      for (size_t i = 0; i < p.size(); ++i) p[i] -= 0.5f * gr[i];
+    }
+  const double l1 = m.forward(batch, a).loss_sum;
+  EXPECT_LT(l1, l0);
+}
+
+}  // namespace
+}  // namespace zero::model

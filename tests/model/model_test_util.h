@@ -1,0 +1,139 @@
+// Helpers for the model tests: PairBatch builders (padded and packed) and the HF fixture's batch in pair order.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "checkpoint/safetensors.h"
+#include "data/batch.h"
+
+namespace zero::model::testing {
+
+inline std::string fixture_dir() { return ZERO_MODEL_FIXTURE_DIR; }
+inline std::string fixture_file() { return fixture_dir() + "/qwen3_rm_tiny.safetensors"; }
+
+// One sequence per row, right-padded to the longest (or row_len).
+inline data::PairBatch padded_batch(const std::vector<std::vector<int32_t>>& seqs, int32_t pad_id,
+                                    int64_t row_len = 0) {
+  data::PairBatch b;
+  b.layout = data::BatchLayout::Padded;
+  b.pad_id = pad_id;
+  b.rows = int64_t(seqs.size());
+  for (const auto& s : seqs) row_len = std::max<int64_t>(row_len, int64_t(s.size()));
+  b.row_len = row_len;
+  b.tokens.assign(b.rows * b.row_len, pad_id);
+  b.positions.assign(b.rows * b.row_len, 0);
+  b.cu_seqlens.push_back(0);
+  for (int64_t r = 0; r < b.rows; ++r) {
+    const int64_t len = int64_t(seqs[r].size());
+    for (int64_t j = 0; j < len; ++j) {
+      b.tokens[r * b.row_len + j] = seqs[r][j];
+      b.positions[r * b.row_len + j] = int32_t(j);
+    }
+    b.seq_row.push_back(r);
+    b.seq_start.push_back(0);
+    b.seq_len.push_back(len);
+    b.last_index.push_back(r * b.row_len + len - 1);
+    b.cu_seqlens.push_back(b.cu_seqlens.back() + int32_t(len));
+  }
+  for (int64_t i = 0; i < b.rows / 2; ++i) {
+    b.pair_ids.push_back(i);
+    b.pair_mask.push_back(1);
+  }
+  return b;
+}
+
+// Sequences placed first-fit into rows of row_len columns (several per row), in the given row order.
+// `placement[s]` = row of sequence s; sequences of a row are laid out in the order given by `order`.
+inline data::PairBatch packed_batch(const std::vector<std::vector<int32_t>>& seqs, int32_t pad_id, int64_t row_len,
+                                    const std::vector<int64_t>& order) {
+  data::PairBatch b;
+  b.layout = data::BatchLayout::Packed;
+  b.pad_id = pad_id;
+  b.row_len = row_len;
+  const size_t S = seqs.size();
+  b.seq_row.assign(S, 0);
+  b.seq_start.assign(S, 0);
+  b.seq_len.assign(S, 0);
+  b.last_index.assign(S, 0);
+  std::vector<int64_t> used;  // columns used per row
+  for (int64_t s : order) {
+    const int64_t len = int64_t(seqs[s].size());
+    size_t r = 0;
+    while (r < used.size() && used[r] + len > row_len) ++r;
+    if (r == used.size()) used.push_back(0);
+    b.seq_row[s] = int64_t(r);
+    b.seq_start[s] = used[r];
+    b.seq_len[s] = len;
+    used[r] += len;
+  }
+  b.rows = int64_t(used.size());
+  b.tokens.assign(b.rows * row_len, pad_id);
+  b.positions.assign(b.rows * row_len, 0);
+  for (size_t s = 0; s < S; ++s) {
+    const int64_t first = b.seq_row[s] * row_len + b.seq_start[s];
+    for (int64_t j = 0; j < b.seq_len[s]; ++j) {
+      b.tokens[first + j] = seqs[s][j];
+      b.positions[first + j] = int32_t(j);
+    }
+    b.last_index[s] = first + b.seq_len[s] - 1;
+  }
+  for (size_t i = 0; i < S / 2; ++i) {
+    b.pair_ids.push_back(int64_t(i));
+    b.pair_mask.push_back(1);
+  }
+  return b;
+}
+
+// The fixture's 6 rows as sequences in pair order: sequence 2i = row i (chosen), 2i+1 = row i+3 (rejected).
+struct FixtureBatch {
+  std::vector<std::vector<int32_t>> seqs;  // pair order
+  std::vector<int64_t> fixture_row;        // fixture row of each sequence
+  int64_t row_len = 0;
+};
+
+inline FixtureBatch fixture_batch(const checkpoint::SafetensorsReader& r) {
+  const auto ids = r.read_i64("input_ids");
+  const auto mask = r.read_i64("attention_mask");
+  const auto pool = r.read_i64("pool_index");
+  const auto& shape = r.tensor("input_ids").shape;  // [6, 17]
+  FixtureBatch f;
+  f.row_len = shape[1];
+  const int64_t pairs = shape[0] / 2;
+  for (int64_t i = 0; i < pairs; ++i) {
+    for (int64_t row : {i, i + pairs}) {
+      std::vector<int32_t> s;
+      for (int64_t j = 0; j < f.row_len && mask[row * f.row_len + j]; ++j) s.push_back(int32_t(ids[row * f.row_len + j]));
+      if (int64_t(s.size()) != pool[row] + 1) throw std::runtime_error("fixture: pool_index is not the last real token");
+      f.seqs.push_back(std::move(s));
+      f.fixture_row.push_back(row);
+    }
+  }
+  return f;
+}
+
+// Error of `got` against `ref`: max |d|, max |d| / |ref| where |ref| > floor, and ||d|| / ||ref||.
+struct Err {
+  double max_abs = 0, max_rel = 0, norm_rel = 0;
+  int64_t bad = 0;  // elements with |d| > atol + rtol |ref|
+};
+inline Err compare(std::span<const float> got, std::span<const float> ref, double atol, double rtol) {
+  Err e;
+  double dn = 0, rn = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double d = std::abs(double(got[i]) - double(ref[i]));
+    e.max_abs = std::max(e.max_abs, d);
+    if (std::abs(ref[i]) > 1e-6) e.max_rel = std::max(e.max_rel, d / std::abs(double(ref[i])));
+    if (!(d <= atol + rtol * std::abs(double(ref[i])))) ++e.bad;
+    dn += d * d;
+    rn += double(ref[i]) * double(ref[i]);
+  }
+  e.norm_rel = rn > 0 ? std::sqrt(dn / rn) : std::sqrt(dn);
+  return e;
+}
+
+}  // namespace zero::model::testing
