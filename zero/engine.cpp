@@ -77,18 +77,31 @@ void Engine::check_group(int g, const char* what) const {
 }
 
 void Engine::init_params(const std::function<void(int, int, float*)>& fill) {
-  std::vector<float> full;  // transient host scratch, one group at a time
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    const auto& L = part_.groups[g];
-    full.assign(L.padded, 0.0f);
-    for (size_t t = 0; t < groups_[g].tensors.size(); ++t) fill(int(g), int(t), full.data() + L.tensor_offsets[t]);
-    const OptimizerShard s = optimizer_shard(int(g));
-    ops_.copy(s.master, DType::F32, full.data() + s.begin, DType::F32, s.count);
-    if (sharded_params())
-      ops_.copy(at(params_, L.shard_offset), cfg_.param_dtype, full.data() + size_t(rank_) * L.shard, DType::F32,
-                L.shard);
-    else
-      ops_.copy(at(params_, L.full_offset), cfg_.param_dtype, full.data(), DType::F32, L.padded);
+  std::vector<float> full;  // transient host scratch, one tensor at a time
+  for (size_t g = 0; g < groups_.size(); ++g)
+    for (size_t t = 0; t < groups_[g].tensors.size(); ++t) {
+      full.assign(groups_[g].tensors[t].numel, 0.0f);
+      fill(int(g), int(t), full.data());
+      set_tensor(int(g), int(t), full.data());
+    }
+}
+
+void Engine::set_tensor(int g, int t, const float* full) {
+  check_group(g, "set_tensor");
+  ZERO_CHECK(t >= 0 && size_t(t) < groups_[g].tensors.size(), "set_tensor: tensor {} out of range in group '{}'", t,
+             groups_[g].name);
+  const auto& L = part_.groups[g];
+  const size_t t0 = L.tensor_offsets[t], t1 = t0 + groups_[g].tensors[t].numel;
+  // The optimizer's range of this group, and (stage 3) the compute-parameter shard, intersected with the tensor.
+  const OptimizerShard s = optimizer_shard(g);
+  size_t lo = std::max(t0, s.begin), hi = std::min(t1, s.begin + s.count);
+  if (lo < hi) ops_.copy(s.master + (lo - s.begin), DType::F32, full + (lo - t0), DType::F32, hi - lo);
+  if (sharded_params()) {
+    const size_t p0 = size_t(rank_) * L.shard;
+    lo = std::max(t0, p0), hi = std::min(t1, p0 + L.shard);
+    if (lo < hi) ops_.copy(at(params_, L.shard_offset + (lo - p0)), cfg_.param_dtype, full + (lo - t0), DType::F32, hi - lo);
+  } else {
+    ops_.copy(at(params_, L.full_offset + t0), cfg_.param_dtype, full, DType::F32, t1 - t0);
   }
 }
 

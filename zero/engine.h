@@ -68,6 +68,9 @@ class Engine {
   // Every rank fills the full fp32 value of each tensor (fill(group, tensor, dst[numel])); each keeps
   // what its stage owns. No communication.
   void init_params(const std::function<void(int group, int tensor, float* dst)>& fill);
+  // Sets one tensor from its full fp32 value (streamed import: one tensor in memory at a time). Every
+  // rank calls it with the same data; each keeps its part. No communication.
+  void set_tensor(int group, int tensor, const float* full);
 
   void begin_micro_step();
   // Starts a forward-only pass (eval, scoring) outside accumulation: gather/release only.

@@ -1,0 +1,113 @@
+#include "checkpoint/checkpointer.h"
+
+#include <filesystem>
+
+#include "checkpoint/shard_layout.h"
+
+namespace zero::checkpoint {
+
+Checkpointer::Checkpointer(Engine& engine, CheckpointOptions opts)
+    : engine_(engine), comm_(engine.comm()), opts_(std::move(opts)), paths_(opts_.run_dir), faults_(FaultPlan::from_env()) {
+  ZERO_REQUIRE(!opts_.run_dir.empty(), ConfigError, "checkpointing needs a run directory (got an empty path)");
+  ZERO_REQUIRE(opts_.retention.keep_last >= 1, ConfigError, "checkpoint keep_last must be at least 1 (got {})",
+               opts_.retention.keep_last);
+  ZERO_REQUIRE(opts_.retention.keep_every >= 0, ConfigError, "checkpoint keep_every must be 0 or positive (got {})",
+               opts_.retention.keep_every);
+}
+
+Checkpointer::~Checkpointer() = default;  // AsyncWriter joins its thread
+
+Manifest Checkpointer::describe(const TrainState& state) const {
+  Manifest m;
+  m.step = state.step;
+  m.world = comm_.world();
+  m.stage = engine_.config().stage;
+  m.optimizer_step = engine_.optimizer_step();
+  m.config = opts_.config_text;
+  m.groups = describe_groups(engine_.groups(), engine_.partition());
+  m.state = state;
+  return m;
+}
+
+void Checkpointer::save(const TrainState& state) {
+  ZERO_REQUIRE(state.step >= 0, ConfigError, "checkpoint step must be non-negative (got {})", state.step);
+  wait();
+  Pending p{state.step, describe(state)};
+  const int r = comm_.rank();
+  if (auto f = agree(comm_, capture([&] {
+        if (r == 0) prepare_tmp_dir(paths_, p.step);
+      })))
+    fail_save(p.step, *f);
+  const std::string file = (std::filesystem::path(paths_.tmp_dir(p.step)) / file_name_for_rank(r)).string();
+  const std::vector<Segment> segs = engine_file_segments(engine_);
+  if (opts_.async) {
+    writer_.start(file, segs, faults_.for_write(r, p.step));
+    pending_ = std::move(p);
+    return;
+  }
+  FaultCounter counter(faults_.for_write(r, p.step));
+  WrittenFile mine;
+  const auto local = capture([&] { mine = write_file(file, segs, &counter); });
+  finalize(std::move(p), mine, local);
+}
+
+bool Checkpointer::finish_pending() {
+  if (!pending_) return false;
+  double done = writer_.done() ? 1.0 : 0.0;
+  comm_.all_reduce_scalars(&done, 1, ReduceOp::Min);
+  if (done < 1.0) return false;
+  wait();
+  return true;
+}
+
+void Checkpointer::wait() {
+  if (!pending_) return;
+  Pending p = std::move(*pending_);
+  pending_.reset();
+  const AsyncWriter::Result res = writer_.wait();
+  finalize(std::move(p), res.file, res.error);
+}
+
+void Checkpointer::finalize(Pending p, const WrittenFile& mine, const std::optional<Failure>& local) {
+  const int W = comm_.world(), r = comm_.rank();
+  if (auto f = agree(comm_, local)) fail_save(p.step, *f);  // also the barrier before the rename
+  // Gather every file's size and hash (exact in doubles: sizes < 2^53, hashes as two 32-bit halves).
+  std::vector<double> v(3 * size_t(W), 0.0);
+  v[3 * r] = double(mine.bytes);
+  v[3 * r + 1] = double(mine.xxh64 >> 32);
+  v[3 * r + 2] = double(mine.xxh64 & 0xffffffffu);
+  comm_.all_reduce_scalars(v.data(), v.size(), ReduceOp::Sum);
+  for (int q = 0; q < W; ++q)
+    p.manifest.files.push_back({file_name_for_rank(q), q, uint64_t(v[3 * q]),
+                                (uint64_t(v[3 * q + 1]) << 32) | uint64_t(v[3 * q + 2])});
+  if (auto f = agree(comm_, capture([&] {
+        if (r != 0) return;
+        const std::string text = p.manifest.to_json().dump(2) + "\n";
+        write_file((std::filesystem::path(paths_.tmp_dir(p.step)) / kManifestName).string(),
+                   {Segment{text.data(), text.size()}});
+        publish(paths_, p.step);
+        apply_retention(paths_, opts_.retention, p.step);
+      })))
+    fail_save(p.step, *f);
+  last_published_ = p.step;
+}
+
+void Checkpointer::fail_save(int64_t step, const Failure& f) {
+  if (comm_.rank() == 0) discard_tmp(paths_, step);
+  comm_.barrier();  // every rank returns only once the temp dir is gone
+  throw SaveError(fmt::format("saving checkpoint step_{} under {} failed: {}. The previous checkpoint and `latest` "
+                              "are unchanged.", step, paths_.root, f.message));
+}
+
+std::optional<std::string> Checkpointer::resume_path(const std::string& spec) {
+  std::optional<std::string> out;
+  run_agreed(comm_, [&] { out = spec == "auto" ? find_latest(opts_.run_dir) : std::optional<std::string>(spec); });
+  return out;
+}
+
+LoadResult Checkpointer::load(const std::string& dir) {
+  wait();
+  return load_checkpoint(engine_, dir, opts_.verify_checksums);
+}
+
+}  // namespace zero::checkpoint

@@ -1,0 +1,91 @@
+// The trainer's handle on sharded checkpoints of one run: save (sync or async), the per-step
+// finish_pending() that publishes a finished async save, resume lookup and load. All calls are
+// collective (every rank, same order, same arguments) and run on the main thread; the async writer's
+// background thread does file I/O only, never MPI.
+//
+//   Checkpointer ckpt(engine, {.run_dir = dir, .async = true, .config_text = yaml});
+//   if (auto p = ckpt.resume_path("auto")) state = ckpt.load(*p).state;
+//   for (...) { ...train step...; ckpt.finish_pending(); if (step % every == 0) ckpt.save(state); }
+//   ckpt.save(final_state); ckpt.wait();
+//
+// Save protocol: rank 0 creates <run>/checkpoints/.tmp_step_<N>/ (removing stale temp dirs); every rank
+// writes and fsyncs rank_<r>.bin (sync: now; async: from a host snapshot on a background thread); at the
+// publish point the ranks agree on success (one all-reduce, which is also the barrier), gather sizes and
+// hashes, rank 0 writes manifest.json, fsyncs, renames the dir to step_<N>/, replaces `latest`, applies
+// retention, and the ranks agree again. A failed save (e.g. ENOSPC) throws SaveError on every rank, removes
+// the temp dir and leaves the previous checkpoint and `latest` untouched.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "checkpoint/agree.h"
+#include "checkpoint/async_writer.h"
+#include "checkpoint/fault.h"
+#include "checkpoint/file_io.h"
+#include "checkpoint/load.h"
+#include "checkpoint/manifest.h"
+#include "checkpoint/publish.h"
+#include "zero/engine.h"
+
+namespace zero::checkpoint {
+
+struct CheckpointOptions {
+  std::string run_dir;           // checkpoints go to <run_dir>/checkpoints/
+  Retention retention;           // keep the last K, and every M-th
+  bool async = false;            // write shard files on a background thread
+  bool verify_checksums = true;  // on load: xxhash64 of every file (each hashed by one rank)
+  std::string config_text;       // the resolved config, stored verbatim in the manifest
+};
+
+class Checkpointer {
+ public:
+  // Reads the fault-injection spec (ZERO_FAULT) once. Not collective.
+  Checkpointer(Engine& engine, CheckpointOptions opts);
+  // Waits for a running background write but publishes nothing (no collectives in a destructor):
+  // call wait() first. An unpublished temp dir is removed by the next save.
+  ~Checkpointer();
+  Checkpointer(const Checkpointer&) = delete;
+  Checkpointer& operator=(const Checkpointer&) = delete;
+
+  // Saves the engine's optimizer state and `state` as step_<state.step>. Completes a pending async save
+  // first. Sync: returns once published. Async: returns after the host snapshot; publish happens in a
+  // later finish_pending() or wait(). Throws SaveError (same on every rank) when the save failed.
+  void save(const TrainState& state);
+  // Call once per training step in async mode (cheap when nothing is pending: no collective). When every
+  // rank's background write has finished, publishes it and returns true; else returns false at once
+  // (one scalar all-reduce). Throws SaveError if the write failed.
+  bool finish_pending();
+  // Blocks until a pending async save is published (or throws SaveError). No-op when none is pending.
+  void wait();
+  bool pending() const { return pending_.has_value(); }
+  int64_t last_published_step() const { return last_published_; }  // -1 before the first
+
+  // "auto": the checkpoint `latest` names in run_dir, nullopt when the run has none; otherwise the
+  // given directory. Agreed across ranks.
+  std::optional<std::string> resume_path(const std::string& spec);
+  // Completes a pending save, then load_checkpoint(engine, dir).
+  LoadResult load(const std::string& dir);
+
+  const RunPaths& paths() const { return paths_; }
+
+ private:
+  struct Pending {
+    int64_t step = 0;
+    Manifest manifest;  // everything but the files
+  };
+  Manifest describe(const TrainState& state) const;
+  void finalize(Pending p, const WrittenFile& mine, const std::optional<Failure>& local);
+  [[noreturn]] void fail_save(int64_t step, const Failure& f);
+
+  Engine& engine_;
+  Communicator& comm_;
+  CheckpointOptions opts_;
+  RunPaths paths_;
+  FaultPlan faults_;
+  AsyncWriter writer_;
+  std::optional<Pending> pending_;
+  int64_t last_published_ = -1;
+};
+
+}  // namespace zero::checkpoint

@@ -1,0 +1,152 @@
+#include "checkpoint/file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "checkpoint/fault.h"
+
+namespace zero::checkpoint {
+
+namespace {
+constexpr size_t kChunk = size_t(64) << 20;  // bytes per write/read call
+
+std::string errno_text(int e) {
+  return fmt::format("{} (errno {}{})", std::strerror(e), e, e == ENOSPC ? ", ENOSPC" : "");
+}
+
+std::string parent_dir(const std::string& path) {
+  const auto p = std::filesystem::path(path).parent_path();
+  return p.empty() ? std::string(".") : p.string();
+}
+}  // namespace
+
+WrittenFile write_file(const std::string& path, const std::vector<Segment>& segments, FaultCounter* faults) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw SaveError(fmt::format("cannot create checkpoint file {}: {}", path, errno_text(errno)));
+  Hasher h;
+  WrittenFile out;
+  auto fail = [&](const char* what, int e) {
+    ::close(fd);
+    throw SaveError(fmt::format("{} checkpoint file {} failed after {} bytes: {}", what, path, out.bytes, errno_text(e)));
+  };
+  for (const Segment& s : segments) {
+    const char* p = static_cast<const char*>(s.data);
+    size_t left = s.bytes;
+    while (left > 0) {
+      size_t n = std::min(left, kChunk);
+      if (faults) {
+        n = faults->before_write(n);
+        if (n == 0) fail("writing", ENOSPC);  // injected: the disk is "full" here
+      }
+      const ssize_t w = ::write(fd, p, n);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        fail("writing", errno);
+      }
+      h.update(p, size_t(w));
+      if (faults) faults->after_write(size_t(w));
+      p += w;
+      left -= size_t(w);
+      out.bytes += uint64_t(w);
+    }
+  }
+  if (::fsync(fd) != 0) fail("fsync of", errno);
+  if (::close(fd) != 0) throw SaveError(fmt::format("closing checkpoint file {} failed: {}", path, errno_text(errno)));
+  out.xxh64 = h.digest();
+  return out;
+}
+
+void fsync_dir(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw SaveError(fmt::format("cannot open directory {} to fsync it: {}", dir, errno_text(errno)));
+  const int rc = ::fsync(fd);
+  const int e = errno;
+  ::close(fd);
+  if (rc != 0) throw SaveError(fmt::format("fsync of directory {} failed: {}", dir, errno_text(e)));
+}
+
+void replace_file_atomic(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp";
+  write_file(tmp, {Segment{content.data(), content.size()}});
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    throw SaveError(fmt::format("renaming {} to {} failed: {}", tmp, path, errno_text(errno)));
+  fsync_dir(parent_dir(path));
+}
+
+std::string read_small_file(const std::string& path) {
+  ReadFile f(path);
+  std::string s(size_t(f.size()), '\0');
+  f.read_at(0, s.data(), s.size());
+  return s;
+}
+
+ReadFile::ReadFile(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) {
+    const int e = errno;
+    throw InputError(e == ENOENT ? fmt::format("checkpoint file {} is missing", path)
+                                 : fmt::format("cannot open checkpoint file {}: {}", path, errno_text(e)));
+  }
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) {
+    const int e = errno;
+    ::close(fd_);
+    throw InputError(fmt::format("cannot stat checkpoint file {}: {}", path, errno_text(e)));
+  }
+  size_ = uint64_t(st.st_size);
+}
+
+ReadFile::~ReadFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ReadFile::read_at(uint64_t offset, void* dst, size_t bytes) const {
+  char* p = static_cast<char*>(dst);
+  while (bytes > 0) {
+    const ssize_t r = ::pread(fd_, p, std::min(bytes, kChunk), off_t(offset));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw InputError(fmt::format("reading checkpoint file {} at byte {} failed: {}", path_, offset, errno_text(errno)));
+    if (r == 0)
+      throw InputError(fmt::format("checkpoint file {} is truncated: needed {} more bytes at byte {} (file has {})", path_,
+                                   bytes, offset, size_));
+    p += r;
+    offset += uint64_t(r);
+    bytes -= size_t(r);
+  }
+}
+
+uint64_t hash_file(const ReadFile& f) {
+  Hasher h;
+  std::vector<char> buf(std::min<uint64_t>(kChunk, std::max<uint64_t>(f.size(), 1)));
+  for (uint64_t off = 0; off < f.size();) {
+    const size_t n = size_t(std::min<uint64_t>(buf.size(), f.size() - off));
+    f.read_at(off, buf.data(), n);
+    h.update(buf.data(), n);
+    off += n;
+  }
+  return h.digest();
+}
+
+Hasher::Hasher() : state_(XXH64_createState()) {
+  ZERO_CHECK(state_ != nullptr, "XXH64_createState failed");
+  XXH64_reset(static_cast<XXH64_state_t*>(state_), 0);
+}
+Hasher::~Hasher() { XXH64_freeState(static_cast<XXH64_state_t*>(state_)); }
+void Hasher::update(const void* p, size_t n) { XXH64_update(static_cast<XXH64_state_t*>(state_), p, n); }
+uint64_t Hasher::digest() const { return XXH64_digest(static_cast<const XXH64_state_t*>(state_)); }
+
+std::string hex64(uint64_t v) { return fmt::format("{:016x}", v); }
+
+uint64_t parse_hex64(const std::string& s, const std::string& what) {
+  ZERO_REQUIRE(s.size() == 16 && s.find_first_not_of("0123456789abcdef") == std::string::npos, InputError,
+               "{}: '{}' is not a 16-digit hex xxhash64", what, s);
+  return std::stoull(s, nullptr, 16);
+}
+
+}  // namespace zero::checkpoint

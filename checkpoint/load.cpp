@@ -1,0 +1,110 @@
+#include "checkpoint/load.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "checkpoint/agree.h"
+#include "checkpoint/file_io.h"
+#include "checkpoint/reshard_plan.h"
+#include "checkpoint/shard_layout.h"
+
+namespace zero::checkpoint {
+
+namespace {
+
+std::unique_ptr<ReadFile> open_checked(const std::string& dir, const Manifest& m, int q, uint64_t expect) {
+  const FileEntry& fe = m.files[q];
+  auto f = std::make_unique<ReadFile>((std::filesystem::path(dir) / fe.name).string());
+  ZERO_REQUIRE(fe.bytes == expect, InputError, "{}/{}: manifest lists {} bytes for {} but its groups need {}", dir,
+               kManifestName, fe.bytes, fe.name, expect);
+  ZERO_REQUIRE(f->size() >= fe.bytes, InputError,
+               "checkpoint file {} is truncated: {} bytes, the manifest says {} (re-save or use an older checkpoint)",
+               f->path(), f->size(), fe.bytes);
+  ZERO_REQUIRE(f->size() == fe.bytes, InputError, "checkpoint file {} has {} bytes, the manifest says {} (corrupted?)",
+               f->path(), f->size(), fe.bytes);
+  return f;
+}
+
+void check_hash(const ReadFile& f, uint64_t got, uint64_t want) {
+  ZERO_REQUIRE(got == want, InputError,
+               "checkpoint file {} is corrupted: xxhash64 {} but the manifest says {} (use an older checkpoint)", f.path(),
+               hex64(got), hex64(want));
+}
+
+}  // namespace
+
+LoadResult load_checkpoint(Engine& e, const std::string& dir, bool verify) {
+  Communicator& comm = e.comm();
+  const int W = comm.world(), r = comm.rank();
+  Manifest m;
+  run_agreed(comm, [&] {
+    m = Manifest::read(dir);
+    check_model_matches(m, e.groups(), dir);
+  });
+  const FileLayout fl = FileLayout::of(m.groups);
+  const Partition& part = e.partition();
+  std::vector<DestRange> dest;
+  bool same_layout = m.world == W;
+  for (int g = 0; g < int(part.groups.size()); ++g) {
+    const OptimizerShard s = e.optimizer_shard(g);
+    dest.push_back({s.begin, s.count});
+    same_layout = same_layout && s.begin == size_t(r) * m.groups[g].shard && s.count == m.groups[g].shard;
+  }
+  LoadResult res;
+  res.resharded = !same_layout;
+  run_agreed(comm, [&] {
+    if (same_layout) {
+      // The inverse of the save: stream this rank's file into the same slices, hashing on the way.
+      auto f = open_checked(dir, m, r, fl.bytes);
+      Hasher h;
+      uint64_t off = 0;
+      for (const Segment& s : engine_file_segments(e)) {
+        void* dst = const_cast<void*>(s.data);  // the engine's own optimizer buffers
+        f->read_at(off, dst, s.bytes);
+        if (verify) h.update(dst, s.bytes);
+        off += s.bytes;
+      }
+      res.bytes_read = off;
+      if (verify) check_hash(*f, h.digest(), m.files[r].xxh64);
+      return;
+    }
+    const std::vector<ReadSpan> spans = plan_reads(m.groups, m.world, dest);
+    for (int g = 0; g < int(part.groups.size()); ++g) {  // padding (and anything not read) is zero
+      const OptimizerShard s = e.optimizer_shard(g);
+      for (float* a : {s.master, s.m, s.v}) std::fill(a, a + s.count, 0.0f);
+    }
+    std::map<int, std::unique_ptr<ReadFile>> files;
+    auto file = [&](int q) -> ReadFile& {
+      auto& f = files[q];
+      if (!f) f = open_checked(dir, m, q, fl.bytes);
+      return *f;
+    };
+    for (const ReadSpan& sp : spans) {
+      const OptimizerShard s = e.optimizer_shard(sp.group);
+      ReadFile& f = file(sp.file);
+      for (StateArray a : {StateArray::Master, StateArray::M, StateArray::V}) {
+        float* base = a == StateArray::Master ? s.master : a == StateArray::M ? s.m : s.v;
+        f.read_at(fl.offset(sp.group, a, sp.src_elem), base + sp.dst_elem, sp.count * sizeof(float));
+        res.bytes_read += sp.count * sizeof(float);
+      }
+    }
+    if (verify)  // every saved file is hashed by exactly one new rank
+      for (int q = r; q < m.world; q += W) {
+        ReadFile& f = file(q);
+        check_hash(f, hash_file(f), m.files[q].xxh64);
+        res.bytes_read += f.size();
+      }
+  });
+  e.set_optimizer_step(m.optimizer_step);
+  e.sync_params();
+  res.state = m.state;
+  res.dir = dir;
+  res.optimizer_step = m.optimizer_step;
+  res.saved_world = m.world;
+  res.saved_stage = m.stage;
+  return res;
+}
+
+}  // namespace zero::checkpoint

@@ -1,0 +1,29 @@
+// Loading a sharded checkpoint into an engine, at the world size and stage it was saved with (each rank
+// streams its own file: bit-exact) or at any other (each rank reads only the byte ranges its new shard
+// needs, reshard_plan.h). Validates the manifest (format version, model shape), file sizes and xxhash64
+// (each file hashed by one rank), and agrees on success across ranks before touching anything
+// collective, so every rank throws the same error and none hangs. Collective.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "checkpoint/manifest.h"
+#include "zero/engine.h"
+
+namespace zero::checkpoint {
+
+struct LoadResult {
+  TrainState state;
+  std::string dir;
+  int64_t optimizer_step = 0;
+  int saved_world = 1;
+  int saved_stage = 0;
+  bool resharded = false;    // read through the general plan (not "each rank its own whole file")
+  uint64_t bytes_read = 0;   // by this rank (hash-only passes included)
+};
+
+// Restores master, m, v and the optimizer step of every group, then engine.sync_params(). On an error
+// (InputError naming the file) the engine's optimizer state is unspecified: do not train on.
+LoadResult load_checkpoint(Engine& engine, const std::string& dir, bool verify_checksums = true);
+
+}  // namespace zero::checkpoint

@@ -1,0 +1,116 @@
+#include "checkpoint/publish.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "checkpoint/file_io.h"
+#include "checkpoint/manifest.h"
+#include "core/check.h"
+
+namespace zero::checkpoint {
+
+namespace fs = std::filesystem;
+
+namespace {
+// "step_123" -> 123; -1 for anything else.
+int64_t parse_step_name(const std::string& name, const std::string& prefix) {
+  if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size()) return -1;
+  const std::string digits = name.substr(prefix.size());
+  if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 18) return -1;
+  return std::stoll(digits);
+}
+
+void fs_call(const char* what, const std::string& path, std::error_code ec) {
+  if (ec) throw SaveError(fmt::format("{} {} failed: {}", what, path, ec.message()));
+}
+}  // namespace
+
+RunPaths::RunPaths(const std::string& run_dir) : root((fs::path(run_dir) / "checkpoints").string()) {}
+std::string RunPaths::step_dir(int64_t step) const { return (fs::path(root) / fmt::format("step_{}", step)).string(); }
+std::string RunPaths::tmp_dir(int64_t step) const { return (fs::path(root) / fmt::format(".tmp_step_{}", step)).string(); }
+std::string RunPaths::latest_file() const { return (fs::path(root) / "latest").string(); }
+
+void prepare_tmp_dir(const RunPaths& p, int64_t step) {
+  std::error_code ec;
+  fs::create_directories(p.root, ec);
+  fs_call("creating checkpoint directory", p.root, ec);
+  for (const auto& e : fs::directory_iterator(p.root, ec)) {
+    const std::string name = e.path().filename().string();
+    if (parse_step_name(name, ".tmp_step_") >= 0 || parse_step_name(name, ".old_step_") >= 0) {
+      fs::remove_all(e.path(), ec);
+      fs_call("removing stale", e.path().string(), ec);
+    }
+  }
+  fs_call("listing", p.root, ec);
+  fs::create_directory(p.tmp_dir(step), ec);
+  fs_call("creating", p.tmp_dir(step), ec);
+}
+
+void publish(const RunPaths& p, int64_t step) {
+  const std::string tmp = p.tmp_dir(step), dst = p.step_dir(step);
+  fsync_dir(tmp);
+  std::error_code ec;
+  // Re-saving a step (e.g. the final save right after resuming at that step): move the old one aside
+  // first; `latest` keeps naming step_<N>, which exists again right after the next rename.
+  const std::string old = (fs::path(p.root) / fmt::format(".old_step_{}", step)).string();
+  if (fs::exists(dst)) {
+    fs::rename(dst, old, ec);
+    fs_call("moving aside", dst, ec);
+  }
+  fs::rename(tmp, dst, ec);
+  fs_call("renaming", tmp, ec);
+  fsync_dir(p.root);
+  replace_file_atomic(p.latest_file(), fmt::format("step_{}\n", step));
+  fs::remove_all(old, ec);  // best effort: a leftover is removed by the next prepare_tmp_dir
+}
+
+void discard_tmp(const RunPaths& p, int64_t step) noexcept {
+  std::error_code ec;
+  fs::remove_all(p.tmp_dir(step), ec);
+}
+
+std::vector<int64_t> list_steps(const RunPaths& p) {
+  std::vector<int64_t> steps;
+  std::error_code ec;
+  if (!fs::is_directory(p.root, ec)) return steps;
+  for (const auto& e : fs::directory_iterator(p.root, ec)) {
+    const int64_t s = parse_step_name(e.path().filename().string(), "step_");
+    if (s >= 0 && fs::exists(e.path() / kManifestName, ec)) steps.push_back(s);
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+std::optional<std::string> find_latest(const std::string& run_dir) {
+  const RunPaths p(run_dir);
+  std::error_code ec;
+  if (!fs::exists(p.latest_file(), ec)) return std::nullopt;
+  std::string name = read_small_file(p.latest_file());
+  while (!name.empty() && (name.back() == '\n' || name.back() == ' ' || name.back() == '\r')) name.pop_back();
+  ZERO_REQUIRE(parse_step_name(name, "step_") >= 0, InputError, "{} names '{}', not a step_<N> directory",
+               p.latest_file(), name);
+  const std::string dir = (fs::path(p.root) / name).string();
+  ZERO_REQUIRE(fs::exists(fs::path(dir) / kManifestName, ec), InputError,
+               "{} names {}, which is missing or incomplete (no {}); pass --resume with an explicit step directory",
+               p.latest_file(), dir, kManifestName);
+  return dir;
+}
+
+std::vector<int64_t> apply_retention(const RunPaths& p, const Retention& r, int64_t protect) {
+  ZERO_REQUIRE(r.keep_last >= 1, ConfigError, "checkpoint keep_last must be at least 1 (got {})", r.keep_last);
+  ZERO_REQUIRE(r.keep_every >= 0, ConfigError, "checkpoint keep_every must be 0 or positive (got {})", r.keep_every);
+  const std::vector<int64_t> steps = list_steps(p);
+  std::vector<int64_t> removed;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const bool recent = i + size_t(r.keep_last) >= steps.size();
+    const bool milestone = r.keep_every > 0 && steps[i] % r.keep_every == 0;
+    if (recent || milestone || steps[i] == protect) continue;
+    std::error_code ec;
+    fs::remove_all(p.step_dir(steps[i]), ec);
+    fs_call("removing old checkpoint", p.step_dir(steps[i]), ec);
+    removed.push_back(steps[i]);
+  }
+  return removed;
+}
+
+}  // namespace zero::checkpoint

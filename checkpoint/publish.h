@@ -1,0 +1,44 @@
+// Where a run's checkpoints live and how one becomes visible atomically:
+//   <run>/checkpoints/.tmp_step_<N>/   being written (any crash leaves only this; removed by the next save)
+//   <run>/checkpoints/step_<N>/        complete: renamed from the temp dir once every file is fsynced
+//   <run>/checkpoints/latest           "step_<N>\n", replaced by temp file + fsync + rename
+// Retention removes old complete checkpoints. Filesystem only, no MPI: rank 0 calls these.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zero::checkpoint {
+
+struct RunPaths {
+  std::string root;  // <run>/checkpoints
+  explicit RunPaths(const std::string& run_dir);
+  std::string step_dir(int64_t step) const;
+  std::string tmp_dir(int64_t step) const;
+  std::string latest_file() const;
+};
+
+// Creates root if needed, removes every stale .tmp_step_* (left by a crash), creates an empty tmp_dir(step).
+void prepare_tmp_dir(const RunPaths& p, int64_t step);
+// fsyncs tmp_dir(step), renames it to step_dir(step) (an existing step_dir(step) is replaced), fsyncs root,
+// then points `latest` at it.
+void publish(const RunPaths& p, int64_t step);
+// Removes tmp_dir(step) (after a failed save); never throws.
+void discard_tmp(const RunPaths& p, int64_t step) noexcept;
+
+// Steps of the complete checkpoints (step_<N> holding a manifest.json), ascending.
+std::vector<int64_t> list_steps(const RunPaths& p);
+// The newest complete checkpoint of a run as `latest` names it; nullopt when the run has none (no
+// `latest`). InputError when `latest` names a directory that is missing or incomplete.
+std::optional<std::string> find_latest(const std::string& run_dir);
+
+struct Retention {
+  int keep_last = 3;   // the newest K complete checkpoints (at least 1)
+  int keep_every = 0;  // and every one whose step is a multiple of M (0: none)
+};
+// Removes complete checkpoints that the policy does not keep; never `protect` (the one `latest` names,
+// which may not be the highest step when a run was restarted from an older one). Returns their steps.
+std::vector<int64_t> apply_retention(const RunPaths& p, const Retention& r, int64_t protect);
+
+}  // namespace zero::checkpoint

@@ -1,0 +1,48 @@
+// hh-rlhf pair reader: JSONL(.gz) lines {"chosen": str, "rejected": str} -> text pairs, raw or in the
+// Qwen chat layout (data/chat_format.h). Bad lines are counted by kind with the first file:line of each,
+// then skipped or turned into an InputError, as configured.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace zero::data {
+
+enum class TextMode : uint8_t { Raw, Chat };
+enum class BadLinePolicy : uint8_t { Skip, Fail };
+
+struct HhReaderConfig {
+  std::string chosen_field = "chosen";
+  std::string rejected_field = "rejected";
+  TextMode mode = TextMode::Raw;
+  BadLinePolicy bad_lines = BadLinePolicy::Skip;
+};
+
+enum class BadLineKind : uint8_t { NotJson, MissingField, NotString, Empty, NotTranscript };
+inline constexpr size_t kNumBadLineKinds = 5;
+const char* bad_line_kind_name(BadLineKind k);
+
+struct ReadStats {
+  int64_t files = 0;
+  int64_t lines = 0;  // non-blank lines seen
+  int64_t pairs = 0;  // pairs handed on
+  std::array<int64_t, kNumBadLineKinds> bad{};
+  std::array<std::string, kNumBadLineKinds> first_bad;  // "file:line: why" of the first of each kind
+
+  int64_t bad_total() const;
+  std::string report() const;  // one line per non-zero kind, for the run log
+  nlohmann::json to_json() const;
+  static ReadStats from_json(const nlohmann::json& j);
+};
+
+// Calls on_pair(chosen_text, rejected_text) for every good line of every file, in file then line order.
+// `files` are paths (see expand_inputs for globs).
+void read_hh_pairs(const std::vector<std::string>& files, const HhReaderConfig& cfg, ReadStats& stats,
+                   const std::function<void(std::string_view, std::string_view)>& on_pair);
+
+}  // namespace zero::data

@@ -1,0 +1,109 @@
+// Building a PairDataset: read pairs, tokenize, append the end token, enforce max_len.
+#include "data/pair_dataset.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "data/line_reader.h"
+#include "data/tokenizer.h"
+
+namespace zero::data {
+
+namespace {
+const char* too_long_name(TooLongPolicy p) {
+  switch (p) {
+    case TooLongPolicy::TruncateKeepEnd: return "truncate_keep_end";
+    case TooLongPolicy::TruncateKeepStart: return "truncate_keep_start";
+    case TooLongPolicy::Drop: return "drop";
+  }
+  return "?";
+}
+}  // namespace
+
+nlohmann::json DataConfig::to_json() const {
+  return {{"format", 1},
+          {"chosen_field", reader.chosen_field},
+          {"rejected_field", reader.rejected_field},
+          {"mode", reader.mode == TextMode::Chat ? "chat" : "raw"},
+          {"bad_lines", reader.bad_lines == BadLinePolicy::Fail ? "fail" : "skip"},
+          {"end_token", end_token},
+          {"max_len", max_len},
+          {"too_long", too_long_name(too_long)}};
+}
+
+std::string DataStats::report() const {
+  return read.report() + fmt::format("\ndata: {} pairs truncated, {} pairs dropped as longer than max_len",
+                                     pairs_truncated, pairs_dropped_too_long);
+}
+
+nlohmann::json DataStats::to_json() const {
+  return {{"read", read.to_json()}, {"pairs_truncated", pairs_truncated},
+          {"pairs_dropped_too_long", pairs_dropped_too_long}};
+}
+
+DataStats DataStats::from_json(const nlohmann::json& j) {
+  DataStats s;
+  s.read = ReadStats::from_json(j.at("read"));
+  s.pairs_truncated = j.at("pairs_truncated").get<int64_t>();
+  s.pairs_dropped_too_long = j.at("pairs_dropped_too_long").get<int64_t>();
+  return s;
+}
+
+std::vector<int64_t> PairDataset::pair_lengths() const {
+  std::vector<int64_t> l(num_pairs());
+  for (int64_t i = 0; i < num_pairs(); ++i) l[i] = std::max(seq_len(2 * i), seq_len(2 * i + 1));
+  return l;
+}
+
+int32_t resolve_end_id(const DataConfig& config, const Tokenizer& tokenizer) {
+  const int32_t id = tokenizer.token_id(config.end_token);
+  ZERO_REQUIRE(id >= 0, ConfigError, "data.end_token '{}' is not a token of {}", config.end_token, tokenizer.path());
+  ZERO_REQUIRE(id != tokenizer.pad_id(), ConfigError,
+               "data.end_token '{}' is the pad token (id {}): the reward is read at the end token, so it must "
+               "differ from padding (use \"<|im_end|>\")",
+               config.end_token, id);
+  return id;
+}
+
+PairDataset build_pair_dataset(const DataConfig& config, Tokenizer& tokenizer) {
+  ZERO_REQUIRE(config.max_len >= 2, ConfigError, "data.max_len must be at least 2, got {}", config.max_len);
+  PairDataset ds;
+  ds.end_id = resolve_end_id(config, tokenizer);
+  ds.pad_id = tokenizer.pad_id();
+  ds.offsets.push_back(0);
+  std::vector<int32_t> ids[2];
+  read_hh_pairs(expand_inputs(config.files), config.reader, ds.stats.read,
+                [&](std::string_view chosen, std::string_view rejected) {
+                  const std::string_view text[2] = {chosen, rejected};
+                  bool truncated = false, too_long = false;
+                  for (int k = 0; k < 2; ++k) {
+                    ids[k].clear();
+                    tokenizer.encode_into(text[k], ids[k]);
+                    ids[k].push_back(ds.end_id);
+                    if (int64_t(ids[k].size()) <= config.max_len) continue;
+                    too_long = true;
+                    if (config.too_long == TooLongPolicy::TruncateKeepEnd) {
+                      ids[k].erase(ids[k].begin(), ids[k].end() - config.max_len);
+                      truncated = true;
+                    } else if (config.too_long == TooLongPolicy::TruncateKeepStart) {
+                      ids[k].resize(config.max_len);
+                      ids[k].back() = ds.end_id;
+                      truncated = true;
+                    }
+                  }
+                  if (too_long && config.too_long == TooLongPolicy::Drop) {
+                    ++ds.stats.pairs_dropped_too_long;
+                    return;
+                  }
+                  ds.stats.pairs_truncated += truncated;
+                  for (int k = 0; k < 2; ++k) {
+                    ds.tokens.insert(ds.tokens.end(), ids[k].begin(), ids[k].end());
+                    ds.offsets.push_back(int64_t(ds.tokens.size()));
+                  }
+                });
+  return ds;
+}
+
+}  // namespace zero::data

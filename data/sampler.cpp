@@ -1,0 +1,200 @@
+// Seeded Fisher-Yates per epoch (own RNG: std::shuffle differs between standard libraries), global
+// step slicing, bucketing within a step, the chunk-to-rank map and cursor (de)serialisation.
+#include "data/sampler.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+
+namespace zero::data {
+
+namespace {
+
+uint64_t splitmix64(uint64_t& s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Uniform in [0, bound) without modulo bias (Lemire's multiply-and-reject).
+uint64_t bounded(uint64_t& s, uint64_t bound) {
+  __uint128_t m = __uint128_t(splitmix64(s)) * bound;
+  uint64_t low = uint64_t(m);
+  if (low < bound) {
+    const uint64_t threshold = -bound % bound;
+    while (low < threshold) {
+      m = __uint128_t(splitmix64(s)) * bound;
+      low = uint64_t(m);
+    }
+  }
+  return uint64_t(m >> 64);
+}
+
+}  // namespace
+
+nlohmann::json SamplerCursor::to_json() const {
+  return {{"version", 1}, {"seed", seed}, {"epoch", epoch}, {"position", position}, {"step", step},
+          {"num_pairs", num_pairs}, {"dropped_pairs", dropped_pairs}, {"global_batch", global_batch},
+          {"bucket_window", bucket_window}};
+}
+
+SamplerCursor SamplerCursor::from_json(const nlohmann::json& j) {
+  try {
+    ZERO_REQUIRE(j.at("version").get<int>() == 1, ConfigError, "sampler cursor version {} is not 1",
+                 j.at("version").dump());
+    SamplerCursor c;
+    c.seed = j.at("seed").get<uint64_t>();
+    c.epoch = j.at("epoch").get<int64_t>();
+    c.position = j.at("position").get<int64_t>();
+    c.step = j.at("step").get<int64_t>();
+    c.num_pairs = j.at("num_pairs").get<int64_t>();
+    c.dropped_pairs = j.at("dropped_pairs").get<int64_t>();
+    c.global_batch = j.at("global_batch").get<int64_t>();
+    c.bucket_window = j.at("bucket_window").get<int64_t>();
+    ZERO_REQUIRE(c.epoch >= 0 && c.position >= 0 && c.position <= c.num_pairs, ConfigError,
+                 "sampler cursor {} is out of range", j.dump());
+    return c;
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(fmt::format("sampler cursor {} is malformed: {}", j.dump(), e.what()));
+  }
+}
+
+PairSampler::PairSampler(const SamplerConfig& config, int64_t num_pairs, std::vector<int64_t> pair_lengths,
+                         int rank, int world)
+    : cfg_(config), n_(num_pairs), lengths_(std::move(pair_lengths)), rank_(rank), world_(world) {
+  ZERO_REQUIRE(n_ > 0, ConfigError, "sampler: the dataset has no pairs");
+  ZERO_REQUIRE(world_ >= 1 && rank_ >= 0 && rank_ < world_, ConfigError, "sampler: rank {} of world {}", rank_,
+               world_);
+  ZERO_REQUIRE(cfg_.accum >= 1, ConfigError, "sampler: accum must be >= 1, got {}", cfg_.accum);
+  ZERO_REQUIRE(cfg_.global_batch >= world_ * cfg_.accum, ConfigError,
+               "global_batch {} < world {} x accum {}: every micro-batch needs at least one pair",
+               cfg_.global_batch, world_, cfg_.accum);
+  ZERO_REQUIRE(cfg_.remainder == RemainderPolicy::Pad || cfg_.global_batch <= n_, ConfigError,
+               "global_batch {} exceeds the {} pairs of the dataset with remainder policy drop", cfg_.global_batch,
+               n_);
+  ZERO_REQUIRE(lengths_.empty() || int64_t(lengths_.size()) == n_, InternalError, "{} lengths for {} pairs",
+               lengths_.size(), n_);
+  ZERO_REQUIRE(cfg_.bucket_window >= 1, ConfigError, "sampler: bucket_window must be >= 1, got {}",
+               cfg_.bucket_window);
+  if (!lengths_.empty()) filler_ = std::min_element(lengths_.begin(), lengths_.end()) - lengths_.begin();
+  cursor_.seed = cfg_.seed;
+  cursor_.num_pairs = n_;
+  cursor_.global_batch = cfg_.global_batch;
+  cursor_.bucket_window = cfg_.bucket_window;
+}
+
+int64_t PairSampler::steps_per_epoch() const {
+  return cfg_.remainder == RemainderPolicy::Drop ? n_ / cfg_.global_batch
+                                                 : (n_ + cfg_.global_batch - 1) / cfg_.global_batch;
+}
+
+void PairSampler::restore(const SamplerCursor& c) {
+  ZERO_REQUIRE(c.seed == cfg_.seed, ConfigError, "sampler cursor has seed {} but the config says {}", c.seed,
+               cfg_.seed);
+  ZERO_REQUIRE(c.num_pairs == n_, ConfigError,
+               "sampler cursor was saved for {} pairs but the dataset has {} (data changed since the checkpoint)",
+               c.num_pairs, n_);
+  if (cfg_.bucket_by_length && cfg_.bucket_window > 1)
+    ZERO_REQUIRE(c.global_batch == cfg_.global_batch && c.bucket_window == cfg_.bucket_window, ConfigError,
+                 "sampler cursor was saved with global_batch {} and bucket_window {}, the config says {} and {}: "
+                 "windowed bucketing cuts steps by the global batch, so resume with the same values",
+                 c.global_batch, c.bucket_window, cfg_.global_batch, cfg_.bucket_window);
+  cursor_ = c;
+  cursor_.global_batch = cfg_.global_batch;
+  cursor_.bucket_window = cfg_.bucket_window;
+}
+
+const std::vector<int64_t>& PairSampler::permutation(int64_t epoch) {
+  if (perm_epoch_ == epoch) return perm_;
+  perm_.resize(n_);
+  std::iota(perm_.begin(), perm_.end(), int64_t(0));
+  if (cfg_.shuffle) {
+    uint64_t state = cfg_.seed ^ (0xD1B54A32D192ED03ull * uint64_t(epoch + 1));
+    for (int64_t i = n_ - 1; i > 0; --i) std::swap(perm_[i], perm_[bounded(state, uint64_t(i + 1))]);
+  }
+  perm_epoch_ = epoch;
+  return perm_;
+}
+
+std::vector<int64_t> PairSampler::windowed_step(const std::vector<int64_t>& perm) {
+  const int64_t G = cfg_.global_batch;
+  const int64_t window_pairs = cfg_.bucket_window * G;
+  const int64_t start = cursor_.position / window_pairs * window_pairs;
+  if (window_epoch_ != cursor_.epoch || window_start_ != start) {
+    // Only whole steps take part; a partial last step (remainder) is handled by the caller unsorted.
+    const int64_t full = std::min(window_pairs, (n_ - start) / G * G);
+    window_.assign(perm.begin() + start, perm.begin() + start + full);
+    std::sort(window_.begin(), window_.end(), [&](int64_t a, int64_t b) {
+      return lengths_[a] != lengths_[b] ? lengths_[a] > lengths_[b] : a < b;
+    });
+    // Shuffle the order of the window's steps so long and short steps interleave.
+    const int64_t steps = full / G;
+    std::vector<int64_t> order(steps);
+    std::iota(order.begin(), order.end(), int64_t(0));
+    uint64_t state = cfg_.seed ^ (0x8CB92BA72F3D8DD7ull * uint64_t(cursor_.epoch + 1)) ^ uint64_t(start);
+    for (int64_t i = steps - 1; i > 0; --i) std::swap(order[i], order[bounded(state, uint64_t(i + 1))]);
+    std::vector<int64_t> shuffled;
+    shuffled.reserve(full);
+    for (int64_t k : order) shuffled.insert(shuffled.end(), window_.begin() + k * G, window_.begin() + (k + 1) * G);
+    window_ = std::move(shuffled);
+    window_epoch_ = cursor_.epoch;
+    window_start_ = start;
+  }
+  const int64_t at = cursor_.position - start;
+  return {window_.begin() + at, window_.begin() + at + G};
+}
+
+std::vector<StepPlan> PairSampler::next_step_all_ranks() {
+  const int64_t G = cfg_.global_batch;
+  if (cursor_.position >= n_) {
+    ++cursor_.epoch;
+    cursor_.position = 0;
+  }
+  if (n_ - cursor_.position < G && cfg_.remainder == RemainderPolicy::Drop) {
+    cursor_.dropped_pairs += n_ - cursor_.position;
+    ++cursor_.epoch;
+    cursor_.position = 0;
+  }
+  const auto& perm = permutation(cursor_.epoch);
+  const int64_t take = std::min(G, n_ - cursor_.position);
+  const bool windowed = cfg_.bucket_by_length && !lengths_.empty() && cfg_.bucket_window > 1 && take == G;
+  std::vector<int64_t> ids = windowed ? windowed_step(perm)
+                                      : std::vector<int64_t>(perm.begin() + cursor_.position,
+                                                             perm.begin() + cursor_.position + take);
+  if (cfg_.bucket_by_length && !lengths_.empty())
+    std::sort(ids.begin(), ids.end(), [&](int64_t a, int64_t b) {
+      return lengths_[a] != lengths_[b] ? lengths_[a] > lengths_[b] : a < b;
+    });
+  std::vector<uint8_t> mask(take, 1);
+  ids.resize(G, filler_);  // Pad policy: masked fillers at the end
+  mask.resize(G, 0);
+
+  const int64_t chunks = int64_t(world_) * cfg_.accum;
+  std::vector<StepPlan> plans(world_);
+  for (auto& p : plans) {
+    p.epoch = cursor_.epoch;
+    p.step = cursor_.step;
+    p.global_pairs = G;
+    p.global_real_pairs = take;
+    p.micro.resize(cfg_.accum);
+  }
+  int64_t at = 0;
+  for (int64_t k = 0; k < chunks; ++k) {
+    const int64_t size = G / chunks + (k < G % chunks ? 1 : 0);
+    auto& mb = plans[k % world_].micro[k / world_];
+    mb.pair_ids.assign(ids.begin() + at, ids.begin() + at + size);
+    mb.pair_mask.assign(mask.begin() + at, mask.begin() + at + size);
+    at += size;
+  }
+  cursor_.position += take;
+  ++cursor_.step;
+  return plans;
+}
+
+StepPlan PairSampler::next_step() { return std::move(next_step_all_ranks()[rank_]); }
+
+}  // namespace zero::data

@@ -1,0 +1,99 @@
+// Deterministic, resumable, rank-sharded pair sampler.
+//
+// Each epoch is a seeded permutation of all pairs that depends only on (seed, epoch), never on the
+// world size. Every optimizer step takes the next global_batch pairs of it; those are cut into
+// world * accum chunks (sizes differ by at most one) and chunk k goes to micro-batch k / world of
+// rank k % world. With length bucketing the step's pairs are first sorted by length (longest first,
+// ties by pair id), only within the step, so the set of pairs per step stays the same at any world size
+// and the ranks' i-th micro-batches hold similar lengths. The cursor (seed, epoch, position in pairs)
+// is global, so a run restored on another number of ranks continues with no repeat and no gap.
+// bucket_window > 1 widens bucketing to windows of that many steps: the window's pairs (a slice of the
+// permutation) are sorted by length, cut into steps of global_batch, and those steps run in a seeded
+// shuffled order, so each step holds similar lengths while the order of lengths stays random. Windows
+// are aligned to the epoch start and depend only on (seed, epoch, global_batch, lengths), never on
+// the world size; restoring such a cursor requires the same global_batch and window.
+// Remainder (fewer than global_batch pairs left in an epoch): Drop skips them (counted), Pad fills the
+// step with masked copies of the shortest pair (pair_mask 0).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace zero::data {
+
+enum class RemainderPolicy : uint8_t { Drop, Pad };
+
+struct SamplerConfig {
+  uint64_t seed = 0;
+  int64_t global_batch = 0;  // pairs per optimizer step, over all ranks and micro-batches
+  int64_t accum = 1;         // micro-batches per rank per step
+  bool shuffle = true;
+  bool bucket_by_length = true;
+  int64_t bucket_window = 1;  // steps per bucketing window (1 = sort within each global batch only)
+  RemainderPolicy remainder = RemainderPolicy::Drop;
+};
+
+struct SamplerCursor {
+  uint64_t seed = 0;
+  int64_t epoch = 0;
+  int64_t position = 0;       // pairs of this epoch's permutation already consumed
+  int64_t step = 0;           // optimizer steps taken so far
+  int64_t num_pairs = 0;      // dataset size the cursor belongs to (checked on restore)
+  int64_t dropped_pairs = 0;  // remainder pairs skipped so far (policy Drop)
+  int64_t global_batch = 0;   // checked on restore when bucket_window > 1 (windows are cut in steps)
+  int64_t bucket_window = 1;
+
+  nlohmann::json to_json() const;
+  static SamplerCursor from_json(const nlohmann::json& j);  // ConfigError on missing/bad keys
+  bool operator==(const SamplerCursor&) const = default;
+};
+
+struct MicroBatchPlan {
+  std::vector<int64_t> pair_ids;
+  std::vector<uint8_t> pair_mask;  // 1 real, 0 filler
+};
+
+struct StepPlan {
+  int64_t epoch = 0;               // epoch the step's pairs come from
+  int64_t step = 0;                // 0-based optimizer step number
+  int64_t global_pairs = 0;        // pairs over all ranks, fillers included (= global_batch)
+  int64_t global_real_pairs = 0;   // real pairs over all ranks: the loss-gradient divisor
+  std::vector<MicroBatchPlan> micro;  // this rank's accum micro-batches (some may hold no pair)
+};
+
+class PairSampler {
+ public:
+  // pair_lengths: one per pair (for bucketing and the filler choice), or empty (no bucketing).
+  PairSampler(const SamplerConfig& config, int64_t num_pairs, std::vector<int64_t> pair_lengths, int rank,
+              int world);
+
+  // This rank's micro-batches for the next optimizer step; advances the cursor.
+  StepPlan next_step();
+  // Every rank's micro-batches for the next step ([rank][micro]); advances the cursor (tests, logs).
+  std::vector<StepPlan> next_step_all_ranks();
+
+  const SamplerCursor& cursor() const { return cursor_; }
+  // Continues from a saved cursor; ConfigError if it belongs to another seed or dataset size.
+  void restore(const SamplerCursor& c);
+  int64_t steps_per_epoch() const;
+
+ private:
+  const std::vector<int64_t>& permutation(int64_t epoch);
+  // The pairs of the step starting at cursor_.position when bucket_window > 1 (full steps only).
+  std::vector<int64_t> windowed_step(const std::vector<int64_t>& perm);
+
+  SamplerConfig cfg_;
+  int64_t n_;
+  std::vector<int64_t> lengths_;
+  int rank_, world_;
+  int64_t filler_ = 0;
+  SamplerCursor cursor_;
+  int64_t perm_epoch_ = -1;
+  std::vector<int64_t> perm_;
+  int64_t window_epoch_ = -1, window_start_ = -1;
+  std::vector<int64_t> window_;  // sorted window, steps already in their shuffled order
+};
+
+}  // namespace zero::data

@@ -1,0 +1,193 @@
+#include "pmtrain/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "core/check.h"
+
+namespace zero::pmtrain {
+namespace {
+
+// One config key: how to read it from YAML and how to print it back.
+struct Field {
+  std::string key;
+  std::function<void(const YAML::Node&)> set;
+  std::function<YAML::Node()> get;
+};
+
+template <class T>
+Field field(std::string key, T& ref) {
+  return {std::move(key), [&ref](const YAML::Node& n) { ref = n.as<T>(); }, [&ref] { return YAML::Node(ref); }};
+}
+
+std::vector<Field> schema(Config& c) {
+  auto& r = c.run;
+  auto& m = c.model;
+  auto& d = c.data;
+  auto& b = c.batch;
+  auto& z = c.zero;
+  auto& o = c.optim;
+  return {
+      field("backend", c.backend), field("threads", c.threads),
+      field("run.dir", r.dir), field("run.seed", r.seed), field("run.steps", r.steps), field("run.epochs", r.epochs),
+      field("run.log_every", r.log_every), field("run.eval_every", r.eval_every),
+      field("run.eval_pairs", r.eval_pairs), field("run.save_every", r.save_every),
+      field("run.save_final", r.save_final), field("run.keep_last", r.keep_last),
+      field("run.keep_every", r.keep_every), field("run.async_save", r.async_save), field("run.resume", r.resume),
+      field("model.hf_dir", m.hf_dir), field("model.preset", m.preset), field("model.vocab_size", m.vocab_size),
+      field("model.hidden_size", m.hidden_size), field("model.intermediate_size", m.intermediate_size),
+      field("model.num_layers", m.num_layers), field("model.num_heads", m.num_heads),
+      field("model.num_kv_heads", m.num_kv_heads), field("model.head_dim", m.head_dim),
+      field("model.rope_theta", m.rope_theta), field("model.rms_norm_eps", m.rms_norm_eps),
+      field("model.init_seed", m.init_seed), field("model.activation_checkpointing", m.activation_checkpointing),
+      field("model.attention", m.attention), field("model.decay_norms", m.decay_norms),
+      field("model.decay_embedding", m.decay_embedding),
+      field("data.tokenizer", d.tokenizer), field("data.train_files", d.train_files),
+      field("data.test_files", d.test_files), field("data.max_train_pairs", d.max_train_pairs), field("data.chosen_field", d.chosen_field),
+      field("data.rejected_field", d.rejected_field), field("data.format", d.format),
+      field("data.max_len", d.max_len), field("data.too_long", d.too_long), field("data.bad_lines", d.bad_lines),
+      field("data.end_token", d.end_token), field("data.layout", d.layout), field("data.pad_to", d.pad_to),
+      field("data.pack_row_len", d.pack_row_len), field("data.bucket_by_length", d.bucket_by_length),
+      field("data.shuffle", d.shuffle), field("data.remainder", d.remainder), field("data.cache_dir", d.cache_dir),
+      field("batch.global", b.global), field("batch.micro", b.micro), field("batch.accum", b.accum),
+      field("batch.world", b.world),
+      field("zero.stage", z.stage), field("zero.bucket_elements", z.bucket_elements),
+      field("zero.prefetch_depth", z.prefetch_depth), field("zero.param_dtype", z.param_dtype),
+      field("zero.accum_dtype", z.accum_dtype), field("zero.reduce_dtype", z.reduce_dtype),
+      field("optim.lr", o.lr), field("optim.beta1", o.beta1), field("optim.beta2", o.beta2), field("optim.eps", o.eps),
+      field("optim.weight_decay", o.weight_decay), field("optim.schedule", o.schedule),
+      field("optim.warmup_ratio", o.warmup_ratio), field("optim.warmup_steps", o.warmup_steps),
+      field("optim.min_lr_ratio", o.min_lr_ratio), field("optim.clip_norm", o.clip_norm),
+  };
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string did_you_mean(const std::string& key, const std::vector<Field>& fields) {
+  const std::string leaf = key.substr(key.rfind('.') == std::string::npos ? 0 : key.rfind('.') + 1);
+  std::string best;
+  size_t best_d = SIZE_MAX;
+  for (const Field& f : fields) {
+    size_t dist = edit_distance(key, f.key);
+    const std::string fleaf = f.key.substr(f.key.rfind('.') == std::string::npos ? 0 : f.key.rfind('.') + 1);
+    dist = std::min(dist, edit_distance(leaf, fleaf) + 1);  // right name, wrong section
+    if (dist < best_d) best_d = dist, best = f.key;
+  }
+  return best_d <= std::max<size_t>(3, key.size() / 3) ? fmt::format(" (did you mean '{}'?)", best) : "";
+}
+
+std::string where(const std::string& source, const YAML::Node& n) {
+  const YAML::Mark mk = n.Mark();
+  return mk.line >= 0 ? fmt::format("{}:{}", source, mk.line + 1) : source;
+}
+
+void assign(Field& f, const YAML::Node& value, const std::string& at) {
+  try {
+    f.set(value);
+  } catch (const YAML::Exception&) {
+    const YAML::Node expect = f.get();
+    const char* kind = expect.IsSequence() ? "a list" : "a value like '" ;
+    throw ConfigError(fmt::format("{}: key '{}': cannot use {} here (expected {}{})", at, f.key,
+                                  value.IsScalar() ? "'" + value.Scalar() + "'" : std::string("this value"), kind,
+                                  expect.IsSequence() ? "" : YAML::Dump(expect) + "'"));
+  }
+}
+
+void walk(const YAML::Node& node, const std::string& prefix, std::vector<Field>& fields, const std::string& source) {
+  for (const auto& kv : node) {
+    const std::string name = kv.first.as<std::string>();
+    const std::string key = prefix.empty() ? name : prefix + "." + name;
+    auto it = std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
+    if (it != fields.end()) {
+      assign(*it, kv.second, where(source, kv.first));
+      continue;
+    }
+    const bool is_section = std::any_of(fields.begin(), fields.end(),
+                                        [&](const Field& f) { return f.key.rfind(key + ".", 0) == 0; });
+    if (is_section && kv.second.IsMap()) {
+      walk(kv.second, key, fields, source);
+      continue;
+    }
+    if (is_section && kv.second.IsNull()) continue;  // an empty section
+    throw ConfigError(fmt::format("{}: unknown key '{}'{}", where(source, kv.first), key, did_you_mean(key, fields)));
+  }
+}
+
+}  // namespace
+
+Config parse_config(const std::string& text, const std::string& source, const std::vector<std::string>& overrides) {
+  Config c;
+  c.source = source;
+  std::vector<Field> fields = schema(c);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(fmt::format("{}:{}: malformed YAML: {}", source, e.mark.line + 1, e.msg));
+  }
+  if (!root.IsNull()) {
+    ZERO_REQUIRE(root.IsMap(), ConfigError, "{}: the top level must be a mapping of sections (run:, model:, ...)", source);
+    walk(root, "", fields, source);
+  }
+  for (const std::string& o : overrides) {
+    const size_t eq = o.find('=');
+    ZERO_REQUIRE(eq != std::string::npos && eq > 0, ConfigError, "--set '{}': expected key=value", o);
+    const std::string key = o.substr(0, eq);
+    auto it = std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
+    ZERO_REQUIRE(it != fields.end(), ConfigError, "--set: unknown key '{}'{}", key, did_you_mean(key, fields));
+    YAML::Node value;
+    try {
+      value = YAML::Load(o.substr(eq + 1));
+    } catch (const YAML::ParserException& e) {
+      throw ConfigError(fmt::format("--set {}: malformed value: {}", key, e.msg));
+    }
+    assign(*it, value, "--set");
+  }
+  return c;
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path);
+  ZERO_REQUIRE(in.good(), ConfigError, "{}: cannot open config file", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_config(ss.str(), path, overrides);
+}
+
+std::string to_yaml(const Config& const_c) {
+  Config c = const_c;
+  YAML::Node root;
+  for (const Field& f : schema(c)) {
+    const size_t dot = f.key.find('.');
+    if (dot == std::string::npos)
+      root[f.key] = f.get();
+    else
+      root[f.key.substr(0, dot)][f.key.substr(dot + 1)] = f.get();
+  }
+  YAML::Emitter out;
+  out << root;
+  return std::string(out.c_str()) + "\n";
+}
+
+std::vector<std::string> known_keys() {
+  Config c;
+  std::vector<std::string> keys;
+  for (const Field& f : schema(c)) keys.push_back(f.key);
+  return keys;
+}
+
+}  // namespace zero::pmtrain

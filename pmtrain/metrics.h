@@ -1,0 +1,40 @@
+// Run metrics: a JSONL file (<run>/metrics.jsonl, one object per line) and rank 0's progress line
+// `step n/N | loss | acc | grad-norm | lr | tokens/s | mem | ETA`. Only rank 0 writes.
+#pragma once
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace zero::pmtrain {
+
+// Sums over pairs, reduced across ranks before printing.
+struct PairStats {
+  double loss_sum = 0, chosen_sum = 0, rejected_sum = 0;
+  double pairs = 0, correct = 0, tokens = 0;
+  void add(const PairStats& o) {
+    loss_sum += o.loss_sum, chosen_sum += o.chosen_sum, rejected_sum += o.rejected_sum;
+    pairs += o.pairs, correct += o.correct, tokens += o.tokens;
+  }
+  double loss() const { return pairs ? loss_sum / pairs : 0; }
+  double accuracy() const { return pairs ? correct / pairs : 0; }
+  double chosen() const { return pairs ? chosen_sum / pairs : 0; }
+  double rejected() const { return pairs ? rejected_sum / pairs : 0; }
+  nlohmann::json to_json() const;
+};
+
+class MetricsLog {
+ public:
+  MetricsLog(const std::string& path, bool active);  // appends (a resumed run continues the file)
+  ~MetricsLog();
+  void write(const nlohmann::json& record);
+  bool active() const { return file_ != nullptr; }
+
+ private:
+  FILE* file_ = nullptr;
+};
+
+std::string format_duration(double seconds);
+
+}  // namespace zero::pmtrain

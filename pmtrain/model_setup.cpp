@@ -1,0 +1,83 @@
+#include "pmtrain/model_setup.h"
+
+#include "core/check.h"
+#include "model/hf_import.h"
+#include "model/init.h"
+
+namespace zero::pmtrain {
+
+namespace {
+struct Preset {
+  const char* name;
+  int64_t hidden, inter, layers, heads, kv, head_dim;
+  double theta;
+  bool tied;
+};
+// FACTS.md: Qwen3 sizes (head_dim 128, vocab 151936, rope_theta 1e6). "tiny" is the CPU default.
+constexpr Preset kPresets[] = {
+    {"tiny", 64, 160, 2, 4, 2, 16, 10000.0, true},
+    {"qwen3-0.6b", 1024, 3072, 28, 16, 8, 128, 1e6, true},
+    {"qwen3-1.7b", 2048, 6144, 28, 16, 8, 128, 1e6, true},
+    {"qwen3-4b", 2560, 9728, 36, 32, 8, 128, 1e6, true},
+    {"qwen3-8b", 4096, 12288, 36, 32, 8, 128, 1e6, false},
+};
+}  // namespace
+
+model::Qwen3Config resolve_model_config(const ModelSection& m, int64_t tokenizer_vocab) {
+  model::Qwen3Config c;
+  if (!m.hf_dir.empty()) {
+    c = model::load_hf_config(m.hf_dir);
+  } else {
+    const Preset* p = nullptr;
+    for (const Preset& q : kPresets)
+      if (m.preset == q.name) p = &q;
+    ZERO_REQUIRE(p || m.preset == "custom", ConfigError,
+                 "model.preset: unknown preset '{}' (tiny, qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b or custom)",
+                 m.preset);
+    if (p) {
+      c.hidden_size = p->hidden, c.intermediate_size = p->inter, c.num_layers = p->layers;
+      c.num_heads = p->heads, c.num_kv_heads = p->kv, c.head_dim = p->head_dim, c.rope_theta = p->theta;
+      c.tie_word_embeddings = p->tied;
+      c.vocab_size = p->name == std::string("tiny") ? 0 : 151936;
+    }
+    c.rms_norm_eps = m.rms_norm_eps;
+  }
+  // Explicit keys override the preset (or the HF config).
+  if (m.hidden_size) c.hidden_size = m.hidden_size;
+  if (m.intermediate_size) c.intermediate_size = m.intermediate_size;
+  if (m.num_layers) c.num_layers = m.num_layers;
+  if (m.num_heads) c.num_heads = m.num_heads;
+  if (m.num_kv_heads) c.num_kv_heads = m.num_kv_heads;
+  if (m.head_dim) c.head_dim = m.head_dim;
+  if (m.rope_theta > 0) c.rope_theta = m.rope_theta;
+  if (m.vocab_size) c.vocab_size = m.vocab_size;
+  if (c.vocab_size == 0) c.vocab_size = tokenizer_vocab;
+  ZERO_REQUIRE(c.vocab_size >= tokenizer_vocab, ConfigError,
+               "model.vocab_size {} is smaller than the tokenizer's {} tokens", c.vocab_size, tokenizer_vocab);
+  c.validate("model");
+  return c;
+}
+
+std::string init_model_parameters(Engine& engine, const ModelSection& m, const model::Qwen3Config& qc,
+                                  const std::vector<model::GroupSpec>& groups) {
+  if (m.hf_dir.empty()) {
+    engine.init_params([&](int g, int t, float* dst) {
+      const auto& spec = groups[g].tensors[t];
+      model::init_tensor(spec, qc, m.init_seed, {dst, size_t(spec.numel())});
+    });
+    return fmt::format("random init (seed {})", m.init_seed);
+  }
+  std::unordered_map<std::string, std::pair<int, int>> where;
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (size_t t = 0; t < groups[g].tensors.size(); ++t) where[groups[g].tensors[t].name] = {int(g), int(t)};
+  model::ImportOptions opt;
+  opt.score_seed = m.init_seed;
+  const auto report = model::import_hf_weights(m.hf_dir, qc, groups, [&](const std::string& name, std::span<const float> data) {
+    const auto [g, t] = where.at(name);
+    engine.set_tensor(g, t, data.data());
+  }, opt);
+  return fmt::format("{} tensors from {} ({} initialised, {} ignored)", report.loaded.size(), m.hf_dir,
+                     report.initialised.size(), report.ignored.size());
+}
+
+}  // namespace zero::pmtrain

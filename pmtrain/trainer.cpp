@@ -1,0 +1,307 @@
+#include "pmtrain/trainer.h"
+
+#include <mpi.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "core/check.h"
+#include "data/token_cache.h"
+#include "pmtrain/model_setup.h"
+
+namespace zero::pmtrain {
+namespace fs = std::filesystem;
+
+namespace {
+data::TooLongPolicy parse_too_long(const std::string& s) {
+  if (s == "truncate") return data::TooLongPolicy::TruncateKeepEnd;
+  if (s == "truncate_keep_start") return data::TooLongPolicy::TruncateKeepStart;
+  if (s == "drop") return data::TooLongPolicy::Drop;
+  throw ConfigError(fmt::format("data.too_long: unknown policy '{}' (truncate, truncate_keep_start or drop)", s));
+}
+template <class E>
+E pick(const std::string& key, const std::string& v, std::initializer_list<std::pair<const char*, E>> options) {
+  std::string names;
+  for (const auto& [name, e] : options) {
+    if (v == name) return e;
+    names += names.empty() ? name : std::string(", ") + name;
+  }
+  throw ConfigError(fmt::format("{}: unknown value '{}' (expected {})", key, v, names));
+}
+double now() { return MPI_Wtime(); }
+}  // namespace
+
+Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm)
+    : cfg_(cfg), info_(info), comm_(comm) {
+  const int W = comm_.world();
+  ZERO_REQUIRE(cfg_.backend == "cpu" || cfg_.backend == "cuda", ConfigError, "{}: backend: unknown backend '{}' (cpu or cuda)",
+               cfg_.source, cfg_.backend);
+  // World size: the launcher decides; a pinned batch.world must agree unless accumulation can absorb it.
+  if (cfg_.batch.world > 0 && cfg_.batch.world != W) {
+    ZERO_REQUIRE(cfg_.batch.accum == 0 || cfg_.batch.global == 0, ConfigError,
+                 "{}: batch.world is {} but the launcher started {} ranks, and batch.global, micro and accum are all "
+                 "fixed; drop batch.accum to let it be derived",
+                 cfg_.source, cfg_.batch.world, W);
+    if (info_.rank == 0)
+      fprintf(stderr, "pmtrain: batch.world %lld != %d launched ranks; keeping the global batch and deriving accum\n",
+              (long long)cfg_.batch.world, W);
+    cfg_.batch.accum = 0;
+  }
+  batch_ = resolve_batch({cfg_.batch.global, cfg_.batch.micro, cfg_.batch.accum}, W);
+
+  tokenizer_ = std::make_unique<data::Tokenizer>(data::Tokenizer::from_file(cfg_.data.tokenizer));
+  // Model and memory plan first: a run that cannot fit stops before any data is read.
+  const int64_t micro_pairs = batch_.micro;
+  model_cfg_ = resolve_model_config(cfg_.model, tokenizer_->vocab_size());
+  model::RewardModelOptions mo;
+  mo.activation_checkpointing = cfg_.model.activation_checkpointing;
+  mo.decay.norms = cfg_.model.decay_norms;
+  mo.decay.embedding = cfg_.model.decay_embedding;
+  model_ = std::make_unique<model::Qwen3RewardModel>(model_cfg_, mo);
+
+  const auto groups = engine_groups(model_->groups());
+  plan_ = plan_memory(cfg_, model_cfg_, groups, W, info_.local_world, micro_pairs);
+  ZERO_REQUIRE(cfg_.backend == "cpu", ConfigError,
+               "{}: backend cuda: pmtrain's CUDA backend is not available in this build, so this run cannot start "
+               "here. Its plan: {}. Use --set backend=cpu to train on the CPU backend if it fits.",
+               cfg_.source, plan_.describe());
+  require_fits(plan_, cfg_.source);
+
+  ZERO_REQUIRE(!cfg_.data.train_files.empty(), ConfigError, "{}: data.train_files is empty", cfg_.source);
+  train_ = load_dataset(cfg_.data.train_files, "train");
+  if (cfg_.data.max_train_pairs > 0 && cfg_.data.max_train_pairs < train_.num_pairs()) {
+    const int64_t n = cfg_.data.max_train_pairs;  // keep the first n pairs (2n sequences)
+    train_.offsets.resize(size_t(2 * n + 1));
+    train_.tokens.resize(size_t(train_.offsets.back()));
+  }
+  if (!cfg_.data.test_files.empty()) test_ = load_dataset(cfg_.data.test_files, "test");
+  ZERO_REQUIRE(train_.num_pairs() >= W, ConfigError,
+               "{}: the training data has {} pairs, fewer than the {} ranks launched; use fewer ranks or more data",
+               cfg_.source, train_.num_pairs(), W);
+  ZERO_REQUIRE(train_.num_pairs() >= batch_.global, ConfigError,
+               "{}: batch.global is {} pairs but the training data has only {}", cfg_.source, batch_.global,
+               train_.num_pairs());
+  batch_cfg_.layout = pick<data::BatchLayout>("data.layout", cfg_.data.layout,
+                                              {{"padded", data::BatchLayout::Padded}, {"packed", data::BatchLayout::Packed}});
+  batch_cfg_.pad_to = cfg_.data.pad_to;
+  batch_cfg_.pack_row_len = cfg_.data.pack_row_len;
+
+  data::SamplerConfig sc;
+  sc.seed = cfg_.run.seed;
+  sc.global_batch = batch_.global;
+  sc.accum = batch_.accum;
+  sc.shuffle = cfg_.data.shuffle;
+  sc.bucket_by_length = cfg_.data.bucket_by_length;
+  sc.remainder = pick<data::RemainderPolicy>("data.remainder", cfg_.data.remainder,
+                                             {{"drop", data::RemainderPolicy::Drop}, {"pad", data::RemainderPolicy::Pad}});
+  sampler_ = std::make_unique<data::PairSampler>(sc, train_.num_pairs(), train_.pair_lengths(), info_.rank, W);
+  total_steps_ = cfg_.run.steps > 0 ? cfg_.run.steps : cfg_.run.epochs * sampler_->steps_per_epoch();
+  ZERO_REQUIRE(total_steps_ > 0, ConfigError, "{}: nothing to train (run.steps and run.epochs give 0 steps)", cfg_.source);
+
+  EngineConfig ec;
+  ec.stage = int(cfg_.zero.stage);
+  ZERO_REQUIRE(cfg_.zero.bucket_elements > 0, ConfigError, "{}: zero.bucket_elements must be positive (got {})",
+               cfg_.source, cfg_.zero.bucket_elements);
+  ec.bucket_elements = size_t(cfg_.zero.bucket_elements);
+  ec.prefetch_depth = int(cfg_.zero.prefetch_depth);
+  ec.param_dtype = parse_dtype(cfg_.zero.param_dtype, "zero.param_dtype");
+  ec.accum_dtype = parse_dtype(cfg_.zero.accum_dtype, "zero.accum_dtype");
+  ec.reduce_dtype = parse_dtype(cfg_.zero.reduce_dtype, "zero.reduce_dtype");
+  ec.accum_steps = int(batch_.accum);
+  ec.clip_norm = float(cfg_.optim.clip_norm);
+  ec.adamw = {float(cfg_.optim.lr), float(cfg_.optim.beta1), float(cfg_.optim.beta2), float(cfg_.optim.eps),
+              float(cfg_.optim.weight_decay)};
+  const int64_t warmup = cfg_.optim.warmup_steps > 0 ? cfg_.optim.warmup_steps
+                                                      : int64_t(std::ceil(cfg_.optim.warmup_ratio * total_steps_));
+  ec.schedule = {optim::parse_schedule_kind(cfg_.optim.schedule), float(cfg_.optim.lr), warmup, total_steps_,
+                 float(cfg_.optim.min_lr_ratio)};
+  validate(ec);
+
+
+  ops_ = make_cpu_ops();
+  alloc_ = std::make_unique<TrackingAllocator>(make_host_allocator());
+  engine_ = std::make_unique<Engine>(ec, groups, comm_, *ops_, *alloc_);
+  const std::string init = init_model_parameters(*engine_, cfg_.model, model_cfg_, model_->groups());
+  access_ = std::make_unique<EngineParamAccess>(*engine_);
+
+  if (info_.rank == 0) {
+    fs::create_directories(cfg_.run.dir);
+    std::ofstream(fs::path(cfg_.run.dir) / "config.resolved.yaml") << to_yaml(cfg_);
+    printf("pmtrain: %s, world %d (%d nodes), stage %d, %s\n", cfg_.source.c_str(), W, info_.node_count, ec.stage,
+           info_.launcher.c_str());
+    printf("pmtrain: model %lld layers, hidden %lld, %zu parameters (%s)\n", (long long)model_cfg_.num_layers,
+           (long long)model_cfg_.hidden_size, engine_->partition().total_numel, init.c_str());
+    printf("pmtrain: data %lld train pairs, %lld test pairs; %s\n", (long long)train_.num_pairs(),
+           (long long)test_.num_pairs(), train_.stats.report().c_str());
+    printf("pmtrain: batch global %lld = micro %lld x accum %lld x world %d; %lld steps (%lld per epoch)\n",
+           (long long)batch_.global, (long long)batch_.micro, (long long)batch_.accum, W, (long long)total_steps_,
+           (long long)sampler_->steps_per_epoch());
+    printf("pmtrain: memory plan %s\n", plan_.describe().c_str());
+    printf("--- resolved config (saved to %s/config.resolved.yaml) ---\n%s---\n", cfg_.run.dir.c_str(),
+           to_yaml(cfg_).c_str());
+    fflush(stdout);
+  }
+  metrics_ = std::make_unique<MetricsLog>((fs::path(cfg_.run.dir) / "metrics.jsonl").string(), info_.rank == 0);
+}
+
+Trainer::~Trainer() = default;
+
+data::PairDataset Trainer::load_dataset(const std::vector<std::string>& files, const char* split) {
+  data::DataConfig dc;
+  dc.files = files;
+  dc.reader.chosen_field = cfg_.data.chosen_field;
+  dc.reader.rejected_field = cfg_.data.rejected_field;
+  dc.reader.mode = pick<data::TextMode>("data.format", cfg_.data.format, {{"raw", data::TextMode::Raw}, {"chat", data::TextMode::Chat}});
+  dc.reader.bad_lines =
+      pick<data::BadLinePolicy>("data.bad_lines", cfg_.data.bad_lines, {{"skip", data::BadLinePolicy::Skip}, {"fail", data::BadLinePolicy::Fail}});
+  dc.end_token = cfg_.data.end_token;
+  dc.max_len = cfg_.data.max_len;
+  dc.too_long = parse_too_long(cfg_.data.too_long);
+  const uint64_t key = data::dataset_cache_key(dc, cfg_.data.tokenizer);
+  const std::string cache = (fs::path(cfg_.data.cache_dir) / fmt::format("{}_{:016x}.bin", split, key)).string();
+  // Rank 0 tokenizes (or finds the cache) first; the others then read the cache it wrote.
+  data::PairDataset ds;
+  std::string error;
+  if (info_.rank == 0) {
+    try {
+      fs::create_directories(cfg_.data.cache_dir);
+      data::CacheStatus st;
+      ds = data::load_or_build_dataset(dc, *tokenizer_, cache, &st);
+      printf("pmtrain: %s split: %lld pairs (cache %s: %s)\n", split, (long long)ds.num_pairs(),
+             data::cache_status_name(st), cache.c_str());
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  }
+  double failed = error.empty() ? 0 : 1;
+  comm_.all_reduce_scalars(&failed, 1, ReduceOp::Max);
+  if (failed > 0) throw InputError(error.empty() ? std::string("rank 0 could not load the data (see its message)") : error);
+  if (info_.rank != 0) ds = data::load_or_build_dataset(dc, *tokenizer_, cache, nullptr);
+  return ds;
+}
+
+PairStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result) {
+  PairStats local;
+  for (const data::MicroBatchPlan& mb : plan.micro) {
+    engine_->begin_micro_step();
+    if (mb.pair_ids.empty()) {
+      run_empty_micro_step(*engine_);
+      continue;
+    }
+    const data::PairBatch batch = data::make_batch(train_, mb.pair_ids, mb.pair_mask, batch_cfg_);
+    const model::RewardOutput out = model_->forward_backward(batch, *access_);
+    local.add({out.loss_sum, out.chosen_reward_sum, out.rejected_reward_sum, double(out.real_pairs),
+               double(out.correct_pairs), double(out.real_tokens)});
+  }
+  result = engine_->step(double(plan.global_real_pairs));
+  double sums[6] = {local.loss_sum, local.chosen_sum, local.rejected_sum, local.pairs, local.correct, local.tokens};
+  comm_.all_reduce_scalars(sums, 6, ReduceOp::Sum);
+  return {sums[0], sums[1], sums[2], sums[3], sums[4], sums[5]};
+}
+
+void Trainer::train() {
+  const bool r0 = info_.rank == 0;
+  PairStats epoch_stats;
+  int64_t epoch = -1;
+  const double t_start = now();
+  double tokens_total = 0;
+  int64_t skipped = 0;
+  auto end_epoch = [&] {
+    if (epoch < 0 || epoch_stats.pairs == 0) return;
+    nlohmann::json j = epoch_stats.to_json();
+    j["type"] = "epoch";
+    j["epoch"] = epoch;
+    metrics_->write(j);
+    if (r0)
+      printf("epoch %lld done | train loss %.4f | train acc %.3f | margin %.4f\n", (long long)epoch,
+             epoch_stats.loss(), epoch_stats.accuracy(), epoch_stats.chosen() - epoch_stats.rejected());
+    epoch_stats = {};
+  };
+  for (int64_t s = 0; s < total_steps_; ++s) {
+    const double t0 = now();
+    data::StepPlan plan = sampler_->next_step();
+    if (plan.epoch != epoch) {
+      end_epoch();
+      epoch = plan.epoch;
+    }
+    StepResult res;
+    const PairStats st = run_train_step(plan, res);
+    const double dt = now() - t0;
+    epoch_stats.add(st);
+    tokens_total += st.tokens;
+    skipped += !res.applied;
+    const double elapsed = now() - t_start;
+    const double eta = elapsed / double(s + 1) * double(total_steps_ - s - 1);
+    nlohmann::json j = st.to_json();
+    j.update({{"type", "train"}, {"step", s + 1}, {"epoch", plan.epoch}, {"grad_norm", res.grad_norm},
+              {"lr", res.lr}, {"tokens", int64_t(st.tokens)}, {"tokens_per_s", st.tokens / dt}, {"step_s", dt},
+              {"applied", res.applied}, {"skipped_total", skipped}});
+    metrics_->write(j);
+    if (r0 && (cfg_.run.log_every > 0 && ((s + 1) % cfg_.run.log_every == 0 || s + 1 == total_steps_))) {
+      const double mem_mib = double(engine_->memory_report().live_total) / (1 << 20);
+      printf("step %lld/%lld | loss %.4f | acc %.3f | grad-norm %.4f | lr %.3e | tokens/s %.0f | mem %.1f MiB | ETA %s%s\n",
+             (long long)(s + 1), (long long)total_steps_, st.loss(), st.accuracy(), res.grad_norm, res.lr,
+             st.tokens / dt, mem_mib, format_duration(eta).c_str(),
+             res.applied ? "" : fmt::format(" | SKIPPED (non-finite gradient, rank {} group {})", res.bad_rank,
+                                            res.bad_group).c_str());
+      fflush(stdout);
+    }
+    if (cfg_.run.eval_every > 0 && (s + 1) % cfg_.run.eval_every == 0 && s + 1 < total_steps_ && test_.num_pairs() > 0) {
+      PairStats ev = evaluate();
+      nlohmann::json e = ev.to_json();
+      e.update({{"type", "eval"}, {"step", s + 1}});
+      metrics_->write(e);
+      if (r0) printf("eval @ step %lld | loss %.4f | acc %.3f | chosen %.4f | rejected %.4f | margin %.4f\n",
+                     (long long)(s + 1), ev.loss(), ev.accuracy(), ev.chosen(), ev.rejected(), ev.chosen() - ev.rejected());
+    }
+  }
+  end_epoch();
+  const double elapsed = now() - t_start;
+  if (test_.num_pairs() > 0) {
+    PairStats ev = evaluate();
+    nlohmann::json e = ev.to_json();
+    e.update({{"type", "eval"}, {"step", total_steps_}, {"final", true}});
+    metrics_->write(e);
+    if (r0) printf("final eval | loss %.4f | acc %.3f | chosen %.4f | rejected %.4f | margin %.4f | %lld pairs\n",
+                   ev.loss(), ev.accuracy(), ev.chosen(), ev.rejected(), ev.chosen() - ev.rejected(), (long long)ev.pairs);
+  }
+  nlohmann::json summary = {{"type", "summary"},   {"steps", total_steps_}, {"seconds", elapsed},
+                            {"tokens", tokens_total}, {"tokens_per_s", tokens_total / elapsed},
+                            {"world", comm_.world()}, {"skipped_steps", skipped}};
+  metrics_->write(summary);
+  if (r0) {
+    printf("done: %lld steps in %s, %.0f tokens/s over all ranks, world %d\n", (long long)total_steps_,
+           format_duration(elapsed).c_str(), tokens_total / elapsed, comm_.world());
+    fflush(stdout);
+  }
+}
+
+PairStats Trainer::evaluate() {
+  const int W = comm_.world(), R = info_.rank;
+  int64_t n = test_.num_pairs();
+  if (cfg_.run.eval_pairs > 0) n = std::min(n, cfg_.run.eval_pairs);
+  const int64_t m = batch_.micro;
+  const int64_t per_rank = (n + W - 1) / W;
+  const int64_t batches = (per_rank + m - 1) / m;  // the same on every rank: stage 3 gathers are collective
+  PairStats local;
+  for (int64_t b = 0; b < batches; ++b) {
+    std::vector<int64_t> ids;
+    std::vector<uint8_t> mask;
+    for (int64_t j = 0; j < m; ++j) {
+      const int64_t i = (b * m + j) * W + R;  // round-robin over ranks
+      if (i < n) ids.push_back(i), mask.push_back(1);
+    }
+    if (ids.empty()) ids.push_back(0), mask.push_back(0);  // a masked filler keeps the collectives aligned
+    const data::PairBatch batch = data::make_batch(test_, ids, mask, batch_cfg_);
+    engine_->begin_forward();
+    const model::RewardOutput out = model_->forward(batch, *access_);
+    local.add({out.loss_sum, out.chosen_reward_sum, out.rejected_reward_sum, double(out.real_pairs),
+               double(out.correct_pairs), double(out.real_tokens)});
+  }
+  double sums[6] = {local.loss_sum, local.chosen_sum, local.rejected_sum, local.pairs, local.correct, local.tokens};
+  comm_.all_reduce_scalars(sums, 6, ReduceOp::Sum);
+  return {sums[0], sums[1], sums[2], sums[3], sums[4], sums[5]};
+}
+
+}  // namespace zero::pmtrain

@@ -1,0 +1,56 @@
+// The reward-model trainer: assembles tokenizer, data, sampler, model and engine from a Config, and
+// runs the step loop (micro-batches -> step -> log -> eval -> save). All ZeRO detail is in the engine.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "comm/bootstrap.h"
+#include "data/batcher.h"
+#include "data/pair_dataset.h"
+#include "data/sampler.h"
+#include "data/tokenizer.h"
+#include "model/reward_model.h"
+#include "pmtrain/config.h"
+#include "pmtrain/engine_params.h"
+#include "pmtrain/metrics.h"
+#include "pmtrain/planner.h"
+#include "zero/engine.h"
+
+namespace zero::pmtrain {
+
+class Trainer {
+ public:
+  Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm);
+  ~Trainer();
+  // Trains run.steps (or run.epochs) optimizer steps; evaluates every run.eval_every and at the end.
+  void train();
+  // Loss, accuracy, mean chosen/rejected reward and margin on the test split (collective).
+  PairStats evaluate();
+  const MemoryPlan& memory_plan() const { return plan_; }
+  int64_t total_steps() const { return total_steps_; }
+
+ private:
+  data::PairDataset load_dataset(const std::vector<std::string>& files, const char* split);
+  PairStats run_train_step(data::StepPlan& plan, StepResult& result);
+  void log(const char* fmt_line) const;
+
+  Config cfg_;
+  LaunchInfo info_;
+  Communicator& comm_;
+  std::unique_ptr<data::Tokenizer> tokenizer_;
+  data::PairDataset train_, test_;
+  data::BatchConfig batch_cfg_;
+  ResolvedBatch batch_{};
+  std::unique_ptr<data::PairSampler> sampler_;
+  model::Qwen3Config model_cfg_;
+  std::unique_ptr<model::Qwen3RewardModel> model_;
+  std::unique_ptr<DeviceOps> ops_;
+  std::unique_ptr<TrackingAllocator> alloc_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<EngineParamAccess> access_;
+  std::unique_ptr<MetricsLog> metrics_;
+  MemoryPlan plan_;
+  int64_t total_steps_ = 0;
+};
+
+}  // namespace zero::pmtrain

@@ -1,0 +1,125 @@
+// A damaged or unfitting checkpoint is a clear InputError naming the file, thrown on every rank (the
+// ranks agree before any further collective, so none hangs): truncated shard, flipped byte (xxhash64),
+// missing shard, missing manifest, newer format version, another model shape. A save that fails with
+// ENOSPC is a SaveError on every rank; the previous checkpoint and `latest` survive.
+#include <cstdlib>
+#include <fstream>
+
+#include "tests/checkpoint/ckpt_harness.h"
+
+using namespace zero;
+using namespace zero::testing;
+namespace fs = std::filesystem;
+
+namespace {
+// A fresh copy of `src` at `dst` with `damage` applied by rank 0; every rank waits for it.
+void damaged_copy(const std::string& src, const std::string& dst, const std::function<void()>& damage) {
+  if (world_rank() == 0) {
+    fs::remove_all(dst);
+    fs::copy(src, dst);
+    damage();
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+void edit_manifest(const std::string& dir, const std::function<void(nlohmann::json&)>& edit) {
+  const std::string path = dir + "/manifest.json";
+  nlohmann::json j = nlohmann::json::parse(checkpoint::read_small_file(path));
+  edit(j);
+  std::ofstream(path) << j.dump(2);
+}
+
+class CheckpointErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root = shared_temp_dir("errors");
+    MlpRun run(MPI_COMM_WORLD, 1);
+    run.train(0, 2);
+    checkpoint::Checkpointer ck(*run.engine, ckpt_opts(root + "/run"));
+    ck.save(run.state(2));
+    good = ck.paths().step_dir(2);
+    last = fmt::format("rank_{}.bin", world_size() - 1);
+  }
+  void TearDown() override {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (world_rank() == 0) fs::remove_all(root);
+  }
+  // Loads `dir` into a fresh engine at `stage` (0 reads every file, 1 only its own).
+  void load(const std::string& dir, int stage = 1, example::MlpSpec spec = {}) {
+    MlpRun run(MPI_COMM_WORLD, stage, spec);
+    checkpoint::load_checkpoint(*run.engine, dir);
+  }
+  std::string root, good, last;
+};
+}  // namespace
+
+TEST_F(CheckpointErrors, GoodCheckpointLoads) {
+  EXPECT_NO_THROW(load(good, 1));
+  EXPECT_NO_THROW(load(good, 0));
+}
+
+TEST_F(CheckpointErrors, TruncatedShard) {
+  const std::string bad = root + "/truncated";
+  damaged_copy(good, bad, [&] { fs::resize_file(bad + "/" + last, fs::file_size(bad + "/" + last) - 8); });
+  for (int stage : {1, 0})  // only the last rank reads it / every rank reads it
+    expect_error<InputError>([&] { load(bad, stage); }, {"checkpoint file " + bad + "/" + last + " is truncated"});
+}
+
+TEST_F(CheckpointErrors, CorruptedByte) {
+  const std::string bad = root + "/corrupt";
+  damaged_copy(good, bad, [&] {
+    std::fstream f(bad + "/rank_0.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    char c = 0;
+    f.read(&c, 1);
+    c ^= 0x10;
+    f.seekp(100);
+    f.write(&c, 1);
+  });
+  for (int stage : {1, 0})
+    expect_error<InputError>([&] { load(bad, stage); },
+                             {"checkpoint file " + bad + "/rank_0.bin is corrupted: xxhash64", "the manifest says"});
+}
+
+TEST_F(CheckpointErrors, MissingShardAndManifest) {
+  const std::string bad = root + "/missing";
+  damaged_copy(good, bad, [&] { fs::remove(bad + "/" + last); });
+  expect_error<InputError>([&] { load(bad); }, {"checkpoint file " + bad + "/" + last + " is missing"});
+  damaged_copy(good, bad, [&] { fs::remove(bad + "/manifest.json"); });
+  expect_error<InputError>([&] { load(bad); }, {"checkpoint file " + bad + "/manifest.json is missing"});
+  expect_error<InputError>([&] { load(root + "/nowhere"); }, {"checkpoint directory " + root + "/nowhere does not exist"});
+}
+
+TEST_F(CheckpointErrors, NewerFormatVersion) {
+  const std::string bad = root + "/newer";
+  damaged_copy(good, bad, [&] { edit_manifest(bad, [](nlohmann::json& j) { j["format_version"] = 7; }); });
+  expect_error<InputError>([&] { load(bad); },
+                           {bad + "/manifest.json: checkpoint format version 7 is newer than this build supports (version 1)"});
+}
+
+TEST_F(CheckpointErrors, OtherModelShape) {
+  expect_error<InputError>([&] { load(good, 1, example::MlpSpec{{12, 24, 19, 5}, 1234}); },
+                           {"checkpoint " + good + " does not fit the model",
+                            "tensor 'layer1.weight' (group 'layer1') has shape [432] in the checkpoint but [456] in the model"});
+}
+
+TEST_F(CheckpointErrors, EnospcKeepsPreviousCheckpoint) {
+  MlpRun run(MPI_COMM_WORLD, 2);
+  run.train(0, 3);
+  const std::string fault = fmt::format("ckpt_enospc_after_bytes=1000@rank{}", world_size() - 1);
+  setenv("ZERO_FAULT", fault.c_str(), 1);
+  checkpoint::Checkpointer ck(*run.engine, ckpt_opts(root + "/run"));
+  unsetenv("ZERO_FAULT");
+  expect_error<checkpoint::SaveError>([&] { ck.save(run.state(3)); },
+                                      {"saving checkpoint step_3", fmt::format("rank {}: ", world_size() - 1),
+                                       last + " failed after 1000 bytes: No space left on device", "ENOSPC",
+                                       "previous checkpoint and `latest` are unchanged"});
+  EXPECT_EQ(*checkpoint::find_latest(root + "/run"), good);
+  EXPECT_FALSE(fs::exists(ck.paths().tmp_dir(3)));
+  EXPECT_FALSE(fs::exists(ck.paths().step_dir(3)));
+  EXPECT_NO_THROW(load(good));
+  // The run can go on and save later (the fault was parsed by that Checkpointer only).
+  checkpoint::Checkpointer ok(*run.engine, ckpt_opts(root + "/run"));
+  ok.save(run.state(3));
+  EXPECT_EQ(*checkpoint::find_latest(root + "/run"), ok.paths().step_dir(3));
+}

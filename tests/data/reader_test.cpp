@@ -1,0 +1,206 @@
+// hh-rlhf reader and dataset builder: bad files and lines (messages name file and line), both policies,
+// globs, chat rendering (expected text written by hand from tokenizer_config.json's chat_template),
+// end token and the too-long policies.
+#include "core/check.h"
+#include "data/chat_format.h"
+#include "data/hh_rlhf.h"
+#include "data/line_reader.h"
+#include "data/pair_dataset.h"
+#include "data/tokenizer.h"
+#include "test_util.h"
+
+namespace zero::data {
+namespace {
+
+using test::TempDir;
+
+Tokenizer& qwen() {
+  static Tokenizer t = Tokenizer::from_file(test::tokenizer_json());
+  return t;
+}
+
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::vector<std::pair<std::string, std::string>> read_all(const std::vector<std::string>& files,
+                                                          const HhReaderConfig& cfg, ReadStats& stats) {
+  std::vector<std::pair<std::string, std::string>> out;
+  read_hh_pairs(files, cfg, stats, [&](std::string_view c, std::string_view r) { out.emplace_back(c, r); });
+  return out;
+}
+
+TEST(Reader, BundledSampleReadsCleanly) {
+  ReadStats stats;
+  const auto pairs = read_all({test::hh_train(), test::hh_test()}, {}, stats);
+  EXPECT_EQ(stats.files, 2);
+  EXPECT_EQ(stats.pairs, 2312);  // upstream harmless-base/test.jsonl.gz has 2,312 lines
+  EXPECT_EQ(stats.bad_total(), 0);
+  EXPECT_EQ(pairs.front().first.rfind("\n\nHuman: ", 0), 0u);
+}
+
+TEST(Reader, MissingFileNotGzipAndTruncatedGzip) {
+  TempDir dir;
+  ReadStats stats;
+  const std::string missing = dir.file("missing.jsonl.gz");
+  std::string msg = error_of([&] { read_all({missing}, {}, stats); });
+  EXPECT_NE(msg.find(missing + ": cannot open"), std::string::npos) << msg;
+  msg = error_of([&] { expand_inputs({missing}); });
+  EXPECT_NE(msg.find(missing + ": no such file"), std::string::npos) << msg;
+
+  const std::string plain = dir.file("plain.jsonl.gz");
+  test::write_text(plain, "{\"chosen\": \"a\", \"rejected\": \"b\"}\n");
+  msg = error_of([&] { read_all({plain}, {}, stats); });
+  EXPECT_NE(msg.find(plain + ": not a gzip file"), std::string::npos) << msg;
+
+  // A gzip stream cut in half: reported with the file and the line it stopped in.
+  const std::string full = dir.file("full.jsonl.gz"), cut = dir.file("cut.jsonl.gz");
+  std::string body;
+  for (int i = 0; i < 2000; ++i) body += "{\"chosen\": \"line " + std::to_string(i * 7919) + "\", \"rejected\": \"x\"}\n";
+  test::write_gz(full, body);
+  std::ifstream f(full, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  test::write_text(cut, bytes.substr(0, bytes.size() / 2));
+  msg = error_of([&] { read_all({cut}, {}, stats); });
+  EXPECT_NE(msg.find(cut + ":"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("truncated gzip data"), std::string::npos) << msg;
+}
+
+TEST(Reader, MalformedLinesAreCountedWithTheirFirstLine) {
+  TempDir dir;
+  const std::string path = dir.file("bad.jsonl");
+  test::write_text(path,
+                   "{\"chosen\": \"\\n\\nHuman: hi\\n\\nAssistant: yes\", \"rejected\": \"\\n\\nHuman: hi\\n\\nAssistant: no\"}\n"
+                   "{\"chosen\": \"broken\n"                          // 2: not JSON
+                   "{\"chosen\": \"a\"}\n"                            // 3: no rejected
+                   "{\"chosen\": 17, \"rejected\": \"b\"}\n"          // 4: not a string
+                   "\n"                                               // blank: not a record
+                   "{\"chosen\": \"a\", \"rejected\": \"  \"}\n"      // 6: empty
+                   "[1, 2]\n"                                         // 7: not an object
+                   "{\"chosen\": \"c\", \"rejected\": \"d\"}\r\n");   // 8: good, CRLF
+  ReadStats stats;
+  const auto pairs = read_all({path}, {}, stats);
+  ASSERT_EQ(pairs.size(), 2u);
+  EXPECT_EQ(pairs[1], (std::pair<std::string, std::string>{"c", "d"}));
+  EXPECT_EQ(stats.lines, 7);
+  EXPECT_EQ(stats.bad[size_t(BadLineKind::NotJson)], 2);
+  EXPECT_EQ(stats.bad[size_t(BadLineKind::MissingField)], 1);
+  EXPECT_EQ(stats.bad[size_t(BadLineKind::NotString)], 1);
+  EXPECT_EQ(stats.bad[size_t(BadLineKind::Empty)], 1);
+  EXPECT_EQ(stats.first_bad[size_t(BadLineKind::NotJson)], path + ":2: not a JSON object");
+  EXPECT_EQ(stats.first_bad[size_t(BadLineKind::MissingField)], path + ":3: no field 'rejected'");
+  EXPECT_EQ(stats.first_bad[size_t(BadLineKind::NotString)], path + ":4: field 'chosen' is not a string");
+  EXPECT_EQ(stats.first_bad[size_t(BadLineKind::Empty)], path + ":6: field 'rejected' is empty");
+  EXPECT_NE(stats.report().find("not_json: 2 (first: " + path + ":2: not a JSON object)"), std::string::npos)
+      << stats.report();
+
+  HhReaderConfig fail;
+  fail.bad_lines = BadLinePolicy::Fail;
+  ReadStats s2;
+  const std::string msg = error_of([&] { read_all({path}, fail, s2); });
+  EXPECT_EQ(msg.rfind(path + ":2: not a JSON object", 0), 0u) << msg;
+
+  // Chat mode also rejects text that is not a transcript.
+  HhReaderConfig chat;
+  chat.mode = TextMode::Chat;
+  ReadStats s3;
+  EXPECT_EQ(read_all({path}, chat, s3).size(), 1u);
+  EXPECT_EQ(s3.first_bad[size_t(BadLineKind::NotTranscript)].rfind(path + ":8: field 'chosen' is not a", 0), 0u)
+      << s3.first_bad[size_t(BadLineKind::NotTranscript)];
+}
+
+TEST(Reader, ConfigurableFieldNamesAndGlobs) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path / "b");
+  std::filesystem::create_directories(dir.path / "a");
+  test::write_gz(dir.file("b/train.jsonl.gz"), "{\"good\": \"2\", \"bad\": \"x\"}\n");
+  test::write_gz(dir.file("a/train.jsonl.gz"), "{\"good\": \"1\", \"bad\": \"y\"}\n");
+  test::write_gz(dir.file("a/test.jsonl.gz"), "{\"good\": \"3\", \"bad\": \"z\"}\n");
+  const auto files = expand_inputs({dir.file("*/train.jsonl.gz")});
+  ASSERT_EQ(files, (std::vector<std::string>{dir.file("a/train.jsonl.gz"), dir.file("b/train.jsonl.gz")}));
+  HhReaderConfig cfg;
+  cfg.chosen_field = "good";
+  cfg.rejected_field = "bad";
+  ReadStats stats;
+  const auto pairs = read_all(files, cfg, stats);
+  ASSERT_EQ(pairs.size(), 2u);
+  EXPECT_EQ(pairs[0].first, "1");
+  EXPECT_EQ(pairs[1].second, "x");
+
+  std::string msg = error_of([&] { expand_inputs({dir.file("*/valid.jsonl.gz")}); });
+  EXPECT_NE(msg.find("matches no file"), std::string::npos) << msg;
+  msg = error_of([&] { expand_inputs({dir.file("a")}); });
+  EXPECT_NE(msg.find("is a folder"), std::string::npos) << msg;
+}
+
+TEST(ChatFormat, RendersTheQwen3TemplateWithAnEmptyThinkBlock) {
+  const std::string hh = "\n\nHuman: What is 2+2?\n\nAssistant: 4.\n\nHuman: And 3+3? \n\nAssistant:  6.";
+  const auto chat = hh_to_qwen_chat(hh);
+  ASSERT_TRUE(chat.has_value());
+  EXPECT_EQ(*chat,
+            "<|im_start|>user\nWhat is 2+2?<|im_end|>\n"
+            "<|im_start|>assistant\n4.<|im_end|>\n"
+            "<|im_start|>user\nAnd 3+3?<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\n\n</think>\n\n6.");
+  EXPECT_FALSE(hh_to_qwen_chat("no markers here").has_value());
+  EXPECT_FALSE(hh_to_qwen_chat("preamble\n\nHuman: hi").has_value());
+  // Special tokens are single ids in the tokenized chat text.
+  const auto ids = qwen().encode(*chat);
+  EXPECT_EQ(ids.front(), 151644);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 151667), 1);  // <think>
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 151645), 3);  // three closed turns
+}
+
+TEST(Dataset, EndTokenAndTooLongPolicies) {
+  TempDir dir;
+  const std::string path = dir.file("d.jsonl");
+  std::string long_text = "\n\nHuman: ";
+  for (int i = 0; i < 200; ++i) long_text += "word" + std::to_string(i) + " ";
+  test::write_text(path, nlohmann::json{{"chosen", "Hello world"}, {"rejected", " Hello world"}}.dump() + "\n" +
+                             nlohmann::json{{"chosen", long_text}, {"rejected", "short"}}.dump() + "\n");
+  DataConfig cfg;
+  cfg.files = {path};
+  cfg.max_len = 64;
+  const auto full = qwen().encode(long_text);
+  ASSERT_GT(full.size(), 100u);
+
+  const PairDataset keep_end = build_pair_dataset(cfg, qwen());
+  ASSERT_EQ(keep_end.num_pairs(), 2);
+  EXPECT_EQ(keep_end.end_id, 151645);
+  EXPECT_EQ(keep_end.pad_id, 151643);
+  const auto s0 = keep_end.seq(0);
+  EXPECT_EQ(std::vector<int32_t>(s0.begin(), s0.end()), (std::vector<int32_t>{9707, 1879, 151645}));
+  const auto t = keep_end.seq(2);
+  ASSERT_EQ(t.size(), 64u);
+  EXPECT_EQ(t.back(), 151645);
+  EXPECT_TRUE(std::equal(t.begin(), t.end() - 1, full.end() - 63));  // the last 63 text tokens
+  EXPECT_EQ(keep_end.stats.pairs_truncated, 1);
+
+  cfg.too_long = TooLongPolicy::TruncateKeepStart;
+  const PairDataset keep_start = build_pair_dataset(cfg, qwen());
+  const auto u = keep_start.seq(2);
+  ASSERT_EQ(u.size(), 64u);
+  EXPECT_EQ(u.back(), 151645);
+  EXPECT_TRUE(std::equal(u.begin(), u.end() - 1, full.begin()));
+
+  cfg.too_long = TooLongPolicy::Drop;
+  const PairDataset dropped = build_pair_dataset(cfg, qwen());
+  EXPECT_EQ(dropped.num_pairs(), 1);
+  EXPECT_EQ(dropped.stats.pairs_dropped_too_long, 1);
+  EXPECT_NE(dropped.stats.report().find("1 pairs dropped as longer than max_len"), std::string::npos);
+
+  cfg.end_token = "<|endoftext|>";
+  const std::string msg = error_of([&] { build_pair_dataset(cfg, qwen()); });
+  EXPECT_NE(msg.find("is the pad token"), std::string::npos) << msg;
+  cfg.end_token = "<|no_such_token|>";
+  EXPECT_THROW(build_pair_dataset(cfg, qwen()), ConfigError);
+}
+
+}  // namespace
+}  // namespace zero::data

@@ -1,0 +1,292 @@
+// Sampler under mpirun (1-4 ranks): each rank asks only for its own micro-batches; the test gathers
+// them and checks every epoch covers every pair exactly once (minus counted drops), the split does not
+// depend on world size, and a cursor saved at any step and restored on any rank count (1-4, simulated
+// in-process beside the real ranks) continues with no repeat and no gap.
+#include <mpi.h>
+
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include "core/check.h"
+#include "data/sampler.h"
+
+namespace zero::data {
+namespace {
+
+struct Env {
+  int rank = 0, world = 1;
+  Env() {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+  }
+};
+
+// (pair id, mask) pairs of one whole step as the union over ranks/micro-batches; order-free.
+using StepSet = std::multiset<std::pair<int64_t, int>>;
+
+StepSet to_set(const std::vector<StepPlan>& plans) {
+  StepSet s;
+  for (const auto& p : plans)
+    for (const auto& m : p.micro)
+      for (size_t i = 0; i < m.pair_ids.size(); ++i) s.insert({m.pair_ids[i], m.pair_mask[i]});
+  return s;
+}
+
+// Gathers every rank's plan for this step over MPI (flattened as id, mask, micro index).
+StepSet gather_step(const StepPlan& mine, int64_t accum) {
+  std::vector<int64_t> flat;
+  EXPECT_EQ(int64_t(mine.micro.size()), accum);
+  for (size_t m = 0; m < mine.micro.size(); ++m) {
+    EXPECT_FALSE(mine.micro[m].pair_ids.empty()) << "micro-batch " << m << " is empty";
+    EXPECT_EQ(mine.micro[m].pair_ids.size(), mine.micro[m].pair_mask.size());
+    for (size_t i = 0; i < mine.micro[m].pair_ids.size(); ++i) {
+      flat.push_back(mine.micro[m].pair_ids[i]);
+      flat.push_back(mine.micro[m].pair_mask[i]);
+    }
+  }
+  Env env;
+  int n = int(flat.size());
+  std::vector<int> counts(env.world), displs(env.world);
+  MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  int total = 0;
+  for (int r = 0; r < env.world; ++r) {
+    displs[r] = total;
+    total += counts[r];
+  }
+  std::vector<int64_t> all(total);
+  MPI_Allgatherv(flat.data(), n, MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, MPI_COMM_WORLD);
+  StepSet s;
+  for (int i = 0; i < total; i += 2) s.insert({all[i], int(all[i + 1])});
+  return s;
+}
+
+std::vector<int64_t> lengths_for(int64_t n) {
+  std::vector<int64_t> l(n);
+  for (int64_t i = 0; i < n; ++i) l[i] = 5 + (i * 37) % 50;  // many ties: bucketing must still be deterministic
+  return l;
+}
+
+struct Case {
+  int64_t n, global_batch, accum;
+  RemainderPolicy remainder;
+  bool bucket;
+  int64_t window = 1;  // bucket_window in steps
+};
+
+const Case kCases[] = {
+    {103, 10, 2, RemainderPolicy::Drop, true},
+    {103, 10, 2, RemainderPolicy::Pad, true},
+    {103, 12, 1, RemainderPolicy::Pad, false},
+    {50, 7, 1, RemainderPolicy::Drop, false},  // 7 pairs over 4 ranks: uneven chunks
+    {9, 9, 2, RemainderPolicy::Drop, true},    // one step per epoch
+    {103, 10, 2, RemainderPolicy::Pad, true, 4},     // windows of 4 steps, partial last window
+    {103, 8, 1, RemainderPolicy::Drop, true, 1000},  // one window over the whole epoch
+};
+
+SamplerConfig config_of(const Case& c) {
+  SamplerConfig s;
+  s.seed = 1234;
+  s.global_batch = c.global_batch;
+  s.accum = c.accum;
+  s.remainder = c.remainder;
+  s.bucket_by_length = c.bucket;
+  s.bucket_window = c.window;
+  return s;
+}
+
+bool fits(const Case& c, int world) { return c.global_batch >= world * c.accum; }
+
+TEST(Sampler, EveryEpochCoversEveryPairOnceOverRealRanks) {
+  Env env;
+  for (const Case& c : kCases) {
+    if (!fits(c, env.world)) continue;
+    PairSampler sampler(config_of(c), c.n, lengths_for(c.n), env.rank, env.world);
+    PairSampler single(config_of(c), c.n, lengths_for(c.n), 0, 1);  // the world-size-1 reference
+    const int64_t steps = sampler.steps_per_epoch();
+    EXPECT_EQ(steps, c.remainder == RemainderPolicy::Drop ? c.n / c.global_batch
+                                                          : (c.n + c.global_batch - 1) / c.global_batch);
+    std::set<std::vector<int64_t>> orders;
+    for (int64_t epoch = 0; epoch < 3; ++epoch) {
+      std::map<int64_t, int> seen;
+      std::vector<int64_t> order;
+      for (int64_t s = 0; s < steps; ++s) {
+        const StepPlan mine = sampler.next_step();
+        EXPECT_EQ(mine.epoch, epoch);
+        const StepSet all = gather_step(mine, c.accum);
+        EXPECT_EQ(all, to_set(single.next_step_all_ranks())) << "world " << env.world << " step " << s;
+        int64_t real = 0;
+        for (const auto& [id, mask] : all) {
+          if (mask) {
+            ++seen[id];
+            ++real;
+            order.push_back(id);
+          }
+        }
+        EXPECT_EQ(int64_t(all.size()), c.global_batch);
+        EXPECT_EQ(mine.global_real_pairs, real);
+      }
+      EXPECT_EQ(int64_t(seen.size()), c.remainder == RemainderPolicy::Drop ? steps * c.global_batch : c.n);
+      for (const auto& [id, count] : seen) EXPECT_EQ(count, 1) << "pair " << id << " twice in epoch " << epoch;
+      orders.insert(order);
+    }
+    // Per-step sets are order-free, so a one-step epoch looks the same every time.
+    if (steps > 1) {
+      EXPECT_EQ(orders.size(), 3u) << "each epoch must be a different permutation";
+    }
+    if (c.remainder == RemainderPolicy::Drop) {
+      // The drop of epoch e is booked when epoch e + 1 starts: after 3 epochs two are booked.
+      EXPECT_EQ(sampler.cursor().dropped_pairs, 2 * (c.n % c.global_batch));
+    }
+  }
+}
+
+TEST(Sampler, CursorRestoredAtAnyStepOnAnyWorldSizeHasNoRepeatOrGap) {
+  Env env;
+  for (const Case& c : kCases) {
+    if (!fits(c, env.world)) continue;
+    const int64_t steps = PairSampler(config_of(c), c.n, {}, 0, 1).steps_per_epoch();
+    for (int64_t cut = 0; cut <= steps; ++cut) {
+      // Real ranks run `cut` steps of epoch 1 (after a full epoch 0), then save the cursor as JSON.
+      PairSampler sampler(config_of(c), c.n, lengths_for(c.n), env.rank, env.world);
+      for (int64_t s = 0; s < steps; ++s) sampler.next_step();
+      std::map<int64_t, int> seen;
+      for (int64_t s = 0; s < cut; ++s)
+        for (const auto& [id, mask] : gather_step(sampler.next_step(), c.accum))
+          if (mask) ++seen[id];
+      const std::string saved = sampler.cursor().to_json().dump();
+      // Every rank holds the same cursor: compare against rank 0's.
+      std::vector<char> root(saved.begin(), saved.end());
+      int len = int(root.size());
+      MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
+      root.resize(len);
+      MPI_Bcast(root.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
+      ASSERT_EQ(std::string(root.begin(), root.end()), saved);
+
+      for (int w2 = 1; w2 <= 4; ++w2) {
+        if (!fits(c, w2)) continue;
+        std::vector<PairSampler> ranks;
+        for (int r = 0; r < w2; ++r) {
+          ranks.emplace_back(config_of(c), c.n, lengths_for(c.n), r, w2);
+          ranks.back().restore(SamplerCursor::from_json(nlohmann::json::parse(saved)));
+        }
+        std::map<int64_t, int> total = seen;
+        for (int64_t s = cut; s < steps; ++s) {
+          std::vector<StepPlan> step;
+          for (auto& r : ranks) step.push_back(r.next_step());
+          for (const auto& p : step) EXPECT_EQ(p.epoch, 1);
+          for (const auto& [id, mask] : to_set(step))
+            if (mask) ++total[id];
+        }
+        EXPECT_EQ(int64_t(total.size()), c.remainder == RemainderPolicy::Drop ? steps * c.global_batch : c.n)
+            << "cut " << cut << " world " << env.world << " -> " << w2;
+        for (const auto& [id, count] : total) EXPECT_EQ(count, 1) << "pair " << id << " cut " << cut;
+        // The next step after the epoch belongs to epoch 2.
+        EXPECT_EQ(ranks[0].next_step().epoch, 2);
+      }
+    }
+  }
+}
+
+TEST(Sampler, ResumeOnTheSameWorldIsBitExact) {
+  Env env;
+  const Case c = kCases[1];
+  PairSampler a(config_of(c), c.n, lengths_for(c.n), env.rank, env.world);
+  for (int s = 0; s < 7; ++s) a.next_step();
+  PairSampler b(config_of(c), c.n, lengths_for(c.n), env.rank, env.world);
+  b.restore(SamplerCursor::from_json(a.cursor().to_json()));
+  for (int s = 0; s < 30; ++s) {
+    const StepPlan x = a.next_step(), y = b.next_step();
+    ASSERT_EQ(x.micro.size(), y.micro.size());
+    for (size_t m = 0; m < x.micro.size(); ++m) {
+      EXPECT_EQ(x.micro[m].pair_ids, y.micro[m].pair_ids);
+      EXPECT_EQ(x.micro[m].pair_mask, y.micro[m].pair_mask);
+    }
+    EXPECT_EQ(x.global_real_pairs, y.global_real_pairs);
+  }
+  EXPECT_EQ(a.cursor(), b.cursor());
+}
+
+TEST(Sampler, BucketingSortsWithinAStepAndPadFillersAreMasked) {
+  const Case c{103, 10, 2, RemainderPolicy::Pad, true};
+  const auto len = lengths_for(c.n);
+  PairSampler s(config_of(c), c.n, len, 0, 1);
+  for (int64_t step = 0; step < s.steps_per_epoch(); ++step) {
+    const StepPlan p = s.next_step();
+    std::vector<int64_t> real_lengths;
+    for (const auto& m : p.micro)
+      for (size_t i = 0; i < m.pair_ids.size(); ++i)
+        if (m.pair_mask[i]) real_lengths.push_back(len[m.pair_ids[i]]);
+    EXPECT_TRUE(std::is_sorted(real_lengths.rbegin(), real_lengths.rend())) << "step " << step;
+    if (step + 1 == s.steps_per_epoch()) {
+      EXPECT_EQ(p.global_real_pairs, 3);  // 103 = 10 * 10 + 3
+      EXPECT_EQ(p.global_pairs, 10);
+    }
+  }
+}
+
+TEST(Sampler, WindowedBucketingGroupsSimilarLengths) {
+  // Over a whole-epoch window each step's length range is far narrower than with per-step sorting.
+  const auto len = lengths_for(103);
+  double spread[2] = {0, 0};
+  for (int w = 0; w < 2; ++w) {
+    Case c{103, 8, 1, RemainderPolicy::Drop, true, w == 0 ? 1 : 1000};
+    PairSampler s(config_of(c), c.n, len, 0, 1);
+    std::set<int64_t> firsts;
+    for (int64_t step = 0; step < s.steps_per_epoch(); ++step) {
+      const auto ids = s.next_step().micro[0].pair_ids;
+      int64_t lo = 1 << 30, hi = 0;
+      for (int64_t id : ids) {
+        lo = std::min(lo, len[id]);
+        hi = std::max(hi, len[id]);
+      }
+      spread[w] += double(hi - lo);
+      firsts.insert(len[ids.front()]);
+    }
+    if (w == 1) {
+      EXPECT_GT(firsts.size(), 3u);  // steps come in shuffled length order, not one sweep
+    }
+  }
+  EXPECT_LT(spread[1], spread[0] / 3) << spread[0] << " vs " << spread[1];
+}
+
+TEST(Sampler, CursorJsonAndConfigErrors) {
+  SamplerCursor c;
+  c.seed = 7;
+  c.epoch = 3;
+  c.position = 40;
+  c.step = 99;
+  c.num_pairs = 103;
+  c.dropped_pairs = 9;
+  c.global_batch = 10;
+  c.bucket_window = 1;
+  EXPECT_EQ(SamplerCursor::from_json(c.to_json()), c);
+  EXPECT_THROW(SamplerCursor::from_json(nlohmann::json{{"seed", 1}}), ConfigError);
+
+  SamplerConfig cfg;
+  cfg.seed = 7;
+  cfg.global_batch = 10;
+  cfg.accum = 2;
+  PairSampler s(cfg, 103, {}, 0, 1);
+  SamplerCursor other = c;
+  other.num_pairs = 104;
+  EXPECT_THROW(s.restore(other), ConfigError);  // dataset changed
+  other = c;
+  other.seed = 8;
+  EXPECT_THROW(s.restore(other), ConfigError);
+  cfg.bucket_window = 4;  // windowed bucketing: the global batch must match the cursor's
+  PairSampler windowed(cfg, 103, std::vector<int64_t>(103, 1), 0, 1);
+  other = c;
+  other.bucket_window = 4;
+  EXPECT_NO_THROW(windowed.restore(other));
+  other.global_batch = 20;
+  EXPECT_THROW(windowed.restore(other), ConfigError);
+  cfg.global_batch = 3;
+  EXPECT_THROW(PairSampler(cfg, 103, {}, 0, 2), ConfigError);  // 3 < world 2 x accum 2
+}
+
+}  // namespace
+}  // namespace zero::data
