@@ -8,6 +8,7 @@ add_library(zero_checkpoint
   ${CMAKE_CURRENT_LIST_DIR}/fault.cpp
   ${CMAKE_CURRENT_LIST_DIR}/file_io.cpp
   ${CMAKE_CURRENT_LIST_DIR}/full_state.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/full_tensors.cpp
   ${CMAKE_CURRENT_LIST_DIR}/load.cpp
   ${CMAKE_CURRENT_LIST_DIR}/manifest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/publish.cpp

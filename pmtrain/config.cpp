@@ -37,7 +37,7 @@ std::vector<Field> schema(Config& c) {
       field("run.log_every", r.log_every), field("run.eval_every", r.eval_every),
       field("run.eval_pairs", r.eval_pairs), field("run.save_every", r.save_every),
       field("run.save_final", r.save_final), field("run.keep_last", r.keep_last),
-      field("run.keep_every", r.keep_every), field("run.async_save", r.async_save), field("run.resume", r.resume),
+      field("run.keep_every", r.keep_every), field("run.async_save", r.async_save), field("run.resume", r.resume), field("run.stop_at", r.stop_at),
       field("model.hf_dir", m.hf_dir), field("model.preset", m.preset), field("model.vocab_size", m.vocab_size),
       field("model.hidden_size", m.hidden_size), field("model.intermediate_size", m.intermediate_size),
       field("model.num_layers", m.num_layers), field("model.num_heads", m.num_heads),

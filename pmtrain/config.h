@@ -23,6 +23,7 @@ struct RunSection {
   int64_t keep_every = 0;
   bool async_save = false;
   std::string resume;       // "", "auto" or a checkpoint path
+  int64_t stop_at = 0;      // stop after this step as if interrupted (the schedule still spans all steps)
 };
 
 struct ModelSection {

@@ -2,6 +2,7 @@
 //   pmtrain [train] CONFIG.yaml [--set key=value ...]   train (srun -n 8 pmtrain configs/qwen3_4b_bs128.yaml)
 //   pmtrain eval CONFIG.yaml [--set key=value ...]      evaluate on the test split
 //   pmtrain plan CONFIG.yaml [--world N] [--set ...]    memory plan per rank, no training
+//   pmtrain export RUN_DIR [--step N] --to OUT_DIR [--dtype bf16|fp32]   an HF model directory
 //   pmtrain score --model DIR --data FILE [--out FILE]   chosen/rejected rewards per pair (JSONL)
 //   pmtrain tokenize --tokenizer PATH                    {"text"} lines on stdin -> {"ids"} lines
 #include <chrono>
@@ -16,6 +17,7 @@
 #include "core/check.h"
 #include "data/tokenize_tool.h"
 #include "pmtrain/commands.h"
+#include "pmtrain/export_command.h"
 
 using namespace zero;
 using namespace zero::pmtrain;
@@ -27,6 +29,7 @@ void usage() {
           "  pmtrain [train] CONFIG.yaml [--set key=value ...]\n"
           "  pmtrain eval CONFIG.yaml [--set key=value ...]\n"
           "  pmtrain plan CONFIG.yaml [--world N] [--set key=value ...]\n"
+          "  pmtrain export RUN_DIR [--step N] --to OUT_DIR [--dtype bf16|fp32]\n"
           "  pmtrain score --model DIR --data FILE [--out FILE] [--tokenizer PATH] [--max-len N] [--format raw|chat]\n"
           "  pmtrain tokenize --tokenizer PATH\n");
 }
@@ -60,6 +63,7 @@ int main(int argc, char** argv) {
     }
     if (cmd == "plan") return run_plan(args);
     if (cmd == "score") return run_score(args);
+    if (cmd == "export") return run_export(args);
   } catch (const Error& e) {
     fprintf(stderr, "pmtrain %s: error: %s\n", cmd.c_str(), e.what());
     return 1;

@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "data/token_cache.h"
+#include "model/hf_export.h"
 #include "pmtrain/model_setup.h"
 
 namespace zero::pmtrain {
@@ -54,6 +55,9 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm)
   // Model and memory plan first: a run that cannot fit stops before any data is read.
   const int64_t micro_pairs = batch_.micro;
   model_cfg_ = resolve_model_config(cfg_.model, tokenizer_->vocab_size());
+  // Exported models must know their pad and end tokens (HF pools the rightmost non-pad token).
+  if (model_cfg_.pad_token_id < 0) model_cfg_.pad_token_id = tokenizer_->pad_id();
+  if (model_cfg_.eos_token_ids.empty() && tokenizer_->eos_id() >= 0) model_cfg_.eos_token_ids = {tokenizer_->eos_id()};
   model::RewardModelOptions mo;
   mo.activation_checkpointing = cfg_.model.activation_checkpointing;
   mo.decay.norms = cfg_.model.decay_norms;
@@ -142,10 +146,47 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm)
            to_yaml(cfg_).c_str());
     fflush(stdout);
   }
+  checkpoint::CheckpointOptions co;
+  co.run_dir = cfg_.run.dir;
+  co.retention = {int(std::max<int64_t>(1, cfg_.run.keep_last)), int(cfg_.run.keep_every)};
+  co.async = cfg_.run.async_save;
+  co.config_text = to_yaml(cfg_);
+  ckpt_ = std::make_unique<checkpoint::Checkpointer>(*engine_, co);
+  resume_if_asked();
   metrics_ = std::make_unique<MetricsLog>((fs::path(cfg_.run.dir) / "metrics.jsonl").string(), info_.rank == 0);
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::resume_if_asked() {
+  if (cfg_.run.resume.empty()) return;
+  const auto path = ckpt_->resume_path(cfg_.run.resume);
+  if (!path) {
+    if (info_.rank == 0) printf("pmtrain: resume auto: no checkpoint in %s yet, starting fresh\n", cfg_.run.dir.c_str());
+    return;
+  }
+  const checkpoint::LoadResult r = ckpt_->load(*path);
+  sampler_->restore(data::SamplerCursor::from_json(r.state.data_cursor));
+  start_step_ = r.state.step;
+  ZERO_REQUIRE(start_step_ <= total_steps_, ConfigError,
+               "{}: checkpoint {} is at step {}, past this run's {} steps", cfg_.source, *path, start_step_, total_steps_);
+  if (info_.rank == 0)
+    printf("pmtrain: resumed from %s: step %lld, optimizer step %lld, saved at world %d stage %d%s\n", r.dir.c_str(),
+           (long long)start_step_, (long long)r.optimizer_step, r.saved_world, r.saved_stage,
+           r.resharded ? " (resharded onto this world size and stage)" : "");
+}
+
+void Trainer::save_checkpoint(int64_t step) {
+  checkpoint::TrainState st;
+  st.step = step;
+  st.data_cursor = sampler_->cursor().to_json();
+  st.rng = {{"sampler_seed", cfg_.run.seed}};  // all randomness is derived from seeds and the cursor
+  st.extra = {{"model_config", model::hf_config_json(model_cfg_)},
+              {"tokenizer", cfg_.data.tokenizer},
+              {"tokenizer_config", (fs::path(cfg_.data.tokenizer).parent_path() / "tokenizer_config.json").string()}};
+  ckpt_->save(st);
+  if (info_.rank == 0 && !cfg_.run.async_save) printf("checkpoint: saved step_%lld\n", (long long)step);
+}
 
 data::PairDataset Trainer::load_dataset(const std::vector<std::string>& files, const char* split) {
   data::DataConfig dc;
@@ -181,8 +222,12 @@ data::PairDataset Trainer::load_dataset(const std::vector<std::string>& files, c
   return ds;
 }
 
-PairStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result) {
+PairStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result, double& pair_id_sum) {
   PairStats local;
+  double ids = 0;  // sum of the real pairs' dataset ids: lets tests prove no pair is repeated or skipped
+  for (const data::MicroBatchPlan& mb : plan.micro)
+    for (size_t i = 0; i < mb.pair_ids.size(); ++i)
+      if (mb.pair_mask.empty() || mb.pair_mask[i]) ids += double(mb.pair_ids[i]);
   for (const data::MicroBatchPlan& mb : plan.micro) {
     engine_->begin_micro_step();
     if (mb.pair_ids.empty()) {
@@ -195,8 +240,9 @@ PairStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result) {
                double(out.correct_pairs), double(out.real_tokens)});
   }
   result = engine_->step(double(plan.global_real_pairs));
-  double sums[6] = {local.loss_sum, local.chosen_sum, local.rejected_sum, local.pairs, local.correct, local.tokens};
-  comm_.all_reduce_scalars(sums, 6, ReduceOp::Sum);
+  double sums[7] = {local.loss_sum, local.chosen_sum, local.rejected_sum, local.pairs, local.correct, local.tokens, ids};
+  comm_.all_reduce_scalars(sums, 7, ReduceOp::Sum);
+  pair_id_sum = sums[6];
   return {sums[0], sums[1], sums[2], sums[3], sums[4], sums[5]};
 }
 
@@ -218,7 +264,8 @@ void Trainer::train() {
              epoch_stats.loss(), epoch_stats.accuracy(), epoch_stats.chosen() - epoch_stats.rejected());
     epoch_stats = {};
   };
-  for (int64_t s = 0; s < total_steps_; ++s) {
+  const int64_t last = cfg_.run.stop_at > 0 ? std::min(cfg_.run.stop_at, total_steps_) : total_steps_;
+  for (int64_t s = start_step_; s < last; ++s) {
     const double t0 = now();
     data::StepPlan plan = sampler_->next_step();
     if (plan.epoch != epoch) {
@@ -226,17 +273,18 @@ void Trainer::train() {
       epoch = plan.epoch;
     }
     StepResult res;
-    const PairStats st = run_train_step(plan, res);
+    double pair_id_sum = 0;
+    const PairStats st = run_train_step(plan, res, pair_id_sum);
     const double dt = now() - t0;
     epoch_stats.add(st);
     tokens_total += st.tokens;
     skipped += !res.applied;
     const double elapsed = now() - t_start;
-    const double eta = elapsed / double(s + 1) * double(total_steps_ - s - 1);
+    const double eta = elapsed / double(s + 1 - start_step_) * double(total_steps_ - s - 1);
     nlohmann::json j = st.to_json();
     j.update({{"type", "train"}, {"step", s + 1}, {"epoch", plan.epoch}, {"grad_norm", res.grad_norm},
               {"lr", res.lr}, {"tokens", int64_t(st.tokens)}, {"tokens_per_s", st.tokens / dt}, {"step_s", dt},
-              {"applied", res.applied}, {"skipped_total", skipped}});
+              {"applied", res.applied}, {"skipped_total", skipped}, {"pair_id_sum", int64_t(pair_id_sum)}});
     metrics_->write(j);
     if (r0 && (cfg_.run.log_every > 0 && ((s + 1) % cfg_.run.log_every == 0 || s + 1 == total_steps_))) {
       const double mem_mib = double(engine_->memory_report().live_total) / (1 << 20);
@@ -247,6 +295,8 @@ void Trainer::train() {
                                             res.bad_group).c_str());
       fflush(stdout);
     }
+    ckpt_->finish_pending();
+    if (cfg_.run.save_every > 0 && (s + 1) % cfg_.run.save_every == 0 && s + 1 < total_steps_) save_checkpoint(s + 1);
     if (cfg_.run.eval_every > 0 && (s + 1) % cfg_.run.eval_every == 0 && s + 1 < total_steps_ && test_.num_pairs() > 0) {
       PairStats ev = evaluate();
       nlohmann::json e = ev.to_json();
@@ -257,6 +307,14 @@ void Trainer::train() {
     }
   }
   end_epoch();
+  if (last < total_steps_) {  // stopped early (run.stop_at): save so a later run can resume
+    save_checkpoint(last);
+    ckpt_->wait();
+    if (r0) printf("stopped at step %lld of %lld (run.stop_at)\n", (long long)last, (long long)total_steps_);
+    return;
+  }
+  if (cfg_.run.save_final && start_step_ < total_steps_) save_checkpoint(total_steps_);
+  ckpt_->wait();
   const double elapsed = now() - t_start;
   if (test_.num_pairs() > 0) {
     PairStats ev = evaluate();

@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "checkpoint/checkpointer.h"
 #include "comm/bootstrap.h"
 #include "data/batcher.h"
 #include "data/pair_dataset.h"
@@ -31,7 +32,9 @@ class Trainer {
 
  private:
   data::PairDataset load_dataset(const std::vector<std::string>& files, const char* split);
-  PairStats run_train_step(data::StepPlan& plan, StepResult& result);
+  PairStats run_train_step(data::StepPlan& plan, StepResult& result, double& pair_id_sum);
+  void resume_if_asked();
+  void save_checkpoint(int64_t step);
   void log(const char* fmt_line) const;
 
   Config cfg_;
@@ -49,8 +52,10 @@ class Trainer {
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<EngineParamAccess> access_;
   std::unique_ptr<MetricsLog> metrics_;
+  std::unique_ptr<checkpoint::Checkpointer> ckpt_;
   MemoryPlan plan_;
   int64_t total_steps_ = 0;
+  int64_t start_step_ = 0;  // steps already done (resume)
 };
 
 }  // namespace zero::pmtrain
