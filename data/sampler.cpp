@@ -8,17 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/splitmix.h"
 
 namespace zero::data {
 
 namespace {
-
-uint64_t splitmix64(uint64_t& s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 // Uniform in [0, bound) without modulo bias (Lemire's multiply-and-reject).
 uint64_t bounded(uint64_t& s, uint64_t bound) {

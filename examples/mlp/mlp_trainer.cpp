@@ -14,7 +14,6 @@
 #include "core/check.h"
 #include "checkpoint/checkpointer.h"
 #include "checkpoint/full_state.h"
-#include "examples/mlp/mlp_resumable.h"
 #include "examples/mlp/mlp_training.h"
 
 using namespace zero;

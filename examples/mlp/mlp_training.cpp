@@ -9,6 +9,16 @@ namespace zero::example {
 std::vector<StepLog> train_with_engine(const MlpModel& model, Engine& engine, const MlpDataset& data,
                                        int64_t G, int64_t m, int steps,
                                        const std::function<void(const StepLog&)>& on_step) {
+  std::vector<StepLog> logs;
+  train_from_step(model, engine, data, G, m, 0, steps, [&](const StepLog& l) {
+    logs.push_back(l);
+    if (on_step) on_step(l);
+  });
+  return logs;
+}
+
+void train_from_step(const MlpModel& model, Engine& engine, const MlpDataset& data, int64_t G, int64_t m,
+                     int first_step, int last_step, const std::function<void(const StepLog&)>& on_step) {
   Communicator& comm = engine.comm();
   const int W = comm.world(), r = comm.rank();
   const int k = engine.config().accum_steps;
@@ -16,8 +26,7 @@ std::vector<StepLog> train_with_engine(const MlpModel& model, Engine& engine, co
   const int d = model.input_dim(), N = data.size();
   EngineMlpParams params(engine);
   std::vector<float> x(size_t(m) * d), t(m);
-  std::vector<StepLog> logs;
-  for (int s = 0; s < steps; ++s) {
+  for (int s = first_step; s < last_step; ++s) {
     double loss = 0;
     for (int i = 0; i < k; ++i) {
       for (int64_t j = 0; j < m; ++j) {
@@ -33,10 +42,8 @@ std::vector<StepLog> train_with_engine(const MlpModel& model, Engine& engine, co
     log.result = engine.step(double(G));
     comm.all_reduce_scalars(&loss, 1, ReduceOp::Sum);
     log.loss = loss / double(G);
-    logs.push_back(log);
     if (on_step) on_step(log);
   }
-  return logs;
 }
 
 ReferenceRun train_reference(const MlpModel& model, const MlpDataset& data, int64_t G, int steps,

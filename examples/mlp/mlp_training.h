@@ -20,6 +20,12 @@ std::vector<StepLog> train_with_engine(const MlpModel& model, Engine& engine, co
                                        int64_t global_batch, int64_t micro, int steps,
                                        const std::function<void(const StepLog&)>& on_step = {});
 
+// The same loop from any step: optimizer steps first_step .. last_step - 1 (0-based; StepLog::step is
+// 1-based). The data order is a pure function of the step, so a run resumed at step s continues bit
+// for bit.
+void train_from_step(const MlpModel& model, Engine& engine, const MlpDataset& data, int64_t global_batch,
+                     int64_t micro, int first_step, int last_step, const std::function<void(const StepLog&)>& on_step);
+
 // The reference: full batch of G samples in one pass, full fp32 params, AdamW and clipping as torch.
 struct ReferenceRun {
   DenseMlpParams params;

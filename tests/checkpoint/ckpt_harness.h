@@ -13,7 +13,7 @@
 #include "checkpoint/checkpointer.h"
 #include "checkpoint/full_state.h"
 #include "comm/mpi_communicator.h"
-#include "examples/mlp/mlp_resumable.h"
+#include "examples/mlp/mlp_training.h"
 
 namespace zero::testing {
 

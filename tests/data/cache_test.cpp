@@ -9,10 +9,7 @@ namespace {
 
 using test::TempDir;
 
-Tokenizer& qwen() {
-  static Tokenizer t = Tokenizer::from_file(test::tokenizer_json());
-  return t;
-}
+using test::qwen;
 
 void expect_same(const PairDataset& a, const PairDataset& b) {
   EXPECT_EQ(a.tokens, b.tokens);

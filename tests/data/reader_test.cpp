@@ -14,20 +14,9 @@ namespace {
 
 using test::TempDir;
 
-Tokenizer& qwen() {
-  static Tokenizer t = Tokenizer::from_file(test::tokenizer_json());
-  return t;
-}
+using test::qwen;
 
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 std::vector<std::pair<std::string, std::string>> read_all(const std::vector<std::string>& files,
                                                           const HhReaderConfig& cfg, ReadStats& stats) {

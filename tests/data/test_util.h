@@ -12,6 +12,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "core/check.h"
+#include "data/tokenizer.h"
+
 namespace zero::data::test {
 
 inline std::string asset(const std::string& rel) { return std::string(ZERO_DATA_ASSETS) + "/" + rel; }
@@ -19,6 +22,23 @@ inline std::string tokenizer_json() { return asset("qwen3/tokenizer.json"); }
 inline std::string hh_train() { return asset("hh-rlhf/harmless-base/train.jsonl.gz"); }
 inline std::string hh_test() { return asset("hh-rlhf/harmless-base/test.jsonl.gz"); }
 inline std::string test_file(const std::string& rel) { return std::string(ZERO_DATA_TEST_DIR) + "/" + rel; }
+
+// The message of the zero::Error fn throws, or "(no error)".
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// The bundled Qwen3 tokenizer, loaded once per test binary.
+inline Tokenizer& qwen() {
+  static Tokenizer t = Tokenizer::from_file(tokenizer_json());
+  return t;
+}
 
 // A fresh folder per test under the system temp dir, removed at scope exit.
 struct TempDir {

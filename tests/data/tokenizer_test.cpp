@@ -14,10 +14,7 @@ namespace {
 
 using test::TempDir;
 
-Tokenizer& qwen() {
-  static Tokenizer t = Tokenizer::from_file(test::tokenizer_json());
-  return t;
-}
+using test::qwen;
 
 std::string nfc(const std::string& s) {
   utf8proc_uint8_t* out = nullptr;
@@ -29,15 +26,7 @@ std::string nfc(const std::string& s) {
   return r;
 }
 
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 TEST(Tokenizer, DocumentedExamplesAndSpecialIds) {
   // FACTS.md: "Hello world" -> [9707, 1879]; " Hello world" -> [21927, 1879]; pad 151643, eos 151645.
