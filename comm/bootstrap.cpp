@@ -10,6 +10,14 @@
 namespace zero {
 
 MpiRuntime::MpiRuntime(int* argc, char*** argv) {
+  // Before MPI_Init: a singleton MPI_Init sets launcher variables of its own.
+  if (read_env(EnvVar::SlurmJobId) && read_env(EnvVar::SlurmProcId)) {
+    info_.launcher = "srun";
+  } else if (read_env(EnvVar::OmpiWorldSize) || read_env(EnvVar::PmixRank)) {
+    info_.launcher = "mpirun";
+  } else {
+    info_.launcher = "none";
+  }
   int inited = 0;
   MPI_Initialized(&inited);
   if (!inited) {
@@ -28,13 +36,6 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   int leader = info_.local_rank == 0 ? 1 : 0;
   MPI_CHECK(MPI_Allreduce(&leader, &info_.node_count, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
 
-  if (read_env(EnvVar::SlurmJobId) && read_env(EnvVar::SlurmProcId)) {
-    info_.launcher = "srun";
-  } else if (read_env(EnvVar::OmpiWorldSize) || read_env(EnvVar::PmixRank)) {
-    info_.launcher = "mpirun";
-  } else {
-    info_.launcher = "none";
-  }
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   info_.host = host;

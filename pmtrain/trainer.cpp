@@ -2,6 +2,8 @@
 
 #include <mpi.h>
 
+#include <Eigen/Core>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -51,6 +53,8 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm)
   }
   batch_ = resolve_batch({cfg_.batch.global, cfg_.batch.micro, cfg_.batch.accum}, W);
 
+  ZERO_REQUIRE(cfg_.threads >= 1, ConfigError, "{}: threads must be at least 1 (got {})", cfg_.source, cfg_.threads);
+  Eigen::setNbThreads(int(cfg_.threads));  // math threads per rank (one when ranks share the cores)
   tokenizer_ = std::make_unique<data::Tokenizer>(data::Tokenizer::from_file(cfg_.data.tokenizer));
   // Model and memory plan first: a run that cannot fit stops before any data is read.
   const int64_t micro_pairs = batch_.micro;
