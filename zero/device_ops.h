@@ -24,6 +24,9 @@ class DeviceOps {
   // AdamW on an fp32 master shard; the gradient may be fp32 or bf16.
   virtual void adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n,
                      const optim::AdamWConfig& c, float lr, int64_t t, bool decay, float grad_scale) = 0;
+  // Host <-> backend memory (imports, checksums, exports). The host backend's memory is host memory.
+  virtual void copy_from_host(void* dst, DType dt, const float* src, size_t n) { copy(dst, dt, src, DType::F32, n); }
+  virtual void copy_to_host(float* dst, const void* src, DType st, size_t n) { copy(dst, DType::F32, src, st, n); }
   virtual void synchronize() {}
 };
 

@@ -95,13 +95,13 @@ void Engine::set_tensor(int g, int t, const float* full) {
   // The optimizer's range of this group, and (stage 3) the compute-parameter shard, intersected with the tensor.
   const OptimizerShard s = optimizer_shard(g);
   size_t lo = std::max(t0, s.begin), hi = std::min(t1, s.begin + s.count);
-  if (lo < hi) ops_.copy(s.master + (lo - s.begin), DType::F32, full + (lo - t0), DType::F32, hi - lo);
+  if (lo < hi) ops_.copy_from_host(s.master + (lo - s.begin), DType::F32, full + (lo - t0), hi - lo);
   if (sharded_params()) {
     const size_t p0 = size_t(rank_) * L.shard;
     lo = std::max(t0, p0), hi = std::min(t1, p0 + L.shard);
-    if (lo < hi) ops_.copy(at(params_, L.shard_offset + (lo - p0)), cfg_.param_dtype, full + (lo - t0), DType::F32, hi - lo);
+    if (lo < hi) ops_.copy_from_host(at(params_, L.shard_offset + (lo - p0)), cfg_.param_dtype, full + (lo - t0), hi - lo);
   } else {
-    ops_.copy(at(params_, L.full_offset + t0), cfg_.param_dtype, full, DType::F32, t1 - t0);
+    ops_.copy_from_host(at(params_, L.full_offset + t0), cfg_.param_dtype, full, t1 - t0);
   }
 }
 
@@ -421,9 +421,11 @@ std::vector<float> Engine::full_master(int g) {
   const OptimizerShard s = optimizer_shard(g);
   std::vector<float> full(L.padded);
   if (cfg_.stage == 0) {
-    std::copy(s.master, s.master + L.padded, full.begin());
-  } else {
-    comm_.all_gather(s.master, full.data(), L.shard, DType::F32);
+    ops_.copy_to_host(full.data(), s.master, DType::F32, L.padded);
+  } else {  // gather the shards in backend memory, then bring the group over
+    Buffer tmp(alloc_, L.padded, DType::F32, MemCategory::Other);
+    comm_.all_gather(s.master, tmp.data(), L.shard, DType::F32);
+    ops_.copy_to_host(full.data(), tmp.data(), DType::F32, L.padded);
   }
   full.resize(L.numel);
   return full;
