@@ -22,7 +22,9 @@ MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const st
   m.params = pb * (stage == 3 ? p.total_shard : p.total_padded);
   m.grads = ab * (stage >= 2 ? p.total_shard : p.total_padded);
   m.optimizer = 12 * (stage == 0 ? p.total_padded : p.total_shard);
-  m.comm_buffers = 2 * p.max_bucket_padded * (pb + rb) + 2 * (p.max_bucket_padded / world) * rb;
+  // Two bucket slots of grad views, and two reduction chunks (send + receive), as the engine allocates.
+  const size_t chunk = std::min(p.max_bucket_padded / world, std::max<size_t>(1, size_t(cfg.zero.bucket_elements) / world));
+  m.comm_buffers = 2 * p.max_bucket_padded * pb + 2 * chunk * size_t(world) * rb + 2 * chunk * rb;
   if (stage == 3) m.gathered = size_t(cfg.zero.prefetch_depth + 1) * p.max_group_padded * pb;
   // Activations (fp32 on the CPU backend): tokens of a micro-batch at the worst case (every sequence
   // at max_len); per layer and token the kept tensors of a pre-norm block (about 8 x hidden + 4 x

@@ -32,11 +32,14 @@ Engine::Engine(const EngineConfig& cfg, std::vector<GroupInfo> groups, Communica
   master_ = Buffer(alloc_, opt, DType::F32, MemCategory::Master);
   m_ = Buffer(alloc_, opt, DType::F32, MemCategory::OptimM);
   v_ = Buffer(alloc_, opt, DType::F32, MemCategory::OptimV);
+  // Grad views hold a whole bucket (the model writes a group at once); reductions go in chunks of at
+  // most bucket_elements, so a group larger than a bucket (an embedding) needs no full-size send buffer.
   const size_t B = part_.max_bucket_padded;
+  chunk_shard_ = std::min(B / world_, std::max<size_t>(1, cfg_.bucket_elements / world_));
   for (int s = 0; s < 2; ++s) {
     staging_[s] = Buffer(alloc_, B, cfg_.param_dtype, MemCategory::CommBuffers);
-    send_[s] = Buffer(alloc_, B, cfg_.reduce_dtype, MemCategory::CommBuffers);
-    recv_[s] = Buffer(alloc_, B / world_, cfg_.reduce_dtype, MemCategory::CommBuffers);
+    send_[s] = Buffer(alloc_, chunk_shard_ * world_, cfg_.reduce_dtype, MemCategory::CommBuffers);
+    recv_[s] = Buffer(alloc_, chunk_shard_, cfg_.reduce_dtype, MemCategory::CommBuffers);
   }
 
   offset_in_bucket_.assign(G, 0);
@@ -237,68 +240,93 @@ void Engine::grad_ready(int g) {
   for (auto& p : pending_) p.handle->test();
 }
 
+void Engine::for_each_piece(const Bucket& B, size_t a, size_t n,
+                            const std::function<void(int, size_t, size_t, size_t)>& fn) const {
+  size_t co = 0;  // the group's start in the bucket's concatenated shard space
+  for (int g : B.groups) {
+    const size_t s = part_.groups[g].shard;
+    const size_t lo = std::max(a, co), hi = std::min(a + n, co + s);
+    if (lo < hi) fn(g, lo - co, lo - a, hi - lo);
+    co += s;
+  }
+}
+
+void Engine::pack_chunk(const Bucket& B, size_t a, size_t n, const std::function<void*(int)>& src, DType src_t,
+                        void* send) {
+  const size_t esz = dtype_size(src_t), rsz = dtype_size(cfg_.reduce_dtype);
+  for (size_t r = 0; r < size_t(world_); ++r)
+    for_each_piece(B, a, n, [&](int g, size_t in_shard, size_t in_chunk, size_t len) {
+      const char* from = static_cast<const char*>(src(g)) + (r * part_.groups[g].shard + in_shard) * esz;
+      ops_.copy(static_cast<char*>(send) + (r * n + in_chunk) * rsz, cfg_.reduce_dtype, from, src_t, len);
+    });
+}
+
+int Engine::acquire_chunk_slot() {
+  const int c = next_chunk_;
+  next_chunk_ ^= 1;
+  while (chunk_busy_[c]) complete_oldest();
+  chunk_busy_[c] = true;
+  return c;
+}
+
 void Engine::launch_bucket(int b) {
   const Bucket& B = part_.buckets[b];
   const int slot = b % 2;
   const DType pt = cfg_.param_dtype, at_ = cfg_.accum_dtype, rt = cfg_.reduce_dtype;
-  const size_t W = size_t(world_);
-  auto pack = [&](const std::function<void*(int g)>& group_base, DType src_t) {
-    size_t pos = 0;  // rank-major: for each destination rank, each group's slice for that rank
-    for (size_t r = 0; r < W; ++r)
-      for (int g : B.groups) {
-        const auto& L = part_.groups[g];
-        ops_.copy(at(send_[slot], pos), rt, static_cast<char*>(group_base(g)) + r * L.shard * dtype_size(src_t),
-                  src_t, L.shard);
-        pos += L.shard;
-      }
+  auto push = [&](int chunk, bool last, CommHandle h, std::function<void()> done) {
+    pending_.push_back({b, slot, chunk, last, std::move(h), std::move(done)});
   };
-  Pending p{b, slot, nullptr, nullptr};
 
   if (!sharded_grads()) {
     for (int g : B.groups) {
       const auto& L = part_.groups[g];
       ops_.add(at(accum_, L.full_offset), at_, at(staging_[slot], offset_in_bucket_[g]), pt, L.padded);
     }
-    if (!last_micro()) {  // nothing to reduce before the accumulation boundary
-      slot_state_[slot] = SlotState::Free;
+    slot_state_[slot] = SlotState::Free;  // the views are folded into the accumulator already
+    if (!last_micro()) return;            // nothing to reduce before the accumulation boundary
+    const size_t first = part_.groups[B.first_group()].full_offset;
+    if (cfg_.stage == 0 && at_ == rt) {  // all-reduce the accumulator in place, whole bucket at once
+      push(-1, true, comm_.all_reduce_async(at(accum_, first), B.padded, rt, ReduceOp::Sum, "ar"), nullptr);
       return;
     }
-    void* range = at(accum_, part_.groups[B.first_group()].full_offset);
-    if (cfg_.stage == 0) {
-      if (at_ == rt) {
-        p.handle = comm_.all_reduce_async(range, B.padded, rt, ReduceOp::Sum, "ar");
-      } else {
-        ops_.copy(send_[slot].data(), rt, range, at_, B.padded);
-        p.handle = comm_.all_reduce_async(send_[slot].data(), B.padded, rt, ReduceOp::Sum, "ar");
-        p.on_done = [this, range, slot, n = B.padded] { ops_.copy(range, cfg_.accum_dtype, send_[slot].data(), cfg_.reduce_dtype, n); };
+    if (cfg_.stage == 0) {  // through the send buffer in the reduction dtype, chunk by chunk
+      const size_t cap = chunk_shard_ * size_t(world_);
+      for (size_t a = 0; a < B.padded; a += cap) {
+        const size_t n = std::min(cap, B.padded - a);
+        const int c = acquire_chunk_slot();
+        ops_.copy(send_[c].data(), rt, at(accum_, first + a), at_, n);
+        push(c, a + n == B.padded, comm_.all_reduce_async(send_[c].data(), n, rt, ReduceOp::Sum, "ar"),
+             [this, c, first, a, n] { ops_.copy(at(accum_, first + a), cfg_.accum_dtype, send_[c].data(), cfg_.reduce_dtype, n); });
       }
-    } else {  // stage 1: reduce-scatter the full accumulator; the result lands in this rank's slices
-      pack([&](int g) { return at(accum_, part_.groups[g].full_offset); }, at_);
-      p.handle = comm_.reduce_scatter_async(send_[slot].data(), recv_[slot].data(), B.shard, rt, ReduceOp::Sum, "rs");
-      p.on_done = [this, b, slot] {
-        size_t pos = 0;
-        for (int g : part_.buckets[b].groups) {
-          const auto& L = part_.groups[g];
-          ops_.copy(at(accum_, L.full_offset + size_t(rank_) * L.shard), cfg_.accum_dtype, at(recv_[slot], pos),
-                    cfg_.reduce_dtype, L.shard);
-          pos += L.shard;
-        }
-      };
+      return;
     }
-  } else {  // stages 2-3: reduce-scatter this micro-step's bucket into the shard accumulator
-    pack([&](int g) { return at(staging_[slot], offset_in_bucket_[g]); }, pt);
-    p.handle = comm_.reduce_scatter_async(send_[slot].data(), recv_[slot].data(), B.shard, rt, ReduceOp::Sum, "rs");
-    p.on_done = [this, b, slot] {
-      size_t pos = 0;
-      for (int g : part_.buckets[b].groups) {
-        const auto& L = part_.groups[g];
-        ops_.add(at(accum_, L.shard_offset), cfg_.accum_dtype, at(recv_[slot], pos), cfg_.reduce_dtype, L.shard);
-        pos += L.shard;
-      }
-    };
+    // Stage 1: reduce-scatter the full accumulator; each rank's result lands in its own slices.
+    for (size_t a = 0; a < B.shard; a += chunk_shard_) {
+      const size_t n = std::min(chunk_shard_, B.shard - a);
+      const int c = acquire_chunk_slot();
+      pack_chunk(B, a, n, [&](int g) { return at(accum_, part_.groups[g].full_offset); }, at_, send_[c].data());
+      push(c, a + n == B.shard, comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), n, rt, ReduceOp::Sum, "rs"),
+           [this, b, c, a, n] {
+             for_each_piece(part_.buckets[b], a, n, [&](int g, size_t in_shard, size_t in_chunk, size_t len) {
+               const auto& L = part_.groups[g];
+               ops_.copy(at(accum_, L.full_offset + size_t(rank_) * L.shard + in_shard), cfg_.accum_dtype,
+                         at(recv_[c], in_chunk), cfg_.reduce_dtype, len);
+             });
+           });
+    }
+    return;
   }
+  // Stages 2-3: reduce-scatter this micro-step's bucket, chunk by chunk, into the shard accumulator.
+  // The bucket's groups are consecutive, so its shard space is one contiguous run of the accumulator.
   slot_state_[slot] = SlotState::InFlight;
-  pending_.push_back(std::move(p));
+  const size_t dst = part_.groups[B.first_group()].shard_offset;
+  for (size_t a = 0; a < B.shard; a += chunk_shard_) {
+    const size_t n = std::min(chunk_shard_, B.shard - a);
+    const int c = acquire_chunk_slot();
+    pack_chunk(B, a, n, [&](int g) { return at(staging_[slot], offset_in_bucket_[g]); }, pt, send_[c].data());
+    push(c, a + n == B.shard, comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), n, rt, ReduceOp::Sum, "rs"),
+         [this, c, dst, a, n] { ops_.add(at(accum_, dst + a), cfg_.accum_dtype, at(recv_[c], 0), cfg_.reduce_dtype, n); });
+  }
 }
 
 void Engine::complete_oldest() {
@@ -307,8 +335,11 @@ void Engine::complete_oldest() {
   pending_.pop_front();
   p.handle->wait();
   if (p.on_done) p.on_done();
-  slot_state_[p.slot] = SlotState::Free;
-  slot_bucket_[p.slot] = -1;
+  if (p.chunk_slot >= 0) chunk_busy_[p.chunk_slot] = false;
+  if (p.last && slot_state_[p.slot] == SlotState::InFlight && slot_bucket_[p.slot] == p.bucket) {
+    slot_state_[p.slot] = SlotState::Free;
+    slot_bucket_[p.slot] = -1;
+  }
 }
 
 void Engine::complete_all() {

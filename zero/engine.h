@@ -102,7 +102,9 @@ class Engine {
  private:
   struct Pending {
     int bucket;
-    int slot;
+    int slot;        // the staging slot of the bucket
+    int chunk_slot;  // the send/recv pair it uses (-1: none, in place)
+    bool last;       // the bucket's last chunk: completing it frees the staging slot
     CommHandle handle;
     std::function<void()> on_done;
   };
@@ -114,6 +116,12 @@ class Engine {
   void* at(const Buffer& b, size_t elem) const { return b.at(elem); }
   void acquire_slot(int bucket);
   void launch_bucket(int bucket);
+  int acquire_chunk_slot();
+  // Copies elements [a, a + n) of the bucket's concatenated shard space, for every destination rank,
+  // rank-major into send (one reduce-scatter's input). src(g) is group g's full padded region.
+  void pack_chunk(const Bucket& B, size_t a, size_t n, const std::function<void*(int)>& src, DType src_t, void* send);
+  // Calls fn(group, offset in the group's shard, offset in [a, a + n), length) for each group piece.
+  void for_each_piece(const Bucket& B, size_t a, size_t n, const std::function<void(int, size_t, size_t, size_t)>& fn) const;
   void complete_oldest();
   void complete_all();
   void start_gather(int g);
@@ -135,7 +143,11 @@ class Engine {
   Buffer params_;  // compute dtype: full padded (stages 0-2) or the shard (stage 3)
   Buffer accum_;   // accum dtype: full padded (stages 0-1) or the shard (stages 2-3)
   Buffer master_, m_, v_;
-  Buffer staging_[2], send_[2], recv_[2];  // per bucket slot: grad views, packed send, reduce-scatter out
+  Buffer staging_[2];                      // per bucket slot: the grad views of a whole bucket
+  Buffer send_[2], recv_[2];               // per chunk slot: packed send, reduce-scatter output
+  size_t chunk_shard_ = 0;                 // elements per rank in one reduction chunk
+  bool chunk_busy_[2] = {false, false};
+  int next_chunk_ = 0;
   SlotState slot_state_[2] = {SlotState::Free, SlotState::Free};
   int slot_bucket_[2] = {-1, -1};
   std::vector<size_t> offset_in_bucket_;   // group start inside its bucket's staging buffer

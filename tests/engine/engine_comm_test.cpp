@@ -89,10 +89,11 @@ TEST(EngineOverlap, Stage2LaunchesReduceScattersDuringBackward) {
   h.model.forward_backward(watch, data.x.data(), data.t.data(), 4);
   const size_t buckets = h.engine->partition().buckets.size();
   ASSERT_GE(buckets, 3u);
-  // Every bucket but the one holding group 0 was already on the wire before group 0's gradient existed.
-  EXPECT_EQ(watch.reduce_scatters_before_last_group, buckets - 1);
+  // Every bucket but the one holding group 0 was already on the wire (in one or more chunks) before
+  // group 0's gradient existed, and group 0's bucket went out after it.
   const auto& log = h.comm->log();
-  ASSERT_EQ(log.size(), buckets);
+  EXPECT_GE(watch.reduce_scatters_before_last_group, buckets - 1);
+  EXPECT_LT(watch.reduce_scatters_before_last_group, log.size());
   for (const auto& e : log) EXPECT_EQ(e.op, Collective::ReduceScatter);
   h.engine->step(4.0 * h.world());
 }

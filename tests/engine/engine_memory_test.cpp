@@ -112,3 +112,21 @@ TEST(EngineMemoryPeaks, Stage3HoldsAtMostPrefetchPlusOneGroups) {
     EXPECT_GE(peak, size_t(std::min(depth + 1, 4)) * s.max_group * 4 * 9 / 10) << "depth " << depth;
   }
 }
+
+TEST(EngineMemoryPeaks, ReductionsOfGroupsLargerThanABucketGoInChunks) {
+  // A group of ~800 elements and buckets of 64: the grad views hold the whole group, but the send and
+  // receive buffers hold one chunk of at most 64 elements (64 / W per rank), not the group.
+  for (int stage : {1, 2, 3}) {
+    EngineConfig cfg = base_config(stage, 2);
+    cfg.bucket_elements = 64;
+    Harness h(cfg, example::MlpSpec{{12, 64, 5}, 1});
+    const size_t W = h.world(), p = 4, r = 4;
+    const Sizes s = sizes_for(h.model.groups(), W);
+    const size_t chunk = std::min(s.max_group / W, std::max<size_t>(1, 64 / W));
+    train_two_steps(h);
+    const MemoryStats m = h.engine->memory_report();
+    EXPECT_EQ(m.live_of(MemCategory::CommBuffers), 2 * s.max_group * p + 2 * chunk * W * r + 2 * chunk * r)
+        << "stage " << stage;
+    EXPECT_GT(s.max_group, 64u * 4);  // the case is real: a group many buckets large
+  }
+}
