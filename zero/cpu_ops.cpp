@@ -19,32 +19,34 @@ void dispatch(DType t, F&& f) {
   }
 }
 
+// fn(D* dst, const S* src) with the element types of a (dst, src) dtype pair.
+template <class F>
+void dispatch_pair(void* dst, DType dt, const void* src, DType st, F&& fn) {
+  dispatch(dt, [&](auto* dtag) {
+    using D = std::remove_pointer_t<decltype(dtag)>;
+    dispatch(st, [&](auto* stag) {
+      using S = std::remove_pointer_t<decltype(stag)>;
+      fn(static_cast<D*>(dst), static_cast<const S*>(src));
+    });
+  });
+}
+
 class CpuOps final : public DeviceOps {
  public:
   const char* name() const override { return "cpu"; }
   bool supports_storage(DType t) const override { return t == DType::F32 || t == DType::BF16; }
 
   void copy(void* dst, DType dt, const void* src, DType st, size_t n) override {
-    dispatch(dt, [&](auto* dtag) {
-      using D = std::remove_pointer_t<decltype(dtag)>;
-      dispatch(st, [&](auto* stag) {
-        using S = std::remove_pointer_t<decltype(stag)>;
-        D* d = static_cast<D*>(dst);
-        const S* s = static_cast<const S*>(src);
-        for (size_t i = 0; i < n; ++i) d[i] = D(static_cast<float>(s[i]));
-      });
+    dispatch_pair(dst, dt, src, st, [n](auto* d, const auto* s) {
+      using D = std::remove_pointer_t<decltype(d)>;
+      for (size_t i = 0; i < n; ++i) d[i] = D(static_cast<float>(s[i]));
     });
   }
 
   void add(void* dst, DType dt, const void* src, DType st, size_t n) override {
-    dispatch(dt, [&](auto* dtag) {
-      using D = std::remove_pointer_t<decltype(dtag)>;
-      dispatch(st, [&](auto* stag) {
-        using S = std::remove_pointer_t<decltype(stag)>;
-        D* d = static_cast<D*>(dst);
-        const S* s = static_cast<const S*>(src);
-        for (size_t i = 0; i < n; ++i) d[i] = D(static_cast<float>(d[i]) + static_cast<float>(s[i]));
-      });
+    dispatch_pair(dst, dt, src, st, [n](auto* d, const auto* s) {
+      using D = std::remove_pointer_t<decltype(d)>;
+      for (size_t i = 0; i < n; ++i) d[i] = D(static_cast<float>(d[i]) + static_cast<float>(s[i]));
     });
   }
 
