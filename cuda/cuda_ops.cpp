@@ -1,0 +1,178 @@
+// CudaOps: dtype checks, the AdamW scalars (host, as optim/adamw.cpp computes them) and stream
+// bookkeeping around the kernels in kernels.cu.
+#include "cuda/cuda_ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+#include "cuda/check.h"
+#include "cuda/kernels.h"
+
+namespace zero {
+namespace {
+
+constexpr size_t kStagingElems = size_t(1) << 22;  // 16 MiB of fp32 per host transfer chunk
+
+kernels::Elem elem(DType t, const char* op) {
+  switch (t) {
+    case DType::F32: return kernels::Elem::F32;
+    case DType::BF16: return kernels::Elem::BF16;
+    default:
+      throw ConfigError(fmt::format("the cuda backend does not support {} buffers in {} (use fp32 or bf16)",
+                                    dtype_name(t), op));
+  }
+}
+
+}  // namespace
+
+CudaOps::CudaOps() {
+  CUDA_CHECK(cudaGetDevice(&device_));
+  CUDA_CHECK(cudaStreamCreate(&stream_));  // a blocking stream: ordered after legacy-stream work (cudaMemcpy)
+  CUDA_CHECK(cudaMalloc(&d_partials_, kernels::kMaxReduceBlocks * sizeof(double)));
+  CUDA_CHECK(cudaMalloc(&d_counts_, kernels::kMaxReduceBlocks * sizeof(unsigned long long)));
+  CUDA_CHECK(cudaMalloc(&d_sum_, sizeof(double)));
+  CUDA_CHECK(cudaMalloc(&d_count_, sizeof(unsigned long long)));
+  CUDA_CHECK(cudaMallocHost(&h_sum_, sizeof(double)));
+  CUDA_CHECK(cudaMallocHost(&h_count_, sizeof(unsigned long long)));
+}
+
+CudaOps::~CudaOps() {
+  if (stream_) CUDA_WARN(cudaStreamSynchronize(stream_));
+  CUDA_WARN(cudaFree(d_partials_));
+  CUDA_WARN(cudaFree(d_counts_));
+  CUDA_WARN(cudaFree(d_sum_));
+  CUDA_WARN(cudaFree(d_count_));
+  CUDA_WARN(cudaFree(d_staging_));
+  CUDA_WARN(cudaFreeHost(h_sum_));
+  CUDA_WARN(cudaFreeHost(h_count_));
+  if (stream_) CUDA_WARN(cudaStreamDestroy(stream_));
+}
+
+std::unique_ptr<CudaOps> make_cuda_ops() { return std::make_unique<CudaOps>(); }
+
+// A kernel dereferencing a host pointer faults the whole context (sticky error); fail early and say
+// which argument it was. cudaPointerGetAttributes is a host-side lookup (no device work).
+void CudaOps::require_device(const void* p, const char* what, const char* op) const {
+  cudaPointerAttributes a{};
+  CUDA_CHECK(cudaPointerGetAttributes(&a, p));
+  ZERO_CHECK(a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged,
+             "CudaOps::{}: {} ({}) is not device memory (type {}); host data must go through copy_from_host / "
+             "copy_to_host", op, what, p, int(a.type));
+}
+
+void CudaOps::copy(void* dst, DType dt, const void* src, DType st, size_t n) {
+  if (n == 0) return;
+  const auto d = elem(dt, "copy"), s = elem(st, "copy");
+  require_device(dst, "dst", "copy");
+  require_device(src, "src", "copy");
+  kernels::copy(dst, d, src, s, n, stream_);
+}
+
+void CudaOps::add(void* dst, DType dt, const void* src, DType st, size_t n) {
+  if (n == 0) return;
+  const auto d = elem(dt, "add"), s = elem(st, "add");
+  require_device(dst, "dst", "add");
+  require_device(src, "src", "add");
+  kernels::add(dst, d, src, s, n, stream_);
+}
+
+void CudaOps::zero(void* dst, DType dt, size_t n) {
+  if (n == 0) return;
+  require_device(dst, "dst", "zero");
+  CUDA_CHECK(cudaMemsetAsync(dst, 0, n * dtype_size(dt), stream_));
+}
+
+double CudaOps::sum_squares(const void* src, DType t, size_t n) {
+  if (n == 0) return 0.0;
+  const auto e = elem(t, "sum_squares");
+  require_device(src, "src", "sum_squares");
+  kernels::sum_squares(src, e, n, d_partials_, d_sum_, stream_);
+  CUDA_CHECK(cudaMemcpyAsync(h_sum_, d_sum_, sizeof(double), cudaMemcpyDeviceToHost, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return *h_sum_;
+}
+
+size_t CudaOps::count_nonfinite(const void* src, DType t, size_t n) {
+  if (n == 0) return 0;
+  const auto e = elem(t, "count_nonfinite");
+  require_device(src, "src", "count_nonfinite");
+  kernels::count_nonfinite(src, e, n, d_counts_, d_count_, stream_);
+  CUDA_CHECK(cudaMemcpyAsync(h_count_, d_count_, sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return size_t(*h_count_);
+}
+
+void CudaOps::adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n,
+                    const optim::AdamWConfig& c, float lr, int64_t t, bool decay, float grad_scale) {
+  if (n == 0) return;
+  ZERO_CHECK(gt == DType::F32 || gt == DType::BF16, "adamw: unsupported gradient dtype {}", dtype_name(gt));
+  require_device(param, "param", "adamw");
+  require_device(grad, "grad", "adamw");
+  require_device(m, "m", "adamw");
+  require_device(v, "v", "adamw");
+  // The scalars exactly as optim::adamw_step computes them (double, rounded once).
+  const double bc1 = 1.0 - std::pow(double(c.beta1), double(t));
+  const double bc2 = 1.0 - std::pow(double(c.beta2), double(t));
+  kernels::AdamWScalars k;
+  k.step_size = float(double(lr) / bc1);
+  k.bc2_sqrt = float(std::sqrt(bc2));
+  k.decay_factor = decay ? 1.0f - lr * c.weight_decay : 1.0f;
+  k.one_minus_b1 = 1.0f - c.beta1;
+  k.one_minus_b2 = 1.0f - c.beta2;
+  k.beta2 = c.beta2;
+  k.eps = c.eps;
+  k.grad_scale = grad_scale;
+  kernels::adamw(param, grad, elem(gt, "adamw"), m, v, n, k, stream_);
+}
+
+float* CudaOps::staging(size_t n) {
+  const size_t want = std::min(n, kStagingElems);
+  if (staging_elems_ < want) {
+    CUDA_CHECK(cudaStreamSynchronize(stream_));  // the old scratch may still be in use
+    CUDA_CHECK(cudaFree(d_staging_));
+    d_staging_ = nullptr;
+    staging_elems_ = 0;
+    CUDA_CHECK(cudaMalloc(&d_staging_, want * sizeof(float)));
+    staging_elems_ = want;
+  }
+  return d_staging_;
+}
+
+void CudaOps::copy_from_host(void* dst, DType dt, const float* src, size_t n) {
+  if (n == 0) return;
+  const auto d = elem(dt, "copy_from_host");
+  require_device(dst, "dst", "copy_from_host");
+  if (dt == DType::F32) {  // straight into place
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyHostToDevice, stream_));
+  } else {
+    float* tmp = staging(n);
+    for (size_t off = 0; off < n; off += staging_elems_) {
+      const size_t len = std::min(staging_elems_, n - off);
+      CUDA_CHECK(cudaMemcpyAsync(tmp, src + off, len * sizeof(float), cudaMemcpyHostToDevice, stream_));
+      kernels::copy(static_cast<char*>(dst) + off * dtype_size(dt), d, tmp, kernels::Elem::F32, len, stream_);
+    }
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream_));  // `src` may be freed or reused as soon as we return
+}
+
+void CudaOps::copy_to_host(float* dst, const void* src, DType st, size_t n) {
+  if (n == 0) return;
+  const auto s = elem(st, "copy_to_host");
+  require_device(src, "src", "copy_to_host");
+  if (st == DType::F32) {
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+  } else {
+    float* tmp = staging(n);
+    for (size_t off = 0; off < n; off += staging_elems_) {
+      const size_t len = std::min(staging_elems_, n - off);
+      kernels::copy(tmp, kernels::Elem::F32, static_cast<const char*>(src) + off * dtype_size(st), s, len, stream_);
+      CUDA_CHECK(cudaMemcpyAsync(dst + off, tmp, len * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    }
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaOps::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+}  // namespace zero

@@ -1,0 +1,62 @@
+// DeviceOps on device memory (the CUDA backend): every op is queued on one CUDA stream owned by this
+// object, in call order. Ops that return a value (sum_squares, count_nonfinite) wait for the stream;
+// the others return at once, and synchronize() waits for them. Numerics equal zero/cpu_ops.cpp (see
+// cuda/kernels.h); sum_squares adds in a different (fixed, deterministic) order, so it matches the
+// CPU's fp64 sum to rounding, not bit for bit.
+//
+// Pointers passed to copy/add/zero/... must be device memory (cudaMalloc, e.g. through
+// make_device_allocator()): a host pointer throws (instead of faulting the context). Host data goes
+// through copy_from_host / copy_to_host. Work on other streams must be ordered against stream():
+// NcclCommunicator takes it as its producer stream.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <memory>
+
+#include "zero/device_ops.h"
+
+namespace zero {
+
+class CudaOps final : public DeviceOps {
+ public:
+  CudaOps();  // on the current device (select it first: cuda/device_select.h)
+  ~CudaOps() override;
+  CudaOps(const CudaOps&) = delete;
+  CudaOps& operator=(const CudaOps&) = delete;
+
+  const char* name() const override { return "cuda"; }
+  bool supports_storage(DType t) const override { return t == DType::F32 || t == DType::BF16; }
+  void copy(void* dst, DType dt, const void* src, DType st, size_t n) override;
+  void add(void* dst, DType dt, const void* src, DType st, size_t n) override;
+  void zero(void* dst, DType dt, size_t n) override;
+  double sum_squares(const void* src, DType t, size_t n) override;
+  size_t count_nonfinite(const void* src, DType t, size_t n) override;
+  void adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n, const optim::AdamWConfig& c,
+             float lr, int64_t t, bool decay, float grad_scale) override;
+  // Host fp32 <-> device buffer of dtype dt, converted on the device (in chunks through a device
+  // scratch); both return when the copy is done, so the host buffer may be reused at once.
+  void copy_from_host(void* dst, DType dt, const float* src, size_t n) override;
+  void copy_to_host(float* dst, const void* src, DType st, size_t n) override;
+  void synchronize() override;
+
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  void require_device(const void* p, const char* what, const char* op) const;
+  float* staging(size_t n);  // device fp32 scratch of at least min(n, kStagingElems) elements
+
+  int device_ = -1;
+  cudaStream_t stream_ = nullptr;
+  double* d_partials_ = nullptr;            // reduction scratch: kMaxReduceBlocks doubles...
+  unsigned long long* d_counts_ = nullptr;  // ...and counters
+  double* d_sum_ = nullptr;                 // pass-2 outputs
+  unsigned long long* d_count_ = nullptr;
+  double* h_sum_ = nullptr;                 // pinned host copies of the outputs
+  unsigned long long* h_count_ = nullptr;
+  float* d_staging_ = nullptr;              // host transfers in chunks (lazily allocated)
+  size_t staging_elems_ = 0;
+};
+
+std::unique_ptr<CudaOps> make_cuda_ops();
+
+}  // namespace zero

@@ -1,0 +1,186 @@
+// The CUDA backend's element-wise kernels: grid-stride loops, one template per (dst, src) dtype pair
+// (four pairs at most), and a fixed-shape two-pass block reduction. See kernels.h for the numerics.
+#include <cstdint>
+#include <type_traits>
+
+#include "cuda/check.h"
+#include "cuda/kernels.h"
+
+namespace zero::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kMaxBlocks = 4096;  // grid-stride beyond this (about 30 blocks per SM on an H100)
+
+// bf16 as its bits. Round to nearest even, NaN to a quiet NaN keeping the sign: Eigen's
+// float_to_bfloat16_rtne, bit for bit (the CPU backend's conversion).
+struct Bf16 {
+  uint16_t bits;
+};
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(Bf16 x) { return __uint_as_float(uint32_t(x.bits) << 16); }
+template <class T> __device__ __forceinline__ T from_f32(float x);
+template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
+template <> __device__ __forceinline__ Bf16 from_f32<Bf16>(float x) {
+  const uint32_t u = __float_as_uint(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return Bf16{uint16_t((u & 0x80000000u) ? 0xffc0u : 0x7fc0u)};
+  return Bf16{uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
+}
+
+int blocks_for(size_t n) {
+  const size_t b = (n + kThreads - 1) / kThreads;
+  return int(b < size_t(kMaxBlocks) ? b : size_t(kMaxBlocks));
+}
+
+template <class D, class S>
+__global__ void copy_kernel(D* __restrict__ d, const S* __restrict__ s, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    d[i] = from_f32<D>(to_f32(s[i]));
+}
+
+template <class D, class S>
+__global__ void add_kernel(D* __restrict__ d, const S* __restrict__ s, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    d[i] = from_f32<D>(__fadd_rn(to_f32(d[i]), to_f32(s[i])));
+}
+
+// Sums kReduceThreads values of shared memory in a fixed tree order; thread 0 holds the result.
+template <class A>
+__device__ A block_sum(A* sh, A x) {
+  sh[threadIdx.x] = x;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w];
+    __syncthreads();
+  }
+  return sh[0];
+}
+
+template <class T>
+__global__ void sum_squares_pass1(const T* __restrict__ s, size_t n, double* partials) {
+  __shared__ double sh[kReduceThreads];
+  double acc = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    const double x = to_f32(s[i]);
+    acc += x * x;
+  }
+  const double b = block_sum(sh, acc);
+  if (threadIdx.x == 0) partials[blockIdx.x] = b;
+}
+
+template <class T>
+__global__ void nonfinite_pass1(const T* __restrict__ s, size_t n, unsigned long long* partials) {
+  __shared__ unsigned long long sh[kReduceThreads];
+  unsigned long long bad = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    bad += (__float_as_uint(to_f32(s[i])) & 0x7f800000u) == 0x7f800000u;
+  const unsigned long long b = block_sum(sh, bad);
+  if (threadIdx.x == 0) partials[blockIdx.x] = b;
+}
+
+// Pass 2: one block of kReduceThreads sums `count` partials (each thread a fixed stride, then the tree).
+template <class A>
+__global__ void reduce_pass2(const A* __restrict__ partials, int count, A* out) {
+  __shared__ A sh[kReduceThreads];
+  A acc = 0;
+  for (int i = threadIdx.x; i < count; i += blockDim.x) acc += partials[i];
+  const A b = block_sum(sh, acc);
+  if (threadIdx.x == 0) *out = b;
+}
+
+template <class G>
+__global__ void adamw_kernel(float* __restrict__ param, const G* __restrict__ grad, float* __restrict__ m,
+                             float* __restrict__ v, size_t n, AdamWScalars k) {
+  // optim/adamw.cpp's expressions in its order, IEEE sqrt and division, rounded as the CPU build rounds
+  // them: gcc contracts three of them into FMAs there (-march=native on an FMA host, gnu++20's default
+  // -ffp-contract=fast; checked in its object code), so we fuse the same three and no others.
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    const float g = __fmul_rn(to_f32(grad[i]), k.grad_scale);
+    float p = __fmul_rn(param[i], k.decay_factor);
+    const float m0 = m[i], v0 = v[i];
+    const float mi = __fmaf_rn(k.one_minus_b1, __fsub_rn(g, m0), m0);                   // m.lerp(g, 1 - beta1)
+    const float vi = __fmaf_rn(k.beta2, v0, __fmul_rn(__fmul_rn(k.one_minus_b2, g), g));  // beta2 v + (1-beta2) g g
+    const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), k.bc2_sqrt), k.eps);
+    p = __fmaf_rn(-k.step_size, __fdiv_rn(mi, denom), p);                               // p -= step_size * (m / denom)
+    m[i] = mi;
+    v[i] = vi;
+    param[i] = p;
+  }
+}
+
+// Calls f(T*) with the element type of e (a null pointer of that type: a tag).
+template <class F>
+void with_elem(Elem e, F&& f) {
+  if (e == Elem::F32) f(static_cast<float*>(nullptr));
+  else f(static_cast<Bf16*>(nullptr));
+}
+
+}  // namespace
+
+int reduce_blocks(size_t n) {
+  const size_t b = (n + kReduceThreads - 1) / kReduceThreads;
+  return int(b < size_t(kMaxReduceBlocks) ? (b > 0 ? b : 1) : size_t(kMaxReduceBlocks));
+}
+
+void copy(void* dst, Elem dt, const void* src, Elem st, size_t n, cudaStream_t s) {
+  if (n == 0) return;
+  if (dt == st) {  // same type: a plain device copy
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, n * (dt == Elem::F32 ? 4 : 2), cudaMemcpyDeviceToDevice, s));
+    return;
+  }
+  with_elem(dt, [&](auto* dtag) {
+    using D = std::remove_pointer_t<decltype(dtag)>;
+    with_elem(st, [&](auto* stag) {
+      using S = std::remove_pointer_t<decltype(stag)>;
+      copy_kernel<<<blocks_for(n), kThreads, 0, s>>>(static_cast<D*>(dst), static_cast<const S*>(src), n);
+    });
+  });
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void add(void* dst, Elem dt, const void* src, Elem st, size_t n, cudaStream_t s) {
+  if (n == 0) return;
+  with_elem(dt, [&](auto* dtag) {
+    using D = std::remove_pointer_t<decltype(dtag)>;
+    with_elem(st, [&](auto* stag) {
+      using S = std::remove_pointer_t<decltype(stag)>;
+      add_kernel<<<blocks_for(n), kThreads, 0, s>>>(static_cast<D*>(dst), static_cast<const S*>(src), n);
+    });
+  });
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void sum_squares(const void* src, Elem t, size_t n, double* partials, double* out, cudaStream_t s) {
+  const int blocks = reduce_blocks(n);
+  with_elem(t, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    sum_squares_pass1<<<blocks, kReduceThreads, 0, s>>>(static_cast<const T*>(src), n, partials);
+  });
+  CUDA_CHECK(cudaGetLastError());
+  reduce_pass2<<<1, kReduceThreads, 0, s>>>(partials, blocks, out);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void count_nonfinite(const void* src, Elem t, size_t n, unsigned long long* partials, unsigned long long* out,
+                     cudaStream_t s) {
+  const int blocks = reduce_blocks(n);
+  with_elem(t, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    nonfinite_pass1<<<blocks, kReduceThreads, 0, s>>>(static_cast<const T*>(src), n, partials);
+  });
+  CUDA_CHECK(cudaGetLastError());
+  reduce_pass2<<<1, kReduceThreads, 0, s>>>(partials, blocks, out);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void adamw(float* param, const void* grad, Elem gt, float* m, float* v, size_t n, const AdamWScalars& k,
+           cudaStream_t s) {
+  if (n == 0) return;
+  with_elem(gt, [&](auto* tag) {
+    using G = std::remove_pointer_t<decltype(tag)>;
+    adamw_kernel<<<blocks_for(n), kThreads, 0, s>>>(param, static_cast<const G*>(grad), m, v, n, k);
+  });
+  CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace zero::kernels

@@ -1,0 +1,156 @@
+#include "cuda/nccl_communicator.h"
+
+#include <algorithm>
+
+#include "comm/mpi_check.h"
+#include "core/check.h"
+#include "cuda/check.h"
+
+namespace zero {
+namespace {
+
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::F32: return ncclFloat32;
+    case DType::BF16: return ncclBfloat16;
+    case DType::F16: return ncclFloat16;
+    case DType::F64: return ncclFloat64;
+    case DType::I32: return ncclInt32;
+    case DType::I64: return ncclInt64;
+  }
+  throw InternalError("nccl_type: unknown dtype");
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return ncclSum;
+    case ReduceOp::Max: return ncclMax;
+    case ReduceOp::Min: return ncclMin;
+  }
+  throw InternalError("nccl_op: unknown op");
+}
+
+class NcclRequest final : public CommRequest {
+ public:
+  NcclRequest(cudaStream_t s, ncclComm_t comm) : comm_(comm) {
+    CUDA_CHECK(cudaEventCreateWithFlags(&ev_, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventRecord(ev_, s));
+  }
+  ~NcclRequest() override {
+    if (!done_) CUDA_WARN(cudaEventSynchronize(ev_));  // an unfinished handle waits (the Communicator rule)
+    CUDA_WARN(cudaEventDestroy(ev_));
+  }
+  void wait() override {
+    if (done_) return;
+    CUDA_CHECK(cudaEventSynchronize(ev_));
+    done_ = true;
+  }
+  bool test() override {
+    if (done_) return true;
+    const cudaError_t rc = cudaEventQuery(ev_);
+    if (rc == cudaSuccess) return done_ = true;
+    if (rc != cudaErrorNotReady) CUDA_CHECK(rc);
+    // Still running: surface a failed peer or network instead of waiting forever.
+    ncclResult_t async = ncclSuccess;
+    NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
+    NCCL_CHECK(async);
+    return false;
+  }
+
+ private:
+  ncclComm_t comm_;
+  cudaEvent_t ev_ = nullptr;
+  bool done_ = false;
+};
+
+}  // namespace
+
+NcclCommunicator::NcclCommunicator(MPI_Comm comm, cudaStream_t producer) : producer_(producer) {
+  MPI_CHECK(MPI_Comm_dup(comm, &mpi_));
+  MPI_CHECK(MPI_Comm_set_errhandler(mpi_, MPI_ERRORS_RETURN));
+  MPI_CHECK(MPI_Comm_rank(mpi_, &rank_));
+  MPI_CHECK(MPI_Comm_size(mpi_, &world_));
+  ncclUniqueId id{};
+  if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+  MPI_CHECK(MPI_Bcast(&id, int(sizeof(id)), MPI_BYTE, 0, mpi_));
+  // Blocking stream: it also follows work on the legacy default stream (cudaMemcpy, the allocator's memset).
+  CUDA_CHECK(cudaStreamCreate(&stream_));
+  CUDA_CHECK(cudaEventCreateWithFlags(&produced_, cudaEventDisableTiming));
+  CUDA_CHECK(cudaMalloc(&d_scalars_, kScalarSlots * sizeof(double)));
+  NCCL_CHECK(ncclCommInitRank(&nccl_, world_, id, rank_));
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  if (stream_) CUDA_WARN(cudaStreamSynchronize(stream_));
+  if (nccl_) {
+    const ncclResult_t rc = ncclCommDestroy(nccl_);
+    if (rc != ncclSuccess) report_gpu_error(__FILE__, __LINE__, "ncclCommDestroy", "NCCL", int(rc), ncclGetErrorString(rc));
+  }
+  CUDA_WARN(cudaFree(d_scalars_));
+  if (produced_) CUDA_WARN(cudaEventDestroy(produced_));
+  if (stream_) CUDA_WARN(cudaStreamDestroy(stream_));
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && mpi_ != MPI_COMM_NULL) MPI_Comm_free(&mpi_);
+}
+
+bool NcclCommunicator::supports_reduction(DType t) const {
+  return t == DType::F32 || t == DType::BF16 || t == DType::F16 || t == DType::F64;
+}
+
+void NcclCommunicator::follow_producer() {
+  if (!producer_) return;
+  CUDA_CHECK(cudaEventRecord(produced_, producer_));
+  CUDA_CHECK(cudaStreamWaitEvent(stream_, produced_, 0));
+}
+
+CommHandle NcclCommunicator::finish() { return std::make_unique<NcclRequest>(stream_, nccl_); }
+
+CommHandle NcclCommunicator::do_all_reduce(void* buf, size_t count, DType t, ReduceOp op) {
+  ZERO_REQUIRE(supports_reduction(t), ConfigError, "reduction dtype {} is not supported by the nccl backend",
+               dtype_name(t));
+  follow_producer();
+  NCCL_CHECK(ncclAllReduce(buf, buf, count, nccl_type(t), nccl_op(op), nccl_, stream_));
+  return finish();
+}
+
+CommHandle NcclCommunicator::do_reduce_scatter(const void* send, void* recv, size_t recv_count, DType t,
+                                               ReduceOp op) {
+  ZERO_REQUIRE(supports_reduction(t), ConfigError, "reduction dtype {} is not supported by the nccl backend",
+               dtype_name(t));
+  follow_producer();
+  NCCL_CHECK(ncclReduceScatter(send, recv, recv_count, nccl_type(t), nccl_op(op), nccl_, stream_));
+  return finish();
+}
+
+CommHandle NcclCommunicator::do_all_gather(const void* send, void* recv, size_t send_count, DType t) {
+  follow_producer();
+  NCCL_CHECK(ncclAllGather(send, recv, send_count, nccl_type(t), nccl_, stream_));
+  return finish();
+}
+
+void NcclCommunicator::do_broadcast(void* buf, size_t count, DType t, int root) {
+  ZERO_CHECK(root >= 0 && root < world_, "broadcast: root {} out of range [0, {})", root, world_);
+  follow_producer();
+  NCCL_CHECK(ncclBroadcast(buf, buf, count, nccl_type(t), root, nccl_, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void NcclCommunicator::do_barrier() {
+  follow_producer();
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  MPI_CHECK(MPI_Barrier(mpi_));
+}
+
+void NcclCommunicator::do_all_reduce_scalars(double* vals, size_t n, ReduceOp op) {
+  // Host values: no producer dependency. Blocking, in chunks of the device scratch.
+  for (size_t off = 0; off < n; off += kScalarSlots) {
+    const size_t len = std::min(kScalarSlots, n - off);
+    CUDA_CHECK(cudaMemcpyAsync(d_scalars_, vals + off, len * sizeof(double), cudaMemcpyHostToDevice, stream_));
+    NCCL_CHECK(ncclAllReduce(d_scalars_, d_scalars_, len, ncclFloat64, nccl_op(op), nccl_, stream_));
+    CUDA_CHECK(cudaMemcpyAsync(vals + off, d_scalars_, len * sizeof(double), cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+}
+
+}  // namespace zero

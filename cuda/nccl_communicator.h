@@ -1,0 +1,64 @@
+// Communicator over NCCL on device buffers (the CUDA backend). Collectives are queued on a stream
+// owned by this object; a started one is a handle backed by a cudaEvent recorded after it (wait() =
+// cudaEventSynchronize, test() = cudaEventQuery). Counting and in-place rules are the Communicator's
+// (comm/communicator.h): all_gather is in place when send == recv + rank * send_count, which NCCL
+// detects itself. bf16 reduces natively (ncclBfloat16: sum, max, min). all_reduce_scalars takes host
+// doubles and moves them through a small device buffer. barrier() is MPI_Barrier after this stream
+// drains. The ncclUniqueId travels over MPI; nothing else does.
+//
+// Ordering: every collective first waits (on the device, through an event) for the work already queued
+// on the producer stream, normally CudaOps::stream(), so a buffer the ops just wrote is read after
+// the write without any host synchronisation. Work the caller queues after starting a collective must
+// not touch its buffers before wait() (the engine waits its handles before reusing them).
+#pragma once
+#include <cuda_runtime_api.h>
+#include <mpi.h>
+#include <nccl.h>
+
+#include "comm/communicator.h"
+
+namespace zero {
+
+class NcclCommunicator final : public Communicator {
+ public:
+  // Collective over every rank of `comm` (duplicated), on the current CUDA device: select it first
+  // (cuda/device_select.h). `producer`: the stream whose earlier work each collective waits for
+  // (nullptr: none beyond the legacy default stream, which the blocking internal stream already
+  // follows).
+  explicit NcclCommunicator(MPI_Comm comm, cudaStream_t producer = nullptr);
+  ~NcclCommunicator() override;
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+  int rank() const override { return rank_; }
+  int world() const override { return world_; }
+  const char* backend_name() const override { return "nccl"; }
+  bool supports_reduction(DType t) const override;
+
+  cudaStream_t stream() const { return stream_; }
+  ncclComm_t nccl_comm() const { return nccl_; }
+  void set_producer(cudaStream_t producer) { producer_ = producer; }
+
+ protected:
+  CommHandle do_all_reduce(void* buf, size_t count, DType t, ReduceOp op) override;
+  CommHandle do_reduce_scatter(const void* send, void* recv, size_t recv_count, DType t, ReduceOp op) override;
+  CommHandle do_all_gather(const void* send, void* recv, size_t send_count, DType t) override;
+  void do_broadcast(void* buf, size_t count, DType t, int root) override;
+  void do_barrier() override;
+  void do_all_reduce_scalars(double* vals, size_t n, ReduceOp op) override;
+
+ private:
+  void follow_producer();  // make stream_ wait for the producer's queued work
+  CommHandle finish();     // a handle for what was just queued
+
+  MPI_Comm mpi_ = MPI_COMM_NULL;
+  ncclComm_t nccl_ = nullptr;
+  int rank_ = 0, world_ = 1;
+  cudaStream_t stream_ = nullptr;
+  cudaStream_t producer_ = nullptr;
+  cudaEvent_t produced_ = nullptr;  // recorded on the producer, waited on by stream_
+  static constexpr size_t kScalarSlots = 64;
+  double* d_scalars_ = nullptr;  // device scratch for all_reduce_scalars
+};
+
+}  // namespace zero
