@@ -91,9 +91,8 @@ __global__ void reduce_pass2(const A* __restrict__ partials, int count, A* out) 
 template <class G>
 __global__ void adamw_kernel(float* __restrict__ param, const G* __restrict__ grad, float* __restrict__ m,
                              float* __restrict__ v, size_t n, AdamWScalars k) {
-  // optim/adamw.cpp's expressions in its order, IEEE sqrt and division, rounded as the CPU build rounds
-  // them: gcc contracts three of them into FMAs there (-march=native on an FMA host, gnu++20's default
-  // -ffp-contract=fast; checked in its object code), so we fuse the same three and no others.
+  // optim/adamw.cpp's expressions in its order, IEEE sqrt and division, and its three explicit FMAs (it is
+  // compiled with -ffp-contract=off, so there are no others on either side).
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     const float g = __fmul_rn(to_f32(grad[i]), k.grad_scale);
     float p = __fmul_rn(param[i], k.decay_factor);

@@ -19,10 +19,12 @@ void adamw_step(float* param, const float* grad, float* m, float* v, size_t n, c
   for (size_t i = 0; i < n; ++i) {
     const float g = grad[i] * grad_scale;
     float p = param[i] * decay_factor;
-    const float mi = m[i] + one_minus_b1 * (g - m[i]);  // m.lerp(g, 1 - beta1)
-    const float vi = c.beta2 * v[i] + one_minus_b2 * g * g;
+    // Three fused multiply-adds, written out so the rounding does not depend on compiler flags
+    // (-ffp-contract, -march) and the CUDA kernel (cuda/kernels.cu) can match it bit for bit.
+    const float mi = std::fma(one_minus_b1, g - m[i], m[i]);        // m.lerp(g, 1 - beta1)
+    const float vi = std::fma(c.beta2, v[i], one_minus_b2 * g * g);  // beta2 v + (1 - beta2) g^2
     const float denom = std::sqrt(vi) / bc2_sqrt + c.eps;
-    p -= step_size * (mi / denom);
+    p = std::fma(-step_size, mi / denom, p);                         // p -= step_size * m / denom
     m[i] = mi;
     v[i] = vi;
     param[i] = p;
