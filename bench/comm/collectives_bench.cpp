@@ -12,19 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/common/collective_bench.h"
 #include "comm/bootstrap.h"
 
 using namespace zero;
+using namespace zero::bench;
 
 namespace {
-enum class Op { AllReduce, ReduceScatter, AllGather };
-const char* op_name(Op o) { return o == Op::AllReduce ? "all_reduce" : o == Op::ReduceScatter ? "reduce_scatter" : "all_gather"; }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 struct Buffers {
   std::vector<float> send, recv;
 };
@@ -81,8 +75,7 @@ int main(int argc, char** argv) {
   if (json) fprintf(json, "[\n");
   if (R == 0) {
     printf("# collectives_bench: world %d, fp32, ours = zero::MpiCommunicator, raw = the same MPI_I* call + MPI_Wait\n", W);
-    printf("%-15s %12s %11s %11s %9s %9s %11s %9s %9s %7s %5s\n", "op", "bytes", "count", "ours_us", "algbw", "busbw",
-           "raw_us", "algbw", "busbw", "ratio", "ok");
+    print_table_header();
   }
   double worst = 0, sum_ratio = 0;
   int rows = 0;
@@ -93,36 +86,11 @@ int main(int argc, char** argv) {
       Buffers b{std::vector<float>(count), std::vector<float>(count)};
       const bool ok = check(*comm, op, b, count);
       // Iterations: about 0.2 s of work per side, at least 5, after 2 warm-ups.
-      for (int w = 0; w < 2; ++w) { run_ours(*comm, op, b, count); run_raw(raw, W, op, b, count); }
-      MPI_Barrier(raw);
-      double t0 = MPI_Wtime();
-      run_raw(raw, W, op, b, count);
-      double one = MPI_Wtime() - t0;
-      MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_DOUBLE, MPI_MAX, raw);
-      const int iters = std::clamp(int(0.2 / std::max(one, 1e-7)), 5, 2000);
-      std::vector<double> ours, rawt;
-      for (int it = 0; it < iters; ++it) {
-        MPI_Barrier(raw);
-        t0 = MPI_Wtime();
-        run_ours(*comm, op, b, count);
-        double a = MPI_Wtime() - t0;
-        MPI_Barrier(raw);
-        t0 = MPI_Wtime();
-        run_raw(raw, W, op, b, count);
-        double c = MPI_Wtime() - t0;
-        double both[2] = {a, c};
-        MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_DOUBLE, MPI_MAX, raw);
-        ours.push_back(both[0]);
-        rawt.push_back(both[1]);
-      }
-      const double to = median(ours), tr = median(rawt);
+      const auto [to, tr] = time_interleaved(raw, [&] { run_ours(*comm, op, b, count); }, [&] { run_raw(raw, W, op, b, count); }, 2, 2000);
       const double full_bytes = double(count) * 4;
-      const double factor = op == Op::AllReduce ? 2.0 * (W - 1) / W : double(W - 1) / W;
       const double ratio = to / tr;
       if (R == 0) {
-        printf("%-15s %12.0f %11zu %11.2f %9.3f %9.3f %11.2f %9.3f %9.3f %7.3f %5s\n", op_name(op), full_bytes, count,
-               to * 1e6, full_bytes / to / 1e9, full_bytes / to / 1e9 * factor, tr * 1e6, full_bytes / tr / 1e9,
-               full_bytes / tr / 1e9 * factor, ratio, ok ? "yes" : "NO");
+        print_table_row(op, full_bytes, count, to, tr, W, ok);
         if (json)
           fprintf(json, "%s  {\"op\": \"%s\", \"bytes\": %.0f, \"ours_s\": %.9f, \"raw_s\": %.9f, \"ratio\": %.4f, \"ok\": %s}",
                   first ? "" : ",\n", op_name(op), full_bytes, to, tr, ratio, ok ? "true" : "false");

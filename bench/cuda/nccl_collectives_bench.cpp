@@ -13,22 +13,16 @@
 #include <string>
 #include <vector>
 
+#include "bench/common/collective_bench.h"
 #include "comm/bootstrap.h"
 #include "cuda/check.h"
 #include "cuda/device_select.h"
 #include "cuda/nccl_communicator.h"
 
 using namespace zero;
+using namespace zero::bench;
 
 namespace {
-enum class Op { AllReduce, ReduceScatter, AllGather };
-const char* op_name(Op o) { return o == Op::AllReduce ? "all_reduce" : o == Op::ReduceScatter ? "reduce_scatter" : "all_gather"; }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 struct Setup {
   NcclCommunicator* comm;
   cudaStream_t raw_stream;
@@ -144,8 +138,7 @@ int main(int argc, char** argv) {
     printf("# nccl_collectives_bench: world %d, %s, device %d of %d%s, ours = zero::NcclCommunicator + handle wait, raw = "
            "the same nccl call + stream sync\n", W, dtype_name(t), dev.device, dev.device_count,
            dev.shared ? " (ranks share GPUs: NCCL_HOSTID per rank, network transport)" : "");
-    printf("%-15s %12s %11s %11s %9s %9s %11s %9s %9s %7s %5s\n", "op", "bytes", "count", "ours_us", "algbw", "busbw",
-           "raw_us", "algbw", "busbw", "ratio", "ok");
+    print_table_header();
   }
   double worst = 0, sum_ratio = 0;
   int rows = 0;
@@ -155,36 +148,12 @@ int main(int argc, char** argv) {
       const size_t count = std::max<size_t>(bytes / dtype_size(t) / W * W, W);
       const bool ok = check(s, op, count);
       all_ok &= ok;
-      for (int w = 0; w < 3; ++w) { run_ours(s, op, count); run_raw(s, op, count); }
-      MPI_Barrier(MPI_COMM_WORLD);
-      double t0 = MPI_Wtime();
-      run_raw(s, op, count);
-      double one = MPI_Wtime() - t0;
-      MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      const int iters = std::clamp(int(0.2 / std::max(one, 1e-7)), 5, 1000);
-      std::vector<double> ours, rawt;
-      for (int it = 0; it < iters; ++it) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        t0 = MPI_Wtime();
-        run_ours(s, op, count);
-        const double a = MPI_Wtime() - t0;
-        MPI_Barrier(MPI_COMM_WORLD);
-        t0 = MPI_Wtime();
-        run_raw(s, op, count);
-        const double c = MPI_Wtime() - t0;
-        double both[2] = {a, c};
-        MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        ours.push_back(both[0]);
-        rawt.push_back(both[1]);
-      }
-      const double to = median(ours), tr = median(rawt);
+      const auto [to, tr] = time_interleaved(MPI_COMM_WORLD, [&] { run_ours(s, op, count); }, [&] { run_raw(s, op, count); }, 3, 1000);
       const double full_bytes = double(count) * dtype_size(t);
-      const double factor = op == Op::AllReduce ? 2.0 * (W - 1) / W : double(W - 1) / W;
+      const double factor = bus_factor(op, W);
       const double ratio = to / tr;
       if (R == 0) {
-        printf("%-15s %12.0f %11zu %11.2f %9.3f %9.3f %11.2f %9.3f %9.3f %7.3f %5s\n", op_name(op), full_bytes, count,
-               to * 1e6, full_bytes / to / 1e9, full_bytes / to / 1e9 * factor, tr * 1e6, full_bytes / tr / 1e9,
-               full_bytes / tr / 1e9 * factor, ratio, ok ? "yes" : "NO");
+        print_table_row(op, full_bytes, count, to, tr, W, ok);
         if (json)
           fprintf(json, "%s  {\"op\": \"%s\", \"dtype\": \"%s\", \"world\": %d, \"bytes\": %.0f, \"ours_s\": %.9f, "
                   "\"raw_s\": %.9f, \"busbw_GBps\": %.3f, \"ratio\": %.4f, \"ok\": %s}",
