@@ -17,12 +17,6 @@ namespace zero::pmtrain {
 namespace fs = std::filesystem;
 
 namespace {
-data::TooLongPolicy parse_too_long(const std::string& s) {
-  if (s == "truncate") return data::TooLongPolicy::TruncateKeepEnd;
-  if (s == "truncate_keep_start") return data::TooLongPolicy::TruncateKeepStart;
-  if (s == "drop") return data::TooLongPolicy::Drop;
-  throw ConfigError(fmt::format("data.too_long: unknown policy '{}' (truncate, truncate_keep_start or drop)", s));
-}
 template <class E>
 E pick(const std::string& key, const std::string& v, std::initializer_list<std::pair<const char*, E>> options) {
   std::string names;
@@ -202,7 +196,10 @@ data::PairDataset Trainer::load_dataset(const std::vector<std::string>& files, c
       pick<data::BadLinePolicy>("data.bad_lines", cfg_.data.bad_lines, {{"skip", data::BadLinePolicy::Skip}, {"fail", data::BadLinePolicy::Fail}});
   dc.end_token = cfg_.data.end_token;
   dc.max_len = cfg_.data.max_len;
-  dc.too_long = parse_too_long(cfg_.data.too_long);
+  dc.too_long = pick<data::TooLongPolicy>("data.too_long", cfg_.data.too_long,
+                                          {{"truncate", data::TooLongPolicy::TruncateKeepEnd},
+                                           {"truncate_keep_start", data::TooLongPolicy::TruncateKeepStart},
+                                           {"drop", data::TooLongPolicy::Drop}});
   const uint64_t key = data::dataset_cache_key(dc, cfg_.data.tokenizer);
   const std::string cache = (fs::path(cfg_.data.cache_dir) / fmt::format("{}_{:016x}.bin", split, key)).string();
   // Rank 0 tokenizes (or finds the cache) first; the others then read the cache it wrote.
