@@ -103,6 +103,38 @@ size_t CudaOps::count_nonfinite(const void* src, DType t, size_t n) {
   return size_t(*h_count_);
 }
 
+void CudaOps::accumulate_sum_squares(const void* src, DType t, size_t n, double* acc) {
+  if (n == 0) return;
+  const auto e = elem(t, "accumulate_sum_squares");
+  require_device(src, "src", "accumulate_sum_squares");
+  require_device(acc, "acc", "accumulate_sum_squares");
+  kernels::sum_squares(src, e, n, d_partials_, d_sum_, stream_);
+  kernels::accumulate_f64(acc, d_sum_, stream_);  // queued after the sum: no host wait
+}
+
+void CudaOps::accumulate_nonfinite(const void* src, DType t, size_t n, double* acc) {
+  if (n == 0) return;
+  const auto e = elem(t, "accumulate_nonfinite");
+  require_device(src, "src", "accumulate_nonfinite");
+  require_device(acc, "acc", "accumulate_nonfinite");
+  kernels::count_nonfinite(src, e, n, d_counts_, d_count_, stream_);
+  kernels::accumulate_count(acc, d_count_, stream_);
+}
+
+void CudaOps::download(void* host, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  require_device(src, "src", "download");
+  CUDA_CHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaOps::upload(void* dst, const void* host, size_t bytes) {
+  if (bytes == 0) return;
+  require_device(dst, "dst", "upload");
+  CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
 void CudaOps::adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n,
                     const optim::AdamWConfig& c, float lr, int64_t t, bool decay, float grad_scale) {
   if (n == 0) return;

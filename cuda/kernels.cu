@@ -182,4 +182,18 @@ void adamw(float* param, const void* grad, Elem gt, float* m, float* v, size_t n
   CUDA_CHECK(cudaGetLastError());
 }
 
+namespace {
+template <class T>
+__global__ void accumulate_f64_kernel(double* acc, const T* x) { *acc += double(*x); }
+}  // namespace
+
+void accumulate_f64(double* acc, const double* x, cudaStream_t s) {
+  accumulate_f64_kernel<<<1, 1, 0, s>>>(acc, x);
+  CUDA_CHECK(cudaGetLastError());
+}
+void accumulate_count(double* acc, const unsigned long long* x, cudaStream_t s) {
+  accumulate_f64_kernel<<<1, 1, 0, s>>>(acc, x);
+  CUDA_CHECK(cudaGetLastError());
+}
+
 }  // namespace zero::kernels

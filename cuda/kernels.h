@@ -31,6 +31,9 @@ void sum_squares(const void* src, Elem t, size_t n, double* partials, double* ou
 // *out = number of NaN / inf elements. partials: kMaxReduceBlocks counters of device scratch.
 void count_nonfinite(const void* src, Elem t, size_t n, unsigned long long* partials, unsigned long long* out,
                      cudaStream_t s);
+// *acc += *x on the device (the per-step partials stay in device memory until the step reads them).
+void accumulate_f64(double* acc, const double* x, cudaStream_t s);
+void accumulate_count(double* acc, const unsigned long long* x, cudaStream_t s);
 void adamw(float* param, const void* grad, Elem gt, float* m, float* v, size_t n, const AdamWScalars& k,
            cudaStream_t s);
 

@@ -13,10 +13,16 @@ EngineParamAccess::EngineParamAccess(Engine& engine) : engine_(engine) {
   grad_views_.resize(G);
 }
 
+// The model reads fp32 host memory: views are handed over as they are when the engine's memory is
+// that already; otherwise they are staged through the backend's host copies (widening bf16).
+bool EngineParamAccess::staged() const {
+  return engine_.config().param_dtype != DType::F32 || !engine_.ops().host_addressable();
+}
+
 std::vector<const float*> EngineParamAccess::acquire(int g) {
   const GroupView& view = engine_.gather(g);
   std::vector<const float*> out;
-  if (engine_.config().param_dtype == DType::F32) {
+  if (!staged()) {
     for (const TensorView& t : view) out.push_back(t.as<float>());
     return out;
   }
@@ -24,8 +30,7 @@ std::vector<const float*> EngineParamAccess::acquire(int g) {
   scratch.resize(view.size());
   for (size_t t = 0; t < view.size(); ++t) {
     scratch[t].resize(view[t].numel);
-    const bf16* src = view[t].as<bf16>();
-    for (size_t i = 0; i < view[t].numel; ++i) scratch[t][i] = static_cast<float>(src[i]);
+    engine_.ops().copy_to_host(scratch[t].data(), view[t].data, view[t].dtype, view[t].numel);
     out.push_back(scratch[t].data());
   }
   return out;
@@ -40,7 +45,7 @@ std::vector<float*> EngineParamAccess::grad_buffers(int g) {
   const GroupView& view = engine_.grad_view(g);
   grad_views_[g] = view;
   std::vector<float*> out;
-  if (engine_.config().param_dtype == DType::F32) {
+  if (!staged()) {
     for (const TensorView& t : view) out.push_back(t.as<float>());
     return out;
   }
@@ -54,12 +59,10 @@ std::vector<float*> EngineParamAccess::grad_buffers(int g) {
 }
 
 void EngineParamAccess::grad_ready(int g) {
-  if (engine_.config().param_dtype != DType::F32) {
+  if (staged()) {
     const GroupView& view = grad_views_[g];
-    for (size_t t = 0; t < view.size(); ++t) {
-      bf16* dst = view[t].as<bf16>();
-      for (size_t i = 0; i < view[t].numel; ++i) dst[i] = bf16(grad_scratch_[g][t][i]);
-    }
+    for (size_t t = 0; t < view.size(); ++t)
+      engine_.ops().copy_from_host(view[t].data, view[t].dtype, grad_scratch_[g][t].data(), view[t].numel);
     grad_scratch_[g].clear();
   }
   engine_.grad_ready(g);
@@ -75,19 +78,6 @@ std::vector<GroupInfo> engine_groups(const std::vector<model::GroupSpec>& groups
   return out;
 }
 
-void run_empty_micro_step(Engine& engine) {
-  const int G = int(engine.groups().size());
-  for (int g = 0; g < G; ++g) {
-    engine.gather(g);
-    engine.release(g);
-  }
-  engine.begin_backward();
-  for (int g = G - 1; g >= 0; --g) {
-    engine.gather(g);
-    for (const TensorView& t : engine.grad_view(g)) std::memset(t.data, 0, t.numel * dtype_size(t.dtype));
-    engine.grad_ready(g);
-    engine.release(g);
-  }
-}
+void run_empty_micro_step(Engine& engine) { engine.empty_micro_step(); }
 
 }  // namespace zero::pmtrain

@@ -1,6 +1,7 @@
-// The bridge between a model (model::ParamAccess, fp32 pointers) and the engine (zero::Engine, views in
-// the compute dtype). fp32 views are handed over as they are (no copy); bf16 views are widened into
-// fp32 scratch on acquire and gradients narrowed back on grad_ready.
+// The bridge between a model (model::ParamAccess, fp32 host pointers) and the engine (zero::Engine, views
+// in the compute dtype, in the backend's memory). fp32 views of host memory are handed over as they are
+// (no copy); bf16 views, or a backend the host cannot address, go through fp32 host scratch with the
+// backend's copies on acquire, and gradients back on grad_ready.
 #pragma once
 #include <vector>
 
@@ -19,6 +20,7 @@ class EngineParamAccess final : public model::ParamAccess {
   void grad_ready(int g) override;
 
  private:
+  bool staged() const;
   Engine& engine_;
   std::vector<std::vector<std::vector<float>>> param_scratch_, grad_scratch_;  // [group][tensor], bf16 only
   std::vector<GroupView> grad_views_;

@@ -75,6 +75,13 @@ class CpuOps final : public DeviceOps {
     return bad;
   }
 
+  void accumulate_sum_squares(const void* src, DType t, size_t n, double* acc) override { *acc += sum_squares(src, t, n); }
+  void accumulate_nonfinite(const void* src, DType t, size_t n, double* acc) override {
+    *acc += double(count_nonfinite(src, t, n));
+  }
+  void download(void* host, const void* src, size_t bytes) override { std::memcpy(host, src, bytes); }
+  void upload(void* dst, const void* host, size_t bytes) override { std::memcpy(dst, host, bytes); }
+
   void adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n, const optim::AdamWConfig& c,
              float lr, int64_t t, bool decay, float grad_scale) override {
     if (gt == DType::F32) {
