@@ -1,8 +1,8 @@
 // Launchers for the CUDA backend's element-wise kernels (kernels.cu), on a given stream. A plain
 // interface with no project headers, so nvcc never compiles Eigen or fmt. Element counts, not bytes.
-// Numerics match zero/cpu_ops.cpp element by element: bf16 is stored as its 16 bits and converted
-// with round-to-nearest-even exactly like Eigen::bfloat16 (NaN -> quiet NaN 0x7fc0 | sign), adds are
-// fp32, AdamW is optim/adamw.cpp's expression order, fused where gcc fuses it (see kernels.cu).
+// Numerics match zero/cpu_ops.cpp element by element: bf16 is stored as its 16 bits and converted by
+// core/math/bf16.h (the CPU backend's conversion), adds are fp32, AdamW is optim/adamw.cpp's expression
+// order, fused where gcc fuses it (see kernels.cu).
 #pragma once
 #include <cuda_runtime_api.h>
 
