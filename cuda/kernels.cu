@@ -84,22 +84,15 @@ __global__ void reduce_pass2(const A* __restrict__ partials, int count, A* out) 
   if (threadIdx.x == 0) *out = b;
 }
 
+// The per-element update optim::adamw_step runs on the CPU (core/math/adamw_math.h).
 template <class G>
 __global__ void adamw_kernel(float* __restrict__ param, const G* __restrict__ grad, float* __restrict__ m,
-                             float* __restrict__ v, size_t n, AdamWScalars k) {
-  // optim/adamw.cpp's expressions in its order, IEEE sqrt and division, and its three explicit FMAs (it is
-  // compiled with -ffp-contract=off, so there are no others on either side).
+                             float* __restrict__ v, size_t n, math::AdamWScalars k) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    const float g = __fmul_rn(to_f32(grad[i]), k.grad_scale);
-    float p = __fmul_rn(param[i], k.decay_factor);
-    const float m0 = m[i], v0 = v[i];
-    const float mi = __fmaf_rn(k.one_minus_b1, __fsub_rn(g, m0), m0);                   // m.lerp(g, 1 - beta1)
-    const float vi = __fmaf_rn(k.beta2, v0, __fmul_rn(__fmul_rn(k.one_minus_b2, g), g));  // beta2 v + (1-beta2) g g
-    const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), k.bc2_sqrt), k.eps);
-    p = __fmaf_rn(-k.step_size, __fdiv_rn(mi, denom), p);                               // p -= step_size * (m / denom)
-    m[i] = mi;
-    v[i] = vi;
-    param[i] = p;
+    const math::AdamWState s = math::adamw_update({param[i], m[i], v[i]}, to_f32(grad[i]), k);
+    param[i] = s.param;
+    m[i] = s.m;
+    v[i] = s.v;
   }
 }
 
@@ -168,7 +161,7 @@ void count_nonfinite(const void* src, Elem t, size_t n, unsigned long long* part
   CUDA_CHECK(cudaGetLastError());
 }
 
-void adamw(float* param, const void* grad, Elem gt, float* m, float* v, size_t n, const AdamWScalars& k,
+void adamw(float* param, const void* grad, Elem gt, float* m, float* v, size_t n, const math::AdamWScalars& k,
            cudaStream_t s) {
   if (n == 0) return;
   with_elem(gt, [&](auto* tag) {
