@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "core/check.h"
+#include "core/process_memory.h"
 #include "data/token_cache.h"
 #include "model/hf_export.h"
 #include "pmtrain/engine_assembly.h"
@@ -308,13 +309,18 @@ void Trainer::train() {
     if (r0) printf("final eval | loss %.4f | acc %.3f | chosen %.4f | rejected %.4f | margin %.4f | %lld pairs\n",
                    ev.loss(), ev.accuracy(), ev.chosen(), ev.rejected(), ev.chosen() - ev.rejected(), (long long)ev.pairs);
   }
+  // The operating system's high-water mark of each rank (what really was held), the largest of them.
+  double peak_rss = double(peak_resident_bytes());
+  comm_.all_reduce_scalars(&peak_rss, 1, ReduceOp::Max);
   nlohmann::json summary = {{"type", "summary"},   {"steps", total_steps_}, {"seconds", elapsed},
                             {"tokens", tokens_total}, {"tokens_per_s", tokens_total / elapsed},
-                            {"world", comm_.world()}, {"skipped_steps", skipped}};
+                            {"world", comm_.world()}, {"skipped_steps", skipped},
+                            {"peak_rss_bytes_max_rank", int64_t(peak_rss)}};
   metrics_->write(summary);
   if (r0) {
-    printf("done: %lld steps in %s, %.0f tokens/s over all ranks, world %d\n", (long long)total_steps_,
-           format_duration(elapsed).c_str(), tokens_total / elapsed, comm_.world());
+    printf("done: %lld steps in %s, %.0f tokens/s over all ranks, world %d, peak RSS %.1f MiB (largest rank)\n",
+           (long long)total_steps_, format_duration(elapsed).c_str(), tokens_total / elapsed, comm_.world(),
+           peak_rss / (1 << 20));
     fflush(stdout);
   }
 }
