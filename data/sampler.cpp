@@ -64,7 +64,8 @@ PairSampler::PairSampler(const SamplerConfig& config, int64_t num_pairs, std::ve
   ZERO_REQUIRE(world_ >= 1 && rank_ >= 0 && rank_ < world_, ConfigError, "sampler: rank {} of world {}", rank_,
                world_);
   ZERO_REQUIRE(cfg_.accum >= 1, ConfigError, "sampler: accum must be >= 1, got {}", cfg_.accum);
-  ZERO_REQUIRE(cfg_.global_batch >= world_ * cfg_.accum, ConfigError,
+  ZERO_REQUIRE(cfg_.micro_tokens >= 0, ConfigError, "sampler: micro_tokens must be >= 0, got {}", cfg_.micro_tokens);
+  ZERO_REQUIRE(cfg_.micro_tokens > 0 || cfg_.global_batch >= world_ * cfg_.accum, ConfigError,
                "global_batch {} < world {} x accum {}: every micro-batch needs at least one pair",
                cfg_.global_batch, world_, cfg_.accum);
   ZERO_REQUIRE(cfg_.remainder == RemainderPolicy::Pad || cfg_.global_batch <= n_, ConfigError,
@@ -163,19 +164,25 @@ std::vector<StepPlan> PairSampler::next_step_all_ranks() {
     std::sort(ids.begin(), ids.end(), [&](int64_t a, int64_t b) {
       return lengths_[a] != lengths_[b] ? lengths_[a] > lengths_[b] : a < b;
     });
+  std::vector<StepPlan> plans(world_);
+  for (auto& p : plans) {
+    p.epoch = cursor_.epoch;
+    p.step = cursor_.step;
+    p.global_pairs = cfg_.micro_tokens > 0 ? take : G;
+    p.global_real_pairs = take;
+    p.micro.resize(cfg_.accum);
+  }
+  if (cfg_.micro_tokens > 0) {
+    cut_by_tokens(ids, plans);
+    cursor_.position += take;
+    ++cursor_.step;
+    return plans;
+  }
   std::vector<uint8_t> mask(take, 1);
   ids.resize(G, filler_);  // Pad policy: masked fillers at the end
   mask.resize(G, 0);
 
   const int64_t chunks = int64_t(world_) * cfg_.accum;
-  std::vector<StepPlan> plans(world_);
-  for (auto& p : plans) {
-    p.epoch = cursor_.epoch;
-    p.step = cursor_.step;
-    p.global_pairs = G;
-    p.global_real_pairs = take;
-    p.micro.resize(cfg_.accum);
-  }
   int64_t at = 0;
   for (int64_t k = 0; k < chunks; ++k) {
     const int64_t size = G / chunks + (k < G % chunks ? 1 : 0);
@@ -187,6 +194,35 @@ std::vector<StepPlan> PairSampler::next_step_all_ranks() {
   cursor_.position += take;
   ++cursor_.step;
   return plans;
+}
+
+void PairSampler::cut_by_tokens(const std::vector<int64_t>& ids, std::vector<StepPlan>& plans) const {
+  std::vector<std::vector<int64_t>> mine(world_);
+  for (int64_t id : ids) {  // each pair to the least loaded rank, in the step's order
+    int r = 0;
+    for (int q = 1; q < world_; ++q)
+      if (plans[q].tokens < plans[r].tokens) r = q;
+    mine[r].push_back(id);
+    plans[r].tokens += pair_tokens(id);
+  }
+  size_t most = 1;
+  for (int r = 0; r < world_; ++r) {
+    auto& micro = plans[r].micro;
+    micro.clear();
+    int64_t filled = 0;
+    for (int64_t id : mine[r]) {
+      const int64_t t = pair_tokens(id);
+      if (micro.empty() || (filled + t > cfg_.micro_tokens && !micro.back().pair_ids.empty())) {
+        micro.emplace_back();
+        filled = 0;
+      }
+      micro.back().pair_ids.push_back(id);
+      micro.back().pair_mask.push_back(1);
+      filled += t;
+    }
+    most = std::max(most, micro.size());
+  }
+  for (auto& p : plans) p.micro.resize(most);  // empty micro-batches: same collectives on every rank
 }
 
 StepPlan PairSampler::next_step() { return std::move(next_step_all_ranks()[rank_]); }

@@ -14,6 +14,12 @@
 // the world size; restoring such a cursor requires the same global_batch and window.
 // Remainder (fewer than global_batch pairs left in an epoch): Drop skips them (counted), Pad fills the
 // step with masked copies of the shortest pair (pair_mask 0).
+// Token budgets (micro_tokens > 0): the step's pairs (the same pairs as above) go to ranks greedily,
+// each to the rank with the fewest tokens so far (ties: lowest rank), in the step's order; each rank
+// cuts its pairs, in order, into micro-batches of at most micro_tokens tokens (a pair costs two rows of
+// its longer answer; a pair over the budget goes alone, never split). Every rank gets the same number of
+// micro-batches (the largest over ranks; the others end with empty ones), so every rank issues the
+// same collectives. Fillers are not needed and not made: global_pairs is the real pair count.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -33,6 +39,7 @@ struct SamplerConfig {
   bool bucket_by_length = true;
   int64_t bucket_window = 1;  // steps per bucketing window (1 = sort within each global batch only)
   RemainderPolicy remainder = RemainderPolicy::Drop;
+  int64_t micro_tokens = 0;   // > 0: micro-batches filled to this many tokens; accum is then ignored
 };
 
 struct SamplerCursor {
@@ -61,6 +68,7 @@ struct StepPlan {
   int64_t global_pairs = 0;        // pairs over all ranks, fillers included (= global_batch)
   int64_t global_real_pairs = 0;   // real pairs over all ranks: the loss-gradient divisor
   std::vector<MicroBatchPlan> micro;  // this rank's accum micro-batches (some may hold no pair)
+  int64_t tokens = 0;                 // this rank's token cost (token budgets: what the greedy balanced)
 };
 
 class PairSampler {
@@ -83,6 +91,9 @@ class PairSampler {
   const std::vector<int64_t>& permutation(int64_t epoch);
   // The pairs of the step starting at cursor_.position when bucket_window > 1 (full steps only).
   std::vector<int64_t> windowed_step(const std::vector<int64_t>& perm);
+  // Fills plans' micro-batches from the step's real pairs by token budget (see above).
+  void cut_by_tokens(const std::vector<int64_t>& ids, std::vector<StepPlan>& plans) const;
+  int64_t pair_tokens(int64_t id) const { return lengths_.empty() ? 1 : 2 * lengths_[id]; }
 
   SamplerConfig cfg_;
   int64_t n_;

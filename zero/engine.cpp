@@ -613,6 +613,12 @@ StepResult Engine::step(double loss_divisor) {
   return r;
 }
 
+void Engine::set_accum_steps(int k) {
+  ZERO_REQUIRE(k >= 1, ConfigError, "accumulation must be at least 1 micro-step (got {})", k);
+  ZERO_REQUIRE(micro_ == -1, ConfigError, "set_accum_steps({}) in the middle of an accumulation window", k);
+  cfg_.accum_steps = k;
+}
+
 void Engine::sync_params() {
   std::vector<CommHandle> handles;
   for (size_t g = 0; g < groups_.size(); ++g) {

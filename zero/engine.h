@@ -117,6 +117,9 @@ class Engine {
   // The accumulation boundary: mean (divide by loss_divisor), norm, finite check, clip, AdamW, cast,
   // all-gather. Collective: every rank calls it with the same divisor.
   StepResult step(double loss_divisor);
+  // Micro-steps in the next accumulation window (token-budget batching varies it step by step; every
+  // rank must set the same value). Only between steps.
+  void set_accum_steps(int k);
 
   // Optimizer state of group g on this rank (checkpoints). After changing master, call sync_params().
   OptimizerShard optimizer_shard(int g) const;

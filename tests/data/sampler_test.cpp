@@ -288,5 +288,84 @@ TEST(Sampler, CursorJsonAndConfigErrors) {
   EXPECT_THROW(PairSampler(cfg, 103, {}, 0, 2), ConfigError);  // 3 < world 2 x accum 2
 }
 
+
+// Token budgets: the same pairs per step as pair batching, no pair split, each micro-batch within the
+// budget unless it holds one pair over it, the same number of micro-batches on every rank, balanced
+// ranks, and a cursor that resumes exactly. Checked here against literal arithmetic on the lengths.
+TEST(SamplerTokenBudget, SamePairsPerStepNoSplitBudgetKeptEqualMicroCounts) {
+  Env env;
+  const int64_t n = 103, G = 12, budget = 160;  // lengths 5..54: a pair costs 2 x its length (10..108)
+  const auto len = lengths_for(n);
+  for (int world = 1; world <= 4; ++world) {
+    SamplerConfig pairs_cfg{1234, G, 1, true, true, 1, RemainderPolicy::Drop, 0};
+    SamplerConfig tok_cfg = pairs_cfg;
+    tok_cfg.micro_tokens = budget;
+    PairSampler by_pairs(pairs_cfg, n, len, 0, 1);
+    PairSampler by_tokens(tok_cfg, n, len, 0, world);
+    for (int64_t step = 0; step < 2 * by_pairs.steps_per_epoch(); ++step) {
+      const std::vector<StepPlan> ref = by_pairs.next_step_all_ranks();
+      const std::vector<StepPlan> got = by_tokens.next_step_all_ranks();
+      ASSERT_EQ(int(got.size()), world);
+      EXPECT_EQ(to_set(got), to_set(ref)) << "world " << world << " step " << step;
+      EXPECT_EQ(got[0].global_real_pairs, G);
+      EXPECT_EQ(got[0].global_pairs, G);
+      int64_t lightest = INT64_MAX, heaviest = 0, longest_pair = 0;
+      for (int r = 0; r < world; ++r) {
+        EXPECT_EQ(got[r].micro.size(), got[0].micro.size()) << "ranks differ in micro-steps";
+        int64_t rank_tokens = 0;
+        for (const auto& m : got[r].micro) {
+          int64_t t = 0;
+          for (int64_t id : m.pair_ids) t += 2 * len[id];
+          if (m.pair_ids.size() > 1) EXPECT_LE(t, budget) << "world " << world << " step " << step;
+          for (uint8_t k : m.pair_mask) EXPECT_EQ(k, 1);
+          rank_tokens += t;
+        }
+        EXPECT_EQ(rank_tokens, got[r].tokens);
+        lightest = std::min(lightest, rank_tokens);
+        heaviest = std::max(heaviest, rank_tokens);
+      }
+      for (const auto& p : got)
+        for (const auto& m : p.micro)
+          for (int64_t id : m.pair_ids) longest_pair = std::max(longest_pair, 2 * len[id]);
+      // Greedy to the lightest rank: no rank exceeds another by more than the longest pair.
+      EXPECT_LE(heaviest - lightest, longest_pair) << "world " << world << " step " << step;
+    }
+  }
+  (void)env;
+}
+
+TEST(SamplerTokenBudget, ResumesExactlyMidEpoch) {
+  Env env;
+  const int64_t n = 103;
+  SamplerConfig cfg{99, 10, 1, true, true, 1, RemainderPolicy::Pad, 120};
+  PairSampler a(cfg, n, lengths_for(n), env.rank, env.world);
+  for (int s = 0; s < 5; ++s) a.next_step();
+  PairSampler b(cfg, n, lengths_for(n), env.rank, env.world);
+  b.restore(SamplerCursor::from_json(a.cursor().to_json()));
+  for (int s = 0; s < 25; ++s) {
+    const StepPlan x = a.next_step(), y = b.next_step();
+    ASSERT_EQ(x.micro.size(), y.micro.size());
+    for (size_t m = 0; m < x.micro.size(); ++m) EXPECT_EQ(x.micro[m].pair_ids, y.micro[m].pair_ids);
+    EXPECT_EQ(x.global_real_pairs, y.global_real_pairs);
+  }
+}
+
+TEST(SamplerTokenBudget, APairOverTheBudgetGoesAloneAndAnEmptyRankStillStepsWithTheOthers) {
+  // Lengths 100 (cost 200) and 10 (cost 20), budget 50: the long pair alone, the short ones packed.
+  std::vector<int64_t> len = {100, 10, 10, 10};
+  SamplerConfig cfg{1, 4, 1, false, true, 1, RemainderPolicy::Drop, 50};
+  PairSampler s(cfg, 4, len, 0, 1);
+  const StepPlan p = s.next_step();
+  ASSERT_EQ(p.micro.size(), 3u);
+  EXPECT_EQ(p.micro[0].pair_ids, (std::vector<int64_t>{0}));
+  EXPECT_EQ(p.micro[1].pair_ids, (std::vector<int64_t>{1, 2}));  // 20 + 20 = 40; a third would be 60 > 50
+  EXPECT_EQ(p.micro[2].pair_ids, (std::vector<int64_t>{3}));
+  // Three ranks, two pairs: one rank has none and runs as many (empty) micro-steps as the others.
+  SamplerConfig few{1, 2, 1, false, true, 1, RemainderPolicy::Drop, 1000};
+  PairSampler t(few, 4, len, 0, 3);
+  const auto all = t.next_step_all_ranks();
+  EXPECT_EQ(all[2].micro.size(), 1u);
+  EXPECT_TRUE(all[2].micro[0].pair_ids.empty());
+}
 }  // namespace
 }  // namespace zero::data
