@@ -30,5 +30,8 @@ for hook in launch/setup.d/*.sh; do
 done
 
 BUILD_DIR=${BUILD_DIR:-build}
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >/dev/null
+# Where nvcc is installed the CUDA backend must build: a configuration that silently drops it fails.
+CUDA_ARG=""
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then CUDA_ARG="-DZERO_WITH_CUDA=ON"; fi
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release $CUDA_ARG ${CMAKE_ARGS:-} >/dev/null
 cmake --build "$BUILD_DIR" -j "$(nproc)"

@@ -273,7 +273,7 @@ class CudaEngine : public ::testing::Test {
     gpu_ = cpu_ = nullptr;
   }
   void SetUp() override {
-    if (!gpu_) GTEST_SKIP() << "no CUDA device on some rank";
+    if (!gpu_) ZERO_GPU_SKIP("no CUDA device on some rank");
   }
   static Backend* gpu_;
   static Backend* cpu_;

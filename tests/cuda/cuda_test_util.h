@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -14,10 +15,23 @@
 
 namespace zero::testing {
 
+// ZERO_REQUIRE_GPU=1 (launch/gpu_check.sh on the GPU machine): a missing device fails the test instead
+// of skipping it, so a GPU run cannot pass by skipping.
+inline bool gpu_required() {
+  const char* v = std::getenv("ZERO_REQUIRE_GPU");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+// Skips (or, when a GPU is required, fails) the current test with a reason.
+#define ZERO_GPU_SKIP(why)                                                     \
+  do {                                                                         \
+    if (::zero::testing::gpu_required()) FAIL() << why << " (ZERO_REQUIRE_GPU)"; \
+    GTEST_SKIP() << why;                                                       \
+  } while (0)
+
 // Skips the test (every rank alike under MPI) when no CUDA device can be used.
-#define ZERO_SKIP_WITHOUT_CUDA()                                                   \
-  do {                                                                             \
-    if (::zero::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";        \
+#define ZERO_SKIP_WITHOUT_CUDA()                                       \
+  do {                                                                 \
+    if (::zero::cuda_device_count() == 0) ZERO_GPU_SKIP("no CUDA device"); \
   } while (0)
 
 // Under MPI: skip unless every rank sees a device (so all ranks skip or none does).
@@ -28,7 +42,7 @@ inline bool all_ranks_have_cuda() {
 }
 #define ZERO_SKIP_WITHOUT_CUDA_ALL_RANKS()                                              \
   do {                                                                                  \
-    if (!::zero::testing::all_ranks_have_cuda()) GTEST_SKIP() << "no CUDA device on some rank"; \
+    if (!::zero::testing::all_ranks_have_cuda()) ZERO_GPU_SKIP("no CUDA device on some rank"); \
   } while (0)
 
 // Picks this rank's device once per process and, when ranks of the node share a GPU, gives each

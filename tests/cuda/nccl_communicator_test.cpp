@@ -46,7 +46,7 @@ class NcclTest : public ::testing::Test {
     ops_ = nullptr;
   }
   void SetUp() override {
-    if (!comm_) GTEST_SKIP() << "no CUDA device on some rank";
+    if (!comm_) ZERO_GPU_SKIP("no CUDA device on some rank");
     comm_->reset_report();
     W = comm_->world();
     R = comm_->rank();
