@@ -1,0 +1,44 @@
+# `cmake --install`: the engine as a library other trainers embed. Installs the libraries, a deliberate
+# set of public headers under include/zero/ (the same paths as in this tree: #include "zero/engine.h"),
+# a CMake package (find_package(zero): zero::core, zero::comm, zero::optim, zero::engine,
+# zero::checkpoint, and zero::cuda when built, with their MPI/Eigen/fmt/json/xxhash/CUDA/NCCL
+# dependencies found again by zeroConfig.cmake) and a pkg-config file (zero.pc). docs/EMBEDDING.md says
+# what the public API promises.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(ZERO_PUBLIC_HEADERS
+  core/check.h core/dtype.h core/memory.h core/process_memory.h
+  core/math/hd.h core/math/rounding.h core/math/adamw_math.h
+  comm/communicator.h comm/mpi_communicator.h comm/bootstrap.h
+  optim/adamw.h optim/lr_schedule.h
+  zero/engine.h zero/engine_config.h zero/partition.h zero/device_ops.h zero/buffer_plan.h
+  checkpoint/checkpointer.h checkpoint/agree.h checkpoint/async_writer.h checkpoint/fault.h checkpoint/file_io.h
+  checkpoint/load.h checkpoint/manifest.h checkpoint/publish.h)
+set(ZERO_INSTALL_TARGETS zero_core zero_comm zero_optim zero_engine zero_checkpoint)
+if(ZERO_CUDA_ENABLED)
+  list(APPEND ZERO_PUBLIC_HEADERS cuda/cuda_ops.h cuda/nccl_communicator.h cuda/device_select.h cuda/device_allocator.h)
+  list(APPEND ZERO_INSTALL_TARGETS zero_cuda)
+endif()
+
+foreach(h ${ZERO_PUBLIC_HEADERS})
+  get_filename_component(dir ${h} DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/${h} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/zero/${dir})
+endforeach()
+foreach(t ${ZERO_INSTALL_TARGETS})
+  string(REGEX REPLACE "^zero_" "" short ${t})
+  set_target_properties(${t} PROPERTIES EXPORT_NAME ${short})
+endforeach()
+install(TARGETS ${ZERO_INSTALL_TARGETS} EXPORT zeroTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/zero)
+set(ZERO_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/zero)
+install(EXPORT zeroTargets NAMESPACE zero:: DESTINATION ${ZERO_CMAKE_DIR})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/zeroConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/zeroConfig.cmake INSTALL_DESTINATION ${ZERO_CMAKE_DIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/zeroConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/zeroConfig.cmake ${PROJECT_BINARY_DIR}/zeroConfigVersion.cmake
+  DESTINATION ${ZERO_CMAKE_DIR})
+configure_file(${PROJECT_SOURCE_DIR}/cmake/zero.pc.in ${PROJECT_BINARY_DIR}/zero.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/zero.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The installed package as another repository meets it: `cmake --install` into a fresh prefix, then a
+# consumer project outside this build (tests/install/consumer) configured against that prefix only,
+# built, and run at 2 ranks (its stages 0-3 must match its own single-process reference); pkg-config
+# resolves zero.pc from the prefix too.
+set -euo pipefail
+BUILD=$1; shift; MPIRUN=("$@")  # the launcher and its options
+SRC=$(cd "$(dirname "$0")" && pwd)
+TMP=$(mktemp -d /tmp/zero_install.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+cmake --install "$BUILD" --prefix "$TMP/prefix" > "$TMP/install.log"
+PKG_CONFIG_PATH=$TMP/prefix/lib/pkgconfig pkg-config --cflags --libs zero > /dev/null \
+  || { echo "FAIL: pkg-config cannot resolve zero.pc"; exit 1; }
+cmake -S "$SRC/consumer" -B "$TMP/consumer" -DCMAKE_PREFIX_PATH="$TMP/prefix" -DCMAKE_BUILD_TYPE=Release > "$TMP/configure.log" \
+  || { cat "$TMP/configure.log"; echo "FAIL: configure against the installed package"; exit 1; }
+cmake --build "$TMP/consumer" -j 2 > "$TMP/build.log" 2>&1 || { cat "$TMP/build.log"; echo "FAIL: build"; exit 1; }
+# The consumer must not have seen this source tree's headers.
+! grep -q -- "-I$(cd "$SRC/../.." && pwd)" "$TMP/consumer/CMakeFiles/zero_consumer.dir/flags.make" \
+  || { echo "FAIL: the consumer compiled against the source tree"; exit 1; }
+"${MPIRUN[@]}" -np 2 "$TMP/consumer/zero_consumer"
