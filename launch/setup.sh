@@ -10,6 +10,7 @@ PACKAGES=(
   libeigen3-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   libpcre2-dev libutf8proc-dev libxxhash-dev zlib1g-dev
   libgtest-dev libbenchmark-dev
+  pybind11-dev python3-dev python3-torch
   slurmctld slurmd slurm-client munge
 )
 missing=()

@@ -1,0 +1,200 @@
+"""ZeRO stages 0-3 for an unmodified torch model, on the zero engine (CPU backend, MPI).
+
+    model = MyModel()                                   # the same initial weights on every rank
+    zm = zero_torch.ZeroModel(model, groups=[model.fc1, model.norm, model.fc2], stage=3, lr=1e-3)
+    for x, y in my_shard_of_each_global_batch():
+        zm.begin_micro_step()
+        loss = loss_fn(model(x), y, reduction="sum")    # the SUM over this rank's samples
+        loss.backward()
+        zm.step(divisor=global_batch_size)              # mean, clip, AdamW on this rank's shard
+
+Launch with mpirun (one process per rank). Each group (a module) becomes one engine group. Its
+parameters leave the module: between uses the module holds no parameter memory at all, the engine holds
+this rank's shard of the optimizer state (and, at stage 3, of the parameters). Before the module's
+forward the engine gathers the group into fresh torch storage; after it the storage is freed (resized to
+0, as FSDP does), and gathered again just before the module's backward (a hook on its outputs), since
+autograd kept references to that storage. The gradients of the group arrive together in the backward of
+one autograd function that produced the parameters, go to the engine and the storage is freed again.
+Works with torch 1.13 (no backward pre-hooks or post-accumulate-grad hooks needed) and later.
+"""
+import os
+import sys
+
+_flags = sys.getdlopenflags()
+sys.setdlopenflags(_flags | os.RTLD_GLOBAL)  # Open MPI's plugins need libmpi's symbols global
+try:
+    from . import _engine
+finally:
+    sys.setdlopenflags(_flags)
+
+import torch
+
+ZeroError = _engine.ZeroError
+
+
+def _free(t):
+    t.storage().resize_(0)
+
+
+def _alloc(t, numel):
+    if t.storage().size() != numel:
+        t.storage().resize_(numel)
+
+
+class _GroupParams(torch.autograd.Function):
+    """Produces a group's parameters (forward) and hands their gradients to the engine (backward)."""
+
+    @staticmethod
+    def forward(ctx, group, anchor):
+        ctx.group = group
+        return tuple(group.materialize())
+
+    @staticmethod
+    def backward(ctx, *grads):
+        ctx.group.hand_in_gradients(grads)
+        return None, None
+
+
+class _Group:
+    def __init__(self, zm, index, module, names):
+        self.zm, self.index, self.module, self.names = zm, index, module, names
+        self.shapes = [tuple(getattr(module, n).shape) for n in names]
+        self.numels = [int(torch.Size(s).numel()) for s in self.shapes]
+        self.tensors = []          # this micro-step's parameter tensors (outputs of _GroupParams)
+        self.gathered = False
+        self.anchor = torch.zeros(1, requires_grad=True)  # makes autograd run _GroupParams.backward
+
+    # Fresh torch storage filled from the engine's gathered views (then the engine's slot is released).
+    def materialize(self):
+        views = self.zm.engine.gather(self.index)
+        out = [torch.from_numpy(v).view(s).clone() for v, s in zip(views, self.shapes)]
+        self.zm.engine.release(self.index)
+        self.gathered = True
+        return out
+
+    def regather(self):
+        if self.gathered:
+            return
+        self.zm._enter_backward()
+        views = self.zm.engine.gather(self.index)
+        for t, v, n in zip(self.tensors, views, self.numels):
+            _alloc(t, n)
+            # Through a fresh tensor on the same storage: the storage autograd saved gets its values back
+            # without bumping the saved tensor's version counter (a .data copy does bump it here).
+            with torch.no_grad():
+                torch.empty(0, dtype=t.dtype).set_(t.storage(), 0, (n,)).copy_(torch.from_numpy(v))
+        self.zm.engine.release(self.index)
+        self.gathered = True
+
+    def free(self):
+        for t in self.tensors:
+            _free(t)
+        self.gathered = False
+
+    def hand_in_gradients(self, grads):
+        self.zm._enter_backward()
+        views = self.zm.engine.grad_view(self.index)
+        for v, g, n in zip(views, grads, self.numels):
+            dst = torch.from_numpy(v)
+            if g is None:
+                dst.zero_()
+            else:
+                dst.copy_(g.reshape(-1))
+        self.zm.engine.grad_ready(self.index)
+        self.free()
+        self.tensors = []
+
+
+class ZeroModel:
+    """Wraps `module`'s parameters as engine groups, one per module in `groups` (default: every
+    submodule that owns parameters directly). Every parameter must belong to exactly one group."""
+
+    def __init__(self, module, groups=None, stage=3, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
+                 clip_norm=0.0, accum_steps=1, bucket_elements=1 << 22, prefetch_depth=1, no_decay=()):
+        if groups is None:
+            groups = [m for m in module.modules() if any(True for _ in m.parameters(recurse=False))]
+        seen = set()
+        specs, self.groups = [], []
+        for gi, m in enumerate(groups):
+            names = [n for n, _ in m.named_parameters(recurse=False)]
+            if not names:
+                raise ValueError(f"zero_torch: group {gi} ({type(m).__name__}) owns no parameters")
+            for n in names:
+                p = getattr(m, n)
+                if id(p) in seen:
+                    raise ValueError(f"zero_torch: parameter {n} of {type(m).__name__} is in two groups")
+                seen.add(id(p))
+            self.groups.append(_Group(self, gi, m, names))
+            specs.append((f"group{gi}.{type(m).__name__}",
+                          [(n, getattr(m, n).numel(), n not in no_decay) for n in names]))
+        missing = [n for n, p in module.named_parameters() if id(p) not in seen]
+        if missing:
+            raise ValueError(f"zero_torch: parameters not in any group: {', '.join(missing)}")
+        self.engine = _engine.Engine(specs, stage, accum_steps, lr, betas[0], betas[1], eps, weight_decay,
+                                     clip_norm, bucket_elements, prefetch_depth)
+        for g in self.groups:
+            for t, n in enumerate(g.names):
+                p = getattr(g.module, n)
+                self.engine.set_tensor(g.index, t, p.detach().reshape(-1).float().numpy())
+                # The module keeps no parameter of its own: the engine holds them.
+                del g.module._parameters[n]
+                setattr(g.module, n, None)
+            g.module.register_forward_pre_hook(self._pre_forward(g))
+            g.module.register_forward_hook(self._post_forward(g))
+        self._backward_started = False
+
+    @property
+    def rank(self):
+        return self.engine.rank
+
+    @property
+    def world(self):
+        return self.engine.world
+
+    def begin_micro_step(self):
+        self.engine.begin_micro_step()
+        self._backward_started = False
+
+    def _enter_backward(self):
+        if not self._backward_started:
+            self.engine.begin_backward()
+            self._backward_started = True
+
+    def _pre_forward(self, g):
+        def hook(module, inputs):
+            tensors = _GroupParams.apply(g, g.anchor) if torch.is_grad_enabled() else tuple(g.materialize())
+            g.tensors = list(tensors)
+            for n, t in zip(g.names, g.tensors):
+                setattr(module, n, t)
+        return hook
+
+    def _post_forward(self, g):
+        def hook(module, inputs, output):
+            training = torch.is_grad_enabled()
+            for n in g.names:
+                setattr(module, n, None)
+            g.free()
+            if not training:
+                g.tensors = []
+                return output
+            outs = output if isinstance(output, (tuple, list)) else (output,)
+            for o in outs:
+                if isinstance(o, torch.Tensor) and o.requires_grad:
+                    o.register_hook(lambda grad, g=g: (g.regather(), grad)[1])
+            return output
+        return hook
+
+    def step(self, divisor):
+        """The accumulation boundary: divides by `divisor` (samples in the global batch), clips, AdamW."""
+        return self.engine.step(float(divisor))
+
+    def full_parameters(self):
+        """{qualified name: full fp32 tensor} on every rank (collective)."""
+        out = {}
+        for g in self.groups:
+            flat = torch.from_numpy(self.engine.full_master(g.index))
+            at = 0
+            for n, s, k in zip(g.names, g.shapes, g.numels):
+                out[f"group{g.index}.{n}"] = flat[at:at + k].view(s).clone()
+                at += k
+        return out
