@@ -14,6 +14,7 @@
 #include "model/reward_model.h"
 #include "pmtrain/model_setup.h"
 #include "pmtrain/planner.h"
+#include "pmtrain/stop_signals.h"
 #include "pmtrain/trainer.h"
 
 namespace zero::pmtrain {
@@ -70,9 +71,9 @@ int run_train(const std::vector<std::string>& args, MpiRuntime& mpi) {
   if (const std::string r = flag(a.flags, "--resume"); !r.empty()) overrides.push_back("run.resume=" + r);
   const Config cfg = load_config(a.path, overrides);
   auto comm = mpi.world_communicator();
+  install_stop_signals();
   Trainer trainer(cfg, mpi.info(), *comm);
-  trainer.train();
-  return 0;
+  return trainer.train();
 }
 
 int run_eval(const std::vector<std::string>& args, MpiRuntime& mpi) {

@@ -14,6 +14,7 @@
 #include "model/hf_export.h"
 #include "pmtrain/engine_assembly.h"
 #include "pmtrain/model_setup.h"
+#include "pmtrain/stop_signals.h"
 
 namespace zero::pmtrain {
 namespace fs = std::filesystem;
@@ -207,7 +208,7 @@ data::PairDataset Trainer::load_dataset(const std::vector<std::string>& files, c
   return ds;
 }
 
-PairStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result, double& pair_id_sum) {
+PairStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result, double& pair_id_sum, bool& stop) {
   PairStats local;
   double ids = 0;  // sum of the real pairs' dataset ids: lets tests prove no pair is repeated or skipped
   for (const data::MicroBatchPlan& mb : plan.micro)
@@ -225,13 +226,16 @@ PairStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result, doub
                double(out.correct_pairs), double(out.real_tokens)});
   }
   result = engine_->step(double(plan.global_real_pairs));
-  double sums[7] = {local.loss_sum, local.chosen_sum, local.rejected_sum, local.pairs, local.correct, local.tokens, ids};
-  comm_.all_reduce_scalars(sums, 7, ReduceOp::Sum);
+  // The metrics reduction also carries the stop vote: any rank that got SIGTERM/SIGINT stops them all here.
+  double sums[8] = {local.loss_sum, local.chosen_sum, local.rejected_sum, local.pairs, local.correct, local.tokens, ids,
+                    stop_requested() ? 1.0 : 0.0};
+  comm_.all_reduce_scalars(sums, 8, ReduceOp::Sum);
   pair_id_sum = sums[6];
+  stop = sums[7] > 0;
   return {sums[0], sums[1], sums[2], sums[3], sums[4], sums[5]};
 }
 
-void Trainer::train() {
+int Trainer::train() {
   const bool r0 = info_.rank == 0;
   PairStats epoch_stats;
   int64_t epoch = -1;
@@ -259,7 +263,8 @@ void Trainer::train() {
     }
     StepResult res;
     double pair_id_sum = 0;
-    const PairStats st = run_train_step(plan, res, pair_id_sum);
+    bool stop = false;
+    const PairStats st = run_train_step(plan, res, pair_id_sum, stop);
     const double dt = now() - t0;
     epoch_stats.add(st);
     tokens_total += st.tokens;
@@ -281,6 +286,19 @@ void Trainer::train() {
       fflush(stdout);
     }
     ckpt_->finish_pending();
+    if (stop) {  // every rank saw the vote in the same reduction: save, say how to resume, exit
+      end_epoch();
+      save_checkpoint(s + 1);
+      ckpt_->wait();
+      if (r0) {
+        printf("pmtrain: stopped by %s at step %lld of %lld; checkpoint %s/checkpoints/step_%lld; resume with: "
+               "pmtrain train %s --resume auto\n",
+               stop_requested() ? stop_signal_name() : "a signal on another rank", (long long)(s + 1),
+               (long long)total_steps_, cfg_.run.dir.c_str(), (long long)(s + 1), cfg_.source.c_str());
+        fflush(stdout);
+      }
+      return kExitStopped;
+    }
     if (cfg_.run.save_every > 0 && (s + 1) % cfg_.run.save_every == 0 && s + 1 < total_steps_) save_checkpoint(s + 1);
     if (cfg_.run.eval_every > 0 && (s + 1) % cfg_.run.eval_every == 0 && s + 1 < total_steps_ && test_.num_pairs() > 0) {
       PairStats ev = evaluate();
@@ -296,7 +314,7 @@ void Trainer::train() {
     save_checkpoint(last);
     ckpt_->wait();
     if (r0) printf("stopped at step %lld of %lld (run.stop_at)\n", (long long)last, (long long)total_steps_);
-    return;
+    return 0;
   }
   if (cfg_.run.save_final && start_step_ < total_steps_) save_checkpoint(total_steps_);
   ckpt_->wait();
@@ -323,6 +341,7 @@ void Trainer::train() {
            peak_rss / (1 << 20));
     fflush(stdout);
   }
+  return 0;
 }
 
 PairStats Trainer::evaluate() {

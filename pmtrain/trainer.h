@@ -24,7 +24,8 @@ class Trainer {
   Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm);
   ~Trainer();
   // Trains run.steps (or run.epochs) optimizer steps; evaluates every run.eval_every and at the end.
-  void train();
+  // Returns the process exit code: 0, or kExitStopped after a signal (checkpoint saved).
+  int train();
   // Loss, accuracy, mean chosen/rejected reward and margin on the test split (collective).
   PairStats evaluate();
   const MemoryPlan& memory_plan() const { return plan_; }
@@ -32,7 +33,7 @@ class Trainer {
 
  private:
   data::PairDataset load_dataset(const std::vector<std::string>& files, const char* split);
-  PairStats run_train_step(data::StepPlan& plan, StepResult& result, double& pair_id_sum);
+  PairStats run_train_step(data::StepPlan& plan, StepResult& result, double& pair_id_sum, bool& stop);
   void resume_if_asked();
   void save_checkpoint(int64_t step);
   void log(const char* fmt_line) const;
