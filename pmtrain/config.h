@@ -1,7 +1,8 @@
 // pmtrain's run configuration: typed nested structs, parsed once from YAML. Every key is declared in
-// one schema table (config_schema.cpp) with its type and default, so unknown keys are errors with a
-// did-you-mean, `--set a.b=v` overrides go through the same parser, and the resolved config (every
-// default included) can be printed and saved.
+// one schema table (config.cpp) with its type, its default and, for numeric keys, the values it accepts,
+// so unknown keys are errors with a did-you-mean, out-of-range values are errors that give the range,
+// `--set a.b=v` overrides go through the same parser, and the resolved config (every default included)
+// can be printed and saved.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -100,8 +101,9 @@ struct Config {
   OptimSection optim;
 };
 
-// Parses a YAML file, then applies "--set key=value" overrides (dotted keys). Throws ConfigError naming
-// the file and the key (with a did-you-mean for unknown keys) for any problem.
+// Parses a YAML file, then applies "--set key=value" overrides (dotted keys), then checks each numeric
+// key's final value against its range. Throws ConfigError naming the file, line and key for any problem:
+// unknown keys (with a did-you-mean), wrong types, values out of range (with the range), keys given twice.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 Config parse_config(const std::string& yaml_text, const std::string& source, const std::vector<std::string>& overrides = {});
 // Every key with its resolved value, as YAML.

@@ -2,15 +2,13 @@
 
 #include <cmath>
 
-#include "core/check.h"
+#include "core/dtype.h"
 
 namespace zero::pmtrain {
 
 EngineConfig engine_config(const Config& cfg, int64_t accum_steps, int64_t total_steps) {
   EngineConfig ec;
   ec.stage = int(cfg.zero.stage);
-  ZERO_REQUIRE(cfg.zero.bucket_elements > 0, ConfigError, "{}: zero.bucket_elements must be positive (got {})",
-               cfg.source, cfg.zero.bucket_elements);
   ec.bucket_elements = size_t(cfg.zero.bucket_elements);
   ec.prefetch_depth = int(cfg.zero.prefetch_depth);
   ec.param_dtype = parse_dtype(cfg.zero.param_dtype, "zero.param_dtype");

@@ -50,7 +50,6 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm)
   }
   batch_ = resolve_batch({cfg_.batch.global, cfg_.batch.micro, cfg_.batch.accum}, W);
 
-  ZERO_REQUIRE(cfg_.threads >= 1, ConfigError, "{}: threads must be at least 1 (got {})", cfg_.source, cfg_.threads);
   Eigen::setNbThreads(int(cfg_.threads));  // math threads per rank (one when ranks share the cores)
   tokenizer_ = std::make_unique<data::Tokenizer>(data::Tokenizer::from_file(cfg_.data.tokenizer));
   // Model and memory plan first: a run that cannot fit stops before any data is read.
@@ -131,7 +130,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm)
   }
   checkpoint::CheckpointOptions co;
   co.run_dir = cfg_.run.dir;
-  co.retention = {int(std::max<int64_t>(1, cfg_.run.keep_last)), int(cfg_.run.keep_every)};
+  co.retention = {int(cfg_.run.keep_last), int(cfg_.run.keep_every)};
   co.async = cfg_.run.async_save;
   co.config_text = to_yaml(cfg_);
   ckpt_ = std::make_unique<checkpoint::Checkpointer>(*engine_, co);

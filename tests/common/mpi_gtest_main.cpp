@@ -1,5 +1,6 @@
 // GoogleTest main for tests run under mpirun: every rank runs every test; only rank 0 prints the
-// progress listener, and the process exit code carries each rank's failures to mpirun.
+// progress listener, and the process exit code carries each rank's failures to mpirun. Running no test
+// at all is a failure too.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -32,6 +33,11 @@ int main(int argc, char** argv) {
     listeners.Append(new RankFailurePrinter(rank));
   }
   int rc = RUN_ALL_TESTS();
+  // A filter that matches nothing (a typo in a ctest entry's --gtest_filter) must not pass vacuously.
+  if (::testing::UnitTest::GetInstance()->test_to_run_count() == 0) {
+    if (rank == 0) fprintf(stderr, "no test matches the filter '%s'\n", GTEST_FLAG_GET(filter).c_str());
+    rc = 1;
+  }
   // Any rank's failure fails every rank, so mpirun reports it whichever rank it was.
   int any = rc;
   MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

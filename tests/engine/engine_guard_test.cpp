@@ -1,8 +1,10 @@
-// The NaN/inf guard (skip, name the group and the rank, go on), padding for groups smaller than the
-// world size, and clear errors for bad configuration.
+// The NaN/inf guard (NaN and +-inf skip the step, the lowest offending rank and its group are named,
+// the optimizer step and the LR schedule do not advance, training goes on), padding for groups
+// smaller than the world size, and clear errors for bad configuration.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "core/check.h"
 #include "tests/engine/engine_harness.h"
@@ -11,16 +13,17 @@ using namespace zero;
 using namespace zero::testing;
 
 namespace {
-// Injects a NaN into one group's gradient on one rank at one optimizer step.
+// Writes `value` (NaN, inf) into the first gradient element of group `group` when active.
 class PoisoningParams final : public example::MlpParams {
  public:
-  PoisoningParams(Engine& e, int group, bool active) : inner_(e), group_(group), active_(active) {}
+  PoisoningParams(Engine& e, int group, bool active, float value = std::nanf(""))
+      : inner_(e), group_(group), active_(active), value_(value) {}
   std::vector<std::vector<float>> load(int g) override { return inner_.load(g); }
   void done(int g) override { inner_.done(g); }
   void begin_backward() override { inner_.begin_backward(); }
   void store_grad(int g, const std::vector<std::vector<float>>& grads) override {
     auto copy = grads;
-    if (active_ && g == group_) copy[0][0] = std::nanf("");
+    if (active_ && g == group_) copy[0][0] = value_;
     inner_.store_grad(g, copy);
   }
 
@@ -28,7 +31,19 @@ class PoisoningParams final : public example::MlpParams {
   example::EngineMlpParams inner_;
   int group_;
   bool active_;
+  float value_;
 };
+
+// One optimizer step of two micro-steps of 2 samples per rank. With poison_group >= 0, this rank writes
+// `value` into that group's gradient in the second micro-step.
+StepResult one_step(Harness& h, const example::MlpDataset& data, int poison_group = -1, float value = std::nanf("")) {
+  for (int i = 0; i < 2; ++i) {
+    PoisoningParams p(*h.engine, poison_group, poison_group >= 0 && i == 1, value);
+    h.engine->begin_micro_step();
+    h.model.forward_backward(p, data.x.data(), data.t.data(), 2);
+  }
+  return h.engine->step(4.0 * h.world());
+}
 }  // namespace
 
 TEST(EngineGuard, NonFiniteGradientSkipsStepNamesGroupAndRankAndTrainingGoesOn) {
@@ -38,12 +53,7 @@ TEST(EngineGuard, NonFiniteGradientSkipsStepNamesGroupAndRankAndTrainingGoesOn) 
     example::MlpDataset data(64, h.model.input_dim(), 5);
     const std::vector<float> before = example::full_parameters(*h.engine);
     // Step 1: poisoned on the last rank only.
-    for (int i = 0; i < 2; ++i) {
-      PoisoningParams p(*h.engine, bad_group, h.rank() == bad_rank && i == 1);
-      h.engine->begin_micro_step();
-      h.model.forward_backward(p, data.x.data(), data.t.data(), 2);
-    }
-    StepResult r = h.engine->step(4.0 * W);
+    StepResult r = one_step(h, data, h.rank() == bad_rank ? bad_group : -1);
     EXPECT_FALSE(r.applied) << "stage " << stage;
     EXPECT_EQ(r.bad_rank, bad_rank);
     EXPECT_EQ(r.bad_group, h.model.groups()[bad_group].name);
@@ -54,6 +64,56 @@ TEST(EngineGuard, NonFiniteGradientSkipsStepNamesGroupAndRankAndTrainingGoesOn) 
     for (const auto& l : logs) EXPECT_TRUE(l.result.applied);
     EXPECT_EQ(logs.back().result.step, 3);
     for (float v : example::full_parameters(*h.engine)) ASSERT_TRUE(std::isfinite(v));
+  }
+}
+
+TEST(EngineGuard, InfinityIsCaughtLikeNaN) {
+  for (int stage = 0; stage <= 3; ++stage)
+    for (float inf : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()}) {
+      Harness h(base_config(stage, 2));
+      example::MlpDataset data(64, h.model.input_dim(), 5);
+      const std::vector<float> before = example::full_parameters(*h.engine);
+      const StepResult r = one_step(h, data, h.rank() == h.world() - 1 ? 1 : -1, inf);
+      EXPECT_FALSE(r.applied) << "stage " << stage << " value " << inf;
+      EXPECT_EQ(r.bad_rank, h.world() - 1);
+      EXPECT_EQ(r.bad_group, h.model.groups()[1].name);
+      EXPECT_EQ(rel_diff(example::full_parameters(*h.engine), before), 0.0) << "a skipped step changed parameters";
+    }
+}
+
+TEST(EngineGuard, WithTwoBadRanksTheLowestAndItsGroupAreNamed) {
+  int world = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (world < 2) GTEST_SKIP() << "needs two ranks";
+  for (int stage = 0; stage <= 3; ++stage) {
+    Harness h(base_config(stage, 2));
+    const int W = h.world();
+    example::MlpDataset data(64, h.model.input_dim(), 5);
+    // The higher rank's group comes first, so naming the lowest group (not the lowest rank) fails.
+    const int bad_group = h.rank() == W - 1 ? 0 : h.rank() == W - 2 ? 2 : -1;
+    const StepResult r = one_step(h, data, bad_group);
+    EXPECT_FALSE(r.applied) << "stage " << stage;
+    EXPECT_EQ(r.bad_rank, W - 2) << "stage " << stage;
+    EXPECT_EQ(r.bad_group, h.model.groups()[2].name) << "stage " << stage;
+  }
+}
+
+TEST(EngineGuard, ASkippedStepDoesNotAdvanceTheLrSchedule) {
+  // base_config's schedule: cosine, peak 1e-2, warmup 2 of 12 steps, so step 1 runs at 5e-3 and step 2
+  // at the peak 1e-2. A skipped step reports (and leaves) the lr of the step still to come.
+  for (int stage = 0; stage <= 3; ++stage) {
+    Harness h(base_config(stage, 2));
+    example::MlpDataset data(64, h.model.input_dim(), 5);
+    const StepResult skipped = one_step(h, data, h.rank() == 0 ? 0 : -1);
+    ASSERT_FALSE(skipped.applied);
+    EXPECT_FLOAT_EQ(skipped.lr, 5e-3f) << "stage " << stage;
+    const StepResult first = one_step(h, data);
+    ASSERT_TRUE(first.applied);
+    EXPECT_EQ(first.step, 1);
+    EXPECT_FLOAT_EQ(first.lr, 5e-3f) << "stage " << stage << ": the skipped step advanced the schedule";
+    const StepResult second = one_step(h, data);
+    EXPECT_EQ(second.step, 2);
+    EXPECT_FLOAT_EQ(second.lr, 1e-2f) << "stage " << stage;
   }
 }
 

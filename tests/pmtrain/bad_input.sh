@@ -21,6 +21,15 @@ printf 'run:\n  steps: [1, 2\n' > $TMP/malformed.yaml
 expect_error "malformed YAML" "malformed.yaml:3: malformed YAML" $MPIRUN -np 2 "$PMTRAIN" train $TMP/malformed.yaml
 printf 'run:\n  steps: 2\noptim:\n  learning_rate: 0.1\n' > $TMP/unknown.yaml
 expect_error "unknown key" "unknown.yaml:4: unknown key 'optim.learning_rate'" $MPIRUN -np 2 "$PMTRAIN" train $TMP/unknown.yaml
+printf 'run:\n  steps: 2\noptim:\n  lr: -1\n' > $TMP/negative_lr.yaml
+expect_error "negative lr" "negative_lr.yaml:4: key 'optim.lr' is -1; it must be > 0" \
+  $MPIRUN -np 2 "$PMTRAIN" train $TMP/negative_lr.yaml
+printf 'optim:\n  warmup_ratio: 2\n' > $TMP/warmup.yaml
+expect_error "warmup ratio above 1" "warmup.yaml:2: key 'optim.warmup_ratio' is 2; it must be in [0, 1]" \
+  $MPIRUN -np 2 "$PMTRAIN" train $TMP/warmup.yaml
+printf 'optim:\n  lr: 0.1\n  eps: 1e-8\n  lr: 0.2\n' > $TMP/twice.yaml
+expect_error "key given twice" "twice.yaml:4: key 'optim.lr' is given twice (lines 2 and 4)" \
+  $MPIRUN -np 2 "$PMTRAIN" train $TMP/twice.yaml
 expect_error "unknown --set key" "did you mean 'zero.stage'" $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml --set zero.stag=1
 expect_error "missing data file" "nope.jsonl.gz" \
   $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set "data.train_files=[$TMP/nope.jsonl.gz]"
@@ -31,7 +40,7 @@ expect_error "more ranks than pairs" "fewer than the 4 ranks" \
   $MPIRUN -np 4 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set data.max_train_pairs=3 --set batch.global=4 --set batch.micro=1
 expect_error "inconsistent batch contract" "inconsistent" \
   $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set batch.accum=5
-expect_error "unknown stage" "unknown stage 7" $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set zero.stage=7
+expect_error "unknown stage" "key 'zero.stage' is 7; it must be in [0, 3]" $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set zero.stage=7
 expect_error "unsupported reduction dtype" "reduce_dtype fp16 cannot be packed" \
   $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set zero.reduce_dtype=fp16
 # The seed 4B config loads and validates, then stops: no CUDA backend here, and the CPU cannot hold it.

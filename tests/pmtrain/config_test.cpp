@@ -70,3 +70,58 @@ TEST(PmtrainConfig, ResolvedConfigRoundTrips) {
     EXPECT_NE(y.find(leaf + ":"), std::string::npos) << k;
   }
 }
+
+TEST(PmtrainConfig, OutOfRangeValuesNameFileLineKeyAndRange) {
+  const std::string lr = error_of("run:\n  steps: 3\noptim:\n  lr: -1\n");
+  EXPECT_NE(lr.find("test.yaml:4: key 'optim.lr' is -1; it must be > 0"), std::string::npos) << lr;
+  const std::string warm = error_of("optim:\n  warmup_ratio: 2\n");
+  EXPECT_NE(warm.find("test.yaml:2: key 'optim.warmup_ratio' is 2; it must be in [0, 1]"), std::string::npos) << warm;
+  const std::string beta = error_of("optim:\n  beta2: 1\n");
+  EXPECT_NE(beta.find("key 'optim.beta2' is 1; it must be in [0, 1)"), std::string::npos) << beta;
+  // From --set, the override is named instead of the file.
+  const std::string set = error_of("", {"zero.bucket_elements=0"});
+  EXPECT_NE(set.find("--set: key 'zero.bucket_elements' is 0; it must be >= 1"), std::string::npos) << set;
+  EXPECT_NE(error_of("optim:\n  eps: .nan\n").find("key 'optim.eps'"), std::string::npos);
+}
+
+TEST(PmtrainConfig, EachRangeEndIsWhereTheSchemaSaysIt) {
+  // {key, the last accepted value, the first rejected one} at each bound.
+  const struct {
+    const char* key;
+    const char* ok;
+    const char* bad;
+  } bounds[] = {
+      {"optim.lr", "1e-12", "0"},           {"optim.warmup_ratio", "0", "-0.01"},
+      {"optim.warmup_ratio", "1", "1.01"},  {"optim.beta1", "0", "-0.1"},
+      {"optim.beta1", "0.999", "1"},        {"optim.beta2", "0", "-0.5"},
+      {"optim.eps", "1e-30", "0"},          {"optim.weight_decay", "0", "-0.1"},
+      {"optim.clip_norm", "0", "-1"},       {"optim.min_lr_ratio", "0", "-0.1"},
+      {"optim.min_lr_ratio", "1", "1.5"},   {"optim.warmup_steps", "0", "-1"},
+      {"batch.global", "0", "-4"},          {"batch.micro", "0", "-1"},
+      {"batch.accum", "0", "-1"},           {"run.steps", "0", "-1"},
+      {"run.epochs", "1", "0"},             {"data.max_len", "1", "0"},
+      {"zero.bucket_elements", "1", "0"},   {"zero.prefetch_depth", "0", "-1"},
+      {"zero.stage", "3", "4"},             {"zero.stage", "0", "-1"},
+      {"threads", "1", "0"},                {"run.keep_last", "1", "0"},
+  };
+  for (const auto& b : bounds) {
+    EXPECT_EQ(error_of("", {std::string(b.key) + "=" + b.ok}), "no error") << b.key << "=" << b.ok;
+    EXPECT_NE(error_of("", {std::string(b.key) + "=" + b.bad}).find(std::string("key '") + b.key + "'"),
+              std::string::npos)
+        << b.key << "=" << b.bad;
+  }
+}
+
+TEST(PmtrainConfig, TheFinalValueIsChecked) {
+  // A bad value in the file that an override replaces is no error: what runs is checked, not each step.
+  EXPECT_EQ(error_of("optim:\n  lr: -1\n", {"optim.lr=0.1"}), "no error");
+  EXPECT_EQ(error_of(""), "no error");  // and every default is in range
+}
+
+TEST(PmtrainConfig, AKeyGivenTwiceNamesBothLines) {
+  const std::string e = error_of("optim:\n  lr: 0.1\n  eps: 1e-8\n  lr: 0.2\n");
+  EXPECT_NE(e.find("test.yaml:4: key 'optim.lr' is given twice (lines 2 and 4)"), std::string::npos) << e;
+  // A section given twice would silently drop one of them, whole.
+  const std::string s = error_of("optim:\n  lr: 0.1\nrun:\n  steps: 2\noptim:\n  eps: 1e-8\n");
+  EXPECT_NE(s.find("test.yaml:5: key 'optim' is given twice (lines 1 and 5)"), std::string::npos) << s;
+}
