@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -22,6 +23,16 @@ struct Field {
 template <class T>
 Field field(std::string key, T& ref) {
   return {std::move(key), [&ref](const YAML::Node& n) { ref = n.as<T>(); }, [&ref] { return YAML::Node(ref); }};
+}
+
+// A double prints as the shortest text that reads back to it (3.0e-3 -> 0.003), not yaml-cpp's 17
+// digits (0.0030000000000000001).
+template <>
+Field field(std::string key, double& ref) {
+  return {std::move(key), [&ref](const YAML::Node& n) { ref = n.as<double>(); }, [&ref] {
+            char buf[32];
+            return YAML::Node(std::string(buf, std::to_chars(buf, buf + sizeof(buf), ref).ptr));
+          }};
 }
 
 std::vector<Field> schema(Config& c) {
@@ -86,6 +97,13 @@ std::string did_you_mean(const std::string& key, const std::vector<Field>& field
     const std::string fleaf = f.key.substr(f.key.rfind('.') == std::string::npos ? 0 : f.key.rfind('.') + 1);
     dist = std::min(dist, edit_distance(leaf, fleaf) + 1);  // right name, wrong section
     if (dist < best_d) best_d = dist, best = f.key;
+    // A misnamed section (optimizer: for optim:) matches a section name, often as a prefix either way.
+    const std::string section = f.key.substr(0, f.key.find('.'));
+    if (key.find('.') == std::string::npos && section != f.key) {
+      const bool prefix = key.starts_with(section) || section.starts_with(key);
+      const size_t sd = prefix ? 0 : edit_distance(key, section);
+      if (sd < best_d) best_d = sd, best = section;
+    }
   }
   return best_d <= std::max<size_t>(3, key.size() / 3) ? fmt::format(" (did you mean '{}'?)", best) : "";
 }
