@@ -54,61 +54,52 @@ ReadStats ReadStats::from_json(const nlohmann::json& j) {
   return s;
 }
 
+std::optional<BadLine> parse_hh_line(const std::string& line, const HhReaderConfig& cfg, std::string& chosen,
+                                     std::string& rejected) {
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return BadLine{BadLineKind::NotJson, "not a JSON object"};
+  std::string* out[2] = {&chosen, &rejected};
+  const std::string* field[2] = {&cfg.chosen_field, &cfg.rejected_field};
+  for (int f = 0; f < 2; ++f) {
+    const auto it = j.find(*field[f]);
+    if (it == j.end()) return BadLine{BadLineKind::MissingField, fmt::format("no field '{}'", *field[f])};
+    if (!it->is_string())
+      return BadLine{BadLineKind::NotString, fmt::format("field '{}' is not a string", *field[f])};
+    std::string& text = it->get_ref<std::string&>();
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+      return BadLine{BadLineKind::Empty, fmt::format("field '{}' is empty", *field[f])};
+    *out[f] = std::move(text);  // the parsed object is ours: no copy
+  }
+  if (cfg.mode == TextMode::Chat) {
+    auto c = hh_to_qwen_chat(chosen);
+    auto r = hh_to_qwen_chat(rejected);
+    if (!c || !r)
+      return BadLine{BadLineKind::NotTranscript,
+                     fmt::format("field '{}' is not a \"\\n\\nHuman: ...\\n\\nAssistant: ...\" transcript (chat mode)",
+                                 c ? *field[1] : *field[0])};
+    chosen = std::move(*c);
+    rejected = std::move(*r);
+  }
+  return std::nullopt;
+}
+
 void read_hh_pairs(const std::vector<std::string>& files, const HhReaderConfig& cfg, ReadStats& stats,
                    const std::function<void(std::string_view, std::string_view)>& on_pair) {
-  std::string line, chat_c, chat_r;
+  std::string line, chosen, rejected;
   for (const auto& path : files) {
     LineReader reader(path);
     ++stats.files;
     while (reader.next(line)) {
       if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are not records
       ++stats.lines;
-      const std::string where = fmt::format("{}:{}", path, reader.line_number());
-      auto bad = [&](BadLineKind kind, const std::string& why) {
-        const std::string msg = fmt::format("{}: {}", where, why);
+      if (const auto bad = parse_hh_line(line, cfg, chosen, rejected)) {
+        const std::string msg = fmt::format("{}:{}: {}", path, reader.line_number(), bad->why);
         if (cfg.bad_lines == BadLinePolicy::Fail)
           throw InputError(msg + " (set the bad-line policy to skip to count and skip such lines)");
-        if (stats.bad[size_t(kind)]++ == 0) stats.first_bad[size_t(kind)] = msg;
-      };
-      const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (j.is_discarded() || !j.is_object()) {
-        bad(BadLineKind::NotJson, "not a JSON object");
+        if (stats.bad[size_t(bad->kind)]++ == 0) stats.first_bad[size_t(bad->kind)] = msg;
         continue;
       }
-      const std::string* text[2] = {nullptr, nullptr};
-      const std::string* field[2] = {&cfg.chosen_field, &cfg.rejected_field};
-      bool ok = true;
-      for (int f = 0; f < 2 && ok; ++f) {
-        const auto it = j.find(*field[f]);
-        if (it == j.end()) {
-          bad(BadLineKind::MissingField, fmt::format("no field '{}'", *field[f]));
-          ok = false;
-        } else if (!it->is_string()) {
-          bad(BadLineKind::NotString, fmt::format("field '{}' is not a string", *field[f]));
-          ok = false;
-        } else if (it->get_ref<const std::string&>().find_first_not_of(" \t\r\n") == std::string::npos) {
-          bad(BadLineKind::Empty, fmt::format("field '{}' is empty", *field[f]));
-          ok = false;
-        } else {
-          text[f] = &it->get_ref<const std::string&>();
-        }
-      }
-      if (!ok) continue;
-      if (cfg.mode == TextMode::Chat) {
-        auto c = hh_to_qwen_chat(*text[0]);
-        auto r = hh_to_qwen_chat(*text[1]);
-        if (!c || !r) {
-          bad(BadLineKind::NotTranscript,
-              fmt::format("field '{}' is not a \"\\n\\nHuman: ...\\n\\nAssistant: ...\" transcript (chat mode)",
-                          c ? *field[1] : *field[0]));
-          continue;
-        }
-        chat_c = std::move(*c);
-        chat_r = std::move(*r);
-        on_pair(chat_c, chat_r);
-      } else {
-        on_pair(*text[0], *text[1]);
-      }
+      on_pair(chosen, rejected);
       ++stats.pairs;
     }
   }

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,16 @@ struct ReadStats {
   nlohmann::json to_json() const;
   static ReadStats from_json(const nlohmann::json& j);
 };
+
+struct BadLine {
+  BadLineKind kind;
+  std::string why;  // e.g. "no field 'chosen'"
+};
+
+// One non-blank line: fills chosen/rejected (chat-rendered in chat mode) and returns nullopt, or says why
+// the line is bad. The reader below and `pmtrain score` (which reports every line) share it.
+std::optional<BadLine> parse_hh_line(const std::string& line, const HhReaderConfig& cfg, std::string& chosen,
+                                     std::string& rejected);
 
 // Calls on_pair(chosen_text, rejected_text) for every good line of every file, in file then line order.
 // `files` are paths (see expand_inputs for globs).

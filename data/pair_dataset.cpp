@@ -67,42 +67,50 @@ int32_t resolve_end_id(const DataConfig& config, const Tokenizer& tokenizer) {
   return id;
 }
 
-PairDataset build_pair_dataset(const DataConfig& config, Tokenizer& tokenizer) {
+PairEncoder::PairEncoder(const DataConfig& config, Tokenizer& tokenizer, PairDataset& out)
+    : config_(config), tokenizer_(tokenizer), out_(out) {
   ZERO_REQUIRE(config.max_len >= 2, ConfigError, "data.max_len must be at least 2, got {}", config.max_len);
+  out_.end_id = resolve_end_id(config, tokenizer);
+  out_.pad_id = tokenizer.pad_id();
+  if (out_.offsets.empty()) out_.offsets.push_back(0);
+}
+
+bool PairEncoder::add(std::string_view chosen, std::string_view rejected) {
+  const std::string_view text[2] = {chosen, rejected};
+  bool truncated = false, too_long = false;
+  for (int k = 0; k < 2; ++k) {
+    std::vector<int32_t>& ids = ids_[k];
+    ids.clear();
+    tokenizer_.encode_into(text[k], ids);
+    ids.push_back(out_.end_id);
+    if (int64_t(ids.size()) <= config_.max_len) continue;
+    too_long = true;
+    if (config_.too_long == TooLongPolicy::TruncateKeepEnd) {
+      ids.erase(ids.begin(), ids.end() - config_.max_len);
+      truncated = true;
+    } else if (config_.too_long == TooLongPolicy::TruncateKeepStart) {
+      ids.resize(config_.max_len);
+      ids.back() = out_.end_id;
+      truncated = true;
+    }
+  }
+  if (too_long && config_.too_long == TooLongPolicy::Drop) {
+    ++out_.stats.pairs_dropped_too_long;
+    return false;
+  }
+  out_.stats.pairs_truncated += truncated;
+  for (int k = 0; k < 2; ++k) {
+    out_.tokens.insert(out_.tokens.end(), ids_[k].begin(), ids_[k].end());
+    out_.offsets.push_back(int64_t(out_.tokens.size()));
+  }
+  return true;
+}
+
+PairDataset build_pair_dataset(const DataConfig& config, Tokenizer& tokenizer) {
   PairDataset ds;
-  ds.end_id = resolve_end_id(config, tokenizer);
-  ds.pad_id = tokenizer.pad_id();
-  ds.offsets.push_back(0);
-  std::vector<int32_t> ids[2];
+  PairEncoder encoder(config, tokenizer, ds);
   read_hh_pairs(expand_inputs(config.files), config.reader, ds.stats.read,
-                [&](std::string_view chosen, std::string_view rejected) {
-                  const std::string_view text[2] = {chosen, rejected};
-                  bool truncated = false, too_long = false;
-                  for (int k = 0; k < 2; ++k) {
-                    ids[k].clear();
-                    tokenizer.encode_into(text[k], ids[k]);
-                    ids[k].push_back(ds.end_id);
-                    if (int64_t(ids[k].size()) <= config.max_len) continue;
-                    too_long = true;
-                    if (config.too_long == TooLongPolicy::TruncateKeepEnd) {
-                      ids[k].erase(ids[k].begin(), ids[k].end() - config.max_len);
-                      truncated = true;
-                    } else if (config.too_long == TooLongPolicy::TruncateKeepStart) {
-                      ids[k].resize(config.max_len);
-                      ids[k].back() = ds.end_id;
-                      truncated = true;
-                    }
-                  }
-                  if (too_long && config.too_long == TooLongPolicy::Drop) {
-                    ++ds.stats.pairs_dropped_too_long;
-                    return;
-                  }
-                  ds.stats.pairs_truncated += truncated;
-                  for (int k = 0; k < 2; ++k) {
-                    ds.tokens.insert(ds.tokens.end(), ids[k].begin(), ids[k].end());
-                    ds.offsets.push_back(int64_t(ds.tokens.size()));
-                  }
-                });
+                [&](std::string_view chosen, std::string_view rejected) { encoder.add(chosen, rejected); });
   return ds;
 }
 

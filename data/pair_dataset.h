@@ -56,6 +56,22 @@ struct PairDataset {
   std::vector<int64_t> pair_lengths() const;
 };
 
+// Appends tokenized pairs to a dataset under the config's end token and length policy, one pair at a
+// time: build_pair_dataset's inner step, and `pmtrain score`'s (which reports on every input line).
+class PairEncoder {
+ public:
+  // Sets out's end and pad ids (ConfigError as resolve_end_id); out must outlive the encoder.
+  PairEncoder(const DataConfig& config, Tokenizer& tokenizer, PairDataset& out);
+  // false when the pair was dropped as longer than max_len (TooLongPolicy::Drop); counted in out.stats.
+  bool add(std::string_view chosen, std::string_view rejected);
+
+ private:
+  const DataConfig& config_;
+  Tokenizer& tokenizer_;
+  PairDataset& out_;
+  std::vector<int32_t> ids_[2];
+};
+
 // Reads config.files (globs expanded), tokenizes and applies the length policy. Pad id is the
 // tokenizer's pad token; ConfigError when the end token is unknown or equals the pad token.
 PairDataset build_pair_dataset(const DataConfig& config, Tokenizer& tokenizer);

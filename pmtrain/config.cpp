@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <charconv>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -65,6 +66,16 @@ Field field(std::string key, T& ref, Range range) {
   f.range = range;
   f.number = [&ref] { return double(ref); };
   return f;
+}
+
+// A double prints as the shortest text that reads back to it (3.0e-3 -> 0.003), not yaml-cpp's 17
+// digits (0.0030000000000000001).
+template <>
+Field field(std::string key, double& ref) {
+  return {std::move(key), [&ref](const YAML::Node& n) { ref = n.as<double>(); }, [&ref] {
+            char buf[32];
+            return YAML::Node(std::string(buf, std::to_chars(buf, buf + sizeof(buf), ref).ptr));
+          }};
 }
 
 std::vector<Field> schema(Config& c) {
@@ -137,6 +148,13 @@ std::string did_you_mean(const std::string& key, const std::vector<Field>& field
     const std::string fleaf = f.key.substr(f.key.rfind('.') == std::string::npos ? 0 : f.key.rfind('.') + 1);
     dist = std::min(dist, edit_distance(leaf, fleaf) + 1);  // right name, wrong section
     if (dist < best_d) best_d = dist, best = f.key;
+    // A misnamed section (optimizer: for optim:) matches a section name, often as a prefix either way.
+    const std::string section = f.key.substr(0, f.key.find('.'));
+    if (key.find('.') == std::string::npos && section != f.key) {
+      const bool prefix = key.starts_with(section) || section.starts_with(key);
+      const size_t sd = prefix ? 0 : edit_distance(key, section);
+      if (sd < best_d) best_d = sd, best = section;
+    }
   }
   return best_d <= std::max<size_t>(3, key.size() / 3) ? fmt::format(" (did you mean '{}'?)", best) : "";
 }

@@ -59,7 +59,7 @@ struct DataSection {
   bool bucket_by_length = true;
   bool shuffle = true;
   std::string remainder = "drop";       // drop | pad
-  std::string cache_dir = ".cache/pmtrain";
+  std::string cache_dir;                // "" = $XDG_CACHE_HOME/pmtrain, else ~/.cache/pmtrain (paths.h)
 };
 
 struct BatchSection {

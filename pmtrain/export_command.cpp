@@ -10,70 +10,12 @@
 #include "core/check.h"
 #include "data/tokenizer.h"
 #include "model/param_layout.h"
+#include "pmtrain/weights.h"
 
 namespace zero::pmtrain {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-namespace {
-constexpr const char* kUsage =
-    "usage: pmtrain export RUN_DIR [--step N] --to OUT_DIR [--dtype bf16|fp32] [--tokenizer FILE] [--no-verify]";
-
-DType parse_export_dtype(const std::string& s) {
-  if (s == "bf16" || s == "bfloat16") return DType::BF16;
-  if (s == "fp32" || s == "float32" || s == "f32") return DType::F32;
-  throw ConfigError(fmt::format("export: --dtype must be bf16 or fp32, got '{}'", s));
-}
-
-int64_t parse_step(const std::string& s) {
-  ZERO_REQUIRE(!s.empty() && s.size() <= 18 && s.find_first_not_of("0123456789") == std::string::npos, ConfigError,
-               "export: --step must be a non-negative integer, got '{}'", s);
-  return std::stoll(s);
-}
-
-// A string member of trainer.extra ("" when absent, null or not a string).
-std::string extra_string(const json& extra, const char* key) {
-  if (!extra.is_object() || !extra.contains(key) || !extra[key].is_string()) return "";
-  return extra[key].get<std::string>();
-}
-}  // namespace
-
-ExportRequest parse_export_args(const std::vector<std::string>& args) {
-  ExportRequest r;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string k = args[i], v;
-    const bool is_flag = k.rfind("--", 0) == 0;
-    if (is_flag && k != "--no-verify") {
-      if (const size_t eq = k.find('='); eq != std::string::npos) {
-        v = k.substr(eq + 1);
-        k = k.substr(0, eq);
-      } else {
-        ZERO_REQUIRE(i + 1 < args.size(), ConfigError, "export: {} needs a value\n{}", k, kUsage);
-        v = args[++i];
-      }
-    }
-    if (!is_flag) {
-      ZERO_REQUIRE(r.run_dir.empty(), ConfigError, "export: unexpected argument '{}' (one RUN_DIR only)\n{}", k, kUsage);
-      r.run_dir = k;
-    } else if (k == "--step") {
-      r.step = parse_step(v);
-    } else if (k == "--to") {
-      r.out_dir = v;
-    } else if (k == "--dtype") {
-      r.dtype = parse_export_dtype(v);
-    } else if (k == "--tokenizer") {
-      r.tokenizer = v;
-    } else if (k == "--no-verify") {
-      r.verify_checksums = false;
-    } else {
-      throw ConfigError(fmt::format("export: unknown option '{}'\n{}", k, kUsage));
-    }
-  }
-  ZERO_REQUIRE(!r.run_dir.empty(), ConfigError, "export: no RUN_DIR given\n{}", kUsage);
-  ZERO_REQUIRE(!r.out_dir.empty(), ConfigError, "export: no --to OUT_DIR given\n{}", kUsage);
-  return r;
-}
 
 ExportResult export_checkpoint(const ExportRequest& req) {
   ExportResult res;
@@ -84,12 +26,7 @@ ExportResult export_checkpoint(const ExportRequest& req) {
   const std::string manifest_path = (fs::path(res.checkpoint_dir) / checkpoint::kManifestName).string();
 
   // The model shape comes from the trainer's state: a checkpoint of another trainer has none.
-  const json& extra = m.state.extra;
-  ZERO_REQUIRE(extra.is_object() && extra.contains("model_config") && extra["model_config"].is_object(), InputError,
-               "checkpoint {} has no model_config (trainer.extra.model_config in {}): it was not written by pmtrain "
-               "train, so the model it holds is unknown; only pmtrain checkpoints can be exported",
-               res.checkpoint_dir, manifest_path);
-  res.config = model::parse_hf_config(extra["model_config"].dump(), manifest_path + ": trainer.extra.model_config");
+  res.config = checkpoint_model_config(m, res.checkpoint_dir);
 
   // Every tensor the HF model needs, with the element count its shape implies, and nothing else.
   const std::vector<model::GroupSpec> groups = model::qwen3_rm_groups(res.config);
@@ -112,8 +49,8 @@ ExportResult export_checkpoint(const ExportRequest& req) {
   // Tokenizer files: --tokenizer (with its sibling tokenizer_config.json) or what the run used.
   model::HfExportOptions opt;
   opt.dtype = req.dtype;
-  std::string tok = req.tokenizer.empty() ? extra_string(extra, "tokenizer") : req.tokenizer;
-  std::string tok_cfg = req.tokenizer.empty() ? extra_string(extra, "tokenizer_config")
+  std::string tok = req.tokenizer.empty() ? trainer_extra_string(m, "tokenizer") : req.tokenizer;
+  std::string tok_cfg = req.tokenizer.empty() ? trainer_extra_string(m, "tokenizer_config")
                                               : (fs::path(req.tokenizer).parent_path() / "tokenizer_config.json").string();
   if (!tok.empty()) {
     ZERO_REQUIRE(fs::is_regular_file(tok), InputError,
@@ -158,13 +95,7 @@ ExportResult export_checkpoint(const ExportRequest& req) {
   return res;
 }
 
-int run_export(const std::vector<std::string>& args) {
-  for (const std::string& a : args)
-    if (a == "-h" || a == "--help") {
-      printf("%s\n", kUsage);
-      return 0;
-    }
-  const ExportRequest req = parse_export_args(args);
+int run_export(const ExportRequest& req) {
   const ExportResult r = export_checkpoint(req);
   std::string files = "config.json, model.safetensors";
   for (const std::string& f : r.copied) files += ", " + f;

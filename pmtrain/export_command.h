@@ -27,10 +27,6 @@ struct ExportRequest {
   bool verify_checksums = true;  // xxhash64 of every rank file before reading
 };
 
-// Parses the arguments after the word "export". ConfigError on a missing RUN_DIR or --to, an unknown
-// option or dtype, a bad step.
-ExportRequest parse_export_args(const std::vector<std::string>& args);
-
 struct ExportResult {
   std::string checkpoint_dir;
   int64_t step = 0;
@@ -45,7 +41,7 @@ struct ExportResult {
 // pmtrain), tensors that disagree with model_config, a missing tokenizer file, a refused OUT_DIR.
 ExportResult export_checkpoint(const ExportRequest& request);
 
-// The subcommand: parse, export, print a one-line summary. Errors propagate (main prints them).
-int run_export(const std::vector<std::string>& args);
+// The subcommand (options parsed by cli.h): export, print a one-line summary. Errors propagate (main prints them).
+int run_export(const ExportRequest& request);
 
 }  // namespace zero::pmtrain

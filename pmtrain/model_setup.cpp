@@ -1,5 +1,7 @@
 #include "pmtrain/model_setup.h"
 
+#include <fmt/ranges.h>
+
 #include "core/check.h"
 #include "model/hf_import.h"
 #include "model/init.h"
@@ -76,8 +78,10 @@ std::string init_model_parameters(Engine& engine, const ModelSection& m, const m
     const auto [g, t] = where.at(name);
     engine.set_tensor(g, t, data.data());
   }, opt);
-  return fmt::format("{} tensors from {} ({} initialised, {} ignored)", report.loaded.size(), m.hf_dir,
-                     report.initialised.size(), report.ignored.size());
+  // Name them: "1 initialised" alone does not say that the score head is new (untrained).
+  auto names = [](const std::vector<std::string>& v) { return v.empty() ? std::string() : fmt::format(": {}", fmt::join(v, ", ")); };
+  return fmt::format("{} tensors from {} ({} initialised{}; {} ignored{})", report.loaded.size(), m.hf_dir,
+                     report.initialised.size(), names(report.initialised), report.ignored.size(), names(report.ignored));
 }
 
 }  // namespace zero::pmtrain

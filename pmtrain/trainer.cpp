@@ -12,6 +12,7 @@
 #include "core/process_memory.h"
 #include "data/token_cache.h"
 #include "model/hf_export.h"
+#include "pmtrain/data_setup.h"
 #include "pmtrain/engine_assembly.h"
 #include "pmtrain/model_setup.h"
 #include "pmtrain/stop_signals.h"
@@ -20,20 +21,12 @@ namespace zero::pmtrain {
 namespace fs = std::filesystem;
 
 namespace {
-template <class E>
-E pick(const std::string& key, const std::string& v, std::initializer_list<std::pair<const char*, E>> options) {
-  std::string names;
-  for (const auto& [name, e] : options) {
-    if (v == name) return e;
-    names += names.empty() ? name : std::string(", ") + name;
-  }
-  throw ConfigError(fmt::format("{}: unknown value '{}' (expected {})", key, v, names));
-}
 double now() { return MPI_Wtime(); }
 }  // namespace
 
-Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm)
+Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, TrainerRole role)
     : cfg_(cfg), info_(info), comm_(comm) {
+  const bool training = role == TrainerRole::Train;
   const int W = comm_.world();
   ZERO_REQUIRE(cfg_.backend == "cpu" || cfg_.backend == "cuda", ConfigError, "{}: backend: unknown backend '{}' (cpu or cuda)",
                cfg_.source, cfg_.backend);
@@ -72,36 +65,42 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm)
                cfg_.source, plan_.describe());
   require_fits(plan_, cfg_.source);
 
-  ZERO_REQUIRE(!cfg_.data.train_files.empty(), ConfigError, "{}: data.train_files is empty", cfg_.source);
-  train_ = load_dataset(cfg_.data.train_files, "train");
-  if (cfg_.data.max_train_pairs > 0 && cfg_.data.max_train_pairs < train_.num_pairs()) {
-    const int64_t n = cfg_.data.max_train_pairs;  // keep the first n pairs (2n sequences)
-    train_.offsets.resize(size_t(2 * n + 1));
-    train_.tokens.resize(size_t(train_.offsets.back()));
+  if (training) {
+    ZERO_REQUIRE(!cfg_.data.train_files.empty(), ConfigError, "{}: data.train_files is empty", cfg_.source);
+    train_ = load_dataset(cfg_.data.train_files, "train");
+    if (cfg_.data.max_train_pairs > 0 && cfg_.data.max_train_pairs < train_.num_pairs()) {
+      const int64_t n = cfg_.data.max_train_pairs;  // keep the first n pairs (2n sequences)
+      train_.offsets.resize(size_t(2 * n + 1));
+      train_.tokens.resize(size_t(train_.offsets.back()));
+    }
+    ZERO_REQUIRE(train_.num_pairs() >= W, ConfigError,
+                 "{}: the training data has {} pairs, fewer than the {} ranks launched; use fewer ranks or more data",
+                 cfg_.source, train_.num_pairs(), W);
+    ZERO_REQUIRE(train_.num_pairs() >= batch_.global, ConfigError,
+                 "{}: batch.global is {} pairs but the training data has only {}", cfg_.source, batch_.global,
+                 train_.num_pairs());
   }
   if (!cfg_.data.test_files.empty()) test_ = load_dataset(cfg_.data.test_files, "test");
-  ZERO_REQUIRE(train_.num_pairs() >= W, ConfigError,
-               "{}: the training data has {} pairs, fewer than the {} ranks launched; use fewer ranks or more data",
-               cfg_.source, train_.num_pairs(), W);
-  ZERO_REQUIRE(train_.num_pairs() >= batch_.global, ConfigError,
-               "{}: batch.global is {} pairs but the training data has only {}", cfg_.source, batch_.global,
-               train_.num_pairs());
-  batch_cfg_.layout = pick<data::BatchLayout>("data.layout", cfg_.data.layout,
-                                              {{"padded", data::BatchLayout::Padded}, {"packed", data::BatchLayout::Packed}});
+  ZERO_REQUIRE(training || test_.num_pairs() > 0, ConfigError, "{}: eval: data.test_files gives no test pairs",
+               cfg_.source);
+  batch_cfg_.layout = batch_layout(cfg_.data);
   batch_cfg_.pad_to = cfg_.data.pad_to;
   batch_cfg_.pack_row_len = cfg_.data.pack_row_len;
 
-  data::SamplerConfig sc;
-  sc.seed = cfg_.run.seed;
-  sc.global_batch = batch_.global;
-  sc.accum = batch_.accum;
-  sc.shuffle = cfg_.data.shuffle;
-  sc.bucket_by_length = cfg_.data.bucket_by_length;
-  sc.remainder = pick<data::RemainderPolicy>("data.remainder", cfg_.data.remainder,
-                                             {{"drop", data::RemainderPolicy::Drop}, {"pad", data::RemainderPolicy::Pad}});
-  sampler_ = std::make_unique<data::PairSampler>(sc, train_.num_pairs(), train_.pair_lengths(), info_.rank, W);
-  total_steps_ = cfg_.run.steps > 0 ? cfg_.run.steps : cfg_.run.epochs * sampler_->steps_per_epoch();
-  ZERO_REQUIRE(total_steps_ > 0, ConfigError, "{}: nothing to train (run.steps and run.epochs give 0 steps)", cfg_.source);
+  if (training) {
+    data::SamplerConfig sc;
+    sc.seed = cfg_.run.seed;
+    sc.global_batch = batch_.global;
+    sc.accum = batch_.accum;
+    sc.shuffle = cfg_.data.shuffle;
+    sc.bucket_by_length = cfg_.data.bucket_by_length;
+    sc.remainder = remainder_policy(cfg_.data);
+    sampler_ = std::make_unique<data::PairSampler>(sc, train_.num_pairs(), train_.pair_lengths(), info_.rank, W);
+    total_steps_ = cfg_.run.steps > 0 ? cfg_.run.steps : cfg_.run.epochs * sampler_->steps_per_epoch();
+    ZERO_REQUIRE(total_steps_ > 0, ConfigError, "{}: nothing to train (run.steps and run.epochs give 0 steps)", cfg_.source);
+  } else {
+    total_steps_ = 1;  // the engine's LR schedule needs a length; evaluation never steps
+  }
 
   const EngineConfig ec = engine_config(cfg_, batch_.accum, total_steps_);
 
@@ -111,7 +110,13 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm)
   const std::string init = init_model_parameters(*engine_, cfg_.model, model_cfg_, model_->groups());
   access_ = std::make_unique<EngineParamAccess>(*engine_);
 
-  if (info_.rank == 0) {
+  if (info_.rank == 0 && !training) {
+    const int64_t n = cfg_.run.eval_pairs > 0 ? std::min(cfg_.run.eval_pairs, test_.num_pairs()) : test_.num_pairs();
+    printf("pmtrain: eval of %lld of %lld test pairs, world %d, stage %d, micro-batch %lld\n", (long long)n,
+           (long long)test_.num_pairs(), W, ec.stage, (long long)batch_.micro);
+    fflush(stdout);
+  }
+  if (info_.rank == 0 && training) {
     fs::create_directories(cfg_.run.dir);
     std::ofstream(fs::path(cfg_.run.dir) / "config.resolved.yaml") << to_yaml(cfg_);
     printf("pmtrain: %s, world %d (%d nodes), stage %d, %s\n", cfg_.source.c_str(), W, info_.node_count, ec.stage,
@@ -134,6 +139,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm)
   co.async = cfg_.run.async_save;
   co.config_text = to_yaml(cfg_);
   ckpt_ = std::make_unique<checkpoint::Checkpointer>(*engine_, co);
+  if (!training) return;
   resume_if_asked();
   metrics_ = std::make_unique<MetricsLog>((fs::path(cfg_.run.dir) / "metrics.jsonl").string(), info_.rank == 0);
 }
@@ -171,19 +177,7 @@ void Trainer::save_checkpoint(int64_t step) {
 }
 
 data::PairDataset Trainer::load_dataset(const std::vector<std::string>& files, const char* split) {
-  data::DataConfig dc;
-  dc.files = files;
-  dc.reader.chosen_field = cfg_.data.chosen_field;
-  dc.reader.rejected_field = cfg_.data.rejected_field;
-  dc.reader.mode = pick<data::TextMode>("data.format", cfg_.data.format, {{"raw", data::TextMode::Raw}, {"chat", data::TextMode::Chat}});
-  dc.reader.bad_lines =
-      pick<data::BadLinePolicy>("data.bad_lines", cfg_.data.bad_lines, {{"skip", data::BadLinePolicy::Skip}, {"fail", data::BadLinePolicy::Fail}});
-  dc.end_token = cfg_.data.end_token;
-  dc.max_len = cfg_.data.max_len;
-  dc.too_long = pick<data::TooLongPolicy>("data.too_long", cfg_.data.too_long,
-                                          {{"truncate", data::TooLongPolicy::TruncateKeepEnd},
-                                           {"truncate_keep_start", data::TooLongPolicy::TruncateKeepStart},
-                                           {"drop", data::TooLongPolicy::Drop}});
+  const data::DataConfig dc = data_config(cfg_.data, files);
   const uint64_t key = data::dataset_cache_key(dc, cfg_.data.tokenizer);
   const std::string cache = (fs::path(cfg_.data.cache_dir) / fmt::format("{}_{:016x}.bin", split, key)).string();
   // Rank 0 tokenizes (or finds the cache) first; the others then read the cache it wrote.

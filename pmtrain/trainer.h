@@ -19,15 +19,20 @@
 
 namespace zero::pmtrain {
 
+// Evaluate: the test split only; nothing is written to the run directory and no training state is set up.
+enum class TrainerRole { Train, Evaluate };
+
 class Trainer {
  public:
-  Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm);
+  Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, TrainerRole role = TrainerRole::Train);
   ~Trainer();
   // Trains run.steps (or run.epochs) optimizer steps; evaluates every run.eval_every and at the end.
   // Returns the process exit code: 0, or kExitStopped after a signal (checkpoint saved).
   int train();
   // Loss, accuracy, mean chosen/rejected reward and margin on the test split (collective).
   PairStats evaluate();
+  // Replaces the parameters with a checkpoint's, as --resume does (collective; any saved world size and stage).
+  checkpoint::LoadResult load_weights(const std::string& checkpoint_dir) { return ckpt_->load(checkpoint_dir); }
   const MemoryPlan& memory_plan() const { return plan_; }
   int64_t total_steps() const { return total_steps_; }
 

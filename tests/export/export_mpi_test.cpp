@@ -28,6 +28,7 @@
 #include "comm/mpi_communicator.h"
 #include "tests/common/test_backend.h"
 #include "model/hf_export.h"
+#include "pmtrain/cli.h"
 #include "model/hf_import.h"
 #include "model/init.h"
 #include "model/reward_model.h"
@@ -40,6 +41,18 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
+
+// `pmtrain export ARGS...` as the command line parses it, then the export. A usage error (the parser's
+// own message is tested in tests/pmtrain/cli.sh) is a ConfigError here.
+int export_cli(std::vector<std::string> args) {
+  args.insert(args.begin(), {"pmtrain", "export"});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  pmtrain::CommandLine cl;
+  if (const auto code = pmtrain::parse_command_line(int(argv.size()), argv.data(), false, cl))
+    throw ConfigError(fmt::format("usage error (exit {})", *code));
+  return pmtrain::run_export(cl.export_request);
+}
 
 int world_rank() {
   int r = 0;
@@ -217,7 +230,7 @@ class ExportTest : public ::testing::Test {
   // Exports on rank 0 only (the other ranks skip the test body: no collectives below).
   static bool rank0() { return world_rank() == 0; }
   static std::string out(const std::string& name) { return g->root + "/out_" + name; }
-  static void run(std::vector<std::string> args) { EXPECT_EQ(pmtrain::run_export(args), 0); }
+  static void run(std::vector<std::string> args) { EXPECT_EQ(export_cli(args), 0); }
 };
 
 // ---- (a) layout against the HF-written fixture ----------------------------------------------------------
@@ -435,7 +448,7 @@ TEST_F(ExportTest, TokenizerFilesAreCopied) {
   run({g->run_dir, "--to", out("tok2"), "--tokenizer", g->root + "/tok2/tokenizer.json"});
   EXPECT_EQ(read_file(out("tok2") + "/tokenizer.json"), "{\"other\": 1}\n");
   EXPECT_FALSE(fs::exists(out("tok2") + "/tokenizer_config.json"));
-  expect_error<InputError>([&] { pmtrain::run_export({g->run_dir, "--to", out("tok3"), "--tokenizer", g->root + "/nope.json"}); },
+  expect_error<InputError>([&] { export_cli({g->run_dir, "--to", out("tok3"), "--tokenizer", g->root + "/nope.json"}); },
                            {"tokenizer file " + g->root + "/nope.json", "is missing"});
   EXPECT_FALSE(fs::exists(out("tok3")));
 }
@@ -446,7 +459,7 @@ TEST_F(ExportTest, OverwritePolicy) {
   const std::string foreign = out("foreign");
   fs::create_directories(foreign);
   write_file(foreign + "/precious.txt", "keep me");
-  expect_error<InputError>([&] { pmtrain::run_export({g->run_dir, "--to", foreign}); },
+  expect_error<InputError>([&] { export_cli({g->run_dir, "--to", foreign}); },
                            {"refusing to write into " + foreign, "not a previous export", model::kExportMarker});
   EXPECT_EQ(read_file(foreign + "/precious.txt"), "keep me");
   EXPECT_FALSE(fs::exists(foreign + ".tmp"));
@@ -466,7 +479,7 @@ TEST_F(ExportTest, OverwritePolicy) {
   EXPECT_FALSE(fs::exists(dir + ".old"));
   // A file in the way is refused.
   write_file(out("file"), "x");
-  expect_error<InputError>([&] { pmtrain::run_export({g->run_dir, "--to", out("file")}); }, {"is not a directory"});
+  expect_error<InputError>([&] { export_cli({g->run_dir, "--to", out("file")}); }, {"is not a directory"});
 }
 
 TEST_F(ExportTest, CorruptedShardIsRefusedAndNothingWritten) {
@@ -484,11 +497,11 @@ TEST_F(ExportTest, CorruptedShardIsRefusedAndNothingWritten) {
     s.seekp(64);
     s.write(&c, 1);
   }
-  expect_error<InputError>([&] { pmtrain::run_export({bad, "--to", out("corrupt")}); },
+  expect_error<InputError>([&] { export_cli({bad, "--to", out("corrupt")}); },
                            {"checkpoint file " + f + " is corrupted"});
   EXPECT_FALSE(fs::exists(out("corrupt")));
   // --no-verify skips the hash (the byte flipped is then exported as is).
-  EXPECT_EQ(pmtrain::run_export({bad, "--to", out("corrupt"), "--no-verify"}), 0);
+  EXPECT_EQ(export_cli({bad, "--to", out("corrupt"), "--no-verify"}), 0);
 }
 
 // ---- errors ---------------------------------------------------------------------------------------------
@@ -497,23 +510,23 @@ TEST_F(ExportTest, ErrorRunWithoutCheckpoints) {
   if (!rank0()) return;
   const std::string empty = g->root + "/empty_run";
   fs::create_directories(empty);
-  expect_error<InputError>([&] { pmtrain::run_export({empty, "--to", out("x")}); },
+  expect_error<InputError>([&] { export_cli({empty, "--to", out("x")}); },
                            {"run directory " + empty + " has no checkpoints"});
-  expect_error<InputError>([&] { pmtrain::run_export({g->root + "/missing_run", "--to", out("x")}); },
+  expect_error<InputError>([&] { export_cli({g->root + "/missing_run", "--to", out("x")}); },
                            {"run directory " + g->root + "/missing_run does not exist"});
   EXPECT_FALSE(fs::exists(out("x")));
 }
 
 TEST_F(ExportTest, ErrorMissingStepListsAvailable) {
   if (!rank0()) return;
-  expect_error<InputError>([&] { pmtrain::run_export({g->run_dir, "--step", "4", "--to", out("x")}); },
+  expect_error<InputError>([&] { export_cli({g->run_dir, "--step", "4", "--to", out("x")}); },
                            {"run directory " + g->run_dir + " has no checkpoint for step 4", "(available steps: 3, 5)"});
   EXPECT_FALSE(fs::exists(out("x")));
 }
 
 TEST_F(ExportTest, ErrorCheckpointWithoutModelConfig) {
   if (!rank0()) return;
-  expect_error<InputError>([&] { pmtrain::run_export({g->foreign_run, "--to", out("x")}); },
+  expect_error<InputError>([&] { export_cli({g->foreign_run, "--to", out("x")}); },
                            {"checkpoint " + g->foreign_run + "/checkpoints/step_5 has no model_config",
                             "trainer.extra.model_config", "not written by pmtrain"});
   EXPECT_FALSE(fs::exists(out("x")));
@@ -521,14 +534,11 @@ TEST_F(ExportTest, ErrorCheckpointWithoutModelConfig) {
 
 TEST_F(ExportTest, ErrorBadArguments) {
   if (!rank0()) return;
-  expect_error<ConfigError>([&] { pmtrain::run_export({g->run_dir, "--to", out("x"), "--dtype", "fp16"}); },
-                            {"--dtype must be bf16 or fp32, got 'fp16'"});
-  expect_error<ConfigError>([&] { pmtrain::run_export({g->run_dir}); }, {"no --to OUT_DIR"});
-  expect_error<ConfigError>([&] { pmtrain::run_export({"--to", out("x")}); }, {"no RUN_DIR"});
-  expect_error<ConfigError>([&] { pmtrain::run_export({g->run_dir, "--to", out("x"), "--step", "-1"}); },
-                            {"--step must be a non-negative integer"});
-  expect_error<ConfigError>([&] { pmtrain::run_export({g->run_dir, "--to", out("x"), "--bogus", "1"}); },
-                            {"unknown option '--bogus'"});
+  expect_error<ConfigError>([&] { export_cli({g->run_dir, "--to", out("x"), "--dtype", "fp16"}); }, {"usage error"});
+  expect_error<ConfigError>([&] { export_cli({g->run_dir}); }, {"usage error"});
+  expect_error<ConfigError>([&] { export_cli({"--to", out("x")}); }, {"usage error"});
+  expect_error<ConfigError>([&] { export_cli({g->run_dir, "--to", out("x"), "--step", "-1"}); }, {"usage error"});
+  expect_error<ConfigError>([&] { export_cli({g->run_dir, "--to", out("x"), "--bogus", "1"}); }, {"usage error"});
   EXPECT_FALSE(fs::exists(out("x")));
 }
 

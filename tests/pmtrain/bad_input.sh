@@ -16,7 +16,7 @@ expect_error() {
 }
 RUN="--set run.dir=$TMP/run --set data.cache_dir=$TMP/cache"
 
-expect_error "missing config" "nope.yaml: cannot open config file" $MPIRUN -np 2 "$PMTRAIN" train $TMP/nope.yaml
+expect_error "missing config" "config file: $TMP/nope.yaml does not exist" $MPIRUN -np 2 "$PMTRAIN" train $TMP/nope.yaml
 printf 'run:\n  steps: [1, 2\n' > $TMP/malformed.yaml
 expect_error "malformed YAML" "malformed.yaml:3: malformed YAML" $MPIRUN -np 2 "$PMTRAIN" train $TMP/malformed.yaml
 printf 'run:\n  steps: 2\noptim:\n  learning_rate: 0.1\n' > $TMP/unknown.yaml

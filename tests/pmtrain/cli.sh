@@ -1,6 +1,71 @@
 #!/usr/bin/env bash
-# The small commands: `pmtrain tokenize` reproduces the golden tokenizations, `pmtrain plan` plans.
+# The command line as users meet it: `--help` on every command names each of its options; --version;
+# help and version print once under mpirun; bad values exit non-zero with one clear line (never an
+# uncaught exception); `pmtrain tokenize` reproduces the golden tokenizations, `pmtrain plan` plans,
+# `train --dry-run` prints the resolved config (numbers as written) and the plan, and trains nothing.
 source "$(dirname "$0")/common.sh"
+
+# help CMD OPTION...: `pmtrain CMD --help` exits 0 and lists every OPTION, with an example.
+help() {
+  local cmd=$1; shift
+  "$PMTRAIN" $cmd --help > $TMP/help.txt 2>&1 || { cat $TMP/help.txt; fail "$cmd --help: exit code $?"; }
+  for opt in "$@"; do
+    grep -qF -- "$opt" $TMP/help.txt || { cat $TMP/help.txt; fail "$cmd --help does not list $opt"; }
+  done
+  grep -q "^Example" $TMP/help.txt || fail "$cmd --help has no example"
+  echo "ok: $cmd --help lists $# options: $*"
+}
+help train CONFIG --set --resume --dry-run --help
+help eval CONFIG --set --checkpoint --model --init
+help plan CONFIG --set --world --ranks-per-node
+help export RUN_DIR --step --to --dtype --tokenizer --no-verify
+help score CONFIG --set --checkpoint --model --init --data --out --tokenizer
+help tokenize --tokenizer
+help "" train eval plan export score tokenize --version
+
+"$PMTRAIN" --version > $TMP/version.txt
+grep -qE '^pmtrain [0-9.]+ \(git [0-9a-f]+(-dirty)?\), CUDA backend: (built|not built)$' $TMP/version.txt \
+  || { cat $TMP/version.txt; fail "--version: unexpected text"; }
+if git rev-parse --git-dir > /dev/null 2>&1; then
+  rev=$(sed -E 's/.*\(git ([0-9a-f]+).*/\1/' $TMP/version.txt)
+  git cat-file -e "$rev^{commit}" || fail "--version names $rev, not a commit of this repository"
+fi
+echo "ok: $(cat $TMP/version.txt)"
+
+# Under a launcher, help and version need no MPI and print once (rank 0).
+$MPIRUN -np 2 "$PMTRAIN" train --help > $TMP/help2.txt 2>&1 || fail "mpirun train --help failed"
+[ $(grep -c -- '--dry-run' $TMP/help2.txt) = 1 ] || { cat $TMP/help2.txt; fail "train --help under mpirun -np 2 not printed once"; }
+$MPIRUN -np 2 "$PMTRAIN" --version > $TMP/version2.txt 2>&1 || fail "mpirun --version failed"
+[ $(wc -l < $TMP/version2.txt) = 1 ] || { cat $TMP/version2.txt; fail "--version under mpirun -np 2 not printed once"; }
+echo "ok: help and version print once under mpirun -np 2"
+
+# bad NAME EXPECTED_TEXT ARGS...: non-zero exit, one line of output that contains EXPECTED_TEXT.
+bad() {
+  local name=$1 want=$2; shift 2
+  set +e
+  "$PMTRAIN" "$@" > $TMP/bad.txt 2>&1
+  local rc=$?
+  set -e
+  [ $rc -ne 0 ] || { cat $TMP/bad.txt; fail "$name: exit code 0"; }
+  [ $(wc -l < $TMP/bad.txt) = 1 ] || { cat $TMP/bad.txt; fail "$name: expected one line, got $(wc -l < $TMP/bad.txt)"; }
+  ! grep -qiE "terminate called|what\(\)|core dumped" $TMP/bad.txt || { cat $TMP/bad.txt; fail "$name: crashed"; }
+  grep -qF -- "$want" $TMP/bad.txt || { cat $TMP/bad.txt; fail "$name: message lacks '$want'"; }
+  echo "ok: $name (exit $rc): $(cat $TMP/bad.txt)"
+}
+bad "no command" "subcommand"
+bad "unknown command" "bogus" bogus
+bad "plan --world abc" "--world" plan configs/tiny_cpu.yaml --world abc
+bad "plan --world 0" "--world" plan configs/tiny_cpu.yaml --world 0
+bad "export --step -1" "--step" export runs/x --to $TMP/x --step -1
+bad "export --dtype fp16" "--dtype" export runs/x --to $TMP/x --dtype fp16
+bad "export without --to" "--to" export runs/x
+bad "train without CONFIG" "CONFIG" train
+bad "unknown option" "--bogus" train configs/tiny_cpu.yaml --bogus 1
+bad "two weight sources" "excludes" eval configs/tiny_cpu.yaml --init --model $TMP
+bad "score without weights" "which weights" score --data x.jsonl
+bad "misplaced section" "did you mean 'optim'" plan <(printf 'optimizer:\n  lr: 0.1\n')
+bad "train --dry-run, bad --set value" "zero.stage" train configs/tiny_cpu.yaml --dry-run --set zero.stage=abc
+
 sed -E 's/,"ids":\[[^]]*\]//' tests/data/golden_dev.jsonl > $TMP/texts.jsonl
 "$PMTRAIN" tokenize --tokenizer data/assets/qwen3/tokenizer.json < $TMP/texts.jsonl > $TMP/ids.jsonl
 sed -E 's/.*("ids":\[[^]]*\]).*/\1/' tests/data/golden_dev.jsonl > $TMP/want.txt
@@ -10,3 +75,11 @@ cmp $TMP/want.txt $TMP/got.txt || { diff $TMP/want.txt $TMP/got.txt | head; fail
 echo "tokenize: $(wc -l < $TMP/got.txt) golden cases equal"
 "$PMTRAIN" plan configs/tiny_cpu.yaml --world 4 | tee $TMP/plan.txt
 grep -q '^fits$' $TMP/plan.txt || fail "tiny config should fit"
+
+# train --dry-run: resolved config with numbers as written (lr 3.0e-3 -> 0.003) and the plan; no run dir.
+"$PMTRAIN" train configs/tiny_cpu.yaml --dry-run --set run.dir=$TMP/dry --set data.cache_dir=$TMP/cache > $TMP/dry.txt
+grep -qE '^  lr: 0\.003$' $TMP/dry.txt || { cat $TMP/dry.txt; fail "dry run: lr not printed as 0.003"; }
+grep -qE '^  warmup_ratio: 0\.05$' $TMP/dry.txt || fail "dry run: warmup_ratio not printed as 0.05"
+grep -q '^fits$' $TMP/dry.txt || fail "dry run: no memory plan"
+[ ! -e $TMP/dry ] || fail "dry run created the run directory"
+echo "ok: train --dry-run printed the resolved config and the plan, wrote nothing"

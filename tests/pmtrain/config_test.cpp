@@ -125,3 +125,18 @@ TEST(PmtrainConfig, AKeyGivenTwiceNamesBothLines) {
   const std::string s = error_of("optim:\n  lr: 0.1\nrun:\n  steps: 2\noptim:\n  eps: 1e-8\n");
   EXPECT_NE(s.find("test.yaml:5: key 'optim' is given twice (lines 1 and 5)"), std::string::npos) << s;
 }
+
+TEST(PmtrainConfig, MisnamedSectionSuggestsTheSection) {
+  EXPECT_NE(error_of("optimizer:\n  lr: 0.1\n").find("did you mean 'optim'?"), std::string::npos)
+      << error_of("optimizer:\n  lr: 0.1\n");
+  EXPECT_NE(error_of("datas:\n  max_len: 8\n").find("did you mean 'data'?"), std::string::npos);
+}
+
+TEST(PmtrainConfig, ResolvedNumbersReadAsWritten) {
+  const Config c = parse_config("optim:\n  lr: 3.0e-3\n  warmup_ratio: 0.05\n  beta2: 0.999\n", "t.yaml");
+  const std::string y = to_yaml(c);
+  EXPECT_NE(y.find("  lr: 0.003\n"), std::string::npos) << y;
+  EXPECT_NE(y.find("  warmup_ratio: 0.05\n"), std::string::npos) << y;
+  EXPECT_NE(y.find("  beta2: 0.999\n"), std::string::npos) << y;
+  EXPECT_EQ(parse_config(y, "resolved.yaml").optim.lr, 3.0e-3);  // and read back exactly
+}

@@ -1,0 +1,169 @@
+#include "pmtrain/cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+
+#include "pmtrain/version.h"
+
+namespace zero::pmtrain {
+
+namespace {
+bool is_yaml(const std::string& s) {
+  return s.ends_with(".yaml") || s.ends_with(".yml");
+}
+
+// A whole number >= min. CLI11's own ranges print their bounds as 300-digit doubles.
+CLI::Validator at_least(int64_t min) {
+  return CLI::Validator(
+      [min](std::string& s) -> std::string {
+        int64_t v = 0;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec != std::errc() || end != s.data() + s.size() || v < min)
+          return "'" + s + "' is not a whole number >= " + std::to_string(min);
+        return "";
+      },
+      "");
+}
+
+// CONFIG and --set, shared by every command that reads a config.
+void add_config(CLI::App* c, ConfigArgs& a, bool required = true) {
+  auto* path = c->add_option("CONFIG", a.path, "the run's YAML config, e.g. configs/tiny_cpu.yaml");
+  if (required) path->required();
+  c->add_option("--set", a.overrides,
+                "override a config key, validated like the file; repeatable, e.g. --set zero.stage=3 --set batch.global=64")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+}
+
+// Which weights eval and score use (weights.h); at most one of the three.
+void add_weights(CLI::App* c, WeightsArgs& w, const char* default_text) {
+  auto* ck = c->add_option("--checkpoint", w.checkpoint,
+                           std::string("a checkpoint: a step_N directory or a run directory (its newest), e.g. "
+                                       "--checkpoint runs/tiny_cpu/checkpoints/step_60; default: ") + default_text)
+                 ->type_name("PATH");
+  auto* model = c->add_option("--model", w.model, "an exported HF model directory, e.g. --model exports/rm")
+                    ->type_name("HF_DIR");
+  auto* init = c->add_flag("--init", w.init,
+                           "the config's initial weights (random init or model.hf_dir), untrained, e.g. a baseline");
+  ck->excludes(model)->excludes(init);
+  model->excludes(init);
+}
+}  // namespace
+
+std::optional<int> parse_command_line(int argc, char** argv, bool speak, CommandLine& out) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && is_yaml(args[0])) args.insert(args.begin(), "train");  // `pmtrain CONFIG.yaml`
+
+  CLI::App app{"pmtrain: trains pairwise reward models (Qwen3) with ZeRO sharded data parallelism.", "pmtrain"};
+  app.set_version_flag("--version", version_text(), "print the git revision and whether the CUDA backend is built");
+  app.require_subcommand(1);
+  app.fallthrough();  // --version after a command word too
+  app.footer(
+      "Examples:\n"
+      "  mpirun -np 4 pmtrain train configs/tiny_cpu.yaml\n"
+      "  srun -n 8 --mpi=pmix pmtrain configs/qwen3_4b_bs128.yaml\n"
+      "  pmtrain COMMAND --help");
+
+  CLI::App* train = app.add_subcommand("train", "train under mpirun/srun (or alone); `pmtrain CONFIG.yaml` is short for it");
+  add_config(train, out.train.config);
+  train->add_option("--resume", out.train.resume,
+                    "continue from 'auto' (the newest complete checkpoint of run.dir, if any) or a checkpoint "
+                    "directory, on any world size and stage, e.g. --resume auto")
+      ->type_name("auto|PATH");
+  train->add_flag("--dry-run", out.train.dry_run,
+                  "print the resolved config and the memory plan per rank, then exit without training; world size "
+                  "from the launcher, else batch.world, else 1");
+  train->footer("Example:\n  mpirun -np 4 pmtrain train configs/tiny_cpu.yaml --set zero.stage=3 --resume auto");
+
+  CLI::App* eval = app.add_subcommand("eval", "loss, accuracy, rewards and margin of a model on the test split");
+  add_config(eval, out.eval.config);
+  add_weights(eval, out.eval.weights, "the newest complete checkpoint of the config's run.dir");
+  eval->footer("Examples:\n  mpirun -np 2 pmtrain eval configs/tiny_cpu.yaml\n  pmtrain eval configs/tiny_cpu.yaml --init");
+
+  CLI::App* plan = app.add_subcommand("plan", "memory per rank for a config before anything runs (no MPI)");
+  add_config(plan, out.plan.config);
+  plan->add_option("--world", out.plan.world, "ranks to plan for, e.g. --world 8; default batch.world, else 1")
+      ->check(at_least(1))
+      ->type_name("N");
+  plan->add_option("--ranks-per-node", out.plan.ranks_per_node,
+                   "ranks sharing one node's memory, e.g. --ranks-per-node 8; default: all of them")
+      ->check(at_least(1))
+      ->type_name("N");
+  plan->footer("Example:\n  pmtrain plan configs/qwen3_4b_bs128.yaml --world 16 --ranks-per-node 8");
+
+  ExportRequest& ex = out.export_request;
+  CLI::App* exp = app.add_subcommand("export", "a checkpoint -> an HF model directory (transformers loads it; no MPI)");
+  exp->add_option("RUN_DIR", ex.run_dir, "a run directory (its newest checkpoint) or a step_N directory, e.g. runs/tiny_cpu")
+      ->required();
+  exp->add_option_function<int64_t>("--step", [&ex](const int64_t& s) { ex.step = s; },
+                                    "the checkpoint step to export, e.g. --step 60; default: the newest")
+      ->check(at_least(0))
+      ->type_name("N");
+  exp->add_option("--to", ex.out_dir, "the HF directory to write, e.g. --to exports/rm")->required()->type_name("OUT_DIR");
+  exp->add_option_function<std::string>("--dtype", [&ex](const std::string& s) { ex.dtype = s == "fp32" ? DType::F32 : DType::BF16; },
+                                        "weights stored as bf16 (default) or fp32, e.g. --dtype fp32")
+      ->check(CLI::IsMember({"bf16", "fp32"}))
+      ->type_name("bf16|fp32");
+  exp->add_option("--tokenizer", ex.tokenizer,
+                  "tokenizer.json to ship (its tokenizer_config.json too), e.g. --tokenizer data/assets/qwen3/tokenizer.json; "
+                  "default: the run's")
+      ->type_name("FILE");
+  exp->add_flag_function("--no-verify", [&ex](int64_t) { ex.verify_checksums = false; },
+                "skip the xxhash64 check of the checkpoint files (faster on a trusted copy)");
+  exp->footer("Example:\n  pmtrain export runs/tiny_cpu --to exports/rm --dtype fp32");
+
+  ScoreArgs& sc = out.score;
+  CLI::App* score = app.add_subcommand("score", "chosen/rejected reward of every pair of a JSONL file (no MPI)");
+  add_config(score, sc.config, /*required=*/false);
+  add_weights(score, sc.weights, "the newest complete checkpoint of CONFIG's run.dir");
+  score->add_option("--data", sc.data, "pairs {\"chosen\", \"rejected\"} as .jsonl or .jsonl.gz, e.g. --data pairs.jsonl.gz")
+      ->required()
+      ->type_name("FILE");
+  score->add_option("--out", sc.out,
+                    "where the rows go, e.g. --out scores.jsonl (default stdout): {\"line\": N, \"chosen\": r, "
+                    "\"rejected\": r} per input line, or {\"line\": N, \"skipped\": why}")
+      ->type_name("FILE");
+  score->add_option("--tokenizer", sc.tokenizer,
+                    "tokenizer.json, e.g. --tokenizer data/assets/qwen3/tokenizer.json; default: the model's, else "
+                    "data.tokenizer")
+      ->type_name("FILE");
+  score->footer(
+      "Data settings come from data.* (CONFIG or --set), e.g. --set data.format=chat --set data.max_len=2048 --set "
+      "data.bad_lines=fail.\n"
+      "Examples:\n  pmtrain score configs/tiny_cpu.yaml --data pairs.jsonl --out scores.jsonl\n"
+      "  pmtrain score --model exports/rm --data pairs.jsonl.gz");
+
+  CLI::App* tok = app.add_subcommand("tokenize", "{\"text\"} JSONL lines on stdin -> {\"ids\"} lines on stdout (no MPI)");
+  tok->add_option("--tokenizer", out.tokenizer, "tokenizer.json, e.g. --tokenizer data/assets/qwen3/tokenizer.json")
+      ->required()
+      ->type_name("FILE");
+  tok->footer("Example:\n  pmtrain tokenize --tokenizer data/assets/qwen3/tokenizer.json < texts.jsonl");
+
+  const std::vector<std::string> given = args;
+  try {
+    std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {  // --help, --version
+      if (speak) app.exit(e);
+      return 0;
+    }
+    std::string name = "pmtrain", why = e.what();
+    for (const CLI::App* s : app.get_subcommands()) name += " " + s->get_name();
+    if (app.get_subcommands().empty() && !given.empty() && !given[0].starts_with("-")) {
+      std::string names;
+      for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; }))
+        names += (names.empty() ? "" : ", ") + s->get_name();
+      why = "unknown command '" + given[0] + "' (" + names + ", or a CONFIG.yaml to train)";
+    }
+    if (speak) fprintf(stderr, "%s: error: %s (see '%s --help')\n", name.c_str(), why.c_str(), name.c_str());
+    return 2;
+  }
+  out.command = app.get_subcommands().at(0)->get_name();
+  return std::nullopt;
+}
+
+}  // namespace zero::pmtrain

@@ -1,0 +1,58 @@
+// pmtrain's command line: one CLI11 parser for every command (train, eval, plan, export, score,
+// tokenize). Each option is defined once, in cli.cpp, with its help text and an example; `pmtrain
+// CONFIG.yaml ...` means `pmtrain train CONFIG.yaml ...`. Parsing needs no MPI, so help, --version and
+// usage errors never start a job.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pmtrain/export_command.h"
+#include "pmtrain/weights.h"
+
+namespace zero::pmtrain {
+
+struct ConfigArgs {
+  std::string path;                    // CONFIG.yaml ("" where optional and not given)
+  std::vector<std::string> overrides;  // --set key=value, in order
+};
+
+struct TrainArgs {
+  ConfigArgs config;
+  std::string resume;  // --resume auto|PATH ("" = the config's run.resume)
+  bool dry_run = false;
+};
+
+struct EvalArgs {
+  ConfigArgs config;
+  WeightsArgs weights;
+};
+
+struct PlanArgs {
+  ConfigArgs config;
+  int world = 0;           // 0 = batch.world, else 1
+  int ranks_per_node = 0;  // 0 = world
+};
+
+struct ScoreArgs {
+  ConfigArgs config;  // optional: data.* settings and the default weights (its run.dir)
+  WeightsArgs weights;
+  std::string data, out, tokenizer;
+};
+
+struct CommandLine {
+  std::string command;  // train | eval | plan | export | score | tokenize
+  TrainArgs train;
+  EvalArgs eval;
+  PlanArgs plan;
+  ExportRequest export_request;
+  ScoreArgs score;
+  std::string tokenizer;  // tokenize --tokenizer
+};
+
+// Parses argv into `out`. Returns the exit code when parsing ends the program: 0 after --help or
+// --version, 2 after a usage error (one line on stderr naming the option). Only a process with
+// `speak` set prints (rank 0 under a launcher), so a launched job says it once.
+std::optional<int> parse_command_line(int argc, char** argv, bool speak, CommandLine& out);
+
+}  // namespace zero::pmtrain

@@ -1,0 +1,63 @@
+#include "pmtrain/paths.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/check.h"
+#include "data/line_reader.h"
+
+namespace zero::pmtrain {
+namespace fs = std::filesystem;
+
+namespace {
+std::string relative_note(const std::string& given) {
+  if (fs::path(given).is_absolute()) return "";
+  return fmt::format(" (relative paths are taken from the current directory, {})", fs::current_path().string());
+}
+
+bool is_glob(const std::string& p) { return p.find_first_of("*?[") != std::string::npos; }
+}  // namespace
+
+std::string absolute_path(const std::string& path) {
+  if (path.empty()) return path;
+  return fs::absolute(path).lexically_normal().string();
+}
+
+std::string existing_path(const std::string& path, const std::string& what) {
+  ZERO_REQUIRE(!path.empty(), ConfigError, "{}: no path given", what);
+  const std::string abs = absolute_path(path);
+  ZERO_REQUIRE(fs::exists(abs), ConfigError, "{}: {} does not exist{}", what, abs, relative_note(path));
+  return abs;
+}
+
+std::string default_cache_dir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return absolute_path(fs::path(xdg) / "pmtrain");
+  const char* home = std::getenv("HOME");
+  ZERO_REQUIRE(home && *home, ConfigError,
+               "data.cache_dir is not set and neither XDG_CACHE_HOME nor HOME is: set data.cache_dir");
+  return absolute_path(fs::path(home) / ".cache" / "pmtrain");
+}
+
+void resolve_paths(Config& cfg) {
+  cfg.run.dir = absolute_path(cfg.run.dir);
+  if (!cfg.run.resume.empty() && cfg.run.resume != "auto") cfg.run.resume = existing_path(cfg.run.resume, "run.resume");
+  if (!cfg.model.hf_dir.empty()) cfg.model.hf_dir = existing_path(cfg.model.hf_dir, "model.hf_dir");
+  cfg.data.tokenizer = existing_path(cfg.data.tokenizer, "data.tokenizer");
+  for (auto* files : {&cfg.data.train_files, &cfg.data.test_files})
+    for (std::string& f : *files) {
+      const std::string given = f;
+      f = absolute_path(f);
+      if (!is_glob(f)) {
+        f = existing_path(given, files == &cfg.data.train_files ? "data.train_files" : "data.test_files");
+        continue;
+      }
+      try {
+        data::expand_inputs({f});  // a pattern must match something
+      } catch (const Error& e) {
+        throw ConfigError(e.what() + relative_note(given));
+      }
+    }
+  cfg.data.cache_dir = cfg.data.cache_dir.empty() ? default_cache_dir() : absolute_path(cfg.data.cache_dir);
+}
+
+}  // namespace zero::pmtrain

@@ -1,0 +1,27 @@
+// Paths as users give them on the command line and in configs: relative paths are taken from the
+// current directory (not the config's), as a shell would. Every path is made absolute once, here, so
+// messages, the resolved config and checkpoints name what was really tried, whichever directory the
+// job was launched from.
+#pragma once
+#include <string>
+
+#include "pmtrain/config.h"
+
+namespace zero::pmtrain {
+
+// `path` made absolute against the current directory (lexically normalised; "" stays "").
+std::string absolute_path(const std::string& path);
+
+// The absolute path of an input that must exist; ConfigError otherwise, naming `what` (e.g. "--data",
+// "data.tokenizer"), the absolute path tried and, for a relative one, the current directory.
+std::string existing_path(const std::string& path, const std::string& what);
+
+// "$XDG_CACHE_HOME/pmtrain", else "$HOME/.cache/pmtrain": where tokenized datasets are cached when
+// data.cache_dir is not set (shared by every run of this user, keyed by content).
+std::string default_cache_dir();
+
+// Makes every path of the config absolute, checks that its input files exist (existing_path), and
+// fills the data.cache_dir default.
+void resolve_paths(Config& cfg);
+
+}  // namespace zero::pmtrain

@@ -1,0 +1,120 @@
+#include "pmtrain/score_command.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "data/batcher.h"
+#include "data/line_reader.h"
+#include "data/tokenizer.h"
+#include "model/reward_model.h"
+#include "pmtrain/commands.h"
+#include "pmtrain/data_setup.h"
+#include "pmtrain/paths.h"
+
+namespace zero::pmtrain {
+
+namespace {
+constexpr int64_t kMicroPairs = 8;  // pairs per forward pass
+
+struct Row {
+  int64_t line = 0;
+  int64_t pair = -1;    // index in the pending dataset, or -1 when skipped
+  std::string skipped;  // why
+};
+}  // namespace
+
+int run_score(const ScoreArgs& a) {
+  ZERO_REQUIRE(!a.config.path.empty() || !a.weights.checkpoint.empty() || !a.weights.model.empty() || a.weights.init,
+               ConfigError,
+               "which weights? give CONFIG (the newest checkpoint of its run.dir), --checkpoint PATH, "
+               "--model HF_DIR or --init");
+  const Config cfg = a.config.path.empty() ? parse_config("", "(defaults)", a.config.overrides) : load_resolved_config(a.config);
+  const WeightsChoice w = choose_weights(a.weights, cfg);
+  fprintf(stderr, "score: weights: %s\n", w.description.c_str());
+  const std::string data_path = existing_path(a.data, "--data");
+  const ScoringModel sm = load_scoring_model(w, cfg);
+  data::Tokenizer tok =
+      data::Tokenizer::from_file(a.tokenizer.empty() ? existing_path(sm.tokenizer, "tokenizer")
+                                                     : existing_path(a.tokenizer, "--tokenizer"));
+  const data::DataConfig dc = data_config(cfg.data, {data_path});
+  const model::Qwen3RewardModel m(sm.config);
+
+  std::ofstream file;
+  if (!a.out.empty()) {
+    file.open(absolute_path(a.out));
+    ZERO_REQUIRE(file.good(), InputError, "--out: cannot open {} for writing", absolute_path(a.out));
+  }
+  std::ostream& out = a.out.empty() ? std::cout : file;
+
+  // Lines are read in order and held until their pairs are scored, so rows leave in input order however
+  // a batch orders its pairs.
+  data::PairDataset pending;
+  data::PairEncoder encoder(dc, tok, pending);
+  std::vector<Row> rows;
+  int64_t lines = 0, scored = 0, skipped = 0;
+  std::string first_skip;
+  data::BatchConfig bc;
+  bc.layout = data::BatchLayout::Packed;
+  auto flush = [&] {
+    std::vector<float> rewards(size_t(2 * pending.num_pairs()));
+    for (int64_t first = 0; first < pending.num_pairs(); first += kMicroPairs) {
+      std::vector<int64_t> ids;
+      for (int64_t i = first; i < std::min(first + kMicroPairs, pending.num_pairs()); ++i) ids.push_back(i);
+      const data::PairBatch batch = data::make_batch(pending, ids, {}, bc);
+      const model::RewardOutput r = m.forward(batch, *sm.params);
+      for (int64_t p = 0; p < batch.num_pairs(); ++p) {
+        rewards[2 * batch.pair_ids[p]] = r.rewards[2 * p];
+        rewards[2 * batch.pair_ids[p] + 1] = r.rewards[2 * p + 1];
+      }
+    }
+    for (const Row& row : rows) {
+      nlohmann::json j = {{"line", row.line}};
+      if (row.pair < 0) j["skipped"] = row.skipped;
+      else j.update({{"chosen", rewards[2 * row.pair]}, {"rejected", rewards[2 * row.pair + 1]}});
+      out << j.dump() << "\n";
+    }
+    out.flush();
+    rows.clear();
+    pending.tokens.clear();
+    pending.offsets.assign(1, 0);
+  };
+  auto skip = [&](int64_t line, std::string why) {
+    if (skipped++ == 0) first_skip = fmt::format("line {}: {}", line, why);
+    rows.push_back({line, -1, std::move(why)});
+  };
+
+  data::LineReader reader(data_path);
+  std::string line, chosen, rejected;
+  while (reader.next(line)) {
+    const int64_t n = reader.line_number();
+    ++lines;
+    if (line.find_first_not_of(" \t") == std::string::npos) {
+      skip(n, "blank line");
+    } else if (const auto bad = data::parse_hh_line(line, dc.reader, chosen, rejected)) {
+      if (dc.reader.bad_lines == data::BadLinePolicy::Fail) {
+        flush();  // the rows before it are good
+        throw InputError(fmt::format(
+            "{}:{}: {} (data.bad_lines is fail; --set data.bad_lines=skip reports such lines and goes on)", data_path,
+            n, bad->why));
+      }
+      skip(n, bad->why);
+    } else if (!encoder.add(chosen, rejected)) {
+      skip(n, fmt::format("longer than data.max_len {} tokens (data.too_long is drop)", dc.max_len));
+    } else {
+      rows.push_back({n, pending.num_pairs() - 1, ""});
+      ++scored;
+    }
+    if (pending.num_pairs() == kMicroPairs) flush();
+  }
+  flush();
+  fprintf(stderr, "score: %lld lines of %s: %lld pairs scored, %lld lines skipped%s%s\n", (long long)lines,
+          data_path.c_str(), (long long)scored, (long long)skipped, skipped ? fmt::format(" (first: {})", first_skip).c_str() : "",
+          a.out.empty() ? "" : fmt::format(" -> {}", absolute_path(a.out)).c_str());
+  return 0;
+}
+
+}  // namespace zero::pmtrain

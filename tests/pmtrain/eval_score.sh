@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# eval and score take the trained weights, not the random init:
+#  - `pmtrain eval CONFIG` on a finished run (2 ranks) says which checkpoint it evaluates and gives exactly
+#    the run's final eval record (loss, accuracy, rewards, pairs); `--init` says so and differs; a run
+#    without checkpoints is an error that names the choices;
+#  - `pmtrain score` writes one row per input line in input order, with the input's line numbers, rows
+#    for bad lines saying why, the count of skipped lines on stderr; data.bad_lines=fail stops there.
+source "$(dirname "$0")/common.sh"
+COMMON="configs/tiny_cpu.yaml --set run.dir=$TMP/run --set data.cache_dir=$TMP/cache --set run.steps=3
+  --set batch.global=8 --set run.eval_every=0 --set run.eval_pairs=16"
+$MPIRUN -np 2 "$PMTRAIN" train $COMMON > $TMP/train.txt 2>&1 || { cat $TMP/train.txt; fail "training failed"; }
+# field NAME: the value of "NAME" in a one-line JSON record on stdin
+field() { sed -E "s/.*\"$1\":([^,}]*).*/\1/"; }
+final=$(grep '"final":true' $TMP/run/metrics.jsonl) || fail "no final eval record"
+
+$MPIRUN -np 2 "$PMTRAIN" eval $COMMON > $TMP/eval.txt 2>&1 || { cat $TMP/eval.txt; fail "eval failed"; }
+head -1 $TMP/eval.txt | grep -qxF "eval: weights: checkpoint $TMP/run/checkpoints/step_3 (step 3)" \
+  || { cat $TMP/eval.txt; fail "eval's first line does not name the run's final checkpoint"; }
+! grep -q "memory plan" $TMP/eval.txt || fail "eval printed the training plan"
+rec=$(grep '^{.*"type":"eval"' $TMP/eval.txt) || { cat $TMP/eval.txt; fail "no eval record"; }
+for f in loss accuracy chosen_reward rejected_reward pairs; do
+  [ "$(field $f <<<"$rec")" = "$(field $f <<<"$final")" ] \
+    || fail "eval $f $(field $f <<<"$rec") differs from the run's final eval $(field $f <<<"$final")"
+done
+echo "eval = the run's final eval: loss $(field loss <<<"$rec"), accuracy $(field accuracy <<<"$rec"), $(field pairs <<<"$rec") pairs"
+
+$MPIRUN -np 2 "$PMTRAIN" eval $COMMON --init > $TMP/init.txt 2>&1 || { cat $TMP/init.txt; fail "eval --init failed"; }
+head -1 $TMP/init.txt | grep -q "^eval: weights: the config's initial weights: random init" || fail "--init: first line"
+init_loss=$(grep '^{.*"type":"eval"' $TMP/init.txt | field loss)
+[ "$init_loss" != "$(field loss <<<"$rec")" ] || fail "eval --init gives the trained loss"
+echo "eval --init: loss $init_loss (untrained)"
+
+set +e
+"$PMTRAIN" eval configs/tiny_cpu.yaml --set run.dir=$TMP/empty --set data.cache_dir=$TMP/cache > $TMP/none.txt 2>&1
+rc=$?
+set -e
+[ $rc -ne 0 ] && grep -qF "no complete checkpoint in $TMP/empty/checkpoints" $TMP/none.txt && grep -q -- "--init" $TMP/none.txt \
+  || { cat $TMP/none.txt; fail "eval without checkpoints: expected an error naming the run and --init"; }
+echo "eval without checkpoints: $(cat $TMP/none.txt)"
+
+# 12 pairs, then the same with a malformed line (3), a blank line (7) and a line without "rejected" (10).
+zcat data/assets/hh-rlhf/harmless-base/test.jsonl.gz | sed -n 1,12p > $TMP/clean.jsonl
+awk 'NR == 3 { print "not json" } NR == 6 { print "" } NR == 8 { print "{\"chosen\": \"x\"}" } { print }' $TMP/clean.jsonl \
+  > $TMP/dirty.jsonl
+"$PMTRAIN" score $COMMON --data $TMP/clean.jsonl --out $TMP/clean.out 2> /dev/null
+"$PMTRAIN" score $COMMON --data $TMP/dirty.jsonl --out $TMP/dirty.out 2> $TMP/score.err
+head -1 $TMP/score.err | grep -qxF "score: weights: checkpoint $TMP/run/checkpoints/step_3 (step 3)" \
+  || { cat $TMP/score.err; fail "score's first line does not name the checkpoint"; }
+grep -q "12 pairs scored, 3 lines skipped" $TMP/score.err || { cat $TMP/score.err; fail "skipped count not on stderr"; }
+[ "$(field line < $TMP/dirty.out | tr '\n' ' ')" = "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 " ] || fail "rows not one per line in order"
+grep -qxF '{"line":3,"skipped":"not a JSON object"}' $TMP/dirty.out || fail "line 3 not reported as malformed"
+grep -qxF '{"line":7,"skipped":"blank line"}' $TMP/dirty.out || fail "line 7 not reported as blank"
+grep -qxF "{\"line\":10,\"skipped\":\"no field 'rejected'\"}" $TMP/dirty.out || fail "line 10 not reported"
+# The scored rows carry the clean file's rewards in the clean file's order.
+diff <(field chosen < $TMP/clean.out) <(grep -v skipped $TMP/dirty.out | field chosen) || fail "rewards moved between lines"
+[ $(field chosen < $TMP/clean.out | sort -u | wc -l) = 12 ] || fail "expected 12 different rewards"
+# Batches reorder their pairs (longest first): the same pairs in reverse order, so in other batches, get
+# the same rewards back in reverse (within fp32 round-off).
+tac $TMP/clean.jsonl > $TMP/reversed.jsonl
+"$PMTRAIN" score $COMMON --data $TMP/reversed.jsonl --out $TMP/reversed.out 2> /dev/null
+paste -d' ' <(field chosen < $TMP/clean.out) <(field chosen < $TMP/reversed.out | tac) \
+  | awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * ($1 < 0 ? -$1 : $1) + 1e-6) exit 1 }' \
+  || fail "the reversed file's rewards are not the clean file's in reverse: rows do not follow their input lines"
+echo "score: 15 lines -> 15 rows in order, 3 skipped (lines 3, 7, 10), rewards equal the clean file's"
+
+set +e
+"$PMTRAIN" score $COMMON --data $TMP/dirty.jsonl --set data.bad_lines=fail > $TMP/fail.out 2> $TMP/fail.err
+rc=$?
+set -e
+[ $rc -ne 0 ] && grep -qF "dirty.jsonl:3: not a JSON object" $TMP/fail.err || { cat $TMP/fail.err; fail "bad_lines=fail did not stop at line 3"; }
+[ "$(field line < $TMP/fail.out | tr '\n' ' ')" = "1 2 " ] || fail "bad_lines=fail: rows before line 3 expected"
+echo "score with data.bad_lines=fail: stopped at line 3 ($(tail -1 $TMP/fail.err))"
