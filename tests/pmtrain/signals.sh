@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Preemption as Slurm does it: SIGTERM to every rank mid-run (what scancel and the time limit send to
+# each task). Every rank stops at the same step boundary, a checkpoint of that step is saved, the exit
+# code is 75, and `--resume auto` continues bit-exactly: the per-step losses of the stopped-and-resumed
+# run equal an uninterrupted run's, to the last digit printed in metrics.jsonl.
+source "$(dirname "$0")/common.sh"
+RUN="--set data.cache_dir=$TMP/cache --set run.steps=12 --set run.log_every=1 --set run.eval_every=0 --set run.save_final=false"
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=$TMP/ref > $TMP/ref.log 2>&1 \
+  || { cat $TMP/ref.log; fail "uninterrupted run failed"; }
+
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=$TMP/run > $TMP/stop.log 2>&1 &
+launcher=$!
+for _ in $(seq 1200); do grep -q "^step 3/12" $TMP/stop.log && break; sleep 0.1; done
+grep -q "^step 3/12" $TMP/stop.log || { kill $launcher; cat $TMP/stop.log; fail "the run never reached step 3"; }
+pkill -TERM -P $launcher  # the ranks, not the launcher: as Slurm signals each task
+set +e; wait $launcher; rc=$?; set -e
+[ $rc -eq 75 ] || { cat $TMP/stop.log; fail "exit code $rc after SIGTERM, expected 75"; }
+step=$(sed -nE 's/^pmtrain: stopped by SIGTERM at step ([0-9]+) of 12.*/\1/p' $TMP/stop.log)
+[ -n "$step" ] || { cat $TMP/stop.log; fail "no 'stopped by SIGTERM at step N' line"; }
+[ "$step" -lt 12 ] || fail "the signal arrived too late to test a resume (step $step)"
+[ -f $TMP/run/checkpoints/step_$step/manifest.json ] || fail "no checkpoint step_$step after SIGTERM"
+grep -q -- "--resume auto" $TMP/stop.log || fail "the message does not say how to resume"
+
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=$TMP/run --resume auto > $TMP/resume.log 2>&1 \
+  || { cat $TMP/resume.log; fail "resume failed"; }
+grep -q "resumed from .*step_$step" $TMP/resume.log || { cat $TMP/resume.log; fail "did not resume from step_$step"; }
+# The last record of each step (steps past the stop were not run before it; none is repeated after it).
+last_losses() { grep '"type":"train"' "$1" | sed -E 's/.*"loss":([^,}]+).*"step":([0-9]+).*/\2 \1/' | sort -n -k1,1 -s | awk '{l[$1]=$2} END {for (s in l) print s, l[s]}' | sort -n; }
+diff <(last_losses $TMP/ref/metrics.jsonl) <(last_losses $TMP/run/metrics.jsonl) > $TMP/diff.txt \
+  || { cat $TMP/diff.txt; fail "losses after stop + resume differ from the uninterrupted run"; }
+echo "ok: SIGTERM at step $step of 12: checkpoint, exit 75, resumed; all 12 losses equal the uninterrupted run's"
