@@ -6,7 +6,8 @@ bash launch/setup.sh
 source launch/mpi_env.sh
 NP=${NP:-4}
 if [ -x build/pmtrain/pmtrain ] && [ -f configs/tiny_cpu.yaml ]; then
-  exec mpirun -np "$NP" build/pmtrain/pmtrain train configs/tiny_cpu.yaml "$@"
+  # The demo starts over each time (a real run would continue with --resume auto).
+  exec mpirun -np "$NP" build/pmtrain/pmtrain train configs/tiny_cpu.yaml --set run.start_over=true "$@"
 fi
-# Until pmtrain lands, the main job is the example trainer on the engine's test model.
-exec mpirun -np "$NP" build/examples/mlp_trainer --stage 3 --steps 20 "$@"
+echo "run.sh: build/pmtrain/pmtrain was not built" >&2
+exit 1

@@ -24,6 +24,7 @@ struct RunSection {
   int64_t keep_every = 0;
   bool async_save = false;
   std::string resume;       // "", "auto" or a checkpoint path
+  bool start_over = false;  // train from scratch in a run.dir that already holds checkpoints (kept)
   int64_t stop_at = 0;      // stop after this step as if interrupted (the schedule still spans all steps)
 };
 

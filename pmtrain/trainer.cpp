@@ -147,7 +147,16 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
 Trainer::~Trainer() = default;
 
 void Trainer::resume_if_asked() {
-  if (cfg_.run.resume.empty()) return;
+  if (cfg_.run.resume.empty()) {
+    // A run directory with checkpoints is someone's run: starting over there would move `latest` back
+    // and mix two runs' metrics, so it takes an explicit choice.
+    const auto existing = ckpt_->resume_path("auto");
+    ZERO_REQUIRE(!existing || cfg_.run.start_over, ConfigError,
+                 "{}: run.dir {} already holds checkpoints (newest {}); continue it with --resume auto, train "
+                 "elsewhere with --set run.dir=NEW_DIR, or start over there with --set run.start_over=true",
+                 cfg_.source, cfg_.run.dir, *existing);
+    return;
+  }
   const auto path = ckpt_->resume_path(cfg_.run.resume);
   if (!path) {
     if (info_.rank == 0) printf("pmtrain: resume auto: no checkpoint in %s yet, starting fresh\n", cfg_.run.dir.c_str());

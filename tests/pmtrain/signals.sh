@@ -28,4 +28,8 @@ grep -q "resumed from .*step_$step" $TMP/resume.log || { cat $TMP/resume.log; fa
 last_losses() { grep '"type":"train"' "$1" | sed -E 's/.*"loss":([^,}]+).*"step":([0-9]+).*/\2 \1/' | sort -n -k1,1 -s | awk '{l[$1]=$2} END {for (s in l) print s, l[s]}' | sort -n; }
 diff <(last_losses $TMP/ref/metrics.jsonl) <(last_losses $TMP/run/metrics.jsonl) > $TMP/diff.txt \
   || { cat $TMP/diff.txt; fail "losses after stop + resume differ from the uninterrupted run"; }
+# Training again in that run directory without --resume is refused, naming the ways on.
+set +e; $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=$TMP/run > $TMP/again.log 2>&1; rc=$?; set -e
+[ $rc -ne 0 ] && grep -q "already holds checkpoints" $TMP/again.log && grep -q "run.start_over=true" $TMP/again.log \
+  || { cat $TMP/again.log; fail "a second run in a run directory with checkpoints was not refused"; }
 echo "ok: SIGTERM at step $step of 12: checkpoint, exit 75, resumed; all 12 losses equal the uninterrupted run's"

@@ -12,4 +12,4 @@ timeout 600 srun -n 8 --mpi=pmix "$PMTRAIN" train configs/tiny_cpu.yaml --set ru
 grep -E '^pmtrain: .*world' $TMP/out.txt
 grep -q 'world 8 (1 nodes), stage 2, srun' $TMP/out.txt || fail "the run did not see world size 8 under srun"
 [ $(grep -c '^done:' $TMP/out.txt) = 1 ] || fail "expected exactly one rank-0 summary (one 8-rank job)"
-grep -q 'world 8$' $TMP/out.txt || fail "summary did not report world 8"
+grep -q '^done: .*, world 8, peak RSS' $TMP/out.txt || fail "summary did not report world 8"
