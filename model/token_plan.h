@@ -5,9 +5,13 @@
 #include <vector>
 
 #include "data/batch.h"
-#include "model/attention.h"
 
 namespace zero::model {
+
+struct SeqSpan {
+  int64_t offset = 0;  // first token row in the buffer
+  int64_t len = 0;
+};
 
 struct TokenPlan {
   std::vector<int32_t> tokens;     // [N] real tokens, sequence 0 first
@@ -15,6 +19,7 @@ struct TokenPlan {
   std::vector<SeqSpan> seqs;       // [S] each sequence's columns
   std::vector<int64_t> pooled;     // [S] column of the pooled token (batch.last_index mapped)
   int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()); }
+  int64_t num_seqs() const { return static_cast<int64_t>(seqs.size()); }
 };
 
 // Throws InputError when the batch is inconsistent (sizes, a sequence outside its row, last_index outside
