@@ -86,7 +86,7 @@ std::span<const float> DenseParams::grad(const std::string& name) const {
   return grad(g, t);
 }
 
-std::vector<const float*> DenseParams::acquire(int g) {
+std::vector<TensorRef> DenseParams::acquire(int g) {
   check_group(g);
   ZERO_CHECK(!acquired_[g], "group {} acquired twice without release", g);
   // A forward pass starting at group 0 begins a new micro-batch.
@@ -94,9 +94,7 @@ std::vector<const float*> DenseParams::acquire(int g) {
     for (uint8_t a : acquired_) ZERO_CHECK(!a, "group 0 acquired while another group is held");
   }
   acquired_[g] = 1;
-  std::vector<const float*> out;
-  for (const auto& p : params_[g]) out.push_back(p.data());
-  return out;
+  return views(g, params_[g]);
 }
 
 void DenseParams::release(int g) {
@@ -109,12 +107,16 @@ void DenseParams::release(int g) {
 
 void DenseParams::begin_backward() { in_backward_ = true; }
 
-std::vector<float*> DenseParams::grad_buffers(int g) {
+std::vector<TensorRef> DenseParams::grad_buffers(int g) {
   check_group(g);
   ZERO_CHECK(in_backward_, "grad_buffers({}) outside backward (begin_backward not called)", g);
   ZERO_CHECK(acquired_[g], "grad_buffers({}) while the group is not acquired", g);
-  std::vector<float*> out;
-  for (auto& p : grads_[g]) out.push_back(p.data());
+  return views(g, grads_[g]);
+}
+
+std::vector<TensorRef> DenseParams::views(int g, std::vector<std::vector<float>>& storage) const {
+  std::vector<TensorRef> out;
+  for (size_t t = 0; t < storage.size(); ++t) out.emplace_back(storage[t].data(), DType::F32, groups_[g].tensors[t].shape);
   return out;
 }
 

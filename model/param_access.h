@@ -1,5 +1,5 @@
 // How the model reaches its parameters group by group (the engine contract, without the engine), and
-// DenseParams: plain full fp32 storage of every parameter and gradient for one process.
+// DenseParams: plain full fp32 host storage of every parameter and gradient for one process.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "model/tensor_ref.h"
 
 namespace zero::model {
 
@@ -28,13 +30,15 @@ struct GroupSpec {
 // backward, for g = G-1..0: acquire(g) (again; under activation checkpointing the recompute uses it too),
 // grad_buffers(g) -> the model OVERWRITES them with this micro-batch's gradient of the SUM of its pair losses,
 // grad_ready(g), release(g).
+// Views are typed (fp32 or bf16, in the memory of the model's ops backend), one per tensor of the group in
+// GroupSpec order and shape; the model widens and rounds inside its ops, so no copy is made here.
 class ParamAccess {
  public:
   virtual ~ParamAccess() = default;
-  virtual std::vector<const float*> acquire(int g) = 0;  // one pointer per tensor of group g, GroupSpec order, valid until release(g)
+  virtual std::vector<TensorRef> acquire(int g) = 0;  // the group's parameters, valid until release(g)
   virtual void release(int g) = 0;
   virtual void begin_backward() = 0;
-  virtual std::vector<float*> grad_buffers(int g) = 0;  // one zero-or-garbage buffer per tensor; model overwrites fully
+  virtual std::vector<TensorRef> grad_buffers(int g) = 0;  // zero-or-garbage; the model overwrites them fully
   virtual void grad_ready(int g) = 0;
 };
 
@@ -66,14 +70,15 @@ class DenseParams final : public ParamAccess {
   std::span<const float> grad(const std::string& name) const;
 
   // ParamAccess
-  std::vector<const float*> acquire(int g) override;
+  std::vector<TensorRef> acquire(int g) override;
   void release(int g) override;
   void begin_backward() override;
-  std::vector<float*> grad_buffers(int g) override;
+  std::vector<TensorRef> grad_buffers(int g) override;
   void grad_ready(int g) override;
 
  private:
   void check_group(int g) const;
+  std::vector<TensorRef> views(int g, std::vector<std::vector<float>>& storage) const;
 
   std::vector<GroupSpec> groups_;
   std::vector<std::vector<std::vector<float>>> params_;  // [group][tensor][numel]

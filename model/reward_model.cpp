@@ -1,6 +1,8 @@
 // Qwen3RewardModel: the group-by-group forward and backward through ParamAccess, as ModelOps calls.
 #include "model/reward_model.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 #include "model/cpu/cpu_model_ops.h"
 #include "model/decoder_layer.h"
@@ -9,21 +11,23 @@ namespace zero::model {
 
 namespace {
 
-// Typed views of a group's tensors, shaped as its GroupSpec says.
-std::vector<TensorRef> shaped(const GroupSpec& spec, const std::vector<float*>& ptrs, int g, const char* what) {
-  ZERO_CHECK(ptrs.size() == spec.tensors.size(), "group {}: ParamAccess gave {} {}, the model expects {}", g,
-             ptrs.size(), what, spec.tensors.size());
-  std::vector<TensorRef> out;
-  for (size_t t = 0; t < ptrs.size(); ++t) out.emplace_back(ptrs[t], DType::F32, spec.tensors[t].shape);
-  return out;
+// A group's views, checked against its GroupSpec (count and shapes; the ops check dtypes).
+std::vector<TensorRef> checked(std::vector<TensorRef> views, const GroupSpec& spec, int g, const char* what) {
+  ZERO_CHECK(views.size() == spec.tensors.size(), "group {}: ParamAccess gave {} {}, the model expects {}", g,
+             views.size(), what, spec.tensors.size());
+  for (size_t t = 0; t < views.size(); ++t) {
+    const TensorRef& v = views[t];
+    const std::vector<int64_t>& shape = spec.tensors[t].shape;
+    ZERO_CHECK(v.rank == int(shape.size()) && std::equal(shape.begin(), shape.end(), v.dims.begin()),
+               "group {}: {} {} is not shaped as {}", g, what, t, spec.tensors[t].name);
+  }
+  return views;
 }
 std::vector<TensorRef> acquire_views(ParamAccess& p, const GroupSpec& spec, int g) {
-  std::vector<float*> ptrs;
-  for (const float* w : p.acquire(g)) ptrs.push_back(const_cast<float*>(w));  // read-only by the ops' contract
-  return shaped(spec, ptrs, g, "tensors");
+  return checked(p.acquire(g), spec, g, "tensors");
 }
 std::vector<TensorRef> grad_views(ParamAccess& p, const GroupSpec& spec, int g) {
-  return shaped(spec, p.grad_buffers(g), g, "gradient buffers");
+  return checked(p.grad_buffers(g), spec, g, "gradient buffers");
 }
 
 }  // namespace

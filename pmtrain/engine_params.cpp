@@ -1,3 +1,4 @@
+// EngineParamAccess: the engine's views, shaped by the model's group specs.
 #include "pmtrain/engine_params.h"
 
 #include <cstring>
@@ -6,64 +7,29 @@
 
 namespace zero::pmtrain {
 
-EngineParamAccess::EngineParamAccess(Engine& engine) : engine_(engine) {
-  const size_t G = engine.groups().size();
-  param_scratch_.resize(G);
-  grad_scratch_.resize(G);
-  grad_views_.resize(G);
+EngineParamAccess::EngineParamAccess(Engine& engine, std::vector<model::GroupSpec> groups)
+    : engine_(engine), groups_(std::move(groups)) {
+  ZERO_CHECK(groups_.size() == engine.groups().size(), "{} model groups for {} engine groups", groups_.size(),
+             engine.groups().size());
 }
 
-std::vector<const float*> EngineParamAccess::acquire(int g) {
-  const GroupView& view = engine_.gather(g);
-  std::vector<const float*> out;
-  if (engine_.config().param_dtype == DType::F32) {
-    for (const TensorView& t : view) out.push_back(t.as<float>());
-    return out;
-  }
-  auto& scratch = param_scratch_[g];
-  scratch.resize(view.size());
+std::vector<model::TensorRef> EngineParamAccess::shaped(const GroupView& view, int g) const {
+  const model::GroupSpec& spec = groups_[g];
+  ZERO_CHECK(view.size() == spec.tensors.size(), "group {}: the engine has {} tensors, the model {}", g, view.size(),
+             spec.tensors.size());
+  std::vector<model::TensorRef> out;
   for (size_t t = 0; t < view.size(); ++t) {
-    scratch[t].resize(view[t].numel);
-    const bf16* src = view[t].as<bf16>();
-    for (size_t i = 0; i < view[t].numel; ++i) scratch[t][i] = static_cast<float>(src[i]);
-    out.push_back(scratch[t].data());
+    const model::TensorSpec& ts = spec.tensors[t];
+    ZERO_CHECK(int64_t(view[t].numel) == ts.numel(), "{}: the engine holds {} elements, the model {}", ts.name,
+               view[t].numel, ts.numel());
+    out.emplace_back(view[t].data, view[t].dtype, ts.shape);
   }
   return out;
 }
 
-void EngineParamAccess::release(int g) {
-  param_scratch_[g].clear();
-  engine_.release(g);
-}
+std::vector<model::TensorRef> EngineParamAccess::acquire(int g) { return shaped(engine_.gather(g), g); }
 
-std::vector<float*> EngineParamAccess::grad_buffers(int g) {
-  const GroupView& view = engine_.grad_view(g);
-  grad_views_[g] = view;
-  std::vector<float*> out;
-  if (engine_.config().param_dtype == DType::F32) {
-    for (const TensorView& t : view) out.push_back(t.as<float>());
-    return out;
-  }
-  auto& scratch = grad_scratch_[g];
-  scratch.resize(view.size());
-  for (size_t t = 0; t < view.size(); ++t) {
-    scratch[t].resize(view[t].numel);
-    out.push_back(scratch[t].data());
-  }
-  return out;
-}
-
-void EngineParamAccess::grad_ready(int g) {
-  if (engine_.config().param_dtype != DType::F32) {
-    const GroupView& view = grad_views_[g];
-    for (size_t t = 0; t < view.size(); ++t) {
-      bf16* dst = view[t].as<bf16>();
-      for (size_t i = 0; i < view[t].numel; ++i) dst[i] = bf16(grad_scratch_[g][t][i]);
-    }
-    grad_scratch_[g].clear();
-  }
-  engine_.grad_ready(g);
-}
+std::vector<model::TensorRef> EngineParamAccess::grad_buffers(int g) { return shaped(engine_.grad_view(g), g); }
 
 std::vector<GroupInfo> engine_groups(const std::vector<model::GroupSpec>& groups) {
   std::vector<GroupInfo> out;

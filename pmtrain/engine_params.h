@@ -1,6 +1,6 @@
-// The bridge between a model (model::ParamAccess, fp32 pointers) and the engine (zero::Engine, views in
-// the compute dtype). fp32 views are handed over as they are (no copy); bf16 views are widened into
-// fp32 scratch on acquire and gradients narrowed back on grad_ready.
+// The bridge between a model (model::ParamAccess, typed views) and the engine (zero::Engine, views in the
+// compute dtype): the engine's views are handed over as they are (no copy, fp32 or bf16; the model's ops
+// widen and round), shaped by the model's group specs.
 #pragma once
 #include <vector>
 
@@ -11,17 +11,19 @@ namespace zero::pmtrain {
 
 class EngineParamAccess final : public model::ParamAccess {
  public:
-  explicit EngineParamAccess(Engine& engine);
-  std::vector<const float*> acquire(int g) override;
-  void release(int g) override;
+  // groups: the model's group specs, the ones the engine was built from (engine_groups).
+  EngineParamAccess(Engine& engine, std::vector<model::GroupSpec> groups);
+  std::vector<model::TensorRef> acquire(int g) override;
+  void release(int g) override { engine_.release(g); }
   void begin_backward() override { engine_.begin_backward(); }
-  std::vector<float*> grad_buffers(int g) override;
-  void grad_ready(int g) override;
+  std::vector<model::TensorRef> grad_buffers(int g) override;
+  void grad_ready(int g) override { engine_.grad_ready(g); }
 
  private:
+  std::vector<model::TensorRef> shaped(const GroupView& view, int g) const;
+
   Engine& engine_;
-  std::vector<std::vector<std::vector<float>>> param_scratch_, grad_scratch_;  // [group][tensor], bf16 only
-  std::vector<GroupView> grad_views_;
+  std::vector<model::GroupSpec> groups_;
 };
 
 // Engine group declarations from the model's group specs (names, sizes, weight-decay flags).

@@ -23,10 +23,10 @@ using testing::compare;
 class RecordingAccess final : public ParamAccess {
  public:
   explicit RecordingAccess(DenseParams& p) : p_(p) {}
-  std::vector<const float*> acquire(int g) override { log.push_back("a" + std::to_string(g)); return p_.acquire(g); }
+  std::vector<TensorRef> acquire(int g) override { log.push_back("a" + std::to_string(g)); return p_.acquire(g); }
   void release(int g) override { log.push_back("r" + std::to_string(g)); p_.release(g); }
   void begin_backward() override { log.push_back("B"); p_.begin_backward(); }
-  std::vector<float*> grad_buffers(int g) override {
+  std::vector<TensorRef> grad_buffers(int g) override {
     log.push_back("g" + std::to_string(g));
     auto b = p_.grad_buffers(g);
     for (size_t t = 0; t < b.size(); ++t) {  // garbage in: the model must overwrite every element
