@@ -64,7 +64,7 @@ RewardOutput Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& pa
     return v;
   };
   if (trace) {
-    trace->seqs = plan.seqs;
+    trace->cu_seqlens = plan.cu_seqlens;
     trace->layer_out.clear();
   }
 

@@ -38,7 +38,7 @@ struct RewardOutput {
 // Activations captured by forward() for parity tests, copied to the host, over the real tokens in
 // TokenPlan order (token t's features at [t * hidden, (t + 1) * hidden)).
 struct ForwardTrace {
-  std::vector<SeqSpan> seqs;                  // sequence s occupies tokens [offset, offset + len)
+  std::vector<int32_t> cu_seqlens;            // sequence s occupies tokens [cu_seqlens[s], cu_seqlens[s + 1])
   std::vector<std::vector<float>> layer_out;  // [num_layers] x [N, H]: residual stream after each decoder layer
   std::vector<float> final_norm;              // [N, H]: model.norm over every real token (HF last_hidden_state)
 };

@@ -34,14 +34,14 @@ void causal_probs(const Block& qh, const Block& kh, float scale, Mat& p, float* 
 }  // namespace
 
 void attention_reference_forward(const float* q, const float* k, const float* v, const AttentionShape& s,
-                                 std::span<const SeqSpan> seqs, int64_t n, float* o, float* lse) {
+                                 std::span<const int32_t> cu_seqlens, int64_t n, float* o, float* lse) {
   const int64_t d = s.head_dim, r = s.heads / s.kv_heads;
   const float scale = 1.0f / std::sqrt(float(d));
   const ConstMatMap Q(q, s.heads * d, n), K(k, s.kv_heads * d, n), V(v, s.kv_heads * d, n);
   MatMap O(o, s.heads * d, n);
   Mat p;
-  for (const SeqSpan& seq : seqs) {
-    const int64_t off = seq.offset, L = seq.len;
+  for (size_t si = 0; si + 1 < cu_seqlens.size(); ++si) {
+    const int64_t off = cu_seqlens[si], L = cu_seqlens[si + 1] - off;
     for (int64_t h = 0; h < s.heads; ++h) {
       const int64_t kvh = h / r;
       causal_probs(Q.block(h * d, off, d, L), K.block(kvh * d, off, d, L), scale, p, lse + off * s.heads + h,
@@ -52,7 +52,7 @@ void attention_reference_forward(const float* q, const float* k, const float* v,
 }
 
 void attention_reference_backward(const float* q, const float* k, const float* v, const float* d_o,
-                                  const AttentionShape& s, std::span<const SeqSpan> seqs, int64_t n, float* dq,
+                                  const AttentionShape& s, std::span<const int32_t> cu_seqlens, int64_t n, float* dq,
                                   float* dk, float* dv) {
   const int64_t d = s.head_dim, r = s.heads / s.kv_heads;
   const float scale = 1.0f / std::sqrt(float(d));
@@ -62,8 +62,8 @@ void attention_reference_backward(const float* q, const float* k, const float* v
   DK.setZero();
   DV.setZero();
   Mat p, dp;
-  for (const SeqSpan& seq : seqs) {
-    const int64_t off = seq.offset, L = seq.len;
+  for (size_t si = 0; si + 1 < cu_seqlens.size(); ++si) {
+    const int64_t off = cu_seqlens[si], L = cu_seqlens[si + 1] - off;
     for (int64_t h = 0; h < s.heads; ++h) {
       const int64_t kvh = h / r;
       auto qh = Q.block(h * d, off, d, L);

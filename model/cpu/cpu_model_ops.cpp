@@ -136,13 +136,13 @@ class CpuModelOps final : public ModelOps {
 
   void do_attention_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const AttentionShape& s,
                             const TensorRef& o, const TensorRef& lse) override {
-    attention_reference_forward(f32(q), f32(k), f32(v), s, plan().seqs, q.rows(), f32(o), f32(lse));
+    attention_reference_forward(f32(q), f32(k), f32(v), s, plan().cu_seqlens, q.rows(), f32(o), f32(lse));
   }
 
   void do_attention_backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
                              const TensorRef& d_o, const TensorRef& lse, const AttentionShape& s, const TensorRef& dq,
                              const TensorRef& dk, const TensorRef& dv) override {
-    attention_reference_backward(f32(q), f32(k), f32(v), f32(d_o), s, plan().seqs, q.rows(), f32(dq), f32(dk),
+    attention_reference_backward(f32(q), f32(k), f32(v), f32(d_o), s, plan().cu_seqlens, q.rows(), f32(dq), f32(dk),
                                  f32(dv));
   }
 
@@ -247,7 +247,7 @@ class CpuModelOps final : public ModelOps {
   Pooled pool(const TensorRef& x, const TensorRef& norm_w, float eps) const {
     const Fp32Weight N(norm_w);
     const ConstMatMap X(f32(x), x.row_elems(), x.rows());
-    const std::vector<int64_t>& pooled = plan().pooled;
+    const std::vector<int32_t>& pooled = plan().pooled;
     const int64_t H = X.rows(), S = int64_t(pooled.size());
     Pooled p;
     p.hp.resize(H, S);
