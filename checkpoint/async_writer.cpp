@@ -10,16 +10,9 @@ AsyncWriter::~AsyncWriter() {
   if (thread_.joinable()) thread_.join();
 }
 
-void AsyncWriter::start(const std::string& path, const std::vector<Segment>& segments, std::vector<Fault> faults) {
+void AsyncWriter::start(const std::string& path, std::vector<char> snapshot, std::vector<Fault> faults) {
   ZERO_CHECK(!busy(), "AsyncWriter::start while a write is running");
-  size_t total = 0;
-  for (const Segment& s : segments) total += s.bytes;
-  snapshot_.resize(total);
-  char* p = snapshot_.data();
-  for (const Segment& s : segments) {
-    std::memcpy(p, s.data, s.bytes);
-    p += s.bytes;
-  }
+  snapshot_ = std::move(snapshot);
   done_.store(false, std::memory_order_release);
   result_ = {};
   thread_ = std::thread([this, path, faults = std::move(faults)]() mutable {

@@ -1,6 +1,6 @@
 // Writes one shard file on a background thread from a host snapshot, so training goes on meanwhile.
 // The thread only does file I/O (write, hash, fsync): no MPI, no engine access. The snapshot buffer is
-// kept between saves (one rank file's worth of host memory) and reused.
+// held until the write is done (one rank file's worth of host memory).
 #pragma once
 #include <atomic>
 #include <optional>
@@ -21,8 +21,8 @@ class AsyncWriter {
   AsyncWriter(const AsyncWriter&) = delete;
   AsyncWriter& operator=(const AsyncWriter&) = delete;
 
-  // Copies the segments into the snapshot (on the caller's thread) and starts writing it to `path`.
-  void start(const std::string& path, const std::vector<Segment>& segments, std::vector<Fault> faults);
+  // Takes the host snapshot of a rank file (filled on the caller's thread) and starts writing it to `path`.
+  void start(const std::string& path, std::vector<char> snapshot, std::vector<Fault> faults);
   bool busy() const { return thread_.joinable(); }
   bool done() const { return done_.load(std::memory_order_acquire); }  // the write finished (or failed)
 

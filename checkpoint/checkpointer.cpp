@@ -39,15 +39,15 @@ void Checkpointer::save(const TrainState& state) {
       })))
     fail_save(p.step, *f);
   const std::string file = (std::filesystem::path(paths_.tmp_dir(p.step)) / file_name_for_rank(r)).string();
-  const std::vector<Segment> segs = engine_file_segments(engine_);
+  std::vector<char> snapshot = read_rank_file(engine_);  // host copy: the write never touches the engine
   if (opts_.async) {
-    writer_.start(file, segs, faults_.for_write(r, p.step));
+    writer_.start(file, std::move(snapshot), faults_.for_write(r, p.step));
     pending_ = std::move(p);
     return;
   }
   FaultCounter counter(faults_.for_write(r, p.step));
   WrittenFile mine;
-  const auto local = capture([&] { mine = write_file(file, segs, &counter); });
+  const auto local = capture([&] { mine = write_file(file, {Segment{snapshot.data(), snapshot.size()}}, &counter); });
   finalize(std::move(p), mine, local);
 }
 

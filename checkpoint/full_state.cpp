@@ -22,15 +22,9 @@ FullState gather_full_state(Engine& e) {
   s.optimizer_step = e.optimizer_step();
   const Partition& p = e.partition();
   for (int g = 0; g < int(p.groups.size()); ++g) {
-    const auto& L = p.groups[g];
-    const OptimizerShard sh = e.optimizer_shard(g);
-    for (auto [src, dst] : {std::pair{sh.master, &s.master}, std::pair{sh.m, &s.m}, std::pair{sh.v, &s.v}}) {
-      std::vector<float> full(L.padded);
-      if (e.config().stage == 0) std::memcpy(full.data(), src, L.padded * sizeof(float));
-      else e.comm().all_gather(src, full.data(), L.shard, DType::F32);
-      full.resize(L.numel);
-      dst->push_back(std::move(full));
-    }
+    s.master.push_back(e.full_optimizer_array(g, OptimArray::Master));
+    s.m.push_back(e.full_optimizer_array(g, OptimArray::M));
+    s.v.push_back(e.full_optimizer_array(g, OptimArray::V));
   }
   return s;
 }

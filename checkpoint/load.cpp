@@ -1,6 +1,7 @@
 #include "checkpoint/load.h"
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -58,23 +59,22 @@ LoadResult load_checkpoint(Engine& e, const std::string& dir, bool verify) {
     if (same_layout) {
       // The inverse of the save: stream this rank's file into the same slices, hashing on the way.
       auto f = open_checked(dir, m, r, fl.bytes);
-      Hasher h;
-      uint64_t off = 0;
-      for (const Segment& s : engine_file_segments(e)) {
-        void* dst = const_cast<void*>(s.data);  // the engine's own optimizer buffers
-        f->read_at(off, dst, s.bytes);
-        if (verify) h.update(dst, s.bytes);
-        off += s.bytes;
+      std::vector<char> bytes(fl.bytes);
+      f->read_at(0, bytes.data(), bytes.size());
+      if (verify) {
+        Hasher h;
+        h.update(bytes.data(), bytes.size());
+        check_hash(*f, h.digest(), m.files[r].xxh64);
       }
-      res.bytes_read = off;
-      if (verify) check_hash(*f, h.digest(), m.files[r].xxh64);
+      write_rank_file(e, bytes);  // into the engine through its backend copies
+      res.bytes_read = bytes.size();
       return;
     }
     const std::vector<ReadSpan> spans = plan_reads(m.groups, m.world, dest);
-    for (int g = 0; g < int(part.groups.size()); ++g) {  // padding (and anything not read) is zero
-      const OptimizerShard s = e.optimizer_shard(g);
-      for (float* a : {s.master, s.m, s.v}) std::fill(a, a + s.count, 0.0f);
-    }
+    // Host images of this rank's optimizer ranges, group by group; padding (anything not read) is zero.
+    std::vector<std::array<std::vector<float>, 3>> host(part.groups.size());
+    for (int g = 0; g < int(part.groups.size()); ++g)
+      for (auto& a : host[g]) a.assign(e.optimizer_shard(g).count, 0.0f);
     std::map<int, std::unique_ptr<ReadFile>> files;
     auto file = [&](int q) -> ReadFile& {
       auto& f = files[q];
@@ -82,14 +82,15 @@ LoadResult load_checkpoint(Engine& e, const std::string& dir, bool verify) {
       return *f;
     };
     for (const ReadSpan& sp : spans) {
-      const OptimizerShard s = e.optimizer_shard(sp.group);
       ReadFile& f = file(sp.file);
       for (StateArray a : {StateArray::Master, StateArray::M, StateArray::V}) {
-        float* base = a == StateArray::Master ? s.master : a == StateArray::M ? s.m : s.v;
+        float* base = host[sp.group][int(a)].data();
         f.read_at(fl.offset(sp.group, a, sp.src_elem), base + sp.dst_elem, sp.count * sizeof(float));
         res.bytes_read += sp.count * sizeof(float);
       }
     }
+    for (int g = 0; g < int(part.groups.size()); ++g)
+      e.write_optimizer_state(g, 0, host[g][0].size(), host[g][0].data(), host[g][1].data(), host[g][2].data());
     if (verify)  // every saved file is hashed by exactly one new rank
       for (int q = r; q < m.world; q += W) {
         ReadFile& f = file(q);

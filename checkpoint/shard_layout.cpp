@@ -12,10 +12,14 @@ FileLayout FileLayout::of(const std::vector<GroupEntry>& groups) {
   return L;
 }
 
-std::vector<RankSlice> engine_rank_slices(Engine& e) {
+namespace {
+
+// Calls fn(group, first element of the rank slice inside the optimizer shard, shard, byte offset in the file).
+template <class F>
+void for_each_rank_slice(const Engine& e, F&& fn) {
   const Partition& p = e.partition();
-  const size_t rank = size_t(e.comm().rank());
-  std::vector<RankSlice> out;
+  const size_t rank = size_t(e.rank());
+  uint64_t off = 0;
   for (int g = 0; g < int(p.groups.size()); ++g) {
     const OptimizerShard s = e.optimizer_shard(g);
     const size_t shard = p.groups[g].shard;
@@ -23,17 +27,35 @@ std::vector<RankSlice> engine_rank_slices(Engine& e) {
     ZERO_CHECK(first >= s.begin && first + shard <= s.begin + s.count,
                "group {}: rank slice [{}, {}) outside the optimizer shard [{}, {})", g, first, first + shard, s.begin,
                s.begin + s.count);
-    const size_t o = first - s.begin;
-    out.push_back({s.master + o, s.m + o, s.v + o, shard});
+    fn(g, first - s.begin, shard, off);
+    off += 3 * uint64_t(shard) * sizeof(float);
   }
+}
+
+}  // namespace
+
+uint64_t rank_file_bytes(const Engine& e) {
+  uint64_t n = 0;
+  for (const GroupLayout& g : e.partition().groups) n += 3 * uint64_t(g.shard) * sizeof(float);
+  return n;
+}
+
+std::vector<char> read_rank_file(Engine& e) {
+  std::vector<char> out(rank_file_bytes(e));
+  for_each_rank_slice(e, [&](int g, size_t begin, size_t shard, uint64_t off) {
+    float* base = reinterpret_cast<float*>(out.data() + off);
+    e.read_optimizer_state(g, begin, shard, base, base + shard, base + 2 * shard);
+  });
   return out;
 }
 
-std::vector<Segment> engine_file_segments(Engine& e) {
-  std::vector<Segment> segs;
-  for (const RankSlice& s : engine_rank_slices(e))
-    for (const float* a : {s.master, s.m, s.v}) segs.push_back({a, s.count * sizeof(float)});
-  return segs;
+void write_rank_file(Engine& e, const std::vector<char>& bytes) {
+  ZERO_CHECK(bytes.size() == rank_file_bytes(e), "write_rank_file: {} bytes for a file of {}", bytes.size(),
+             rank_file_bytes(e));
+  for_each_rank_slice(e, [&](int g, size_t begin, size_t shard, uint64_t off) {
+    const float* base = reinterpret_cast<const float*>(bytes.data() + off);
+    e.write_optimizer_state(g, begin, shard, base, base + shard, base + 2 * shard);
+  });
 }
 
 }  // namespace zero::checkpoint

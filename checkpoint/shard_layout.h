@@ -12,7 +12,7 @@
 
 namespace zero::checkpoint {
 
-enum class StateArray : int { Master = 0, M = 1, V = 2 };
+using StateArray = OptimArray;  // file order within a group section: master, m, v
 
 struct FileLayout {
   std::vector<uint64_t> section;  // byte offset of each group's section
@@ -25,17 +25,11 @@ struct FileLayout {
   }
 };
 
-// This rank's slice [rank*shard, (rank+1)*shard) of group g's optimizer state, inside the engine's buffers.
-struct RankSlice {
-  float* master = nullptr;
-  float* m = nullptr;
-  float* v = nullptr;
-  size_t count = 0;  // = shard
-  float* array(StateArray a) const { return a == StateArray::Master ? master : a == StateArray::M ? m : v; }
-};
-std::vector<RankSlice> engine_rank_slices(Engine& e);
-
-// This rank's file as segments pointing into the engine's optimizer state, in file order.
-std::vector<Segment> engine_file_segments(Engine& e);
+// This rank's file, engine <-> host bytes in file order: for each group, this rank's slice
+// [rank*shard, (rank+1)*shard) of master, m and v. Goes through the engine's backend copies
+// (Engine::read/write_optimizer_state), so it works on device memory as on host memory.
+std::vector<char> read_rank_file(Engine& e);
+void write_rank_file(Engine& e, const std::vector<char>& bytes);
+uint64_t rank_file_bytes(const Engine& e);
 
 }  // namespace zero::checkpoint

@@ -21,3 +21,11 @@ function(zero_add_mpi_test target)
       ENVIRONMENT "OMPI_MCA_mpi_yield_when_idle=1;OMP_NUM_THREADS=1;OMPI_MCA_btl_vader_single_copy_mechanism=none")
   endforeach()
 endfunction()
+
+# The same MPI test binary on the scrambled test backend (tests/common/test_backend.h): storage the host
+# cannot read directly, so any direct host access to backend memory fails it.
+function(zero_add_scrambled_test target ranks)
+  add_test(NAME ${target}_scrambled_np${ranks} COMMAND ${ZERO_MPIRUN} -np ${ranks} $<TARGET_FILE:${target}> ${ARGN})
+  set_tests_properties(${target}_scrambled_np${ranks} PROPERTIES PROCESSORS ${ranks} TIMEOUT 600
+    ENVIRONMENT "ZERO_TEST_BACKEND=scrambled;OMPI_MCA_mpi_yield_when_idle=1;OMP_NUM_THREADS=1;OMPI_MCA_btl_vader_single_copy_mechanism=none")
+endfunction()

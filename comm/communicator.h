@@ -27,6 +27,10 @@ class CommRequest {
   virtual ~CommRequest() = default;
   virtual void wait() = 0;
   virtual bool test() = 0;  // true once complete (and drives progress)
+  // Orders later work on the backend's compute queue after this collective without blocking the host
+  // (NCCL: the compute stream waits on the collective's event). A host backend has no queue, so it
+  // waits. After it the request counts as complete for its owner.
+  virtual void enqueue_wait() { wait(); }
 };
 using CommHandle = std::unique_ptr<CommRequest>;
 

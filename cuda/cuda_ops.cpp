@@ -1,9 +1,8 @@
-// CudaOps: dtype checks, the AdamW scalars (host, as optim/adamw.cpp computes them) and stream
+// CudaOps: dtype checks, the AdamW scalars (optim::adamw_scalars, the CPU backend's) and stream
 // bookkeeping around the kernels in kernels.cu.
 #include "cuda/cuda_ops.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "core/check.h"
 #include "cuda/check.h"
@@ -103,6 +102,38 @@ size_t CudaOps::count_nonfinite(const void* src, DType t, size_t n) {
   return size_t(*h_count_);
 }
 
+void CudaOps::accumulate_sum_squares(const void* src, DType t, size_t n, double* acc) {
+  if (n == 0) return;
+  const auto e = elem(t, "accumulate_sum_squares");
+  require_device(src, "src", "accumulate_sum_squares");
+  require_device(acc, "acc", "accumulate_sum_squares");
+  kernels::sum_squares(src, e, n, d_partials_, d_sum_, stream_);
+  kernels::accumulate_f64(acc, d_sum_, stream_);  // queued after the sum: no host wait
+}
+
+void CudaOps::accumulate_nonfinite(const void* src, DType t, size_t n, double* acc) {
+  if (n == 0) return;
+  const auto e = elem(t, "accumulate_nonfinite");
+  require_device(src, "src", "accumulate_nonfinite");
+  require_device(acc, "acc", "accumulate_nonfinite");
+  kernels::count_nonfinite(src, e, n, d_counts_, d_count_, stream_);
+  kernels::accumulate_count(acc, d_count_, stream_);
+}
+
+void CudaOps::download(void* host, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  require_device(src, "src", "download");
+  CUDA_CHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaOps::upload(void* dst, const void* host, size_t bytes) {
+  if (bytes == 0) return;
+  require_device(dst, "dst", "upload");
+  CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
 void CudaOps::adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n,
                     const optim::AdamWConfig& c, float lr, int64_t t, bool decay, float grad_scale) {
   if (n == 0) return;
@@ -111,19 +142,7 @@ void CudaOps::adamw(float* param, const void* grad, DType gt, float* m, float* v
   require_device(grad, "grad", "adamw");
   require_device(m, "m", "adamw");
   require_device(v, "v", "adamw");
-  // The scalars exactly as optim::adamw_step computes them (double, rounded once).
-  const double bc1 = 1.0 - std::pow(double(c.beta1), double(t));
-  const double bc2 = 1.0 - std::pow(double(c.beta2), double(t));
-  kernels::AdamWScalars k;
-  k.step_size = float(double(lr) / bc1);
-  k.bc2_sqrt = float(std::sqrt(bc2));
-  k.decay_factor = decay ? 1.0f - lr * c.weight_decay : 1.0f;
-  k.one_minus_b1 = 1.0f - c.beta1;
-  k.one_minus_b2 = 1.0f - c.beta2;
-  k.beta2 = c.beta2;
-  k.eps = c.eps;
-  k.grad_scale = grad_scale;
-  kernels::adamw(param, grad, elem(gt, "adamw"), m, v, n, k, stream_);
+  kernels::adamw(param, grad, elem(gt, "adamw"), m, v, n, optim::adamw_scalars(c, lr, t, decay, grad_scale), stream_);
 }
 
 float* CudaOps::staging(size_t n) {

@@ -25,12 +25,18 @@ class CudaOps final : public DeviceOps {
   CudaOps& operator=(const CudaOps&) = delete;
 
   const char* name() const override { return "cuda"; }
+  bool host_addressable() const override { return false; }
   bool supports_storage(DType t) const override { return t == DType::F32 || t == DType::BF16; }
   void copy(void* dst, DType dt, const void* src, DType st, size_t n) override;
   void add(void* dst, DType dt, const void* src, DType st, size_t n) override;
   void zero(void* dst, DType dt, size_t n) override;
   double sum_squares(const void* src, DType t, size_t n) override;
   size_t count_nonfinite(const void* src, DType t, size_t n) override;
+  // Queued on the stream, accumulating into device memory: no host wait.
+  void accumulate_sum_squares(const void* src, DType t, size_t n, double* acc) override;
+  void accumulate_nonfinite(const void* src, DType t, size_t n, double* acc) override;
+  void download(void* host, const void* src, size_t bytes) override;
+  void upload(void* dst, const void* host, size_t bytes) override;
   void adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n, const optim::AdamWConfig& c,
              float lr, int64_t t, bool decay, float grad_scale) override;
   // Host fp32 <-> device buffer of dtype dt, converted on the device (in chunks through a device

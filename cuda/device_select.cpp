@@ -4,9 +4,12 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "core/check.h"
+#include "comm/mpi_check.h"
 #include "cuda/check.h"
+#include "cuda/device_sharing.h"
 
 namespace zero {
 
@@ -19,16 +22,36 @@ int cuda_device_count() {
   return n;
 }
 
-DeviceChoice select_device(int local_rank, int local_world) {
+std::string device_uuid(int device) {
+  cudaDeviceProp p{};
+  CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : p.uuid.bytes) out += {hex[b >> 4], hex[b & 15]};
+  return out;
+}
+
+DeviceChoice select_device(MPI_Comm comm) {
+  int rank = 0, local_rank = 0, local_world = 1;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  MPI_Comm node;
+  MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+  MPI_CHECK(MPI_Comm_rank(node, &local_rank));
+  MPI_CHECK(MPI_Comm_size(node, &local_world));
   DeviceChoice c;
   c.device_count = cuda_device_count();
   ZERO_REQUIRE(c.device_count > 0, Error,
                "no CUDA device is visible to local rank {} (check CUDA_VISIBLE_DEVICES and the driver), or run "
                "the CPU backend", local_rank);
-  ZERO_CHECK(local_rank >= 0 && local_world > 0, "select_device: local rank {} of {}", local_rank, local_world);
-  c.device = local_rank % c.device_count;
-  c.shared = local_world > c.device_count;
+  c.device = device_for_local_rank(local_rank, c.device_count);
   CUDA_CHECK(cudaSetDevice(c.device));
+  c.uuid = device_uuid(c.device);
+  std::vector<char> all(size_t(local_world) * 32);
+  MPI_CHECK(MPI_Allgather(c.uuid.data(), 32, MPI_CHAR, all.data(), 32, MPI_CHAR, node));
+  MPI_CHECK(MPI_Comm_free(&node));
+  std::vector<std::string> uuids;
+  for (int r = 0; r < local_world; ++r) uuids.emplace_back(all.data() + size_t(r) * 32, 32);
+  c.shared = any_gpu_shared(uuids);
   return c;
 }
 

@@ -1,7 +1,11 @@
-// Which GPU this rank uses: the node-local rank modulo the node's device count. Also the one switch
-// that lets several ranks share one GPU under NCCL (tests on a one-GPU machine). Never throws from
-// the probes, so callers can skip cleanly without a device.
+// Which GPU this rank uses: the node-local rank modulo the devices it sees; whether ranks of the node
+// share a GPU is decided by comparing device UUIDs across them (cuda/device_sharing.h). Also the one
+// switch that lets several ranks share one GPU under NCCL (tests on a one-GPU machine). Never throws
+// from the probes, so callers can skip cleanly without a device.
 #pragma once
+#include <mpi.h>
+
+#include <string>
 
 namespace zero {
 
@@ -10,13 +14,16 @@ int cuda_device_count();
 
 struct DeviceChoice {
   int device = -1;
-  int device_count = 0;
-  bool shared = false;  // more ranks on this node than devices: some ranks share a GPU
+  int device_count = 0;   // devices this rank sees
+  std::string uuid;       // of the chosen device
+  bool shared = false;    // some GPU of this node serves two of its ranks (same UUID)
 };
 
-// Picks local_rank % device_count, makes it current (cudaSetDevice) and says whether the node's
-// ranks must share devices. Throws zero::Error when there is no device.
-DeviceChoice select_device(int local_rank, int local_world);
+// Collective over `comm`: splits it by node, picks local_rank % visible devices, makes it current
+// (cudaSetDevice), and all-gathers the device UUIDs over the node's ranks to say whether any GPU is
+// shared. Throws zero::Error when there is no device.
+DeviceChoice select_device(MPI_Comm comm);
+std::string device_uuid(int device);
 
 // NCCL refuses two ranks of one host on one GPU ("Duplicate GPU detected"). Giving each rank its own
 // NCCL host id (NCCL_HOSTID=fakehost<rank>) makes NCCL treat them as separate hosts (network

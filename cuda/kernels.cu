@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/math/bf16.h"
 #include "cuda/check.h"
 #include "cuda/kernels.h"
 
@@ -12,20 +13,15 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kMaxBlocks = 4096;  // grid-stride beyond this (about 30 blocks per SM on an H100)
 
-// bf16 as its bits. Round to nearest even, NaN to a quiet NaN keeping the sign: Eigen's
-// float_to_bfloat16_rtne, bit for bit (the CPU backend's conversion).
+// bf16 as its bits, converted by core/math/bf16.h (the CPU backend's conversion).
 struct Bf16 {
   uint16_t bits;
 };
 __device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(Bf16 x) { return __uint_as_float(uint32_t(x.bits) << 16); }
+__device__ __forceinline__ float to_f32(Bf16 x) { return math::bf16_to_f32(x.bits); }
 template <class T> __device__ __forceinline__ T from_f32(float x);
 template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
-template <> __device__ __forceinline__ Bf16 from_f32<Bf16>(float x) {
-  const uint32_t u = __float_as_uint(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return Bf16{uint16_t((u & 0x80000000u) ? 0xffc0u : 0x7fc0u)};
-  return Bf16{uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
-}
+template <> __device__ __forceinline__ Bf16 from_f32<Bf16>(float x) { return Bf16{math::f32_to_bf16(x)}; }
 
 int blocks_for(size_t n) {
   const size_t b = (n + kThreads - 1) / kThreads;
@@ -88,22 +84,15 @@ __global__ void reduce_pass2(const A* __restrict__ partials, int count, A* out) 
   if (threadIdx.x == 0) *out = b;
 }
 
+// The per-element update optim::adamw_step runs on the CPU (core/math/adamw_math.h).
 template <class G>
 __global__ void adamw_kernel(float* __restrict__ param, const G* __restrict__ grad, float* __restrict__ m,
-                             float* __restrict__ v, size_t n, AdamWScalars k) {
-  // optim/adamw.cpp's expressions in its order, IEEE sqrt and division, and its three explicit FMAs (it is
-  // compiled with -ffp-contract=off, so there are no others on either side).
+                             float* __restrict__ v, size_t n, math::AdamWScalars k) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    const float g = __fmul_rn(to_f32(grad[i]), k.grad_scale);
-    float p = __fmul_rn(param[i], k.decay_factor);
-    const float m0 = m[i], v0 = v[i];
-    const float mi = __fmaf_rn(k.one_minus_b1, __fsub_rn(g, m0), m0);                   // m.lerp(g, 1 - beta1)
-    const float vi = __fmaf_rn(k.beta2, v0, __fmul_rn(__fmul_rn(k.one_minus_b2, g), g));  // beta2 v + (1-beta2) g g
-    const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), k.bc2_sqrt), k.eps);
-    p = __fmaf_rn(-k.step_size, __fdiv_rn(mi, denom), p);                               // p -= step_size * (m / denom)
-    m[i] = mi;
-    v[i] = vi;
-    param[i] = p;
+    const math::AdamWState s = math::adamw_update({param[i], m[i], v[i]}, to_f32(grad[i]), k);
+    param[i] = s.param;
+    m[i] = s.m;
+    v[i] = s.v;
   }
 }
 
@@ -172,13 +161,27 @@ void count_nonfinite(const void* src, Elem t, size_t n, unsigned long long* part
   CUDA_CHECK(cudaGetLastError());
 }
 
-void adamw(float* param, const void* grad, Elem gt, float* m, float* v, size_t n, const AdamWScalars& k,
+void adamw(float* param, const void* grad, Elem gt, float* m, float* v, size_t n, const math::AdamWScalars& k,
            cudaStream_t s) {
   if (n == 0) return;
   with_elem(gt, [&](auto* tag) {
     using G = std::remove_pointer_t<decltype(tag)>;
     adamw_kernel<<<blocks_for(n), kThreads, 0, s>>>(param, static_cast<const G*>(grad), m, v, n, k);
   });
+  CUDA_CHECK(cudaGetLastError());
+}
+
+namespace {
+template <class T>
+__global__ void accumulate_f64_kernel(double* acc, const T* x) { *acc += double(*x); }
+}  // namespace
+
+void accumulate_f64(double* acc, const double* x, cudaStream_t s) {
+  accumulate_f64_kernel<<<1, 1, 0, s>>>(acc, x);
+  CUDA_CHECK(cudaGetLastError());
+}
+void accumulate_count(double* acc, const unsigned long long* x, cudaStream_t s) {
+  accumulate_f64_kernel<<<1, 1, 0, s>>>(acc, x);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,12 +1,14 @@
 // Launchers for the CUDA backend's element-wise kernels (kernels.cu), on a given stream. A plain
-// interface with no project headers, so nvcc never compiles Eigen or fmt. Element counts, not bytes.
-// Numerics match zero/cpu_ops.cpp element by element: bf16 is stored as its 16 bits and converted
-// with round-to-nearest-even exactly like Eigen::bfloat16 (NaN -> quiet NaN 0x7fc0 | sign), adds are
-// fp32, AdamW is optim/adamw.cpp's expression order, fused where gcc fuses it (see kernels.cu).
+// interface whose only project headers are core/math's (no Eigen, no fmt: nvcc compiles them). Element
+// counts, not bytes. Numerics match zero/cpu_ops.cpp element by element because both sides call the
+// same functions: bf16 is stored as its 16 bits and converted by core/math/bf16.h, adds are fp32, and
+// AdamW is core/math/adamw_math.h's update on the scalars optim::adamw_scalars computes.
 #pragma once
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+
+#include "core/math/adamw_math.h"
 
 namespace zero::kernels {
 
@@ -18,11 +20,6 @@ constexpr int kReduceThreads = 256;
 constexpr int kMaxReduceBlocks = 512;
 int reduce_blocks(size_t n);
 
-// AdamW's per-step scalars, computed on the host exactly as optim::adamw_step does.
-struct AdamWScalars {
-  float step_size, bc2_sqrt, decay_factor, one_minus_b1, one_minus_b2, beta2, eps, grad_scale;
-};
-
 // All launchers report launch errors through CUDA_CHECK (they throw zero::Error).
 void copy(void* dst, Elem dt, const void* src, Elem st, size_t n, cudaStream_t s);  // dst = (dt) src
 void add(void* dst, Elem dt, const void* src, Elem st, size_t n, cudaStream_t s);   // dst = dt(f32(dst) + f32(src))
@@ -31,7 +28,10 @@ void sum_squares(const void* src, Elem t, size_t n, double* partials, double* ou
 // *out = number of NaN / inf elements. partials: kMaxReduceBlocks counters of device scratch.
 void count_nonfinite(const void* src, Elem t, size_t n, unsigned long long* partials, unsigned long long* out,
                      cudaStream_t s);
-void adamw(float* param, const void* grad, Elem gt, float* m, float* v, size_t n, const AdamWScalars& k,
+// *acc += *x on the device (the per-step partials stay in device memory until the step reads them).
+void accumulate_f64(double* acc, const double* x, cudaStream_t s);
+void accumulate_count(double* acc, const unsigned long long* x, cudaStream_t s);
+void adamw(float* param, const void* grad, Elem gt, float* m, float* v, size_t n, const math::AdamWScalars& k,
            cudaStream_t s);
 
 }  // namespace zero::kernels

@@ -32,7 +32,7 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 
 class NcclRequest final : public CommRequest {
  public:
-  NcclRequest(cudaStream_t s, ncclComm_t comm) : comm_(comm) {
+  NcclRequest(cudaStream_t s, ncclComm_t comm, cudaStream_t consumer) : comm_(comm), consumer_(consumer) {
     CUDA_CHECK(cudaEventCreateWithFlags(&ev_, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventRecord(ev_, s));
   }
@@ -43,6 +43,11 @@ class NcclRequest final : public CommRequest {
   void wait() override {
     if (done_) return;
     CUDA_CHECK(cudaEventSynchronize(ev_));
+    done_ = true;
+  }
+  void enqueue_wait() override {
+    if (done_) return;
+    CUDA_CHECK(cudaStreamWaitEvent(consumer_, ev_, 0));  // the compute stream waits; the host goes on
     done_ = true;
   }
   bool test() override {
@@ -59,6 +64,7 @@ class NcclRequest final : public CommRequest {
 
  private:
   ncclComm_t comm_;
+  cudaStream_t consumer_;  // the compute (ops) stream that reads what the collective wrote
   cudaEvent_t ev_ = nullptr;
   bool done_ = false;
 };
@@ -104,7 +110,7 @@ void NcclCommunicator::follow_producer() {
   CUDA_CHECK(cudaStreamWaitEvent(stream_, produced_, 0));
 }
 
-CommHandle NcclCommunicator::finish() { return std::make_unique<NcclRequest>(stream_, nccl_); }
+CommHandle NcclCommunicator::finish() { return std::make_unique<NcclRequest>(stream_, nccl_, producer_); }
 
 CommHandle NcclCommunicator::do_all_reduce(void* buf, size_t count, DType t, ReduceOp op) {
   ZERO_REQUIRE(supports_reduction(t), ConfigError, "reduction dtype {} is not supported by the nccl backend",

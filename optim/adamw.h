@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/math/adamw_math.h"
+
 namespace zero::optim {
 
 struct AdamWConfig {
@@ -13,6 +15,10 @@ struct AdamWConfig {
   float eps = 1e-8f;
   float weight_decay = 0.0f;
 };
+
+// This step's scalars for the per-element update (core/math/adamw_math.h): computed here once for both
+// backends (the CUDA backend hands them to its kernel). Arguments as for adamw_step.
+math::AdamWScalars adamw_scalars(const AdamWConfig& c, float lr, int64_t t, bool decay, float grad_scale);
 
 // One step on n elements. `t` is the 1-based optimizer step; `lr` is this step's rate (after the
 // schedule); `decay` selects weight decay for this tensor; `grad_scale` multiplies the gradient

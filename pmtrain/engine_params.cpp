@@ -11,25 +11,61 @@ EngineParamAccess::EngineParamAccess(Engine& engine, std::vector<model::GroupSpe
     : engine_(engine), groups_(std::move(groups)) {
   ZERO_CHECK(groups_.size() == engine.groups().size(), "{} model groups for {} engine groups", groups_.size(),
              engine.groups().size());
+  param_scratch_.resize(groups_.size());
+  grad_scratch_.resize(groups_.size());
+  grad_views_.resize(groups_.size());
 }
 
-std::vector<model::TensorRef> EngineParamAccess::shaped(const GroupView& view, int g) const {
+// The model's ops read host memory (the CPU backend): the engine's views are handed over as they are
+// when its memory is that, in either dtype; otherwise they are staged through the backend's host copies.
+bool EngineParamAccess::staged() const { return !engine_.ops().host_addressable(); }
+
+std::vector<model::TensorRef> EngineParamAccess::shaped(const GroupView& view, int g, bool copy_in,
+                                                        std::vector<std::vector<std::vector<float>>>& scratch) {
   const model::GroupSpec& spec = groups_[g];
   ZERO_CHECK(view.size() == spec.tensors.size(), "group {}: the engine has {} tensors, the model {}", g, view.size(),
              spec.tensors.size());
   std::vector<model::TensorRef> out;
+  if (staged()) scratch[g].resize(view.size());
   for (size_t t = 0; t < view.size(); ++t) {
     const model::TensorSpec& ts = spec.tensors[t];
     ZERO_CHECK(int64_t(view[t].numel) == ts.numel(), "{}: the engine holds {} elements, the model {}", ts.name,
                view[t].numel, ts.numel());
-    out.emplace_back(view[t].data, view[t].dtype, ts.shape);
+    if (!staged()) {
+      out.emplace_back(view[t].data, view[t].dtype, ts.shape);
+      continue;
+    }
+    std::vector<float>& host = scratch[g][t];
+    host.resize(view[t].numel);
+    if (copy_in) engine_.ops().copy_to_host(host.data(), view[t].data, view[t].dtype, view[t].numel);
+    out.emplace_back(host.data(), DType::F32, ts.shape);
   }
   return out;
 }
 
-std::vector<model::TensorRef> EngineParamAccess::acquire(int g) { return shaped(engine_.gather(g), g); }
+std::vector<model::TensorRef> EngineParamAccess::acquire(int g) {
+  return shaped(engine_.gather(g), g, true, param_scratch_);
+}
 
-std::vector<model::TensorRef> EngineParamAccess::grad_buffers(int g) { return shaped(engine_.grad_view(g), g); }
+void EngineParamAccess::release(int g) {
+  param_scratch_[g].clear();
+  engine_.release(g);
+}
+
+std::vector<model::TensorRef> EngineParamAccess::grad_buffers(int g) {
+  grad_views_[g] = engine_.grad_view(g);
+  return shaped(grad_views_[g], g, false, grad_scratch_);
+}
+
+void EngineParamAccess::grad_ready(int g) {
+  if (staged()) {
+    const GroupView& view = grad_views_[g];
+    for (size_t t = 0; t < view.size(); ++t)
+      engine_.ops().copy_from_host(view[t].data, view[t].dtype, grad_scratch_[g][t].data(), view[t].numel);
+    grad_scratch_[g].clear();
+  }
+  engine_.grad_ready(g);
+}
 
 std::vector<GroupInfo> engine_groups(const std::vector<model::GroupSpec>& groups) {
   std::vector<GroupInfo> out;
@@ -41,19 +77,6 @@ std::vector<GroupInfo> engine_groups(const std::vector<model::GroupSpec>& groups
   return out;
 }
 
-void run_empty_micro_step(Engine& engine) {
-  const int G = int(engine.groups().size());
-  for (int g = 0; g < G; ++g) {
-    engine.gather(g);
-    engine.release(g);
-  }
-  engine.begin_backward();
-  for (int g = G - 1; g >= 0; --g) {
-    engine.gather(g);
-    for (const TensorView& t : engine.grad_view(g)) std::memset(t.data, 0, t.numel * dtype_size(t.dtype));
-    engine.grad_ready(g);
-    engine.release(g);
-  }
-}
+void run_empty_micro_step(Engine& engine) { engine.empty_micro_step(); }
 
 }  // namespace zero::pmtrain

@@ -1,6 +1,8 @@
 // The bridge between a model (model::ParamAccess, typed views) and the engine (zero::Engine, views in the
-// compute dtype): the engine's views are handed over as they are (no copy, fp32 or bf16; the model's ops
-// widen and round), shaped by the model's group specs.
+// compute dtype, in the backend's memory), shaped by the model's group specs. Views of host-addressable
+// memory are handed over as they are (no copy, fp32 or bf16: the CPU model's ops widen and round); a
+// backend the host cannot address goes through fp32 host scratch with the backend's copies on acquire,
+// and gradients back on grad_ready.
 #pragma once
 #include <vector>
 
@@ -14,16 +16,21 @@ class EngineParamAccess final : public model::ParamAccess {
   // groups: the model's group specs, the ones the engine was built from (engine_groups).
   EngineParamAccess(Engine& engine, std::vector<model::GroupSpec> groups);
   std::vector<model::TensorRef> acquire(int g) override;
-  void release(int g) override { engine_.release(g); }
+  void release(int g) override;
   void begin_backward() override { engine_.begin_backward(); }
   std::vector<model::TensorRef> grad_buffers(int g) override;
-  void grad_ready(int g) override { engine_.grad_ready(g); }
+  void grad_ready(int g) override;
 
  private:
-  std::vector<model::TensorRef> shaped(const GroupView& view, int g) const;
+  bool staged() const;
+  // The engine's view as the model's typed views: in place, or (staged) fp32 copies in scratch[g].
+  std::vector<model::TensorRef> shaped(const GroupView& view, int g, bool copy_in,
+                                       std::vector<std::vector<std::vector<float>>>& scratch);
 
   Engine& engine_;
   std::vector<model::GroupSpec> groups_;
+  std::vector<std::vector<std::vector<float>>> param_scratch_, grad_scratch_;  // [group][tensor], staged only
+  std::vector<GroupView> grad_views_;
 };
 
 // Engine group declarations from the model's group specs (names, sizes, weight-decay flags).

@@ -6,6 +6,8 @@
 
 #include "core/check.h"
 #include "core/dtype.h"
+#include "pmtrain/engine_assembly.h"
+#include "zero/buffer_plan.h"
 
 namespace zero::pmtrain {
 
@@ -13,19 +15,15 @@ size_t host_memory_bytes() { return size_t(sysconf(_SC_PHYS_PAGES)) * size_t(sys
 
 MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
                        int world, int ranks_on_node, int64_t micro_pairs) {
-  const Partition p = make_partition(groups, world, size_t(cfg.zero.bucket_elements));
-  const size_t pb = dtype_size(parse_dtype(cfg.zero.param_dtype, "zero.param_dtype"));
-  const size_t ab = dtype_size(parse_dtype(cfg.zero.accum_dtype, "zero.accum_dtype"));
-  const size_t rb = dtype_size(parse_dtype(cfg.zero.reduce_dtype, "zero.reduce_dtype"));
-  const int stage = int(cfg.zero.stage);
+  // The engine's buffers by the engine's own arithmetic (accumulation and schedule do not change sizes).
+  const EngineConfig ec = engine_config(cfg, 1, 1);
+  const BufferPlan b = plan_buffers(ec, make_partition(groups, world, ec.bucket_elements));
   MemoryPlan m;
-  m.params = pb * (stage == 3 ? p.total_shard : p.total_padded);
-  m.grads = ab * (stage >= 2 ? p.total_shard : p.total_padded);
-  m.optimizer = 12 * (stage == 0 ? p.total_padded : p.total_shard);
-  // Two bucket slots of grad views, and two reduction chunks (send + receive), as the engine allocates.
-  const size_t chunk = std::min(p.max_bucket_padded / world, std::max<size_t>(1, size_t(cfg.zero.bucket_elements) / world));
-  m.comm_buffers = 2 * p.max_bucket_padded * pb + 2 * chunk * size_t(world) * rb + 2 * chunk * rb;
-  if (stage == 3) m.gathered = size_t(cfg.zero.prefetch_depth + 1) * p.max_group_padded * pb;
+  m.params = b.bytes(MemCategory::Params);
+  m.grads = b.bytes(MemCategory::Grads);
+  m.optimizer = b.bytes(MemCategory::Master) + b.bytes(MemCategory::OptimM) + b.bytes(MemCategory::OptimV);
+  m.comm_buffers = b.bytes(MemCategory::CommBuffers) + b.bytes(MemCategory::Other);
+  m.gathered = b.bytes(MemCategory::Gathered);
   // Activations (fp32 on the CPU backend): tokens of a micro-batch at the worst case (every sequence
   // at max_len); per layer and token the kept tensors of a pre-norm block (about 8 x hidden + 4 x
   // intermediate + q/k/v widths) plus the attention's log-sum-exp per head (backward recomputes the

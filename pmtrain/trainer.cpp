@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "data/token_cache.h"
 #include "model/hf_export.h"
+#include "pmtrain/engine_assembly.h"
 #include "pmtrain/model_setup.h"
 
 namespace zero::pmtrain {
@@ -101,25 +102,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm)
   total_steps_ = cfg_.run.steps > 0 ? cfg_.run.steps : cfg_.run.epochs * sampler_->steps_per_epoch();
   ZERO_REQUIRE(total_steps_ > 0, ConfigError, "{}: nothing to train (run.steps and run.epochs give 0 steps)", cfg_.source);
 
-  EngineConfig ec;
-  ec.stage = int(cfg_.zero.stage);
-  ZERO_REQUIRE(cfg_.zero.bucket_elements > 0, ConfigError, "{}: zero.bucket_elements must be positive (got {})",
-               cfg_.source, cfg_.zero.bucket_elements);
-  ec.bucket_elements = size_t(cfg_.zero.bucket_elements);
-  ec.prefetch_depth = int(cfg_.zero.prefetch_depth);
-  ec.param_dtype = parse_dtype(cfg_.zero.param_dtype, "zero.param_dtype");
-  ec.accum_dtype = parse_dtype(cfg_.zero.accum_dtype, "zero.accum_dtype");
-  ec.reduce_dtype = parse_dtype(cfg_.zero.reduce_dtype, "zero.reduce_dtype");
-  ec.accum_steps = int(batch_.accum);
-  ec.clip_norm = float(cfg_.optim.clip_norm);
-  ec.adamw = {float(cfg_.optim.lr), float(cfg_.optim.beta1), float(cfg_.optim.beta2), float(cfg_.optim.eps),
-              float(cfg_.optim.weight_decay)};
-  const int64_t warmup = cfg_.optim.warmup_steps > 0 ? cfg_.optim.warmup_steps
-                                                      : int64_t(std::ceil(cfg_.optim.warmup_ratio * total_steps_));
-  ec.schedule = {optim::parse_schedule_kind(cfg_.optim.schedule), float(cfg_.optim.lr), warmup, total_steps_,
-                 float(cfg_.optim.min_lr_ratio)};
-  validate(ec);
-
+  const EngineConfig ec = engine_config(cfg_, batch_.accum, total_steps_);
 
   ops_ = make_cpu_ops();
   alloc_ = std::make_unique<TrackingAllocator>(make_host_allocator());

@@ -1,14 +1,24 @@
 // DeviceOps for the CPU backend: plain loops over host memory (fp32 and Eigen's bfloat16).
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
 
 #include "core/check.h"
+#include "core/math/bf16.h"
 #include "zero/device_ops.h"
 
 namespace zero {
 namespace {
+
+// Element conversions through core/math/bf16.h, the CUDA kernels' conversion (bf16 is stored as
+// Eigen::bfloat16, whose bits are the bf16's).
+float to_f32(float x) { return x; }
+float to_f32(bf16 x) { return math::bf16_to_f32(std::bit_cast<uint16_t>(x)); }
+template <class T> T from_f32(float x);
+template <> float from_f32<float>(float x) { return x; }
+template <> bf16 from_f32<bf16>(float x) { return std::bit_cast<bf16>(math::f32_to_bf16(x)); }
 
 template <class F>
 void dispatch(DType t, F&& f) {
@@ -39,14 +49,14 @@ class CpuOps final : public DeviceOps {
   void copy(void* dst, DType dt, const void* src, DType st, size_t n) override {
     dispatch_pair(dst, dt, src, st, [n](auto* d, const auto* s) {
       using D = std::remove_pointer_t<decltype(d)>;
-      for (size_t i = 0; i < n; ++i) d[i] = D(static_cast<float>(s[i]));
+      for (size_t i = 0; i < n; ++i) d[i] = from_f32<D>(to_f32(s[i]));
     });
   }
 
   void add(void* dst, DType dt, const void* src, DType st, size_t n) override {
     dispatch_pair(dst, dt, src, st, [n](auto* d, const auto* s) {
       using D = std::remove_pointer_t<decltype(d)>;
-      for (size_t i = 0; i < n; ++i) d[i] = D(static_cast<float>(d[i]) + static_cast<float>(s[i]));
+      for (size_t i = 0; i < n; ++i) d[i] = from_f32<D>(to_f32(d[i]) + to_f32(s[i]));
     });
   }
 
@@ -58,7 +68,7 @@ class CpuOps final : public DeviceOps {
       using T = std::remove_pointer_t<decltype(tag)>;
       const T* s = static_cast<const T*>(src);
       for (size_t i = 0; i < n; ++i) {
-        const double x = static_cast<float>(s[i]);
+        const double x = to_f32(s[i]);
         acc += x * x;
       }
     });
@@ -70,10 +80,17 @@ class CpuOps final : public DeviceOps {
     dispatch(t, [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
       const T* s = static_cast<const T*>(src);
-      for (size_t i = 0; i < n; ++i) bad += !std::isfinite(static_cast<float>(s[i]));
+      for (size_t i = 0; i < n; ++i) bad += !std::isfinite(to_f32(s[i]));
     });
     return bad;
   }
+
+  void accumulate_sum_squares(const void* src, DType t, size_t n, double* acc) override { *acc += sum_squares(src, t, n); }
+  void accumulate_nonfinite(const void* src, DType t, size_t n, double* acc) override {
+    *acc += double(count_nonfinite(src, t, n));
+  }
+  void download(void* host, const void* src, size_t bytes) override { std::memcpy(host, src, bytes); }
+  void upload(void* dst, const void* host, size_t bytes) override { std::memcpy(dst, host, bytes); }
 
   void adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n, const optim::AdamWConfig& c,
              float lr, int64_t t, bool decay, float grad_scale) override {
@@ -88,7 +105,7 @@ class CpuOps final : public DeviceOps {
     const bf16* g = static_cast<const bf16*>(grad);
     for (size_t off = 0; off < n; off += kChunk) {
       const size_t len = std::min(kChunk, n - off);
-      for (size_t i = 0; i < len; ++i) tmp[i] = static_cast<float>(g[off + i]);
+      for (size_t i = 0; i < len; ++i) tmp[i] = to_f32(g[off + i]);
       optim::adamw_step(param + off, tmp, m + off, v + off, len, c, lr, t, decay, grad_scale);
     }
   }

@@ -15,18 +15,28 @@ class DeviceOps {
  public:
   virtual ~DeviceOps() = default;
   virtual const char* name() const = 0;
+  // Whether the host may read and write this backend's memory with plain loads and stores (the CPU
+  // backend). Device memory is not: host-side models go through copy_to_host / copy_from_host.
+  virtual bool host_addressable() const { return true; }
   virtual bool supports_storage(DType t) const = 0;  // dtypes usable for params / grads
   virtual void copy(void* dst, DType dt, const void* src, DType st, size_t n) = 0;  // dst = (dt) src
   virtual void add(void* dst, DType dt, const void* src, DType st, size_t n) = 0;   // dst += src (in fp32)
   virtual void zero(void* dst, DType dt, size_t n) = 0;
   virtual double sum_squares(const void* src, DType t, size_t n) = 0;               // in fp64
   virtual size_t count_nonfinite(const void* src, DType t, size_t n) = 0;
+  // The same, accumulated into one fp64 in backend memory (*acc += ...), so a step reads its norm and
+  // finite flags back once instead of once per tensor.
+  virtual void accumulate_sum_squares(const void* src, DType t, size_t n, double* acc) = 0;
+  virtual void accumulate_nonfinite(const void* src, DType t, size_t n, double* acc) = 0;
   // AdamW on an fp32 master shard; the gradient may be fp32 or bf16.
   virtual void adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n,
                      const optim::AdamWConfig& c, float lr, int64_t t, bool decay, float grad_scale) = 0;
   // Host <-> backend memory (imports, checksums, exports). The host backend's memory is host memory.
   virtual void copy_from_host(void* dst, DType dt, const float* src, size_t n) { copy(dst, dt, src, DType::F32, n); }
   virtual void copy_to_host(float* dst, const void* src, DType st, size_t n) { copy(dst, DType::F32, src, st, n); }
+  // Raw bytes (counters, fp64 partials). Both return when the copy is done.
+  virtual void download(void* host, const void* src, size_t bytes) = 0;
+  virtual void upload(void* dst, const void* host, size_t bytes) = 0;
   virtual void synchronize() {}
 };
 

@@ -1,6 +1,7 @@
 #include "zero/engine.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 
@@ -16,55 +17,74 @@ Engine::Engine(const EngineConfig& cfg, std::vector<GroupInfo> groups, Communica
                "zero.param_dtype {} is not supported by the {} backend", dtype_name(cfg_.param_dtype), ops_.name());
   ZERO_REQUIRE(ops_.supports_storage(cfg_.accum_dtype), ConfigError,
                "zero.accum_dtype {} is not supported by the {} backend", dtype_name(cfg_.accum_dtype), ops_.name());
+  // Gradients are packed into the send buffers by the backend's copy, so it must store the wire dtype too.
+  ZERO_REQUIRE(ops_.supports_storage(cfg_.reduce_dtype), ConfigError,
+               "zero.reduce_dtype {} cannot be packed by the {} backend (use fp32 or bf16)",
+               dtype_name(cfg_.reduce_dtype), ops_.name());
   ZERO_REQUIRE(comm_.supports_reduction(cfg_.reduce_dtype), ConfigError,
                "zero.reduce_dtype {} is not supported by the {} communicator (use fp32 or bf16)",
                dtype_name(cfg_.reduce_dtype), comm_.backend_name());
   rank_ = comm_.rank();
   world_ = comm_.world();
   part_ = make_partition(groups_, world_, cfg_.bucket_elements);
+  plan_ = plan_buffers(cfg_, part_);
   const size_t G = groups_.size();
 
-  params_ = Buffer(alloc_, sharded_params() ? part_.total_shard : part_.total_padded, cfg_.param_dtype,
-                   MemCategory::Params);
-  accum_ = Buffer(alloc_, sharded_grads() ? part_.total_shard : part_.total_padded, cfg_.accum_dtype,
-                  MemCategory::Grads);
-  const size_t opt = cfg_.stage == 0 ? part_.total_padded : part_.total_shard;
-  master_ = Buffer(alloc_, opt, DType::F32, MemCategory::Master);
-  m_ = Buffer(alloc_, opt, DType::F32, MemCategory::OptimM);
-  v_ = Buffer(alloc_, opt, DType::F32, MemCategory::OptimV);
-  // Grad views hold a whole bucket (the model writes a group at once); reductions go in chunks of at
-  // most bucket_elements, so a group larger than a bucket (an embedding) needs no full-size send buffer.
-  const size_t B = part_.max_bucket_padded;
-  chunk_shard_ = std::min(B / world_, std::max<size_t>(1, cfg_.bucket_elements / world_));
+  params_ = Buffer(alloc_, plan_.params, cfg_.param_dtype, MemCategory::Params);
+  accum_ = Buffer(alloc_, plan_.accum, cfg_.accum_dtype, MemCategory::Grads);
+  master_ = Buffer(alloc_, plan_.optimizer, DType::F32, MemCategory::Master);
+  m_ = Buffer(alloc_, plan_.optimizer, DType::F32, MemCategory::OptimM);
+  v_ = Buffer(alloc_, plan_.optimizer, DType::F32, MemCategory::OptimV);
+  chunk_shard_ = plan_.chunk;
   for (int s = 0; s < 2; ++s) {
-    staging_[s] = Buffer(alloc_, B, cfg_.param_dtype, MemCategory::CommBuffers);
+    staging_[s] = Buffer(alloc_, plan_.staging, cfg_.param_dtype, MemCategory::CommBuffers);
     send_[s] = Buffer(alloc_, chunk_shard_ * world_, cfg_.reduce_dtype, MemCategory::CommBuffers);
     recv_[s] = Buffer(alloc_, chunk_shard_, cfg_.reduce_dtype, MemCategory::CommBuffers);
   }
+  for (size_t s = 0; s < plan_.ring_slots; ++s)
+    ring_.push_back(Buffer(alloc_, plan_.ring_slot, cfg_.param_dtype, MemCategory::Gathered));
+  ring_unit_.assign(ring_.size(), -1);
+  ring_handle_.resize(ring_.size());
+  partials_ = Buffer(alloc_, plan_.partials, DType::F64, MemCategory::Other);
+  ops_.zero(partials_.data(), DType::F64, partials_.count());
+  for (size_t g = 0; g < G; ++g) {
+    tensor_base_.push_back(g == 0 ? 1 : tensor_base_[g - 1] + groups_[g - 1].tensors.size());
+    unit_base_.push_back(int(unit_piece_.size()));
+    for (int k = 0; k < part_.groups[g].pieces; ++k) unit_piece_.push_back({int(g), k});
+  }
+  // Zeroed once: padding stays zero, and stages 0-2 never write the parameters' padding either.
+  ops_.zero(params_.data(), cfg_.param_dtype, params_.count());
+  ops_.zero(accum_.data(), cfg_.accum_dtype, accum_.count());
+  for (Buffer* b : {&master_, &m_, &v_}) ops_.zero(b->data(), DType::F32, b->count());
 
   offset_in_bucket_.assign(G, 0);
-  for (const Bucket& b : part_.buckets) {
+  bucket_units_.assign(part_.buckets.size(), 0);
+  for (size_t b = 0; b < part_.buckets.size(); ++b) {
     size_t off = 0;
-    for (int g : b.groups) {
+    for (int g : part_.buckets[b].groups) {
       offset_in_bucket_[g] = off;
       off += part_.groups[g].padded;
+      bucket_units_[b] += part_.groups[g].pieces;
     }
   }
-  gathered_.resize(G);
-  gather_handle_.resize(G);
+  unit_slot_.assign(unit_piece_.size(), -1);
   param_views_.resize(G);
   grad_views_.resize(G);
+  piece_views_.resize(unit_piece_.size());
+  grad_piece_views_.resize(unit_piece_.size());
   bucket_ready_.assign(part_.buckets.size(), 0);
   if (!sharded_params()) {
-    for (size_t g = 0; g < G; ++g)
+    for (size_t g = 0; g < G; ++g) {
+      if (part_.groups[g].split()) continue;
       param_views_[g] = make_view(at(params_, part_.groups[g].full_offset), cfg_.param_dtype, int(g));
+    }
   }
 }
 
 Engine::~Engine() {
   // Unfinished collectives must complete before their buffers go away.
   for (auto& p : pending_) p.handle.reset();
-  for (auto& h : gather_handle_) h.reset();
+  for (auto& h : ring_handle_) h.reset();
 }
 
 GroupView Engine::make_view(void* base, DType t, int g) const {
@@ -72,6 +92,23 @@ GroupView Engine::make_view(void* base, DType t, int g) const {
   const auto& L = part_.groups[g];
   for (size_t i = 0; i < groups_[g].tensors.size(); ++i)
     v.push_back({static_cast<char*>(base) + L.tensor_offsets[i] * dtype_size(t), t, groups_[g].tensors[i].numel});
+  return v;
+}
+
+// Piece k's runs: rank r's slice [r*shard + k*c, + len) of the flat space, clipped to the group's numel.
+// base holds the piece rank-major (r*len + i) when rank_major, else it is the group's full region.
+PieceView Engine::make_piece_view(int g, int k, void* base, bool rank_major) const {
+  const auto& L = part_.groups[g];
+  const size_t c0 = L.piece_begin(k), len = L.piece_len(k), esz = dtype_size(cfg_.param_dtype);
+  PieceView v;
+  v.dtype = cfg_.param_dtype;
+  for (size_t r = 0; r < size_t(world_); ++r) {
+    const size_t begin = r * L.shard + c0;
+    if (begin >= L.numel) break;
+    const size_t count = std::min(len, L.numel - begin);
+    const size_t at_elem = rank_major ? r * len : begin;
+    v.runs.push_back({begin, count, static_cast<char*>(base) + at_elem * esz});
+  }
   return v;
 }
 
@@ -133,7 +170,7 @@ OptimizerShard Engine::optimizer_shard(int g) const {
 void Engine::begin_micro_step() {
   if (micro_ >= 0) {
     for (size_t b = 0; b < part_.buckets.size(); ++b)
-      ZERO_REQUIRE(bucket_ready_[b] == int(part_.buckets[b].groups.size()), ConfigError,
+      ZERO_REQUIRE(bucket_ready_[b] == bucket_units_[b], ConfigError,
                    "micro-step {}: grad_ready was not called for every group of bucket {} (first group '{}')",
                    micro_, b, groups_[part_.buckets[b].first_group()].name);
   }
@@ -146,98 +183,208 @@ void Engine::begin_micro_step() {
 
 void Engine::begin_forward() {
   backward_ = false;
-  for (size_t g = 0; g < gathered_.size(); ++g) free_gathered(int(g));  // unused prefetches
+  free_all_units();  // unused prefetches
 }
 
 void Engine::begin_backward() { backward_ = true; }
 
-void Engine::start_gather(int g) {
+// ---- stage-3 gathers into the ring -----------------------------------------------------------------
+
+void Engine::start_gather(int u) {
+  int slot = -1;
+  for (size_t s = 0; s < ring_.size() && slot < 0; ++s)
+    if (ring_unit_[s] < 0) slot = int(s);
+  ZERO_REQUIRE(slot >= 0, ConfigError,
+               "stage 3: more than prefetch_depth + 1 = {} groups gathered at once (release each group after use)",
+               ring_.size());
+  const auto [g, k] = unit_piece_[u];
   const auto& L = part_.groups[g];
-  gathered_[g] = Buffer(alloc_, L.padded, cfg_.param_dtype, MemCategory::Gathered);
-  gather_handle_[g] = comm_.all_gather_async(at(params_, L.shard_offset), gathered_[g].data(), L.shard,
-                                             cfg_.param_dtype, backward_ ? "ag bwd" : "ag fwd");
+  ring_unit_[slot] = u;
+  unit_slot_[u] = slot;
+  const size_t len = L.piece_len(k);
+  ring_handle_[slot] = comm_.all_gather_async(at(params_, L.shard_offset + L.piece_begin(k)), ring_[slot].data(), len,
+                                              cfg_.param_dtype, backward_ ? "ag bwd" : "ag fwd");
 }
 
-int Engine::live_gathered() const {
-  int n = 0;
-  for (const auto& b : gathered_) n += !b.empty();
-  return n;
-}
-
-void Engine::free_gathered(int g) {
-  if (gather_handle_[g]) {
-    gather_handle_[g]->wait();
-    gather_handle_[g].reset();
+void* Engine::gather_unit(int u) {
+  if (unit_slot_[u] < 0) start_gather(u);
+  const int slot = unit_slot_[u];
+  if (ring_handle_[slot]) {
+    ring_handle_[slot]->enqueue_wait();
+    ring_handle_[slot].reset();
   }
-  gathered_[g].reset();
+  return ring_[slot].data();
+}
+
+// Prefetch the units after (g, k) in the current direction while ring slots are free. Backward skips
+// split groups: their gradient needs no parameters, so the model does not gather them there.
+void Engine::prefetch_after(int g, int k) {
+  const int dir = backward_ ? -1 : 1;
+  int u = unit_of(g, k);
+  for (int i = 0; i < cfg_.prefetch_depth; ++i) {
+    u += dir;
+    if (u < 0 || size_t(u) >= unit_piece_.size()) return;
+    if (backward_ && part_.groups[unit_piece_[u].first].split()) return;
+    if (unit_slot_[u] >= 0) continue;
+    if (std::find(ring_unit_.begin(), ring_unit_.end(), -1) == ring_unit_.end()) return;
+    start_gather(u);
+  }
+}
+
+void Engine::free_unit(int u) {
+  const int slot = unit_slot_[u];
+  if (slot < 0) return;
+  if (ring_handle_[slot]) {  // an unused prefetch: its all-gather must finish before the slot is reused
+    ring_handle_[slot]->enqueue_wait();
+    ring_handle_[slot].reset();
+  }
+  ring_unit_[slot] = -1;
+  unit_slot_[u] = -1;
+}
+
+void Engine::free_all_units() {
+  for (size_t u = 0; u < unit_slot_.size(); ++u) free_unit(int(u));
 }
 
 const GroupView& Engine::gather(int g) {
   check_group(g, "gather");
+  ZERO_REQUIRE(!part_.groups[g].split(), ConfigError, "gather({}): group '{}' is split into {} pieces; use gather_piece",
+               g, groups_[g].name, part_.groups[g].pieces);
   if (!sharded_params()) return param_views_[g];
-  if (gathered_[g].empty()) start_gather(g);
-  gather_handle_[g]->wait();
-  gather_handle_[g].reset();
-  param_views_[g] = make_view(gathered_[g].data(), cfg_.param_dtype, g);
-  // Prefetch the next groups in the current direction, never holding more than depth + 1.
-  const int dir = backward_ ? -1 : 1;
-  for (int i = 1; i <= cfg_.prefetch_depth; ++i) {
-    const int h = g + dir * i;
-    if (h < 0 || size_t(h) >= groups_.size()) break;
-    if (!gathered_[h].empty()) continue;
-    if (live_gathered() >= cfg_.prefetch_depth + 1) break;
-    start_gather(h);
-  }
+  param_views_[g] = make_view(gather_unit(unit_of(g, 0)), cfg_.param_dtype, g);
+  prefetch_after(g, 0);
   return param_views_[g];
 }
 
 void Engine::release(int g) {
   check_group(g, "release");
-  if (sharded_params()) free_gathered(g);
+  if (sharded_params()) free_unit(unit_of(g, 0));
+}
+
+const PieceView& Engine::gather_piece(int g, int k) {
+  check_group(g, "gather_piece");
+  ZERO_CHECK(k >= 0 && k < part_.groups[g].pieces, "gather_piece: piece {} of group '{}' out of range [0, {})", k,
+             groups_[g].name, part_.groups[g].pieces);
+  const int u = unit_of(g, k);
+  if (!sharded_params()) {
+    piece_views_[u] = make_piece_view(g, k, at(params_, part_.groups[g].full_offset), false);
+  } else {
+    piece_views_[u] = make_piece_view(g, k, gather_unit(u), true);
+    prefetch_after(g, k);
+  }
+  return piece_views_[u];
+}
+
+void Engine::release_piece(int g, int k) {
+  check_group(g, "release_piece");
+  if (sharded_params()) free_unit(unit_of(g, k));
 }
 
 // ---- gradients -------------------------------------------------------------------------------------
 
-void Engine::acquire_slot(int bucket) {
-  const int slot = bucket % 2;
-  if (slot_bucket_[slot] == bucket && slot_state_[slot] == SlotState::Filling) return;
-  while (slot_state_[slot] == SlotState::InFlight) complete_oldest();
+int Engine::acquire_slot(int bucket, int piece) {
+  const int slot = (bucket + piece) % 2;
+  if (slot_bucket_[slot] == bucket && slot_piece_[slot] == piece && slot_state_[slot] == SlotState::Filling) return slot;
   ZERO_CHECK(slot_state_[slot] == SlotState::Free, "bucket slot {} still filling bucket {} when bucket {} needs it",
              slot, slot_bucket_[slot], bucket);
   slot_state_[slot] = SlotState::Filling;
   slot_bucket_[slot] = bucket;
+  slot_piece_[slot] = piece;
+  return slot;
 }
 
 const GroupView& Engine::grad_view(int g) {
   check_group(g, "grad_view");
-  const int b = part_.groups[g].bucket;
-  acquire_slot(b);
   const auto& L = part_.groups[g];
-  void* base = at(staging_[b % 2], offset_in_bucket_[g]);
+  ZERO_REQUIRE(!L.split(), ConfigError, "grad_view({}): group '{}' is split into {} pieces; use grad_piece", g,
+               groups_[g].name, L.pieces);
+  const int slot = acquire_slot(L.bucket, 0);
+  void* base = at(staging_[slot], offset_in_bucket_[g]);
   // The model writes the real elements only; padding must reduce as zero.
   ops_.zero(static_cast<char*>(base) + L.numel * dtype_size(cfg_.param_dtype), cfg_.param_dtype, L.padded - L.numel);
   grad_views_[g] = make_view(base, cfg_.param_dtype, g);
   return grad_views_[g];
 }
 
+const PieceView& Engine::grad_piece(int g, int k) {
+  check_group(g, "grad_piece");
+  const auto& L = part_.groups[g];
+  ZERO_CHECK(k >= 0 && k < L.pieces, "grad_piece: piece {} of group '{}' out of range [0, {})", k, groups_[g].name,
+             L.pieces);
+  void* base = staging_[acquire_slot(L.bucket, k)].data();
+  // Rank-major in the slot; the elements past numel (padding) are zero and not handed out.
+  ops_.zero(base, cfg_.param_dtype, L.piece_len(k) * size_t(world_));
+  const int u = unit_of(g, k);
+  grad_piece_views_[u] = make_piece_view(g, k, base, true);
+  return grad_piece_views_[u];
+}
+
+// Adds the non-finite count of n gradient values at flat offset flat_begin of group g to its tensors'
+// counters in backend memory (read once, at the step).
+void Engine::count_nonfinite(int g, size_t flat_begin, const void* data, size_t n) {
+  const auto& L = part_.groups[g];
+  const size_t esz = dtype_size(cfg_.param_dtype);
+  for (size_t t = 0; t < groups_[g].tensors.size(); ++t) {
+    const size_t t0 = L.tensor_offsets[t], t1 = t0 + groups_[g].tensors[t].numel;
+    const size_t lo = std::max(t0, flat_begin), hi = std::min(t1, flat_begin + n);
+    if (lo >= hi) continue;
+    ops_.accumulate_nonfinite(static_cast<const char*>(data) + (lo - flat_begin) * esz, cfg_.param_dtype, hi - lo,
+                              partials_.as<double>() + tensor_base_[g] + t);
+  }
+}
+
 void Engine::grad_ready(int g) {
   check_group(g, "grad_ready");
   ZERO_REQUIRE(!grad_views_[g].empty(), ConfigError, "grad_ready({}) without grad_view({})", g, g);
-  if (cfg_.nan_guard) {
-    for (size_t t = 0; t < grad_views_[g].size(); ++t) {
-      const TensorView& tv = grad_views_[g][t];
-      const size_t bad = ops_.count_nonfinite(tv.data, tv.dtype, tv.numel);
-      if (bad == 0) continue;
-      if (first_bad_group_ < 0) first_bad_group_ = g;
-      fprintf(stderr, "zero: rank %d: %zu non-finite gradient values in group '%s' tensor '%s' (micro-step %d); "
-              "the step will be skipped\n", rank_, bad, groups_[g].name.c_str(),
-              groups_[g].tensors[t].name.c_str(), micro_);
-    }
-  }
+  if (cfg_.nan_guard) count_nonfinite(g, 0, grad_views_[g].front().data, part_.groups[g].numel);
+  unit_ready(g, 0);
+}
+
+void Engine::piece_ready(int g, int k) {
+  check_group(g, "piece_ready");
+  const int u = unit_of(g, k);
+  ZERO_REQUIRE(!grad_piece_views_[u].runs.empty(), ConfigError, "piece_ready({}, {}) without grad_piece({}, {})", g,
+               k, g, k);
+  if (cfg_.nan_guard)
+    for (const FlatRun& r : grad_piece_views_[u].runs) count_nonfinite(g, r.begin, r.data, r.count);
+  const int slot = (part_.groups[g].bucket + k) % 2;
+  launch_piece(g, k, slot);
+  grad_piece_views_[u].runs.clear();
+  unit_ready(g, k);
+}
+
+void Engine::unit_ready(int g, int k) {
   const int b = part_.groups[g].bucket;
-  if (++bucket_ready_[b] == int(part_.buckets[b].groups.size())) launch_bucket(b);
+  if (++bucket_ready_[b] == bucket_units_[b]) launch_bucket(b);
   // Drive progress of collectives already in flight (MPI progresses only inside MPI calls).
   for (auto& p : pending_) p.handle->test();
+}
+
+void Engine::empty_micro_step() {
+  const int G = int(groups_.size());
+  for (int g = 0; g < G; ++g) {
+    for (int k = 0; k < num_pieces(g) && part_.groups[g].split(); ++k) {
+      gather_piece(g, k);
+      release_piece(g, k);
+    }
+    if (part_.groups[g].split()) continue;
+    gather(g);
+    release(g);
+  }
+  begin_backward();
+  for (int g = G - 1; g >= 0; --g) {
+    if (part_.groups[g].split()) {
+      for (int k = 0; k < num_pieces(g); ++k) {
+        grad_piece(g, k);
+        piece_ready(g, k);
+      }
+      continue;
+    }
+    gather(g);
+    for (const TensorView& t : grad_view(g)) ops_.zero(t.data, t.dtype, t.numel);
+    grad_ready(g);
+    release(g);
+  }
 }
 
 void Engine::for_each_piece(const Bucket& B, size_t a, size_t n,
@@ -269,24 +416,30 @@ int Engine::acquire_chunk_slot() {
   return c;
 }
 
+void Engine::push_pending(int chunk_slot, CommHandle h, std::function<void()> on_done) {
+  pending_.push_back({chunk_slot, std::move(h), std::move(on_done)});
+}
+
 void Engine::launch_bucket(int b) {
   const Bucket& B = part_.buckets[b];
   const int slot = b % 2;
   const DType pt = cfg_.param_dtype, at_ = cfg_.accum_dtype, rt = cfg_.reduce_dtype;
-  auto push = [&](int chunk, bool last, CommHandle h, std::function<void()> done) {
-    pending_.push_back({b, slot, chunk, last, std::move(h), std::move(done)});
-  };
+  // A split group is a bucket of its own whose pieces were folded in (stages 0-1) or put on the wire
+  // (stages 2-3) one by one as they came.
+  const bool split = part_.groups[B.first_group()].split();
 
   if (!sharded_grads()) {
-    for (int g : B.groups) {
-      const auto& L = part_.groups[g];
-      ops_.add(at(accum_, L.full_offset), at_, at(staging_[slot], offset_in_bucket_[g]), pt, L.padded);
+    if (!split) {
+      for (int g : B.groups) {
+        const auto& L = part_.groups[g];
+        ops_.add(at(accum_, L.full_offset), at_, at(staging_[slot], offset_in_bucket_[g]), pt, L.padded);
+      }
+      slot_state_[slot] = SlotState::Free;  // the views are folded into the accumulator already
     }
-    slot_state_[slot] = SlotState::Free;  // the views are folded into the accumulator already
     if (!last_micro()) return;            // nothing to reduce before the accumulation boundary
     const size_t first = part_.groups[B.first_group()].full_offset;
     if (cfg_.stage == 0 && at_ == rt) {  // all-reduce the accumulator in place, whole bucket at once
-      push(-1, true, comm_.all_reduce_async(at(accum_, first), B.padded, rt, ReduceOp::Sum, "ar"), nullptr);
+      push_pending(-1, comm_.all_reduce_async(at(accum_, first), B.padded, rt, ReduceOp::Sum, "ar"), nullptr);
       return;
     }
     if (cfg_.stage == 0) {  // through the send buffer in the reduction dtype, chunk by chunk
@@ -295,8 +448,9 @@ void Engine::launch_bucket(int b) {
         const size_t n = std::min(cap, B.padded - a);
         const int c = acquire_chunk_slot();
         ops_.copy(send_[c].data(), rt, at(accum_, first + a), at_, n);
-        push(c, a + n == B.padded, comm_.all_reduce_async(send_[c].data(), n, rt, ReduceOp::Sum, "ar"),
-             [this, c, first, a, n] { ops_.copy(at(accum_, first + a), cfg_.accum_dtype, send_[c].data(), cfg_.reduce_dtype, n); });
+        push_pending(c, comm_.all_reduce_async(send_[c].data(), n, rt, ReduceOp::Sum, "ar"), [this, c, first, a, n] {
+          ops_.copy(at(accum_, first + a), cfg_.accum_dtype, send_[c].data(), cfg_.reduce_dtype, n);
+        });
       }
       return;
     }
@@ -305,41 +459,62 @@ void Engine::launch_bucket(int b) {
       const size_t n = std::min(chunk_shard_, B.shard - a);
       const int c = acquire_chunk_slot();
       pack_chunk(B, a, n, [&](int g) { return at(accum_, part_.groups[g].full_offset); }, at_, send_[c].data());
-      push(c, a + n == B.shard, comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), n, rt, ReduceOp::Sum, "rs"),
-           [this, b, c, a, n] {
-             for_each_piece(part_.buckets[b], a, n, [&](int g, size_t in_shard, size_t in_chunk, size_t len) {
-               const auto& L = part_.groups[g];
-               ops_.copy(at(accum_, L.full_offset + size_t(rank_) * L.shard + in_shard), cfg_.accum_dtype,
-                         at(recv_[c], in_chunk), cfg_.reduce_dtype, len);
-             });
-           });
+      push_pending(c, comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), n, rt, ReduceOp::Sum, "rs"),
+                   [this, b, c, a, n] {
+                     for_each_piece(part_.buckets[b], a, n, [&](int g, size_t in_shard, size_t in_chunk, size_t len) {
+                       const auto& L = part_.groups[g];
+                       ops_.copy(at(accum_, L.full_offset + size_t(rank_) * L.shard + in_shard), cfg_.accum_dtype,
+                                 at(recv_[c], in_chunk), cfg_.reduce_dtype, len);
+                     });
+                   });
     }
     return;
   }
+  if (split) return;
   // Stages 2-3: reduce-scatter this micro-step's bucket, chunk by chunk, into the shard accumulator.
   // The bucket's groups are consecutive, so its shard space is one contiguous run of the accumulator.
-  slot_state_[slot] = SlotState::InFlight;
   const size_t dst = part_.groups[B.first_group()].shard_offset;
   for (size_t a = 0; a < B.shard; a += chunk_shard_) {
     const size_t n = std::min(chunk_shard_, B.shard - a);
     const int c = acquire_chunk_slot();
     pack_chunk(B, a, n, [&](int g) { return at(staging_[slot], offset_in_bucket_[g]); }, pt, send_[c].data());
-    push(c, a + n == B.shard, comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), n, rt, ReduceOp::Sum, "rs"),
-         [this, c, dst, a, n] { ops_.add(at(accum_, dst + a), cfg_.accum_dtype, at(recv_[c], 0), cfg_.reduce_dtype, n); });
+    push_pending(c, comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), n, rt, ReduceOp::Sum, "rs"),
+                 [this, c, dst, a, n] {
+                   ops_.add(at(accum_, dst + a), cfg_.accum_dtype, at(recv_[c], 0), cfg_.reduce_dtype, n);
+                 });
   }
+  // Every chunk is packed (copied out, in queue order on a device): the slot can be refilled.
+  slot_state_[slot] = SlotState::Free;
+}
+
+void Engine::launch_piece(int g, int k, int slot) {
+  const auto& L = part_.groups[g];
+  const size_t c0 = L.piece_begin(k), len = L.piece_len(k), W = size_t(world_);
+  if (!sharded_grads()) {  // fold into the full accumulator now; the bucket reduces at the boundary
+    for (size_t r = 0; r < W; ++r)
+      ops_.add(at(accum_, L.full_offset + r * L.shard + c0), cfg_.accum_dtype, at(staging_[slot], r * len),
+               cfg_.param_dtype, len);
+    slot_state_[slot] = SlotState::Free;
+    return;
+  }
+  // The slot holds the piece rank-major: exactly one reduce-scatter chunk of the group's shard space.
+  const int c = acquire_chunk_slot();
+  ops_.copy(send_[c].data(), cfg_.reduce_dtype, staging_[slot].data(), cfg_.param_dtype, len * W);
+  slot_state_[slot] = SlotState::Free;
+  const size_t dst = L.shard_offset + c0;
+  push_pending(c, comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), len, cfg_.reduce_dtype, ReduceOp::Sum, "rs"),
+               [this, c, dst, len] {
+                 ops_.add(at(accum_, dst), cfg_.accum_dtype, at(recv_[c], 0), cfg_.reduce_dtype, len);
+               });
 }
 
 void Engine::complete_oldest() {
   ZERO_CHECK(!pending_.empty(), "no collective in flight");
   Pending p = std::move(pending_.front());
   pending_.pop_front();
-  p.handle->wait();
+  p.handle->enqueue_wait();  // on_done's backend work is ordered after it; the host need not wait
   if (p.on_done) p.on_done();
   if (p.chunk_slot >= 0) chunk_busy_[p.chunk_slot] = false;
-  if (p.last && slot_state_[p.slot] == SlotState::InFlight && slot_bucket_[p.slot] == p.bucket) {
-    slot_state_[p.slot] = SlotState::Free;
-    slot_bucket_[p.slot] = -1;
-  }
 }
 
 void Engine::complete_all() {
@@ -364,21 +539,32 @@ StepResult Engine::step(double loss_divisor) {
   ZERO_REQUIRE(micro_ == cfg_.accum_steps - 1, ConfigError, "step() after {} micro-steps; accumulation is {}",
                micro_ + 1, cfg_.accum_steps);
   for (size_t b = 0; b < part_.buckets.size(); ++b)
-    ZERO_REQUIRE(bucket_ready_[b] == int(part_.buckets[b].groups.size()), ConfigError,
+    ZERO_REQUIRE(bucket_ready_[b] == bucket_units_[b], ConfigError,
                  "step(): grad_ready was not called for every group of bucket {} (first group '{}')", b,
                  groups_[part_.buckets[b].first_group()].name);
   complete_all();
-  for (size_t g = 0; g < gathered_.size(); ++g) free_gathered(int(g));
+  free_all_units();
   micro_ = -1;
 
-  // Norm of what this rank owns (stage 0 owns everything, identical on every rank), and the
-  // finite flags, in one scalar reduction.
-  double local_sq = 0;
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    const OptimizerShard s = optimizer_shard(int(g));
-    local_sq += ops_.sum_squares(grad_for_optimizer(int(g)), cfg_.accum_dtype, s.count);
-  }
-  double sums[2] = {cfg_.stage == 0 && rank_ != 0 ? 0.0 : local_sq, first_bad_group_ >= 0 ? 1.0 : 0.0};
+  // Norm of what this rank owns (stage 0 owns everything, identical on every rank) into the partials
+  // that already hold the non-finite counts; one read back, then one scalar reduction for both.
+  double* sq_dev = partials_.as<double>();
+  if (cfg_.stage != 0 || rank_ == 0)
+    for (size_t g = 0; g < groups_.size(); ++g)
+      ops_.accumulate_sum_squares(grad_for_optimizer(int(g)), cfg_.accum_dtype, optimizer_shard(int(g)).count, sq_dev);
+  std::vector<double> partials(partials_.count());
+  ops_.download(partials.data(), partials_.data(), partials_.bytes());
+  ops_.zero(partials_.data(), DType::F64, partials_.count());
+  int first_bad_group = -1;
+  for (size_t g = 0; g < groups_.size(); ++g)
+    for (size_t t = 0; t < groups_[g].tensors.size(); ++t) {
+      const double bad = partials[tensor_base_[g] + t];
+      if (bad == 0) continue;
+      if (first_bad_group < 0) first_bad_group = int(g);
+      fprintf(stderr, "zero: rank %d: %.0f non-finite gradient values in group '%s' tensor '%s'; the step is skipped\n",
+              rank_, bad, groups_[g].name.c_str(), groups_[g].tensors[t].name.c_str());
+    }
+  double sums[2] = {partials[0], first_bad_group >= 0 ? 1.0 : 0.0};
   comm_.all_reduce_scalars(sums, 2, ReduceOp::Sum);
   StepResult r;
   r.grad_norm = std::sqrt(sums[0]) / loss_divisor;
@@ -386,7 +572,7 @@ StepResult Engine::step(double loss_divisor) {
   if (any_bad || !std::isfinite(r.grad_norm)) {
     if (any_bad) {  // name the lowest rank that saw it, and its group
       const double G = double(groups_.size());
-      double code = first_bad_group_ >= 0 ? rank_ * G + first_bad_group_ : std::numeric_limits<double>::max();
+      double code = first_bad_group >= 0 ? rank_ * G + first_bad_group : std::numeric_limits<double>::max();
       comm_.all_reduce_scalars(&code, 1, ReduceOp::Min);
       r.bad_rank = int(code / G);
       r.bad_group = groups_[size_t(code - r.bad_rank * G)].name;
@@ -394,7 +580,6 @@ StepResult Engine::step(double loss_divisor) {
       r.bad_group = "(after reduction)";
     }
     zero_accumulators();
-    first_bad_group_ = -1;
     r.applied = false;
     r.step = step_;
     r.lr = cfg_.schedule.lr_at(step_ + 1);
@@ -446,20 +631,47 @@ void Engine::sync_params() {
   for (auto& h : handles) h->wait();
 }
 
-std::vector<float> Engine::full_master(int g) {
-  check_group(g, "full_master");
+std::vector<float> Engine::full_optimizer_array(int g, OptimArray which) {
+  check_group(g, "full_optimizer_array");
   const auto& L = part_.groups[g];
-  const OptimizerShard s = optimizer_shard(g);
+  const float* src = optimizer_shard(g).array(which);
   std::vector<float> full(L.padded);
   if (cfg_.stage == 0) {
-    ops_.copy_to_host(full.data(), s.master, DType::F32, L.padded);
-  } else {  // gather the shards in backend memory, then bring the group over
-    Buffer tmp(alloc_, L.padded, DType::F32, MemCategory::Other);
-    comm_.all_gather(s.master, tmp.data(), L.shard, DType::F32);
-    ops_.copy_to_host(full.data(), tmp.data(), DType::F32, L.padded);
+    ops_.copy_to_host(full.data(), src, DType::F32, L.padded);
+  } else {  // all-gather the shards a chunk at a time through a send buffer, then bring each over
+    const size_t W = size_t(world_);
+    Buffer tmp(alloc_, chunk_shard_ * W, DType::F32, MemCategory::Other);
+    std::vector<float> host(chunk_shard_ * W);
+    for (size_t a = 0; a < L.shard; a += chunk_shard_) {
+      const size_t n = std::min(chunk_shard_, L.shard - a);
+      comm_.all_gather(src + a, tmp.data(), n, DType::F32);
+      ops_.copy_to_host(host.data(), tmp.data(), DType::F32, n * W);
+      for (size_t r = 0; r < W; ++r) std::copy_n(host.data() + r * n, n, full.data() + r * L.shard + a);
+    }
   }
   full.resize(L.numel);
   return full;
+}
+
+void Engine::read_optimizer_state(int g, size_t begin, size_t count, float* master, float* m, float* v) const {
+  const OptimizerShard s = optimizer_shard(g);
+  ZERO_CHECK(begin + count <= s.count, "read_optimizer_state: [{}, {}) outside the shard of {} elements", begin,
+             begin + count, s.count);
+  const float* src[3] = {s.master, s.m, s.v};
+  float* dst[3] = {master, m, v};
+  for (int i = 0; i < 3; ++i)
+    if (dst[i]) ops_.copy_to_host(dst[i], src[i] + begin, DType::F32, count);
+}
+
+void Engine::write_optimizer_state(int g, size_t begin, size_t count, const float* master, const float* m,
+                                   const float* v) {
+  const OptimizerShard s = optimizer_shard(g);
+  ZERO_CHECK(begin + count <= s.count, "write_optimizer_state: [{}, {}) outside the shard of {} elements", begin,
+             begin + count, s.count);
+  float* dst[3] = {s.master, s.m, s.v};
+  const float* src[3] = {master, m, v};
+  for (int i = 0; i < 3; ++i)
+    if (src[i]) ops_.copy_from_host(dst[i] + begin, DType::F32, src[i], count);
 }
 
 }  // namespace zero

@@ -13,8 +13,16 @@
 // Stage 1: optimizer state sharded; one reduce-scatter per bucket at the last micro-step, all-gather after.
 // Stage 2: gradients sharded too; every micro-step reduce-scatters each bucket as soon as backward
 //          has produced it into an fp32 shard accumulator; all-gather after the step.
-// Stage 3: parameters sharded too; gather() all-gathers a group before use (prefetching the next
-//          ones in the current direction), release() frees it.
+// Stage 3: parameters sharded too; gather() all-gathers a group before use into a fixed ring of
+//          prefetch_depth + 1 slots allocated once (prefetching the next ones in the current
+//          direction), release() gives its slot back.
+//
+// Split groups (GroupInfo::splittable and larger than a bucket: an embedding) are never gathered or
+// staged whole: the model uses gather_piece / release_piece in forward and grad_piece / piece_ready in
+// backward, piece by piece (partition.h says what a piece is). Backward need not gather them.
+//
+// The host never reads backend memory directly: imports, exports and checkpoints go through the
+// DeviceOps' copy_to_host / copy_from_host, and a step reads its norm and finite flags back once.
 #pragma once
 #include <deque>
 #include <functional>
@@ -23,6 +31,7 @@
 
 #include "comm/communicator.h"
 #include "core/memory.h"
+#include "zero/buffer_plan.h"
 #include "zero/device_ops.h"
 #include "zero/engine_config.h"
 #include "zero/partition.h"
@@ -37,6 +46,19 @@ struct TensorView {
 };
 using GroupView = std::vector<TensorView>;  // one per tensor of the group, declaration order
 
+// A contiguous run of a group's flat element space (its tensors concatenated in declaration order):
+// elements [begin, begin + count) live at data. A piece's runs are ascending and disjoint; padding
+// past the group's numel is never part of a run.
+struct FlatRun {
+  size_t begin = 0;
+  size_t count = 0;
+  void* data = nullptr;
+};
+struct PieceView {
+  DType dtype = DType::F32;
+  std::vector<FlatRun> runs;
+};
+
 struct StepResult {
   bool applied = false;
   double grad_norm = 0;    // of the mean gradient, before clipping
@@ -49,12 +71,15 @@ struct StepResult {
 
 // The rank's slice of one group's optimizer state: elements [begin, begin + count) of the group's
 // padded flat range (elements at or past the group's numel are padding and stay zero).
+enum class OptimArray : int { Master = 0, M = 1, V = 2 };
+
 struct OptimizerShard {
   size_t begin = 0;
   size_t count = 0;
   float* master = nullptr;
   float* m = nullptr;
   float* v = nullptr;
+  float* array(OptimArray a) const { return a == OptimArray::Master ? master : a == OptimArray::M ? m : v; }
 };
 
 class Engine {
@@ -80,6 +105,15 @@ class Engine {
   void begin_backward();
   const GroupView& grad_view(int g);
   void grad_ready(int g);
+  // Pieces of a split group (num_pieces(g) > 1); whole groups have one piece and use the calls above.
+  int num_pieces(int g) const { return part_.groups.at(size_t(g)).pieces; }
+  const PieceView& gather_piece(int g, int k);
+  void release_piece(int g, int k);
+  const PieceView& grad_piece(int g, int k);  // overwrite every run with this micro-step's gradient
+  void piece_ready(int g, int k);
+  // A micro-step without data (a rank whose share of a step is empty): the same collectives as a real
+  // one with zero gradients, so every rank issues the same sequence.
+  void empty_micro_step();
   // The accumulation boundary: mean (divide by loss_divisor), norm, finite check, clip, AdamW, cast,
   // all-gather. Collective: every rank calls it with the same divisor.
   StepResult step(double loss_divisor);
@@ -89,33 +123,44 @@ class Engine {
   void sync_params();  // cast master to the compute dtype and all-gather as the stage needs (collective)
   int64_t optimizer_step() const { return step_; }
   void set_optimizer_step(int64_t s) { step_ = s; }
-  // The full fp32 master of group g (numel elements) on every rank (collective at stages 1-3).
-  std::vector<float> full_master(int g);
+  // The full fp32 master (or m, or v) of group g, numel elements, on every rank (collective at stages
+  // 1-3; gathered a reduction chunk at a time, so no buffer is sized by the group).
+  std::vector<float> full_optimizer_array(int g, OptimArray a);
+  std::vector<float> full_master(int g) { return full_optimizer_array(g, OptimArray::Master); }
+  // This rank's optimizer arrays of group g to or from host memory (checkpoints): elements
+  // [begin, begin + count) of optimizer_shard(g)'s range, each of master, m, v (null: skipped).
+  void read_optimizer_state(int g, size_t begin, size_t count, float* master, float* m, float* v) const;
+  void write_optimizer_state(int g, size_t begin, size_t count, const float* master, const float* m, const float* v);
 
   const Partition& partition() const { return part_; }
   const std::vector<GroupInfo>& groups() const { return groups_; }
   const EngineConfig& config() const { return cfg_; }
+  DeviceOps& ops() { return ops_; }
   MemoryStats memory_report() const { return alloc_.stats(); }
   const CommReport& comm_report() const { return comm_.report(); }
   Communicator& comm() { return comm_; }
+  int rank() const { return rank_; }
 
  private:
+  // A reduction in flight. Staging slots never wait for one: their data is copied into a send
+  // buffer (or the accumulator) before the reduction starts.
   struct Pending {
-    int bucket;
-    int slot;        // the staging slot of the bucket
     int chunk_slot;  // the send/recv pair it uses (-1: none, in place)
-    bool last;       // the bucket's last chunk: completing it frees the staging slot
     CommHandle handle;
     std::function<void()> on_done;
   };
-  enum class SlotState { Free, Filling, InFlight };
+  enum class SlotState { Free, Filling };
+  void push_pending(int chunk_slot, CommHandle h, std::function<void()> on_done);
 
   bool sharded_params() const { return cfg_.stage == 3; }
   bool sharded_grads() const { return cfg_.stage >= 2; }
   bool last_micro() const { return micro_ == cfg_.accum_steps - 1; }
   void* at(const Buffer& b, size_t elem) const { return b.at(elem); }
-  void acquire_slot(int bucket);
+  // Staging slots: a whole bucket, or one piece of a split group's bucket; slot (bucket + piece) % 2.
+  int acquire_slot(int bucket, int piece);
+  void unit_ready(int g, int k);
   void launch_bucket(int bucket);
+  void launch_piece(int g, int k, int slot);
   int acquire_chunk_slot();
   // Copies elements [a, a + n) of the bucket's concatenated shard space, for every destination rank,
   // rank-major into send (one reduce-scatter's input). src(g) is group g's full padded region.
@@ -124,10 +169,16 @@ class Engine {
   void for_each_piece(const Bucket& B, size_t a, size_t n, const std::function<void(int, size_t, size_t, size_t)>& fn) const;
   void complete_oldest();
   void complete_all();
-  void start_gather(int g);
-  int live_gathered() const;
-  void free_gathered(int g);
+  // Stage-3 gather units: group g's piece k is unit unit_base_[g] + k.
+  int unit_of(int g, int k) const { return unit_base_[g] + k; }
+  void start_gather(int unit);
+  void* gather_unit(int unit);  // waits for (or starts) the unit's all-gather; returns its ring slot
+  void prefetch_after(int g, int k);
+  void free_unit(int unit);
+  void free_all_units();
+  PieceView make_piece_view(int g, int k, void* base, bool rank_major) const;
   GroupView make_view(void* base, DType t, int g) const;
+  void count_nonfinite(int g, size_t flat_begin, const void* data, size_t n);
   void check_group(int g, const char* what) const;
   void* grad_for_optimizer(int g) const;
   void zero_accumulators();
@@ -143,25 +194,35 @@ class Engine {
   Buffer params_;  // compute dtype: full padded (stages 0-2) or the shard (stage 3)
   Buffer accum_;   // accum dtype: full padded (stages 0-1) or the shard (stages 2-3)
   Buffer master_, m_, v_;
-  Buffer staging_[2];                      // per bucket slot: the grad views of a whole bucket
+  BufferPlan plan_;
+  Buffer staging_[2];                      // per bucket slot: the grad views of a bucket (or one piece)
   Buffer send_[2], recv_[2];               // per chunk slot: packed send, reduce-scatter output
   size_t chunk_shard_ = 0;                 // elements per rank in one reduction chunk
   bool chunk_busy_[2] = {false, false};
   int next_chunk_ = 0;
   SlotState slot_state_[2] = {SlotState::Free, SlotState::Free};
   int slot_bucket_[2] = {-1, -1};
+  int slot_piece_[2] = {0, 0};
   std::vector<size_t> offset_in_bucket_;   // group start inside its bucket's staging buffer
   std::deque<Pending> pending_;
 
-  std::vector<Buffer> gathered_;           // stage 3
-  std::vector<CommHandle> gather_handle_;
+  std::vector<Buffer> ring_;               // stage 3: prefetch_depth + 1 gather slots, allocated once
+  std::vector<int> ring_unit_;             // unit held by each slot (-1: free)
+  std::vector<CommHandle> ring_handle_;    // its all-gather while in flight
+  std::vector<int> unit_slot_;             // ring slot of each unit (-1: not gathered)
+  std::vector<int> unit_base_;             // first unit of each group
+  std::vector<std::pair<int, int>> unit_piece_;  // (group, piece) of each unit
   std::vector<GroupView> param_views_, grad_views_;
+  std::vector<PieceView> piece_views_, grad_piece_views_;  // per unit
 
-  std::vector<int> bucket_ready_;          // groups ready in the current micro-step, per bucket
+  Buffer partials_;                        // fp64 in backend memory: [0] sum of squares, [1 + tensor] non-finite counts
+  std::vector<size_t> tensor_base_;        // first partials_ index of each group's tensors
+
+  std::vector<int> bucket_ready_;          // units (groups, pieces) ready in the current micro-step, per bucket
+  std::vector<int> bucket_units_;          // units per bucket
   int micro_ = -1;                         // current micro-step index within the accumulation
   bool backward_ = false;
   int64_t step_ = 0;
-  int first_bad_group_ = -1;               // first group with a non-finite gradient this window
 };
 
 }  // namespace zero

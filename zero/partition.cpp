@@ -6,6 +6,10 @@
 
 namespace zero {
 
+namespace {
+size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+}  // namespace
+
 size_t GroupInfo::numel() const {
   size_t n = 0;
   for (const auto& t : tensors) n += t.numel;
@@ -26,8 +30,15 @@ Partition make_partition(const std::vector<GroupInfo>& groups, int world, size_t
       L.numel += t.numel;
     }
     ZERO_REQUIRE(L.numel > 0, ConfigError, "parameter group '{}' is empty", g.name);
-    L.shard = (L.numel + W - 1) / W;
+    L.shard = round_up((L.numel + W - 1) / W, kShardAlign);
     L.padded = L.shard * W;
+    L.piece = L.shard;
+    if (g.splittable && L.padded > bucket_elements) {
+      L.piece = std::max(kShardAlign, bucket_elements / W / kShardAlign * kShardAlign);
+      L.pieces = int((L.shard + L.piece - 1) / L.piece);
+      if (L.pieces == 1) L.piece = L.shard;
+    }
+    p.max_unit_padded = std::max(p.max_unit_padded, L.unit_padded());
     L.full_offset = p.total_padded;
     L.shard_offset = p.total_shard;
     p.total_numel += L.numel;
@@ -44,6 +55,9 @@ Partition make_partition(const std::vector<GroupInfo>& groups, int world, size_t
     cur.shard = cur.padded / W;
     for (int g : cur.groups) p.groups[g].bucket = static_cast<int>(p.buckets.size());
     p.max_bucket_padded = std::max(p.max_bucket_padded, cur.padded);
+    // A split group is a bucket of its own (larger than a bucket) and is staged one piece at a time.
+    const GroupLayout& first = p.groups[cur.groups.front()];
+    p.max_staged = std::max(p.max_staged, first.split() ? first.unit_padded() : cur.padded);
     p.buckets.push_back(std::move(cur));
     cur = Bucket{};
   };

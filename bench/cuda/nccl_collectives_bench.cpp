@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
     if (info.rank == 0) printf("# nccl_collectives_bench: skipped (no CUDA device on some rank)\n");
     return 0;
   }
-  const DeviceChoice dev = select_device(info.local_rank, info.local_world);
+  const DeviceChoice dev = select_device(MPI_COMM_WORLD);
   if (dev.shared) isolate_ranks_for_shared_gpu(info.rank);
   const DType t = parse_dtype(dtype, "--dtype");
   NcclCommunicator comm(MPI_COMM_WORLD);

@@ -13,35 +13,66 @@ using MapM = Eigen::Map<Mat>;
 using CMapM = Eigen::Map<const Mat>;
 using CMapV = Eigen::Map<const Eigen::RowVectorXf>;
 
+
 namespace {
-std::vector<float> to_fp32(const TensorView& v) {
-  std::vector<float> out(v.numel);
-  if (v.dtype == DType::F32) {
-    std::copy(v.as<float>(), v.as<float>() + v.numel, out.begin());
-  } else {
-    ZERO_CHECK(v.dtype == DType::BF16, "unexpected dtype {}", dtype_name(v.dtype));
-    for (size_t i = 0; i < v.numel; ++i) out[i] = static_cast<float>(v.as<bf16>()[i]);
+// Copies between a host image of a whole group (its tensors, GroupInfo order) and a piece's runs.
+template <class F>
+void for_each_run_in_tensors(const GroupInfo& gi, const PieceView& piece, F&& fn) {
+  for (const FlatRun& run : piece.runs) {
+    size_t t0 = 0;
+    for (size_t t = 0; t < gi.tensors.size(); ++t) {
+      const size_t t1 = t0 + gi.tensors[t].numel;
+      const size_t lo = std::max(t0, run.begin), hi = std::min(t1, run.begin + run.count);
+      if (lo < hi) fn(t, lo - t0, static_cast<char*>(run.data) + (lo - run.begin) * dtype_size(piece.dtype), hi - lo);
+      t0 = t1;
+    }
   }
-  return out;
-}
-void from_fp32(const TensorView& v, const std::vector<float>& src) {
-  ZERO_CHECK(src.size() == v.numel, "gradient size {} != view size {}", src.size(), v.numel);
-  if (v.dtype == DType::F32)
-    std::copy(src.begin(), src.end(), v.as<float>());
-  else
-    for (size_t i = 0; i < v.numel; ++i) v.as<bf16>()[i] = bf16(src[i]);
 }
 }  // namespace
 
 std::vector<std::vector<float>> EngineMlpParams::load(int g) {
+  // The model computes on the host; the engine's memory is the backend's, so go through its copies.
   std::vector<std::vector<float>> out;
-  for (const TensorView& v : e_.gather(g)) out.push_back(to_fp32(v));
+  const GroupInfo& gi = e_.groups()[g];
+  if (e_.num_pieces(g) > 1) {  // a split group: gather it piece by piece into the host image
+    for (const auto& t : gi.tensors) out.emplace_back(t.numel);
+    for (int k = 0; k < e_.num_pieces(g); ++k) {
+      const PieceView& piece = e_.gather_piece(g, k);
+      for_each_run_in_tensors(gi, piece, [&](size_t t, size_t at, void* data, size_t n) {
+        e_.ops().copy_to_host(out[t].data() + at, data, piece.dtype, n);
+      });
+      e_.release_piece(g, k);
+    }
+    return out;
+  }
+  for (const TensorView& v : e_.gather(g)) {
+    out.emplace_back(v.numel);
+    e_.ops().copy_to_host(out.back().data(), v.data, v.dtype, v.numel);
+  }
   return out;
 }
 
+void EngineMlpParams::done(int g) {
+  if (e_.num_pieces(g) == 1) e_.release(g);  // pieces were released as they were copied
+}
+
 void EngineMlpParams::store_grad(int g, const std::vector<std::vector<float>>& grads) {
+  const GroupInfo& gi = e_.groups()[g];
+  for (size_t t = 0; t < gi.tensors.size(); ++t)
+    ZERO_CHECK(grads[t].size() == gi.tensors[t].numel, "gradient size {} != tensor size {}", grads[t].size(),
+               gi.tensors[t].numel);
+  if (e_.num_pieces(g) > 1) {
+    for (int k = 0; k < e_.num_pieces(g); ++k) {
+      const PieceView& piece = e_.grad_piece(g, k);
+      for_each_run_in_tensors(gi, piece, [&](size_t t, size_t at, void* data, size_t n) {
+        e_.ops().copy_from_host(data, piece.dtype, grads[t].data() + at, n);
+      });
+      e_.piece_ready(g, k);
+    }
+    return;
+  }
   const GroupView& view = e_.grad_view(g);
-  for (size_t t = 0; t < view.size(); ++t) from_fp32(view[t], grads[t]);
+  for (size_t t = 0; t < view.size(); ++t) e_.ops().copy_from_host(view[t].data, view[t].dtype, grads[t].data(), view[t].numel);
   e_.grad_ready(g);
 }
 
@@ -56,6 +87,7 @@ MlpModel::MlpModel(MlpSpec spec) : spec_(std::move(spec)) {
   const size_t last = spec_.dims.back();
   groups_.push_back({"scale", {{"scale.weight", last, false}}});
   groups_.push_back({"head", {{"head.weight", last, true}, {"head.bias", 1, false}}});
+  for (auto& g : groups_) g.splittable = spec_.splittable;
 }
 
 void MlpModel::init(int g, int t, float* dst) const {

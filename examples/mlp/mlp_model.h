@@ -15,6 +15,7 @@ namespace zero::example {
 struct MlpSpec {
   std::vector<int> dims = {12, 24, 18, 5};  // input, hidden..., last hidden (= scale width)
   uint64_t seed = 1234;
+  bool splittable = false;  // let the engine hand out groups larger than a bucket in pieces
 };
 
 // Where the MLP's parameters come from and its gradients go, group by group, in fp32.
@@ -27,12 +28,13 @@ class MlpParams {
   virtual void store_grad(int g, const std::vector<std::vector<float>>& grads) = 0;
 };
 
-// MlpParams over the engine: gather/release, grad_view/grad_ready, dtype conversion both ways.
+// MlpParams over the engine: gather/release, grad_view/grad_ready (or, for a group the engine split,
+// its pieces), dtype conversion both ways through the backend's host copies.
 class EngineMlpParams final : public MlpParams {
  public:
   explicit EngineMlpParams(Engine& e) : e_(e) {}
   std::vector<std::vector<float>> load(int g) override;
-  void done(int g) override { e_.release(g); }
+  void done(int g) override;
   void begin_backward() override { e_.begin_backward(); }
   void store_grad(int g, const std::vector<std::vector<float>>& grads) override;
 

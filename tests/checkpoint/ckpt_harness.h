@@ -13,6 +13,7 @@
 #include "checkpoint/checkpointer.h"
 #include "checkpoint/full_state.h"
 #include "comm/mpi_communicator.h"
+#include "tests/common/test_backend.h"
 #include "examples/mlp/mlp_training.h"
 
 namespace zero::testing {
@@ -73,15 +74,15 @@ inline EngineConfig ckpt_config(int stage, int world) {
 }
 
 struct MlpRun {
-  std::unique_ptr<MpiCommunicator> comm;
-  std::unique_ptr<DeviceOps> ops = make_cpu_ops();
+  std::unique_ptr<Communicator> comm;
+  std::unique_ptr<DeviceOps> ops = testing::make_test_ops();
   TrackingAllocator alloc{make_host_allocator()};
   example::MlpModel model;
   example::MlpDataset data;
   std::unique_ptr<Engine> engine;
 
   MlpRun(MPI_Comm c, int stage, example::MlpSpec spec = {})
-      : comm(std::make_unique<MpiCommunicator>(c)), model(spec), data(200, model.input_dim(), 7) {
+      : comm(testing::make_test_comm(c)), model(spec), data(200, model.input_dim(), 7) {
     engine = std::make_unique<Engine>(ckpt_config(stage, comm->world()), model.groups(), *comm, *ops, alloc);
     engine->init_params([&](int g, int t, float* dst) { model.init(g, t, dst); });
   }

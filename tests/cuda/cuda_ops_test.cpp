@@ -212,8 +212,9 @@ TEST_F(CudaOpsTest, SumSquaresFp64WithinTolerance) {
 }
 
 TEST_F(CudaOpsTest, AdamWMatchesCpu) {
-  // Stated tolerance: max |gpu - cpu| <= 1e-6 max |cpu| per field (param, m, v) after three steps. The kernel rounds as optim/adamw.cpp is compiled (three fused multiply-adds, see
-  // cuda/kernels.cu), so most elements agree bit for bit; the count is printed.
+  // Stated tolerance: max |gpu - cpu| <= 1e-6 max |cpu| per field (param, m, v) after three steps. Both sides
+  // run core/math/adamw_math.h's update on optim::adamw_scalars, so elements should agree bit for bit; the
+  // count is printed.
   optim::AdamWConfig c;
   c.lr = 1e-2f;
   c.beta1 = 0.9f;

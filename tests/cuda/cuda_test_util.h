@@ -31,18 +31,13 @@ inline bool all_ranks_have_cuda() {
     if (!::zero::testing::all_ranks_have_cuda()) GTEST_SKIP() << "no CUDA device on some rank"; \
   } while (0)
 
-// Picks this rank's device once per process and, when the node's ranks outnumber its GPUs, gives each
+// Picks this rank's device once per process and, when ranks of the node share a GPU, gives each
 // rank its own NCCL host id (before any NCCL call). Returns the choice.
 inline const DeviceChoice& setup_mpi_device() {
   static const DeviceChoice choice = [] {
-    int rank = 0, local_rank = 0, local_world = 1;
+    int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm local;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
-    MPI_Comm_rank(local, &local_rank);
-    MPI_Comm_size(local, &local_world);
-    MPI_Comm_free(&local);
-    DeviceChoice c = select_device(local_rank, local_world);
+    DeviceChoice c = select_device(MPI_COMM_WORLD);
     if (c.shared) isolate_ranks_for_shared_gpu(rank);
     return c;
   }();

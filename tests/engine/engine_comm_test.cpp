@@ -13,7 +13,7 @@ using namespace zero::testing;
 namespace {
 size_t padded_psi(const std::vector<GroupInfo>& groups, size_t W) {
   size_t psi = 0;
-  for (const auto& g : groups) psi += (g.numel() + W - 1) / W * W;
+  for (const auto& g : groups) psi += ((g.numel() + W - 1) / W + 63) / 64 * 64 * W;  // 64-element shards
   return psi;
 }
 }  // namespace

@@ -1,15 +1,17 @@
-// Test harness: an engine over MPI_COMM_WORLD with the CPU backend, the MLP test model and its data.
+// Test harness: an engine over MPI_COMM_WORLD on the test backend (CPU, or scrambled storage: see
+// tests/common/test_backend.h), the MLP test model and its data.
 #pragma once
 #include <memory>
 
 #include "comm/mpi_communicator.h"
+#include "tests/common/test_backend.h"
 #include "examples/mlp/mlp_training.h"
 
 namespace zero::testing {
 
 struct Harness {
-  std::unique_ptr<MpiCommunicator> comm = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
-  std::unique_ptr<DeviceOps> ops = make_cpu_ops();
+  std::unique_ptr<Communicator> comm = make_test_comm(MPI_COMM_WORLD);
+  std::unique_ptr<DeviceOps> ops = make_test_ops();
   TrackingAllocator alloc{make_host_allocator()};
   example::MlpModel model;
   std::unique_ptr<Engine> engine;

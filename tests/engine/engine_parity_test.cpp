@@ -18,8 +18,8 @@ struct EngineRun {
   std::vector<example::StepLog> logs;
 };
 
-EngineRun run_engine(const EngineConfig& cfg) {
-  Harness h(cfg);
+EngineRun run_engine(const EngineConfig& cfg, example::MlpSpec spec = {}) {
+  Harness h(cfg, spec);
   example::MlpDataset data(200, h.model.input_dim(), 7);
   const int64_t micro = kGlobal / (cfg.accum_steps * h.world());
   EngineRun r;
@@ -55,6 +55,28 @@ TEST(EngineParity, EveryStageMatchesFullBatchReference) {
   // The run must actually have moved the parameters (a no-op engine would match nothing above, but
   // make the point explicit).
   EXPECT_GT(rel_diff(example::flatten(example::MlpModel({}).dense_init()), ref_params), 1e-2);
+}
+
+TEST(EngineParity, GroupsSplitIntoPiecesMatchTheReference) {
+  // Buckets of 256 elements and every group splittable: both hidden layers (312 and 450 elements) are
+  // split into pieces at every world size, fp32 and bf16, and still train as the reference does.
+  const auto ref_params = example::flatten(run_reference(base_config(0, kAccum)).params);
+  example::MlpSpec split;
+  split.splittable = true;
+  for (int stage = 0; stage <= 3; ++stage) {
+    EngineConfig c = base_config(stage, kAccum);
+    c.bucket_elements = 256;
+    {
+      Harness probe(c, split);
+      ASSERT_GT(probe.engine->num_pieces(0), 1);
+      ASSERT_GT(probe.engine->num_pieces(1), 1);
+    }
+    const EngineRun pieces = run_engine(c, split);
+    EXPECT_LT(rel_diff(pieces.params, ref_params), 1e-5) << "stage " << stage;
+    EXPECT_LT(rel_diff(pieces.params, run_engine(c).params), 1e-6) << "stage " << stage << " vs whole groups";
+    c.param_dtype = DType::BF16;
+    EXPECT_LT(rel_diff(run_engine(c, split).params, ref_params), 5e-3) << "stage " << stage << " bf16";
+  }
 }
 
 TEST(EngineParity, ClippingTakesEffect) {

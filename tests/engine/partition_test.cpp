@@ -13,29 +13,55 @@ TEST(Partition, PadsEveryGroupToEqualShards) {
     Partition p = make_partition(groups, W, 1000);
     size_t padded = 0;
     for (const auto& g : p.groups) {
-      EXPECT_EQ(g.shard, (g.numel + W - 1) / W);
+      EXPECT_EQ(g.shard, ((g.numel + W - 1) / W + 63) / 64 * 64);  // 64-element (256-byte fp32) shards
       EXPECT_EQ(g.padded, g.shard * W);
       EXPECT_GE(g.padded, g.numel);
-      EXPECT_LT(g.padded - g.numel, size_t(W));
+      EXPECT_LT(g.padded - g.numel, size_t(64 * W));
+      EXPECT_EQ(g.pieces, 1);  // nothing here is splittable
       EXPECT_EQ(g.full_offset, padded);
       padded += g.padded;
     }
     EXPECT_EQ(p.total_padded, padded);
     EXPECT_EQ(p.total_shard * W, padded);
   }
-  // A 5-element norm weight on 8 ranks: one element per rank, three of them padding.
+  // A 5-element norm weight on 8 ranks: one aligned block of 64 per rank, almost all padding.
   Partition p8 = make_partition(groups, 8, 1000);
-  EXPECT_EQ(p8.groups[1].shard, 1u);
-  EXPECT_EQ(p8.groups[1].padded, 8u);
+  EXPECT_EQ(p8.groups[1].shard, 64u);
+  EXPECT_EQ(p8.groups[1].padded, 512u);
+}
+
+TEST(Partition, SplittableGroupsLargerThanABucketComeInPiecesOfAtMostABucket) {
+  // An embedding of 151936 x 16 and a small layer; buckets of 20000 elements.
+  std::vector<GroupInfo> groups = {{"embed", {{"e", 151936 * 16}}, true}, {"layer", {{"w", 3000}}}, {"small", {{"s", 50}}, true}};
+  for (int W : {1, 2, 3, 4, 8}) {
+    const Partition p = make_partition(groups, W, 20000);
+    const GroupLayout& e = p.groups[0];
+    const size_t c = 20000 / W / 64 * 64;  // piece elements per rank
+    EXPECT_EQ(e.piece, c) << W;
+    EXPECT_EQ(e.pieces, int((e.shard + c - 1) / c)) << W;
+    EXPECT_GT(e.pieces, 1);
+    size_t covered = 0;
+    for (int k = 0; k < e.pieces; ++k) {
+      EXPECT_EQ(e.piece_begin(k), covered);
+      EXPECT_LE(e.piece_len(k) * W, 20000u);
+      covered += e.piece_len(k);
+    }
+    EXPECT_EQ(covered, e.shard);
+    EXPECT_EQ(p.groups[2].pieces, 1);  // splittable but smaller than a bucket: whole
+    // Nothing staged or gathered at once is larger than a bucket, though the embedding is 121x one.
+    EXPECT_LE(p.max_staged, 20000u);
+    EXPECT_LE(p.max_unit_padded, 20000u);
+    EXPECT_EQ(p.max_group_padded, e.padded);
+  }
 }
 
 TEST(Partition, BucketsFormInBackwardOrderAndBigGroupsStandAlone) {
   std::vector<GroupInfo> groups = {{"a", {{"a", 500}}}, {"b", {{"b", 40}}}, {"c", {{"c", 30}}}, {"d", {{"d", 20}}}};
-  Partition p = make_partition(groups, 1, 100);
+  Partition p = make_partition(groups, 1, 200);
   ASSERT_EQ(p.buckets.size(), 2u);
-  EXPECT_EQ(p.buckets[0].groups, (std::vector<int>{1, 2, 3}));  // d, c, b fit in 100 (90)
+  EXPECT_EQ(p.buckets[0].groups, (std::vector<int>{1, 2, 3}));  // d, c, b (64 padded each) fit in 200
   EXPECT_EQ(p.buckets[1].groups, (std::vector<int>{0}));        // a is bigger than a bucket
-  EXPECT_EQ(p.max_bucket_padded, 500u);
+  EXPECT_EQ(p.max_bucket_padded, 512u);
   EXPECT_EQ(p.groups[0].bucket, 1);
   EXPECT_EQ(p.groups[3].bucket, 0);
 }

@@ -26,6 +26,7 @@
 #include "checkpoint/full_tensors.h"
 #include "checkpoint/safetensors.h"
 #include "comm/mpi_communicator.h"
+#include "tests/common/test_backend.h"
 #include "model/hf_export.h"
 #include "model/hf_import.h"
 #include "model/init.h"
@@ -158,8 +159,9 @@ class ExportTest : public ::testing::Test {
     }
     MPI_Barrier(MPI_COMM_WORLD);
 
-    MpiCommunicator comm(MPI_COMM_WORLD);
-    auto ops = make_cpu_ops();
+    auto comm_ptr = zero::testing::make_test_comm(MPI_COMM_WORLD);
+    Communicator& comm = *comm_ptr;
+    auto ops = zero::testing::make_test_ops();
     TrackingAllocator alloc{make_host_allocator()};
     const model::Qwen3RewardModel rm(g->config);
     EngineConfig ec;

@@ -32,7 +32,7 @@ expect_error "more ranks than pairs" "fewer than the 4 ranks" \
 expect_error "inconsistent batch contract" "inconsistent" \
   $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set batch.accum=5
 expect_error "unknown stage" "unknown stage 7" $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set zero.stage=7
-expect_error "unsupported reduction dtype" "reduce_dtype fp16 is not supported" \
+expect_error "unsupported reduction dtype" "reduce_dtype fp16 cannot be packed" \
   $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set zero.reduce_dtype=fp16
 # The seed 4B config loads and validates, then stops: no CUDA backend here, and the CPU cannot hold it.
 expect_error "4B config on this machine (cuda)" "backend cuda" $MPIRUN -np 2 "$PMTRAIN" train configs/qwen3_4b_bs128.yaml $RUN

@@ -1,0 +1,51 @@
+#include "zero/buffer_plan.h"
+
+#include <algorithm>
+
+namespace zero {
+
+BufferPlan plan_buffers(const EngineConfig& cfg, const Partition& part) {
+  BufferPlan b;
+  const size_t W = size_t(part.world);
+  b.world = part.world;
+  b.param_dtype = cfg.param_dtype;
+  b.accum_dtype = cfg.accum_dtype;
+  b.reduce_dtype = cfg.reduce_dtype;
+  b.params = cfg.stage == 3 ? part.total_shard : part.total_padded;
+  b.accum = cfg.stage >= 2 ? part.total_shard : part.total_padded;
+  b.optimizer = cfg.stage == 0 ? part.total_padded : part.total_shard;
+  b.staging = part.max_staged;
+  // Chunks never exceed a bucket, so a group larger than a bucket needs no full-size send buffer.
+  b.chunk = std::min(part.max_bucket_padded / W, std::max<size_t>(1, cfg.bucket_elements / W));
+  if (cfg.stage == 3) {
+    b.ring_slots = size_t(cfg.prefetch_depth) + 1;
+    b.ring_slot = part.max_unit_padded;
+  }
+  size_t tensors = 0;
+  for (const GroupLayout& g : part.groups) tensors += g.tensor_offsets.size();
+  b.partials = 1 + tensors;
+  return b;
+}
+
+size_t BufferPlan::bytes(MemCategory c) const {
+  const size_t p = dtype_size(param_dtype), a = dtype_size(accum_dtype), r = dtype_size(reduce_dtype);
+  switch (c) {
+    case MemCategory::Params: return params * p;
+    case MemCategory::Grads: return accum * a;
+    case MemCategory::Master:
+    case MemCategory::OptimM:
+    case MemCategory::OptimV: return optimizer * 4;
+    case MemCategory::CommBuffers: return 2 * staging * p + 2 * chunk * size_t(world) * r + 2 * chunk * r;
+    case MemCategory::Gathered: return ring_slots * ring_slot * p;
+    case MemCategory::Other: return partials * 8;
+    default: return 0;
+  }
+}
+
+size_t BufferPlan::total_bytes() const {
+  size_t t = 0;
+  for (size_t c = 0; c < kMemCategories; ++c) t += bytes(MemCategory(c));
+  return t;
+}
+
+}  // namespace zero

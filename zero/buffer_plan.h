@@ -1,0 +1,37 @@
+// The engine's buffers as arithmetic: how many elements of which dtype each one holds, for a stage,
+// dtypes and a partition. The engine allocates exactly this and the planner reports exactly this, so
+// the sizing lives here once. Pure arithmetic: allocates nothing.
+//
+//   params      p * Psi           (stage 3: p * S)              compute dtype
+//   accumulator a * Psi           (stages 2-3: a * S)           gradient accumulation dtype
+//   master, m, v  4 * Psi each    (stages 1-3: 4 * S each)      fp32
+//   bucket slots  2 * T * p       T = partition.max_staged (a bucket, or one piece of a split group)
+//   send / recv   2 * C * W * r + 2 * C * r                     reduce dtype, C = chunk elements per rank
+//   gather ring   (prefetch_depth + 1) * U * p at stage 3       U = partition.max_unit_padded
+//   step partials 8 * (1 + tensors)                             fp64: sum of squares, non-finite counts
+// with Psi = partition.total_padded, S = Psi / W, C = min(max_bucket_padded, bucket_elements) / W.
+#pragma once
+#include <cstddef>
+
+#include "core/memory.h"
+#include "zero/engine_config.h"
+#include "zero/partition.h"
+
+namespace zero {
+
+struct BufferPlan {
+  size_t params = 0, accum = 0, optimizer = 0;  // elements (optimizer: each of master, m, v)
+  size_t staging = 0;                           // elements of one bucket slot (two slots)
+  size_t chunk = 0;                             // reduction chunk: elements per rank (two send/recv pairs)
+  size_t ring_slots = 0, ring_slot = 0;         // stage-3 gather ring: slots x elements
+  size_t partials = 0;                          // fp64 step partials
+  DType param_dtype = DType::F32, accum_dtype = DType::F32, reduce_dtype = DType::F32;
+  int world = 1;
+
+  size_t bytes(MemCategory c) const;  // by the allocator's categories
+  size_t total_bytes() const;
+};
+
+BufferPlan plan_buffers(const EngineConfig& cfg, const Partition& part);
+
+}  // namespace zero
