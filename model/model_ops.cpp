@@ -18,6 +18,17 @@ void check_f32(const TensorRef& t, int64_t numel, const char* what) {
   ZERO_CHECK(t.dtype == DType::F32 && t.numel() == numel, "{}: expected {} fp32 elements, got {} {}", what, numel,
              t.numel(), dtype_name(t.dtype));
 }
+// Runs ascending, disjoint, inside [0, numel).
+void check_piece(const Piece& p, int64_t numel, const char* what) {
+  ZERO_CHECK(p.dtype == DType::F32 || p.dtype == DType::BF16, "{}: pieces are fp32 or bf16, got {}", what,
+             dtype_name(p.dtype));
+  int64_t end = 0;
+  for (const FlatRun& r : p.runs) {
+    ZERO_CHECK(r.begin >= end && r.count >= 0 && r.begin + r.count <= numel,
+               "{}: run [{}, {}) overlaps the previous one or leaves [0, {})", what, r.begin, r.begin + r.count, numel);
+    end = r.begin + r.count;
+  }
+}
 void check_same(const TensorRef& a, const TensorRef& b, const char* what) {
   ZERO_CHECK(a.dtype == b.dtype && a.rows() == b.rows() && a.row_elems() == b.row_elems(),
              "{}: shapes or dtypes differ ([{}, {}] {} vs [{}, {}] {})", what, a.rows(), a.row_elems(),
@@ -182,17 +193,15 @@ void ModelOps::add(const TensorRef& a, const TensorRef& b, const TensorRef& out)
   do_add(a, b, out);
 }
 
-void ModelOps::embedding_forward(const TensorRef& table, const TensorRef& x) {
-  ZERO_CHECK(table.rank == 2, "embedding: table of rank {}", table.rank);
-  check_weight(table, table.dim(0) * table.dim(1), "embedding_forward");
-  check_tokens(x, table.dim(1), "embedding_forward x");
+void ModelOps::embedding_forward(const Piece& table, int64_t vocab, const TensorRef& x) {
+  check_piece(table, vocab * x.row_elems(), "embedding_forward");
+  check_tokens(x, x.row_elems(), "embedding_forward x");
   do_embedding_forward(table, x);
 }
 
-void ModelOps::embedding_backward(const TensorRef& dx, const TensorRef& dtable) {
-  ZERO_CHECK(dtable.rank == 2, "embedding: table gradient of rank {}", dtable.rank);
-  check_weight(dtable, dtable.dim(0) * dtable.dim(1), "embedding_backward");
-  check_tokens(dx, dtable.dim(1), "embedding_backward dx");
+void ModelOps::embedding_backward(const TensorRef& dx, int64_t vocab, const Piece& dtable) {
+  check_piece(dtable, vocab * dx.row_elems(), "embedding_backward");
+  check_tokens(dx, dx.row_elems(), "embedding_backward dx");
   do_embedding_backward(dx, dtable);
 }
 

@@ -18,6 +18,7 @@
 
 #include "core/dtype.h"
 #include "model/attention.h"
+#include "model/param_access.h"
 #include "model/tensor_ref.h"
 #include "model/token_plan.h"
 
@@ -114,10 +115,13 @@ class ModelOps {
   // out = a + b (out may be a or b).
   void add(const TensorRef& a, const TensorRef& b, const TensorRef& out);
 
-  // ---- embedding, table [vocab, hidden] ---------------------------------------------------------------
-  void embedding_forward(const TensorRef& table, const TensorRef& x);  // x[t] = table[token t]
-  // dtable overwritten: zero, then each token's row of dx added in token order (deterministic).
-  void embedding_backward(const TensorRef& dx, const TensorRef& dtable);
+  // ---- embedding, table [vocab, hidden], reached as a Piece of its flat elements (the whole table is one
+  // run [0, vocab * hidden)); x [rows, hidden] ---------------------------------------------------------
+  // For each token, the part of its row inside the piece's runs: x[t] = table[token t] over all pieces.
+  void embedding_forward(const Piece& table, int64_t vocab, const TensorRef& x);
+  // Every run overwritten: zero, then the scatter-add of the tokens' rows of dx falling inside it, in
+  // token order (deterministic; bf16 runs sum in fp32 and round once).
+  void embedding_backward(const TensorRef& dx, int64_t vocab, const Piece& dtable);
 
   // ---- the score head at the pooled tokens --------------------------------------------------------------
   // rewards[s] = score . final_norm(x[pooled s]); score [1, hidden], rewards [num_seqs] fp32.
@@ -159,8 +163,8 @@ class ModelOps {
   virtual void do_swiglu_backward(const TensorRef& g, const TensorRef& u, const TensorRef& dm, const TensorRef& dg,
                                   const TensorRef& du) = 0;
   virtual void do_add(const TensorRef& a, const TensorRef& b, const TensorRef& out) = 0;
-  virtual void do_embedding_forward(const TensorRef& table, const TensorRef& x) = 0;
-  virtual void do_embedding_backward(const TensorRef& dx, const TensorRef& dtable) = 0;
+  virtual void do_embedding_forward(const Piece& table, const TensorRef& x) = 0;
+  virtual void do_embedding_backward(const TensorRef& dx, const Piece& dtable) = 0;
   virtual void do_pooled_head_forward(const TensorRef& x, const TensorRef& norm_w, const TensorRef& score, float eps,
                                       const TensorRef& rewards) = 0;
   virtual void do_pooled_head_backward(const TensorRef& x, const TensorRef& norm_w, const TensorRef& score, float eps,

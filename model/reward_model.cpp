@@ -30,6 +30,9 @@ std::vector<TensorRef> grad_views(ParamAccess& p, const GroupSpec& spec, int g) 
   return checked(p.grad_buffers(g), spec, g, "gradient buffers");
 }
 
+// A whole tensor as a piece: one run over all of its elements.
+Piece whole(const TensorRef& t) { return {t.dtype, {{0, t.numel(), t.data}}}; }
+
 }  // namespace
 
 Qwen3RewardModel::Qwen3RewardModel(Qwen3Config config, RewardModelOptions options, std::unique_ptr<ModelOps> ops)
@@ -70,10 +73,15 @@ RewardOutput Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& pa
 
   // ---- forward -------------------------------------------------------------------------------------
   Activation x = ops.alloc({R, H});  // residual stream
-  {
+  if (params.num_pieces(0) == 1) {
     const auto w = acquire_views(params, groups_[0], 0);
-    ops.embedding_forward(w[0], x);
+    ops.embedding_forward(whole(w[0]), c.vocab_size, x);
     params.release(0);
+  } else {
+    for (int k = 0; k < params.num_pieces(0); ++k) {
+      ops.embedding_forward(params.acquire_piece(0, k), c.vocab_size, x);
+      params.release_piece(0, k);
+    }
   }
   std::vector<Activation> inputs(backward ? L : 0);  // each layer's input, kept for backward
   std::vector<LayerActivations> saved(backward && !ckpt ? L : 0);
@@ -143,12 +151,17 @@ RewardOutput Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& pa
     if (!ckpt) saved[l] = LayerActivations();  // done with this layer's activations
     inputs[l] = Activation();
   }
-  {
+  if (params.num_pieces(0) == 1) {
     acquire_views(params, groups_[0], 0);
     const auto gw = grad_views(params, groups_[0], 0);
-    ops.embedding_backward(dx, gw[0]);
+    ops.embedding_backward(dx, c.vocab_size, whole(gw[0]));
     params.grad_ready(0);
     params.release(0);
+  } else {
+    for (int k = 0; k < params.num_pieces(0); ++k) {
+      ops.embedding_backward(dx, c.vocab_size, params.grad_piece(0, k));
+      params.piece_ready(0, k);
+    }
   }
   return out;
 }

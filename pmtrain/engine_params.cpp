@@ -14,6 +14,7 @@ EngineParamAccess::EngineParamAccess(Engine& engine, std::vector<model::GroupSpe
   param_scratch_.resize(groups_.size());
   grad_scratch_.resize(groups_.size());
   grad_views_.resize(groups_.size());
+  grad_pieces_.resize(groups_.size());
 }
 
 // The model's ops read host memory (the CPU backend): the engine's views are handed over as they are
@@ -67,10 +68,52 @@ void EngineParamAccess::grad_ready(int g) {
   engine_.grad_ready(g);
 }
 
+model::Piece EngineParamAccess::as_piece(const PieceView& view, int g, bool copy_in,
+                                         std::vector<std::vector<std::vector<float>>>& scratch) {
+  model::Piece out{staged() ? DType::F32 : view.dtype, {}};
+  if (staged()) scratch[g].resize(view.runs.size());
+  for (size_t i = 0; i < view.runs.size(); ++i) {
+    const FlatRun& r = view.runs[i];
+    void* data = r.data;
+    if (staged()) {
+      std::vector<float>& host = scratch[g][i];
+      host.resize(r.count);
+      if (copy_in) engine_.ops().copy_to_host(host.data(), r.data, view.dtype, r.count);
+      data = host.data();
+    }
+    out.runs.push_back({int64_t(r.begin), int64_t(r.count), data});
+  }
+  return out;
+}
+
+model::Piece EngineParamAccess::acquire_piece(int g, int k) {
+  return as_piece(engine_.gather_piece(g, k), g, true, param_scratch_);
+}
+
+void EngineParamAccess::release_piece(int g, int k) {
+  param_scratch_[g].clear();
+  engine_.release_piece(g, k);
+}
+
+model::Piece EngineParamAccess::grad_piece(int g, int k) {
+  grad_pieces_[g] = engine_.grad_piece(g, k);
+  return as_piece(grad_pieces_[g], g, false, grad_scratch_);
+}
+
+void EngineParamAccess::piece_ready(int g, int k) {
+  if (staged()) {
+    const PieceView& view = grad_pieces_[g];
+    for (size_t i = 0; i < view.runs.size(); ++i)
+      engine_.ops().copy_from_host(view.runs[i].data, view.dtype, grad_scratch_[g][i].data(), view.runs[i].count);
+    grad_scratch_[g].clear();
+  }
+  engine_.piece_ready(g, k);
+}
+
 std::vector<GroupInfo> engine_groups(const std::vector<model::GroupSpec>& groups) {
   std::vector<GroupInfo> out;
   for (const auto& g : groups) {
-    GroupInfo gi{g.name, {}};
+    GroupInfo gi{g.name, {}, g.splittable};
     for (const auto& t : g.tensors) gi.tensors.push_back({t.name, size_t(t.numel()), t.weight_decay});
     out.push_back(std::move(gi));
   }

@@ -1,9 +1,10 @@
 // CpuModelOps: every ModelOps hook on host memory, from the Eigen kernels of model/cpu/.
 #include "model/cpu/cpu_model_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <unordered_map>
+#include <numeric>
 #include <vector>
 
 #include "model/cpu/attention_reference.h"
@@ -79,6 +80,19 @@ class CpuModelOps final : public ModelOps {
 
   void do_begin_batch(const TokenPlan& plan, const RopeSpec& rope) override {
     rope_ = make_rope_table(plan.positions, rope.head_dim, rope.theta);
+    // The tokens grouped by id, for the embedding's backward: ids ascending, each id's tokens in order.
+    by_id_.resize(plan.tokens.size());
+    std::iota(by_id_.begin(), by_id_.end(), 0);
+    std::stable_sort(by_id_.begin(), by_id_.end(), [&](int32_t a, int32_t b) { return plan.tokens[a] < plan.tokens[b]; });
+    ids_.clear();
+    id_start_.clear();
+    for (size_t j = 0; j < by_id_.size(); ++j) {
+      if (j == 0 || plan.tokens[by_id_[j]] != ids_.back()) {
+        ids_.push_back(plan.tokens[by_id_[j]]);
+        id_start_.push_back(int64_t(j));
+      }
+    }
+    id_start_.push_back(int64_t(by_id_.size()));
   }
 
   void do_linear_forward(const TensorRef& x, const TensorRef& w, const TensorRef& y) override {
@@ -175,29 +189,55 @@ class CpuModelOps final : public ModelOps {
     for (int64_t i = 0, n = a_.numel(); i < n; ++i) out[i] = a[i] + b[i];
   }
 
-  void do_embedding_forward(const TensorRef& table, const TensorRef& x_) override {
-    const int64_t H = table.dim(1);
+  void do_embedding_forward(const Piece& table, const TensorRef& x_) override {
+    const int64_t H = x_.row_elems();
     float* x = f32(x_);
     const std::vector<int32_t>& tokens = plan().tokens;
-    for (size_t t = 0; t < tokens.size(); ++t) {
-      const int64_t row = int64_t(tokens[t]) * H;
-      if (table.dtype == DType::F32) {
-        std::memcpy(x + int64_t(t) * H, table.as<const float>() + row, sizeof(float) * H);
-      } else {
-        for (int64_t k = 0; k < H; ++k) x[int64_t(t) * H + k] = static_cast<float>(table.as<const bf16>()[row + k]);
+    for (const FlatRun& run : table.runs) {
+      for (size_t t = 0; t < tokens.size(); ++t) {
+        const int64_t row = int64_t(tokens[t]) * H;
+        const int64_t a = std::max(run.begin, row), b = std::min(run.begin + run.count, row + H);
+        if (a >= b) continue;
+        float* dst = x + int64_t(t) * H + (a - row);
+        if (table.dtype == DType::F32) {
+          std::memcpy(dst, static_cast<const float*>(run.data) + (a - run.begin), sizeof(float) * (b - a));
+        } else {
+          const bf16* src = static_cast<const bf16*>(run.data) + (a - run.begin);
+          for (int64_t i = 0; i < b - a; ++i) dst[i] = static_cast<float>(src[i]);
+        }
       }
     }
   }
 
-  void do_embedding_backward(const TensorRef& dx, const TensorRef& dtable) override {
-    const int64_t H = dtable.dim(1);
-    const ConstMatMap DX(f32(dx), H, dx.rows());
-    Fp32Grad G(dtable);
-    // Rows of unused ids are exactly 0; each used row sums its tokens' gradients in token order.
-    std::fill_n(G.data(), dtable.numel(), 0.0f);
-    const std::vector<int32_t>& tokens = plan().tokens;
-    for (size_t t = 0; t < tokens.size(); ++t) Eigen::Map<Vec>(G.data() + int64_t(tokens[t]) * H, H) += DX.col(int64_t(t));
-    G.store();
+  void do_embedding_backward(const TensorRef& dx_, const Piece& dtable) override {
+    const int64_t H = dx_.row_elems();
+    const float* dx = f32(dx_);
+    std::vector<float> acc;
+    for (const FlatRun& run : dtable.runs) {
+      const int64_t end = run.begin + run.count;
+      if (dtable.dtype == DType::F32)
+        std::fill_n(static_cast<float*>(run.data), run.count, 0.0f);
+      else
+        std::fill_n(static_cast<bf16*>(run.data), run.count, bf16(0.0f));
+      // The used ids whose row meets the run, ascending; each sums its tokens' gradients in token order.
+      auto id = std::lower_bound(ids_.begin(), ids_.end(), run.begin,
+                                 [H](int32_t i, int64_t pos) { return int64_t(i) * H + H <= pos; });
+      for (; id != ids_.end() && int64_t(*id) * H < end; ++id) {
+        const int64_t row = int64_t(*id) * H, a = std::max(run.begin, row), b = std::min(end, row + H);
+        acc.assign(size_t(b - a), 0.0f);
+        const size_t u = size_t(id - ids_.begin());
+        for (int64_t j = id_start_[u]; j < id_start_[u + 1]; ++j) {
+          const float* src = dx + int64_t(by_id_[j]) * H + (a - row);
+          for (size_t i = 0; i < acc.size(); ++i) acc[i] += src[i];
+        }
+        if (dtable.dtype == DType::F32) {
+          std::copy(acc.begin(), acc.end(), static_cast<float*>(run.data) + (a - run.begin));
+        } else {
+          bf16* dst = static_cast<bf16*>(run.data) + (a - run.begin);
+          for (size_t i = 0; i < acc.size(); ++i) dst[i] = bf16(acc[i]);
+        }
+      }
+    }
   }
 
   void do_pooled_head_forward(const TensorRef& x, const TensorRef& norm_w, const TensorRef& score, float eps,
@@ -259,6 +299,9 @@ class CpuModelOps final : public ModelOps {
   }
 
   RopeTable rope_;
+  std::vector<int32_t> by_id_;     // token indices sorted by id, stable
+  std::vector<int32_t> ids_;       // the distinct ids, ascending
+  std::vector<int64_t> id_start_;  // [ids + 1]: id u's tokens are by_id_[id_start_[u] .. id_start_[u + 1])
 };
 
 }  // namespace
