@@ -2,9 +2,9 @@
 // CUDA FlashAttention-2 kernels will: online softmax over key blocks, no T x T matrix anywhere (at most
 // one block_q x block_k tile), the log-sum-exp kept for backward, a deterministic backward. This is the
 // CPU emulation of those kernels, written so that each kernel can be a transcription of it; it is
-// tested against the eager model::attention_forward / attention_backward (model/attention.h).
+// tested against the CPU backend's eager attention (model/cpu/attention_reference.h).
 //
-// Layout (token-major: the memory of torch's [N, heads, head_dim] and of the eager Mat [heads*d, N]):
+// Layout (token-major: the memory of torch's [N, heads, head_dim], as every ModelOps activation):
 //   q, o, dq: q[(t*heads + h)*d + i];  k, v, dk, dv: k[(t*kv_heads + g)*d + i];  lse: lse[t*heads + h].
 // Query head h reads kv head g = h / r, r = heads / kv_heads. cu_seqlens (S+1 offsets, cu_seqlens[0] = 0)
 // lays S sequences end to end in N = cu_seqlens[S] tokens; each attends causally within itself. Positions

@@ -1,83 +1,101 @@
-// Qwen3 decoder layer forward/backward from its parts (norms, projections, RoPE, attention, MLP).
+// Qwen3 decoder layer forward/backward from its ops (norms, projections, q/k norm + RoPE, attention, SwiGLU).
 #include "model/decoder_layer.h"
 
 #include "model/param_layout.h"
-#include "model/rmsnorm.h"
 
 namespace zero::model {
 
 namespace {
-
 AttentionShape attention_shape(const Qwen3Config& c) { return {c.num_heads, c.num_kv_heads, c.head_dim}; }
-MlpWeights mlp_weights(std::span<const float* const> w) { return {w[kGateProj], w[kUpProj], w[kDownProj]}; }
-
 }  // namespace
 
-void decoder_layer_forward(const Qwen3Config& c, std::span<const float* const> w, const LayerContext& ctx, const Mat& x,
-                           Mat& y, LayerCache& s) {
-  const int64_t H = c.hidden_size, D = c.head_dim, N = x.cols();
+void decoder_layer_forward(ModelOps& ops, const Qwen3Config& c, std::span<const TensorRef> w, const TensorRef& x,
+                           const TensorRef& y, LayerActivations& s) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size, R = x.rows();
   const float eps = float(c.rms_norm_eps);
 
-  s.a.resize(H, N);
-  s.rstd_in.resize(N);
-  rmsnorm_forward(x.data(), w[kInputNorm], H, N, eps, s.a.data(), s.rstd_in.data());
+  s.a = ops.alloc({R, H});
+  s.rstd_in = ops.alloc({R});
+  ops.rmsnorm_forward(x, w[kInputNorm], eps, s.a, s.rstd_in);
 
-  linear_forward(w[kQProj], c.q_dim(), H, s.a, s.q);  // [heads*d, N]
-  linear_forward(w[kKProj], c.kv_dim(), H, s.a, s.k);  // [kv*d, N]
-  linear_forward(w[kVProj], c.kv_dim(), H, s.a, s.v);  // [kv*d, N]
+  s.q = ops.alloc({R, c.q_dim()});
+  s.k = ops.alloc({R, c.kv_dim()});
+  s.v = ops.alloc({R, c.kv_dim()});
+  ops.linear_forward(s.a, w[kQProj], s.q);
+  ops.linear_forward(s.a, w[kKProj], s.k);
+  ops.linear_forward(s.a, w[kVProj], s.v);
 
-  // q_norm/k_norm act per head over head_dim: the [heads*d, N] buffer viewed as [d, heads*N].
-  s.qr.resize(c.q_dim(), N);
-  s.kr.resize(c.kv_dim(), N);
-  s.rstd_q.resize(c.num_heads * N);
-  s.rstd_k.resize(c.num_kv_heads * N);
-  rmsnorm_forward(s.q.data(), w[kQNorm], D, c.num_heads * N, eps, s.qr.data(), s.rstd_q.data());
-  rmsnorm_forward(s.k.data(), w[kKNorm], D, c.num_kv_heads * N, eps, s.kr.data(), s.rstd_k.data());
-  rope_forward(s.qr.data(), c.num_heads, *ctx.rope);
-  rope_forward(s.kr.data(), c.num_kv_heads, *ctx.rope);
+  s.qr = ops.alloc({R, c.q_dim()});
+  s.kr = ops.alloc({R, c.kv_dim()});
+  s.rstd_q = ops.alloc({R * c.num_heads});
+  s.rstd_k = ops.alloc({R * c.num_kv_heads});
+  ops.qk_norm_rope_forward(s.q, w[kQNorm], eps, s.qr, s.rstd_q);
+  ops.qk_norm_rope_forward(s.k, w[kKNorm], eps, s.kr, s.rstd_k);
 
-  attention_forward(s.qr, s.kr, s.v, attention_shape(c), ctx.seqs, s.o, &s.probs);
-  linear_forward(w[kOProj], H, c.q_dim(), s.o, s.h);
-  s.h += x;
+  s.o = ops.alloc({R, c.q_dim()});
+  s.lse = ops.alloc({R, c.num_heads});
+  ops.attention_forward(s.qr, s.kr, s.v, attention_shape(c), s.o, s.lse);
+  s.h = ops.alloc({R, H});
+  ops.linear_forward(s.o, w[kOProj], s.h);
+  ops.add(s.h, x, s.h);
 
-  s.b.resize(H, N);
-  s.rstd_post.resize(N);
-  rmsnorm_forward(s.h.data(), w[kPostNorm], H, N, eps, s.b.data(), s.rstd_post.data());
-  mlp_forward(mlp_weights(w), H, c.intermediate_size, s.b, y, s.mlp);
-  y += s.h;
+  s.b = ops.alloc({R, H});
+  s.rstd_post = ops.alloc({R});
+  ops.rmsnorm_forward(s.h, w[kPostNorm], eps, s.b, s.rstd_post);
+  s.g = ops.alloc({R, I});
+  s.u = ops.alloc({R, I});
+  s.m = ops.alloc({R, I});
+  ops.linear_forward(s.b, w[kGateProj], s.g);
+  ops.linear_forward(s.b, w[kUpProj], s.u);
+  ops.swiglu_forward(s.g, s.u, s.m);
+  ops.linear_forward(s.m, w[kDownProj], y);
+  ops.add(y, s.h, y);
 }
 
-void decoder_layer_backward(const Qwen3Config& c, std::span<const float* const> w, std::span<float* const> gw,
-                            const LayerContext& ctx, const Mat& x, const LayerCache& s, const Mat& dy, Mat& dx) {
-  const int64_t H = c.hidden_size, D = c.head_dim, N = x.cols();
+void decoder_layer_backward(ModelOps& ops, const Qwen3Config& c, std::span<const TensorRef> w,
+                            std::span<const TensorRef> gw, const TensorRef& x, const LayerActivations& s,
+                            const TensorRef& dy, const TensorRef& dx) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size, R = x.rows();
 
-  // y = h + mlp(b): dh = dy + norm_post^T(mlp^T dy).
-  Mat db, tmp(H, N);
-  mlp_backward(mlp_weights(w), {gw[kGateProj], gw[kUpProj], gw[kDownProj]}, H, c.intermediate_size, s.b, s.mlp, dy, db);
-  rmsnorm_backward(s.h.data(), w[kPostNorm], s.rstd_post.data(), db.data(), H, N, tmp.data(), gw[kPostNorm]);
-  Mat dh = dy + tmp;
+  // y = h + down(m), m = silu(g) * u: dh = dy + post_norm^T(gate^T dg + up^T du).
+  Activation dm = ops.alloc({R, I}), dg = ops.alloc({R, I}), du = ops.alloc({R, I});
+  ops.linear_input_grad(dy, w[kDownProj], dm, false);
+  ops.linear_weight_grad(s.m, dy, gw[kDownProj]);
+  ops.swiglu_backward(s.g, s.u, dm, dg, du);
+  dm.reset();
+  Activation db = ops.alloc({R, H});
+  ops.linear_input_grad(dg, w[kGateProj], db, false);
+  ops.linear_weight_grad(s.b, dg, gw[kGateProj]);
+  ops.linear_input_grad(du, w[kUpProj], db, true);
+  ops.linear_weight_grad(s.b, du, gw[kUpProj]);
+  dg.reset();
+  du.reset();
+  Activation dh = ops.alloc({R, H});
+  ops.rmsnorm_backward(s.h, w[kPostNorm], s.rstd_post, db, dh, gw[kPostNorm]);
+  ops.add(dy, dh, dh);
 
   // h = x + o_proj(o).
-  Mat d_o;
-  linear_backward(w[kOProj], H, c.q_dim(), s.o, dh, gw[kOProj], d_o, false);
-  Mat dqr, dkr, dv;
-  attention_backward(s.qr, s.kr, s.v, attention_shape(c), ctx.seqs, s.probs, d_o, dqr, dkr, dv);
+  Activation d_o = ops.alloc({R, c.q_dim()});
+  ops.linear_input_grad(dh, w[kOProj], d_o, false);
+  ops.linear_weight_grad(s.o, dh, gw[kOProj]);
+  Activation dqr = ops.alloc({R, c.q_dim()}), dkr = ops.alloc({R, c.kv_dim()}), dv = ops.alloc({R, c.kv_dim()});
+  ops.attention_backward(s.qr, s.kr, s.v, s.o, d_o, s.lse, attention_shape(c), dqr, dkr, dv);
+  d_o.reset();
 
-  // Undo RoPE, then the per-head norms.
-  rope_backward(dqr.data(), c.num_heads, *ctx.rope);
-  rope_backward(dkr.data(), c.num_kv_heads, *ctx.rope);
-  Mat dq(c.q_dim(), N), dk(c.kv_dim(), N);
-  rmsnorm_backward(s.q.data(), w[kQNorm], s.rstd_q.data(), dqr.data(), D, c.num_heads * N, dq.data(), gw[kQNorm]);
-  rmsnorm_backward(s.k.data(), w[kKNorm], s.rstd_k.data(), dkr.data(), D, c.num_kv_heads * N, dk.data(), gw[kKNorm]);
+  // Undo RoPE and the per-head norms, then the projections.
+  Activation dq = ops.alloc({R, c.q_dim()}), dk = ops.alloc({R, c.kv_dim()});
+  ops.qk_norm_rope_backward(s.q, w[kQNorm], s.rstd_q, dqr, dq, gw[kQNorm]);
+  ops.qk_norm_rope_backward(s.k, w[kKNorm], s.rstd_k, dkr, dk, gw[kKNorm]);
+  Activation da = ops.alloc({R, H});
+  ops.linear_input_grad(dq, w[kQProj], da, false);
+  ops.linear_weight_grad(s.a, dq, gw[kQProj]);
+  ops.linear_input_grad(dk, w[kKProj], da, true);
+  ops.linear_weight_grad(s.a, dk, gw[kKProj]);
+  ops.linear_input_grad(dv, w[kVProj], da, true);
+  ops.linear_weight_grad(s.a, dv, gw[kVProj]);
 
-  Mat da;
-  linear_backward(w[kQProj], c.q_dim(), H, s.a, dq, gw[kQProj], da, false);
-  linear_backward(w[kKProj], c.kv_dim(), H, s.a, dk, gw[kKProj], da, true);
-  linear_backward(w[kVProj], c.kv_dim(), H, s.a, dv, gw[kVProj], da, true);
-
-  dx.resize(H, N);
-  rmsnorm_backward(x.data(), w[kInputNorm], s.rstd_in.data(), da.data(), H, N, dx.data(), gw[kInputNorm]);
-  dx += dh;
+  ops.rmsnorm_backward(x, w[kInputNorm], s.rstd_in, da, dx, gw[kInputNorm]);
+  ops.add(dx, dh, dx);
 }
 
 }  // namespace zero::model

@@ -9,7 +9,8 @@ std::vector<GroupSpec> qwen3_rm_groups(const Qwen3Config& c, const DecayPolicy& 
   c.validate();
   const int64_t H = c.hidden_size, I = c.intermediate_size, D = c.head_dim;
   std::vector<GroupSpec> groups;
-  groups.push_back({"embed", {{"model.embed_tokens.weight", {c.vocab_size, H}, decay.embedding}}});
+  // The embedding is the one group the model reads and writes in pieces (the largest: 389M elements on 4B).
+  groups.push_back({"embed", {{"model.embed_tokens.weight", {c.vocab_size, H}, decay.embedding}}, true});
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const std::string p = fmt::format("model.layers.{}.", l);
     GroupSpec g{fmt::format("layer.{}", l), {}};

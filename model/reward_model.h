@@ -1,17 +1,19 @@
-// The Qwen3 reward model on the CPU backend: Qwen3 decoder + scalar score head pooled at each sequence's
-// explicit last-real-token index (batch.last_index), trained with the pairwise loss. Parameters are
-// reached only through ParamAccess, group by group (param_layout.h), so the engine decides where they live.
+// The Qwen3 reward model: Qwen3 decoder + scalar score head pooled at each sequence's explicit
+// last-real-token index (batch.last_index), trained with the pairwise loss. Parameters are reached only
+// through ParamAccess, group by group (param_layout.h), so the engine decides where they live; the
+// numbers are computed by a ModelOps backend (CPU by default), so the same orchestration runs on either.
 // Computes only real tokens: each sequence attends within itself, in padded and packed batches alike.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "data/batch.h"
-#include "model/attention.h"
+#include "model/model_ops.h"
 #include "model/param_access.h"
 #include "model/param_layout.h"
 #include "model/qwen3_config.h"
-#include "model/tensor_views.h"
+#include "model/token_plan.h"
 
 namespace zero::model {
 
@@ -33,16 +35,18 @@ struct RewardOutput {
   int64_t real_tokens = 0;           // tokens computed (pads are not)
 };
 
-// Activations captured by forward() for parity tests, over the real tokens in TokenPlan order.
+// Activations captured by forward() for parity tests, copied to the host, over the real tokens in
+// TokenPlan order (token t's features at [t * hidden, (t + 1) * hidden)).
 struct ForwardTrace {
-  std::vector<SeqSpan> seqs;   // sequence s occupies columns [offset, offset + len)
-  std::vector<Mat> layer_out;  // [num_layers] x [H, N]: residual stream after each decoder layer
-  Mat final_norm;              // [H, N]: model.norm over every real token (HF last_hidden_state)
+  std::vector<int32_t> cu_seqlens;            // sequence s occupies tokens [cu_seqlens[s], cu_seqlens[s + 1])
+  std::vector<std::vector<float>> layer_out;  // [num_layers] x [N, H]: residual stream after each decoder layer
+  std::vector<float> final_norm;              // [N, H]: model.norm over every real token (HF last_hidden_state)
 };
 
 class Qwen3RewardModel {
  public:
-  explicit Qwen3RewardModel(Qwen3Config config, RewardModelOptions options = {});
+  // ops: the backend that computes (null: the CPU backend). Not thread-safe: one micro-batch at a time.
+  explicit Qwen3RewardModel(Qwen3Config config, RewardModelOptions options = {}, std::unique_ptr<ModelOps> ops = {});
 
   const Qwen3Config& config() const { return config_; }
   const RewardModelOptions& options() const { return options_; }
@@ -63,6 +67,7 @@ class Qwen3RewardModel {
   Qwen3Config config_;
   RewardModelOptions options_;
   std::vector<GroupSpec> groups_;
+  std::unique_ptr<ModelOps> ops_;
 };
 
 }  // namespace zero::model

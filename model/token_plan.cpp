@@ -1,5 +1,7 @@
-// PairBatch -> compact real-token layout, with validation.
+// PairBatch -> the packed real-token plan, with validation against the batch's grid.
 #include "model/token_plan.h"
+
+#include <algorithm>
 
 #include "core/check.h"
 
@@ -17,7 +19,10 @@ TokenPlan make_token_plan(const data::PairBatch& b, int64_t vocab_size) {
                    int64_t(b.last_index.size()) == S,
                InputError, "batch: seq_row/seq_start/seq_len/last_index sizes differ ({}, {}, {}, {})",
                b.seq_row.size(), b.seq_start.size(), S, b.last_index.size());
+  ZERO_REQUIRE(int64_t(b.cu_seqlens.size()) == S + 1 && b.cu_seqlens[0] == 0, InputError,
+               "batch: cu_seqlens must hold {} offsets starting at 0 (it has {})", S + 1, b.cu_seqlens.size());
   TokenPlan p;
+  p.cu_seqlens = b.cu_seqlens;
   p.tokens.reserve(b.real_tokens());
   p.positions.reserve(b.real_tokens());
   for (int64_t s = 0; s < S; ++s) {
@@ -25,11 +30,13 @@ TokenPlan make_token_plan(const data::PairBatch& b, int64_t vocab_size) {
     ZERO_REQUIRE(row >= 0 && row < b.rows && start >= 0 && len >= 1 && start + len <= b.row_len, InputError,
                  "batch: sequence {} (row {}, start {}, len {}) does not fit a {}x{} grid", s, row, start, len, b.rows,
                  b.row_len);
+    ZERO_REQUIRE(b.cu_seqlens[s + 1] - b.cu_seqlens[s] == len, InputError,
+                 "batch: cu_seqlens[{}] - cu_seqlens[{}] = {}, but sequence {} has {} tokens", s + 1, s,
+                 b.cu_seqlens[s + 1] - b.cu_seqlens[s], s, len);
     const int64_t first = row * b.row_len + start;
     ZERO_REQUIRE(b.last_index[s] >= first && b.last_index[s] < first + len, InputError,
                  "batch: last_index {} of sequence {} is outside its tokens [{}, {})", b.last_index[s], s, first,
                  first + len);
-    const int64_t offset = p.num_tokens();
     for (int64_t j = 0; j < len; ++j) {
       const int32_t tok = b.tokens[first + j];
       ZERO_REQUIRE(tok >= 0 && tok < vocab_size, InputError, "batch: token id {} at sequence {} position {} is outside [0, {})",
@@ -37,9 +44,10 @@ TokenPlan make_token_plan(const data::PairBatch& b, int64_t vocab_size) {
       p.tokens.push_back(tok);
       p.positions.push_back(b.positions[first + j]);
     }
-    p.seqs.push_back({offset, len});
-    p.pooled.push_back(offset + (b.last_index[s] - first));
+    p.pooled.push_back(int32_t(b.cu_seqlens[s] + (b.last_index[s] - first)));
+    p.max_seqlen = std::max(p.max_seqlen, int32_t(len));
   }
+  p.padded_tokens = (p.num_tokens() + kTokenRowMultiple - 1) / kTokenRowMultiple * kTokenRowMultiple;
   return p;
 }
 

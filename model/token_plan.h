@@ -1,24 +1,32 @@
-// Where a PairBatch's real tokens go: gathers them (pads dropped, either layout) into one column buffer,
-// sequence after sequence, with positions and each sequence's pooled column. Validates the batch.
+// The token plan of a micro-batch, made once and shared by every layer and both backends: the batch's real
+// tokens packed sequence after sequence (pads dropped, either layout), their RoPE positions, the sequence
+// boundaries as varlen attention kernels take them, and each sequence's pooled token. Validates the batch.
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "data/batch.h"
-#include "model/attention.h"
 
 namespace zero::model {
 
+// Backends that tile their GEMMs over tokens (the GPU) round the token rows of every activation up to a
+// multiple of this; the extra rows are never attended to nor pooled.
+inline constexpr int64_t kTokenRowMultiple = 64;
+
 struct TokenPlan {
-  std::vector<int32_t> tokens;     // [N] real tokens, sequence 0 first
-  std::vector<int32_t> positions;  // [N] from batch.positions
-  std::vector<SeqSpan> seqs;       // [S] each sequence's columns
-  std::vector<int64_t> pooled;     // [S] column of the pooled token (batch.last_index mapped)
+  std::vector<int32_t> tokens;      // [N] real token ids, sequence 0 first
+  std::vector<int32_t> positions;   // [N] RoPE positions (batch.positions at those tokens)
+  std::vector<int32_t> cu_seqlens;  // [S + 1] sequence s is tokens [cu_seqlens[s], cu_seqlens[s + 1]) (batch's)
+  std::vector<int32_t> pooled;      // [S] token index of each sequence's pooled token (batch.last_index's)
+  int32_t max_seqlen = 0;           // the longest sequence
+  int64_t padded_tokens = 0;        // N rounded up to kTokenRowMultiple
+
   int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()); }
+  int64_t num_seqs() const { return static_cast<int64_t>(pooled.size()); }
 };
 
-// Throws InputError when the batch is inconsistent (sizes, a sequence outside its row, last_index outside
-// its sequence, a token id outside [0, vocab_size)).
+// Throws InputError when the batch is inconsistent (sizes, a sequence outside its row, cu_seqlens that
+// disagree with the sequence lengths, last_index outside its sequence, a token id outside [0, vocab_size)).
 TokenPlan make_token_plan(const data::PairBatch& batch, int64_t vocab_size);
 
 }  // namespace zero::model

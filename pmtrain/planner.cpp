@@ -26,10 +26,11 @@ MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const st
   m.gathered = b.bytes(MemCategory::Gathered);
   // Activations (fp32 on the CPU backend): tokens of a micro-batch at the worst case (every sequence
   // at max_len); per layer and token the kept tensors of a pre-norm block (about 8 x hidden + 4 x
-  // intermediate + q/k/v widths) plus attention probabilities per head over the sequence.
+  // intermediate + q/k/v widths) plus the attention's log-sum-exp per head (backward recomputes the
+  // probabilities, one sequence and head at a time).
   const double T = double(micro_pairs) * 2 * double(cfg.data.max_len);
   const double per_tok_layer = 8.0 * qc.hidden_size + 4.0 * qc.intermediate_size + 2.0 * qc.q_dim() + 2.0 * qc.kv_dim() +
-                               double(qc.num_heads) * double(cfg.data.max_len);
+                               double(qc.num_heads);
   const double layers_kept = cfg.model.activation_checkpointing ? 1.0 : double(qc.num_layers);
   const double inputs_kept = cfg.model.activation_checkpointing ? double(qc.num_layers) * qc.hidden_size : 0.0;
   m.activations = size_t(4.0 * T * (per_tok_layer * layers_kept + inputs_kept));

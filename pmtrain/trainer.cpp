@@ -108,7 +108,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   alloc_ = std::make_unique<TrackingAllocator>(make_host_allocator());
   engine_ = std::make_unique<Engine>(ec, groups, comm_, *ops_, *alloc_);
   const std::string init = init_model_parameters(*engine_, cfg_.model, model_cfg_, model_->groups());
-  access_ = std::make_unique<EngineParamAccess>(*engine_);
+  access_ = std::make_unique<EngineParamAccess>(*engine_, model_->groups());
 
   if (info_.rank == 0 && !training) {
     const int64_t n = cfg_.run.eval_pairs > 0 ? std::min(cfg_.run.eval_pairs, test_.num_pairs()) : test_.num_pairs();

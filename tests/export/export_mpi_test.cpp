@@ -188,7 +188,7 @@ class ExportTest : public ::testing::Test {
       const auto& spec = groups[gi].tensors[t];
       model::init_tensor(spec, g->config, 1234, {dst, size_t(spec.numel())});
     });
-    pmtrain::EngineParamAccess access(engine);
+    pmtrain::EngineParamAccess access(engine, rm.groups());
     const data::PairBatch batch = reward_batch(g->config, 7 + world_rank());
     auto train_step = [&] {
       engine.begin_micro_step();

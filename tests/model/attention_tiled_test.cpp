@@ -1,5 +1,5 @@
 // The CPU emulation of the tiled attention kernels (model/attention_tiled.h) against plain attention:
-// the eager fp32 model::attention_forward / attention_backward, an fp64 plain attention written here from
+// the eager fp32 reference attention of the CPU backend, an fp64 plain attention written here from
 // the definitions (exact to fp32's eyes; it also gives the log-sum-exp), and a few values worked out by
 // hand, so that a bug the eager code and the tiled code happened to share could not hide. Per-tensor
 // relative L2 error ||a - b|| / ||b|| of o, lse, dq, dk, dv at most 1e-6 against both references.
@@ -16,6 +16,7 @@
 
 #include "core/splitmix.h"
 #include "model/attention.h"
+#include "model/cpu/attention_reference.h"
 #include "model/attention_tiled.h"
 
 namespace zero::model {
@@ -92,20 +93,21 @@ Result run_tiled(const Case& c, const Tensors& in) {
   return r;
 }
 
-// The eager fp32 attention of model/attention.h: its Mat [heads*d, N] is the token-major memory.
+// The eager fp32 attention of the CPU backend (model/cpu/attention_reference.h), on the same token-major
+// arrays.
 Result run_eager(const Case& c, const Tensors& in) {
   const auto cu = cu_seqlens_of(c.lengths);
   const int64_t n = cu.back(), d = c.head_dim;
-  std::vector<SeqSpan> seqs;
-  for (size_t i = 0; i < c.lengths.size(); ++i) seqs.push_back({cu[i], c.lengths[i]});
-  const Mat q = ConstMatMap(in.q.data(), c.heads * d, n), k = ConstMatMap(in.k.data(), c.kv_heads * d, n),
-            v = ConstMatMap(in.v.data(), c.kv_heads * d, n), d_o = ConstMatMap(in.d_o.data(), c.heads * d, n);
-  Mat o, dq, dk, dv;
-  std::vector<Mat> probs;
-  attention_forward(q, k, v, shape_of(c), seqs, o, &probs);
-  attention_backward(q, k, v, shape_of(c), seqs, probs, d_o, dq, dk, dv);
-  auto flat = [](const Mat& m) { return std::vector<float>(m.data(), m.data() + m.size()); };
-  return {flat(o), {}, flat(dq), flat(dk), flat(dv)};
+  Result r;
+  r.o.resize(n * c.heads * d);
+  r.dq.resize(n * c.heads * d);
+  r.dk.resize(n * c.kv_heads * d);
+  r.dv.resize(n * c.kv_heads * d);
+  std::vector<float> lse(n * c.heads);
+  cpu::attention_reference_forward(in.q.data(), in.k.data(), in.v.data(), shape_of(c), cu, n, r.o.data(), lse.data());
+  cpu::attention_reference_backward(in.q.data(), in.k.data(), in.v.data(), in.d_o.data(), shape_of(c), cu, n,
+                                    r.dq.data(), r.dk.data(), r.dv.data());
+  return r;
 }
 
 double dot(const double* a, const double* b, int64_t n) {

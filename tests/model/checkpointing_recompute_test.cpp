@@ -6,7 +6,6 @@
 // gradient combines them with forward's cached activations, with checkpointing with recomputed ones, and
 // the two gradients differ. Everything backward reaches before layer 0 sees the same weights in both runs
 // and must stay bit-identical, so the difference is the recompute and nothing else.
-// Written against today's ParamAccess (fp32 pointers per tensor); keep it small if that interface changes.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -23,15 +22,16 @@ namespace {
 class BackwardPerturbingAccess final : public ParamAccess {
  public:
   BackwardPerturbingAccess(DenseParams& p, int perturbed_group) : p_(p), perturbed_(perturbed_group) {}
-  std::vector<const float*> acquire(int g) override {
-    std::vector<const float*> w = p_.acquire(g);
+  std::vector<TensorRef> acquire(int g) override {
+    std::vector<TensorRef> w = p_.acquire(g);
     if (!in_backward_ || g != perturbed_) return w;
     copy_.clear();
     for (size_t t = 0; t < w.size(); ++t) {
       const size_t n = size_t(p_.groups()[g].tensors[t].numel());
-      copy_.emplace_back(w[t], w[t] + n);
+      const float* src = static_cast<const float*>(w[t].data);  // DenseParams: fp32 host memory
+      copy_.emplace_back(src, src + n);
       for (float& v : copy_.back()) v *= 1.25f;
-      w[t] = copy_.back().data();
+      w[t].data = copy_.back().data();
     }
     return w;
   }
@@ -40,7 +40,7 @@ class BackwardPerturbingAccess final : public ParamAccess {
     in_backward_ = true;
     p_.begin_backward();
   }
-  std::vector<float*> grad_buffers(int g) override { return p_.grad_buffers(g); }
+  std::vector<TensorRef> grad_buffers(int g) override { return p_.grad_buffers(g); }
   void grad_ready(int g) override { p_.grad_ready(g); }
 
  private:

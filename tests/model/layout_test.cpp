@@ -11,6 +11,7 @@
 #include "model/param_access.h"
 #include "model/qwen3_config.h"
 #include "model/reward_model.h"
+#include "model/token_plan.h"
 #include "model_test_util.h"
 
 namespace zero::model {
@@ -23,10 +24,10 @@ using testing::compare;
 class RecordingAccess final : public ParamAccess {
  public:
   explicit RecordingAccess(DenseParams& p) : p_(p) {}
-  std::vector<const float*> acquire(int g) override { log.push_back("a" + std::to_string(g)); return p_.acquire(g); }
+  std::vector<TensorRef> acquire(int g) override { log.push_back("a" + std::to_string(g)); return p_.acquire(g); }
   void release(int g) override { log.push_back("r" + std::to_string(g)); p_.release(g); }
   void begin_backward() override { log.push_back("B"); p_.begin_backward(); }
-  std::vector<float*> grad_buffers(int g) override {
+  std::vector<TensorRef> grad_buffers(int g) override {
     log.push_back("g" + std::to_string(g));
     auto b = p_.grad_buffers(g);
     for (size_t t = 0; t < b.size(); ++t) {  // garbage in: the model must overwrite every element
@@ -184,6 +185,34 @@ TEST_F(Layouts, BadBatchesAreInputErrors) {
   b = testing::padded_batch(fb_.seqs, 0, fb_.row_len);
   b.last_index[2] += 1;  // one past the sequence's last token
   EXPECT_THROW(m.forward(b, *params_), InputError);
+  b = testing::padded_batch(fb_.seqs, 0, fb_.row_len);
+  b.cu_seqlens[3] += 1;  // disagrees with seq_len[2] and seq_len[3]
+  try {
+    m.forward(b, *params_);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cu_seqlens[3] - cu_seqlens[2]"), std::string::npos) << e.what();
+  }
+  b.cu_seqlens.pop_back();
+  EXPECT_THROW(m.forward(b, *params_), InputError);
+}
+
+TEST_F(Layouts, TokenPlanPacksRealTokensOnce) {
+  const data::PairBatch b = testing::packed_batch(fb_.seqs, 0, 40, {5, 3, 1, 4, 0, 2});
+  const TokenPlan p = make_token_plan(b, config_.vocab_size);
+  EXPECT_EQ(p.cu_seqlens, b.cu_seqlens);
+  ASSERT_EQ(p.num_seqs(), 6);
+  EXPECT_EQ(p.num_tokens(), 63);
+  EXPECT_EQ(p.max_seqlen, 17);
+  EXPECT_EQ(p.padded_tokens, 64);
+  EXPECT_EQ(p.padded_tokens % kTokenRowMultiple, 0);
+  for (int64_t s = 0; s < 6; ++s) {
+    EXPECT_EQ(p.pooled[s], p.cu_seqlens[s + 1] - 1) << s;  // the fixture pools each sequence's last token
+    for (int32_t t = p.cu_seqlens[s]; t < p.cu_seqlens[s + 1]; ++t) {
+      EXPECT_EQ(p.tokens[t], fb_.seqs[s][t - p.cu_seqlens[s]]);
+      EXPECT_EQ(p.positions[t], t - p.cu_seqlens[s]);
+    }
+  }
 }
 
 // A fresh model from random init: deterministic, HF-like, and trainable end to end on a tiny config.

@@ -82,6 +82,8 @@ inline data::PairBatch packed_batch(const std::vector<std::vector<int32_t>>& seq
     }
     b.last_index[s] = first + b.seq_len[s] - 1;
   }
+  b.cu_seqlens.assign(1, 0);  // the model packs sequences in sequence order
+  for (size_t s = 0; s < S; ++s) b.cu_seqlens.push_back(b.cu_seqlens.back() + int32_t(b.seq_len[s]));
   for (size_t i = 0; i < S / 2; ++i) {
     b.pair_ids.push_back(int64_t(i));
     b.pair_mask.push_back(1);

@@ -60,13 +60,13 @@ TEST_F(Qwen3Parity, ActivationsAtRealPositions) {
   ForwardTrace trace;
   model_->forward(batch_, *params_, &trace);
   const int64_t H = config_.hidden_size, T = fb_.row_len;
-  auto check = [&](const std::string& key, const Mat& got) {
+  auto check = [&](const std::string& key, const std::vector<float>& got) {  // [N, H]
     const std::vector<float> ref = reader_->read_f32(key);  // [6, T, H]
     std::vector<float> g, r;
     for (size_t s = 0; s < fb_.seqs.size(); ++s)
-      for (int64_t j = 0; j < trace.seqs[s].len; ++j)
+      for (int64_t t = trace.cu_seqlens[s], j = 0; t < trace.cu_seqlens[s + 1]; ++t, ++j)
         for (int64_t k = 0; k < H; ++k) {
-          g.push_back(got(k, trace.seqs[s].offset + j));
+          g.push_back(got[t * H + k]);
           r.push_back(ref[(fb_.fixture_row[s] * T + j) * H + k]);
         }
     const Err e = compare(g, r, 1e-5, 1e-5);

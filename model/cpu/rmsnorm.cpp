@@ -1,11 +1,11 @@
 // RMSNorm forward and backward on column vectors.
-#include "model/rmsnorm.h"
+#include "model/cpu/rmsnorm.h"
 
 #include <cmath>
 
-#include "model/tensor_views.h"
+#include "model/cpu/eigen_views.h"
 
-namespace zero::model {
+namespace zero::model::cpu {
 
 void rmsnorm_forward(const float* x, const float* w, int64_t dim, int64_t n, float eps, float* y, float* rstd) {
   ConstMatMap X(x, dim, n);
@@ -38,4 +38,4 @@ void rmsnorm_backward(const float* x, const float* w, const float* rstd, const f
   Eigen::Map<Vec>(dw, dim) = dW;
 }
 
-}  // namespace zero::model
+}  // namespace zero::model::cpu

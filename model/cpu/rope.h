@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <span>
 
-#include "model/tensor_views.h"
+#include "model/cpu/eigen_views.h"
 
-namespace zero::model {
+namespace zero::model::cpu {
 
 struct RopeTable {
   int64_t head_dim = 0;
@@ -22,4 +22,4 @@ void rope_forward(float* x, int64_t heads, const RopeTable& t);
 // dx <- the transpose rotation (rotation by -angle), the gradient of rope_forward.
 void rope_backward(float* dx, int64_t heads, const RopeTable& t);
 
-}  // namespace zero::model
+}  // namespace zero::model::cpu

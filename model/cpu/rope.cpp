@@ -1,9 +1,9 @@
 // RoPE tables and the rotate_half rotation with its transpose.
-#include "model/rope.h"
+#include "model/cpu/rope.h"
 
 #include <cmath>
 
-namespace zero::model {
+namespace zero::model::cpu {
 
 RopeTable make_rope_table(std::span<const int32_t> positions, int64_t head_dim, double theta) {
   const int64_t half = head_dim / 2;
@@ -54,4 +54,4 @@ void rotate(float* x, int64_t heads, const RopeTable& t, float sign) {
 void rope_forward(float* x, int64_t heads, const RopeTable& t) { rotate(x, heads, t, 1.0f); }
 void rope_backward(float* dx, int64_t heads, const RopeTable& t) { rotate(dx, heads, t, -1.0f); }
 
-}  // namespace zero::model
+}  // namespace zero::model::cpu

@@ -3,7 +3,7 @@
 #pragma once
 #include <cstdint>
 
-namespace zero::model {
+namespace zero::model::cpu {
 
 // x, y: [dim, n]; w: [dim]; rstd: [n] (kept for backward). y may not alias x.
 void rmsnorm_forward(const float* x, const float* w, int64_t dim, int64_t n, float eps, float* y, float* rstd);
@@ -12,4 +12,4 @@ void rmsnorm_forward(const float* x, const float* w, int64_t dim, int64_t n, flo
 void rmsnorm_backward(const float* x, const float* w, const float* rstd, const float* dy, int64_t dim, int64_t n,
                       float* dx, float* dw);
 
-}  // namespace zero::model
+}  // namespace zero::model::cpu

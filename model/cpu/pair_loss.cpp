@@ -1,11 +1,11 @@
 // Stable pairwise logistic loss and its gradient, in double (the values near convergence are ~1e-8).
-#include "model/pair_loss.h"
+#include "model/cpu/pair_loss.h"
 
 #include <cmath>
 
 #include "core/check.h"
 
-namespace zero::model {
+namespace zero::model::cpu {
 
 double softplus(double z) { return z > 0 ? z + std::log1p(std::exp(-z)) : std::log1p(std::exp(z)); }
 
@@ -42,4 +42,4 @@ PairStats pair_loss(std::span<const float> rewards, std::span<const uint8_t> pai
   return s;
 }
 
-}  // namespace zero::model
+}  // namespace zero::model::cpu

@@ -1,0 +1,90 @@
+// Causal GQA attention forward/backward, per sequence and head, with Eigen GEMMs.
+#include "model/cpu/attention_reference.h"
+
+#include <cmath>
+
+#include "model/cpu/eigen_views.h"
+
+namespace zero::model::cpu {
+
+namespace {
+
+// p [L keys, L queries]: column i is query i's softmax over keys 0..i of scale * k^T q, zero above the
+// diagonal. lse (optional, lse_stride apart): each query's log-sum-exp of its scaled scores.
+template <class Block>
+void causal_probs(const Block& qh, const Block& kh, float scale, Mat& p, float* lse, int64_t lse_stride) {
+  const int64_t L = qh.cols();
+  p.resize(L, L);
+  p.noalias() = (kh.transpose() * qh) * scale;  // [keys, queries]
+  for (int64_t i = 0; i < L; ++i) {
+    auto col = p.col(i);
+    const float mx = col.head(i + 1).maxCoeff();
+    float sum = 0.0f;
+    for (int64_t j = 0; j <= i; ++j) {
+      const float e = std::exp(col(j) - mx);
+      col(j) = e;
+      sum += e;
+    }
+    col.head(i + 1) *= 1.0f / sum;
+    col.tail(L - i - 1).setZero();
+    if (lse) lse[i * lse_stride] = mx + std::log(sum);
+  }
+}
+
+}  // namespace
+
+void attention_reference_forward(const float* q, const float* k, const float* v, const AttentionShape& s,
+                                 std::span<const int32_t> cu_seqlens, int64_t n, float* o, float* lse) {
+  const int64_t d = s.head_dim, r = s.heads / s.kv_heads;
+  const float scale = 1.0f / std::sqrt(float(d));
+  const ConstMatMap Q(q, s.heads * d, n), K(k, s.kv_heads * d, n), V(v, s.kv_heads * d, n);
+  MatMap O(o, s.heads * d, n);
+  Mat p;
+  for (size_t si = 0; si + 1 < cu_seqlens.size(); ++si) {
+    const int64_t off = cu_seqlens[si], L = cu_seqlens[si + 1] - off;
+    for (int64_t h = 0; h < s.heads; ++h) {
+      const int64_t kvh = h / r;
+      causal_probs(Q.block(h * d, off, d, L), K.block(kvh * d, off, d, L), scale, p, lse + off * s.heads + h,
+                   s.heads);
+      O.block(h * d, off, d, L).noalias() = V.block(kvh * d, off, d, L) * p;  // [d, L]
+    }
+  }
+}
+
+void attention_reference_backward(const float* q, const float* k, const float* v, const float* d_o,
+                                  const AttentionShape& s, std::span<const int32_t> cu_seqlens, int64_t n, float* dq,
+                                  float* dk, float* dv) {
+  const int64_t d = s.head_dim, r = s.heads / s.kv_heads;
+  const float scale = 1.0f / std::sqrt(float(d));
+  const ConstMatMap Q(q, s.heads * d, n), K(k, s.kv_heads * d, n), V(v, s.kv_heads * d, n), DO(d_o, s.heads * d, n);
+  MatMap DQ(dq, s.heads * d, n), DK(dk, s.kv_heads * d, n), DV(dv, s.kv_heads * d, n);
+  DQ.setZero();
+  DK.setZero();
+  DV.setZero();
+  Mat p, dp;
+  for (size_t si = 0; si + 1 < cu_seqlens.size(); ++si) {
+    const int64_t off = cu_seqlens[si], L = cu_seqlens[si + 1] - off;
+    for (int64_t h = 0; h < s.heads; ++h) {
+      const int64_t kvh = h / r;
+      auto qh = Q.block(h * d, off, d, L);
+      auto kh = K.block(kvh * d, off, d, L);
+      auto vh = V.block(kvh * d, off, d, L);
+      auto doh = DO.block(h * d, off, d, L);
+      causal_probs(qh, kh, scale, p, nullptr, 0);  // [L keys, L queries], as in forward
+      // o = v p: dv += do p^T, dp = v^T do.
+      DV.block(kvh * d, off, d, L).noalias() += doh * p.transpose();
+      dp.resize(L, L);
+      dp.noalias() = vh.transpose() * doh;
+      // softmax per query column: ds = p * (dp - <p, dp>); masked entries have p = 0 so ds = 0.
+      for (int64_t i = 0; i < L; ++i) {
+        const float dot = p.col(i).head(i + 1).dot(dp.col(i).head(i + 1));
+        dp.col(i) = p.col(i).cwiseProduct((dp.col(i).array() - dot).matrix());
+      }
+      // scores = scale k^T q: dq = scale k ds, dk += scale q ds^T.
+      DQ.block(h * d, off, d, L).noalias() = (kh * dp) * scale;
+      DK.block(kvh * d, off, d, L).noalias() += (qh * dp.transpose()) * scale;
+    }
+  }
+}
+
+}  // namespace zero::model::cpu

@@ -1,0 +1,22 @@
+// The reference (eager) attention of the CPU backend: scores materialised per sequence and head, softmax,
+// Eigen GEMMs. Backward recomputes the probabilities from q and k with the same code, so they are the
+// forward's bit for bit and nothing of size len^2 is kept between the passes.
+#pragma once
+#include <cstdint>
+#include <span>
+
+#include "model/attention.h"
+
+namespace zero::model::cpu {
+
+// Token-major buffers over n tokens: q, o [n, heads*d]; k, v [n, kv_heads*d]; lse [n, heads] (the
+// log-sum-exp of each query's scaled scores). Sequence s is tokens [cu_seqlens[s], cu_seqlens[s + 1]).
+void attention_reference_forward(const float* q, const float* k, const float* v, const AttentionShape& s,
+                                 std::span<const int32_t> cu_seqlens, int64_t n, float* o, float* lse);
+
+// d_o [n, heads*d] -> dq [n, heads*d], dk, dv [n, kv_heads*d] (all overwritten).
+void attention_reference_backward(const float* q, const float* k, const float* v, const float* d_o,
+                                  const AttentionShape& s, std::span<const int32_t> cu_seqlens, int64_t n, float* dq,
+                                  float* dk, float* dv);
+
+}  // namespace zero::model::cpu

@@ -1,0 +1,311 @@
+// CpuModelOps: every ModelOps hook on host memory, from the Eigen kernels of model/cpu/.
+#include "model/cpu/cpu_model_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "model/cpu/attention_reference.h"
+#include "model/cpu/eigen_views.h"
+#include "model/cpu/pair_loss.h"
+#include "model/cpu/rmsnorm.h"
+#include "model/cpu/rope.h"
+
+namespace zero::model {
+
+namespace {
+
+using namespace cpu;
+
+// A weight as fp32: an fp32 view in place, a bf16 one widened into scratch.
+class Fp32Weight {
+ public:
+  explicit Fp32Weight(const TensorRef& w) {
+    if (w.dtype == DType::F32) {
+      p_ = w.as<const float>();
+      return;
+    }
+    const bf16* src = w.as<const bf16>();
+    scratch_.resize(size_t(w.numel()));
+    for (size_t i = 0; i < scratch_.size(); ++i) scratch_[i] = static_cast<float>(src[i]);
+    p_ = scratch_.data();
+  }
+  const float* data() const { return p_; }
+
+ private:
+  std::vector<float> scratch_;
+  const float* p_ = nullptr;
+};
+
+// A gradient computed in fp32: in place for an fp32 view; for bf16, in scratch rounded once to nearest
+// even by store().
+class Fp32Grad {
+ public:
+  explicit Fp32Grad(const TensorRef& g) : g_(g) {
+    if (g.dtype == DType::BF16) scratch_.resize(size_t(g.numel()));
+  }
+  float* data() { return g_.dtype == DType::F32 ? g_.as<float>() : scratch_.data(); }
+  void store() {
+    if (g_.dtype != DType::BF16) return;
+    bf16* dst = g_.as<bf16>();
+    for (size_t i = 0; i < scratch_.size(); ++i) dst[i] = bf16(scratch_[i]);
+  }
+
+ private:
+  TensorRef g_;
+  std::vector<float> scratch_;
+};
+
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+class CpuModelOps final : public ModelOps {
+ public:
+  const char* name() const override { return "cpu"; }
+  int64_t token_rows(const TokenPlan& plan) const override { return plan.num_tokens(); }
+
+ protected:
+  void* do_alloc(size_t bytes) override { return Eigen::internal::aligned_malloc(bytes); }
+  void do_free(void* p) override { Eigen::internal::aligned_free(p); }
+
+  void do_to_host(const TensorRef& src, std::span<float> dst) override {
+    if (src.dtype == DType::F32) {
+      std::memcpy(dst.data(), src.data, dst.size_bytes());
+      return;
+    }
+    ZERO_CHECK(src.dtype == DType::BF16, "to_host: {} tensor", dtype_name(src.dtype));
+    for (size_t i = 0; i < dst.size(); ++i) dst[i] = static_cast<float>(src.as<const bf16>()[i]);
+  }
+
+  void do_begin_batch(const TokenPlan& plan, const RopeSpec& rope) override {
+    rope_ = make_rope_table(plan.positions, rope.head_dim, rope.theta);
+    // The tokens grouped by id, for the embedding's backward: ids ascending, each id's tokens in order.
+    by_id_.resize(plan.tokens.size());
+    std::iota(by_id_.begin(), by_id_.end(), 0);
+    std::stable_sort(by_id_.begin(), by_id_.end(), [&](int32_t a, int32_t b) { return plan.tokens[a] < plan.tokens[b]; });
+    ids_.clear();
+    id_start_.clear();
+    for (size_t j = 0; j < by_id_.size(); ++j) {
+      if (j == 0 || plan.tokens[by_id_[j]] != ids_.back()) {
+        ids_.push_back(plan.tokens[by_id_[j]]);
+        id_start_.push_back(int64_t(j));
+      }
+    }
+    id_start_.push_back(int64_t(by_id_.size()));
+  }
+
+  void do_linear_forward(const TensorRef& x, const TensorRef& w, const TensorRef& y) override {
+    const Fp32Weight W(w);
+    columns(y).noalias() = WeightMap(W.data(), w.dim(0), w.dim(1)) * columns(x);
+  }
+
+  void do_linear_input_grad(const TensorRef& dy, const TensorRef& w, const TensorRef& dx, bool accumulate) override {
+    const Fp32Weight W(w);
+    if (accumulate)
+      columns(dx).noalias() += WeightMap(W.data(), w.dim(0), w.dim(1)).transpose() * columns(dy);
+    else
+      columns(dx).noalias() = WeightMap(W.data(), w.dim(0), w.dim(1)).transpose() * columns(dy);
+  }
+
+  void do_linear_weight_grad(const TensorRef& x, const TensorRef& dy, const TensorRef& dw) override {
+    Fp32Grad G(dw);
+    GradMap(G.data(), dw.dim(0), dw.dim(1)).noalias() = columns(dy) * columns(x).transpose();
+    G.store();
+  }
+
+  void do_rmsnorm_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y,
+                          const TensorRef& rstd) override {
+    const Fp32Weight W(w);
+    cpu::rmsnorm_forward(f32(x), W.data(), x.row_elems(), x.rows(), eps, f32(y), f32(rstd));
+  }
+
+  void do_rmsnorm_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
+                           const TensorRef& dx, const TensorRef& dw) override {
+    const Fp32Weight W(w);
+    Fp32Grad G(dw);
+    cpu::rmsnorm_backward(f32(x), W.data(), f32(rstd), f32(dy), x.row_elems(), x.rows(), f32(dx), G.data());
+    G.store();
+  }
+
+  // The [rows, heads * d] buffer is [rows * heads, d] for the per-head norm (row t * heads + h).
+  void do_qk_norm_rope_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y,
+                               const TensorRef& rstd) override {
+    const int64_t d = w.numel(), heads = x.row_elems() / d;
+    const Fp32Weight W(w);
+    cpu::rmsnorm_forward(f32(x), W.data(), d, x.rows() * heads, eps, f32(y), f32(rstd));
+    rope_forward(f32(y), heads, rope_);
+  }
+
+  void do_qk_norm_rope_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
+                                const TensorRef& dx, const TensorRef& dw) override {
+    const int64_t d = w.numel(), heads = x.row_elems() / d;
+    const Fp32Weight W(w);
+    Fp32Grad G(dw);
+    Mat dn = columns(dy);  // undo RoPE first, on a copy: dy stays as given
+    rope_backward(dn.data(), heads, rope_);
+    cpu::rmsnorm_backward(f32(x), W.data(), f32(rstd), dn.data(), d, x.rows() * heads, f32(dx), G.data());
+    G.store();
+  }
+
+  void do_attention_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const AttentionShape& s,
+                            const TensorRef& o, const TensorRef& lse) override {
+    attention_reference_forward(f32(q), f32(k), f32(v), s, plan().cu_seqlens, q.rows(), f32(o), f32(lse));
+  }
+
+  void do_attention_backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+                             const TensorRef& d_o, const TensorRef& lse, const AttentionShape& s, const TensorRef& dq,
+                             const TensorRef& dk, const TensorRef& dv) override {
+    attention_reference_backward(f32(q), f32(k), f32(v), f32(d_o), s, plan().cu_seqlens, q.rows(), f32(dq), f32(dk),
+                                 f32(dv));
+  }
+
+  void do_swiglu_forward(const TensorRef& g_, const TensorRef& u_, const TensorRef& m_) override {
+    const float* g = f32(g_);
+    const float* u = f32(u_);
+    float* m = f32(m_);
+    for (int64_t i = 0, n = g_.numel(); i < n; ++i) m[i] = g[i] * sigmoid(g[i]) * u[i];  // silu(g) * u
+  }
+
+  void do_swiglu_backward(const TensorRef& g_, const TensorRef& u_, const TensorRef& dm_, const TensorRef& dg_,
+                          const TensorRef& du_) override {
+    const float* g = f32(g_);
+    const float* u = f32(u_);
+    const float* dm = f32(dm_);
+    float* dg = f32(dg_);
+    float* du = f32(du_);
+    for (int64_t i = 0, n = g_.numel(); i < n; ++i) {
+      const float sg = sigmoid(g[i]);
+      const float silu = g[i] * sg;
+      du[i] = dm[i] * silu;
+      dg[i] = dm[i] * u[i] * sg * (1.0f + g[i] * (1.0f - sg));  // silu'(g)
+    }
+  }
+
+  void do_add(const TensorRef& a_, const TensorRef& b_, const TensorRef& out_) override {
+    const float* a = f32(a_);
+    const float* b = f32(b_);
+    float* out = f32(out_);
+    for (int64_t i = 0, n = a_.numel(); i < n; ++i) out[i] = a[i] + b[i];
+  }
+
+  void do_embedding_forward(const Piece& table, const TensorRef& x_) override {
+    const int64_t H = x_.row_elems();
+    float* x = f32(x_);
+    const std::vector<int32_t>& tokens = plan().tokens;
+    for (const FlatRun& run : table.runs) {
+      for (size_t t = 0; t < tokens.size(); ++t) {
+        const int64_t row = int64_t(tokens[t]) * H;
+        const int64_t a = std::max(run.begin, row), b = std::min(run.begin + run.count, row + H);
+        if (a >= b) continue;
+        float* dst = x + int64_t(t) * H + (a - row);
+        if (table.dtype == DType::F32) {
+          std::memcpy(dst, static_cast<const float*>(run.data) + (a - run.begin), sizeof(float) * (b - a));
+        } else {
+          const bf16* src = static_cast<const bf16*>(run.data) + (a - run.begin);
+          for (int64_t i = 0; i < b - a; ++i) dst[i] = static_cast<float>(src[i]);
+        }
+      }
+    }
+  }
+
+  void do_embedding_backward(const TensorRef& dx_, const Piece& dtable) override {
+    const int64_t H = dx_.row_elems();
+    const float* dx = f32(dx_);
+    std::vector<float> acc;
+    for (const FlatRun& run : dtable.runs) {
+      const int64_t end = run.begin + run.count;
+      if (dtable.dtype == DType::F32)
+        std::fill_n(static_cast<float*>(run.data), run.count, 0.0f);
+      else
+        std::fill_n(static_cast<bf16*>(run.data), run.count, bf16(0.0f));
+      // The used ids whose row meets the run, ascending; each sums its tokens' gradients in token order.
+      auto id = std::lower_bound(ids_.begin(), ids_.end(), run.begin,
+                                 [H](int32_t i, int64_t pos) { return int64_t(i) * H + H <= pos; });
+      for (; id != ids_.end() && int64_t(*id) * H < end; ++id) {
+        const int64_t row = int64_t(*id) * H, a = std::max(run.begin, row), b = std::min(end, row + H);
+        acc.assign(size_t(b - a), 0.0f);
+        const size_t u = size_t(id - ids_.begin());
+        for (int64_t j = id_start_[u]; j < id_start_[u + 1]; ++j) {
+          const float* src = dx + int64_t(by_id_[j]) * H + (a - row);
+          for (size_t i = 0; i < acc.size(); ++i) acc[i] += src[i];
+        }
+        if (dtable.dtype == DType::F32) {
+          std::copy(acc.begin(), acc.end(), static_cast<float*>(run.data) + (a - run.begin));
+        } else {
+          bf16* dst = static_cast<bf16*>(run.data) + (a - run.begin);
+          for (size_t i = 0; i < acc.size(); ++i) dst[i] = bf16(acc[i]);
+        }
+      }
+    }
+  }
+
+  void do_pooled_head_forward(const TensorRef& x, const TensorRef& norm_w, const TensorRef& score, float eps,
+                              const TensorRef& rewards) override {
+    const Fp32Weight S(score);
+    const Pooled p = pool(x, norm_w, eps);
+    const Eigen::Map<const Vec> sv(S.data(), p.xn.rows());
+    float* r = f32(rewards);
+    for (int64_t s = 0; s < p.xn.cols(); ++s) r[s] = sv.dot(p.xn.col(s));
+  }
+
+  void do_pooled_head_backward(const TensorRef& x, const TensorRef& norm_w, const TensorRef& score, float eps,
+                               const TensorRef& drewards, const TensorRef& dx, const TensorRef& d_norm_w,
+                               const TensorRef& d_score) override {
+    const Fp32Weight S(score), N(norm_w);
+    const Pooled p = pool(x, norm_w, eps);
+    const int64_t H = p.xn.rows(), Sq = p.xn.cols();
+    const Eigen::Map<const Vec> sv(S.data(), H);
+    const Eigen::Map<const Vec> dr(f32(drewards), Sq);
+    Fp32Grad gs(d_score), gn(d_norm_w);
+    Eigen::Map<Vec>(gs.data(), H).noalias() = p.xn * dr;  // d score = sum_s dr_s xn_s
+    gs.store();
+    Mat dxn = sv * dr.transpose();  // [H, S]
+    Mat dhp(H, Sq);
+    cpu::rmsnorm_backward(p.hp.data(), N.data(), p.rstd.data(), dxn.data(), H, Sq, dhp.data(), gn.data());
+    gn.store();
+    MatMap DX = columns(dx);
+    DX.setZero();
+    for (int64_t s = 0; s < Sq; ++s) DX.col(plan().pooled[s]) += dhp.col(s);
+  }
+
+  PairStats do_pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask,
+                         const TensorRef& drewards) override {
+    const std::span<const float> r(f32(rewards), size_t(rewards.numel()));
+    if (drewards.empty()) return cpu::pair_loss(r, pair_mask);
+    return cpu::pair_loss(r, pair_mask, std::span<float>(f32(drewards), size_t(drewards.numel())));
+  }
+
+ private:
+  // The head's input: the pooled tokens' residual stream and its final norm (recomputed in backward,
+  // bit for bit the forward's).
+  struct Pooled {
+    Mat hp;    // [H, S]
+    Vec rstd;  // [S]
+    Mat xn;    // [H, S]
+  };
+  Pooled pool(const TensorRef& x, const TensorRef& norm_w, float eps) const {
+    const Fp32Weight N(norm_w);
+    const ConstMatMap X(f32(x), x.row_elems(), x.rows());
+    const std::vector<int32_t>& pooled = plan().pooled;
+    const int64_t H = X.rows(), S = int64_t(pooled.size());
+    Pooled p;
+    p.hp.resize(H, S);
+    for (int64_t s = 0; s < S; ++s) p.hp.col(s) = X.col(pooled[s]);
+    p.xn.resize(H, S);
+    p.rstd.resize(S);
+    cpu::rmsnorm_forward(p.hp.data(), N.data(), H, S, eps, p.xn.data(), p.rstd.data());
+    return p;
+  }
+
+  RopeTable rope_;
+  std::vector<int32_t> by_id_;     // token indices sorted by id, stable
+  std::vector<int32_t> ids_;       // the distinct ids, ascending
+  std::vector<int64_t> id_start_;  // [ids + 1]: id u's tokens are by_id_[id_start_[u] .. id_start_[u + 1])
+};
+
+}  // namespace
+
+std::unique_ptr<ModelOps> make_cpu_model_ops() { return std::make_unique<CpuModelOps>(); }
+
+}  // namespace zero::model

@@ -1,0 +1,12 @@
+// The CPU backend of the reward model's ops: Eigen over host memory, fp32 math (bf16 weights widened,
+// bf16 gradients rounded once), reference attention. Only the real tokens of a batch are computed.
+#pragma once
+#include <memory>
+
+#include "model/model_ops.h"
+
+namespace zero::model {
+
+std::unique_ptr<ModelOps> make_cpu_model_ops();
+
+}  // namespace zero::model

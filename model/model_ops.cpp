@@ -1,0 +1,238 @@
+// ModelOps: allocation handles and the shape contract of every op, checked once for all backends.
+#include "model/model_ops.h"
+
+#include <utility>
+
+#include "core/check.h"
+
+namespace zero::model {
+
+namespace {
+
+void check_weight(const TensorRef& w, int64_t numel, const char* what) {
+  ZERO_CHECK(w.dtype == DType::F32 || w.dtype == DType::BF16, "{}: weights are fp32 or bf16, got {}", what,
+             dtype_name(w.dtype));
+  ZERO_CHECK(w.numel() == numel, "{}: weight of {} elements, expected {}", what, w.numel(), numel);
+}
+void check_f32(const TensorRef& t, int64_t numel, const char* what) {
+  ZERO_CHECK(t.dtype == DType::F32 && t.numel() == numel, "{}: expected {} fp32 elements, got {} {}", what, numel,
+             t.numel(), dtype_name(t.dtype));
+}
+// Runs ascending, disjoint, inside [0, numel).
+void check_piece(const Piece& p, int64_t numel, const char* what) {
+  ZERO_CHECK(p.dtype == DType::F32 || p.dtype == DType::BF16, "{}: pieces are fp32 or bf16, got {}", what,
+             dtype_name(p.dtype));
+  int64_t end = 0;
+  for (const FlatRun& r : p.runs) {
+    ZERO_CHECK(r.begin >= end && r.count >= 0 && r.begin + r.count <= numel,
+               "{}: run [{}, {}) overlaps the previous one or leaves [0, {})", what, r.begin, r.begin + r.count, numel);
+    end = r.begin + r.count;
+  }
+}
+void check_same(const TensorRef& a, const TensorRef& b, const char* what) {
+  ZERO_CHECK(a.dtype == b.dtype && a.rows() == b.rows() && a.row_elems() == b.row_elems(),
+             "{}: shapes or dtypes differ ([{}, {}] {} vs [{}, {}] {})", what, a.rows(), a.row_elems(),
+             dtype_name(a.dtype), b.rows(), b.row_elems(), dtype_name(b.dtype));
+}
+
+}  // namespace
+
+Activation& Activation::operator=(Activation&& o) noexcept {
+  if (this != &o) {
+    reset();
+    owner_ = std::exchange(o.owner_, nullptr);
+    ref_ = std::exchange(o.ref_, {});
+  }
+  return *this;
+}
+
+void Activation::reset() {
+  if (owner_) owner_->do_free(ref_.data);
+  owner_ = nullptr;
+  ref_ = {};
+}
+
+Activation ModelOps::alloc(std::initializer_list<int64_t> shape, DType dtype) {
+  TensorRef ref(nullptr, dtype, shape);
+  ZERO_CHECK(ref.numel() >= 0, "alloc: negative dimension");
+  ref.data = do_alloc(size_t(ref.numel()) * dtype_size(dtype));
+  return Activation(this, ref);
+}
+
+void ModelOps::to_host(const TensorRef& src, std::span<float> dst) {
+  ZERO_CHECK(int64_t(dst.size()) <= src.numel(), "to_host: {} elements asked of a tensor of {}", dst.size(),
+             src.numel());
+  do_to_host(src, dst);
+}
+
+void ModelOps::begin_batch(const TokenPlan& plan, const RopeSpec& rope) {
+  plan_ = &plan;
+  do_begin_batch(plan, rope);
+}
+
+const TokenPlan& ModelOps::plan() const {
+  ZERO_CHECK(plan_ != nullptr, "a token op before begin_batch");
+  return *plan_;
+}
+
+void ModelOps::check_tokens(const TensorRef& t, int64_t features, const char* what) const {
+  ZERO_CHECK(t.rows() == token_rows(plan()) && t.row_elems() == features,
+             "{}: expected [{}, {}] (token rows of this batch), got [{}, {}]", what, token_rows(plan()), features,
+             t.rows(), t.row_elems());
+}
+
+void ModelOps::linear_forward(const TensorRef& x, const TensorRef& w, const TensorRef& y) {
+  ZERO_CHECK(w.rank == 2, "linear: weight of rank {}", w.rank);
+  check_weight(w, w.dim(0) * w.dim(1), "linear_forward");
+  check_tokens(x, w.dim(1), "linear_forward x");
+  check_tokens(y, w.dim(0), "linear_forward y");
+  do_linear_forward(x, w, y);
+}
+
+void ModelOps::linear_input_grad(const TensorRef& dy, const TensorRef& w, const TensorRef& dx, bool accumulate) {
+  ZERO_CHECK(w.rank == 2, "linear: weight of rank {}", w.rank);
+  check_weight(w, w.dim(0) * w.dim(1), "linear_input_grad");
+  check_tokens(dy, w.dim(0), "linear_input_grad dy");
+  check_tokens(dx, w.dim(1), "linear_input_grad dx");
+  do_linear_input_grad(dy, w, dx, accumulate);
+}
+
+void ModelOps::linear_weight_grad(const TensorRef& x, const TensorRef& dy, const TensorRef& dw) {
+  ZERO_CHECK(dw.rank == 2, "linear: weight gradient of rank {}", dw.rank);
+  check_weight(dw, dw.dim(0) * dw.dim(1), "linear_weight_grad");
+  check_tokens(x, dw.dim(1), "linear_weight_grad x");
+  check_tokens(dy, dw.dim(0), "linear_weight_grad dy");
+  do_linear_weight_grad(x, dy, dw);
+}
+
+void ModelOps::rmsnorm_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y,
+                               const TensorRef& rstd) {
+  check_weight(w, x.row_elems(), "rmsnorm_forward");
+  check_same(x, y, "rmsnorm_forward");
+  check_f32(rstd, x.rows(), "rmsnorm_forward rstd");
+  do_rmsnorm_forward(x, w, eps, y, rstd);
+}
+
+void ModelOps::rmsnorm_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
+                                const TensorRef& dx, const TensorRef& dw) {
+  check_weight(w, x.row_elems(), "rmsnorm_backward");
+  check_weight(dw, x.row_elems(), "rmsnorm_backward dw");
+  check_same(x, dy, "rmsnorm_backward dy");
+  check_same(x, dx, "rmsnorm_backward dx");
+  check_f32(rstd, x.rows(), "rmsnorm_backward rstd");
+  do_rmsnorm_backward(x, w, rstd, dy, dx, dw);
+}
+
+void ModelOps::qk_norm_rope_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y,
+                                    const TensorRef& rstd) {
+  const int64_t d = w.numel(), heads = d > 0 ? x.row_elems() / d : 0;
+  check_tokens(x, heads * d, "qk_norm_rope_forward x");
+  check_same(x, y, "qk_norm_rope_forward");
+  check_f32(rstd, x.rows() * heads, "qk_norm_rope_forward rstd");
+  do_qk_norm_rope_forward(x, w, eps, y, rstd);
+}
+
+void ModelOps::qk_norm_rope_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd,
+                                     const TensorRef& dy, const TensorRef& dx, const TensorRef& dw) {
+  const int64_t d = w.numel(), heads = d > 0 ? x.row_elems() / d : 0;
+  check_tokens(x, heads * d, "qk_norm_rope_backward x");
+  check_weight(dw, d, "qk_norm_rope_backward dw");
+  check_same(x, dy, "qk_norm_rope_backward dy");
+  check_same(x, dx, "qk_norm_rope_backward dx");
+  check_f32(rstd, x.rows() * heads, "qk_norm_rope_backward rstd");
+  do_qk_norm_rope_backward(x, w, rstd, dy, dx, dw);
+}
+
+void ModelOps::attention_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const AttentionShape& s,
+                                 const TensorRef& o, const TensorRef& lse) {
+  ZERO_CHECK(s.heads > 0 && s.kv_heads > 0 && s.heads % s.kv_heads == 0, "attention: {} heads over {} kv heads",
+             s.heads, s.kv_heads);
+  check_tokens(q, s.heads * s.head_dim, "attention_forward q");
+  check_tokens(k, s.kv_heads * s.head_dim, "attention_forward k");
+  check_same(k, v, "attention_forward v");
+  check_same(q, o, "attention_forward o");
+  check_f32(lse, q.rows() * s.heads, "attention_forward lse");
+  do_attention_forward(q, k, v, s, o, lse);
+}
+
+void ModelOps::attention_backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+                                  const TensorRef& d_o, const TensorRef& lse, const AttentionShape& s,
+                                  const TensorRef& dq, const TensorRef& dk, const TensorRef& dv) {
+  ZERO_CHECK(s.heads > 0 && s.kv_heads > 0 && s.heads % s.kv_heads == 0, "attention: {} heads over {} kv heads",
+             s.heads, s.kv_heads);
+  check_tokens(q, s.heads * s.head_dim, "attention_backward q");
+  check_tokens(k, s.kv_heads * s.head_dim, "attention_backward k");
+  check_same(k, v, "attention_backward v");
+  check_same(q, o, "attention_backward o");
+  check_same(q, d_o, "attention_backward d_o");
+  check_same(q, dq, "attention_backward dq");
+  check_same(k, dk, "attention_backward dk");
+  check_same(k, dv, "attention_backward dv");
+  check_f32(lse, q.rows() * s.heads, "attention_backward lse");
+  do_attention_backward(q, k, v, o, d_o, lse, s, dq, dk, dv);
+}
+
+void ModelOps::swiglu_forward(const TensorRef& g, const TensorRef& u, const TensorRef& m) {
+  check_same(g, u, "swiglu_forward u");
+  check_same(g, m, "swiglu_forward m");
+  do_swiglu_forward(g, u, m);
+}
+
+void ModelOps::swiglu_backward(const TensorRef& g, const TensorRef& u, const TensorRef& dm, const TensorRef& dg,
+                               const TensorRef& du) {
+  check_same(g, u, "swiglu_backward u");
+  check_same(g, dm, "swiglu_backward dm");
+  check_same(g, dg, "swiglu_backward dg");
+  check_same(g, du, "swiglu_backward du");
+  do_swiglu_backward(g, u, dm, dg, du);
+}
+
+void ModelOps::add(const TensorRef& a, const TensorRef& b, const TensorRef& out) {
+  check_same(a, b, "add");
+  check_same(a, out, "add out");
+  do_add(a, b, out);
+}
+
+void ModelOps::embedding_forward(const Piece& table, int64_t vocab, const TensorRef& x) {
+  check_piece(table, vocab * x.row_elems(), "embedding_forward");
+  check_tokens(x, x.row_elems(), "embedding_forward x");
+  do_embedding_forward(table, x);
+}
+
+void ModelOps::embedding_backward(const TensorRef& dx, int64_t vocab, const Piece& dtable) {
+  check_piece(dtable, vocab * dx.row_elems(), "embedding_backward");
+  check_tokens(dx, dx.row_elems(), "embedding_backward dx");
+  do_embedding_backward(dx, dtable);
+}
+
+void ModelOps::pooled_head_forward(const TensorRef& x, const TensorRef& norm_w, const TensorRef& score, float eps,
+                                   const TensorRef& rewards) {
+  const int64_t H = x.row_elems();
+  check_tokens(x, H, "pooled_head_forward x");
+  check_weight(norm_w, H, "pooled_head_forward norm");
+  check_weight(score, H, "pooled_head_forward score");
+  check_f32(rewards, plan().num_seqs(), "pooled_head_forward rewards");
+  do_pooled_head_forward(x, norm_w, score, eps, rewards);
+}
+
+void ModelOps::pooled_head_backward(const TensorRef& x, const TensorRef& norm_w, const TensorRef& score, float eps,
+                                    const TensorRef& drewards, const TensorRef& dx, const TensorRef& d_norm_w,
+                                    const TensorRef& d_score) {
+  const int64_t H = x.row_elems();
+  check_tokens(x, H, "pooled_head_backward x");
+  check_same(x, dx, "pooled_head_backward dx");
+  check_weight(norm_w, H, "pooled_head_backward norm");
+  check_weight(score, H, "pooled_head_backward score");
+  check_weight(d_norm_w, H, "pooled_head_backward d_norm");
+  check_weight(d_score, H, "pooled_head_backward d_score");
+  check_f32(drewards, plan().num_seqs(), "pooled_head_backward drewards");
+  do_pooled_head_backward(x, norm_w, score, eps, drewards, dx, d_norm_w, d_score);
+}
+
+PairStats ModelOps::pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask, const TensorRef& drewards) {
+  check_f32(rewards, 2 * int64_t(pair_mask.size()), "pair_loss rewards");
+  if (!drewards.empty()) check_f32(drewards, rewards.numel(), "pair_loss drewards");
+  return do_pair_loss(rewards, pair_mask, drewards);
+}
+
+}  // namespace zero::model

@@ -1,0 +1,184 @@
+// ModelOps: the numerical work of the reward model, by backend (CPU: Eigen over host memory; CUDA:
+// cuBLASLt and our kernels). decoder_layer.cpp and reward_model.cpp orchestrate these calls and never
+// touch an element themselves, so one model runs on either backend.
+//
+// Activations are [rows, features] row-major (one token per row, the memory of torch's [tokens, features]),
+// allocated by the backend (alloc) in its own memory; rows = token_rows(plan) (the CPU computes the real
+// tokens only, a GPU may round up for its GEMM tiles: the extra rows are never attended to nor pooled).
+// Weights are torch's row-major shapes ([out, in] for a linear layer), fp32 or bf16 (widened inside the
+// backend); weight gradients are written once, overwriting, in the gradient view's dtype (bf16: fp32
+// math, rounded once to nearest even). Normalisation statistics (rstd) and the attention log-sum-exp are
+// fp32. The public calls are non-virtual so the shape contract is checked in one place; backends implement
+// the do_* hooks.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+
+#include "core/dtype.h"
+#include "model/attention.h"
+#include "model/param_access.h"
+#include "model/tensor_ref.h"
+#include "model/token_plan.h"
+
+namespace zero::model {
+
+class ModelOps;
+
+// An activation tensor in a backend's memory, freed through that backend. Move-only.
+class Activation {
+ public:
+  Activation() = default;
+  ~Activation() { reset(); }
+  Activation(Activation&& o) noexcept : owner_(o.owner_), ref_(o.ref_) { o.owner_ = nullptr, o.ref_ = {}; }
+  Activation& operator=(Activation&& o) noexcept;
+  Activation(const Activation&) = delete;
+  Activation& operator=(const Activation&) = delete;
+
+  void reset();
+  const TensorRef& ref() const { return ref_; }
+  operator const TensorRef&() const { return ref_; }  // NOLINT: activations are passed to ops as views
+
+ private:
+  friend class ModelOps;
+  Activation(ModelOps* owner, const TensorRef& ref) : owner_(owner), ref_(ref) {}
+  ModelOps* owner_ = nullptr;
+  TensorRef ref_;
+};
+
+// What the pair loss reports (pair metrics over real pairs only).
+struct PairStats {
+  double loss_sum = 0.0;             // sum over real pairs of softplus(r_rejected - r_chosen)
+  int64_t real_pairs = 0;
+  int64_t correct_pairs = 0;         // real pairs with r_chosen > r_rejected (ties count as wrong)
+  double chosen_reward_sum = 0.0;    // over real pairs
+  double rejected_reward_sum = 0.0;  // over real pairs
+};
+
+struct RopeSpec {
+  int64_t head_dim = 0;
+  double theta = 0.0;
+};
+
+class ModelOps {
+ public:
+  virtual ~ModelOps() = default;
+  virtual const char* name() const = 0;
+
+  // ---- memory ---------------------------------------------------------------------------------------
+  // An uninitialised tensor of the given shape in this backend's memory (every op overwrites its outputs).
+  Activation alloc(std::initializer_list<int64_t> shape, DType dtype = DType::F32);
+  // The first dst.size() elements of src, as fp32, into host memory (rewards, parity traces).
+  void to_host(const TensorRef& src, std::span<float> dst);
+
+  // ---- the micro-batch -------------------------------------------------------------------------------
+  // Makes the plan's token ids, positions, sequences and pooled tokens (and the RoPE angles of its
+  // positions) current for the ops below until the next begin_batch. The plan must outlive the batch.
+  void begin_batch(const TokenPlan& plan, const RopeSpec& rope);
+  // Rows of every token activation of this plan on this backend (at least plan.num_tokens()).
+  virtual int64_t token_rows(const TokenPlan& plan) const = 0;
+
+  // ---- linear layers (torch's F.linear without bias), w [out, in] ------------------------------------
+  void linear_forward(const TensorRef& x, const TensorRef& w, const TensorRef& y);  // y = x w^T
+  void linear_input_grad(const TensorRef& dy, const TensorRef& w, const TensorRef& dx, bool accumulate);  // dx (+)= dy w
+  void linear_weight_grad(const TensorRef& x, const TensorRef& dy, const TensorRef& dw);  // dw = dy^T x
+
+  // ---- RMSNorm over each row (HF Qwen3RMSNorm: y = w * (x * rsqrt(mean(x^2) + eps)), in fp32) ----------
+  void rmsnorm_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y, const TensorRef& rstd);
+  // dx overwritten; dw = the sum over rows.
+  void rmsnorm_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
+                        const TensorRef& dx, const TensorRef& dw);
+
+  // ---- q_norm / k_norm then RoPE at each token's position, on a projection [rows, heads * head_dim] ----
+  // RMSNorm per head over head_dim (w [head_dim], rstd [rows * heads]), then the rotate_half rotation.
+  void qk_norm_rope_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y,
+                            const TensorRef& rstd);
+  void qk_norm_rope_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
+                             const TensorRef& dx, const TensorRef& dw);
+
+  // ---- causal GQA attention within each sequence of the batch ----------------------------------------
+  // q, o [rows, heads * d]; k, v [rows, kv_heads * d]; lse [rows, heads] fp32 (log-sum-exp of each query's
+  // scaled scores, what backward needs besides q, k, v, o).
+  void attention_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const AttentionShape& s,
+                         const TensorRef& o, const TensorRef& lse);
+  // dq, dk, dv overwritten.
+  void attention_backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+                          const TensorRef& d_o, const TensorRef& lse, const AttentionShape& s, const TensorRef& dq,
+                          const TensorRef& dk, const TensorRef& dv);
+
+  // ---- SwiGLU gate: m = silu(g) * u, element-wise -------------------------------------------------------
+  void swiglu_forward(const TensorRef& g, const TensorRef& u, const TensorRef& m);
+  void swiglu_backward(const TensorRef& g, const TensorRef& u, const TensorRef& dm, const TensorRef& dg,
+                       const TensorRef& du);
+
+  // out = a + b (out may be a or b).
+  void add(const TensorRef& a, const TensorRef& b, const TensorRef& out);
+
+  // ---- embedding, table [vocab, hidden], reached as a Piece of its flat elements (the whole table is one
+  // run [0, vocab * hidden)); x [rows, hidden] ---------------------------------------------------------
+  // For each token, the part of its row inside the piece's runs: x[t] = table[token t] over all pieces.
+  void embedding_forward(const Piece& table, int64_t vocab, const TensorRef& x);
+  // Every run overwritten: zero, then the scatter-add of the tokens' rows of dx falling inside it, in
+  // token order (deterministic; bf16 runs sum in fp32 and round once).
+  void embedding_backward(const TensorRef& dx, int64_t vocab, const Piece& dtable);
+
+  // ---- the score head at the pooled tokens --------------------------------------------------------------
+  // rewards[s] = score . final_norm(x[pooled s]); score [1, hidden], rewards [num_seqs] fp32.
+  void pooled_head_forward(const TensorRef& x, const TensorRef& norm_w, const TensorRef& score, float eps,
+                           const TensorRef& rewards);
+  // dx overwritten (zero except at the pooled rows); d_norm_w, d_score overwritten.
+  void pooled_head_backward(const TensorRef& x, const TensorRef& norm_w, const TensorRef& score, float eps,
+                            const TensorRef& drewards, const TensorRef& dx, const TensorRef& d_norm_w,
+                            const TensorRef& d_score);
+
+  // ---- the pairwise loss: softplus(r_rejected - r_chosen) summed over real pairs -----------------------
+  // rewards [2P] (sequence 2i chosen, 2i + 1 rejected); drewards (empty or [2P]): d loss_sum / d reward.
+  PairStats pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask, const TensorRef& drewards);
+
+ protected:
+  const TokenPlan& plan() const;  // the current batch's
+
+  virtual void* do_alloc(size_t bytes) = 0;
+  virtual void do_free(void* p) = 0;
+  virtual void do_to_host(const TensorRef& src, std::span<float> dst) = 0;
+  virtual void do_begin_batch(const TokenPlan& plan, const RopeSpec& rope) = 0;
+  virtual void do_linear_forward(const TensorRef& x, const TensorRef& w, const TensorRef& y) = 0;
+  virtual void do_linear_input_grad(const TensorRef& dy, const TensorRef& w, const TensorRef& dx, bool accumulate) = 0;
+  virtual void do_linear_weight_grad(const TensorRef& x, const TensorRef& dy, const TensorRef& dw) = 0;
+  virtual void do_rmsnorm_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y,
+                                  const TensorRef& rstd) = 0;
+  virtual void do_rmsnorm_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
+                                   const TensorRef& dx, const TensorRef& dw) = 0;
+  virtual void do_qk_norm_rope_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y,
+                                       const TensorRef& rstd) = 0;
+  virtual void do_qk_norm_rope_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd,
+                                        const TensorRef& dy, const TensorRef& dx, const TensorRef& dw) = 0;
+  virtual void do_attention_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v,
+                                    const AttentionShape& s, const TensorRef& o, const TensorRef& lse) = 0;
+  virtual void do_attention_backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+                                     const TensorRef& d_o, const TensorRef& lse, const AttentionShape& s,
+                                     const TensorRef& dq, const TensorRef& dk, const TensorRef& dv) = 0;
+  virtual void do_swiglu_forward(const TensorRef& g, const TensorRef& u, const TensorRef& m) = 0;
+  virtual void do_swiglu_backward(const TensorRef& g, const TensorRef& u, const TensorRef& dm, const TensorRef& dg,
+                                  const TensorRef& du) = 0;
+  virtual void do_add(const TensorRef& a, const TensorRef& b, const TensorRef& out) = 0;
+  virtual void do_embedding_forward(const Piece& table, const TensorRef& x) = 0;
+  virtual void do_embedding_backward(const TensorRef& dx, const Piece& dtable) = 0;
+  virtual void do_pooled_head_forward(const TensorRef& x, const TensorRef& norm_w, const TensorRef& score, float eps,
+                                      const TensorRef& rewards) = 0;
+  virtual void do_pooled_head_backward(const TensorRef& x, const TensorRef& norm_w, const TensorRef& score, float eps,
+                                       const TensorRef& drewards, const TensorRef& dx, const TensorRef& d_norm_w,
+                                       const TensorRef& d_score) = 0;
+  virtual PairStats do_pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask,
+                                 const TensorRef& drewards) = 0;
+
+ private:
+  friend class Activation;
+  // Checks that t is a token activation of the current batch with `features` elements per row.
+  void check_tokens(const TensorRef& t, int64_t features, const char* what) const;
+
+  const TokenPlan* plan_ = nullptr;
+};
+
+}  // namespace zero::model
