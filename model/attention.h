@@ -7,6 +7,11 @@
 
 namespace zero::model {
 
+// Which attention a backend runs (model.attention). Reference: the plain per-sequence softmax.
+// Flash: the FlashAttention-2 tiling (on the CPU its emulation, model/attention_tiled.h). Auto: the
+// backend's best: reference on the CPU (small models), flash on the GPU.
+enum class AttentionKind : uint8_t { Auto, Flash, Reference };
+
 struct AttentionShape {
   int64_t heads = 0;
   int64_t kv_heads = 0;  // kv head j serves q heads j*r .. j*r+r-1, r = heads / kv_heads

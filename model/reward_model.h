@@ -22,6 +22,7 @@ struct RewardModelOptions {
   // more, as the contract says). Same numbers as without, bit for bit.
   bool activation_checkpointing = false;
   DecayPolicy decay;  // weight-decay flags written into the group specs
+  AttentionKind attention = AttentionKind::Auto;  // for the default (CPU) ops
 };
 
 // One micro-batch's results. Pair metrics cover real pairs only; rewards cover every sequence.

@@ -22,7 +22,7 @@ namespace {
 void print_plan(const Config& cfg, int world, int per_node) {
   const auto tok = data::Tokenizer::from_file(cfg.data.tokenizer);
   const auto qc = resolve_model_config(cfg.model, tok.vocab_size());
-  const model::Qwen3RewardModel m(qc);
+  const model::Qwen3RewardModel m(qc, reward_model_options(cfg.model));
   const ResolvedBatch b = resolve_batch({cfg.batch.global, cfg.batch.micro, cfg.batch.accum}, world);
   const MemoryPlan plan = plan_memory(cfg, qc, engine_groups(m.groups()), world, per_node, b.micro);
   printf("%s: world %d (%d per node), stage %lld, batch global %lld = micro %lld x accum %lld x world %d\n%s\n",

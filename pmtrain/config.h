@@ -37,7 +37,7 @@ struct ModelSection {
   double rms_norm_eps = 1e-6;
   uint64_t init_seed = 0;
   bool activation_checkpointing = false;
-  std::string attention = "auto";  // auto | eager | flash (GPU)
+  std::string attention = "auto";  // auto | flash | reference (auto: reference on the CPU, flash on a GPU)
   bool decay_norms = true;
   bool decay_embedding = true;
 };

@@ -1,20 +1,9 @@
 #include "pmtrain/data_setup.h"
 
-#include "core/check.h"
+#include "pmtrain/choice.h"
 
 namespace zero::pmtrain {
 
-namespace {
-template <class E>
-E pick(const std::string& key, const std::string& v, std::initializer_list<std::pair<const char*, E>> options) {
-  std::string names;
-  for (const auto& [name, e] : options) {
-    if (v == name) return e;
-    names += names.empty() ? name : std::string(", ") + name;
-  }
-  throw ConfigError(fmt::format("{}: unknown value '{}' (expected {})", key, v, names));
-}
-}  // namespace
 
 data::DataConfig data_config(const DataSection& d, const std::vector<std::string>& files) {
   data::DataConfig dc;

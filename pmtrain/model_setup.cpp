@@ -5,6 +5,7 @@
 #include "core/check.h"
 #include "model/hf_import.h"
 #include "model/init.h"
+#include "pmtrain/choice.h"
 
 namespace zero::pmtrain {
 
@@ -82,6 +83,18 @@ std::string init_model_parameters(Engine& engine, const ModelSection& m, const m
   auto names = [](const std::vector<std::string>& v) { return v.empty() ? std::string() : fmt::format(": {}", fmt::join(v, ", ")); };
   return fmt::format("{} tensors from {} ({} initialised{}; {} ignored{})", report.loaded.size(), m.hf_dir,
                      report.initialised.size(), names(report.initialised), report.ignored.size(), names(report.ignored));
+}
+
+model::RewardModelOptions reward_model_options(const ModelSection& m) {
+  model::RewardModelOptions o;
+  o.activation_checkpointing = m.activation_checkpointing;
+  o.decay.norms = m.decay_norms;
+  o.decay.embedding = m.decay_embedding;
+  o.attention = pick<model::AttentionKind>("model.attention", m.attention,
+                                           {{"auto", model::AttentionKind::Auto},
+                                            {"flash", model::AttentionKind::Flash},
+                                            {"reference", model::AttentionKind::Reference}});
+  return o;
 }
 
 }  // namespace zero::pmtrain

@@ -3,6 +3,7 @@
 #pragma once
 #include "model/param_access.h"
 #include "model/qwen3_config.h"
+#include "model/reward_model.h"
 #include "pmtrain/config.h"
 #include "zero/engine.h"
 
@@ -10,6 +11,9 @@ namespace zero::pmtrain {
 
 // The Qwen3 architecture for this config; vocab_size 0 means the tokenizer's size (`tokenizer_vocab`).
 model::Qwen3Config resolve_model_config(const ModelSection& m, int64_t tokenizer_vocab);
+// The model's options from the model section (checkpointing, decay flags, model.attention), for training,
+// planning and scoring alike.
+model::RewardModelOptions reward_model_options(const ModelSection& m);
 
 // Fills the engine's parameters: from model.hf_dir when set (streamed), else a seeded random init.
 // Returns a one-line description for the log.

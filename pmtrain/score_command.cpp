@@ -10,6 +10,7 @@
 #include "data/batcher.h"
 #include "data/line_reader.h"
 #include "data/tokenizer.h"
+#include "pmtrain/model_setup.h"
 #include "model/reward_model.h"
 #include "pmtrain/commands.h"
 #include "pmtrain/data_setup.h"
@@ -41,7 +42,7 @@ int run_score(const ScoreArgs& a) {
       data::Tokenizer::from_file(a.tokenizer.empty() ? existing_path(sm.tokenizer, "tokenizer")
                                                      : existing_path(a.tokenizer, "--tokenizer"));
   const data::DataConfig dc = data_config(cfg.data, {data_path});
-  const model::Qwen3RewardModel m(sm.config);
+  const model::Qwen3RewardModel m(sm.config, reward_model_options(cfg.model));
 
   std::ofstream file;
   if (!a.out.empty()) {

@@ -51,11 +51,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   // Exported models must know their pad and end tokens (HF pools the rightmost non-pad token).
   if (model_cfg_.pad_token_id < 0) model_cfg_.pad_token_id = tokenizer_->pad_id();
   if (model_cfg_.eos_token_ids.empty() && tokenizer_->eos_id() >= 0) model_cfg_.eos_token_ids = {tokenizer_->eos_id()};
-  model::RewardModelOptions mo;
-  mo.activation_checkpointing = cfg_.model.activation_checkpointing;
-  mo.decay.norms = cfg_.model.decay_norms;
-  mo.decay.embedding = cfg_.model.decay_embedding;
-  model_ = std::make_unique<model::Qwen3RewardModel>(model_cfg_, mo);
+  model_ = std::make_unique<model::Qwen3RewardModel>(model_cfg_, reward_model_options(cfg_.model));
 
   const auto groups = engine_groups(model_->groups());
   plan_ = plan_memory(cfg_, model_cfg_, groups, W, info_.local_world, micro_pairs);

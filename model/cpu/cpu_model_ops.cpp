@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "model/attention_tiled.h"
 #include "model/cpu/attention_reference.h"
 #include "model/cpu/eigen_views.h"
 #include "model/cpu/pair_loss.h"
@@ -62,6 +63,7 @@ inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 class CpuModelOps final : public ModelOps {
  public:
+  explicit CpuModelOps(AttentionKind attention) : tiled_(attention == AttentionKind::Flash) {}
   const char* name() const override { return "cpu"; }
   int64_t token_rows(const TokenPlan& plan) const override { return plan.num_tokens(); }
 
@@ -150,12 +152,21 @@ class CpuModelOps final : public ModelOps {
 
   void do_attention_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const AttentionShape& s,
                             const TensorRef& o, const TensorRef& lse) override {
+    if (tiled_) {
+      attention_tiled_forward(f32(q), f32(k), f32(v), s, plan().cu_seqlens, f32(o), f32(lse));
+      return;
+    }
     attention_reference_forward(f32(q), f32(k), f32(v), s, plan().cu_seqlens, q.rows(), f32(o), f32(lse));
   }
 
   void do_attention_backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
                              const TensorRef& d_o, const TensorRef& lse, const AttentionShape& s, const TensorRef& dq,
                              const TensorRef& dk, const TensorRef& dv) override {
+    if (tiled_) {
+      attention_tiled_backward(f32(q), f32(k), f32(v), f32(o), f32(d_o), f32(lse), s, plan().cu_seqlens, f32(dq),
+                               f32(dk), f32(dv));
+      return;
+    }
     attention_reference_backward(f32(q), f32(k), f32(v), f32(d_o), s, plan().cu_seqlens, q.rows(), f32(dq), f32(dk),
                                  f32(dv));
   }
@@ -298,6 +309,7 @@ class CpuModelOps final : public ModelOps {
     return p;
   }
 
+  bool tiled_;  // model.attention: flash
   RopeTable rope_;
   std::vector<int32_t> by_id_;     // token indices sorted by id, stable
   std::vector<int32_t> ids_;       // the distinct ids, ascending
@@ -306,6 +318,8 @@ class CpuModelOps final : public ModelOps {
 
 }  // namespace
 
-std::unique_ptr<ModelOps> make_cpu_model_ops() { return std::make_unique<CpuModelOps>(); }
+std::unique_ptr<ModelOps> make_cpu_model_ops(AttentionKind attention) {
+  return std::make_unique<CpuModelOps>(attention);
+}
 
 }  // namespace zero::model

@@ -1,5 +1,5 @@
 // The CPU backend of the reward model's ops: Eigen over host memory, fp32 math (bf16 weights widened,
-// bf16 gradients rounded once), reference attention. Only the real tokens of a batch are computed.
+// bf16 gradients rounded once), reference or tiled (FlashAttention-2 emulation) attention. Only the real tokens of a batch are computed.
 #pragma once
 #include <memory>
 
@@ -7,6 +7,7 @@
 
 namespace zero::model {
 
-std::unique_ptr<ModelOps> make_cpu_model_ops();
+// attention: Auto and Reference run the reference attention, Flash the tiled emulation.
+std::unique_ptr<ModelOps> make_cpu_model_ops(AttentionKind attention = AttentionKind::Auto);
 
 }  // namespace zero::model
