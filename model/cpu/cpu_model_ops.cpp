@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "core/math/activations.h"
 #include "model/attention_tiled.h"
 #include "model/cpu/attention_reference.h"
 #include "model/cpu/eigen_views.h"
@@ -59,7 +60,6 @@ class Fp32Grad {
   std::vector<float> scratch_;
 };
 
-inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 class CpuModelOps final : public ModelOps {
  public:
@@ -175,7 +175,7 @@ class CpuModelOps final : public ModelOps {
     const float* g = f32(g_);
     const float* u = f32(u_);
     float* m = f32(m_);
-    for (int64_t i = 0, n = g_.numel(); i < n; ++i) m[i] = g[i] * sigmoid(g[i]) * u[i];  // silu(g) * u
+    for (int64_t i = 0, n = g_.numel(); i < n; ++i) m[i] = math::silu(g[i]) * u[i];
   }
 
   void do_swiglu_backward(const TensorRef& g_, const TensorRef& u_, const TensorRef& dm_, const TensorRef& dg_,
@@ -186,10 +186,8 @@ class CpuModelOps final : public ModelOps {
     float* dg = f32(dg_);
     float* du = f32(du_);
     for (int64_t i = 0, n = g_.numel(); i < n; ++i) {
-      const float sg = sigmoid(g[i]);
-      const float silu = g[i] * sg;
-      du[i] = dm[i] * silu;
-      dg[i] = dm[i] * u[i] * sg * (1.0f + g[i] * (1.0f - sg));  // silu'(g)
+      du[i] = dm[i] * math::silu(g[i]);
+      dg[i] = dm[i] * u[i] * math::silu_grad(g[i]);
     }
   }
 

@@ -4,18 +4,11 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "core/math/activations.h"
 
 namespace zero::model::cpu {
 
-double softplus(double z) { return z > 0 ? z + std::log1p(std::exp(-z)) : std::log1p(std::exp(z)); }
-
-namespace {
-double sigmoid(double z) {
-  if (z >= 0) return 1.0 / (1.0 + std::exp(-z));
-  const double e = std::exp(z);
-  return e / (1.0 + e);
-}
-}  // namespace
+double softplus(double z) { return math::softplus(z); }
 
 PairStats pair_loss(std::span<const float> rewards, std::span<const uint8_t> pair_mask, std::span<float> drewards) {
   const size_t P = pair_mask.size();
@@ -28,7 +21,7 @@ PairStats pair_loss(std::span<const float> rewards, std::span<const uint8_t> pai
     const bool real = pair_mask[i] != 0;
     if (!drewards.empty()) {
       // d softplus(rr - rc) = sigmoid(rr - rc) * (d rr - d rc)
-      const double sg = real ? sigmoid(rr - rc) : 0.0;
+      const double sg = real ? math::sigmoid(rr - rc) : 0.0;
       drewards[2 * i] = float(-sg);
       drewards[2 * i + 1] = float(sg);
     }

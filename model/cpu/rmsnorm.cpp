@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/math/rmsnorm_row.h"
 #include "model/cpu/eigen_views.h"
 
 namespace zero::model::cpu {
@@ -12,10 +13,10 @@ void rmsnorm_forward(const float* x, const float* w, int64_t dim, int64_t n, flo
   MatMap Y(y, dim, n);
   Eigen::Map<const Vec> W(w, dim);
   for (int64_t c = 0; c < n; ++c) {
-    const float var = X.col(c).squaredNorm() / float(dim);
-    const float r = 1.0f / std::sqrt(var + eps);  // torch.rsqrt in fp32
+    // The row's sum by Eigen (vectorised), the per-row and per-element formulas shared with the GPU.
+    const float r = math::rmsnorm_rstd(X.col(c).squaredNorm(), dim, eps);
     rstd[c] = r;
-    Y.col(c) = W.cwiseProduct(X.col(c) * r);  // weight * (x * rstd), the order HF uses
+    for (int64_t i = 0; i < dim; ++i) Y(i, c) = math::rmsnorm_y(X(i, c), W[i], r);
   }
 }
 
@@ -33,7 +34,7 @@ void rmsnorm_backward(const float* x, const float* w, const float* rstd, const f
     dxhat = DY.col(c).cwiseProduct(W);
     dW += DY.col(c).cwiseProduct(xhat);
     const float mean = xhat.dot(dxhat) / float(dim);
-    DX.col(c) = (dxhat - xhat * mean) * rstd[c];
+    for (int64_t i = 0; i < dim; ++i) DX(i, c) = math::rmsnorm_dx(xhat[i], dxhat[i], mean, rstd[c]);
   }
   Eigen::Map<Vec>(dw, dim) = dW;
 }

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "core/math/rope_math.h"
+
 namespace zero::model::cpu {
 
 RopeTable make_rope_table(std::span<const int32_t> positions, int64_t head_dim, double theta) {
@@ -32,8 +34,8 @@ RopeTable make_rope_table(std::span<const int32_t> positions, int64_t head_dim, 
 
 namespace {
 
-// sign = +1 applies the rotation, -1 its transpose.
-void rotate(float* x, int64_t heads, const RopeTable& t, float sign) {
+// The shared rotation of each (x[i], x[i + d/2]) pair (core/math/rope_math.h), or its transpose.
+void rotate(float* x, int64_t heads, const RopeTable& t, bool transpose) {
   const int64_t d = t.head_dim, half = d / 2, n = t.cos.cols();
   for (int64_t tok = 0; tok < n; ++tok) {
     const float* c = t.cos.col(tok).data();
@@ -41,9 +43,10 @@ void rotate(float* x, int64_t heads, const RopeTable& t, float sign) {
     for (int64_t h = 0; h < heads; ++h) {
       float* v = x + (tok * heads + h) * d;
       for (int64_t i = 0; i < half; ++i) {
-        const float a = v[i], b = v[i + half], si = sign * s[i];
-        v[i] = a * c[i] - b * si;         // x[i] cos - x[i+d/2] sin
-        v[i + half] = b * c[i] + a * si;  // x[i+d/2] cos + x[i] sin
+        const math::RopePair p{v[i], v[i + half]};
+        const math::RopePair r = transpose ? math::rope_rotate_transpose(p, c[i], s[i]) : math::rope_rotate(p, c[i], s[i]);
+        v[i] = r.a;
+        v[i + half] = r.b;
       }
     }
   }
@@ -51,7 +54,7 @@ void rotate(float* x, int64_t heads, const RopeTable& t, float sign) {
 
 }  // namespace
 
-void rope_forward(float* x, int64_t heads, const RopeTable& t) { rotate(x, heads, t, 1.0f); }
-void rope_backward(float* dx, int64_t heads, const RopeTable& t) { rotate(dx, heads, t, -1.0f); }
+void rope_forward(float* x, int64_t heads, const RopeTable& t) { rotate(x, heads, t, false); }
+void rope_backward(float* dx, int64_t heads, const RopeTable& t) { rotate(dx, heads, t, true); }
 
 }  // namespace zero::model::cpu
