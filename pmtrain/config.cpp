@@ -116,6 +116,7 @@ std::vector<Field> schema(Config& c) {
       field("data.shuffle", d.shuffle), field("data.remainder", d.remainder), field("data.cache_dir", d.cache_dir),
       field("batch.global", b.global, kNonNegative), field("batch.micro", b.micro, kNonNegative),
       field("batch.accum", b.accum, kNonNegative), field("batch.world", b.world, kNonNegative),
+      field("batch.micro_tokens", b.micro_tokens, kNonNegative),
       field("zero.stage", z.stage, Range{0, 3}), field("zero.bucket_elements", z.bucket_elements, kAtLeastOne),
       field("zero.prefetch_depth", z.prefetch_depth, kNonNegative), field("zero.param_dtype", z.param_dtype),
       field("zero.accum_dtype", z.accum_dtype), field("zero.reduce_dtype", z.reduce_dtype),

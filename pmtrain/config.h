@@ -68,6 +68,8 @@ struct BatchSection {
   int64_t micro = 0;   // pairs per micro-batch per rank
   int64_t accum = 0;
   int64_t world = 0;   // pin the world size (0 = whatever the launcher gives)
+  int64_t micro_tokens = 0;  // > 0: micro-batches filled to this many tokens per rank instead of micro
+                             // pairs; the global batch stays `global` pairs, the accumulation varies
 };
 
 struct ZeroSection {

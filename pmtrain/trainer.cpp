@@ -41,7 +41,18 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
               (long long)cfg_.batch.world, W);
     cfg_.batch.accum = 0;
   }
-  batch_ = resolve_batch({cfg_.batch.global, cfg_.batch.micro, cfg_.batch.accum}, W);
+  if (cfg_.batch.micro_tokens > 0) {
+    // Token budgets: a step is still `global` pairs; its micro-steps are as many as the budget needs (the
+    // engine's accumulation is set per step). Eval and the memory plan use the pairs a budget of
+    // max_len-token answers holds.
+    ZERO_REQUIRE(cfg_.batch.global > 0 && cfg_.batch.micro == 0 && cfg_.batch.accum == 0, ConfigError,
+                 "{}: batch.micro_tokens sets the micro-batches by tokens: give batch.global (pairs per step) and "
+                 "leave batch.micro and batch.accum at 0 (got micro {}, accum {})",
+                 cfg_.source, cfg_.batch.micro, cfg_.batch.accum);
+    batch_ = {cfg_.batch.global, std::max<int64_t>(1, cfg_.batch.micro_tokens / (2 * cfg_.data.max_len)), 1, W};
+  } else {
+    batch_ = resolve_batch({cfg_.batch.global, cfg_.batch.micro, cfg_.batch.accum}, W);
+  }
 
   Eigen::setNbThreads(int(cfg_.threads));  // math threads per rank (one when ranks share the cores)
   tokenizer_ = std::make_unique<data::Tokenizer>(data::Tokenizer::from_file(cfg_.data.tokenizer));
@@ -91,6 +102,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     sc.shuffle = cfg_.data.shuffle;
     sc.bucket_by_length = cfg_.data.bucket_by_length;
     sc.remainder = remainder_policy(cfg_.data);
+    sc.micro_tokens = cfg_.batch.micro_tokens;
     sampler_ = std::make_unique<data::PairSampler>(sc, train_.num_pairs(), train_.pair_lengths(), info_.rank, W);
     total_steps_ = cfg_.run.steps > 0 ? cfg_.run.steps : cfg_.run.epochs * sampler_->steps_per_epoch();
     ZERO_REQUIRE(total_steps_ > 0, ConfigError, "{}: nothing to train (run.steps and run.epochs give 0 steps)", cfg_.source);
@@ -121,9 +133,15 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
            (long long)model_cfg_.hidden_size, engine_->partition().total_numel, init.c_str());
     printf("pmtrain: data %lld train pairs, %lld test pairs; %s\n", (long long)train_.num_pairs(),
            (long long)test_.num_pairs(), train_.stats.report().c_str());
-    printf("pmtrain: batch global %lld = micro %lld x accum %lld x world %d; %lld steps (%lld per epoch)\n",
-           (long long)batch_.global, (long long)batch_.micro, (long long)batch_.accum, W, (long long)total_steps_,
-           (long long)sampler_->steps_per_epoch());
+    if (cfg_.batch.micro_tokens > 0)
+      printf("pmtrain: batch global %lld pairs per step over %d ranks, micro-batches of at most %lld tokens "
+             "(accumulation varies per step); %lld steps (%lld per epoch)\n",
+             (long long)batch_.global, W, (long long)cfg_.batch.micro_tokens, (long long)total_steps_,
+             (long long)sampler_->steps_per_epoch());
+    else
+      printf("pmtrain: batch global %lld = micro %lld x accum %lld x world %d; %lld steps (%lld per epoch)\n",
+             (long long)batch_.global, (long long)batch_.micro, (long long)batch_.accum, W, (long long)total_steps_,
+             (long long)sampler_->steps_per_epoch());
     printf("pmtrain: memory plan %s\n", plan_.describe().c_str());
     printf("--- resolved config (saved to %s/config.resolved.yaml) ---\n%s---\n", cfg_.run.dir.c_str(),
            to_yaml(cfg_).c_str());
@@ -212,6 +230,7 @@ PairStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result, doub
   for (const data::MicroBatchPlan& mb : plan.micro)
     for (size_t i = 0; i < mb.pair_ids.size(); ++i)
       if (mb.pair_mask.empty() || mb.pair_mask[i]) ids += double(mb.pair_ids[i]);
+  engine_->set_accum_steps(int(plan.micro.size()));  // fixed by pairs, or varying by token budget
   for (const data::MicroBatchPlan& mb : plan.micro) {
     engine_->begin_micro_step();
     if (mb.pair_ids.empty()) {
@@ -272,7 +291,8 @@ int Trainer::train() {
     nlohmann::json j = st.to_json();
     j.update({{"type", "train"}, {"step", s + 1}, {"epoch", plan.epoch}, {"grad_norm", res.grad_norm},
               {"lr", res.lr}, {"tokens", int64_t(st.tokens)}, {"tokens_per_s", st.tokens / dt}, {"step_s", dt},
-              {"applied", res.applied}, {"skipped_total", skipped}, {"pair_id_sum", int64_t(pair_id_sum)}});
+              {"applied", res.applied}, {"skipped_total", skipped}, {"pair_id_sum", int64_t(pair_id_sum)},
+              {"micro_steps", int64_t(plan.micro.size())}});
     metrics_->write(j);
     if (r0 && (cfg_.run.log_every > 0 && ((s + 1) % cfg_.run.log_every == 0 || s + 1 == total_steps_))) {
       const double mem_mib = double(engine_->memory_report().live_total) / (1 << 20);
