@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "checkpoint/shard_layout.h"
+#include "checkpoint/verify.h"
 
 namespace zero::checkpoint {
 
@@ -100,9 +101,28 @@ void Checkpointer::fail_save(int64_t step, const Failure& f) {
 }
 
 std::optional<std::string> Checkpointer::resume_path(const std::string& spec) {
-  std::optional<std::string> out;
-  run_agreed(comm_, [&] { out = spec == "auto" ? find_latest(opts_.run_dir) : std::optional<std::string>(spec); });
-  return out;
+  if (spec != "auto") return spec;
+  // Rank 0 walks the complete checkpoints newest first and takes the first sound one (reading each file
+  // once, not once per rank); every rank learns the step through one scalar reduction.
+  double chosen = -1;
+  if (comm_.rank() == 0) {
+    const RunPaths paths(opts_.run_dir);
+    const std::vector<int64_t> steps = list_steps(paths);
+    // Nothing newer than `latest` (a run started over keeps an older run's higher steps on disk).
+    const std::optional<int64_t> newest = latest_step(paths);
+    for (auto it = steps.rbegin(); it != steps.rend() && chosen < 0; ++it) {
+      if (newest && *it > *newest) continue;
+      const std::string problem = checkpoint_problem(paths.step_dir(*it), opts_.verify_checksums);
+      if (problem.empty()) {
+        chosen = double(*it);
+      } else {
+        fprintf(stderr, "checkpoint: resume auto: skipping step_%lld: %s\n", (long long)*it, problem.c_str());
+      }
+    }
+  }
+  comm_.all_reduce_scalars(&chosen, 1, ReduceOp::Max);
+  if (chosen < 0) return std::nullopt;
+  return RunPaths(opts_.run_dir).step_dir(int64_t(chosen));
 }
 
 LoadResult Checkpointer::load(const std::string& dir) {

@@ -81,6 +81,15 @@ std::vector<int64_t> list_steps(const RunPaths& p) {
   return steps;
 }
 
+std::optional<int64_t> latest_step(const RunPaths& p) {
+  std::error_code ec;
+  if (!fs::exists(p.latest_file(), ec)) return std::nullopt;
+  std::string name = read_small_file(p.latest_file());
+  while (!name.empty() && (name.back() == '\n' || name.back() == ' ' || name.back() == '\r')) name.pop_back();
+  const int64_t step = parse_step_name(name, "step_");
+  return step >= 0 ? std::optional<int64_t>(step) : std::nullopt;
+}
+
 std::optional<std::string> find_latest(const std::string& run_dir) {
   const RunPaths p(run_dir);
   std::error_code ec;

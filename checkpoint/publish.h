@@ -29,6 +29,8 @@ void discard_tmp(const RunPaths& p, int64_t step) noexcept;
 
 // Steps of the complete checkpoints (step_<N> holding a manifest.json), ascending.
 std::vector<int64_t> list_steps(const RunPaths& p);
+// The step `latest` names, whether or not that checkpoint is complete; nullopt without a readable `latest`.
+std::optional<int64_t> latest_step(const RunPaths& p);
 // The newest complete checkpoint of a run as `latest` names it; nullopt when the run has none (no
 // `latest`). InputError when `latest` names a directory that is missing or incomplete.
 std::optional<std::string> find_latest(const std::string& run_dir);

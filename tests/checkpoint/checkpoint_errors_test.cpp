@@ -123,3 +123,32 @@ TEST_F(CheckpointErrors, EnospcKeepsPreviousCheckpoint) {
   ok.save(run.state(3));
   EXPECT_EQ(*checkpoint::find_latest(root + "/run"), ok.paths().step_dir(3));
 }
+
+TEST_F(CheckpointErrors, ResumeAutoTakesTheNewestSoundCheckpointAndNothingNewerThanLatest) {
+  // step_2 (the fixture's) and step_4; step_4's rank 0 file then gets a flipped byte, then is truncated.
+  MlpRun run(MPI_COMM_WORLD, 1);
+  run.train(0, 4);
+  checkpoint::Checkpointer ck(*run.engine, ckpt_opts(root + "/run"));
+  ck.save(run.state(4));
+  const std::string newest = ck.paths().step_dir(4);
+  EXPECT_EQ(*ck.resume_path("auto"), newest);
+  damaged_copy(newest, root + "/keep4", [] {});
+  if (world_rank() == 0) {
+    std::fstream f(newest + "/rank_0.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(40);
+    f.put(char(0x5a));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(*ck.resume_path("auto"), good) << "a corrupted newest checkpoint must be skipped";
+  if (world_rank() == 0) fs::resize_file(newest + "/rank_0.bin", 8);
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(*ck.resume_path("auto"), good) << "a truncated newest checkpoint must be skipped";
+  // A run started over in this directory: `latest` back at step 2 while a sound step_4 is still on disk.
+  if (world_rank() == 0) {
+    fs::remove_all(newest);
+    fs::copy(root + "/keep4", newest);
+    std::ofstream(ck.paths().latest_file()) << "step_2\n";
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(*ck.resume_path("auto"), good) << "resume auto went past `latest`";
+}
