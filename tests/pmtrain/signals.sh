@@ -24,12 +24,24 @@ grep -q -- "--resume auto" $TMP/stop.log || fail "the message does not say how t
 $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=$TMP/run --resume auto > $TMP/resume.log 2>&1 \
   || { cat $TMP/resume.log; fail "resume failed"; }
 grep -q "resumed from .*step_$step" $TMP/resume.log || { cat $TMP/resume.log; fail "did not resume from step_$step"; }
-# The last record of each step (steps past the stop were not run before it; none is repeated after it).
-last_losses() { grep '"type":"train"' "$1" | sed -E 's/.*"loss":([^,}]+).*"step":([0-9]+).*/\2 \1/' | sort -n -k1,1 -s | awk '{l[$1]=$2} END {for (s in l) print s, l[s]}' | sort -n; }
 diff <(last_losses $TMP/ref/metrics.jsonl) <(last_losses $TMP/run/metrics.jsonl) > $TMP/diff.txt \
   || { cat $TMP/diff.txt; fail "losses after stop + resume differ from the uninterrupted run"; }
 # Training again in that run directory without --resume is refused, naming the ways on.
 set +e; $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=$TMP/run > $TMP/again.log 2>&1; rc=$?; set -e
 [ $rc -ne 0 ] && grep -q "already holds checkpoints" $TMP/again.log && grep -q "run.start_over=true" $TMP/again.log \
   || { cat $TMP/again.log; fail "a second run in a run directory with checkpoints was not refused"; }
+# Ctrl-C under mpirun: the launcher gets SIGINT and passes SIGTERM to the ranks; the same stop.
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=$TMP/int > $TMP/int.log 2>&1 &
+launcher=$!
+for _ in $(seq 1200); do grep -q "^step 3/12" $TMP/int.log && break; sleep 0.1; done
+kill -INT $launcher
+set +e; wait $launcher; set -e
+istep=$(sed -nE 's/^pmtrain: stopped by SIG[A-Z]+ at step ([0-9]+) of 12.*/\1/p' $TMP/int.log)
+[ -n "$istep" ] && [ -f $TMP/int/checkpoints/step_$istep/manifest.json ] \
+  || { cat $TMP/int.log; fail "SIGINT to mpirun: no stop with a checkpoint"; }
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=$TMP/int --resume auto > $TMP/int2.log 2>&1 \
+  || { cat $TMP/int2.log; fail "resume after SIGINT failed"; }
+diff <(last_losses $TMP/ref/metrics.jsonl) <(last_losses $TMP/int/metrics.jsonl) \
+  || fail "losses after SIGINT + resume differ from the uninterrupted run"
+echo "ok: SIGINT to mpirun at step $istep: checkpoint, resumed bit-exactly"
 echo "ok: SIGTERM at step $step of 12: checkpoint, exit 75, resumed; all 12 losses equal the uninterrupted run's"
