@@ -120,6 +120,4 @@ std::vector<GroupInfo> engine_groups(const std::vector<model::GroupSpec>& groups
   return out;
 }
 
-void run_empty_micro_step(Engine& engine) { engine.empty_micro_step(); }
-
 }  // namespace zero::pmtrain

@@ -47,8 +47,4 @@ class EngineParamAccess final : public model::ParamAccess {
 // Engine group declarations from the model's group specs (names, sizes, weight-decay flags).
 std::vector<GroupInfo> engine_groups(const std::vector<model::GroupSpec>& groups);
 
-// A micro-step with no pairs (a rank whose share of the step is empty): the collectives of a real one,
-// zero gradients, so every rank issues the same sequence of collectives.
-void run_empty_micro_step(Engine& engine);
-
 }  // namespace zero::pmtrain

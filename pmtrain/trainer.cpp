@@ -16,6 +16,7 @@
 #include "pmtrain/engine_assembly.h"
 #include "pmtrain/model_setup.h"
 #include "pmtrain/stop_signals.h"
+#include "pmtrain/train_step.h"
 
 namespace zero::pmtrain {
 namespace fs = std::filesystem;
@@ -230,19 +231,14 @@ PairStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result, doub
   for (const data::MicroBatchPlan& mb : plan.micro)
     for (size_t i = 0; i < mb.pair_ids.size(); ++i)
       if (mb.pair_mask.empty() || mb.pair_mask[i]) ids += double(mb.pair_ids[i]);
-  engine_->set_accum_steps(int(plan.micro.size()));  // fixed by pairs, or varying by token budget
-  for (const data::MicroBatchPlan& mb : plan.micro) {
-    engine_->begin_micro_step();
-    if (mb.pair_ids.empty()) {
-      run_empty_micro_step(*engine_);
-      continue;
-    }
-    const data::PairBatch batch = data::make_batch(train_, mb.pair_ids, mb.pair_mask, batch_cfg_);
-    const model::RewardOutput out = model_->forward_backward(batch, *access_);
-    local.add({out.loss_sum, out.chosen_reward_sum, out.rejected_reward_sum, double(out.real_pairs),
-               double(out.correct_pairs), double(out.real_tokens)});
-  }
-  result = engine_->step(double(plan.global_real_pairs));
+  result = train_step(
+      *engine_, *model_, *access_, plan.micro.size(),
+      [&](size_t i) -> std::optional<data::PairBatch> {
+        const data::MicroBatchPlan& mb = plan.micro[i];
+        if (mb.pair_ids.empty()) return std::nullopt;
+        return data::make_batch(train_, mb.pair_ids, mb.pair_mask, batch_cfg_);
+      },
+      plan.global_real_pairs, local);
   // The metrics reduction also carries the stop vote: any rank that got SIGTERM/SIGINT stops them all here.
   double sums[8] = {local.loss_sum, local.chosen_sum, local.rejected_sum, local.pairs, local.correct, local.tokens, ids,
                     stop_requested() ? 1.0 : 0.0};

@@ -1,0 +1,24 @@
+#include "pmtrain/train_step.h"
+
+namespace zero::pmtrain {
+
+StepResult train_step(Engine& engine, const model::Qwen3RewardModel& model, model::ParamAccess& access,
+                      size_t micro_steps, const std::function<std::optional<data::PairBatch>(size_t)>& micro_batch,
+                      int64_t global_real_pairs, PairStats& local) {
+  engine.set_accum_steps(int(micro_steps));  // fixed by pairs, or varying by token budget
+  for (size_t i = 0; i < micro_steps; ++i) {
+    engine.begin_micro_step();
+    const std::optional<data::PairBatch> batch = micro_batch(i);
+    if (!batch) {
+      engine.empty_micro_step();
+      continue;
+    }
+    const model::RewardOutput out = model.forward_backward(*batch, access);
+    local.add({out.loss_sum, out.chosen_reward_sum, out.rejected_reward_sum, double(out.real_pairs),
+               double(out.correct_pairs), double(out.real_tokens)});
+  }
+  // The gradients are of summed pair losses; dividing by every rank's real pairs gives the mean's.
+  return engine.step(double(global_real_pairs));
+}
+
+}  // namespace zero::pmtrain
