@@ -1,5 +1,9 @@
 #include "pmtrain/metrics.h"
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
 #include "core/check.h"
 
 namespace zero::pmtrain {
@@ -9,8 +13,25 @@ nlohmann::json PairStats::to_json() const {
           {"rejected_reward", rejected()}, {"margin", chosen() - rejected()}, {"pairs", int64_t(pairs)}};
 }
 
-MetricsLog::MetricsLog(const std::string& path, bool active) {
+MetricsLog::MetricsLog(const std::string& path, bool active, int64_t keep_through_step) {
   if (!active) return;
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {  // rewrite through a temp file: a crash leaves the old one
+    std::ifstream in(path);
+    const std::string tmp = path + ".tmp";
+    std::ofstream out(tmp, std::ios::trunc);
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (j.is_object() && j.contains("step") && j["step"].is_number() && j["step"].get<int64_t>() > keep_through_step)
+        continue;
+      out << line << "\n";
+    }
+    out.close();
+    ZERO_REQUIRE(out, InputError, "{}: cannot rewrite the metrics file", tmp);
+    std::filesystem::rename(tmp, path, ec);
+    ZERO_REQUIRE(!ec, InputError, "{}: cannot replace the metrics file: {}", path, ec.message());
+  }
   file_ = fopen(path.c_str(), "a");
   ZERO_REQUIRE(file_, InputError, "{}: cannot open the metrics file for writing", path);
 }
@@ -21,7 +42,9 @@ MetricsLog::~MetricsLog() {
 
 void MetricsLog::write(const nlohmann::json& record) {
   if (!file_) return;
-  const std::string line = record.dump() + "\n";
+  nlohmann::json r = record;
+  r["time"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::string line = r.dump() + "\n";
   fwrite(line.data(), 1, line.size(), file_);
   fflush(file_);
 }

@@ -26,7 +26,9 @@ struct PairStats {
 
 class MetricsLog {
  public:
-  MetricsLog(const std::string& path, bool active);  // appends (a resumed run continues the file)
+  // Continues the file, first dropping the records of steps after `keep_through_step` (a resumed run repeats
+  // them; a run started over keeps none), so a step appears once. Every record gets "time" (Unix seconds).
+  MetricsLog(const std::string& path, bool active, int64_t keep_through_step);
   ~MetricsLog();
   void write(const nlohmann::json& record);
   bool active() const { return file_ != nullptr; }

@@ -156,7 +156,8 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   ckpt_ = std::make_unique<checkpoint::Checkpointer>(*engine_, co);
   if (!training) return;
   resume_if_asked();
-  metrics_ = std::make_unique<MetricsLog>((fs::path(cfg_.run.dir) / "metrics.jsonl").string(), info_.rank == 0);
+  metrics_ = std::make_unique<MetricsLog>((fs::path(cfg_.run.dir) / "metrics.jsonl").string(), info_.rank == 0,
+                                          start_step_);
 }
 
 Trainer::~Trainer() = default;
@@ -255,11 +256,14 @@ int Trainer::train() {
   const double t_start = now();
   double tokens_total = 0;
   int64_t skipped = 0;
-  auto end_epoch = [&] {
+  // One record per finished epoch (an epoch cut by a stop is finished by the resumed run; its record then
+  // covers the steps that run made). `step` is the steps done when it finished.
+  auto end_epoch = [&](int64_t steps_done) {
     if (epoch < 0 || epoch_stats.pairs == 0) return;
     nlohmann::json j = epoch_stats.to_json();
     j["type"] = "epoch";
     j["epoch"] = epoch;
+    j["step"] = steps_done;
     metrics_->write(j);
     if (r0)
       printf("epoch %lld done | train loss %.4f | train acc %.3f | margin %.4f\n", (long long)epoch,
@@ -271,7 +275,7 @@ int Trainer::train() {
     const double t0 = now();
     data::StepPlan plan = sampler_->next_step();
     if (plan.epoch != epoch) {
-      end_epoch();
+      end_epoch(s);
       epoch = plan.epoch;
     }
     StepResult res;
@@ -301,7 +305,6 @@ int Trainer::train() {
     }
     ckpt_->finish_pending();
     if (stop) {  // every rank saw the vote in the same reduction: save, say how to resume, exit
-      end_epoch();
       save_checkpoint(s + 1);
       ckpt_->wait();
       if (r0) {
@@ -323,13 +326,13 @@ int Trainer::train() {
                      (long long)(s + 1), ev.loss(), ev.accuracy(), ev.chosen(), ev.rejected(), ev.chosen() - ev.rejected());
     }
   }
-  end_epoch();
   if (last < total_steps_) {  // stopped early (run.stop_at): save so a later run can resume
     save_checkpoint(last);
     ckpt_->wait();
     if (r0) printf("stopped at step %lld of %lld (run.stop_at)\n", (long long)last, (long long)total_steps_);
     return 0;
   }
+  end_epoch(last);
   if (cfg_.run.save_final && start_step_ < total_steps_) save_checkpoint(total_steps_);
   ckpt_->wait();
   const double elapsed = now() - t_start;

@@ -26,6 +26,26 @@ $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=$TMP/run
 grep -q "resumed from .*step_$step" $TMP/resume.log || { cat $TMP/resume.log; fail "did not resume from step_$step"; }
 diff <(last_losses $TMP/ref/metrics.jsonl) <(last_losses $TMP/run/metrics.jsonl) > $TMP/diff.txt \
   || { cat $TMP/diff.txt; fail "losses after stop + resume differ from the uninterrupted run"; }
+# metrics.jsonl after stop + resume: each step and each epoch once, every record timestamped.
+[ -z "$(json_field $TMP/run/metrics.jsonl train step | sort | uniq -d)" ] || fail "a train step appears twice in metrics.jsonl"
+[ -z "$(json_field $TMP/run/metrics.jsonl epoch epoch | sort | uniq -d)" ] || fail "an epoch appears twice in metrics.jsonl"
+[ "$(json_field $TMP/run/metrics.jsonl train step | wc -l)" -eq 12 ] || fail "metrics.jsonl lacks train steps"
+! grep -v '"time":' $TMP/run/metrics.jsonl | grep -q . || fail "a metrics record without a timestamp"
+# SIGKILL after step 5 with checkpoints every 2 steps: the resumed run repeats step 5 from step_4, and
+# metrics.jsonl keeps that step once (the killed run's records past the checkpoint are dropped).
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.save_every=2 --set run.dir=$TMP/kill > $TMP/kill.log 2>&1 &
+launcher=$!
+for _ in $(seq 1200); do grep -q "^step 5/12" $TMP/kill.log && break; sleep 0.1; done
+pkill -KILL -P $launcher
+set +e; wait $launcher; set -e
+kept=$(ls $TMP/kill/checkpoints | sed -n 's/^step_//p' | sort -n | tail -1)
+last_logged=$(json_field $TMP/kill/metrics.jsonl train step | sort -n | tail -1)
+[ "$last_logged" -gt "$kept" ] || fail "the kill did not leave logged steps past the checkpoint (logged $last_logged, kept $kept)"
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.save_every=2 --set run.dir=$TMP/kill --resume auto > $TMP/kill2.log 2>&1 \
+  || { cat $TMP/kill2.log; fail "resume after SIGKILL failed"; }
+[ -z "$(json_field $TMP/kill/metrics.jsonl train step | sort | uniq -d)" ] || fail "steps repeated in metrics.jsonl after SIGKILL + resume"
+diff <(last_losses $TMP/ref/metrics.jsonl) <(last_losses $TMP/kill/metrics.jsonl) \
+  || fail "losses after SIGKILL + resume differ from the uninterrupted run"
 # Training again in that run directory without --resume is refused, naming the ways on.
 set +e; $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=$TMP/run > $TMP/again.log 2>&1; rc=$?; set -e
 [ $rc -ne 0 ] && grep -q "already holds checkpoints" $TMP/again.log && grep -q "run.start_over=true" $TMP/again.log \
