@@ -81,21 +81,29 @@ std::vector<int64_t> list_steps(const RunPaths& p) {
   return steps;
 }
 
-std::optional<int64_t> latest_step(const RunPaths& p) {
+namespace {
+// What `latest` says, trimmed; nullopt when there is no `latest`.
+std::optional<std::string> latest_name(const RunPaths& p) {
   std::error_code ec;
   if (!fs::exists(p.latest_file(), ec)) return std::nullopt;
   std::string name = read_small_file(p.latest_file());
   while (!name.empty() && (name.back() == '\n' || name.back() == ' ' || name.back() == '\r')) name.pop_back();
-  const int64_t step = parse_step_name(name, "step_");
+  return name;
+}
+}  // namespace
+
+std::optional<int64_t> latest_step(const RunPaths& p) {
+  const std::optional<std::string> name = latest_name(p);
+  const int64_t step = name ? parse_step_name(*name, "step_") : -1;
   return step >= 0 ? std::optional<int64_t>(step) : std::nullopt;
 }
 
 std::optional<std::string> find_latest(const std::string& run_dir) {
   const RunPaths p(run_dir);
+  const std::optional<std::string> latest = latest_name(p);
+  if (!latest) return std::nullopt;
+  const std::string& name = *latest;
   std::error_code ec;
-  if (!fs::exists(p.latest_file(), ec)) return std::nullopt;
-  std::string name = read_small_file(p.latest_file());
-  while (!name.empty() && (name.back() == '\n' || name.back() == ' ' || name.back() == '\r')) name.pop_back();
   ZERO_REQUIRE(parse_step_name(name, "step_") >= 0, InputError, "{} names '{}', not a step_<N> directory",
                p.latest_file(), name);
   const std::string dir = (fs::path(p.root) / name).string();

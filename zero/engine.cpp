@@ -283,7 +283,7 @@ void Engine::release_piece(int g, int k) {
 // ---- gradients -------------------------------------------------------------------------------------
 
 int Engine::acquire_slot(int bucket, int piece) {
-  const int slot = (bucket + piece) % 2;
+  const int slot = slot_of(bucket, piece);
   if (slot_bucket_[slot] == bucket && slot_piece_[slot] == piece && slot_state_[slot] == SlotState::Filling) return slot;
   ZERO_CHECK(slot_state_[slot] == SlotState::Free, "bucket slot {} still filling bucket {} when bucket {} needs it",
              slot, slot_bucket_[slot], bucket);
@@ -312,32 +312,31 @@ const PieceView& Engine::grad_piece(int g, int k) {
   ZERO_CHECK(k >= 0 && k < L.pieces, "grad_piece: piece {} of group '{}' out of range [0, {})", k, groups_[g].name,
              L.pieces);
   void* base = staging_[acquire_slot(L.bucket, k)].data();
-  // Rank-major in the slot; the elements past numel (padding) are zero and not handed out.
-  ops_.zero(base, cfg_.param_dtype, L.piece_len(k) * size_t(world_));
   const int u = unit_of(g, k);
   grad_piece_views_[u] = make_piece_view(g, k, base, true);
+  // Rank-major in the slot, rank r's run at r*len. The model overwrites the runs; only what lies past
+  // the group's numel (padding, not handed out) must be zeroed so it reduces as zero.
+  const size_t len = L.piece_len(k), esz = dtype_size(cfg_.param_dtype), runs = grad_piece_views_[u].runs.size();
+  const size_t covered = runs == 0 ? 0 : (runs - 1) * len + grad_piece_views_[u].runs.back().count;
+  ops_.zero(static_cast<char*>(base) + covered * esz, cfg_.param_dtype, len * size_t(world_) - covered);
   return grad_piece_views_[u];
 }
 
 // Adds the non-finite count of n gradient values at flat offset flat_begin of group g to its tensors'
 // counters in backend memory (read once, at the step).
 void Engine::count_nonfinite(int g, size_t flat_begin, const void* data, size_t n) {
-  const auto& L = part_.groups[g];
   const size_t esz = dtype_size(cfg_.param_dtype);
-  for (size_t t = 0; t < groups_[g].tensors.size(); ++t) {
-    const size_t t0 = L.tensor_offsets[t], t1 = t0 + groups_[g].tensors[t].numel;
-    const size_t lo = std::max(t0, flat_begin), hi = std::min(t1, flat_begin + n);
-    if (lo >= hi) continue;
+  for_each_tensor_in(g, flat_begin, flat_begin + n, [&](size_t t, size_t lo, size_t hi) {
     ops_.accumulate_nonfinite(static_cast<const char*>(data) + (lo - flat_begin) * esz, cfg_.param_dtype, hi - lo,
                               partials_.as<double>() + tensor_base_[g] + t);
-  }
+  });
 }
 
 void Engine::grad_ready(int g) {
   check_group(g, "grad_ready");
   ZERO_REQUIRE(!grad_views_[g].empty(), ConfigError, "grad_ready({}) without grad_view({})", g, g);
   if (cfg_.nan_guard) count_nonfinite(g, 0, grad_views_[g].front().data, part_.groups[g].numel);
-  unit_ready(g, 0);
+  unit_ready(g);
 }
 
 void Engine::piece_ready(int g, int k) {
@@ -347,13 +346,12 @@ void Engine::piece_ready(int g, int k) {
                k, g, k);
   if (cfg_.nan_guard)
     for (const FlatRun& r : grad_piece_views_[u].runs) count_nonfinite(g, r.begin, r.data, r.count);
-  const int slot = (part_.groups[g].bucket + k) % 2;
-  launch_piece(g, k, slot);
+  launch_piece(g, k, slot_of(part_.groups[g].bucket, k));
   grad_piece_views_[u].runs.clear();
-  unit_ready(g, k);
+  unit_ready(g);
 }
 
-void Engine::unit_ready(int g, int k) {
+void Engine::unit_ready(int g) {
   const int b = part_.groups[g].bucket;
   if (++bucket_ready_[b] == bucket_units_[b]) launch_bucket(b);
   // Drive progress of collectives already in flight (MPI progresses only inside MPI calls).
@@ -363,13 +361,15 @@ void Engine::unit_ready(int g, int k) {
 void Engine::empty_micro_step() {
   const int G = int(groups_.size());
   for (int g = 0; g < G; ++g) {
-    for (int k = 0; k < num_pieces(g) && part_.groups[g].split(); ++k) {
+    if (!part_.groups[g].split()) {
+      gather(g);
+      release(g);
+      continue;
+    }
+    for (int k = 0; k < num_pieces(g); ++k) {
       gather_piece(g, k);
       release_piece(g, k);
     }
-    if (part_.groups[g].split()) continue;
-    gather(g);
-    release(g);
   }
   begin_backward();
   for (int g = G - 1; g >= 0; --g) {
@@ -422,7 +422,7 @@ void Engine::push_pending(int chunk_slot, CommHandle h, std::function<void()> on
 
 void Engine::launch_bucket(int b) {
   const Bucket& B = part_.buckets[b];
-  const int slot = b % 2;
+  const int slot = slot_of(b, 0);
   const DType pt = cfg_.param_dtype, at_ = cfg_.accum_dtype, rt = cfg_.reduce_dtype;
   // A split group is a bucket of its own whose pieces were folded in (stages 0-1) or put on the wire
   // (stages 2-3) one by one as they came.
@@ -593,18 +593,14 @@ StepResult Engine::step(double loss_divisor) {
   r.lr = cfg_.schedule.lr_at(step_);
   for (size_t g = 0; g < groups_.size(); ++g) {
     const OptimizerShard s = optimizer_shard(int(g));
-    const auto& L = part_.groups[g];
     const char* grad = static_cast<const char*>(grad_for_optimizer(int(g)));
     const size_t gsz = dtype_size(cfg_.accum_dtype);
     // Each tensor's part of this rank's range, with its own weight-decay flag; padding is skipped.
-    for (size_t t = 0; t < groups_[g].tensors.size(); ++t) {
-      const size_t t0 = L.tensor_offsets[t], t1 = t0 + groups_[g].tensors[t].numel;
-      const size_t lo = std::max(t0, s.begin), hi = std::min(t1, s.begin + s.count);
-      if (lo >= hi) continue;
+    for_each_tensor_in(int(g), s.begin, s.begin + s.count, [&](size_t t, size_t lo, size_t hi) {
       const size_t o = lo - s.begin;
       ops_.adamw(s.master + o, grad + o * gsz, cfg_.accum_dtype, s.m + o, s.v + o, hi - lo, cfg_.adamw, r.lr, step_,
                  groups_[g].tensors[t].weight_decay, grad_scale);
-    }
+    });
   }
   zero_accumulators();
   sync_params();

@@ -24,6 +24,7 @@
 // The host never reads backend memory directly: imports, exports and checkpoints go through the
 // DeviceOps' copy_to_host / copy_from_host, and a step reads its norm and finite flags back once.
 #pragma once
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <string>
@@ -159,9 +160,20 @@ class Engine {
   bool sharded_grads() const { return cfg_.stage >= 2; }
   bool last_micro() const { return micro_ == cfg_.accum_steps - 1; }
   void* at(const Buffer& b, size_t elem) const { return b.at(elem); }
-  // Staging slots: a whole bucket, or one piece of a split group's bucket; slot (bucket + piece) % 2.
+  // Staging slots: a whole bucket, or one piece of a split group's bucket.
+  static int slot_of(int bucket, int piece) { return (bucket + piece) % 2; }
   int acquire_slot(int bucket, int piece);
-  void unit_ready(int g, int k);
+  void unit_ready(int g);
+  // fn(tensor, lo, hi) for each tensor of group g overlapping its flat elements [begin, end), clipped.
+  template <class F>
+  void for_each_tensor_in(int g, size_t begin, size_t end, F&& fn) const {
+    const auto& L = part_.groups[g];
+    for (size_t t = 0; t < groups_[g].tensors.size(); ++t) {
+      const size_t t0 = L.tensor_offsets[t], t1 = t0 + groups_[g].tensors[t].numel;
+      const size_t lo = std::max(t0, begin), hi = std::min(t1, end);
+      if (lo < hi) fn(t, lo, hi);
+    }
+  }
   void launch_bucket(int bucket);
   void launch_piece(int g, int k, int slot);
   int acquire_chunk_slot();
