@@ -1,0 +1,238 @@
+// Tokens/s of the attention kernels (model/cuda/attention_kernels.h), forward + backward, against eager
+// attention measured in the same run: per (sequence, head) the scores materialised as an L x L fp32
+// matrix by cuBLAS (S = Q K^T, P V, P^T dO, dO V^T, dS K, dS^T Q: six fp32 SGEMMs, default math mode, no
+// TF32), a causal softmax and a softmax-gradient kernel between them. Qwen3-4B's attention shape: 32
+// query heads, 8 kv heads, head_dim 128; sequence lengths 512 and 2048, about 16k tokens per batch.
+// Median of the timed iterations after warm-up, cudaEvent timing on one stream. Without a GPU it prints
+// a skip line and exits 0.
+//   attention_bench [--iters N]
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/math/bf16.h"
+#include "cuda/check.h"
+#include "model/cuda/attention_kernels.h"
+
+namespace {
+
+namespace ca = zero::model::cuda_attention;
+
+constexpr int64_t kHeads = 32, kKvHeads = 8, kHeadDim = 128, kTokensPerBatch = 16384;
+
+// Row-wise causal softmax of row-major S [L, L] in place (P), one block per row.
+__global__ void causal_softmax(float* s, int64_t L) {
+  const int64_t i = blockIdx.x;
+  float* row = s + i * L;
+  __shared__ float red[256];
+  float mx = -INFINITY;
+  for (int64_t j = threadIdx.x; j <= i; j += blockDim.x) mx = fmaxf(mx, row[j]);
+  red[threadIdx.x] = mx;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + w]);
+    __syncthreads();
+  }
+  mx = red[0];
+  __syncthreads();
+  float sum = 0.0f;
+  for (int64_t j = threadIdx.x; j <= i; j += blockDim.x) sum += expf(row[j] - mx);
+  red[threadIdx.x] = sum;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
+    __syncthreads();
+  }
+  sum = red[0];
+  for (int64_t j = threadIdx.x; j < L; j += blockDim.x) row[j] = j <= i ? expf(row[j] - mx) / sum : 0.0f;
+}
+
+// dS = scale * P * (dP - rowsum(P * dP)) in place of dP, one block per row.
+__global__ void softmax_grad(const float* p, float* dp, int64_t L, float scale) {
+  const int64_t i = blockIdx.x;
+  const float* pr = p + i * L;
+  float* dr = dp + i * L;
+  __shared__ float red[256];
+  float sum = 0.0f;
+  for (int64_t j = threadIdx.x; j <= i; j += blockDim.x) sum += pr[j] * dr[j];
+  red[threadIdx.x] = sum;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
+    __syncthreads();
+  }
+  const float d = red[0];
+  for (int64_t j = threadIdx.x; j < L; j += blockDim.x) dr[j] = scale * pr[j] * (dr[j] - d);
+}
+
+struct Buffers {
+  float *q, *k, *v, *o, *d_o, *lse, *dq, *dk, *dv, *s, *dp;
+};
+
+// Eager attention, forward + backward, over `seqs` sequences of length L (fp32, token-major as the
+// kernels). cuBLAS is column-major: a row-major [rows, cols] matrix with row stride ld is the
+// column-major [cols, rows] matrix with leading dimension ld, so every product below is written for the
+// transposes (S^T = K Q^T and so on).
+void eager(cublasHandle_t h, const Buffers& b, int64_t seqs, int64_t L, cudaStream_t stream) {
+  const float scale = 1.0f / std::sqrt(float(kHeadDim)), one = 1.0f, zero_f = 0.0f;
+  const int r = int(kHeads / kKvHeads), ldq = int(kHeads * kHeadDim), ldk = int(kKvHeads * kHeadDim);
+  const int n = int(L), d = int(kHeadDim);
+  for (int64_t s = 0; s < seqs; ++s) {
+    for (int64_t head = 0; head < kHeads; ++head) {
+      const int64_t g = head / r;
+      const float* q = b.q + (s * L * kHeads + head) * kHeadDim;
+      const float* d_o = b.d_o + (s * L * kHeads + head) * kHeadDim;
+      float* o = b.o + (s * L * kHeads + head) * kHeadDim;
+      float* dq = b.dq + (s * L * kHeads + head) * kHeadDim;
+      const float* k = b.k + (s * L * kKvHeads + g) * kHeadDim;
+      const float* v = b.v + (s * L * kKvHeads + g) * kHeadDim;
+      float* dk = b.dk + (s * L * kKvHeads + g) * kHeadDim;
+      float* dv = b.dv + (s * L * kKvHeads + g) * kHeadDim;
+      const float* beta = head % r == 0 ? &zero_f : &one;  // dK, dV: the group's first head overwrites
+      // S = scale Q K^T
+      CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, d, &scale, k, ldk, q, ldq, &zero_f, b.s, n));
+      causal_softmax<<<unsigned(L), 256, 0, stream>>>(b.s, L);
+      CUDA_CHECK(cudaGetLastError());
+      // O = P V
+      CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, d, n, n, &one, v, ldk, b.s, n, &zero_f, o, ldq));
+      // dV += P^T dO
+      CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, d, n, n, &one, d_o, ldq, b.s, n, beta, dv, ldk));
+      // dP = dO V^T
+      CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, d, &one, v, ldk, d_o, ldq, &zero_f, b.dp, n));
+      softmax_grad<<<unsigned(L), 256, 0, stream>>>(b.s, b.dp, L, scale);
+      CUDA_CHECK(cudaGetLastError());
+      // dQ = dS K, dK += dS^T Q
+      CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, d, n, n, &one, k, ldk, b.dp, n, &zero_f, dq, ldq));
+      CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, d, n, n, &one, q, ldq, b.dp, n, beta, dk, ldk));
+    }
+  }
+}
+
+template <class F>
+double median_ms(F&& f, int iters, cudaStream_t stream) {
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  f();  // warm-up (and kernel attribute set-up)
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<double> ms;
+  for (int i = 0; i < iters; ++i) {
+    CUDA_CHECK(cudaEventRecord(a, stream));
+    f();
+    CUDA_CHECK(cudaEventRecord(b, stream));
+    CUDA_CHECK(cudaEventSynchronize(b));
+    float t = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  CUDA_CHECK(cudaEventDestroy(a));
+  CUDA_CHECK(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int iters = 5;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--iters") == 0) iters = std::max(1, std::atoi(argv[i + 1]));
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("attention_bench: no CUDA device, skipped\n");
+    return 0;
+  }
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("attention_bench on %s: heads %lld, kv_heads %lld, head_dim %lld, %lld tokens per batch, median of %d\n",
+              prop.name, (long long)kHeads, (long long)kKvHeads, (long long)kHeadDim, (long long)kTokensPerBatch, iters);
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreate(&stream));
+  cublasHandle_t handle;
+  CUBLAS_CHECK(cublasCreate(&handle));
+  CUBLAS_CHECK(cublasSetStream(handle, stream));
+
+  for (int64_t L : {512, 2048}) {
+    const int64_t seqs = kTokensPerBatch / L, n = seqs * L;
+    const size_t qn = size_t(n * kHeads * kHeadDim), kn = size_t(n * kKvHeads * kHeadDim);
+    std::vector<float> host(std::max(qn, kn));
+    uint64_t state = 0x5eed;
+    auto fill = [&](float* dst, size_t count, float spread) {
+      for (size_t i = 0; i < count; ++i) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        host[i] = spread * (float(state >> 40) * 0x1p-23f - 1.0f);
+      }
+      CUDA_CHECK(cudaMemcpy(dst, host.data(), count * 4, cudaMemcpyHostToDevice));
+    };
+    Buffers b{};
+    for (float** p : {&b.q, &b.o, &b.d_o, &b.dq}) CUDA_CHECK(cudaMalloc(p, qn * 4));
+    for (float** p : {&b.k, &b.v, &b.dk, &b.dv}) CUDA_CHECK(cudaMalloc(p, kn * 4));
+    CUDA_CHECK(cudaMalloc(&b.lse, size_t(n * kHeads) * 4));
+    CUDA_CHECK(cudaMalloc(&b.s, size_t(L * L) * 4));
+    CUDA_CHECK(cudaMalloc(&b.dp, size_t(L * L) * 4));
+    fill(b.q, qn, 3.0f), fill(b.k, kn, 1.0f), fill(b.v, kn, 1.0f), fill(b.d_o, qn, 1.0f);
+    // bf16 copies of the same inputs (the kernels' bf16 storage; outputs to separate buffers).
+    std::vector<uint16_t> hb(qn);
+    auto to_bf16 = [&](const float* src, size_t count) {
+      std::vector<float> f(count);
+      CUDA_CHECK(cudaMemcpy(f.data(), src, count * 4, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < count; ++i) hb[i] = zero::math::f32_to_bf16(f[i]);
+      void* dst = nullptr;
+      CUDA_CHECK(cudaMalloc(&dst, count * 2));
+      CUDA_CHECK(cudaMemcpy(dst, hb.data(), count * 2, cudaMemcpyHostToDevice));
+      return dst;
+    };
+    void *q16 = to_bf16(b.q, qn), *k16 = to_bf16(b.k, kn), *v16 = to_bf16(b.v, kn), *do16 = to_bf16(b.d_o, qn);
+    void *o16, *dq16, *dk16, *dv16;
+    for (void** p : {&o16, &dq16}) CUDA_CHECK(cudaMalloc(p, qn * 2));
+    for (void** p : {&dk16, &dv16}) CUDA_CHECK(cudaMalloc(p, kn * 2));
+
+    std::vector<int32_t> cu(seqs + 1);
+    for (int64_t i = 0; i <= seqs; ++i) cu[i] = int32_t(i * L);
+    int32_t* cu_d = nullptr;
+    CUDA_CHECK(cudaMalloc(&cu_d, cu.size() * 4));
+    CUDA_CHECK(cudaMemcpy(cu_d, cu.data(), cu.size() * 4, cudaMemcpyHostToDevice));
+    const zero::model::AttentionShape shape{kHeads, kKvHeads, kHeadDim};
+    const ca::VarlenBatch batch{cu_d, int32_t(seqs), int32_t(L), n};
+    const size_t ws_bytes = ca::backward_workspace_bytes(shape, batch);
+    void* ws = nullptr;
+    CUDA_CHECK(cudaMalloc(&ws, ws_bytes));
+
+    auto flash = [&](ca::Elem t, void* q, void* k, void* v, void* o, void* d_o, void* dq, void* dk, void* dv) {
+      return [=, &shape, &batch] {
+        ca::forward(q, k, v, t, shape, batch, o, b.lse, stream);
+        ca::backward(q, k, v, o, d_o, b.lse, t, shape, batch, dq, dk, dv, ws, ws_bytes, stream);
+      };
+    };
+    const double f32 = median_ms(flash(ca::Elem::F32, b.q, b.k, b.v, b.o, b.d_o, b.dq, b.dk, b.dv), iters, stream);
+    const double f16 = median_ms(flash(ca::Elem::BF16, q16, k16, v16, o16, do16, dq16, dk16, dv16), iters, stream);
+    const double base = median_ms([&] { eager(handle, b, seqs, L, stream); }, iters, stream);
+    // Useful causal work: each of forward's 2 and backward's 5 tile products (FlashAttention-2's count)
+    // is 2 flops per (query, key, dim) over n * L / 2 causal pairs per head. The kernels' separate dQ
+    // kernel recomputes two more products; those are not counted.
+    const double flops = 7.0 * 2.0 * double(n) * double(L) / 2.0 * kHeadDim * kHeads;
+    auto line = [&](const char* what, double ms) {
+      std::printf("  L %5lld  %-28s %9.3f ms  %10.0f tokens/s  %7.2f TFLOP/s (causal, fwd+bwd)  x%.2f vs eager\n",
+                  (long long)L, what, ms, double(n) / (ms * 1e-3), flops / (ms * 1e-3) / 1e12, base / ms);
+    };
+    line("flash kernels fp32", f32);
+    line("flash kernels bf16 storage", f16);
+    line("eager cuBLAS fp32 (baseline)", base);
+    std::fflush(stdout);
+
+    for (void* p : {(void*)b.q, (void*)b.k, (void*)b.v, (void*)b.o, (void*)b.d_o, (void*)b.lse, (void*)b.dq,
+                    (void*)b.dk, (void*)b.dv, (void*)b.s, (void*)b.dp, q16, k16, v16, do16, o16, dq16, dk16, dv16,
+                    (void*)cu_d, ws})
+      CUDA_CHECK(cudaFree(p));
+  }
+  CUBLAS_CHECK(cublasDestroy(handle));
+  CUDA_CHECK(cudaStreamDestroy(stream));
+  return 0;
+}

@@ -1,0 +1,125 @@
+// The index arithmetic of the CUDA attention kernels (attention_kernels.cu), as ZERO_HD functions so the
+// kernels and a host test (tests/cuda/attention_grid_test.cpp, runs without a GPU) share one definition:
+// tile sizes, the grid -> (sequence, head, block) mapping, each block's rows and loop bounds, the causal
+// mask, and the shared-memory layout. The loops themselves follow model/attention_tiled.h (the CPU
+// emulation, which is the kernels' specification).
+#pragma once
+#include <cstdint>
+
+#include "core/math/hd.h"
+
+namespace zero::model::cuda_attention {
+
+// The emulation's default tiles (AttentionTiles): query rows per forward / dQ block and per dK/dV inner
+// step, keys per forward / dQ inner step and per dK/dV block. Equal, so a key block's first query block
+// starts at the same position (attention_tiled.h's loop bounds are written for the general case too).
+constexpr int kBlockQ = 64;
+constexpr int kBlockK = 64;
+constexpr int kThreads = 256;  // per thread block, every kernel
+// head_dim: a multiple of 8 up to 128 (Qwen3 uses 128). The bound sizes the per-thread accumulators and
+// the shared memory; 8 keeps 16-byte rows for vector loads / MMA fragments later.
+constexpr int kMaxHeadDim = 128;
+constexpr int kHeadDimMultiple = 8;
+// Each thread owns up to this many elements of a [64, head_dim] accumulator tile (element e of the tile,
+// row-major, belongs to thread e % kThreads, slot e / kThreads), so they stay in registers.
+constexpr int kAccSlots = kBlockQ * kMaxHeadDim / kThreads;
+static_assert(kBlockQ == kBlockK, "the accumulator slots and the dQ loop bound assume square tiles");
+static_assert(kBlockQ * kMaxHeadDim % kThreads == 0, "accumulator tile must split evenly over the threads");
+
+ZERO_HD int64_t blocks_of(int64_t len, int64_t block) { return (len + block - 1) / block; }
+
+struct BlockCoord {
+  int64_t seq = 0;
+  int64_t head = 0;   // query head (forward, dQ) or kv head (dK/dV)
+  int64_t block = 0;  // query block (forward, dQ) or key block (dK/dV)
+};
+
+// Forward and dQ: one thread block per (sequence, query head, query block) over the longest sequence's
+// query blocks; blocks past a shorter sequence's end exit at once. Heaviest first: the last query
+// blocks (which see the most keys) of every (sequence, head) get the lowest indices, so the long blocks
+// start early and the short ones fill the tail.
+ZERO_HD int64_t row_grid_size(int64_t num_seqs, int64_t heads, int64_t max_seqlen) {
+  return num_seqs * heads * blocks_of(max_seqlen, kBlockQ);
+}
+ZERO_HD BlockCoord row_block(int64_t linear, int64_t num_seqs, int64_t heads, int64_t max_seqlen) {
+  const int64_t rest = linear / heads;
+  return {rest % num_seqs, linear % heads, blocks_of(max_seqlen, kBlockQ) - 1 - rest / num_seqs};
+}
+
+// dK/dV: one thread block per (sequence, kv head, key block). Key block 0 sees every query block (the
+// heaviest), so ascending key blocks is heaviest first. No block waits for another (dQ has its own
+// kernel), so the order is only a load-balancing choice, never a progress condition.
+ZERO_HD int64_t column_grid_size(int64_t num_seqs, int64_t kv_heads, int64_t max_seqlen) {
+  return num_seqs * kv_heads * blocks_of(max_seqlen, kBlockK);
+}
+ZERO_HD BlockCoord column_block(int64_t linear, int64_t num_seqs, int64_t kv_heads) {
+  const int64_t rest = linear / kv_heads;
+  return {rest % num_seqs, linear % kv_heads, rest / num_seqs};
+}
+
+// Rows of block `block` (of `tile` rows) in a sequence of length len: positions [first, first + count);
+// count <= 0: the block lies past the sequence end (the thread block exits).
+struct TileRows {
+  int64_t first = 0;
+  int64_t count = 0;
+};
+ZERO_HD TileRows tile_rows(int64_t block, int64_t tile, int64_t len) {
+  const int64_t first = block * tile, left = len - first;
+  return {first, left < tile ? left : tile};
+}
+
+// Forward / dQ: key blocks k0 = 0, kBlockK, ... while k0 < key_end: up to the one holding the block's
+// last query (every later key block is fully masked).
+ZERO_HD int64_t key_end(const TileRows& queries) { return queries.first + queries.count; }
+// dK/dV: the first query block that sees key k0 (earlier query blocks see none of the key block).
+ZERO_HD int64_t first_query_start(int64_t k0) { return k0 / kBlockQ * kBlockQ; }
+
+// The causal mask (positions within the sequence); also masks the zero-filled keys past the sequence
+// end, which lie past every query.
+ZERO_HD bool masked(int64_t query_pos, int64_t key_pos) { return key_pos > query_pos; }
+
+// K and V tiles are stored [rows, head_dim + 1]: in Q K^T and dO V^T the 32 lanes of a warp read 32
+// consecutive keys at one column, and an odd row stride puts them in 32 different banks.
+ZERO_HD int kv_stride(int head_dim) { return head_dim + 1; }
+
+// Dynamic shared memory of one thread block, offsets in floats (all multiples of 4: 16-byte aligned).
+struct SmemLayout {
+  int q = 0, d_o = 0, k = 0, v = 0, s = 0, ds = 0, row_a = 0, row_b = 0, row_c = 0;
+  int floats = 0;
+  ZERO_HD int bytes() const { return floats * int(sizeof(float)); }
+};
+ZERO_HD int round4(int n) { return (n + 3) / 4 * 4; }
+
+// Forward: Q [64, d], K and V [64, d + 1], S/P [64, 64], per row m, l and the rescale factor alpha.
+ZERO_HD SmemLayout forward_smem(int head_dim) {
+  SmemLayout L;
+  int at = 0;
+  L.q = at, at += round4(kBlockQ * head_dim);
+  L.k = at, at += round4(kBlockK * kv_stride(head_dim));
+  L.v = at, at += round4(kBlockK * kv_stride(head_dim));
+  L.s = at, at += kBlockQ * kBlockK;
+  L.row_a = at, at += kBlockQ;  // m
+  L.row_b = at, at += kBlockQ;  // l
+  L.row_c = at, at += kBlockQ;  // alpha
+  L.floats = at;
+  return L;
+}
+
+// Backward (dK/dV and dQ kernels alike): Q and dO [64, d], K and V [64, d + 1], P and dS [64, 64], per
+// query row lse and D.
+ZERO_HD SmemLayout backward_smem(int head_dim) {
+  SmemLayout L;
+  int at = 0;
+  L.q = at, at += round4(kBlockQ * head_dim);
+  L.d_o = at, at += round4(kBlockQ * head_dim);
+  L.k = at, at += round4(kBlockK * kv_stride(head_dim));
+  L.v = at, at += round4(kBlockK * kv_stride(head_dim));
+  L.s = at, at += kBlockQ * kBlockK;
+  L.ds = at, at += kBlockQ * kBlockK;
+  L.row_a = at, at += kBlockQ;  // lse
+  L.row_b = at, at += kBlockQ;  // D
+  L.floats = at;
+  return L;
+}
+
+}  // namespace zero::model::cuda_attention

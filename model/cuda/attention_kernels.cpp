@@ -1,0 +1,88 @@
+// The host side of the attention kernels: argument checks (a clear zero::ConfigError before anything is
+// launched), the workspace size, and the hand-over to the launchers in attention_kernels.cu.
+#include "model/cuda/attention_kernels.h"
+
+#include <limits>
+
+#include "core/check.h"
+#include "model/cuda/attention_grid.h"
+#include "model/cuda/attention_launch.h"
+
+namespace zero::model::cuda_attention {
+namespace {
+
+constexpr size_t kWorkspaceAlign = 256;
+
+void check_shape(const AttentionShape& s) {
+  ZERO_REQUIRE(s.heads > 0 && s.kv_heads > 0, ConfigError, "attention kernels: heads {} and kv_heads {} must be positive",
+               s.heads, s.kv_heads);
+  ZERO_REQUIRE(s.heads % s.kv_heads == 0, ConfigError,
+               "attention kernels: heads {} is not a multiple of kv_heads {} (grouped-query attention)", s.heads,
+               s.kv_heads);
+  ZERO_REQUIRE(s.head_dim >= kHeadDimMultiple && s.head_dim <= kMaxHeadDim && s.head_dim % kHeadDimMultiple == 0,
+               ConfigError, "attention kernels: head_dim {} unsupported (a multiple of {} from {} to {})", s.head_dim,
+               kHeadDimMultiple, kHeadDimMultiple, kMaxHeadDim);
+}
+
+void check_batch(const VarlenBatch& b) {
+  ZERO_REQUIRE(b.num_seqs >= 0 && b.max_seqlen >= 0 && b.num_tokens >= 0, ConfigError,
+               "attention kernels: num_seqs {}, max_seqlen {}, num_tokens {} must not be negative", b.num_seqs,
+               b.max_seqlen, b.num_tokens);
+  ZERO_REQUIRE(b.num_seqs == 0 || b.cu_seqlens != nullptr, ConfigError,
+               "attention kernels: cu_seqlens is null for {} sequences", b.num_seqs);
+  ZERO_REQUIRE(int64_t(b.max_seqlen) <= b.num_tokens, ConfigError,
+               "attention kernels: max_seqlen {} exceeds num_tokens {}", b.max_seqlen, b.num_tokens);
+}
+
+// True when there is nothing to compute (no sequence or only empty ones).
+bool empty(const VarlenBatch& b) { return b.num_seqs == 0 || b.num_tokens == 0 || b.max_seqlen == 0; }
+
+detail::Geometry geometry(const AttentionShape& s, const VarlenBatch& b, Elem t) {
+  ZERO_REQUIRE(t == Elem::F32 || t == Elem::BF16, ConfigError, "attention kernels: unknown element type {}", int(t));
+  constexpr int64_t kMaxGrid = std::numeric_limits<int32_t>::max();
+  const int64_t blocks = row_grid_size(b.num_seqs, s.heads, b.max_seqlen);
+  ZERO_REQUIRE(blocks <= kMaxGrid && b.num_tokens * s.heads / 256 < kMaxGrid, ConfigError,
+               "attention kernels: {} sequences x {} heads x {} query blocks is too large a grid", b.num_seqs,
+               s.heads, blocks_of(b.max_seqlen, kBlockQ));
+  return {b.cu_seqlens, b.num_seqs, b.max_seqlen, b.num_tokens, s.heads, s.kv_heads, s.head_dim, t == Elem::BF16};
+}
+
+}  // namespace
+
+void forward(const void* q, const void* k, const void* v, Elem t, const AttentionShape& s, const VarlenBatch& b,
+             void* o, float* lse, cudaStream_t stream) {
+  check_shape(s);
+  check_batch(b);
+  const detail::Geometry g = geometry(s, b, t);
+  if (empty(b)) return;
+  ZERO_REQUIRE(q && k && v && o && lse, ConfigError, "attention forward: a null tensor (q {}, k {}, v {}, o {}, lse {})",
+               q != nullptr, k != nullptr, v != nullptr, o != nullptr, lse != nullptr);
+  detail::launch_forward(g, q, k, v, o, lse, stream);
+}
+
+size_t backward_workspace_bytes(const AttentionShape& s, const VarlenBatch& b) {
+  check_shape(s);
+  check_batch(b);
+  const size_t row_dot = size_t(b.num_tokens) * size_t(s.heads) * sizeof(float);  // D, fp32 per (token, head)
+  return (row_dot + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
+}
+
+void backward(const void* q, const void* k, const void* v, const void* o, const void* d_o, const float* lse, Elem t,
+              const AttentionShape& s, const VarlenBatch& b, void* dq, void* dk, void* dv, void* workspace,
+              size_t workspace_bytes, cudaStream_t stream) {
+  const size_t need = backward_workspace_bytes(s, b);
+  const detail::Geometry g = geometry(s, b, t);
+  if (empty(b)) return;
+  ZERO_REQUIRE(q && k && v && o && d_o && lse && dq && dk && dv, ConfigError,
+               "attention backward: a null tensor (q {}, k {}, v {}, o {}, d_o {}, lse {}, dq {}, dk {}, dv {})",
+               q != nullptr, k != nullptr, v != nullptr, o != nullptr, d_o != nullptr, lse != nullptr, dq != nullptr,
+               dk != nullptr, dv != nullptr);
+  ZERO_REQUIRE(workspace != nullptr && workspace_bytes >= need, ConfigError,
+               "attention backward: workspace of {} bytes given, backward_workspace_bytes says {}", workspace_bytes,
+               need);
+  ZERO_REQUIRE(reinterpret_cast<uintptr_t>(workspace) % kWorkspaceAlign == 0, ConfigError,
+               "attention backward: workspace {} is not {}-byte aligned", workspace, kWorkspaceAlign);
+  detail::launch_backward(g, q, k, v, o, d_o, lse, static_cast<float*>(workspace), dq, dk, dv, stream);
+}
+
+}  // namespace zero::model::cuda_attention

@@ -1,0 +1,40 @@
+// FlashAttention-2-style causal GQA attention kernels over variable-length sequences (cu_seqlens), fp32
+// or bf16 storage, fp32 math. They transcribe model/attention_tiled.h (the CPU emulation, which is their
+// specification: the same 64 x 64 tiles, loop order, online softmax and two-level tile sums), so the
+// emulation's comment describes what runs here. Differences, both numerically invisible:
+//   - dQ comes from its own kernel (one thread block per (sequence, head, query block), key blocks
+//     ascending, recomputing S and dP), not from the ordered counter: dQ is summed in the emulation's
+//     order (0 + partial(kb = 0) + partial(kb = 1) + ...) in registers, and no thread block ever waits
+//     for another, so forward progress needs no assumption about the order blocks are scheduled in.
+//   - The backward workspace holds only D = rowsum(dO * O) (fp32, one per (token, head)).
+// Math is plain fp32 FMA loops over shared-memory tiles: correct first; tensor-core MMA (mma.sync /
+// wgmma on bf16 tiles) is the later speed step, at the tile-product loops marked "MMA" in the .cu.
+// Index arithmetic (grid mapping, loop bounds, shared-memory layout): attention_grid.h.
+// Contract: every sequence's length <= max_seqlen and cu_seqlens[num_seqs] == num_tokens; a kernel that
+// finds otherwise prints the sequence and traps (the host cannot read device cu_seqlens without a sync).
+#pragma once
+#include <cuda_runtime_api.h>
+#include <cstddef>
+#include <cstdint>
+#include "model/attention.h"
+namespace zero::model::cuda_attention {
+enum class Elem : int { F32 = 0, BF16 = 1 };  // q, k, v, o, d_o, dq, dk, dv share it; lse is always fp32
+struct VarlenBatch {
+  const int32_t* cu_seqlens = nullptr;  // device, num_seqs + 1 offsets
+  int32_t num_seqs = 0;
+  int32_t max_seqlen = 0;
+  int64_t num_tokens = 0;               // cu_seqlens[num_seqs]
+};
+// o [N, heads*d], lse [N, heads] fp32. Scale 1/sqrt(d).
+// Throws zero::ConfigError for an unsupported shape (heads not a multiple of kv_heads, head_dim not a
+// multiple of 8 in [8, 128]) or batch, before anything is launched.
+void forward(const void* q, const void* k, const void* v, Elem t, const AttentionShape& s, const VarlenBatch& b,
+             void* o, float* lse, cudaStream_t stream);
+// Device scratch the backward needs for this batch (D = rowsum(dO*O), fp32, one per (token, head); the
+// separate dQ kernel needs no fp32 dQ accumulator and no ordering counters), rounded up to 256 bytes.
+size_t backward_workspace_bytes(const AttentionShape& s, const VarlenBatch& b);
+// dq, dk, dv overwritten. workspace: backward_workspace_bytes(s, b) bytes of device memory, 256-byte aligned.
+void backward(const void* q, const void* k, const void* v, const void* o, const void* d_o, const float* lse, Elem t,
+              const AttentionShape& s, const VarlenBatch& b, void* dq, void* dk, void* dv, void* workspace,
+              size_t workspace_bytes, cudaStream_t stream);
+}  // namespace zero::model::cuda_attention

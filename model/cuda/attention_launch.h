@@ -1,0 +1,26 @@
+// The launchers of attention_kernels.cu, called by attention_kernels.cpp once it has checked the
+// arguments (that file owns validation and sizes; this one only launches). Plain types: nvcc compiles
+// the .cu without fmt or the project's check macros.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace zero::model::cuda_attention::detail {
+
+// One launch's geometry, already validated (head_dim a multiple of 8 in [8, 128], heads % kv_heads == 0,
+// num_seqs, max_seqlen, num_tokens > 0, every grid within 2^31 - 1 blocks).
+struct Geometry {
+  const int32_t* cu_seqlens = nullptr;
+  int64_t num_seqs = 0, max_seqlen = 0, num_tokens = 0;
+  int64_t heads = 0, kv_heads = 0, head_dim = 0;
+  bool bf16 = false;
+};
+
+void launch_forward(const Geometry& g, const void* q, const void* k, const void* v, void* o, float* lse,
+                    cudaStream_t stream);
+// row_dot: [num_tokens * heads] fp32 scratch (D).
+void launch_backward(const Geometry& g, const void* q, const void* k, const void* v, const void* o, const void* d_o,
+                     const float* lse, float* row_dot, void* dq, void* dk, void* dv, cudaStream_t stream);
+
+}  // namespace zero::model::cuda_attention::detail

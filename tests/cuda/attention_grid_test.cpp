@@ -1,0 +1,281 @@
+// The host half of the CUDA attention kernels, without a GPU: the grid -> (sequence, head, block)
+// mapping and the loop bounds the kernels take from model/cuda/attention_grid.h, walked here on the host
+// exactly as each kernel walks them and checked against the causal attention pattern from its
+// definition (query i of a sequence sees keys 0..i of the same sequence, each (query, key, head) pair
+// once); the shared-memory layout; the workspace size; and the argument checks (zero::ConfigError
+// before anything touches a device).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/check.h"
+#include "model/cuda/attention_grid.h"
+#include "model/cuda/attention_kernels.h"
+
+namespace zero::model::cuda_attention {
+namespace {
+
+// Ragged lengths with every tile edge, an empty sequence and one longer than 2048 / 64 blocks.
+const std::vector<int64_t> kLengths = {1, 63, 64, 65, 0, 127, 128, 129, 2, 300};
+
+TEST(AttentionGrid, RowGridVisitsEveryQueryBlockOnceHeaviestFirst) {
+  const int64_t seqs = 5, heads = 3, max_len = 130;  // 3 query blocks
+  ASSERT_EQ(row_grid_size(seqs, heads, max_len), 5 * 3 * 3);
+  std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
+  int64_t previous_block = 3;
+  for (int64_t i = 0; i < row_grid_size(seqs, heads, max_len); ++i) {
+    const BlockCoord c = row_block(i, seqs, heads, max_len);
+    ASSERT_TRUE(c.seq >= 0 && c.seq < seqs && c.head >= 0 && c.head < heads && c.block >= 0 && c.block < 3) << i;
+    EXPECT_TRUE(seen.emplace(c.seq, c.head, c.block).second) << "block " << i << " visited twice";
+    EXPECT_LE(c.block, previous_block) << "query blocks must come last block first (the heaviest)";
+    previous_block = c.block;
+  }
+  EXPECT_EQ(seen.size(), size_t(5 * 3 * 3));
+  EXPECT_EQ(row_block(0, seqs, heads, max_len).block, 2);  // the last query block first
+}
+
+TEST(AttentionGrid, ColumnGridVisitsEveryKeyBlockOnceInIncreasingOrder) {
+  const int64_t seqs = 4, kv_heads = 2, max_len = 64 * 3 + 1;  // 4 key blocks
+  ASSERT_EQ(column_grid_size(seqs, kv_heads, max_len), 4 * 2 * 4);
+  std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
+  int64_t previous_block = 0;
+  for (int64_t i = 0; i < column_grid_size(seqs, kv_heads, max_len); ++i) {
+    const BlockCoord c = column_block(i, seqs, kv_heads);
+    ASSERT_TRUE(c.seq >= 0 && c.seq < seqs && c.head >= 0 && c.head < kv_heads && c.block >= 0 && c.block < 4) << i;
+    EXPECT_TRUE(seen.emplace(c.seq, c.head, c.block).second) << "block " << i << " visited twice";
+    EXPECT_GE(c.block, previous_block);
+    previous_block = c.block;
+  }
+  EXPECT_EQ(seen.size(), size_t(4 * 2 * 4));
+}
+
+TEST(AttentionGrid, TileRowsAtTheEdges) {
+  EXPECT_EQ(tile_rows(0, 64, 1).count, 1);
+  EXPECT_EQ(tile_rows(0, 64, 64).count, 64);
+  EXPECT_EQ(tile_rows(1, 64, 64).count, 0);
+  EXPECT_EQ(tile_rows(1, 64, 65).first, 64);
+  EXPECT_EQ(tile_rows(1, 64, 65).count, 1);
+  EXPECT_EQ(tile_rows(2, 64, 129).count, 1);
+  EXPECT_LE(tile_rows(3, 64, 129).count, 0);
+  EXPECT_EQ(blocks_of(129, 64), 3);
+  EXPECT_EQ(blocks_of(0, 64), 0);
+}
+
+struct Batch {
+  std::vector<int64_t> start;
+  std::vector<int64_t> len;
+  int64_t max_len = 0;
+};
+Batch batch_of(const std::vector<int64_t>& lengths, int64_t extra_max = 0) {
+  Batch b;
+  int64_t at = 0;
+  for (int64_t l : lengths) {
+    b.start.push_back(at);
+    b.len.push_back(l);
+    at += l;
+    b.max_len = std::max(b.max_len, l);
+  }
+  b.max_len += extra_max;  // max_seqlen may exceed every length: the extra blocks must exit
+  return b;
+}
+
+// (sequence, head, query position, key position) -> times the pair's score was used.
+using PairCount = std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, int>;
+
+// The causal pattern from its definition.
+PairCount causal_pairs(const Batch& b, int64_t heads) {
+  PairCount want;
+  for (size_t s = 0; s < b.len.size(); ++s)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < b.len[s]; ++i)
+        for (int64_t j = 0; j <= i; ++j) want[{int64_t(s), h, i, j}] = 1;
+  return want;
+}
+
+// The forward and dQ kernels' loops (attention_kernels.cu), element by element: every unmasked score
+// inside the sequence. Also checks each query row is written by exactly one block and key blocks come
+// in increasing order (the order dQ's sum and the online softmax are specified in).
+PairCount walk_row_kernel(const Batch& b, int64_t heads, std::map<std::tuple<int64_t, int64_t, int64_t>, int>& rows) {
+  PairCount got;
+  const int64_t seqs = int64_t(b.len.size());
+  for (int64_t linear = 0; linear < row_grid_size(seqs, heads, b.max_len); ++linear) {
+    const BlockCoord c = row_block(linear, seqs, heads, b.max_len);
+    const int64_t len = b.len[c.seq];
+    const TileRows qr = tile_rows(c.block, kBlockQ, len);
+    if (qr.count <= 0) continue;
+    EXPECT_LE(qr.count, kBlockQ);
+    for (int64_t i = 0; i < qr.count; ++i) ++rows[{c.seq, c.head, qr.first + i}];
+    int64_t last_k0 = -1;
+    for (int64_t k0 = 0; k0 < key_end(qr); k0 += kBlockK) {
+      EXPECT_GT(k0, last_k0);
+      last_k0 = k0;
+      for (int64_t i = 0; i < qr.count; ++i)
+        for (int64_t j = 0; j < kBlockK; ++j)
+          if (!masked(qr.first + i, k0 + j)) {
+            EXPECT_LT(k0 + j, len) << "an unmasked key past the sequence end";
+            ++got[{c.seq, c.head, qr.first + i, k0 + j}];
+          }
+    }
+  }
+  return got;
+}
+
+TEST(AttentionGrid, RowKernelLoopsCoverTheCausalPatternOnce) {
+  for (int64_t extra : {0, 100}) {
+    const Batch b = batch_of(kLengths, extra);
+    const int64_t heads = 3;
+    std::map<std::tuple<int64_t, int64_t, int64_t>, int> rows;
+    const PairCount got = walk_row_kernel(b, heads, rows);
+    EXPECT_EQ(got, causal_pairs(b, heads)) << "max_seqlen + " << extra;
+    int64_t want_rows = 0;
+    for (int64_t l : kLengths) want_rows += l * heads;
+    EXPECT_EQ(int64_t(rows.size()), want_rows);
+    for (const auto& [row, n] : rows) EXPECT_EQ(n, 1);
+  }
+}
+
+// The dK/dV kernel: for each key block, the query heads of its kv head ascending and then the query
+// blocks ascending; each (query, key, query head) pair once, and each key row written by one block.
+TEST(AttentionGrid, ColumnKernelLoopsCoverTheCausalPatternOnce) {
+  const Batch b = batch_of(kLengths, 7);
+  const int64_t heads = 8, kv_heads = 2, r = heads / kv_heads, seqs = int64_t(b.len.size());
+  PairCount got;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, int> key_rows;
+  for (int64_t linear = 0; linear < column_grid_size(seqs, kv_heads, b.max_len); ++linear) {
+    const BlockCoord c = column_block(linear, seqs, kv_heads);
+    const int64_t len = b.len[c.seq];
+    const TileRows kr = tile_rows(c.block, kBlockK, len);
+    if (kr.count <= 0) continue;
+    for (int64_t j = 0; j < kr.count; ++j) ++key_rows[{c.seq, c.head, kr.first + j}];
+    for (int64_t h = c.head * r; h < (c.head + 1) * r; ++h) {
+      for (int64_t q0 = first_query_start(kr.first); q0 < len; q0 += kBlockQ) {
+        const TileRows qr = tile_rows(q0 / kBlockQ, kBlockQ, len);
+        ASSERT_GT(qr.count, 0);
+        for (int64_t i = 0; i < qr.count; ++i)
+          for (int64_t j = 0; j < kBlockK; ++j)
+            if (!masked(q0 + i, kr.first + j)) {
+              EXPECT_LT(kr.first + j, len);
+              ++got[{c.seq, h, q0 + i, kr.first + j}];
+            }
+      }
+    }
+  }
+  EXPECT_EQ(got, causal_pairs(b, heads));
+  int64_t want_keys = 0;
+  for (int64_t l : kLengths) want_keys += l * kv_heads;
+  EXPECT_EQ(int64_t(key_rows.size()), want_keys);
+  for (const auto& [row, n] : key_rows) EXPECT_EQ(n, 1);
+  // The first query block a key block needs: the one holding its first key (square tiles).
+  EXPECT_EQ(first_query_start(0), 0);
+  EXPECT_EQ(first_query_start(128), 128);
+}
+
+TEST(AttentionGrid, MaskIsCausal) {
+  EXPECT_FALSE(masked(5, 5));
+  EXPECT_FALSE(masked(5, 0));
+  EXPECT_TRUE(masked(5, 6));
+}
+
+TEST(AttentionGrid, SharedMemoryLayout) {
+  // Literal sizes at head_dim 128: forward Q 64x128, K and V 64x129, S 64x64, three row vectors;
+  // backward Q and dO 64x128, K and V 64x129, P and dS 64x64, two row vectors.
+  EXPECT_EQ(forward_smem(128).bytes(), 4 * (8192 + 8256 + 8256 + 4096 + 3 * 64));
+  EXPECT_EQ(backward_smem(128).bytes(), 4 * (2 * 8192 + 2 * 8256 + 2 * 4096 + 2 * 64));
+  // Within what an H100 (227 KiB) and an A100 (163 KiB) give one block.
+  EXPECT_LE(backward_smem(kMaxHeadDim).bytes(), 163 * 1024);
+  EXPECT_LE(forward_smem(kMaxHeadDim).bytes(), 163 * 1024);
+  for (int d = kHeadDimMultiple; d <= kMaxHeadDim; d += kHeadDimMultiple) {
+    for (const SmemLayout& L : {forward_smem(d), backward_smem(d)}) {
+      // Regions in order, 16-byte aligned, none overlapping the next.
+      std::vector<std::pair<int, int>> regions = {{L.q, kBlockQ * d}, {L.k, kBlockK * kv_stride(d)},
+                                                  {L.v, kBlockK * kv_stride(d)}, {L.s, kBlockQ * kBlockK}};
+      if (L.d_o) regions.push_back({L.d_o, kBlockQ * d});
+      if (L.ds) regions.push_back({L.ds, kBlockQ * kBlockK});
+      std::sort(regions.begin(), regions.end());
+      for (size_t i = 0; i < regions.size(); ++i) {
+        EXPECT_EQ(regions[i].first % 4, 0) << "d " << d;
+        const int end = regions[i].first + regions[i].second;
+        EXPECT_LE(end, i + 1 < regions.size() ? regions[i + 1].first : L.row_a) << "d " << d;
+      }
+      EXPECT_LE(L.row_b + kBlockQ, L.floats);
+    }
+  }
+  // The accumulator slots cover a [64, 128] tile over 256 threads.
+  EXPECT_EQ(kAccSlots * kThreads, kBlockQ * kMaxHeadDim);
+}
+
+TEST(AttentionKernelsHost, WorkspaceBytes) {
+  const AttentionShape s{32, 8, 128};
+  EXPECT_EQ(backward_workspace_bytes(s, {nullptr, 0, 0, 0}), 0u);
+  int32_t fake = 0;  // never read: sizes need no device
+  EXPECT_EQ(backward_workspace_bytes(s, {&fake, 2, 600, 1000}), 1000u * 32 * 4);  // 128000 = 500 * 256
+  EXPECT_EQ(backward_workspace_bytes({2, 1, 8}, {&fake, 1, 3, 3}), 256u);            // 24 bytes, rounded up
+  EXPECT_EQ(backward_workspace_bytes({2, 1, 8}, {&fake, 1, 65, 65}), 768u);          // 520 -> 768
+}
+
+// Runs f and expects a zero::ConfigError whose message contains `needle`.
+template <class F>
+void expect_config_error(F&& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(AttentionKernelsHost, BadArgumentsFailBeforeAnyLaunch) {
+  int32_t fake_cu = 0;
+  float fake[4] = {};  // never dereferenced: every call below fails its checks first
+  const VarlenBatch b{&fake_cu, 1, 10, 10};
+  auto fwd = [&](AttentionShape s, VarlenBatch batch = {}) {
+    if (batch.num_seqs == 0) batch = b;
+    return [=, &fake] { forward(fake, fake, fake, Elem::F32, s, batch, fake, fake, nullptr); };
+  };
+  expect_config_error(fwd({6, 4, 64}), "not a multiple of kv_heads");
+  expect_config_error(fwd({4, 0, 64}), "must be positive");
+  expect_config_error(fwd({4, 2, 12}), "head_dim 12 unsupported");
+  expect_config_error(fwd({4, 2, 136}), "head_dim 136 unsupported");
+  expect_config_error(fwd({4, 2, 0}), "head_dim 0 unsupported");
+  expect_config_error(fwd({4, 2, 64}, {nullptr, 2, 10, 10}), "cu_seqlens is null");
+  expect_config_error(fwd({4, 2, 64}, {&fake_cu, 1, 11, 10}), "max_seqlen 11 exceeds num_tokens 10");
+  expect_config_error(fwd({4, 2, 64}, {&fake_cu, -1, 10, 10}), "must not be negative");
+  expect_config_error([&] { forward(fake, nullptr, fake, Elem::F32, {4, 2, 64}, b, fake, fake, nullptr); },
+                      "null tensor");
+  expect_config_error([&] { forward(fake, fake, fake, Elem(7), {4, 2, 64}, b, fake, fake, nullptr); },
+                      "unknown element type 7");
+  expect_config_error([&] { backward_workspace_bytes({3, 2, 64}, b); }, "not a multiple of kv_heads");
+
+  const AttentionShape s{4, 2, 64};
+  const size_t need = backward_workspace_bytes(s, b);
+  alignas(256) static char workspace[512];
+  auto bwd = [&](void* ws, size_t bytes) {
+    return [=, &fake] {
+      backward(fake, fake, fake, fake, fake, fake, Elem::BF16, s, b, fake, fake, fake, ws, bytes, nullptr);
+    };
+  };
+  expect_config_error(bwd(workspace, need - 1), "workspace of 255 bytes given");
+  expect_config_error(bwd(nullptr, need), "workspace of 256 bytes given");
+  expect_config_error(bwd(workspace + 4, need), "not 256-byte aligned");
+  expect_config_error([&] {
+    backward(fake, fake, fake, fake, fake, fake, Elem::F32, {4, 2, 100}, b, fake, fake, fake, workspace, need, nullptr);
+  }, "head_dim 100 unsupported");
+}
+
+TEST(AttentionKernelsHost, EmptyBatchLaunchesNothing) {
+  // No sequence (or only empty ones): nothing to compute, so no device is needed and no pointer is read.
+  forward(nullptr, nullptr, nullptr, Elem::F32, {4, 2, 64}, {}, nullptr, nullptr, nullptr);
+  int32_t fake_cu = 0;
+  forward(nullptr, nullptr, nullptr, Elem::BF16, {4, 2, 64}, {&fake_cu, 3, 0, 0}, nullptr, nullptr, nullptr);
+  backward(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, Elem::F32, {4, 2, 64}, {}, nullptr, nullptr, nullptr,
+           nullptr, 0, nullptr);
+}
+
+}  // namespace
+}  // namespace zero::model::cuda_attention

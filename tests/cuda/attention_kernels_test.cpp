@@ -1,0 +1,278 @@
+// The CUDA attention kernels (model/cuda/attention_kernels.h) on a GPU against
+//   - plain causal GQA attention in fp64 written here from the definitions (one query row at a time on
+//     the token-major arrays; shares nothing with the kernels or the emulation): relative L2 error
+//     ||gpu - exact|| / ||exact|| per tensor (o, lse, dq, dk, dv) <= 1e-5 in fp32, <= 1e-2 in bf16 (the
+//     exact attention of the bf16-rounded inputs, so the bound measures the kernels' fp32 math and the
+//     bf16 rounding of their outputs, o included as backward reads it). For scale: the CPU emulation on
+//     these cases measures 1.3-4.5e-7 in fp32 and, with the same bf16 roundings applied on the host,
+//     1.5e-3 (o) to 2.1e-3 (dk) in bf16;
+//   - the CPU emulation of the same tiling (model/attention_tiled.h) in fp32: <= 1e-6 (same sums in the
+//     same order; only exp/log and fused multiply-adds may round differently);
+//   - themselves: two runs bit-identical (no atomics; fixed summation order).
+// Ragged batches with lengths 0 to 2048 (tile edges 63/64/65/127/128/129), GQA ratios 1/2/3/4/8, head_dim
+// 8/16/40/64/128, max_seqlen equal to and above the longest sequence. Every error is printed, so a GPU
+// session can see which tensor of which case is off and by how much. Skips without a device.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/math/bf16.h"
+#include "core/splitmix.h"
+#include "model/attention_tiled.h"
+#include "model/cuda/attention_kernels.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace zero::model {
+namespace {
+
+namespace ca = cuda_attention;
+using testing::DeviceBuffer;
+
+struct Case {
+  std::string name;
+  std::vector<int32_t> lengths;
+  int64_t heads, kv_heads, head_dim;
+  int32_t extra_max_seqlen = 0;  // VarlenBatch.max_seqlen above the longest length
+};
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> all = {
+      {"edges_r1_d8", {1, 63, 64, 65, 0, 127, 128, 129, 2}, 2, 2, 8},
+      {"gqa2_d16", {129, 1, 64, 200}, 4, 2, 16, 37},
+      {"gqa3_d40", {70, 33, 5}, 3, 1, 40},
+      {"gqa4_d64", {65, 127, 300}, 8, 2, 64},
+      {"gqa8_d128", {63, 128, 190, 1}, 8, 1, 128},
+      {"long_2048_d16", {2048, 5}, 2, 1, 16},
+      {"r1_d128_1000", {1000, 64}, 2, 2, 128, 64},
+  };
+  return all;
+}
+
+struct Host {  // token-major, as attention_kernels.h lays them out
+  std::vector<float> q, k, v, d_o;
+};
+struct Outputs {
+  std::vector<float> o, lse, dq, dk, dv;
+};
+
+std::vector<int32_t> cu_seqlens_of(const std::vector<int32_t>& lengths) {
+  std::vector<int32_t> cu{0};
+  for (int32_t l : lengths) cu.push_back(cu.back() + l);
+  return cu;
+}
+
+float round_bf16(float x) { return math::bf16_to_f32(math::f32_to_bf16(x)); }
+
+// q from [-3, 3) (peaked softmax rows, the running max moves), k, v, dO from [-1, 1); rounded to bf16
+// when the kernels store bf16, so the exact reference sees what the kernels see.
+Host random_inputs(const Case& c, int64_t n, bool bf16, uint64_t seed) {
+  uint64_t state = seed;
+  auto draw = [&](int64_t count, float spread) {
+    std::vector<float> x(count);
+    for (float& e : x) {
+      e = spread * (float(splitmix64(state) >> 40) * 0x1p-23f - 1.0f);
+      if (bf16) e = round_bf16(e);
+    }
+    return x;
+  };
+  Host h;
+  h.q = draw(n * c.heads * c.head_dim, 3.0f);
+  h.k = draw(n * c.kv_heads * c.head_dim, 1.0f);
+  h.v = draw(n * c.kv_heads * c.head_dim, 1.0f);
+  h.d_o = draw(n * c.heads * c.head_dim, 1.0f);
+  return h;
+}
+
+// Device storage of one element type, from / to fp32 host vectors.
+struct Typed {
+  bool bf16;
+  size_t elem() const { return bf16 ? 2 : 4; }
+  DeviceBuffer make(size_t count) const { return DeviceBuffer(count * elem()); }
+  void put(const DeviceBuffer& d, const std::vector<float>& x) const {
+    if (!bf16) return testing::upload(d.get(), x.data(), x.size());
+    std::vector<uint16_t> b(x.size());
+    for (size_t i = 0; i < x.size(); ++i) b[i] = math::f32_to_bf16(x[i]);
+    testing::upload(d.get(), b.data(), b.size());
+  }
+  std::vector<float> get(const DeviceBuffer& d, size_t count) const {
+    if (!bf16) return testing::download<float>(d.get(), count);
+    const auto b = testing::download<uint16_t>(d.get(), count);
+    std::vector<float> x(count);
+    for (size_t i = 0; i < count; ++i) x[i] = math::bf16_to_f32(b[i]);
+    return x;
+  }
+};
+
+Outputs run_gpu(const Case& c, const Host& in, bool bf16) {
+  const auto cu = cu_seqlens_of(c.lengths);
+  const int64_t n = cu.back(), d = c.head_dim;
+  const Typed t{bf16};
+  DeviceBuffer cu_d(cu.size() * sizeof(int32_t));
+  cu_d.upload(cu);
+  DeviceBuffer q = t.make(in.q.size()), k = t.make(in.k.size()), v = t.make(in.v.size()), d_o = t.make(in.d_o.size());
+  t.put(q, in.q), t.put(k, in.k), t.put(v, in.v), t.put(d_o, in.d_o);
+  DeviceBuffer o = t.make(n * c.heads * d), lse(n * c.heads * sizeof(float));
+  DeviceBuffer dq = t.make(n * c.heads * d), dk = t.make(n * c.kv_heads * d), dv = t.make(n * c.kv_heads * d);
+  const AttentionShape s{c.heads, c.kv_heads, d};
+  const int32_t max_len = *std::max_element(c.lengths.begin(), c.lengths.end()) + c.extra_max_seqlen;
+  const ca::VarlenBatch b{cu_d.as<int32_t>(), int32_t(c.lengths.size()), max_len, n};
+  const ca::Elem e = bf16 ? ca::Elem::BF16 : ca::Elem::F32;
+  const size_t ws_bytes = ca::backward_workspace_bytes(s, b);
+  DeviceBuffer ws(ws_bytes);
+  // Outputs start as NaN bytes (0xff), so an element a kernel forgets to write shows up.
+  for (const DeviceBuffer* x : {&o, &lse, &dq, &dk, &dv}) CUDA_CHECK(cudaMemset(x->get(), 0xff, x->bytes()));
+
+  ca::forward(q.get(), k.get(), v.get(), e, s, b, o.get(), lse.as<float>(), nullptr);
+  ca::backward(q.get(), k.get(), v.get(), o.get(), d_o.get(), lse.as<float>(), e, s, b, dq.get(), dk.get(), dv.get(),
+               ws.get(), ws_bytes, nullptr);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return {t.get(o, n * c.heads * d), testing::download<float>(lse.get(), n * c.heads), t.get(dq, n * c.heads * d),
+          t.get(dk, n * c.kv_heads * d), t.get(dv, n * c.kv_heads * d)};
+}
+
+// Plain causal GQA attention in fp64 from the definitions, one query row at a time:
+//   s_j = q.k_j / sqrt(d) (j <= i), lse = log sum_j exp(s_j), p_j = exp(s_j - lse), o = sum_j p_j v_j;
+//   dv_j += p_j dO, dp_j = dO.v_j, ds_j = p_j (dp_j - sum_j' p_j' dp_j'), dq = sum_j ds_j k_j / sqrt(d),
+//   dk_j += ds_j q / sqrt(d).
+struct Exact {
+  std::vector<double> o, lse, dq, dk, dv;
+};
+Exact run_exact(const Case& c, const Host& in) {
+  const auto cu = cu_seqlens_of(c.lengths);
+  const int64_t n = cu.back(), d = c.head_dim, hq = c.heads, hkv = c.kv_heads, r = hq / hkv;
+  const double scale = 1.0 / std::sqrt(double(d));
+  Exact e;
+  e.o.assign(n * hq * d, 0.0), e.lse.assign(n * hq, 0.0), e.dq.assign(n * hq * d, 0.0);
+  e.dk.assign(n * hkv * d, 0.0), e.dv.assign(n * hkv * d, 0.0);
+  auto dot = [d](const float* a, const float* b) {
+    double s = 0.0;
+    for (int64_t i = 0; i < d; ++i) s += double(a[i]) * double(b[i]);
+    return s;
+  };
+  std::vector<double> p, dp;
+  for (size_t si = 0; si < c.lengths.size(); ++si) {
+    const int64_t start = cu[si], len = c.lengths[si];
+    for (int64_t h = 0; h < hq; ++h) {
+      const int64_t g = h / r;
+      auto kv = [&](int64_t j) { return ((start + j) * hkv + g) * d; };
+      for (int64_t i = 0; i < len; ++i) {
+        const int64_t qi = ((start + i) * hq + h) * d;
+        p.assign(i + 1, 0.0), dp.assign(i + 1, 0.0);
+        double mx = -INFINITY;
+        for (int64_t j = 0; j <= i; ++j) mx = std::max(mx, p[j] = scale * dot(&in.q[qi], &in.k[kv(j)]));
+        double sum = 0.0;
+        for (int64_t j = 0; j <= i; ++j) sum += std::exp(p[j] - mx);
+        const double lse = mx + std::log(sum);
+        e.lse[(start + i) * hq + h] = lse;
+        double row_dot = 0.0;
+        for (int64_t j = 0; j <= i; ++j) {
+          p[j] = std::exp(p[j] - lse);
+          dp[j] = dot(&in.d_o[qi], &in.v[kv(j)]);
+          row_dot += p[j] * dp[j];
+          for (int64_t x = 0; x < d; ++x) {
+            e.o[qi + x] += p[j] * in.v[kv(j) + x];
+            e.dv[kv(j) + x] += p[j] * in.d_o[qi + x];
+          }
+        }
+        for (int64_t j = 0; j <= i; ++j) {
+          const double ds = p[j] * (dp[j] - row_dot) * scale;
+          for (int64_t x = 0; x < d; ++x) {
+            e.dq[qi + x] += ds * in.k[kv(j) + x];
+            e.dk[kv(j) + x] += ds * in.q[qi + x];
+          }
+        }
+      }
+    }
+  }
+  return e;
+}
+
+template <class A, class B>
+double rel_l2(const std::vector<A>& got, const std::vector<B>& want) {
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double diff = double(got[i]) - double(want[i]);
+    num += diff * diff;
+    den += double(want[i]) * double(want[i]);
+  }
+  if (!std::isfinite(num)) return INFINITY;  // a NaN (an element never written) fails every bound
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+// Per tensor: name, error; prints one line per case so a GPU log shows every number.
+template <class Want>
+void expect_close(const std::string& what, const Outputs& got, const Want& want, double tol) {
+  const std::pair<const char*, double> errs[] = {{"o", rel_l2(got.o, want.o)},    {"lse", rel_l2(got.lse, want.lse)},
+                                                 {"dq", rel_l2(got.dq, want.dq)}, {"dk", rel_l2(got.dk, want.dk)},
+                                                 {"dv", rel_l2(got.dv, want.dv)}};
+  std::printf("  %-40s", what.c_str());
+  for (const auto& [name, err] : errs) std::printf(" %s %.2e", name, err);
+  std::printf("  (bound %.0e)\n", tol);
+  for (const auto& [name, err] : errs) EXPECT_LE(err, tol) << what << ": " << name;
+}
+
+class AttentionKernels : public ::testing::TestWithParam<bool> {  // bf16?
+ protected:
+  void SetUp() override { ZERO_SKIP_WITHOUT_CUDA(); }
+};
+// fp32 only (no parameter: a skipped bf16 instance would make ctest report the whole binary skipped).
+class AttentionKernelsFp32 : public ::testing::Test {
+ protected:
+  void SetUp() override { ZERO_SKIP_WITHOUT_CUDA(); }
+};
+
+TEST_P(AttentionKernels, MatchExactAttention) {
+  const bool bf16 = GetParam();
+  for (const Case& c : cases()) {
+    const int64_t n = cu_seqlens_of(c.lengths).back();
+    const Host in = random_inputs(c, n, bf16, 0xa77e + c.head_dim);
+    const Outputs got = run_gpu(c, in, bf16);
+    expect_close(c.name + (bf16 ? " bf16 vs fp64" : " fp32 vs fp64"), got, run_exact(c, in), bf16 ? 1e-2 : 1e-5);
+  }
+}
+
+// In fp32 the kernels compute what the emulation computes, tile by tile.
+TEST_F(AttentionKernelsFp32, MatchTheCpuEmulation) {
+  for (const Case& c : cases()) {
+    const auto cu = cu_seqlens_of(c.lengths);
+    const int64_t n = cu.back(), d = c.head_dim;
+    const Host in = random_inputs(c, n, false, 0xe3 + c.head_dim);
+    const Outputs got = run_gpu(c, in, false);
+    Outputs emu{std::vector<float>(n * c.heads * d), std::vector<float>(n * c.heads), std::vector<float>(n * c.heads * d),
+                std::vector<float>(n * c.kv_heads * d), std::vector<float>(n * c.kv_heads * d)};
+    const AttentionShape s{c.heads, c.kv_heads, d};
+    attention_tiled_forward(in.q.data(), in.k.data(), in.v.data(), s, cu, emu.o.data(), emu.lse.data());
+    attention_tiled_backward(in.q.data(), in.k.data(), in.v.data(), emu.o.data(), in.d_o.data(), emu.lse.data(), s, cu,
+                             emu.dq.data(), emu.dk.data(), emu.dv.data());
+    expect_close(c.name + " fp32 vs emulation", got, emu, 1e-6);
+  }
+}
+
+TEST_P(AttentionKernels, TwoRunsAreBitIdentical) {
+  const bool bf16 = GetParam();
+  for (const Case& c : {cases()[1], cases()[4]}) {
+    const int64_t n = cu_seqlens_of(c.lengths).back();
+    const Host in = random_inputs(c, n, bf16, 0xd17);
+    const Outputs a = run_gpu(c, in, bf16), b = run_gpu(c, in, bf16);
+    auto same = [](const std::vector<float>& x, const std::vector<float>& y) {
+      return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+    };
+    EXPECT_TRUE(same(a.o, b.o)) << c.name;
+    EXPECT_TRUE(same(a.lse, b.lse)) << c.name;
+    EXPECT_TRUE(same(a.dq, b.dq)) << c.name;
+    EXPECT_TRUE(same(a.dk, b.dk)) << c.name;
+    EXPECT_TRUE(same(a.dv, b.dv)) << c.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Elem, AttentionKernels, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "bf16" : "fp32"; });
+
+}  // namespace
+}  // namespace zero::model
