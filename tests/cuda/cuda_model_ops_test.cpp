@@ -86,12 +86,12 @@ class Backends {
 
   // The first n elements of each side, as fp32.
   std::vector<float> cpu_values(const Dual& d, int64_t n) {
-    std::vector<float> v(size_t(n));
+    std::vector<float> v(static_cast<size_t>(n));
     cpu->to_host(d.cpu, v);
     return v;
   }
   std::vector<float> gpu_values(const Dual& d, int64_t n) {
-    std::vector<float> v(size_t(n));
+    std::vector<float> v(static_cast<size_t>(n));
     gpu->to_host(d.gpu, v);
     return v;
   }
@@ -142,11 +142,11 @@ class Backends {
     for (float& x : d.host) x = round_to(scale * float(double(splitmix64(st) >> 11) * 0x1.0p-52 - 1.0), gpu_type);
     std::memcpy(d.cpu.ref().data, d.host.data(), d.host.size() * sizeof(float));
     if (gpu_type == DType::F32) {
-      testing::upload(d.gpu.ref().data, d.host.data(), d.host.size());
+      zero::testing::upload(d.gpu.ref().data, d.host.data(), d.host.size());
     } else {
       std::vector<uint16_t> bits(d.host.size());
       for (size_t i = 0; i < bits.size(); ++i) bits[i] = math::f32_to_bf16(d.host[i]);
-      testing::upload(d.gpu.ref().data, bits.data(), bits.size());
+      zero::testing::upload(d.gpu.ref().data, bits.data(), bits.size());
     }
     return d;
   }
