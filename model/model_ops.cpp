@@ -34,6 +34,14 @@ void check_same(const TensorRef& a, const TensorRef& b, const char* what) {
              "{}: shapes or dtypes differ ([{}, {}] {} vs [{}, {}] {})", what, a.rows(), a.row_elems(),
              dtype_name(a.dtype), b.rows(), b.row_elems(), dtype_name(b.dtype));
 }
+// Same shape, each fp32 or bf16 (ops whose inputs and outputs may differ in dtype: an fp32 residual
+// normed into a bf16 activation, say).
+void check_shape(const TensorRef& a, const TensorRef& b, const char* what) {
+  ZERO_CHECK((a.dtype == DType::F32 || a.dtype == DType::BF16) && (b.dtype == DType::F32 || b.dtype == DType::BF16) &&
+                 a.rows() == b.rows() && a.row_elems() == b.row_elems(),
+             "{}: shapes differ or a dtype is neither fp32 nor bf16 ([{}, {}] {} vs [{}, {}] {})", what, a.rows(),
+             a.row_elems(), dtype_name(a.dtype), b.rows(), b.row_elems(), dtype_name(b.dtype));
+}
 
 }  // namespace
 
@@ -108,7 +116,7 @@ void ModelOps::linear_weight_grad(const TensorRef& x, const TensorRef& dy, const
 void ModelOps::rmsnorm_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y,
                                const TensorRef& rstd) {
   check_weight(w, x.row_elems(), "rmsnorm_forward");
-  check_same(x, y, "rmsnorm_forward");
+  check_shape(x, y, "rmsnorm_forward");
   check_f32(rstd, x.rows(), "rmsnorm_forward rstd");
   do_rmsnorm_forward(x, w, eps, y, rstd);
 }
@@ -117,8 +125,8 @@ void ModelOps::rmsnorm_backward(const TensorRef& x, const TensorRef& w, const Te
                                 const TensorRef& dx, const TensorRef& dw) {
   check_weight(w, x.row_elems(), "rmsnorm_backward");
   check_weight(dw, x.row_elems(), "rmsnorm_backward dw");
-  check_same(x, dy, "rmsnorm_backward dy");
-  check_same(x, dx, "rmsnorm_backward dx");
+  check_shape(x, dy, "rmsnorm_backward dy");
+  check_shape(x, dx, "rmsnorm_backward dx");
   check_f32(rstd, x.rows(), "rmsnorm_backward rstd");
   do_rmsnorm_backward(x, w, rstd, dy, dx, dw);
 }
@@ -127,7 +135,7 @@ void ModelOps::qk_norm_rope_forward(const TensorRef& x, const TensorRef& w, floa
                                     const TensorRef& rstd) {
   const int64_t d = w.numel(), heads = d > 0 ? x.row_elems() / d : 0;
   check_tokens(x, heads * d, "qk_norm_rope_forward x");
-  check_same(x, y, "qk_norm_rope_forward");
+  check_shape(x, y, "qk_norm_rope_forward");
   check_f32(rstd, x.rows() * heads, "qk_norm_rope_forward rstd");
   do_qk_norm_rope_forward(x, w, eps, y, rstd);
 }
@@ -137,8 +145,8 @@ void ModelOps::qk_norm_rope_backward(const TensorRef& x, const TensorRef& w, con
   const int64_t d = w.numel(), heads = d > 0 ? x.row_elems() / d : 0;
   check_tokens(x, heads * d, "qk_norm_rope_backward x");
   check_weight(dw, d, "qk_norm_rope_backward dw");
-  check_same(x, dy, "qk_norm_rope_backward dy");
-  check_same(x, dx, "qk_norm_rope_backward dx");
+  check_shape(x, dy, "qk_norm_rope_backward dy");
+  check_shape(x, dx, "qk_norm_rope_backward dx");
   check_f32(rstd, x.rows() * heads, "qk_norm_rope_backward rstd");
   do_qk_norm_rope_backward(x, w, rstd, dy, dx, dw);
 }
@@ -220,7 +228,7 @@ void ModelOps::pooled_head_backward(const TensorRef& x, const TensorRef& norm_w,
                                     const TensorRef& d_score) {
   const int64_t H = x.row_elems();
   check_tokens(x, H, "pooled_head_backward x");
-  check_same(x, dx, "pooled_head_backward dx");
+  check_shape(x, dx, "pooled_head_backward dx");
   check_weight(norm_w, H, "pooled_head_backward norm");
   check_weight(score, H, "pooled_head_backward score");
   check_weight(d_norm_w, H, "pooled_head_backward d_norm");

@@ -66,6 +66,12 @@ class ModelOps {
   virtual ~ModelOps() = default;
   virtual const char* name() const = 0;
 
+  // The dtype of the big activations this backend keeps (normed inputs, projections, q/k after RoPE,
+  // attention output, MLP gate/up/product and their gradients): fp32 on the CPU; the CUDA backend's bf16
+  // mode keeps them in bf16 as torch's autocast does. The residual stream and its gradient, rstd, lse and
+  // rewards are fp32 on every backend; ops take each tensor in its own dtype (fp32 or bf16).
+  virtual DType activation_dtype() const { return DType::F32; }
+
   // ---- memory ---------------------------------------------------------------------------------------
   // An uninitialised tensor of the given shape in this backend's memory (every op overwrites its outputs).
   Activation alloc(std::initializer_list<int64_t> shape, DType dtype = DType::F32);

@@ -2,6 +2,7 @@
 #include "model/token_plan.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "core/check.h"
 
@@ -49,6 +50,21 @@ TokenPlan make_token_plan(const data::PairBatch& b, int64_t vocab_size) {
   }
   p.padded_tokens = (p.num_tokens() + kTokenRowMultiple - 1) / kTokenRowMultiple * kTokenRowMultiple;
   return p;
+}
+
+TokensById group_tokens_by_id(const std::vector<int32_t>& tokens) {
+  TokensById g;
+  g.by_id.resize(tokens.size());
+  std::iota(g.by_id.begin(), g.by_id.end(), 0);
+  std::stable_sort(g.by_id.begin(), g.by_id.end(), [&](int32_t a, int32_t b) { return tokens[a] < tokens[b]; });
+  for (size_t j = 0; j < g.by_id.size(); ++j) {
+    if (j == 0 || tokens[g.by_id[j]] != g.ids.back()) {
+      g.ids.push_back(tokens[g.by_id[j]]);
+      g.id_start.push_back(int32_t(j));
+    }
+  }
+  g.id_start.push_back(int32_t(g.by_id.size()));
+  return g;
 }
 
 }  // namespace zero::model

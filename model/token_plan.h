@@ -25,6 +25,15 @@ struct TokenPlan {
   int64_t num_seqs() const { return static_cast<int64_t>(pooled.size()); }
 };
 
+// The plan's tokens grouped by id, for the embedding's deterministic backward (both backends): each used
+// row of the table is the sum of its tokens' gradients in token order, no atomics.
+struct TokensById {
+  std::vector<int32_t> by_id;     // token indices sorted by id, stable
+  std::vector<int32_t> ids;       // the distinct ids, ascending
+  std::vector<int32_t> id_start;  // [ids + 1]: id u's tokens are by_id[id_start[u] .. id_start[u + 1])
+};
+TokensById group_tokens_by_id(const std::vector<int32_t>& tokens);
+
 // Throws InputError when the batch is inconsistent (sizes, a sequence outside its row, cu_seqlens that
 // disagree with the sequence lengths, last_index outside its sequence, a token id outside [0, vocab_size)).
 TokenPlan make_token_plan(const data::PairBatch& batch, int64_t vocab_size);

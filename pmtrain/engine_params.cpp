@@ -7,8 +7,9 @@
 
 namespace zero::pmtrain {
 
-EngineParamAccess::EngineParamAccess(Engine& engine, std::vector<model::GroupSpec> groups)
-    : engine_(engine), groups_(std::move(groups)) {
+EngineParamAccess::EngineParamAccess(Engine& engine, std::vector<model::GroupSpec> groups,
+                                     bool model_reads_backend_memory)
+    : engine_(engine), groups_(std::move(groups)), in_place_(model_reads_backend_memory) {
   ZERO_CHECK(groups_.size() == engine.groups().size(), "{} model groups for {} engine groups", groups_.size(),
              engine.groups().size());
   param_scratch_.resize(groups_.size());
@@ -17,9 +18,10 @@ EngineParamAccess::EngineParamAccess(Engine& engine, std::vector<model::GroupSpe
   grad_pieces_.resize(groups_.size());
 }
 
-// The model's ops read host memory (the CPU backend): the engine's views are handed over as they are
-// when its memory is that, in either dtype; otherwise they are staged through the backend's host copies.
-bool EngineParamAccess::staged() const { return !engine_.ops().host_addressable(); }
+// The model's ops read host memory (the CPU backend) or the engine's own (the CUDA model ops): the engine's
+// views are handed over as they are when the model can read them, in either dtype; otherwise they are staged
+// through the backend's host copies.
+bool EngineParamAccess::staged() const { return !in_place_ && !engine_.ops().host_addressable(); }
 
 std::vector<model::TensorRef> EngineParamAccess::shaped(const GroupView& view, int g, bool copy_in,
                                                         std::vector<std::vector<std::vector<float>>>& scratch) {

@@ -15,7 +15,9 @@ namespace zero::pmtrain {
 class EngineParamAccess final : public model::ParamAccess {
  public:
   // groups: the model's group specs, the ones the engine was built from (engine_groups).
-  EngineParamAccess(Engine& engine, std::vector<model::GroupSpec> groups);
+  // model_reads_backend_memory: the model's ops run on the engine's backend (the CUDA model ops on CudaOps'
+  // device), so views are handed over in place even where the host cannot address them.
+  EngineParamAccess(Engine& engine, std::vector<model::GroupSpec> groups, bool model_reads_backend_memory = false);
   std::vector<model::TensorRef> acquire(int g) override;
   void release(int g) override;
   void begin_backward() override { engine_.begin_backward(); }
@@ -38,6 +40,7 @@ class EngineParamAccess final : public model::ParamAccess {
 
   Engine& engine_;
   std::vector<model::GroupSpec> groups_;
+  bool in_place_ = false;  // model_reads_backend_memory
   // [group][tensor or run], staged only
   std::vector<std::vector<std::vector<float>>> param_scratch_, grad_scratch_;
   std::vector<GroupView> grad_views_;

@@ -12,6 +12,7 @@
 #include "core/process_memory.h"
 #include "data/token_cache.h"
 #include "model/hf_export.h"
+#include "pmtrain/backend_setup.h"
 #include "pmtrain/data_setup.h"
 #include "pmtrain/engine_assembly.h"
 #include "pmtrain/model_setup.h"
@@ -67,7 +68,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
 
   const auto groups = engine_groups(model_->groups());
   plan_ = plan_memory(cfg_, model_cfg_, groups, W, info_.local_world, micro_pairs);
-  ZERO_REQUIRE(cfg_.backend == "cpu", ConfigError,
+  ZERO_REQUIRE(cfg_.backend == "cpu" || cuda_backend_built(), ConfigError,
                "{}: backend cuda: pmtrain's CUDA backend is not available in this build, so this run cannot start "
                "here. Its plan: {}. Use --set backend=cpu to train on the CPU backend if it fits.",
                cfg_.source, plan_.describe());
@@ -113,11 +114,16 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
 
   const EngineConfig ec = engine_config(cfg_, batch_.accum, total_steps_);
 
-  ops_ = make_cpu_ops();
-  alloc_ = std::make_unique<TrackingAllocator>(make_host_allocator());
-  engine_ = std::make_unique<Engine>(ec, groups, comm_, *ops_, *alloc_);
+  Backend backend = make_backend(cfg_, comm_);
+  ops_ = std::move(backend.ops);
+  alloc_ = std::move(backend.alloc);
+  engine_comm_ = std::move(backend.engine_comm);
+  if (backend.model_ops)  // the same model on the backend's ops (same groups)
+    model_ = std::make_unique<model::Qwen3RewardModel>(model_cfg_, reward_model_options(cfg_.model),
+                                                       std::move(backend.model_ops));
+  engine_ = std::make_unique<Engine>(ec, groups, engine_comm_ ? *engine_comm_ : comm_, *ops_, *alloc_);
   const std::string init = init_model_parameters(*engine_, cfg_.model, model_cfg_, model_->groups());
-  access_ = std::make_unique<EngineParamAccess>(*engine_, model_->groups());
+  access_ = std::make_unique<EngineParamAccess>(*engine_, model_->groups(), backend.model_reads_backend_memory);
 
   if (info_.rank == 0 && !training) {
     const int64_t n = cfg_.run.eval_pairs > 0 ? std::min(cfg_.run.eval_pairs, test_.num_pairs()) : test_.num_pairs();
@@ -143,6 +149,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
       printf("pmtrain: batch global %lld = micro %lld x accum %lld x world %d; %lld steps (%lld per epoch)\n",
              (long long)batch_.global, (long long)batch_.micro, (long long)batch_.accum, W, (long long)total_steps_,
              (long long)sampler_->steps_per_epoch());
+    printf("pmtrain: backend %s\n", backend.description.c_str());
     printf("pmtrain: memory plan %s\n", plan_.describe().c_str());
     printf("--- resolved config (saved to %s/config.resolved.yaml) ---\n%s---\n", cfg_.run.dir.c_str(),
            to_yaml(cfg_).c_str());
@@ -160,7 +167,17 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
                                           start_step_);
 }
 
-Trainer::~Trainer() = default;
+// The engine and the model's ops run on the backend's stream and communicator: end them first.
+Trainer::~Trainer() {
+  ckpt_.reset();
+  metrics_.reset();
+  access_.reset();
+  engine_.reset();
+  model_.reset();
+  engine_comm_.reset();
+  alloc_.reset();
+  ops_.reset();
+}
 
 void Trainer::resume_if_asked() {
   if (cfg_.run.resume.empty()) {
@@ -250,6 +267,17 @@ PairStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result, doub
 }
 
 int Trainer::train() {
+  try {
+    return train_loop();
+  } catch (const std::exception& e) {
+    if (!is_out_of_memory(e)) throw;
+    throw Error(fmt::format("{}: out of memory during training ({}). Memory plan: {}. Lower batch.micro (or "
+                            "batch.micro_tokens), raise zero.stage, or set model.activation_checkpointing: true",
+                            cfg_.source, e.what(), plan_.describe()));
+  }
+}
+
+int Trainer::train_loop() {
   const bool r0 = info_.rank == 0;
   PairStats epoch_stats;
   int64_t epoch = -1;

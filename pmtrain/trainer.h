@@ -28,7 +28,7 @@ class Trainer {
   ~Trainer();
   // Trains run.steps (or run.epochs) optimizer steps; evaluates every run.eval_every and at the end.
   // Returns the process exit code: 0, or kExitStopped after a signal (checkpoint saved).
-  int train();
+  int train();  // an out-of-memory during the run is reported with the memory plan and what to change
   // Loss, accuracy, mean chosen/rejected reward and margin on the test split (collective).
   PairStats evaluate();
   // Replaces the parameters with a checkpoint's, as --resume does (collective; any saved world size and stage).
@@ -38,6 +38,7 @@ class Trainer {
 
  private:
   data::PairDataset load_dataset(const std::vector<std::string>& files, const char* split);
+  int train_loop();
   PairStats run_train_step(data::StepPlan& plan, StepResult& result, double& pair_id_sum, bool& stop);
   void resume_if_asked();
   void save_checkpoint(int64_t step);
@@ -55,6 +56,7 @@ class Trainer {
   std::unique_ptr<model::Qwen3RewardModel> model_;
   std::unique_ptr<DeviceOps> ops_;
   std::unique_ptr<TrackingAllocator> alloc_;
+  std::unique_ptr<Communicator> engine_comm_;  // the CUDA backend's NCCL communicator (null: comm_)
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<EngineParamAccess> access_;
   std::unique_ptr<MetricsLog> metrics_;

@@ -82,19 +82,7 @@ class CpuModelOps final : public ModelOps {
 
   void do_begin_batch(const TokenPlan& plan, const RopeSpec& rope) override {
     rope_ = make_rope_table(plan.positions, rope.head_dim, rope.theta);
-    // The tokens grouped by id, for the embedding's backward: ids ascending, each id's tokens in order.
-    by_id_.resize(plan.tokens.size());
-    std::iota(by_id_.begin(), by_id_.end(), 0);
-    std::stable_sort(by_id_.begin(), by_id_.end(), [&](int32_t a, int32_t b) { return plan.tokens[a] < plan.tokens[b]; });
-    ids_.clear();
-    id_start_.clear();
-    for (size_t j = 0; j < by_id_.size(); ++j) {
-      if (j == 0 || plan.tokens[by_id_[j]] != ids_.back()) {
-        ids_.push_back(plan.tokens[by_id_[j]]);
-        id_start_.push_back(int64_t(j));
-      }
-    }
-    id_start_.push_back(int64_t(by_id_.size()));
+    by_id_ = group_tokens_by_id(plan.tokens);
   }
 
   void do_linear_forward(const TensorRef& x, const TensorRef& w, const TensorRef& y) override {
@@ -229,14 +217,15 @@ class CpuModelOps final : public ModelOps {
       else
         std::fill_n(static_cast<bf16*>(run.data), run.count, bf16(0.0f));
       // The used ids whose row meets the run, ascending; each sums its tokens' gradients in token order.
-      auto id = std::lower_bound(ids_.begin(), ids_.end(), run.begin,
+      const std::vector<int32_t>& ids = by_id_.ids;
+      auto id = std::lower_bound(ids.begin(), ids.end(), run.begin,
                                  [H](int32_t i, int64_t pos) { return int64_t(i) * H + H <= pos; });
-      for (; id != ids_.end() && int64_t(*id) * H < end; ++id) {
+      for (; id != ids.end() && int64_t(*id) * H < end; ++id) {
         const int64_t row = int64_t(*id) * H, a = std::max(run.begin, row), b = std::min(end, row + H);
         acc.assign(size_t(b - a), 0.0f);
-        const size_t u = size_t(id - ids_.begin());
-        for (int64_t j = id_start_[u]; j < id_start_[u + 1]; ++j) {
-          const float* src = dx + int64_t(by_id_[j]) * H + (a - row);
+        const size_t u = size_t(id - ids.begin());
+        for (int64_t j = by_id_.id_start[u]; j < by_id_.id_start[u + 1]; ++j) {
+          const float* src = dx + int64_t(by_id_.by_id[j]) * H + (a - row);
           for (size_t i = 0; i < acc.size(); ++i) acc[i] += src[i];
         }
         if (dtable.dtype == DType::F32) {
@@ -309,9 +298,7 @@ class CpuModelOps final : public ModelOps {
 
   bool tiled_;  // model.attention: flash
   RopeTable rope_;
-  std::vector<int32_t> by_id_;     // token indices sorted by id, stable
-  std::vector<int32_t> ids_;       // the distinct ids, ascending
-  std::vector<int64_t> id_start_;  // [ids + 1]: id u's tokens are by_id_[id_start_[u] .. id_start_[u + 1])
+  TokensById by_id_;  // the batch's tokens grouped by id (embedding backward)
 };
 
 }  // namespace

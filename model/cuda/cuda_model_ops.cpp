@@ -1,0 +1,344 @@
+// CudaModelOps: the ModelOps hooks as cuBLASLt GEMMs and the kernels of model_kernels.cu on one stream.
+#include "model/cuda/cuda_model_ops.h"
+
+#include <cublasLt.h>
+
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "core/check.h"
+#include "core/math/bf16.h"
+#include "cuda/check.h"
+#include "model/cpu/rope.h"
+#include "model/cuda/attention_kernels.h"
+#include "model/cuda/batch_upload.h"
+#include "model/cuda/lt_gemm.h"
+#include "model/cuda/model_kernels.h"
+
+namespace zero::model {
+
+namespace {
+
+namespace K = cuda_kernels;
+using cuda_gemm::GemmKey;
+using cuda_gemm::GemmShape;
+
+K::Elem elem(DType t) {
+  ZERO_CHECK(t == DType::F32 || t == DType::BF16, "the CUDA model ops take fp32 or bf16 tensors, got {}", dtype_name(t));
+  return t == DType::F32 ? K::Elem::F32 : K::Elem::BF16;
+}
+size_t bytes_of(DType t, int64_t n) { return size_t(n) * dtype_size(t); }
+
+// The norm kernels keep a row in shared memory: (kThreads + dim) floats within the default 48 KiB.
+void check_norm_dim(int64_t dim, const char* what) {
+  ZERO_CHECK(dim > 0 && (K::kThreads + dim) * int64_t(sizeof(float)) <= 48 * 1024,
+             "{}: a row of {} elements is outside what the norm kernels hold in shared memory (1 to {})", what, dim,
+             48 * 1024 / 4 - K::kThreads);
+}
+
+class CudaModelOpsImpl final : public CudaModelOps {
+ public:
+  explicit CudaModelOpsImpl(const CudaModelOptions& o) : stream_(o.stream), act_(o.activation_dtype), gemm_(o.stream) {
+    ZERO_REQUIRE(act_ == DType::F32 || act_ == DType::BF16, ConfigError,
+                 "CUDA model ops: activations are fp32 or bf16, not {}", dtype_name(act_));
+    ZERO_REQUIRE(o.attention != AttentionKind::Reference, ConfigError,
+                 "model.attention: reference is the CPU backend's attention; the CUDA backend runs flash (or auto)");
+    CUDA_CHECK(cudaEventCreateWithFlags(&uploaded_, cudaEventDisableTiming));
+    CUDA_CHECK(cudaMalloc(&d_sums_, sizeof(K::PairLossSums)));
+    CUDA_CHECK(cudaMallocHost(&h_sums_, sizeof(K::PairLossSums)));
+  }
+  ~CudaModelOpsImpl() override {
+    CUDA_WARN(cudaStreamSynchronize(stream_));
+    if (uploaded_) CUDA_WARN(cudaEventDestroy(uploaded_));
+    if (d_batch_) CUDA_WARN(cudaFree(d_batch_));
+    if (h_batch_) CUDA_WARN(cudaFreeHost(h_batch_));
+    if (d_mask_) CUDA_WARN(cudaFree(d_mask_));
+    if (d_sums_) CUDA_WARN(cudaFree(d_sums_));
+    if (h_sums_) CUDA_WARN(cudaFreeHost(h_sums_));
+  }
+
+  const char* name() const override { return "cuda"; }
+  DType activation_dtype() const override { return act_; }
+  int64_t token_rows(const TokenPlan& plan) const override { return plan.padded_tokens; }
+  cudaStream_t stream() const override { return stream_; }
+  const cuda_pool::PoolStats& pool_stats() const override { return pool_.stats(); }
+  size_t gemm_plans() const override { return gemm_.cached_plans(); }
+
+ protected:
+  void* do_alloc(size_t bytes) override { return pool_.alloc(bytes); }
+  void do_free(void* p) override { pool_.free(p); }
+
+  void do_to_host(const TensorRef& src, std::span<float> dst) override {
+    if (dst.empty()) return;
+    if (src.dtype == DType::F32) {
+      CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data, dst.size_bytes(), cudaMemcpyDeviceToHost, stream_));
+      CUDA_CHECK(cudaStreamSynchronize(stream_));
+      return;
+    }
+    ZERO_CHECK(src.dtype == DType::BF16, "to_host: {} tensor", dtype_name(src.dtype));
+    std::vector<uint16_t> bits(dst.size());
+    CUDA_CHECK(cudaMemcpyAsync(bits.data(), src.data, bits.size() * 2, cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    for (size_t i = 0; i < dst.size(); ++i) dst[i] = math::bf16_to_f32(bits[i]);
+  }
+
+  void do_begin_batch(const TokenPlan& plan, const RopeSpec& rope) override {
+    ZERO_CHECK(rope.head_dim > 0 && rope.head_dim % 2 == 0, "RoPE head_dim {} must be even and positive", rope.head_dim);
+    const TokensById g = group_tokens_by_id(plan.tokens);
+    // The CPU backend's tables (same angles, same bits), laid out [token, head_dim / 2].
+    const cpu::RopeTable rt = cpu::make_rope_table(plan.positions, rope.head_dim, rope.theta);
+    const int64_t N = plan.num_tokens(), S = plan.num_seqs(), U = int64_t(g.ids.size());
+    layout_ = cuda_batch::batch_layout(N, S, U, rope.head_dim);
+    rope_head_dim_ = rope.head_dim;
+    num_ids_ = U;
+    // The previous batch's upload must have left the pinned buffer before it is rewritten.
+    CUDA_CHECK(cudaEventSynchronize(uploaded_));
+    if (layout_.total > batch_capacity_) {
+      if (d_batch_) CUDA_CHECK(cudaFree(d_batch_));  // synchronises: no kernel reads the old plan any more
+      if (h_batch_) CUDA_CHECK(cudaFreeHost(h_batch_));
+      d_batch_ = nullptr, h_batch_ = nullptr, batch_capacity_ = 0;
+      CUDA_CHECK(cudaMalloc(&d_batch_, layout_.total));
+      CUDA_CHECK(cudaMallocHost(&h_batch_, layout_.total));
+      batch_capacity_ = layout_.total;
+    }
+    auto put = [&](size_t offset, const void* src, size_t bytes) {
+      if (bytes) std::memcpy(h_batch_ + offset, src, bytes);
+    };
+    put(layout_.tokens, plan.tokens.data(), 4 * size_t(N));
+    put(layout_.cu_seqlens, plan.cu_seqlens.data(), 4 * size_t(S + 1));
+    put(layout_.pooled, plan.pooled.data(), 4 * size_t(S));
+    put(layout_.by_id, g.by_id.data(), 4 * size_t(N));
+    put(layout_.ids, g.ids.data(), 4 * size_t(U));
+    put(layout_.id_start, g.id_start.data(), 4 * size_t(U + 1));
+    put(layout_.cos, rt.cos.data(), 4 * size_t(rt.cos.size()));
+    put(layout_.sin, rt.sin.data(), 4 * size_t(rt.sin.size()));
+    if (layout_.total)
+      CUDA_CHECK(cudaMemcpyAsync(d_batch_, h_batch_, layout_.total, cudaMemcpyHostToDevice, stream_));
+    CUDA_CHECK(cudaEventRecord(uploaded_, stream_));
+  }
+
+  // ---- GEMMs ------------------------------------------------------------------------------------------
+  void do_linear_forward(const TensorRef& x, const TensorRef& w, const TensorRef& y) override {
+    const int64_t N = plan().num_tokens();
+    if (N == 0) return;
+    gemm(cuda_gemm::linear_forward_shape(N, w.dim(1), w.dim(0)), w, x, y, false);
+  }
+  void do_linear_input_grad(const TensorRef& dy, const TensorRef& w, const TensorRef& dx, bool accumulate) override {
+    const int64_t N = plan().num_tokens();
+    if (N == 0) return;
+    gemm(cuda_gemm::linear_input_grad_shape(N, w.dim(1), w.dim(0)), w, dy, dx, accumulate);
+  }
+  void do_linear_weight_grad(const TensorRef& x, const TensorRef& dy, const TensorRef& dw) override {
+    const int64_t N = plan().num_tokens();
+    if (N == 0) {  // no tokens: the gradient is zero (it is overwritten either way)
+      CUDA_CHECK(cudaMemsetAsync(dw.data, 0, bytes_of(dw.dtype, dw.numel()), stream_));
+      return;
+    }
+    gemm(cuda_gemm::linear_weight_grad_shape(N, dw.dim(1), dw.dim(0)), x, dy, dw, false);
+  }
+
+  // ---- norms ------------------------------------------------------------------------------------------
+  void do_rmsnorm_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y,
+                          const TensorRef& rstd) override {
+    const int64_t dim = x.row_elems();
+    check_norm_dim(dim, "rmsnorm_forward");
+    K::norm_forward(x.data, elem(x.dtype), w.data, elem(w.dtype), plan().num_tokens(), dim, eps, y.data,
+                    elem(y.dtype), rstd.as<float>(), nullptr, nullptr, 1, stream_);
+  }
+  void do_rmsnorm_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
+                           const TensorRef& dx, const TensorRef& dw) override {
+    const int64_t dim = x.row_elems(), rows = plan().num_tokens();
+    check_norm_dim(dim, "rmsnorm_backward");
+    Scratch partials(pool_, sizeof(float) * size_t(K::norm_partial_blocks(rows) * dim));
+    K::norm_backward(x.data, elem(x.dtype), w.data, elem(w.dtype), rstd.as<const float>(), dy.data, elem(dy.dtype),
+                     rows, dim, dx.data, elem(dx.dtype), partials.as<float>(), dw.data, elem(dw.dtype), nullptr,
+                     nullptr, 1, stream_);
+  }
+  void do_qk_norm_rope_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y,
+                               const TensorRef& rstd) override {
+    const int64_t d = w.numel(), heads = x.row_elems() / d;
+    check_rope(d, "qk_norm_rope_forward");
+    K::norm_forward(x.data, elem(x.dtype), w.data, elem(w.dtype), plan().num_tokens() * heads, d, eps, y.data,
+                    elem(y.dtype), rstd.as<float>(), batch<float>(layout_.cos), batch<float>(layout_.sin), heads,
+                    stream_);
+  }
+  void do_qk_norm_rope_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
+                                const TensorRef& dx, const TensorRef& dw) override {
+    const int64_t d = w.numel(), heads = x.row_elems() / d, rows = plan().num_tokens() * heads;
+    check_rope(d, "qk_norm_rope_backward");
+    Scratch partials(pool_, sizeof(float) * size_t(K::norm_partial_blocks(rows) * d));
+    K::norm_backward(x.data, elem(x.dtype), w.data, elem(w.dtype), rstd.as<const float>(), dy.data, elem(dy.dtype),
+                     rows, d, dx.data, elem(dx.dtype), partials.as<float>(), dw.data, elem(dw.dtype),
+                     batch<float>(layout_.cos), batch<float>(layout_.sin), heads, stream_);
+  }
+
+  // ---- attention (the FlashAttention-2 kernels) --------------------------------------------------------
+  void do_attention_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const AttentionShape& s,
+                            const TensorRef& o, const TensorRef& lse) override {
+    const cuda_attention::Elem t = attention_elem({&q, &k, &v, &o});
+    cuda_attention::forward(q.data, k.data, v.data, t, s, varlen(), o.data, lse.as<float>(), stream_);
+  }
+  void do_attention_backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+                             const TensorRef& d_o, const TensorRef& lse, const AttentionShape& s, const TensorRef& dq,
+                             const TensorRef& dk, const TensorRef& dv) override {
+    const cuda_attention::Elem t = attention_elem({&q, &k, &v, &o, &d_o, &dq, &dk, &dv});
+    const cuda_attention::VarlenBatch b = varlen();
+    const size_t ws = cuda_attention::backward_workspace_bytes(s, b);
+    Scratch workspace(pool_, ws);
+    cuda_attention::backward(q.data, k.data, v.data, o.data, d_o.data, lse.as<const float>(), t, s, b, dq.data,
+                             dk.data, dv.data, workspace.get(), ws, stream_);
+  }
+
+  // ---- element-wise -----------------------------------------------------------------------------------
+  void do_swiglu_forward(const TensorRef& g, const TensorRef& u, const TensorRef& m) override {
+    K::swiglu_forward(g.data, u.data, m.data, elem(g.dtype), plan().num_tokens() * g.row_elems(), stream_);
+  }
+  void do_swiglu_backward(const TensorRef& g, const TensorRef& u, const TensorRef& dm, const TensorRef& dg,
+                          const TensorRef& du) override {
+    K::swiglu_backward(g.data, u.data, dm.data, dg.data, du.data, elem(g.dtype), plan().num_tokens() * g.row_elems(),
+                       stream_);
+  }
+  void do_add(const TensorRef& a, const TensorRef& b, const TensorRef& out) override {
+    K::add(a.data, b.data, out.data, elem(a.dtype), plan().num_tokens() * a.row_elems(), stream_);
+  }
+
+  // ---- embedding --------------------------------------------------------------------------------------
+  void do_embedding_forward(const Piece& table, const TensorRef& x) override {
+    for (const FlatRun& run : table.runs)
+      K::embedding_forward(run.data, elem(table.dtype), run.begin, run.count, batch<int32_t>(layout_.tokens),
+                           plan().num_tokens(), x.row_elems(), x.data, elem(x.dtype), stream_);
+  }
+  void do_embedding_backward(const TensorRef& dx, const Piece& dtable) override {
+    for (const FlatRun& run : dtable.runs)
+      K::embedding_backward(dx.data, elem(dx.dtype), dx.row_elems(), batch<int32_t>(layout_.by_id),
+                            batch<int32_t>(layout_.ids), batch<int32_t>(layout_.id_start), num_ids_, run.data,
+                            elem(dtable.dtype), run.begin, run.count, stream_);
+  }
+
+  // ---- the head and the loss --------------------------------------------------------------------------
+  void do_pooled_head_forward(const TensorRef& x, const TensorRef& norm_w, const TensorRef& score, float eps,
+                              const TensorRef& rewards) override {
+    check_norm_dim(x.row_elems(), "pooled_head_forward");
+    K::pooled_head_forward(x.data, elem(x.dtype), x.row_elems(), batch<int32_t>(layout_.pooled), plan().num_seqs(),
+                           norm_w.data, elem(norm_w.dtype), score.data, elem(score.dtype), eps, rewards.as<float>(),
+                           stream_);
+  }
+  void do_pooled_head_backward(const TensorRef& x, const TensorRef& norm_w, const TensorRef& score, float eps,
+                               const TensorRef& drewards, const TensorRef& dx, const TensorRef& d_norm_w,
+                               const TensorRef& d_score) override {
+    const int64_t H = x.row_elems(), S = plan().num_seqs();
+    Scratch partials(pool_, sizeof(float) * size_t(2 * S * H));
+    K::pooled_head_backward(x.data, elem(x.dtype), H, batch<int32_t>(layout_.pooled), S, norm_w.data,
+                            elem(norm_w.dtype), score.data, elem(score.dtype), eps, drewards.as<const float>(),
+                            dx.data, elem(dx.dtype), dx.rows(), partials.as<float>(), d_norm_w.data,
+                            elem(d_norm_w.dtype), d_score.data, elem(d_score.dtype), stream_);
+  }
+
+  PairStats do_pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask,
+                         const TensorRef& drewards) override {
+    const int64_t P = int64_t(pair_mask.size());
+    if (size_t(P) > mask_capacity_) {
+      if (d_mask_) CUDA_CHECK(cudaFree(d_mask_));
+      d_mask_ = nullptr;
+      CUDA_CHECK(cudaMalloc(&d_mask_, size_t(P)));
+      mask_capacity_ = size_t(P);
+    }
+    if (P) CUDA_CHECK(cudaMemcpyAsync(d_mask_, pair_mask.data(), size_t(P), cudaMemcpyHostToDevice, stream_));
+    K::pair_loss(rewards.as<const float>(), d_mask_, P, drewards.empty() ? nullptr : drewards.as<float>(), d_sums_,
+                 stream_);
+    CUDA_CHECK(cudaMemcpyAsync(h_sums_, d_sums_, sizeof(K::PairLossSums), cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));  // once per micro-batch: the metrics are needed on the host
+    PairStats s;
+    s.loss_sum = h_sums_->loss_sum;
+    s.real_pairs = h_sums_->real_pairs;
+    s.correct_pairs = h_sums_->correct_pairs;
+    s.chosen_reward_sum = h_sums_->chosen_sum;
+    s.rejected_reward_sum = h_sums_->rejected_sum;
+    return s;
+  }
+
+ private:
+  // Device scratch from the pool for the length of one op (the stream orders its reuse).
+  class Scratch {
+   public:
+    Scratch(cuda_pool::ActivationPool& pool, size_t bytes) : pool_(pool), p_(pool.alloc(bytes)) {}
+    ~Scratch() { pool_.free(p_); }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    void* get() const { return p_; }
+    template <class T> T* as() const { return static_cast<T*>(p_); }
+
+   private:
+    cuda_pool::ActivationPool& pool_;
+    void* p_;
+  };
+
+  template <class T> T* batch(size_t offset) const { return reinterpret_cast<T*>(d_batch_ + offset); }
+
+  void check_rope(int64_t d, const char* what) const {
+    ZERO_CHECK(d == rope_head_dim_, "{}: norm weight of {} elements, but the batch's RoPE tables are for head_dim {}",
+               what, d, rope_head_dim_);
+    check_norm_dim(d, what);
+  }
+
+  cuda_attention::VarlenBatch varlen() const {
+    const TokenPlan& p = plan();
+    return {batch<int32_t>(layout_.cu_seqlens), int32_t(p.num_seqs()), p.max_seqlen, p.num_tokens()};
+  }
+  static cuda_attention::Elem attention_elem(std::initializer_list<const TensorRef*> ts) {
+    const DType t = (*ts.begin())->dtype;
+    for (const TensorRef* x : ts)
+      ZERO_CHECK(x->dtype == t, "attention: q, k, v, o and their gradients share one dtype ({} and {})", dtype_name(t),
+                 dtype_name(x->dtype));
+    return elem(t) == K::Elem::F32 ? cuda_attention::Elem::F32 : cuda_attention::Elem::BF16;
+  }
+
+  // D (dest) = op(A) op(B) (+ D when accumulating). Operands not in the mode's GEMM input type are converted
+  // into scratch first; a destination cuBLASLt cannot write from these inputs goes through fp32 scratch.
+  void gemm(const GemmShape& shape, const TensorRef& a, const TensorRef& b, const TensorRef& dest, bool accumulate) {
+    const DType in = act_;
+    auto operand = [&](const TensorRef& t, std::optional<Scratch>& s) -> const void* {
+      if (t.dtype == in) return t.data;
+      s.emplace(pool_, bytes_of(in, t.numel()));
+      K::convert(s->get(), elem(in), t.data, elem(t.dtype), t.numel(), stream_);
+      return s->get();
+    };
+    std::optional<Scratch> sa, sb, sd;
+    const void* pa = operand(a, sa);
+    const void* pb = operand(b, sb);
+    const GemmKey key{shape, in, cuda_gemm::gemm_output_type(in, dest.dtype)};
+    const float beta = accumulate ? 1.0f : 0.0f;
+    if (key.out == dest.dtype) {
+      gemm_.run(key, pa, pb, dest.data, beta);
+      return;
+    }
+    sd.emplace(pool_, bytes_of(key.out, dest.numel()));
+    if (accumulate) K::convert(sd->get(), elem(key.out), dest.data, elem(dest.dtype), dest.numel(), stream_);
+    gemm_.run(key, pa, pb, sd->get(), beta);
+    K::convert(dest.data, elem(dest.dtype), sd->get(), elem(key.out), dest.numel(), stream_);
+  }
+
+  cudaStream_t stream_;
+  DType act_;
+  cuda_pool::ActivationPool pool_;  // before gemm_ and the buffers: destroyed last
+  cuda_gemm::LtGemm gemm_;
+  cuda_batch::BatchLayout layout_;
+  int64_t rope_head_dim_ = 0, num_ids_ = 0;
+  char* d_batch_ = nullptr;  // the plan on the device (layout_)
+  char* h_batch_ = nullptr;  // its pinned staging copy
+  size_t batch_capacity_ = 0;
+  cudaEvent_t uploaded_ = nullptr;  // recorded after the upload of h_batch_
+  uint8_t* d_mask_ = nullptr;
+  size_t mask_capacity_ = 0;
+  K::PairLossSums* d_sums_ = nullptr;
+  K::PairLossSums* h_sums_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<CudaModelOps> make_cuda_model_ops(const CudaModelOptions& options) {
+  return std::make_unique<CudaModelOpsImpl>(options);
+}
+
+}  // namespace zero::model

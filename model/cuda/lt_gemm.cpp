@@ -1,0 +1,105 @@
+// LtGemm: cuBLASLt plans per shape, cached; see lt_gemm.h.
+#include "model/cuda/lt_gemm.h"
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+
+#include <unordered_map>
+
+#include "core/check.h"
+#include "cuda/check.h"
+
+namespace zero::model::cuda_gemm {
+
+namespace {
+cudaDataType_t cuda_type(DType t) {
+  ZERO_CHECK(t == DType::F32 || t == DType::BF16, "gemm: {} operands are not supported", dtype_name(t));
+  return t == DType::F32 ? CUDA_R_32F : CUDA_R_16BF;
+}
+
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+};
+}  // namespace
+
+struct LtGemm::Impl {
+  cudaStream_t stream = nullptr;
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  std::unordered_map<GemmKey, Plan, GemmKeyHash> plans;
+
+  ~Impl() {
+    for (auto& [key, p] : plans) {
+      cublasLtMatrixLayoutDestroy(p.a);
+      cublasLtMatrixLayoutDestroy(p.b);
+      cublasLtMatrixLayoutDestroy(p.d);
+      cublasLtMatmulDescDestroy(p.desc);
+    }
+    if (workspace) CUDA_WARN(cudaFree(workspace));
+    if (handle) cublasLtDestroy(handle);
+  }
+
+  const Plan& plan(const GemmKey& key) {
+    auto it = plans.find(key);
+    if (it != plans.end()) return it->second;
+    const GemmShape& s = key.shape;
+    ZERO_CHECK(s.m > 0 && s.n > 0 && s.k > 0, "gemm: empty problem m={} n={} k={}", s.m, s.n, s.k);
+    ZERO_CHECK(key.out == gemm_output_type(key.in, key.out), "gemm: {} inputs cannot write {}", dtype_name(key.in),
+               dtype_name(key.out));
+    Plan p;
+    // fp32 inputs: CUBLAS_COMPUTE_32F, never _FAST_TF32 (TF32 off: parity with the CPU's fp32 GEMMs).
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t ta = s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    // Stored shapes (column-major): A is [m, k] or, transposed, [k, m]; likewise B.
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, cuda_type(key.in), s.trans_a ? s.k : s.m, s.trans_a ? s.m : s.k, s.lda));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, cuda_type(key.in), s.trans_b ? s.n : s.k, s.trans_b ? s.k : s.n, s.ldb));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.d, cuda_type(key.out), s.m, s.n, s.ldd));
+
+    cublasLtMatmulPreference_t pref = nullptr;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    const size_t ws = kWorkspaceBytes;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    // Split-K partial sums only through the workspace in a fixed order: no in-place (atomic) reduction.
+    const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE |
+                             CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
+    CUBLAS_CHECK(
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof schemes));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle, p.desc, p.a, p.b, p.d, p.d, pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
+      cublasLtMatrixLayoutDestroy(p.a);
+      cublasLtMatrixLayoutDestroy(p.b);
+      cublasLtMatrixLayoutDestroy(p.d);
+      cublasLtMatmulDescDestroy(p.desc);
+      throw Error(fmt::format("cuBLASLt has no algorithm for the GEMM m={} n={} k={} ({} inputs, {} output): {}", s.m,
+                              s.n, s.k, dtype_name(key.in), dtype_name(key.out), cublasGetStatusString(st)));
+    }
+    p.algo = result.algo;
+    return plans.emplace(key, p).first->second;
+  }
+};
+
+LtGemm::LtGemm(cudaStream_t stream) : impl_(std::make_unique<Impl>()) {
+  impl_->stream = stream;
+  CUBLAS_CHECK(cublasLtCreate(&impl_->handle));
+  CUDA_CHECK(cudaMalloc(&impl_->workspace, kWorkspaceBytes));
+}
+
+LtGemm::~LtGemm() = default;
+
+void LtGemm::run(const GemmKey& key, const void* a, const void* b, void* d, float beta) {
+  const Plan& p = impl_->plan(key);
+  const float alpha = 1.0f;
+  CUBLAS_CHECK(cublasLtMatmul(impl_->handle, p.desc, &alpha, a, p.a, b, p.b, &beta, d, p.d, d, p.d, &p.algo,
+                              impl_->workspace, kWorkspaceBytes, impl_->stream));
+}
+
+size_t LtGemm::cached_plans() const { return impl_->plans.size(); }
+
+}  // namespace zero::model::cuda_gemm

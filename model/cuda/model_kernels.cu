@@ -1,0 +1,351 @@
+// The reward model's CUDA kernels (see model_kernels.h): one block per row for the norms and the head,
+// grid-stride loops for element-wise work, fixed-order tree sums in shared memory, and column sums of
+// per-block partials for the weight gradients. Per-element math from core/math, as on the CPU.
+#include <algorithm>
+
+#include "core/math/activations.h"
+#include "core/math/bf16.h"
+#include "core/math/rmsnorm_row.h"
+#include "core/math/rope_math.h"
+#include "cuda/check.h"
+#include "model/cuda/model_kernels.h"
+
+namespace zero::model::cuda_kernels {
+namespace {
+
+using math::add_rn;
+using math::fma_rn;
+using math::mul_rn;
+
+constexpr int kMaxBlocks = 4096;       // element-wise grids (grid-stride beyond)
+constexpr int kMaxNormBlocks = 256;    // norm backward partials; forward grids are capped alike
+constexpr int kMaxRowBlocks = 65535;   // one block per row up to this, grid-stride beyond
+
+// A tensor element as fp32, whatever its type; stores round fp32 -> bf16 to nearest even.
+__device__ __forceinline__ float ld(const void* p, Elem t, int64_t i) {
+  return t == Elem::F32 ? static_cast<const float*>(p)[i] : math::bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+}
+__device__ __forceinline__ void st(void* p, Elem t, int64_t i, float v) {
+  if (t == Elem::F32)
+    static_cast<float*>(p)[i] = v;
+  else
+    static_cast<uint16_t*>(p)[i] = math::f32_to_bf16(v);
+}
+
+// The sum of one value per thread, in a fixed tree order (blockDim.x == kThreads); every thread gets it.
+// `red`: kThreads floats of shared memory. The leading barrier lets a block call it again safely.
+__device__ float block_sum(float* red, float x) {
+  __syncthreads();
+  red[threadIdx.x] = x;
+  __syncthreads();
+  for (int w = kThreads / 2; w > 0; w /= 2) {
+    if (int(threadIdx.x) < w) red[threadIdx.x] = add_rn(red[threadIdx.x], red[threadIdx.x + w]);
+    __syncthreads();
+  }
+  return red[0];
+}
+
+int grid_for(int64_t n) { return int(std::max<int64_t>(1, std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks))); }
+int row_grid(int64_t rows) { return int(std::max<int64_t>(1, std::min<int64_t>(rows, kMaxRowBlocks))); }
+
+void check_launch() { CUDA_CHECK(cudaGetLastError()); }
+
+// ---- norms ------------------------------------------------------------------------------------------
+// Shared memory: kThreads floats for the sums, then `dim` floats for a row (rope only).
+__global__ void norm_forward_kernel(const void* x, Elem xt, const void* w, Elem wt, int64_t rows, int64_t dim,
+                                    float eps, void* y, Elem yt, float* rstd, const float* cosv, const float* sinv,
+                                    int64_t heads) {
+  extern __shared__ float sh[];
+  float* red = sh;
+  float* row = sh + kThreads;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t base = r * dim;
+    float acc = 0.0f;
+    for (int64_t i = threadIdx.x; i < dim; i += kThreads) {
+      const float v = ld(x, xt, base + i);
+      acc = fma_rn(v, v, acc);
+    }
+    const float rs = math::rmsnorm_rstd(block_sum(red, acc), dim, eps);
+    if (threadIdx.x == 0) rstd[r] = rs;
+    if (cosv == nullptr) {
+      for (int64_t i = threadIdx.x; i < dim; i += kThreads)
+        st(y, yt, base + i, math::rmsnorm_y(ld(x, xt, base + i), ld(w, wt, i), rs));
+      continue;
+    }
+    for (int64_t i = threadIdx.x; i < dim; i += kThreads) row[i] = math::rmsnorm_y(ld(x, xt, base + i), ld(w, wt, i), rs);
+    __syncthreads();
+    const int64_t half = dim / 2, tok = r / heads;
+    for (int64_t i = threadIdx.x; i < half; i += kThreads) {
+      const math::RopePair p = math::rope_rotate({row[i], row[i + half]}, cosv[tok * half + i], sinv[tok * half + i]);
+      st(y, yt, base + i, p.a);
+      st(y, yt, base + i + half, p.b);
+    }
+    __syncthreads();  // the row buffer is rewritten by the next row
+  }
+}
+
+// Block b handles rows b, b + gridDim.x, ... and owns partials[b, :] (zeroed here first).
+__global__ void norm_backward_kernel(const void* x, Elem xt, const void* w, Elem wt, const float* rstd, const void* dy,
+                                     Elem dyt, int64_t rows, int64_t dim, void* dx, Elem dxt, float* partials,
+                                     const float* cosv, const float* sinv, int64_t heads) {
+  extern __shared__ float sh[];
+  float* red = sh;
+  float* dn = sh + kThreads;  // dy, rotated back when rope
+  float* part = partials + int64_t(blockIdx.x) * dim;
+  for (int64_t i = threadIdx.x; i < dim; i += kThreads) part[i] = 0.0f;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t base = r * dim;
+    if (cosv == nullptr) {
+      for (int64_t i = threadIdx.x; i < dim; i += kThreads) dn[i] = ld(dy, dyt, base + i);
+    } else {
+      const int64_t half = dim / 2, tok = r / heads;
+      for (int64_t i = threadIdx.x; i < half; i += kThreads) {
+        const math::RopePair p = math::rope_rotate_transpose({ld(dy, dyt, base + i), ld(dy, dyt, base + i + half)},
+                                                             cosv[tok * half + i], sinv[tok * half + i]);
+        dn[i] = p.a;
+        dn[i + half] = p.b;
+      }
+    }
+    __syncthreads();
+    const float rs = rstd[r];
+    float acc = 0.0f;
+    for (int64_t i = threadIdx.x; i < dim; i += kThreads) {
+      const float xhat = mul_rn(ld(x, xt, base + i), rs);
+      acc = fma_rn(xhat, mul_rn(dn[i], ld(w, wt, i)), acc);
+      part[i] = fma_rn(dn[i], xhat, part[i]);
+    }
+    const float mean = math::div_rn(block_sum(red, acc), float(dim));
+    for (int64_t i = threadIdx.x; i < dim; i += kThreads) {
+      const float xhat = mul_rn(ld(x, xt, base + i), rs);
+      st(dx, dxt, base + i, math::rmsnorm_dx(xhat, mul_rn(dn[i], ld(w, wt, i)), mean, rs));
+    }
+    __syncthreads();  // dn is rewritten by the next row
+  }
+}
+
+// out[c] = sum over b < blocks of partials[b, c], b ascending (one thread per column).
+__global__ void column_sum_kernel(const float* partials, int64_t blocks, int64_t dim, void* out, Elem ot) {
+  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < dim; c += int64_t(gridDim.x) * blockDim.x) {
+    float acc = 0.0f;
+    for (int64_t b = 0; b < blocks; ++b) acc = add_rn(acc, partials[b * dim + c]);
+    st(out, ot, c, acc);
+  }
+}
+
+// ---- element-wise -----------------------------------------------------------------------------------
+#define ZERO_GRID_LOOP(i, n) \
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
+
+__global__ void swiglu_forward_kernel(const void* g, const void* u, void* m, Elem t, int64_t n) {
+  ZERO_GRID_LOOP(i, n) st(m, t, i, mul_rn(math::silu(ld(g, t, i)), ld(u, t, i)));
+}
+__global__ void swiglu_backward_kernel(const void* g, const void* u, const void* dm, void* dg, void* du, Elem t,
+                                       int64_t n) {
+  ZERO_GRID_LOOP(i, n) {
+    const float gi = ld(g, t, i), dmi = ld(dm, t, i);
+    st(du, t, i, mul_rn(dmi, math::silu(gi)));
+    st(dg, t, i, mul_rn(mul_rn(dmi, ld(u, t, i)), math::silu_grad(gi)));
+  }
+}
+__global__ void add_kernel(const void* a, const void* b, void* out, Elem t, int64_t n) {
+  ZERO_GRID_LOOP(i, n) st(out, t, i, add_rn(ld(a, t, i), ld(b, t, i)));
+}
+__global__ void convert_kernel(void* dst, Elem dt, const void* src, Elem stype, int64_t n) {
+  ZERO_GRID_LOOP(i, n) st(dst, dt, i, ld(src, stype, i));
+}
+
+// ---- embedding --------------------------------------------------------------------------------------
+__global__ void embedding_forward_kernel(const void* run, Elem rt, int64_t run_begin, int64_t run_end,
+                                         const int32_t* tokens, int64_t num_tokens, int64_t hidden, void* x, Elem xt) {
+  for (int64_t t = blockIdx.x; t < num_tokens; t += gridDim.x) {
+    const int64_t row = int64_t(tokens[t]) * hidden;
+    const int64_t a = max(run_begin, row), b = min(run_end, row + hidden);
+    for (int64_t j = a + threadIdx.x; j < b; j += kThreads) st(x, xt, t * hidden + (j - row), ld(run, rt, j - run_begin));
+  }
+}
+__global__ void embedding_backward_kernel(const void* dx, Elem dxt, int64_t hidden, const int32_t* by_id,
+                                          const int32_t* ids, const int32_t* id_start, int64_t num_ids, void* run,
+                                          Elem rt, int64_t run_begin, int64_t run_end) {
+  for (int64_t u = blockIdx.x; u < num_ids; u += gridDim.x) {
+    const int64_t row = int64_t(ids[u]) * hidden;
+    const int64_t a = max(run_begin, row), b = min(run_end, row + hidden);
+    for (int64_t j = a + threadIdx.x; j < b; j += kThreads) {
+      float acc = 0.0f;
+      for (int32_t k = id_start[u]; k < id_start[u + 1]; ++k) acc = add_rn(acc, ld(dx, dxt, int64_t(by_id[k]) * hidden + (j - row)));
+      st(run, rt, j - run_begin, acc);
+    }
+  }
+}
+
+// ---- the score head ---------------------------------------------------------------------------------
+// The pooled row's rstd, as norm_forward computes it (same loop, same tree).
+__device__ float pooled_rstd(float* red, const void* x, Elem xt, int64_t base, int64_t hidden, float eps) {
+  float acc = 0.0f;
+  for (int64_t i = threadIdx.x; i < hidden; i += kThreads) {
+    const float v = ld(x, xt, base + i);
+    acc = fma_rn(v, v, acc);
+  }
+  return math::rmsnorm_rstd(block_sum(red, acc), hidden, eps);
+}
+
+__global__ void pooled_head_forward_kernel(const void* x, Elem xt, int64_t hidden, const int32_t* pooled, int64_t seqs,
+                                           const void* norm_w, Elem nt, const void* score, Elem stype, float eps,
+                                           float* rewards) {
+  __shared__ float red[kThreads];
+  for (int64_t q = blockIdx.x; q < seqs; q += gridDim.x) {
+    const int64_t base = int64_t(pooled[q]) * hidden;
+    const float rs = pooled_rstd(red, x, xt, base, hidden, eps);
+    float acc = 0.0f;
+    for (int64_t i = threadIdx.x; i < hidden; i += kThreads)
+      acc = fma_rn(ld(score, stype, i), math::rmsnorm_y(ld(x, xt, base + i), ld(norm_w, nt, i), rs), acc);
+    const float r = block_sum(red, acc);
+    if (threadIdx.x == 0) rewards[q] = r;
+  }
+}
+
+// partials: [seqs, hidden] of d_score terms, then [seqs, hidden] of d_norm terms.
+__global__ void pooled_head_backward_kernel(const void* x, Elem xt, int64_t hidden, const int32_t* pooled,
+                                            int64_t seqs, const void* norm_w, Elem nt, const void* score, Elem stype,
+                                            float eps, const float* drewards, void* dx, Elem dxt, float* partials) {
+  __shared__ float red[kThreads];
+  float* p_score = partials;
+  float* p_norm = partials + seqs * hidden;
+  for (int64_t q = blockIdx.x; q < seqs; q += gridDim.x) {
+    const int64_t base = int64_t(pooled[q]) * hidden;
+    const float rs = pooled_rstd(red, x, xt, base, hidden, eps), dr = drewards[q];
+    float acc = 0.0f;
+    for (int64_t i = threadIdx.x; i < hidden; i += kThreads) {
+      const float xi = ld(x, xt, base + i), wi = ld(norm_w, nt, i), xhat = mul_rn(xi, rs);
+      const float dxn = mul_rn(ld(score, stype, i), dr);
+      p_score[q * hidden + i] = mul_rn(math::rmsnorm_y(xi, wi, rs), dr);
+      p_norm[q * hidden + i] = mul_rn(dxn, xhat);
+      acc = fma_rn(xhat, mul_rn(dxn, wi), acc);
+    }
+    const float mean = math::div_rn(block_sum(red, acc), float(hidden));
+    for (int64_t i = threadIdx.x; i < hidden; i += kThreads) {
+      const float xhat = mul_rn(ld(x, xt, base + i), rs);
+      const float dxhat = mul_rn(mul_rn(ld(score, stype, i), dr), ld(norm_w, nt, i));
+      st(dx, dxt, base + i, math::rmsnorm_dx(xhat, dxhat, mean, rs));
+    }
+  }
+}
+
+// ---- the pair loss ----------------------------------------------------------------------------------
+__global__ void pair_loss_kernel(const float* rewards, const uint8_t* mask, int64_t pairs, float* drewards,
+                                 PairLossSums* out) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  PairLossSums s{0.0, 0.0, 0.0, 0, 0};
+  for (int64_t i = 0; i < pairs; ++i) {
+    const double rc = rewards[2 * i], rr = rewards[2 * i + 1];
+    const bool real = mask[i] != 0;
+    if (drewards) {
+      const double sg = real ? math::sigmoid(rr - rc) : 0.0;
+      drewards[2 * i] = float(-sg);
+      drewards[2 * i + 1] = float(sg);
+    }
+    if (!real) continue;
+    s.loss_sum += math::softplus(rr - rc);
+    s.real_pairs += 1;
+    s.correct_pairs += rc > rr ? 1 : 0;
+    s.chosen_sum += rc;
+    s.rejected_sum += rr;
+  }
+  *out = s;
+}
+
+}  // namespace
+
+int norm_partial_blocks(int64_t rows) { return int(std::max<int64_t>(1, std::min<int64_t>(rows, kMaxNormBlocks))); }
+
+void norm_forward(const void* x, Elem xt, const void* w, Elem wt, int64_t rows, int64_t dim, float eps, void* y,
+                  Elem yt, float* rstd, const float* cos, const float* sin, int64_t heads, cudaStream_t s) {
+  if (rows == 0) return;
+  const size_t shmem = sizeof(float) * size_t(kThreads + (cos ? dim : 0));
+  norm_forward_kernel<<<row_grid(rows), kThreads, shmem, s>>>(x, xt, w, wt, rows, dim, eps, y, yt, rstd, cos, sin,
+                                                              heads);
+  check_launch();
+}
+
+void norm_backward(const void* x, Elem xt, const void* w, Elem wt, const float* rstd, const void* dy, Elem dyt,
+                   int64_t rows, int64_t dim, void* dx, Elem dxt, float* partials, void* dw, Elem dwt,
+                   const float* cos, const float* sin, int64_t heads, cudaStream_t s) {
+  const int blocks = norm_partial_blocks(rows);
+  const size_t shmem = sizeof(float) * size_t(kThreads + dim);
+  norm_backward_kernel<<<blocks, kThreads, shmem, s>>>(x, xt, w, wt, rstd, dy, dyt, rows, dim, dx, dxt, partials, cos,
+                                                       sin, heads);
+  check_launch();
+  column_sum_kernel<<<grid_for(dim), kThreads, 0, s>>>(partials, blocks, dim, dw, dwt);
+  check_launch();
+}
+
+void swiglu_forward(const void* g, const void* u, void* m, Elem t, int64_t n, cudaStream_t s) {
+  if (n == 0) return;
+  swiglu_forward_kernel<<<grid_for(n), kThreads, 0, s>>>(g, u, m, t, n);
+  check_launch();
+}
+void swiglu_backward(const void* g, const void* u, const void* dm, void* dg, void* du, Elem t, int64_t n,
+                     cudaStream_t s) {
+  if (n == 0) return;
+  swiglu_backward_kernel<<<grid_for(n), kThreads, 0, s>>>(g, u, dm, dg, du, t, n);
+  check_launch();
+}
+void add(const void* a, const void* b, void* out, Elem t, int64_t n, cudaStream_t s) {
+  if (n == 0) return;
+  add_kernel<<<grid_for(n), kThreads, 0, s>>>(a, b, out, t, n);
+  check_launch();
+}
+void convert(void* dst, Elem dt, const void* src, Elem st, int64_t n, cudaStream_t s) {
+  if (n == 0) return;
+  convert_kernel<<<grid_for(n), kThreads, 0, s>>>(dst, dt, src, st, n);
+  check_launch();
+}
+
+void embedding_forward(const void* run, Elem rt, int64_t run_begin, int64_t run_count, const int32_t* tokens,
+                       int64_t num_tokens, int64_t hidden, void* x, Elem xt, cudaStream_t s) {
+  if (num_tokens == 0 || run_count == 0) return;
+  embedding_forward_kernel<<<row_grid(num_tokens), kThreads, 0, s>>>(run, rt, run_begin, run_begin + run_count, tokens,
+                                                                     num_tokens, hidden, x, xt);
+  check_launch();
+}
+void embedding_backward(const void* dx, Elem dxt, int64_t hidden, const int32_t* by_id, const int32_t* ids,
+                        const int32_t* id_start, int64_t num_ids, void* run, Elem rt, int64_t run_begin,
+                        int64_t run_count, cudaStream_t s) {
+  if (run_count == 0) return;
+  CUDA_CHECK(cudaMemsetAsync(run, 0, size_t(run_count) * (rt == Elem::F32 ? 4 : 2), s));  // +0.0 in both types
+  if (num_ids == 0) return;
+  embedding_backward_kernel<<<row_grid(num_ids), kThreads, 0, s>>>(dx, dxt, hidden, by_id, ids, id_start, num_ids, run,
+                                                                   rt, run_begin, run_begin + run_count);
+  check_launch();
+}
+
+void pooled_head_forward(const void* x, Elem xt, int64_t hidden, const int32_t* pooled, int64_t seqs,
+                         const void* norm_w, Elem nt, const void* score, Elem st, float eps, float* rewards,
+                         cudaStream_t s) {
+  if (seqs == 0) return;
+  pooled_head_forward_kernel<<<row_grid(seqs), kThreads, 0, s>>>(x, xt, hidden, pooled, seqs, norm_w, nt, score, st,
+                                                                 eps, rewards);
+  check_launch();
+}
+void pooled_head_backward(const void* x, Elem xt, int64_t hidden, const int32_t* pooled, int64_t seqs,
+                          const void* norm_w, Elem nt, const void* score, Elem st, float eps, const float* drewards,
+                          void* dx, Elem dxt, int64_t rows, float* partials, void* d_norm, Elem dnt, void* d_score,
+                          Elem dst, cudaStream_t s) {
+  CUDA_CHECK(cudaMemsetAsync(dx, 0, size_t(rows * hidden) * (dxt == Elem::F32 ? 4 : 2), s));
+  if (seqs > 0) {
+    pooled_head_backward_kernel<<<row_grid(seqs), kThreads, 0, s>>>(x, xt, hidden, pooled, seqs, norm_w, nt, score, st,
+                                                                    eps, drewards, dx, dxt, partials);
+    check_launch();
+  }
+  column_sum_kernel<<<grid_for(hidden), kThreads, 0, s>>>(partials, seqs, hidden, d_score, dst);
+  check_launch();
+  column_sum_kernel<<<grid_for(hidden), kThreads, 0, s>>>(partials + seqs * hidden, seqs, hidden, d_norm, dnt);
+  check_launch();
+}
+
+void pair_loss(const float* rewards, const uint8_t* pair_mask, int64_t pairs, float* drewards, PairLossSums* out,
+               cudaStream_t s) {
+  pair_loss_kernel<<<1, 1, 0, s>>>(rewards, pair_mask, pairs, drewards, out);
+  check_launch();
+}
+
+}  // namespace zero::model::cuda_kernels

@@ -1,0 +1,74 @@
+// Launchers of the reward model's CUDA kernels (model_kernels.cu), each queued on the given stream. A plain
+// interface (device pointers, element counts, per-tensor element types) whose only project headers are
+// core/math's, so nvcc compiles it. Every kernel calls the per-element formulas of core/math (the CPU model
+// calls the same ones), keeps statistics in fp32, and sums in a fixed order: no atomics anywhere, so two
+// runs of the same inputs give the same bits. Simple first (one block per row, grid-stride loops): speed is
+// a later step. Launch errors are thrown as zero::Error through CUDA_CHECK.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace zero::model::cuda_kernels {
+
+enum class Elem : int { F32 = 0, BF16 = 1 };  // each tensor in its own type; math is fp32
+
+constexpr int kThreads = 256;  // every kernel's block (a power of two: the block sums are trees)
+
+// Blocks of the backward of a norm over `rows` rows: each writes one fp32 partial of dw ([blocks, dim]
+// scratch), which norm_backward then sums over blocks in index order. A function of rows alone.
+int norm_partial_blocks(int64_t rows);
+
+// RMSNorm of each row of `dim` elements: y = w * (x * rstd), rstd [rows] fp32. With rope (cos, sin not
+// null: [tokens, dim / 2] fp32 tables, row r is head r % heads of token r / heads), the normed row is then
+// rotated (rotate_half) before it is stored: q_norm / k_norm + RoPE in one pass.
+void norm_forward(const void* x, Elem xt, const void* w, Elem wt, int64_t rows, int64_t dim, float eps, void* y,
+                  Elem yt, float* rstd, const float* cos, const float* sin, int64_t heads, cudaStream_t s);
+// Its backward: dx overwritten, dw = the sum over rows of dy * xhat (through `partials`,
+// norm_partial_blocks(rows) * dim floats of device scratch), stored in dw's type. With rope, dy is rotated
+// back first.
+void norm_backward(const void* x, Elem xt, const void* w, Elem wt, const float* rstd, const void* dy, Elem dyt,
+                   int64_t rows, int64_t dim, void* dx, Elem dxt, float* partials, void* dw, Elem dwt,
+                   const float* cos, const float* sin, int64_t heads, cudaStream_t s);
+
+// m = silu(g) * u; its backward du = dm * silu(g), dg = dm * u * silu'(g). One type for all.
+void swiglu_forward(const void* g, const void* u, void* m, Elem t, int64_t n, cudaStream_t s);
+void swiglu_backward(const void* g, const void* u, const void* dm, void* dg, void* du, Elem t, int64_t n,
+                     cudaStream_t s);
+// out = a + b (out may alias a or b).
+void add(const void* a, const void* b, void* out, Elem t, int64_t n, cudaStream_t s);
+// dst = src converted (fp32 <-> bf16 through core/math/bf16.h, round to nearest even).
+void convert(void* dst, Elem dt, const void* src, Elem st, int64_t n, cudaStream_t s);
+
+// Embedding over one run of the table's flat elements [run_begin, run_begin + run_count): every token's
+// part of its row that lies in the run, x[t, :] = table[tokens[t], :].
+void embedding_forward(const void* run, Elem rt, int64_t run_begin, int64_t run_count, const int32_t* tokens,
+                       int64_t num_tokens, int64_t hidden, void* x, Elem xt, cudaStream_t s);
+// The run overwritten with the sum of dx's rows of the tokens of each id, in token order (by_id: token
+// indices sorted by id, stable; ids: the distinct ids ascending; id_start [num_ids + 1]).
+void embedding_backward(const void* dx, Elem dxt, int64_t hidden, const int32_t* by_id, const int32_t* ids,
+                        const int32_t* id_start, int64_t num_ids, void* run, Elem rt, int64_t run_begin,
+                        int64_t run_count, cudaStream_t s);
+
+// rewards[q] = score . final_norm(x[pooled[q]]) for q < seqs.
+void pooled_head_forward(const void* x, Elem xt, int64_t hidden, const int32_t* pooled, int64_t seqs,
+                         const void* norm_w, Elem nt, const void* score, Elem st, float eps, float* rewards,
+                         cudaStream_t s);
+// dx [rows, hidden] overwritten (zero except at the pooled rows); d_norm, d_score: sums over sequences
+// through `partials` (2 * seqs * hidden floats of device scratch).
+void pooled_head_backward(const void* x, Elem xt, int64_t hidden, const int32_t* pooled, int64_t seqs,
+                          const void* norm_w, Elem nt, const void* score, Elem st, float eps, const float* drewards,
+                          void* dx, Elem dxt, int64_t rows, float* partials, void* d_norm, Elem dnt, void* d_score,
+                          Elem dst, cudaStream_t s);
+
+// The pairwise loss over pairs (2i chosen, 2i + 1 rejected), in fp64 on one thread (a handful of pairs per
+// micro-batch), the CPU's formulas in the CPU's order. drewards may be null.
+struct PairLossSums {
+  double loss_sum, chosen_sum, rejected_sum;
+  long long real_pairs, correct_pairs;
+};
+void pair_loss(const float* rewards, const uint8_t* pair_mask, int64_t pairs, float* drewards, PairLossSums* out,
+               cudaStream_t s);
+
+}  // namespace zero::model::cuda_kernels

@@ -1,0 +1,72 @@
+// make_backend: CPU (host memory, MPI) or CUDA (device memory, NCCL, CudaModelOps on the ops' stream).
+#include "pmtrain/backend_setup.h"
+
+#include <cstring>
+
+#include "core/check.h"
+#include "zero/device_ops.h"
+#include "pmtrain/model_setup.h"
+
+#ifdef ZERO_PMTRAIN_CUDA
+#include <mpi.h>
+
+#include "cuda/cuda_ops.h"
+#include "cuda/device_allocator.h"
+#include "cuda/device_select.h"
+#include "cuda/nccl_communicator.h"
+#include "model/cuda/cuda_model_ops.h"
+#endif
+
+namespace zero::pmtrain {
+
+bool cuda_backend_built() {
+#ifdef ZERO_PMTRAIN_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool is_out_of_memory(const std::exception& e) {
+#ifdef ZERO_PMTRAIN_CUDA
+  if (dynamic_cast<const model::cuda_pool::OutOfMemory*>(&e)) return true;
+#endif
+  return std::strstr(e.what(), "out of memory") != nullptr;
+}
+
+Backend make_backend(const Config& cfg, Communicator& comm) {
+  Backend b;
+  if (cfg.backend == "cpu") {
+    b.ops = make_cpu_ops();
+    b.alloc = std::make_unique<TrackingAllocator>(make_host_allocator());
+    b.description = "cpu (host memory, MPI)";
+    return b;
+  }
+#ifdef ZERO_PMTRAIN_CUDA
+  // Every rank must see a GPU; say so in one line rather than as a CUDA error.
+  ZERO_REQUIRE(cuda_device_count() > 0, ConfigError,
+               "{}: backend cuda: no CUDA device is visible on this machine (rank {}); run on a GPU node or use "
+               "--set backend=cpu",
+               cfg.source, comm.rank());
+  const DeviceChoice dev = select_device(MPI_COMM_WORLD);
+  if (dev.shared) isolate_ranks_for_shared_gpu(comm.rank());
+  auto cuda_ops = make_cuda_ops();
+  const cudaStream_t stream = cuda_ops->stream();
+  b.engine_comm = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, stream);
+  // zero.param_dtype picks the mode: bf16 parameters -> bf16 activations (fp32 residual and statistics),
+  // fp32 -> everything fp32.
+  const DType act = parse_dtype(cfg.zero.param_dtype, "zero.param_dtype") == DType::BF16 ? DType::BF16 : DType::F32;
+  b.model_ops = model::make_cuda_model_ops({stream, act, reward_model_options(cfg.model).attention});
+  b.ops = std::move(cuda_ops);
+  b.alloc = std::make_unique<TrackingAllocator>(make_device_allocator());
+  b.model_reads_backend_memory = true;
+  b.description = fmt::format("cuda (device {} of {}{}, NCCL, {} activations)", dev.device, dev.device_count,
+                              dev.shared ? ", shared by ranks" : "", dtype_name(act));
+  return b;
+#else
+  (void)comm;
+  throw ConfigError(fmt::format("{}: backend cuda: this build has no CUDA backend", cfg.source));
+#endif
+}
+
+}  // namespace zero::pmtrain

@@ -1,0 +1,36 @@
+// The compute backend of a run (`backend: cpu | cuda`), assembled in one place for training and evaluation:
+// the engine's DeviceOps and allocator, the communicator the engine reduces over, and the model's ops on the
+// same device (the CUDA backend: CudaOps, NcclCommunicator and CudaModelOps on one compute stream, the
+// device chosen by node-local rank).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "comm/communicator.h"
+#include "core/memory.h"
+#include "model/model_ops.h"
+#include "pmtrain/config.h"
+#include "zero/device_ops.h"
+
+namespace zero::pmtrain {
+
+struct Backend {
+  std::unique_ptr<DeviceOps> ops;
+  std::unique_ptr<TrackingAllocator> alloc;
+  std::unique_ptr<Communicator> engine_comm;  // null: the run's own communicator (MPI)
+  std::unique_ptr<model::ModelOps> model_ops;  // null: the model's default (the CPU's)
+  bool model_reads_backend_memory = false;     // the model's ops take the engine's views in place
+  std::string description;                     // for the log
+};
+
+// Whether this build has the CUDA backend.
+bool cuda_backend_built();
+
+// `comm`: the run's communicator over MPI_COMM_WORLD. Throws ConfigError (one line) for backend cuda
+// without a visible GPU.
+Backend make_backend(const Config& cfg, Communicator& comm);
+
+// Whether an error is the device running out of memory (the model's activations or an engine buffer).
+bool is_out_of_memory(const std::exception& e);
+
+}  // namespace zero::pmtrain

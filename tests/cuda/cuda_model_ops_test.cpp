@@ -1,0 +1,344 @@
+// CudaModelOps against the CPU backend (model/cpu/, the reference), op by op, on random inputs of the
+// fixture's shapes and of Qwen3-4B's layer shapes (hidden 2560, 32/8 heads of 128, intermediate 9728) over a
+// few hundred tokens in ragged sequences. Both backends get the same values (bf16-rounded in bf16 mode, so
+// only the op's own error is measured); each output's relative L2 error over the real token rows must be
+// <= 1e-5 in fp32 mode (TF32 off) and <= 1e-2 in bf16 mode. Every GPU op runs twice: the outputs must be
+// bit-identical (no atomics, fixed GEMM algorithms). Each check prints its error, so a GPU session sees at
+// once which op is off and by how much.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/math/bf16.h"
+#include "core/splitmix.h"
+#include "model/cpu/cpu_model_ops.h"
+#include "model/cuda/cuda_model_ops.h"
+#include "tests/cuda/cuda_test_util.h"
+
+using namespace zero;
+using namespace zero::model;
+
+namespace {
+
+struct Shape {
+  const char* name;
+  int64_t hidden, heads, kv_heads, head_dim, inter, vocab;
+  std::vector<int32_t> seq_lens;
+};
+const Shape kFixture{"fixture", 64, 4, 2, 16, 160, 97, {5, 17, 9, 1, 30, 2}};
+const Shape kQwen4B{"qwen3-4b", 2560, 32, 8, 128, 9728, 151936, {200, 37, 64, 3, 1, 19}};
+
+TokenPlan make_plan(const Shape& s, uint64_t seed) {
+  TokenPlan p;
+  p.cu_seqlens.push_back(0);
+  uint64_t st = seed;
+  for (int32_t len : s.seq_lens) {
+    for (int32_t j = 0; j < len; ++j) {
+      // Repeated ids (a small range half the time), so the embedding backward sums several tokens per row.
+      const uint64_t r = splitmix64(st);
+      p.tokens.push_back(int32_t((r & 1) ? (r >> 8) % 7 : (r >> 8) % uint64_t(s.vocab)));
+      p.positions.push_back(j);
+    }
+    p.cu_seqlens.push_back(int32_t(p.tokens.size()));
+    p.pooled.push_back(p.cu_seqlens.back() - 1);
+    p.max_seqlen = std::max(p.max_seqlen, len);
+  }
+  p.padded_tokens = (p.num_tokens() + kTokenRowMultiple - 1) / kTokenRowMultiple * kTokenRowMultiple;
+  return p;
+}
+
+float round_to(float x, DType t) { return t == DType::BF16 ? math::bf16_to_f32(math::f32_to_bf16(x)) : x; }
+
+// One tensor on both backends with the same values: fp32 on the CPU, `gpu_type` on the GPU. Token tensors
+// have rows per backend (token_rows); others (weights) the same shape on both.
+struct Dual {
+  std::vector<float> host;
+  Activation cpu, gpu;
+  DType gpu_type = DType::F32;
+};
+
+class Backends {
+ public:
+  Backends(const Shape& s, DType act) : shape(s), act(act), plan(make_plan(s, 7)) {
+    cpu = make_cpu_model_ops();
+    gpu = make_cuda_model_ops({nullptr, act, AttentionKind::Auto});
+    cpu->begin_batch(plan, {s.head_dim, 1e6});
+    gpu->begin_batch(plan, {s.head_dim, 1e6});
+  }
+  int64_t N() const { return plan.num_tokens(); }
+
+  // Random values (scale * [-1, 1)), rounded to gpu_type so both sides see the same numbers.
+  Dual tokens(int64_t cols, DType gpu_type, uint64_t seed, float scale = 1.0f) {
+    return make({cpu->token_rows(plan), cols}, {gpu->token_rows(plan), cols}, N() * cols, gpu_type, seed, scale);
+  }
+  Dual weight(std::initializer_list<int64_t> shape, DType gpu_type, uint64_t seed, float scale = 1.0f) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return make(shape, shape, n, gpu_type, seed, scale);
+  }
+  // Output buffers (contents undefined until an op writes them).
+  Dual out_tokens(int64_t cols, DType gpu_type) { return make({cpu->token_rows(plan), cols}, {gpu->token_rows(plan), cols}, 0, gpu_type, 0, 0); }
+  Dual out(std::initializer_list<int64_t> shape, DType gpu_type) { return make(shape, shape, 0, gpu_type, 0, 0); }
+
+  // The first n elements of each side, as fp32.
+  std::vector<float> cpu_values(const Dual& d, int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    cpu->to_host(d.cpu, v);
+    return v;
+  }
+  std::vector<float> gpu_values(const Dual& d, int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    gpu->to_host(d.gpu, v);
+    return v;
+  }
+
+  // Runs gpu_op twice (bit-identical outputs required), then compares each output's first n elements
+  // with the CPU's within tol (relative L2).
+  void check(const char* op, const std::function<void()>& gpu_op, std::vector<std::pair<const Dual*, int64_t>> outs,
+             double tol) {
+    gpu_op();
+    std::vector<std::vector<float>> first;
+    for (auto [d, n] : outs) first.push_back(gpu_values(*d, n));
+    gpu_op();
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const std::vector<float> again = gpu_values(*outs[i].first, outs[i].second);
+      EXPECT_EQ(0, std::memcmp(again.data(), first[i].data(), again.size() * sizeof(float)))
+          << shape.name << " " << op << " output " << i << ": two runs differ";
+      const std::vector<float> ref = cpu_values(*outs[i].first, outs[i].second);
+      double num = 0, den = 0;
+      for (size_t j = 0; j < ref.size(); ++j) {
+        num += (double(first[i][j]) - ref[j]) * (double(first[i][j]) - ref[j]);
+        den += double(ref[j]) * ref[j];
+      }
+      const double rel = std::sqrt(num / std::max(den, 1e-300));
+      printf("  %-9s %-6s %-28s output %zu: rel L2 %.3e (tol %.0e)\n", shape.name, dtype_name(act), op, i, rel, tol);
+      EXPECT_LE(rel, tol) << shape.name << " " << op << " output " << i;
+    }
+  }
+
+  const Shape& shape;
+  DType act;
+  TokenPlan plan;
+  std::unique_ptr<ModelOps> cpu;
+  std::unique_ptr<CudaModelOps> gpu;
+
+ private:
+  Dual make(std::initializer_list<int64_t> cpu_shape, std::initializer_list<int64_t> gpu_shape, int64_t fill,
+            DType gpu_type, uint64_t seed, float scale) {
+    Dual d;
+    d.gpu_type = gpu_type;
+    d.cpu = cpu->alloc(cpu_shape);
+    d.gpu = gpu->alloc(gpu_shape, gpu_type);
+    // Zero everything first (token rows past N included), then the values.
+    std::vector<float> zeros(size_t(d.cpu.ref().numel()), 0.0f);
+    std::memcpy(d.cpu.ref().data, zeros.data(), zeros.size() * sizeof(float));
+    CUDA_CHECK(cudaMemset(d.gpu.ref().data, 0, size_t(d.gpu.ref().numel()) * dtype_size(gpu_type)));
+    d.host.resize(size_t(fill));
+    uint64_t st = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (float& x : d.host) x = round_to(scale * float(double(splitmix64(st) >> 11) * 0x1.0p-52 - 1.0), gpu_type);
+    std::memcpy(d.cpu.ref().data, d.host.data(), d.host.size() * sizeof(float));
+    if (gpu_type == DType::F32) {
+      zero::testing::upload(d.gpu.ref().data, d.host.data(), d.host.size());
+    } else {
+      std::vector<uint16_t> bits(d.host.size());
+      for (size_t i = 0; i < bits.size(); ++i) bits[i] = math::f32_to_bf16(d.host[i]);
+      zero::testing::upload(d.gpu.ref().data, bits.data(), bits.size());
+    }
+    return d;
+  }
+};
+
+double tol_for(DType act) { return act == DType::F32 ? 1e-5 : 1e-2; }
+
+struct Case {
+  const Shape* shape;
+  DType act;
+};
+class CudaModelOpsTest : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override { ZERO_SKIP_WITHOUT_CUDA(); }
+};
+
+TEST_P(CudaModelOpsTest, Linear) {
+  Backends b(*GetParam().shape, GetParam().act);
+  const DType a = b.act, F = DType::F32;
+  const int64_t H = b.shape.hidden, I = b.shape.inter, N = b.N();
+  const double tol = tol_for(a);
+  Dual x = b.tokens(H, a, 1), w = b.weight({I, H}, a, 2, 0.05f), y = b.out_tokens(I, a);
+  b.check("linear_forward", [&] { b.gpu->linear_forward(x.gpu, w.gpu, y.gpu); }, {{&y, N * I}}, tol);
+  b.cpu->linear_forward(x.cpu, w.cpu, y.cpu);
+  // Into the fp32 residual stream (o_proj, down_proj): bf16 inputs, fp32 output.
+  Dual m = b.tokens(I, a, 3), wd = b.weight({H, I}, a, 4, 0.05f), r = b.out_tokens(H, F);
+  b.cpu->linear_forward(m.cpu, wd.cpu, r.cpu);
+  b.check("linear_forward (fp32 out)", [&] { b.gpu->linear_forward(m.gpu, wd.gpu, r.gpu); }, {{&r, N * H}}, tol);
+  // Input grads: overwrite, then accumulate (dy from the fp32 residual gradient).
+  Dual dy = b.tokens(H, F, 5), dx = b.tokens(I, a, 6);
+  b.cpu->linear_input_grad(dy.cpu, wd.cpu, dx.cpu, false);
+  b.check("linear_input_grad", [&] { b.gpu->linear_input_grad(dy.gpu, wd.gpu, dx.gpu, false); }, {{&dx, N * I}}, tol);
+  Dual acc = b.tokens(I, a, 7), acc_ref = b.tokens(I, a, 7);
+  b.cpu->linear_input_grad(dy.cpu, wd.cpu, acc.cpu, true);
+  // Accumulating twice would add twice: the GPU side starts from a fresh copy each run.
+  b.check("linear_input_grad (accumulate)", [&] {
+    CUDA_CHECK(cudaMemcpy(acc.gpu.ref().data, acc_ref.gpu.ref().data, size_t(acc.gpu.ref().numel()) * dtype_size(a),
+                          cudaMemcpyDeviceToDevice));
+    b.gpu->linear_input_grad(dy.gpu, wd.gpu, acc.gpu, true);
+  }, {{&acc, N * I}}, tol);
+  // Weight grads, into fp32 and bf16 gradient buffers.
+  for (DType gt : {F, DType::BF16}) {
+    Dual dw = b.out({H, I}, gt);
+    b.cpu->linear_weight_grad(m.cpu, dy.cpu, dw.cpu);
+    b.check(gt == F ? "linear_weight_grad (fp32 dw)" : "linear_weight_grad (bf16 dw)",
+            [&] { b.gpu->linear_weight_grad(m.gpu, dy.gpu, dw.gpu); }, {{&dw, H * I}},
+            gt == F ? tol : std::max(tol, 1e-2));
+  }
+}
+
+TEST_P(CudaModelOpsTest, RmsNorm) {
+  Backends b(*GetParam().shape, GetParam().act);
+  const DType a = b.act, F = DType::F32;
+  const int64_t H = b.shape.hidden, N = b.N();
+  const double tol = tol_for(a);
+  Dual x = b.tokens(H, F, 1, 3.0f), w = b.weight({H}, a, 2), y = b.out_tokens(H, a), rstd = b.out({b.cpu->token_rows(b.plan)}, F);
+  Dual rstd_g = b.out({b.gpu->token_rows(b.plan)}, F);
+  b.cpu->rmsnorm_forward(x.cpu, w.cpu, 1e-6f, y.cpu, rstd.cpu);
+  rstd.gpu = std::move(rstd_g.gpu);
+  b.check("rmsnorm_forward", [&] { b.gpu->rmsnorm_forward(x.gpu, w.gpu, 1e-6f, y.gpu, rstd.gpu); },
+          {{&y, N * H}, {&rstd, N}}, tol);
+  Dual dy = b.tokens(H, a, 3), dx = b.out_tokens(H, F), dw = b.out({H}, F);
+  b.cpu->rmsnorm_backward(x.cpu, w.cpu, rstd.cpu, dy.cpu, dx.cpu, dw.cpu);
+  b.check("rmsnorm_backward", [&] { b.gpu->rmsnorm_backward(x.gpu, w.gpu, rstd.gpu, dy.gpu, dx.gpu, dw.gpu); },
+          {{&dx, N * H}, {&dw, H}}, tol);
+}
+
+TEST_P(CudaModelOpsTest, QkNormRope) {
+  Backends b(*GetParam().shape, GetParam().act);
+  const DType a = b.act, F = DType::F32;
+  const int64_t d = b.shape.head_dim, heads = b.shape.heads, N = b.N(), D = heads * d;
+  const double tol = tol_for(a);
+  Dual x = b.tokens(D, a, 1, 2.0f), w = b.weight({d}, a, 2), y = b.out_tokens(D, a);
+  Dual rstd = b.out({b.cpu->token_rows(b.plan) * heads}, F), rstd_g = b.out({b.gpu->token_rows(b.plan) * heads}, F);
+  rstd.gpu = std::move(rstd_g.gpu);
+  b.cpu->qk_norm_rope_forward(x.cpu, w.cpu, 1e-6f, y.cpu, rstd.cpu);
+  b.check("qk_norm_rope_forward", [&] { b.gpu->qk_norm_rope_forward(x.gpu, w.gpu, 1e-6f, y.gpu, rstd.gpu); },
+          {{&y, N * D}, {&rstd, N * heads}}, tol);
+  Dual dy = b.tokens(D, a, 3), dx = b.out_tokens(D, a), dw = b.out({d}, F);
+  b.cpu->qk_norm_rope_backward(x.cpu, w.cpu, rstd.cpu, dy.cpu, dx.cpu, dw.cpu);
+  b.check("qk_norm_rope_backward",
+          [&] { b.gpu->qk_norm_rope_backward(x.gpu, w.gpu, rstd.gpu, dy.gpu, dx.gpu, dw.gpu); },
+          {{&dx, N * D}, {&dw, d}}, tol);
+}
+
+TEST_P(CudaModelOpsTest, SwiGluAndAdd) {
+  Backends b(*GetParam().shape, GetParam().act);
+  const DType a = b.act, F = DType::F32;
+  const int64_t I = b.shape.inter, H = b.shape.hidden, N = b.N();
+  const double tol = tol_for(a);
+  Dual g = b.tokens(I, a, 1, 4.0f), u = b.tokens(I, a, 2), m = b.out_tokens(I, a);
+  b.cpu->swiglu_forward(g.cpu, u.cpu, m.cpu);
+  b.check("swiglu_forward", [&] { b.gpu->swiglu_forward(g.gpu, u.gpu, m.gpu); }, {{&m, N * I}}, tol);
+  Dual dm = b.tokens(I, a, 3), dg = b.out_tokens(I, a), du = b.out_tokens(I, a);
+  b.cpu->swiglu_backward(g.cpu, u.cpu, dm.cpu, dg.cpu, du.cpu);
+  b.check("swiglu_backward", [&] { b.gpu->swiglu_backward(g.gpu, u.gpu, dm.gpu, dg.gpu, du.gpu); },
+          {{&dg, N * I}, {&du, N * I}}, tol);
+  Dual p = b.tokens(H, F, 4), q = b.tokens(H, F, 5), s = b.out_tokens(H, F);
+  b.cpu->add(p.cpu, q.cpu, s.cpu);
+  b.check("add", [&] { b.gpu->add(p.gpu, q.gpu, s.gpu); }, {{&s, N * H}}, 1e-7);  // exact: one fp32 add
+}
+
+// The table as a Piece of several runs (as the engine's pieces are): runs that cut rows in the middle.
+Piece runs_of(const TensorRef& t, int64_t vocab, int64_t hidden) {
+  const int64_t n = vocab * hidden, cut1 = 5 * hidden + hidden / 3, cut2 = n / 2 + 7;
+  char* base = static_cast<char*>(t.data);
+  const size_t es = dtype_size(t.dtype);
+  return {t.dtype, {{0, cut1, base}, {cut1, cut2 - cut1, base + es * cut1}, {cut2, n - cut2, base + es * cut2}}};
+}
+
+TEST_P(CudaModelOpsTest, Embedding) {
+  Backends b(*GetParam().shape, GetParam().act);
+  const DType a = b.act, F = DType::F32;
+  const int64_t H = b.shape.hidden, V = b.shape.vocab, N = b.N();
+  Dual table = b.weight({V, H}, a, 1), x = b.out_tokens(H, F);
+  b.cpu->embedding_forward(runs_of(table.cpu, V, H), V, x.cpu);
+  b.check("embedding_forward", [&] { b.gpu->embedding_forward(runs_of(table.gpu, V, H), V, x.gpu); },
+          {{&x, N * H}}, 0.0);  // a copy: exact
+  Dual dx = b.tokens(H, F, 2), dt = b.out({V, H}, a);
+  b.cpu->embedding_backward(dx.cpu, V, runs_of(dt.cpu, V, H));
+  b.check("embedding_backward", [&] { b.gpu->embedding_backward(dx.gpu, V, runs_of(dt.gpu, V, H)); },
+          {{&dt, V * H}}, a == F ? 0.0 : 1e-2);  // fp32: the same sums in the same order
+}
+
+TEST_P(CudaModelOpsTest, PooledHeadAndPairLoss) {
+  Backends b(*GetParam().shape, GetParam().act);
+  const DType a = b.act, F = DType::F32;
+  const int64_t H = b.shape.hidden, S = b.plan.num_seqs(), N = b.N();
+  const double tol = tol_for(a);
+  Dual x = b.tokens(H, F, 1, 2.0f), nw = b.weight({H}, a, 2), sc = b.weight({1, H}, a, 3, 0.1f), r = b.out({S}, F);
+  b.cpu->pooled_head_forward(x.cpu, nw.cpu, sc.cpu, 1e-6f, r.cpu);
+  b.check("pooled_head_forward", [&] { b.gpu->pooled_head_forward(x.gpu, nw.gpu, sc.gpu, 1e-6f, r.gpu); },
+          {{&r, S}}, tol);
+  std::vector<uint8_t> mask(size_t(S / 2), 1);
+  mask.back() = 0;  // one padding pair: no loss, zero gradient
+  Dual dr = b.out({S}, F);
+  const PairStats cs = b.cpu->pair_loss(r.cpu, mask, dr.cpu);
+  PairStats gs;
+  b.check("pair_loss", [&] { gs = b.gpu->pair_loss(r.gpu, mask, dr.gpu); }, {{&dr, S}}, tol);
+  EXPECT_NEAR(gs.loss_sum, cs.loss_sum, tol * std::abs(cs.loss_sum) + 1e-6);
+  EXPECT_EQ(gs.real_pairs, cs.real_pairs);
+  EXPECT_NEAR(gs.chosen_reward_sum, cs.chosen_reward_sum, tol * 10 + 1e-6);
+  EXPECT_NEAR(gs.rejected_reward_sum, cs.rejected_reward_sum, tol * 10 + 1e-6);
+  // The same drewards on both sides for the head's backward (the CPU's).
+  Dual drs = b.weight({S}, F, 9);
+  Dual dx = b.out_tokens(H, F), dn = b.out({H}, F), ds = b.out({1, H}, F);
+  b.cpu->pooled_head_backward(x.cpu, nw.cpu, sc.cpu, 1e-6f, drs.cpu, dx.cpu, dn.cpu, ds.cpu);
+  b.check("pooled_head_backward",
+          [&] { b.gpu->pooled_head_backward(x.gpu, nw.gpu, sc.gpu, 1e-6f, drs.gpu, dx.gpu, dn.gpu, ds.gpu); },
+          {{&dx, N * H}, {&dn, H}, {&ds, H}}, tol);
+}
+
+TEST_P(CudaModelOpsTest, Attention) {
+  Backends b(*GetParam().shape, GetParam().act);
+  const DType a = b.act, F = DType::F32;
+  const AttentionShape s{b.shape.heads, b.shape.kv_heads, b.shape.head_dim};
+  const int64_t N = b.N(), Dq = s.heads * s.head_dim, Dk = s.kv_heads * s.head_dim;
+  const double tol = tol_for(a);
+  Dual q = b.tokens(Dq, a, 1, 2.0f), k = b.tokens(Dk, a, 2, 2.0f), v = b.tokens(Dk, a, 3), o = b.out_tokens(Dq, a);
+  Dual lse = b.out({b.cpu->token_rows(b.plan), s.heads}, F), lse_g = b.out({b.gpu->token_rows(b.plan), s.heads}, F);
+  lse.gpu = std::move(lse_g.gpu);
+  b.cpu->attention_forward(q.cpu, k.cpu, v.cpu, s, o.cpu, lse.cpu);
+  b.check("attention_forward", [&] { b.gpu->attention_forward(q.gpu, k.gpu, v.gpu, s, o.gpu, lse.gpu); },
+          {{&o, N * Dq}, {&lse, N * s.heads}}, tol);
+  Dual d_o = b.tokens(Dq, a, 4), dq = b.out_tokens(Dq, a), dk = b.out_tokens(Dk, a), dv = b.out_tokens(Dk, a);
+  b.cpu->attention_backward(q.cpu, k.cpu, v.cpu, o.cpu, d_o.cpu, lse.cpu, s, dq.cpu, dk.cpu, dv.cpu);
+  b.check("attention_backward",
+          [&] { b.gpu->attention_backward(q.gpu, k.gpu, v.gpu, o.gpu, d_o.gpu, lse.gpu, s, dq.gpu, dk.gpu, dv.gpu); },
+          {{&dq, N * Dq}, {&dk, N * Dk}, {&dv, N * Dk}}, tol);
+}
+
+// After a first pass over a batch, the same batch again makes no cudaMalloc (the pool reuses its blocks).
+TEST(CudaModelOpsPool, SteadyStateAllocatesNothing) {
+  ZERO_SKIP_WITHOUT_CUDA();
+  Backends b(kFixture, DType::BF16);
+  auto pass = [&] {
+    Dual x = b.tokens(b.shape.hidden, DType::F32, 1), w = b.weight({b.shape.hidden}, DType::BF16, 2);
+    Dual y = b.out_tokens(b.shape.hidden, DType::BF16), rstd = b.out({b.gpu->token_rows(b.plan)}, DType::F32);
+    b.gpu->rmsnorm_forward(x.gpu, w.gpu, 1e-6f, y.gpu, rstd.gpu);
+  };
+  pass();
+  const size_t mallocs = b.gpu->pool_stats().device_mallocs;
+  pass();
+  EXPECT_EQ(b.gpu->pool_stats().device_mallocs, mallocs);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaModelOpsTest,
+                         ::testing::Values(Case{&kFixture, DType::F32}, Case{&kFixture, DType::BF16},
+                                           Case{&kQwen4B, DType::F32}, Case{&kQwen4B, DType::BF16}),
+                         [](const ::testing::TestParamInfo<Case>& i) {
+                           return std::string(i.param.shape->name == std::string("fixture") ? "fixture" : "qwen3_4b") +
+                                  (i.param.act == DType::F32 ? "_fp32" : "_bf16");
+                         });
+
+}  // namespace
