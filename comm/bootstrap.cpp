@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "comm/launch_env.h"
 #include "comm/mpi_check.h"
@@ -36,6 +39,9 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   int leader = info_.local_rank == 0 ? 1 : 0;
   MPI_CHECK(MPI_Allreduce(&leader, &info_.node_count, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
 
+  MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &error_comm_));
+  MPI_CHECK(MPI_Comm_set_errhandler(error_comm_, MPI_ERRORS_RETURN));
+
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   info_.host = host;
@@ -44,11 +50,44 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
 MpiRuntime::~MpiRuntime() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (owns_ && !finalized) MPI_Finalize();
+  if (finalized) return;
+  if (error_comm_ != MPI_COMM_NULL) MPI_Comm_free(&error_comm_);
+  if (owns_) MPI_Finalize();
 }
 
 std::unique_ptr<MpiCommunicator> MpiRuntime::world_communicator() const {
   return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
+}
+
+int MpiRuntime::finish_failed(const Failure& f) {
+  auto say = [](const std::string& m) {
+    if (m.empty()) return;
+    fprintf(stderr, "%s\n", m.c_str());
+    fflush(stderr);
+  };
+  say(f.local);
+  if (info_.world == 1) {
+    say(f.shared);
+    return f.code;
+  }
+  // MIN over ranks of: the rank if it holds a shared message (else world), -code.
+  int v[2] = {f.shared.empty() ? info_.world : info_.rank, -f.code};
+  MPI_Request req;
+  bool agreed = MPI_Iallreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MIN, error_comm_, &req) == MPI_SUCCESS;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (agreed) {
+    int done = 0;
+    if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) agreed = false;
+    if (done) break;
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::duration<double>(kErrorAgreementSeconds)) agreed = false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!agreed) {  // some rank is elsewhere: it would wait for us forever
+    say(f.shared);
+    abort_all(f.code);
+  }
+  if (v[0] == info_.rank) say(f.shared);
+  return -v[1];
 }
 
 void MpiRuntime::abort_all(int code) {

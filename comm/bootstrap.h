@@ -29,8 +29,26 @@ class MpiRuntime {
   // Abort every rank (used when one rank fails, so the others never hang in a collective).
   [[noreturn]] static void abort_all(int code);
 
+  // How a failed rank ends the run so that the message that explains it always gets out: MPI_Abort on
+  // one rank kills the others wherever they are, even before they print. A rank's own message (`local`)
+  // is printed and flushed at once; then the failed ranks agree on one communicator kept for this alone
+  // (a non-blocking all-reduce, so it cannot match a collective the others are blocked in). When every
+  // rank joins within kErrorAgreementSeconds, the lowest rank holding a message that is the same on every
+  // rank (`shared`: a configuration error) prints it and every rank returns the largest code, to leave
+  // through MPI_Finalize, no abort. Otherwise some rank is still running or blocked elsewhere: the rank
+  // prints its shared message too and aborts the job with `code`. A rank that only relays another's
+  // failure passes neither message.
+  struct Failure {
+    std::string local;   // printed by this rank now
+    std::string shared;  // printed by the lowest rank that has one
+    int code = 1;
+  };
+  static constexpr double kErrorAgreementSeconds = 10;
+  int finish_failed(const Failure& f);
+
  private:
   bool owns_ = false;
+  MPI_Comm error_comm_ = MPI_COMM_NULL;
   LaunchInfo info_;
 };
 

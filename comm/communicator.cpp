@@ -1,5 +1,7 @@
 #include "comm/communicator.h"
 
+#include <fmt/format.h>
+
 namespace zero {
 
 const char* collective_name(Collective c) {
@@ -16,6 +18,8 @@ void Communicator::count(Collective c, uint64_t elements, const char* label) {
   auto& k = report_.by[static_cast<size_t>(c)];
   k.calls += 1;
   k.elements += elements;
+  op_seq_ += 1;
+  op_what_ = label && *label ? fmt::format("{} '{}'", collective_name(c), label) : collective_name(c);
   if (logging_) log_.push_back({c, elements, label ? label : ""});
 }
 
@@ -43,6 +47,8 @@ void Communicator::broadcast(void* buf, size_t count_, DType t, int root) {
 
 void Communicator::barrier() {
   report_.barriers += 1;
+  op_seq_ += 1;
+  op_what_ = "barrier";
   do_barrier();
 }
 

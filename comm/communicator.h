@@ -84,7 +84,31 @@ class Communicator {
   void set_logging(bool on) { logging_ = on; }
   const std::vector<CommEvent>& log() const { return log_; }
 
+  // How long a wait for peers may last before the job ends naming the ranks that did not come
+  // (comm/peer_watch.h); 0 = wait forever (the default).
+  void set_peer_timeout(double seconds) { peer_timeout_s_ = seconds; }
+  double peer_timeout() const { return peer_timeout_s_; }
+  // A scope in which one rank may legitimately keep the others waiting long (rank 0 tokenizing the data,
+  // checkpoint writes: work without poll points, see peer_watch.h): waits get `seconds` instead (0 =
+  // forever). Every rank enters the same scopes, as they issue the same collectives.
+  class SlowPhase {
+   public:
+    SlowPhase(Communicator& c, double seconds) : c_(c), saved_(c.peer_timeout_s_) { c.peer_timeout_s_ = seconds; }
+    ~SlowPhase() { c_.peer_timeout_s_ = saved_; }
+    SlowPhase(const SlowPhase&) = delete;
+    SlowPhase& operator=(const SlowPhase&) = delete;
+
+   private:
+    Communicator& c_;
+    double saved_;
+  };
+
  protected:
+  // The collective being started (set before each do_* hook), for messages about a wait that does not end:
+  // its number on this communicator (1 = the first) and "name 'label'".
+  uint64_t op_sequence() const { return op_seq_; }
+  const std::string& op_description() const { return op_what_; }
+
   virtual CommHandle do_all_reduce(void* buf, size_t count, DType t, ReduceOp op) = 0;
   virtual CommHandle do_reduce_scatter(const void* send, void* recv, size_t recv_count, DType t, ReduceOp op) = 0;
   virtual CommHandle do_all_gather(const void* send, void* recv, size_t send_count, DType t) = 0;
@@ -95,6 +119,9 @@ class Communicator {
  private:
   void count(Collective c, uint64_t elements, const char* label);
   CommReport report_;
+  double peer_timeout_s_ = 0;
+  uint64_t op_seq_ = 0;
+  std::string op_what_;
   bool logging_ = false;
   std::vector<CommEvent> log_;
 };

@@ -1,5 +1,6 @@
 #include "comm/mpi_communicator.h"
 
+#include <cstdio>
 #include <cstring>
 
 #include "comm/mpi_check.h"
@@ -38,29 +39,54 @@ void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
   for (int i = 0; i < *len; ++i) b[i] = bf16(static_cast<float>(a[i]) + static_cast<float>(b[i]));
 }
 
-class MpiRequest final : public CommRequest {
- public:
-  MPI_Request req = MPI_REQUEST_NULL;
-  ~MpiRequest() override {
-    if (req != MPI_REQUEST_NULL) MPI_Wait(&req, MPI_STATUS_IGNORE);
-  }
-  void wait() override {
-    if (req != MPI_REQUEST_NULL) MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
-  }
-  bool test() override {
-    if (req == MPI_REQUEST_NULL) return true;
-    int done = 0;
-    MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
-    return done != 0;
-  }
-};
-
 int as_int_count(size_t n) {
   ZERO_CHECK(n <= size_t(INT32_MAX), "MPI count {} exceeds INT_MAX; split the collective", n);
   return static_cast<int>(n);
 }
 
+// A started collective: its request and what it is, waited through the communicator's PeerWatch.
+class MpiRequest final : public CommRequest {
+ public:
+  MpiRequest(MpiCommunicator& comm, MPI_Request r, WaitInfo info) : comm_(comm), req_(r), info_(std::move(info)) {}
+  ~MpiRequest() override {
+    try {
+      wait();
+    } catch (const std::exception& e) {  // an MPI error while unwinding: say it, do not terminate
+      fprintf(stderr, "rank %d: %s\n", comm_.rank(), e.what());
+    }
+  }
+  void wait() override {
+    if (req_ != MPI_REQUEST_NULL) comm_.wait_request(req_, info_);
+  }
+  bool test() override {
+    if (req_ == MPI_REQUEST_NULL) return true;
+    int done = 0;
+    MPI_CHECK(MPI_Test(&req_, &done, MPI_STATUS_IGNORE));
+    return done != 0;
+  }
+
+ private:
+  MpiCommunicator& comm_;
+  MPI_Request req_;
+  WaitInfo info_;
+};
 }  // namespace
+
+void MpiCommunicator::wait_request(MPI_Request& req, const WaitInfo& info) {
+  watch_->wait(
+      [&] {
+        int done = 0;
+        MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+        return done != 0;
+      },
+      info, peer_timeout());
+}
+
+CommHandle MpiCommunicator::started(MPI_Request req) {
+  return std::make_unique<MpiRequest>(*this, req, WaitInfo{op_sequence(), op_description()});
+}
+
+void MpiCommunicator::wait_started(MPI_Request req) { wait_request(req, WaitInfo{op_sequence(), op_description()}); }
 
 MpiCommunicator::MpiCommunicator(MPI_Comm comm) {
   MPI_CHECK(MPI_Comm_dup(comm, &comm_));
@@ -68,12 +94,14 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm) {
   MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   MPI_CHECK(MPI_Comm_size(comm_, &world_));
   MPI_CHECK(MPI_Op_create(&bf16_sum, /*commute=*/1, &bf16_sum_));
+  watch_ = std::make_unique<PeerWatch>(comm_);
 }
 
 MpiCommunicator::~MpiCommunicator() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
+  watch_.reset();
   if (bf16_sum_ != MPI_OP_NULL) MPI_Op_free(&bf16_sum_);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
@@ -99,36 +127,43 @@ MPI_Op MpiCommunicator::mpi_op(ReduceOp op, DType t) const {
 }
 
 CommHandle MpiCommunicator::do_all_reduce(void* buf, size_t count, DType t, ReduceOp op) {
-  auto r = std::make_unique<MpiRequest>();
-  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, buf, as_int_count(count), mpi_type(t), mpi_op(op, t), comm_, &r->req));
-  return r;
+  MPI_Request r;
+  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, buf, as_int_count(count), mpi_type(t), mpi_op(op, t), comm_, &r));
+  return started(r);
 }
 
 CommHandle MpiCommunicator::do_reduce_scatter(const void* send, void* recv, size_t recv_count, DType t,
                                               ReduceOp op) {
-  auto r = std::make_unique<MpiRequest>();
-  MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, as_int_count(recv_count), mpi_type(t), mpi_op(op, t), comm_,
-                                      &r->req));
-  return r;
+  MPI_Request r;
+  MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, as_int_count(recv_count), mpi_type(t), mpi_op(op, t), comm_, &r));
+  return started(r);
 }
 
 CommHandle MpiCommunicator::do_all_gather(const void* send, void* recv, size_t send_count, DType t) {
-  auto r = std::make_unique<MpiRequest>();
+  MPI_Request r;
   const size_t esz = dtype_size(t);
   const bool in_place = send == static_cast<const char*>(recv) + size_t(rank_) * send_count * esz;
   MPI_CHECK(MPI_Iallgather(in_place ? MPI_IN_PLACE : send, as_int_count(send_count), mpi_type(t), recv,
-                           as_int_count(send_count), mpi_type(t), comm_, &r->req));
-  return r;
+                           as_int_count(send_count), mpi_type(t), comm_, &r));
+  return started(r);
 }
 
 void MpiCommunicator::do_broadcast(void* buf, size_t count, DType t, int root) {
-  MPI_CHECK(MPI_Bcast(buf, as_int_count(count), mpi_type(t), root, comm_));
+  MPI_Request r;
+  MPI_CHECK(MPI_Ibcast(buf, as_int_count(count), mpi_type(t), root, comm_, &r));
+  wait_started(r);
 }
 
-void MpiCommunicator::do_barrier() { MPI_CHECK(MPI_Barrier(comm_)); }
+void MpiCommunicator::do_barrier() {
+  MPI_Request r;
+  MPI_CHECK(MPI_Ibarrier(comm_, &r));
+  wait_started(r);
+}
 
 void MpiCommunicator::do_all_reduce_scalars(double* vals, size_t n, ReduceOp op) {
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, vals, as_int_count(n), MPI_DOUBLE, mpi_op(op, DType::F64), comm_));
+  MPI_Request r;
+  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, vals, as_int_count(n), MPI_DOUBLE, mpi_op(op, DType::F64), comm_, &r));
+  wait_started(r);
 }
 
 }  // namespace zero

@@ -19,6 +19,10 @@ struct ConfigError : Error {
 struct InputError : Error {
   using Error::Error;
 };
+// This rank stops because another rank failed and says why (pmtrain's main prints nothing for it).
+struct PeerFailure : Error {
+  using Error::Error;
+};
 // A broken invariant inside the library: a bug, not the user's fault.
 struct InternalError : Error {
   using Error::Error;

@@ -1,6 +1,7 @@
 #include "cuda/nccl_communicator.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "comm/mpi_check.h"
 #include "core/check.h"
@@ -32,17 +33,22 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 
 class NcclRequest final : public CommRequest {
  public:
-  NcclRequest(cudaStream_t s, ncclComm_t comm, cudaStream_t consumer) : comm_(comm), consumer_(consumer) {
+  NcclRequest(NcclCommunicator& owner, cudaStream_t s, cudaStream_t consumer, WaitInfo info)
+      : owner_(owner), consumer_(consumer), info_(std::move(info)) {
     CUDA_CHECK(cudaEventCreateWithFlags(&ev_, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventRecord(ev_, s));
   }
   ~NcclRequest() override {
-    if (!done_) CUDA_WARN(cudaEventSynchronize(ev_));  // an unfinished handle waits (the Communicator rule)
+    try {
+      wait();  // an unfinished handle waits (the Communicator rule)
+    } catch (const std::exception& e) {
+      fprintf(stderr, "rank %d: %s\n", owner_.rank(), e.what());
+    }
     CUDA_WARN(cudaEventDestroy(ev_));
   }
   void wait() override {
     if (done_) return;
-    CUDA_CHECK(cudaEventSynchronize(ev_));
+    owner_.wait_event(ev_, info_);
     done_ = true;
   }
   void enqueue_wait() override {
@@ -57,19 +63,43 @@ class NcclRequest final : public CommRequest {
     if (rc != cudaErrorNotReady) CUDA_CHECK(rc);
     // Still running: surface a failed peer or network instead of waiting forever.
     ncclResult_t async = ncclSuccess;
-    NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
+    NCCL_CHECK(ncclCommGetAsyncError(owner_.nccl_comm(), &async));
     NCCL_CHECK(async);
     return false;
   }
 
  private:
-  ncclComm_t comm_;
+  NcclCommunicator& owner_;
   cudaStream_t consumer_;  // the compute (ops) stream that reads what the collective wrote
+  WaitInfo info_;
   cudaEvent_t ev_ = nullptr;
   bool done_ = false;
 };
 
 }  // namespace
+
+void NcclCommunicator::wait_event(cudaEvent_t ev, const WaitInfo& info) {
+  watch_->wait(
+      [&] {
+        const cudaError_t rc = cudaEventQuery(ev);
+        if (rc == cudaSuccess) return true;
+        if (rc != cudaErrorNotReady) CUDA_CHECK(rc);
+        ncclResult_t async = ncclSuccess;
+        NCCL_CHECK(ncclCommGetAsyncError(nccl_, &async));
+        NCCL_CHECK(async);  // a peer or the network failed: an error now, not a hang
+        return false;
+      },
+      info, peer_timeout(), [&] {
+        // Frees this rank's stream from the collective its peer never joined; the job ends right after.
+        if (nccl_) ncclCommAbort(nccl_);
+        nccl_ = nullptr;
+      });
+}
+
+void NcclCommunicator::sync_stream() {
+  CUDA_CHECK(cudaEventRecord(drained_, stream_));
+  wait_event(drained_, WaitInfo{op_sequence(), op_description()});
+}
 
 NcclCommunicator::NcclCommunicator(MPI_Comm comm, cudaStream_t producer) : producer_(producer) {
   MPI_CHECK(MPI_Comm_dup(comm, &mpi_));
@@ -82,8 +112,10 @@ NcclCommunicator::NcclCommunicator(MPI_Comm comm, cudaStream_t producer) : produ
   // Blocking stream: it also follows work on the legacy default stream (cudaMemcpy, the allocator's memset).
   CUDA_CHECK(cudaStreamCreate(&stream_));
   CUDA_CHECK(cudaEventCreateWithFlags(&produced_, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventCreateWithFlags(&drained_, cudaEventDisableTiming));
   CUDA_CHECK(cudaMalloc(&d_scalars_, kScalarSlots * sizeof(double)));
   NCCL_CHECK(ncclCommInitRank(&nccl_, world_, id, rank_));
+  watch_ = std::make_unique<PeerWatch>(mpi_);
 }
 
 NcclCommunicator::~NcclCommunicator() {
@@ -94,7 +126,9 @@ NcclCommunicator::~NcclCommunicator() {
   }
   CUDA_WARN(cudaFree(d_scalars_));
   if (produced_) CUDA_WARN(cudaEventDestroy(produced_));
+  if (drained_) CUDA_WARN(cudaEventDestroy(drained_));
   if (stream_) CUDA_WARN(cudaStreamDestroy(stream_));
+  watch_.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized && mpi_ != MPI_COMM_NULL) MPI_Comm_free(&mpi_);
@@ -110,7 +144,9 @@ void NcclCommunicator::follow_producer() {
   CUDA_CHECK(cudaStreamWaitEvent(stream_, produced_, 0));
 }
 
-CommHandle NcclCommunicator::finish() { return std::make_unique<NcclRequest>(stream_, nccl_, producer_); }
+CommHandle NcclCommunicator::finish() {
+  return std::make_unique<NcclRequest>(*this, stream_, producer_, WaitInfo{op_sequence(), op_description()});
+}
 
 CommHandle NcclCommunicator::do_all_reduce(void* buf, size_t count, DType t, ReduceOp op) {
   ZERO_REQUIRE(supports_reduction(t), ConfigError, "reduction dtype {} is not supported by the nccl backend",
@@ -139,13 +175,21 @@ void NcclCommunicator::do_broadcast(void* buf, size_t count, DType t, int root) 
   ZERO_CHECK(root >= 0 && root < world_, "broadcast: root {} out of range [0, {})", root, world_);
   follow_producer();
   NCCL_CHECK(ncclBroadcast(buf, buf, count, nccl_type(t), root, nccl_, stream_));
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  sync_stream();
 }
 
 void NcclCommunicator::do_barrier() {
   follow_producer();
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
-  MPI_CHECK(MPI_Barrier(mpi_));
+  sync_stream();
+  MPI_Request r;
+  MPI_CHECK(MPI_Ibarrier(mpi_, &r));
+  watch_->wait(
+      [&] {
+        int done = 0;
+        MPI_CHECK(MPI_Test(&r, &done, MPI_STATUS_IGNORE));
+        return done != 0;
+      },
+      WaitInfo{op_sequence(), op_description()}, peer_timeout());
 }
 
 void NcclCommunicator::do_all_reduce_scalars(double* vals, size_t n, ReduceOp op) {
@@ -155,7 +199,7 @@ void NcclCommunicator::do_all_reduce_scalars(double* vals, size_t n, ReduceOp op
     CUDA_CHECK(cudaMemcpyAsync(d_scalars_, vals + off, len * sizeof(double), cudaMemcpyHostToDevice, stream_));
     NCCL_CHECK(ncclAllReduce(d_scalars_, d_scalars_, len, ncclFloat64, nccl_op(op), nccl_, stream_));
     CUDA_CHECK(cudaMemcpyAsync(vals + off, d_scalars_, len * sizeof(double), cudaMemcpyDeviceToHost, stream_));
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    sync_stream();
   }
 }
 

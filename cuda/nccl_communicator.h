@@ -6,6 +6,10 @@
 // doubles and moves them through a small device buffer. barrier() is MPI_Barrier after this stream
 // drains. The ncclUniqueId travels over MPI; nothing else does.
 //
+// Waits never block blindly: every host wait polls cudaEventQuery and ncclCommGetAsyncError under the
+// peer timeout (comm/peer_watch.h); past it the NCCL communicator is aborted (ncclCommAbort frees a stream
+// stuck in a collective), the ranks that did not arrive are named over MPI, and the job ends by MPI_Abort.
+//
 // Ordering: every collective first waits (on the device, through an event) for the work already queued
 // on the producer stream, normally CudaOps::stream(), so a buffer the ops just wrote is read after
 // the write without any host synchronisation. Work the caller queues after starting a collective must
@@ -15,7 +19,10 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <memory>
+
 #include "comm/communicator.h"
+#include "comm/peer_watch.h"
 
 namespace zero {
 
@@ -38,6 +45,8 @@ class NcclCommunicator final : public Communicator {
   cudaStream_t stream() const { return stream_; }
   ncclComm_t nccl_comm() const { return nccl_; }
   void set_producer(cudaStream_t producer) { producer_ = producer; }
+  // Host wait for `ev` under the peer timeout; a failed peer (async NCCL error) throws.
+  void wait_event(cudaEvent_t ev, const WaitInfo& info);
 
  protected:
   CommHandle do_all_reduce(void* buf, size_t count, DType t, ReduceOp op) override;
@@ -50,6 +59,7 @@ class NcclCommunicator final : public Communicator {
  private:
   void follow_producer();  // make stream_ wait for the producer's queued work
   CommHandle finish();     // a handle for what was just queued
+  void sync_stream();      // host wait (under the peer timeout) for everything queued on stream_
 
   MPI_Comm mpi_ = MPI_COMM_NULL;
   ncclComm_t nccl_ = nullptr;
@@ -59,6 +69,8 @@ class NcclCommunicator final : public Communicator {
   cudaEvent_t produced_ = nullptr;  // recorded on the producer, waited on by stream_
   static constexpr size_t kScalarSlots = 64;
   double* d_scalars_ = nullptr;  // device scratch for all_reduce_scalars
+  cudaEvent_t drained_ = nullptr;  // recorded by sync_stream
+  std::unique_ptr<PeerWatch> watch_;
 };
 
 }  // namespace zero

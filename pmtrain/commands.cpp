@@ -46,6 +46,7 @@ int run_train(const TrainArgs& a, MpiRuntime& mpi) {
   if (!a.resume.empty()) c.overrides.push_back("run.resume=" + a.resume);
   const Config cfg = load_resolved_config(c);
   auto comm = mpi.world_communicator();
+  comm->set_peer_timeout(cfg.run.collective_timeout_s);
   install_stop_signals();
   Trainer trainer(cfg, mpi.info(), *comm);
   return trainer.train();
@@ -71,6 +72,7 @@ int run_eval(const EvalArgs& a, MpiRuntime& mpi) {
   }
   if (w.kind == WeightsChoice::Kind::HfDir) cfg.model.hf_dir = w.path;
   auto comm = mpi.world_communicator();
+  comm->set_peer_timeout(cfg.run.collective_timeout_s);
   Trainer trainer(cfg, mpi.info(), *comm, TrainerRole::Evaluate);
   if (w.kind == WeightsChoice::Kind::Checkpoint) trainer.load_weights(w.path);
   const PairStats ev = trainer.evaluate();

@@ -95,6 +95,8 @@ std::vector<Field> schema(Config& c) {
       field("run.save_final", r.save_final), field("run.keep_last", r.keep_last, kAtLeastOne),
       field("run.keep_every", r.keep_every, kNonNegative), field("run.async_save", r.async_save),
       field("run.resume", r.resume), field("run.start_over", r.start_over), field("run.stop_at", r.stop_at, kNonNegative),
+      field("run.collective_timeout_s", r.collective_timeout_s, kNonNegative),
+      field("run.slow_phase_timeout_s", r.slow_phase_timeout_s, kNonNegative),
       field("model.hf_dir", m.hf_dir), field("model.preset", m.preset),
       field("model.vocab_size", m.vocab_size, kNonNegative),
       field("model.hidden_size", m.hidden_size, kNonNegative),

@@ -26,6 +26,11 @@ struct RunSection {
   std::string resume;       // "", "auto" or a checkpoint path
   bool start_over = false;  // train from scratch in a run.dir that already holds checkpoints (kept)
   int64_t stop_at = 0;      // stop after this step as if interrupted (the schedule still spans all steps)
+  // A rank that does not reach a collective within this many seconds (dead, stopped) ends the job with a
+  // message naming it (exit code 76); 0 = wait forever. Set-up, data loading and checkpoint I/O, where
+  // one rank may keep the others waiting long, use slow_phase_timeout_s instead.
+  double collective_timeout_s = 60;
+  double slow_phase_timeout_s = 1800;
 };
 
 struct ModelSection {

@@ -1,10 +1,8 @@
 // pmtrain: the reward-model trainer's command line (cli.h lists the commands and options; `pmtrain
 // --help`, `pmtrain COMMAND --help`). train and eval run under MPI; the other commands, help, --version,
 // usage errors and train --dry-run need none, and under a launcher only rank 0 does them.
-#include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <thread>
 
 #include "comm/bootstrap.h"
 #include "comm/launch_env.h"
@@ -49,23 +47,20 @@ int main(int argc, char** argv) {
   const int rank = mpi.info().rank;
   // "rank N: " only where there are several ranks to tell apart.
   const std::string who = mpi.info().world > 1 ? fmt::format("rank {}: ", rank) : "";
+  MpiRuntime::Failure failure;
+  const std::string head = fmt::format("pmtrain {}: ", cl.command);
   try {
     return cl.command == "train" ? run_train(cl.train, mpi) : run_eval(cl.eval, mpi);
+  } catch (const PeerFailure&) {
+    // Another rank failed and says why.
   } catch (const ConfigError& e) {
-    // Configuration errors are the same on every rank: say it once (rank 0), and give rank 0 time to
-    // say it before another rank's abort takes the job down.
-    if (rank == 0) {
-      fprintf(stderr, "pmtrain %s: error: %s\n", cl.command.c_str(), e.what());
-    } else {
-      std::this_thread::sleep_for(std::chrono::seconds(2));
-    }
+    failure.shared = head + "error: " + e.what();  // the same on every rank: said once
   } catch (const Error& e) {
-    fprintf(stderr, "pmtrain %s: %serror: %s\n", cl.command.c_str(), who.c_str(), e.what());
+    failure.local = head + who + "error: " + e.what();
   } catch (const std::exception& e) {
-    fprintf(stderr, "pmtrain %s: %sunexpected error: %s\n", cl.command.c_str(), who.c_str(), e.what());
+    failure.local = head + who + "unexpected error: " + e.what();
   }
-  fflush(stderr);
-  // Never leave other ranks blocked in a collective.
-  if (mpi.info().world > 1) MpiRuntime::abort_all(1);
-  return 1;
+  // Prints before anything can abort the job; returns (to MPI_Finalize) when every rank failed alike, else
+  // aborts so no rank is left blocked in a collective.
+  return mpi.finish_failed(failure);
 }

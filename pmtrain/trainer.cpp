@@ -28,6 +28,7 @@ double now() { return MPI_Wtime(); }
 
 Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, TrainerRole role)
     : cfg_(cfg), info_(info), comm_(comm) {
+  const auto slow = slow_phase();
   const bool training = role == TrainerRole::Train;
   const int W = comm_.world();
   ZERO_REQUIRE(cfg_.backend == "cpu" || cfg_.backend == "cuda", ConfigError, "{}: backend: unknown backend '{}' (cpu or cuda)",
@@ -206,7 +207,17 @@ void Trainer::resume_if_asked() {
            r.resharded ? " (resharded onto this world size and stage)" : "");
 }
 
+void Trainer::wait_for_saves(bool all) {
+  const auto slow = slow_phase();
+  if (all) {
+    ckpt_->wait();
+  } else {
+    ckpt_->finish_pending();
+  }
+}
+
 void Trainer::save_checkpoint(int64_t step) {
+  const auto slow = slow_phase();
   checkpoint::TrainState st;
   st.step = step;
   st.data_cursor = sampler_->cursor().to_json();
@@ -238,7 +249,10 @@ data::PairDataset Trainer::load_dataset(const std::vector<std::string>& files, c
   }
   double failed = error.empty() ? 0 : 1;
   comm_.all_reduce_scalars(&failed, 1, ReduceOp::Max);
-  if (failed > 0) throw InputError(error.empty() ? std::string("rank 0 could not load the data (see its message)") : error);
+  if (failed > 0) {
+    if (error.empty()) throw PeerFailure("rank 0 could not load the data (see its message)");
+    throw InputError(error);
+  }
   if (info_.rank != 0) ds = data::load_or_build_dataset(dc, *tokenizer_, cache, nullptr);
   return ds;
 }
@@ -331,10 +345,10 @@ int Trainer::train_loop() {
                                             res.bad_group).c_str());
       fflush(stdout);
     }
-    ckpt_->finish_pending();
+    wait_for_saves(false);
     if (stop) {  // every rank saw the vote in the same reduction: save, say how to resume, exit
       save_checkpoint(s + 1);
-      ckpt_->wait();
+      wait_for_saves(true);
       if (r0) {
         printf("pmtrain: stopped by %s at step %lld of %lld; checkpoint %s/checkpoints/step_%lld; resume with: "
                "pmtrain train %s --resume auto\n",
@@ -356,13 +370,13 @@ int Trainer::train_loop() {
   }
   if (last < total_steps_) {  // stopped early (run.stop_at): save so a later run can resume
     save_checkpoint(last);
-    ckpt_->wait();
+    wait_for_saves(true);
     if (r0) printf("stopped at step %lld of %lld (run.stop_at)\n", (long long)last, (long long)total_steps_);
     return 0;
   }
   end_epoch(last);
   if (cfg_.run.save_final && start_step_ < total_steps_) save_checkpoint(total_steps_);
-  ckpt_->wait();
+  wait_for_saves(true);
   const double elapsed = now() - t_start;
   if (test_.num_pairs() > 0) {
     PairStats ev = evaluate();

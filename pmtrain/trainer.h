@@ -32,7 +32,10 @@ class Trainer {
   // Loss, accuracy, mean chosen/rejected reward and margin on the test split (collective).
   PairStats evaluate();
   // Replaces the parameters with a checkpoint's, as --resume does (collective; any saved world size and stage).
-  checkpoint::LoadResult load_weights(const std::string& checkpoint_dir) { return ckpt_->load(checkpoint_dir); }
+  checkpoint::LoadResult load_weights(const std::string& checkpoint_dir) {
+    const auto slow = slow_phase();
+    return ckpt_->load(checkpoint_dir);
+  }
   const MemoryPlan& memory_plan() const { return plan_; }
   int64_t total_steps() const { return total_steps_; }
 
@@ -42,6 +45,10 @@ class Trainer {
   PairStats run_train_step(data::StepPlan& plan, StepResult& result, double& pair_id_sum, bool& stop);
   void resume_if_asked();
   void save_checkpoint(int64_t step);
+  void wait_for_saves(bool all);  // finish_pending (all = false) or wait for every save (all = true)
+  // Set-up, data loading and checkpoint I/O: one rank may keep the others waiting long there
+  // (run.slow_phase_timeout_s instead of run.collective_timeout_s).
+  Communicator::SlowPhase slow_phase() { return Communicator::SlowPhase(comm_, cfg_.run.slow_phase_timeout_s); }
   void log(const char* fmt_line) const;
 
   Config cfg_;

@@ -43,6 +43,8 @@ expect_error "inconsistent batch contract" "inconsistent" \
 expect_error "unknown attention" "model.attention: unknown value 'bogus' (expected auto, flash, reference)" \
   $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set model.attention=bogus
 expect_error "unknown stage" "key 'zero.stage' is 7; it must be in [0, 3]" $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set zero.stage=7
+expect_error "negative collective timeout" "key 'run.collective_timeout_s' is -1; it must be >= 0" \
+  $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.collective_timeout_s=-1
 expect_error "unsupported reduction dtype" "reduce_dtype fp16 cannot be packed" \
   $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set zero.reduce_dtype=fp16
 # The seed 4B config loads and validates, then stops: no CUDA backend here, and the CPU cannot hold it.
