@@ -14,23 +14,28 @@
 #     gives the checkpoint's scores exactly; bench/hf_export_check.py then checks the export in transformers
 #     (skipped when python3 lacks torch/transformers, a failure under ZERO_REQUIRE_GPU).
 # Without a GPU: exit 77 (ctest: skipped), or a failure under ZERO_REQUIRE_GPU=1.
+# PMTRAIN_CUDA_DRYRUN=1 runs the same steps with backend cpu where cuda is named (a check of this script on a
+# machine without a GPU; it says nothing about the GPU).
 source "$(dirname "$0")/../pmtrain/common.sh"
+GPU=cuda
+[ "${PMTRAIN_CUDA_DRYRUN:-0}" = 1 ] && { GPU=cpu; echo "DRY RUN: backend cpu in place of cuda"; }
+on_gpu() { [ $GPU = cuda ]; }
 required() { [ -n "${ZERO_REQUIRE_GPU:-}" ] && [ "${ZERO_REQUIRE_GPU}" != 0 ]; }
 skip() {
   if required; then fail "cannot run: $* (ZERO_REQUIRE_GPU is set)"; fi
   echo "SKIPPED: $*"; exit 77
 }
-"$PMTRAIN" --version | grep -q "CUDA backend: built" || skip "this pmtrain has no CUDA backend"
+if on_gpu && [[ "$("$PMTRAIN" --version)" != *"CUDA backend: built"* ]]; then skip "this pmtrain has no CUDA backend"; fi
 
 DATA=data/assets/hh-rlhf/harmless-base/test.jsonl.gz
 zcat $DATA | sed -n 1,24p > $TMP/pairs.jsonl
 # Is there a device? pmtrain's own answer (cudaGetDeviceCount), through a one-line error when there is none.
-if ! "$PMTRAIN" score configs/tiny_cpu.yaml --set backend=cuda --init --data $TMP/pairs.jsonl --out $TMP/probe.jsonl \
+if ! "$PMTRAIN" score configs/tiny_cpu.yaml --set backend=$GPU --init --data $TMP/pairs.jsonl --out $TMP/probe.jsonl \
      2> $TMP/probe.err; then
   grep -q "no CUDA device is visible" $TMP/probe.err && skip "no CUDA device ($(cat $TMP/probe.err))"
   cat $TMP/probe.err; fail "score --init on backend cuda failed"
 fi
-grep -q "score: backend cuda" $TMP/probe.err || { cat $TMP/probe.err; fail "score did not say it runs on cuda"; }
+! on_gpu || grep -q "score: backend cuda" $TMP/probe.err || { cat $TMP/probe.err; fail "score did not say it runs on cuda"; }
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || true
 
 BASE="configs/tiny_cpu.yaml --set data.cache_dir=$TMP/cache --set run.steps=4 --set batch.global=24 --set batch.micro=2
@@ -57,8 +62,8 @@ same_lines() { [ "$(wc -l < "$1")" = "$(wc -l < "$2")" ] || fail "$3: $(wc -l < 
 
 # 1. CPU vs CUDA at 1 rank (fp32).
 train 1 cpu1 --set backend=cpu --set zero.param_dtype=fp32 --set run.save_final=false
-train 1 gpu1 --set backend=cuda --set zero.param_dtype=fp32 --set run.save_final=false
-grep -q "pmtrain: backend cuda" $TMP/gpu1.txt || { head -20 $TMP/gpu1.txt; fail "gpu1 did not run on the cuda backend"; }
+train 1 gpu1 --set backend=$GPU --set zero.param_dtype=fp32 --set run.save_final=false
+! on_gpu || grep -q "pmtrain: backend cuda" $TMP/gpu1.txt || { head -20 $TMP/gpu1.txt; fail "gpu1 did not run on the cuda backend"; }
 json_field $TMP/cpu1/metrics.jsonl train loss > $TMP/cpu1.loss
 json_field $TMP/gpu1/metrics.jsonl train loss > $TMP/gpu1.loss
 same_lines $TMP/cpu1.loss $TMP/gpu1.loss "cpu vs cuda losses"
@@ -67,18 +72,18 @@ close $TMP/cpu1.loss $TMP/gpu1.loss 1e-4 "1 rank: cuda vs cpu per-step loss"
   || fail "cpu and cuda runs consumed different pairs"
 
 # 2. Resume at 1 rank, bit-exact.
-train 1 cut1 --set backend=cuda --set zero.param_dtype=fp32 --set run.stop_at=2
+train 1 cut1 --set backend=$GPU --set zero.param_dtype=fp32 --set run.stop_at=2
 grep -q "stopped at step 2 of 4" $TMP/cut1.txt || fail "cut1: no early stop"
-train 1 cut1 --set backend=cuda --set zero.param_dtype=fp32 --set run.resume=auto
+train 1 cut1 --set backend=$GPU --set zero.param_dtype=fp32 --set run.resume=auto
 grep -q "resumed from .*step_2: step 2" $TMP/cut1.txt || { tail -30 $TMP/cut1.txt; fail "cut1 did not resume"; }
 diff <(fields gpu1) <(fields cut1) || fail "1 rank: resumed run differs from the uninterrupted one"
 echo "1 rank: resume bit-exact ($(fields cut1 | tail -1))"
 
 # 3. 2 ranks on one GPU, stages 0 and 3: bit-exact resume; losses near the 1-rank run.
 for stage in 0 3; do
-  S="--set backend=cuda --set zero.param_dtype=fp32 --set zero.stage=$stage"
+  S="--set backend=$GPU --set zero.param_dtype=fp32 --set zero.stage=$stage"
   train 2 full2s$stage $S --set run.save_final=false
-  grep -q "shared by ranks" $TMP/full2s$stage.txt || { head -20 $TMP/full2s$stage.txt; fail "2 ranks: the GPU is not shared?"; }
+  ! on_gpu || grep -q "shared by ranks" $TMP/full2s$stage.txt || { head -20 $TMP/full2s$stage.txt; fail "2 ranks: the GPU is not shared?"; }
   train 2 cut2s$stage $S --set run.stop_at=2
   train 2 cut2s$stage $S --set run.resume=auto --set run.save_final=false
   grep -q "resumed from .*step_2: step 2" $TMP/cut2s$stage.txt || { tail -30 $TMP/cut2s$stage.txt; fail "stage $stage: no resume"; }
@@ -90,8 +95,8 @@ for stage in 0 3; do
 done
 
 # 4. Reshard: 2 ranks stage 3 -> 1 rank stage 2.
-train 2 re --set backend=cuda --set zero.param_dtype=fp32 --set zero.stage=3 --set run.stop_at=2
-train 1 re --set backend=cuda --set zero.param_dtype=fp32 --set zero.stage=2 --set run.resume=auto --set run.save_final=false
+train 2 re --set backend=$GPU --set zero.param_dtype=fp32 --set zero.stage=3 --set run.stop_at=2
+train 1 re --set backend=$GPU --set zero.param_dtype=fp32 --set zero.stage=2 --set run.resume=auto --set run.save_final=false
 grep -q "resharded" $TMP/re.txt || { tail -30 $TMP/re.txt; fail "reshard: not resharded"; }
 diff <(json_field $TMP/gpu1/metrics.jsonl train pair_id_sum) <(json_field $TMP/re/metrics.jsonl train pair_id_sum) \
   || fail "reshard: the pairs per step differ (a pair repeated or skipped)"
@@ -99,8 +104,8 @@ json_field $TMP/re/metrics.jsonl train loss > $TMP/re.loss
 close $TMP/gpu1.loss $TMP/re.loss 1e-4 "reshard 2 ranks stage 3 -> 1 rank stage 2 vs the 1-rank run, per-step loss"
 
 # 5. bf16 mode trains.
-train 1 bf16 --set backend=cuda --set zero.param_dtype=bf16 --set run.save_final=false
-grep -q "bf16 activations" $TMP/bf16.txt || { head -20 $TMP/bf16.txt; fail "bf16 run is not in bf16 mode"; }
+train 1 bf16 --set backend=$GPU --set zero.param_dtype=bf16 --set run.save_final=false
+! on_gpu || grep -q "bf16 activations" $TMP/bf16.txt || { head -20 $TMP/bf16.txt; fail "bf16 run is not in bf16 mode"; }
 json_field $TMP/bf16/metrics.jsonl train loss > $TMP/bf16.loss
 close $TMP/gpu1.loss $TMP/bf16.loss 5e-2 "bf16 mode vs fp32 mode on cuda, per-step loss"
 
@@ -114,8 +119,8 @@ evalrec() {  # NP BACKEND -> the eval record's loss accuracy chosen_reward rejec
   for f in loss accuracy chosen_reward rejected_reward pairs; do sed -E "s/.*\"$f\":([^,}]*).*/\1/" <<<"$rec"; done
 }
 evalrec 1 cpu > $TMP/eval_cpu
-evalrec 1 cuda > $TMP/eval_gpu1
-evalrec 2 cuda > $TMP/eval_gpu2
+evalrec 1 $GPU > $TMP/eval_gpu1
+evalrec 2 $GPU > $TMP/eval_gpu2
 echo "eval on cpu: $(tr '\n' ' ' < $TMP/eval_cpu)(loss accuracy chosen rejected pairs)"
 # (mean rewards may sit near zero: judged relative to at least 1e-2)
 close $TMP/eval_cpu $TMP/eval_gpu1 1e-4 "eval 1 rank cuda vs cpu" 1e-2
@@ -125,8 +130,8 @@ close $TMP/eval_cpu $TMP/eval_gpu2 1e-4 "eval 2 ranks cuda vs cpu" 1e-2
 # 7. score on cuda, export, the export in transformers.
 SCORE="configs/tiny_cpu.yaml --set run.dir=$TMP/cut1 --set zero.param_dtype=fp32 --data $TMP/pairs.jsonl"
 "$PMTRAIN" score $SCORE --set backend=cpu --out $TMP/s_cpu.jsonl 2> $TMP/s_cpu.err || { cat $TMP/s_cpu.err; fail "score cpu"; }
-"$PMTRAIN" score $SCORE --set backend=cuda --out $TMP/s_gpu.jsonl 2> $TMP/s_gpu.err || { cat $TMP/s_gpu.err; fail "score cuda"; }
-grep -q "score: backend cuda" $TMP/s_gpu.err || { cat $TMP/s_gpu.err; fail "score did not run on cuda"; }
+"$PMTRAIN" score $SCORE --set backend=$GPU --out $TMP/s_gpu.jsonl 2> $TMP/s_gpu.err || { cat $TMP/s_gpu.err; fail "score cuda"; }
+! on_gpu || grep -q "score: backend cuda" $TMP/s_gpu.err || { cat $TMP/s_gpu.err; fail "score did not run on cuda"; }
 # rewards FILE: chosen, rejected of every scored row, one per line (json keys come sorted: chosen, line, rejected)
 rewards() { grep -oE '"(chosen|rejected)":-?[0-9.eE+-]+' "$1" | cut -d: -f2; }
 rewards $TMP/s_cpu.jsonl > $TMP/r_cpu
@@ -140,9 +145,9 @@ paste -d' ' $TMP/r_cpu $TMP/r_gpu | awk '{ a[NR] = $1; b[NR] = $2; s += $1 * $1 
   || fail "score: cuda vs cpu beyond 1e-4"
 
 "$PMTRAIN" export $TMP/cut1 --to $TMP/hf --dtype fp32 > $TMP/export.txt || { cat $TMP/export.txt; fail "export"; }
-"$PMTRAIN" score --model $TMP/hf --set backend=cuda --set zero.param_dtype=fp32 --set data.max_len=384 \
+"$PMTRAIN" score --model $TMP/hf --set backend=$GPU --set zero.param_dtype=fp32 --set data.max_len=384 \
   --data $TMP/pairs.jsonl --out $TMP/s_hf.jsonl 2> $TMP/s_hf.err || { cat $TMP/s_hf.err; fail "score --model on cuda"; }
-grep -q "score: backend cuda" $TMP/s_hf.err || { cat $TMP/s_hf.err; fail "score --model did not run on cuda"; }
+! on_gpu || grep -q "score: backend cuda" $TMP/s_hf.err || { cat $TMP/s_hf.err; fail "score --model did not run on cuda"; }
 cmp -s <(rewards $TMP/s_hf.jsonl) $TMP/r_gpu || fail "score of the fp32 export differs from the checkpoint's on cuda"
 echo "score --model (fp32 export) on cuda = score --checkpoint on cuda, all $(wc -l < $TMP/r_gpu) rewards"
 if python3 -c "import torch, transformers, tokenizers" 2> /dev/null; then

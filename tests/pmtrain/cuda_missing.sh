@@ -5,7 +5,7 @@
 # --version says whether the CUDA backend is built): "no CUDA device is visible" or "not available in this
 # build". Checked for train (as a single process) and for score.
 source "$(dirname "$0")/common.sh"
-if "$PMTRAIN" --version | grep -q "CUDA backend: built"; then
+if [[ "$("$PMTRAIN" --version)" == *"CUDA backend: built"* ]]; then
   want="backend cuda: no CUDA device is visible"
 else
   want="backend cuda: .*(not available in this build|this build has no CUDA backend)"
