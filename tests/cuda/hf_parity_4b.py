@@ -146,7 +146,7 @@ def main(argv):
         seqs.append(ids)
     safetensors.torch.save_file({"seq.%d" % i: s for i, s in enumerate(seqs)}, batch_path)
 
-    def run_hf(autocast):
+    def run_hf(model, params, autocast):
         model.zero_grad(set_to_none=True)
         ctx = torch.autocast("cuda", dtype=torch.bfloat16) if autocast else contextlib.nullcontext()
         rewards = []
@@ -165,11 +165,11 @@ def main(argv):
         return res
 
     t0 = time.time()
-    hf32 = run_hf(False)
-    hf16 = run_hf(True)
+    hf32 = run_hf(model, params, False)
+    hf16 = run_hf(model, params, True)
     print("hf_parity_4b: transformers fp32 and bf16-autocast runs in %.1f s; loss fp32 %.6f, bf16 %.6f"
           % (time.time() - t0, hf32["loss"].item(), hf16["loss"].item()), flush=True)
-    del model, params
+    model = params = None
     torch.cuda.empty_cache()  # the driver needs the device's memory
 
     # ---- 2. ours --------------------------------------------------------------------------------------------------
