@@ -87,13 +87,18 @@ def read_pairs(path, chosen_field="chosen", rejected_field="rejected"):
 
 
 def read_scores(path):
+    """Pair index -> (chosen, rejected). `pmtrain score` writes one row per input line ({"line": N, "chosen", "rejected"}
+    or {"line": N, "skipped": why}): the k-th scored row is pair k of read_pairs. Rows with an "index" field (an
+    older format) say their pair index themselves."""
     scores = {}
     with open(path) as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
             j = json.loads(line)
-            scores[int(j["index"])] = (float(j["chosen"]), float(j["rejected"]))
+            if "skipped" in j:
+                continue
+            scores[int(j["index"]) if "index" in j else len(scores)] = (float(j["chosen"]), float(j["rejected"]))
     return scores
 
 

@@ -39,11 +39,16 @@ echo "# built in $(( $(date +%s) - START )) s"
 
 export ZERO_REQUIRE_GPU=1 OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
-# Every ctest entry labelled gpu (tests/cuda/); with ZERO_REQUIRE_GPU a skip is a failure.
-(cd "$BUILD" && ctest -L gpu --timeout 300 --output-on-failure) | tee "$BUILD.ctest.log"
+# The transformers parity table (tests/cuda/hf_parity_4b.py) is saved next to the log.
+export ZERO_PARITY_TABLE=$(realpath -m "${LOG%.log}")_hf_parity.txt
+# Every ctest entry labelled gpu (tests/cuda/); with ZERO_REQUIRE_GPU a skip is a failure. -V for the two
+# end-to-end checks prints their numbers (parity table, losses) into the log even when they pass.
+(cd "$BUILD" && ctest -L gpu -E "^(hf_parity_4b|pmtrain_cuda)$" --timeout 300 --output-on-failure) | tee "$BUILD.ctest.log"
+(cd "$BUILD" && ctest -R "^(hf_parity_4b|pmtrain_cuda)$" -V) | tee -a "$BUILD.ctest.log"
 passed=$(grep -cE "Test +#[0-9]+: .* Passed" "$BUILD.ctest.log")
 failed=$(grep -cE "Test +#[0-9]+: .* (\*\*\*Failed|\*\*\*Skipped|\*\*\*Timeout|Not Run|\*\*\*Exception)" "$BUILD.ctest.log")
 mpirun -np 2 "$BUILD/bench/cuda/nccl_collectives_bench" 2>&1 | tail -30
+[ -f "$ZERO_PARITY_TABLE" ] && echo "# transformers parity table: $ZERO_PARITY_TABLE"
 echo "# gpu_check took $(( $(date +%s) - START )) s"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -15,6 +15,7 @@
 #include "cuda/device_select.h"
 #include "cuda/nccl_communicator.h"
 #include "model/cuda/cuda_model_ops.h"
+#include "model/cuda/device_params.h"
 #endif
 
 namespace zero::pmtrain {
@@ -34,6 +35,50 @@ bool is_out_of_memory(const std::exception& e) {
   return std::strstr(e.what(), "out of memory") != nullptr;
 }
 
+void require_backend_here(const Config& cfg, int rank) {
+  ZERO_REQUIRE(cfg.backend == "cpu" || cfg.backend == "cuda", ConfigError,
+               "{}: backend: unknown backend '{}' (cpu or cuda)", cfg.source, cfg.backend);
+  if (cfg.backend != "cuda") return;
+#ifdef ZERO_PMTRAIN_CUDA
+  // Every rank must see a GPU; say so in one line rather than as a CUDA error.
+  ZERO_REQUIRE(cuda_device_count() > 0, ConfigError,
+               "{}: backend cuda: no CUDA device is visible on this machine (rank {}); run on a GPU node or use "
+               "--set backend=cpu",
+               cfg.source, rank);
+#else
+  (void)rank;
+  throw ConfigError(fmt::format("{}: backend cuda: this build has no CUDA backend", cfg.source));
+#endif
+}
+
+#ifdef ZERO_PMTRAIN_CUDA
+namespace {
+// zero.param_dtype picks the model's mode: bf16 parameters -> bf16 activations (fp32 residual and
+// statistics), fp32 -> everything fp32.
+DType cuda_mode(const Config& cfg) {
+  return parse_dtype(cfg.zero.param_dtype, "zero.param_dtype") == DType::BF16 ? DType::BF16 : DType::F32;
+}
+}  // namespace
+#endif
+
+ScoringBackend make_scoring_backend(const Config& cfg, const model::DenseParams& host) {
+  ScoringBackend b;
+  require_backend_here(cfg, 0);
+  if (cfg.backend == "cpu") {
+    b.description = "cpu";
+    return b;
+  }
+#ifdef ZERO_PMTRAIN_CUDA
+  const DType act = cuda_mode(cfg);
+  b.model_ops = model::make_cuda_model_ops({nullptr, act, reward_model_options(cfg.model).attention});
+  b.params = std::make_unique<model::DeviceParams>(host, act, /*with_grads=*/false);
+  b.description = fmt::format("cuda (device 0 of {}, {} weights and activations)", cuda_device_count(), dtype_name(act));
+#else
+  (void)host;
+#endif
+  return b;
+}
+
 Backend make_backend(const Config& cfg, Communicator& comm) {
   Backend b;
   if (cfg.backend == "cpu") {
@@ -42,20 +87,14 @@ Backend make_backend(const Config& cfg, Communicator& comm) {
     b.description = "cpu (host memory, MPI)";
     return b;
   }
+  require_backend_here(cfg, comm.rank());
 #ifdef ZERO_PMTRAIN_CUDA
-  // Every rank must see a GPU; say so in one line rather than as a CUDA error.
-  ZERO_REQUIRE(cuda_device_count() > 0, ConfigError,
-               "{}: backend cuda: no CUDA device is visible on this machine (rank {}); run on a GPU node or use "
-               "--set backend=cpu",
-               cfg.source, comm.rank());
   const DeviceChoice dev = select_device(MPI_COMM_WORLD);
   if (dev.shared) isolate_ranks_for_shared_gpu(comm.rank());
   auto cuda_ops = make_cuda_ops();
   const cudaStream_t stream = cuda_ops->stream();
   b.engine_comm = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, stream);
-  // zero.param_dtype picks the mode: bf16 parameters -> bf16 activations (fp32 residual and statistics),
-  // fp32 -> everything fp32.
-  const DType act = parse_dtype(cfg.zero.param_dtype, "zero.param_dtype") == DType::BF16 ? DType::BF16 : DType::F32;
+  const DType act = cuda_mode(cfg);
   b.model_ops = model::make_cuda_model_ops({stream, act, reward_model_options(cfg.model).attention});
   b.ops = std::move(cuda_ops);
   b.alloc = std::make_unique<TrackingAllocator>(make_device_allocator());
@@ -64,8 +103,7 @@ Backend make_backend(const Config& cfg, Communicator& comm) {
                               dev.shared ? ", shared by ranks" : "", dtype_name(act));
   return b;
 #else
-  (void)comm;
-  throw ConfigError(fmt::format("{}: backend cuda: this build has no CUDA backend", cfg.source));
+  throw InternalError("make_backend: backend cuda passed require_backend_here in a build without it");
 #endif
 }
 

@@ -9,6 +9,7 @@
 #include "comm/communicator.h"
 #include "core/memory.h"
 #include "model/model_ops.h"
+#include "model/param_access.h"
 #include "pmtrain/config.h"
 #include "zero/device_ops.h"
 
@@ -26,9 +27,20 @@ struct Backend {
 // Whether this build has the CUDA backend.
 bool cuda_backend_built();
 
-// `comm`: the run's communicator over MPI_COMM_WORLD. Throws ConfigError (one line) for backend cuda
-// without a visible GPU.
+// Throws ConfigError (one line) when cfg.backend cannot run in this process: cuda in a build without it, or
+// without a visible GPU. Cheap (no device is initialised beyond counting): call it before reading data.
+void require_backend_here(const Config& cfg, int rank);
+
+// `comm`: the run's communicator over MPI_COMM_WORLD. Throws as require_backend_here does.
 Backend make_backend(const Config& cfg, Communicator& comm);
+
+// `pmtrain score` (one process, no MPI, no engine): the model's ops and where they read the weights.
+struct ScoringBackend {
+  std::unique_ptr<model::ModelOps> model_ops;  // null: the model's default (the CPU's)
+  std::unique_ptr<model::ParamAccess> params;  // null: the host weights themselves; cuda: a device copy
+  std::string description;                     // for the log
+};
+ScoringBackend make_scoring_backend(const Config& cfg, const model::DenseParams& host);
 
 // Whether an error is the device running out of memory (the model's activations or an engine buffer).
 bool is_out_of_memory(const std::exception& e);

@@ -12,6 +12,7 @@
 #include "data/tokenizer.h"
 #include "pmtrain/model_setup.h"
 #include "model/reward_model.h"
+#include "pmtrain/backend_setup.h"
 #include "pmtrain/commands.h"
 #include "pmtrain/data_setup.h"
 #include "pmtrain/paths.h"
@@ -34,6 +35,7 @@ int run_score(const ScoreArgs& a) {
                "which weights? give CONFIG (the newest checkpoint of its run.dir), --checkpoint PATH, "
                "--model HF_DIR or --init");
   const Config cfg = a.config.path.empty() ? parse_config("", "(defaults)", a.config.overrides) : load_resolved_config(a.config);
+  require_backend_here(cfg, 0);  // one line, before anything is read
   const WeightsChoice w = choose_weights(a.weights, cfg);
   fprintf(stderr, "score: weights: %s\n", w.description.c_str());
   const std::string data_path = existing_path(a.data, "--data");
@@ -42,7 +44,11 @@ int run_score(const ScoreArgs& a) {
       data::Tokenizer::from_file(a.tokenizer.empty() ? existing_path(sm.tokenizer, "tokenizer")
                                                      : existing_path(a.tokenizer, "--tokenizer"));
   const data::DataConfig dc = data_config(cfg.data, {data_path});
-  const model::Qwen3RewardModel m(sm.config, reward_model_options(cfg.model));
+  // The model on the config's backend (cuda: a device copy of the weights in zero.param_dtype's mode).
+  ScoringBackend backend = make_scoring_backend(cfg, *sm.params);
+  const model::Qwen3RewardModel m(sm.config, reward_model_options(cfg.model), std::move(backend.model_ops));
+  model::ParamAccess& weights = backend.params ? *backend.params : *sm.params;
+  if (cfg.backend != "cpu") fprintf(stderr, "score: backend %s\n", backend.description.c_str());
 
   std::ofstream file;
   if (!a.out.empty()) {
@@ -66,7 +72,7 @@ int run_score(const ScoreArgs& a) {
       std::vector<int64_t> ids;
       for (int64_t i = first; i < std::min(first + kMicroPairs, pending.num_pairs()); ++i) ids.push_back(i);
       const data::PairBatch batch = data::make_batch(pending, ids, {}, bc);
-      const model::RewardOutput r = m.forward(batch, *sm.params);
+      const model::RewardOutput r = m.forward(batch, weights);
       for (int64_t p = 0; p < batch.num_pairs(); ++p) {
         rewards[2 * batch.pair_ids[p]] = r.rewards[2 * p];
         rewards[2 * batch.pair_ids[p] + 1] = r.rewards[2 * p + 1];

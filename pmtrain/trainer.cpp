@@ -73,6 +73,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
                "{}: backend cuda: pmtrain's CUDA backend is not available in this build, so this run cannot start "
                "here. Its plan: {}. Use --set backend=cpu to train on the CPU backend if it fits.",
                cfg_.source, plan_.describe());
+  require_backend_here(cfg_, info_.rank);  // no GPU: one line now, not after the data is read
   require_fits(plan_, cfg_.source);
 
   if (training) {

@@ -9,6 +9,7 @@
 
 #include "checkpoint/safetensors.h"
 #include "model/cuda/cuda_model_ops.h"
+#include "model/cuda/device_params.h"
 #include "model/param_access.h"
 #include "model/qwen3_config.h"
 #include "model/reward_model.h"
@@ -17,54 +18,6 @@
 
 namespace zero::model {
 namespace {
-
-// Every group whole in device memory (fp32), mirrored from a DenseParams (tensors concatenated in
-// GroupSpec order, as its flat regions are).
-class DeviceParams final : public ParamAccess {
- public:
-  explicit DeviceParams(const DenseParams& host) : groups_(host.groups()) {
-    for (size_t g = 0; g < groups_.size(); ++g) {
-      const int64_t n = groups_[g].numel();
-      params_.emplace_back(std::make_unique<zero::testing::DeviceBuffer>(sizeof(float) * size_t(n)));
-      grads_.emplace_back(std::make_unique<zero::testing::DeviceBuffer>(sizeof(float) * size_t(n)));
-      int64_t at = 0;
-      for (size_t t = 0; t < groups_[g].tensors.size(); ++t) {
-        const auto p = host.param(int(g), int(t));
-        zero::testing::upload(params_[g]->as<float>() + at, p.data(), p.size());
-        at += int64_t(p.size());
-      }
-    }
-  }
-  std::vector<TensorRef> acquire(int g) override { return views(g, *params_[g]); }
-  void release(int) override {}
-  void begin_backward() override {}
-  std::vector<TensorRef> grad_buffers(int g) override { return views(g, *grads_[g]); }
-  void grad_ready(int) override {}
-  int num_pieces(int) override { return 1; }
-  Piece acquire_piece(int, int) override { throw Error("whole groups only"); }
-  void release_piece(int, int) override {}
-  Piece grad_piece(int, int) override { throw Error("whole groups only"); }
-  void piece_ready(int, int) override {}
-
-  std::vector<float> grad(int g, int t) const {
-    int64_t at = 0;
-    for (int i = 0; i < t; ++i) at += groups_[g].tensors[i].numel();
-    return zero::testing::download<float>(grads_[g]->as<float>() + at, size_t(groups_[g].tensors[t].numel()));
-  }
-
- private:
-  std::vector<TensorRef> views(int g, const zero::testing::DeviceBuffer& b) {
-    std::vector<TensorRef> v;
-    int64_t at = 0;
-    for (const TensorSpec& t : groups_[g].tensors) {
-      v.emplace_back(b.as<float>() + at, DType::F32, t.shape);
-      at += t.numel();
-    }
-    return v;
-  }
-  std::vector<GroupSpec> groups_;
-  std::vector<std::unique_ptr<zero::testing::DeviceBuffer>> params_, grads_;
-};
 
 double rel_l2(std::span<const float> got, std::span<const float> ref) {
   double num = 0, den = 0;
@@ -91,7 +44,7 @@ TEST(CudaRewardModel, FixtureMatchesCpuInFp32Mode) {
     const RewardOutput ref = cpu.forward_backward(batch, host);
 
     const Qwen3RewardModel gpu(config, opt, make_cuda_model_ops({nullptr, DType::F32, AttentionKind::Auto}));
-    DeviceParams dev(host);
+    DeviceParams dev(host, DType::F32);
     const RewardOutput out = gpu.forward_backward(batch, dev);
     const double r = rel_l2(out.rewards, ref.rewards);
     printf("  checkpointing %d: rewards rel L2 %.3e, loss %.9g vs %.9g\n", int(ckpt), r, out.loss_sum, ref.loss_sum);

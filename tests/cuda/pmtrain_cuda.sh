@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# pmtrain with `backend: cuda` end to end (issue 10), on the tiny config in fp32 (zero.param_dtype=fp32):
+#  1. 1 rank: the per-step losses equal the CPU backend's within 1e-4 relative;
+#  2. 1 rank: stop at step 2 and resume: the steps after equal the uninterrupted run bit for bit (loss, grad
+#     norm, pair ids), as tests/pmtrain/resume.sh checks on the CPU;
+#  3. 2 ranks on the one GPU (pmtrain gives each rank its own NCCL_HOSTID when ranks share a GPU), stages 0
+#     and 3: resume bit-exact as in 2, and the losses within 1e-4 of the CPU's 1-rank run;
+#  4. reshard: a 2-rank stage-3 checkpoint resumed on 1 rank at stage 2 ("resharded"): the same pairs per step
+#     as the uninterrupted 1-rank run and the losses within 1e-4 (the CPU's reshard test compares the same
+#     things within 1e-5: other world sizes sum in other orders, so bits cannot match);
+#  5. bf16 mode (zero.param_dtype=bf16) trains: losses within 5e-2 of the fp32 run;
+#  6. eval on cuda (1 and 2 ranks) = eval on the CPU within 1e-4 (loss, rewards), same accuracy and pairs;
+#  7. score on cuda = score on the CPU within 1e-4 (checkpoint weights), and an fp32 HF export scored on cuda
+#     gives the checkpoint's scores exactly; bench/hf_export_check.py then checks the export in transformers
+#     (skipped when python3 lacks torch/transformers, a failure under ZERO_REQUIRE_GPU).
+# Without a GPU: exit 77 (ctest: skipped), or a failure under ZERO_REQUIRE_GPU=1.
+# PMTRAIN_CUDA_DRYRUN=1 runs the same steps with backend cpu where cuda is named (a check of this script on a
+# machine without a GPU; it says nothing about the GPU).
+source "$(dirname "$0")/../pmtrain/common.sh"
+GPU=cuda
+[ "${PMTRAIN_CUDA_DRYRUN:-0}" = 1 ] && { GPU=cpu; echo "DRY RUN: backend cpu in place of cuda"; }
+on_gpu() { [ $GPU = cuda ]; }
+required() { [ -n "${ZERO_REQUIRE_GPU:-}" ] && [ "${ZERO_REQUIRE_GPU}" != 0 ]; }
+skip() {
+  if required; then fail "cannot run: $* (ZERO_REQUIRE_GPU is set)"; fi
+  echo "SKIPPED: $*"; exit 77
+}
+if on_gpu && [[ "$("$PMTRAIN" --version)" != *"CUDA backend: built"* ]]; then skip "this pmtrain has no CUDA backend"; fi
+
+DATA=data/assets/hh-rlhf/harmless-base/test.jsonl.gz
+zcat $DATA | sed -n 1,24p > $TMP/pairs.jsonl
+# Is there a device? pmtrain's own answer (cudaGetDeviceCount), through a one-line error when there is none.
+if ! "$PMTRAIN" score configs/tiny_cpu.yaml --set backend=$GPU --init --data $TMP/pairs.jsonl --out $TMP/probe.jsonl \
+     2> $TMP/probe.err; then
+  grep -q "no CUDA device is visible" $TMP/probe.err && skip "no CUDA device ($(cat $TMP/probe.err))"
+  cat $TMP/probe.err; fail "score --init on backend cuda failed"
+fi
+! on_gpu || grep -q "score: backend cuda" $TMP/probe.err || { cat $TMP/probe.err; fail "score did not say it runs on cuda"; }
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || true
+
+BASE="configs/tiny_cpu.yaml --set data.cache_dir=$TMP/cache --set run.steps=4 --set batch.global=24 --set batch.micro=2
+  --set run.eval_every=0 --set data.test_files=[] --set run.log_every=1"
+# train NP NAME ARGS...: a run in $TMP/NAME, output in $TMP/NAME.txt
+train() {
+  local np=$1 name=$2; shift 2
+  $MPIRUN -np $np "$PMTRAIN" train $BASE --set run.dir=$TMP/$name "$@" > $TMP/$name.txt 2>&1 \
+    || { tail -40 $TMP/$name.txt; fail "run $name failed: $*"; }
+}
+# fields RUN: "loss grad_norm pair_id_sum" of every train record, one step per line
+fields() { paste -d' ' <(json_field $TMP/$1/metrics.jsonl train loss) <(json_field $TMP/$1/metrics.jsonl train grad_norm) \
+  <(json_field $TMP/$1/metrics.jsonl train pair_id_sum); }
+# close A B TOL WHAT [FLOOR]: the numbers of files A and B (one per line) agree within TOL relative to
+# max(|a|, FLOOR) (FLOOR: the scale below which a value counts as near zero, default 1e-30); prints the worst
+close() {
+  paste -d' ' "$1" "$2" | awk -v tol=$3 -v what="$4" -v floor=${5:-1e-30} '
+    { d = $1 - $2; if (d < 0) d = -d; s = ($1 < 0 ? -$1 : $1); r = d / (s > floor ? s : floor); if (r > w) w = r; n++
+      if (r > tol) bad++ }
+    END { printf "%s: %d values, max relative difference %.3e (bound %g)\n", what, n, w, tol; exit !(n > 0 && bad == 0) }' \
+    || fail "$4: beyond $3"
+}
+same_lines() { [ "$(wc -l < "$1")" = "$(wc -l < "$2")" ] || fail "$3: $(wc -l < "$1") vs $(wc -l < "$2") values"; }
+
+# 1. CPU vs CUDA at 1 rank (fp32).
+train 1 cpu1 --set backend=cpu --set zero.param_dtype=fp32 --set run.save_final=false
+train 1 gpu1 --set backend=$GPU --set zero.param_dtype=fp32 --set run.save_final=false
+! on_gpu || grep -q "pmtrain: backend cuda" $TMP/gpu1.txt || { head -20 $TMP/gpu1.txt; fail "gpu1 did not run on the cuda backend"; }
+json_field $TMP/cpu1/metrics.jsonl train loss > $TMP/cpu1.loss
+json_field $TMP/gpu1/metrics.jsonl train loss > $TMP/gpu1.loss
+same_lines $TMP/cpu1.loss $TMP/gpu1.loss "cpu vs cuda losses"
+close $TMP/cpu1.loss $TMP/gpu1.loss 1e-4 "1 rank: cuda vs cpu per-step loss"
+[ "$(json_field $TMP/cpu1/metrics.jsonl train pair_id_sum)" = "$(json_field $TMP/gpu1/metrics.jsonl train pair_id_sum)" ] \
+  || fail "cpu and cuda runs consumed different pairs"
+
+# 2. Resume at 1 rank, bit-exact.
+train 1 cut1 --set backend=$GPU --set zero.param_dtype=fp32 --set run.stop_at=2
+grep -q "stopped at step 2 of 4" $TMP/cut1.txt || fail "cut1: no early stop"
+train 1 cut1 --set backend=$GPU --set zero.param_dtype=fp32 --set run.resume=auto
+grep -q "resumed from .*step_2: step 2" $TMP/cut1.txt || { tail -30 $TMP/cut1.txt; fail "cut1 did not resume"; }
+diff <(fields gpu1) <(fields cut1) || fail "1 rank: resumed run differs from the uninterrupted one"
+echo "1 rank: resume bit-exact ($(fields cut1 | tail -1))"
+
+# 3. 2 ranks on one GPU, stages 0 and 3: bit-exact resume; losses near the 1-rank run.
+for stage in 0 3; do
+  S="--set backend=$GPU --set zero.param_dtype=fp32 --set zero.stage=$stage"
+  train 2 full2s$stage $S --set run.save_final=false
+  ! on_gpu || grep -q "shared by ranks" $TMP/full2s$stage.txt || { head -20 $TMP/full2s$stage.txt; fail "2 ranks: the GPU is not shared?"; }
+  train 2 cut2s$stage $S --set run.stop_at=2
+  train 2 cut2s$stage $S --set run.resume=auto --set run.save_final=false
+  grep -q "resumed from .*step_2: step 2" $TMP/cut2s$stage.txt || { tail -30 $TMP/cut2s$stage.txt; fail "stage $stage: no resume"; }
+  diff <(fields full2s$stage) <(fields cut2s$stage) || fail "2 ranks stage $stage: resumed run differs"
+  echo "2 ranks stage $stage: resume bit-exact ($(fields cut2s$stage | tail -1))"
+  json_field $TMP/full2s$stage/metrics.jsonl train loss > $TMP/full2s$stage.loss
+  same_lines $TMP/cpu1.loss $TMP/full2s$stage.loss "stage $stage losses"
+  close $TMP/cpu1.loss $TMP/full2s$stage.loss 1e-4 "2 ranks stage $stage on cuda vs 1 rank on cpu, per-step loss"
+done
+
+# 4. Reshard: 2 ranks stage 3 -> 1 rank stage 2.
+train 2 re --set backend=$GPU --set zero.param_dtype=fp32 --set zero.stage=3 --set run.stop_at=2
+train 1 re --set backend=$GPU --set zero.param_dtype=fp32 --set zero.stage=2 --set run.resume=auto --set run.save_final=false
+grep -q "resharded" $TMP/re.txt || { tail -30 $TMP/re.txt; fail "reshard: not resharded"; }
+diff <(json_field $TMP/gpu1/metrics.jsonl train pair_id_sum) <(json_field $TMP/re/metrics.jsonl train pair_id_sum) \
+  || fail "reshard: the pairs per step differ (a pair repeated or skipped)"
+json_field $TMP/re/metrics.jsonl train loss > $TMP/re.loss
+close $TMP/gpu1.loss $TMP/re.loss 1e-4 "reshard 2 ranks stage 3 -> 1 rank stage 2 vs the 1-rank run, per-step loss"
+
+# 5. bf16 mode trains.
+train 1 bf16 --set backend=$GPU --set zero.param_dtype=bf16 --set run.save_final=false
+! on_gpu || grep -q "bf16 activations" $TMP/bf16.txt || { head -20 $TMP/bf16.txt; fail "bf16 run is not in bf16 mode"; }
+json_field $TMP/bf16/metrics.jsonl train loss > $TMP/bf16.loss
+close $TMP/gpu1.loss $TMP/bf16.loss 5e-2 "bf16 mode vs fp32 mode on cuda, per-step loss"
+
+# 6. eval on cuda = eval on the CPU (the resumed 1-rank run's final checkpoint, step 4).
+EVAL="configs/tiny_cpu.yaml --set data.cache_dir=$TMP/cache --set run.dir=$TMP/cut1 --set run.eval_pairs=32
+  --set zero.param_dtype=fp32"
+evalrec() {  # NP BACKEND -> the eval record's loss accuracy chosen_reward rejected_reward pairs, one per line
+  $MPIRUN -np $1 "$PMTRAIN" eval $EVAL --set backend=$2 > $TMP/eval.txt 2>&1 || { cat $TMP/eval.txt; fail "eval np $1 $2 failed"; }
+  grep -q "eval: weights: checkpoint $TMP/cut1/checkpoints/step_4" $TMP/eval.txt || { cat $TMP/eval.txt; fail "eval: weights"; }
+  local rec=$(grep '^{.*"type":"eval"' $TMP/eval.txt)
+  for f in loss accuracy chosen_reward rejected_reward pairs; do sed -E "s/.*\"$f\":([^,}]*).*/\1/" <<<"$rec"; done
+}
+evalrec 1 cpu > $TMP/eval_cpu
+evalrec 1 $GPU > $TMP/eval_gpu1
+evalrec 2 $GPU > $TMP/eval_gpu2
+echo "eval on cpu: $(tr '\n' ' ' < $TMP/eval_cpu)(loss accuracy chosen rejected pairs)"
+# (mean rewards may sit near zero: judged relative to at least 1e-2)
+close $TMP/eval_cpu $TMP/eval_gpu1 1e-4 "eval 1 rank cuda vs cpu" 1e-2
+close $TMP/eval_cpu $TMP/eval_gpu2 1e-4 "eval 2 ranks cuda vs cpu" 1e-2
+[ "$(sed -n 5p $TMP/eval_cpu)" = "$(sed -n 5p $TMP/eval_gpu2)" ] || fail "eval: pair counts differ"
+
+# 7. score on cuda, export, the export in transformers.
+SCORE="configs/tiny_cpu.yaml --set run.dir=$TMP/cut1 --set zero.param_dtype=fp32 --data $TMP/pairs.jsonl"
+"$PMTRAIN" score $SCORE --set backend=cpu --out $TMP/s_cpu.jsonl 2> $TMP/s_cpu.err || { cat $TMP/s_cpu.err; fail "score cpu"; }
+"$PMTRAIN" score $SCORE --set backend=$GPU --out $TMP/s_gpu.jsonl 2> $TMP/s_gpu.err || { cat $TMP/s_gpu.err; fail "score cuda"; }
+! on_gpu || grep -q "score: backend cuda" $TMP/s_gpu.err || { cat $TMP/s_gpu.err; fail "score did not run on cuda"; }
+# rewards FILE: chosen, rejected of every scored row, one per line (json keys come sorted: chosen, line, rejected)
+rewards() { grep -oE '"(chosen|rejected)":-?[0-9.eE+-]+' "$1" | cut -d: -f2; }
+rewards $TMP/s_cpu.jsonl > $TMP/r_cpu
+rewards $TMP/s_gpu.jsonl > $TMP/r_gpu
+[ "$(wc -l < $TMP/r_cpu)" = 48 ] || { head -3 $TMP/s_cpu.jsonl; fail "score: want 48 rewards"; }
+# Relative to the run's reward scale (rewards near zero are judged on it).
+paste -d' ' $TMP/r_cpu $TMP/r_gpu | awk '{ a[NR] = $1; b[NR] = $2; s += $1 * $1 }
+  END { rms = sqrt(s / NR); for (i = 1; i <= NR; i++) { d = a[i] - b[i]; if (d < 0) d = -d; m = (a[i] < 0 ? -a[i] : a[i]);
+        if (m < rms) m = rms; if (d / m > w) w = d / m }
+        printf "score cuda vs cpu: %d rewards, max difference %.3e of max(|reward|, rms %.3g)\n", NR, w, rms; exit !(w <= 1e-4) }' \
+  || fail "score: cuda vs cpu beyond 1e-4"
+
+"$PMTRAIN" export $TMP/cut1 --to $TMP/hf --dtype fp32 > $TMP/export.txt || { cat $TMP/export.txt; fail "export"; }
+"$PMTRAIN" score --model $TMP/hf --set backend=$GPU --set zero.param_dtype=fp32 --set data.max_len=384 \
+  --data $TMP/pairs.jsonl --out $TMP/s_hf.jsonl 2> $TMP/s_hf.err || { cat $TMP/s_hf.err; fail "score --model on cuda"; }
+! on_gpu || grep -q "score: backend cuda" $TMP/s_hf.err || { cat $TMP/s_hf.err; fail "score --model did not run on cuda"; }
+cmp -s <(rewards $TMP/s_hf.jsonl) $TMP/r_gpu || fail "score of the fp32 export differs from the checkpoint's on cuda"
+echo "score --model (fp32 export) on cuda = score --checkpoint on cuda, all $(wc -l < $TMP/r_gpu) rewards"
+if python3 -c "import torch, transformers, tokenizers" 2> /dev/null; then
+  python3 bench/hf_export_check.py $TMP/hf --scores $TMP/s_hf.jsonl --data $TMP/pairs.jsonl --max-len 384 \
+    || fail "bench/hf_export_check.py: the export scores differently in transformers"
+elif required; then
+  fail "python3 lacks torch/transformers/tokenizers: bench/hf_export_check.py cannot run (ZERO_REQUIRE_GPU is set)"
+else
+  echo "bench/hf_export_check.py: skipped (python3 lacks torch/transformers/tokenizers)"
+fi
+echo "pmtrain on cuda: all checks passed"
