@@ -50,18 +50,27 @@ diff <(last_losses $TMP/ref/metrics.jsonl) <(last_losses $TMP/kill/metrics.jsonl
 set +e; $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=$TMP/run > $TMP/again.log 2>&1; rc=$?; set -e
 [ $rc -ne 0 ] && grep -q "already holds checkpoints" $TMP/again.log && grep -q "run.start_over=true" $TMP/again.log \
   || { cat $TMP/again.log; fail "a second run in a run directory with checkpoints was not refused"; }
-# Ctrl-C under mpirun: the launcher gets SIGINT and passes SIGTERM to the ranks; the same stop.
-$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=$TMP/int > $TMP/int.log 2>&1 &
+# Ctrl-C under mpirun: Open MPI's mpirun sends SIGCONT, waits odls_base_sigkill_timeout seconds, sends
+# SIGTERM, waits as long again, then SIGKILL (launch/mpi_env.sh sets 10 s: the ranks' time to finish the
+# step and save). The run is long enough to still be going when the SIGTERM arrives; the resumed run
+# stops at two steps past the checkpoint and is compared with an uninterrupted run cut at the same step.
+export OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-10}
+LONG="--set data.cache_dir=$TMP/cache --set run.steps=2000 --set run.log_every=1 --set run.eval_every=0 --set run.save_final=false"
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $LONG --set run.dir=$TMP/int > $TMP/int.log 2>&1 &
 launcher=$!
-for _ in $(seq 1200); do grep -q "^step 3/12" $TMP/int.log && break; sleep 0.1; done
+for _ in $(seq 1200); do grep -q "^step 3/2000" $TMP/int.log && break; sleep 0.1; done
 kill -INT $launcher
 set +e; wait $launcher; set -e
-istep=$(sed -nE 's/^pmtrain: stopped by SIG[A-Z]+ at step ([0-9]+) of 12.*/\1/p' $TMP/int.log)
+istep=$(sed -nE 's/^pmtrain: stopped by SIG[A-Z]+ at step ([0-9]+) of 2000.*/\1/p' $TMP/int.log)
 [ -n "$istep" ] && [ -f $TMP/int/checkpoints/step_$istep/manifest.json ] \
   || { cat $TMP/int.log; fail "SIGINT to mpirun: no stop with a checkpoint"; }
-$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=$TMP/int --resume auto > $TMP/int2.log 2>&1 \
-  || { cat $TMP/int2.log; fail "resume after SIGINT failed"; }
-diff <(last_losses $TMP/ref/metrics.jsonl) <(last_losses $TMP/int/metrics.jsonl) \
+cut=$((istep + 2))
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $LONG --set run.dir=$TMP/int --set run.stop_at=$cut --resume auto \
+  > $TMP/int2.log 2>&1 || { cat $TMP/int2.log; fail "resume after SIGINT failed"; }
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $LONG --set run.dir=$TMP/intref --set run.stop_at=$cut \
+  > $TMP/intref.log 2>&1 || { cat $TMP/intref.log; fail "uninterrupted run to step $cut failed"; }
+[ "$(last_losses $TMP/int/metrics.jsonl | wc -l)" -eq $cut ] || fail "the resumed run did not reach step $cut"
+diff <(last_losses $TMP/intref/metrics.jsonl) <(last_losses $TMP/int/metrics.jsonl) \
   || fail "losses after SIGINT + resume differ from the uninterrupted run"
 echo "ok: SIGINT to mpirun at step $istep: checkpoint, resumed bit-exactly"
 echo "ok: SIGTERM at step $step of 12: checkpoint, exit 75, resumed; all 12 losses equal the uninterrupted run's"
