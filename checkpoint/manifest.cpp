@@ -101,14 +101,17 @@ Manifest Manifest::read(const std::string& dir) {
   ZERO_REQUIRE(std::filesystem::exists(path), InputError,
                "checkpoint file {} is missing (an incomplete checkpoint? use a step_<N> directory that `latest` names)",
                path);
-  const std::string text = read_small_file(path);
+  return parse(read_small_file(path), path);
+}
+
+Manifest Manifest::parse(const std::string& text, const std::string& where) {
   json j;
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {
-    throw InputError(fmt::format("{}: invalid JSON: {}", path, e.what()));
+    throw InputError(fmt::format("{}: invalid JSON: {}", where, e.what()));
   }
-  return from_json(j, path);
+  return from_json(j, where);
 }
 
 std::vector<GroupEntry> describe_groups(const std::vector<GroupInfo>& groups, const Partition& part) {
