@@ -127,6 +127,12 @@ Tokenizer Tokenizer::from_json(const nlohmann::json& j, const std::string& path,
                    ConfigError, "{}: added token '{}' uses lstrip/rstrip/single_word/normalized (unsupported)", path,
                    text);
       ZERO_REQUIRE(!text.empty(), InputError, "{}: added token {} is empty", path, id);
+      // An id the vocab (or an earlier added token) already gives to other bytes would decode as those.
+      const bool taken = size_t(id) < t.id_to_text_.size() &&
+                         (id < t.bpe_.vocab_size() || !t.id_to_text_[size_t(id)].empty());
+      ZERO_REQUIRE(!taken || t.id_to_text_[size_t(id)] == text, InputError,
+                   "{}: added token '{}' has id {}, which already belongs to the token '{}'", path, text, id,
+                   t.id_to_text_[size_t(id)]);
       if (size_t(id) >= t.id_to_text_.size()) {
         t.id_to_text_.resize(id + 1);
         t.id_special_.resize(id + 1, 0);
