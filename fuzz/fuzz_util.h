@@ -35,7 +35,8 @@ void expect_clean_error(const std::string& name, F&& parse) {
   }
 }
 
-// A scratch file of this process (the parsers under test read files): written anew for every input.
+// A scratch file of this process (the parsers under test read files): written anew for every input;
+// the target removes it when done.
 inline std::string write_scratch(const char* suffix, const uint8_t* data, size_t size) {
   const std::string path = "/tmp/zero_fuzz_" + std::to_string(getpid()) + suffix;
   std::FILE* f = std::fopen(path.c_str(), "wb");

@@ -23,5 +23,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       });
     }
   }
+  std::remove(path.c_str());
   return 0;
 }

@@ -15,5 +15,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       fuzz::require(int64_t(n) == t.numel(), "tensor '" + t.name + "' read a wrong element count");
     }
   });
+  std::remove(path.c_str());
   return 0;
 }
