@@ -87,11 +87,17 @@ Manifest Manifest::from_json(const json& j, const std::string& where) {
     ZERO_REQUIRE(m.files[r].rank == r && m.files[r].name == file_name_for_rank(r), InputError,
                  "{}: files[{}] is '{}' (rank {}), expected {}", where, r, m.files[r].name, m.files[r].rank,
                  file_name_for_rank(r));
-  for (const auto& g : m.groups)
+  for (const auto& g : m.groups) {
     // Any shard that covers the group works (older checkpoints have unaligned shards); the reader reshards.
-    ZERO_REQUIRE(g.shard * size_t(m.world) >= g.numel && g.padded == g.shard * size_t(m.world),
+    size_t padded = 0;
+    ZERO_REQUIRE(!__builtin_mul_overflow(g.shard, size_t(m.world), &padded) && padded >= g.numel && g.padded == padded,
                  InputError, "{}: group '{}' layout (numel {}, shard {}, padded {}) does not fit world size {}", where,
                  g.name, g.numel, g.shard, g.padded, m.world);
+    for (const auto& t : g.tensors)
+      ZERO_REQUIRE(t.offset <= g.numel && t.numel <= g.numel - t.offset, InputError,
+                   "{}: tensor '{}' (offset {}, numel {}) lies outside its group '{}' of {} elements", where, t.name,
+                   t.offset, t.numel, g.name, g.numel);
+  }
   return m;
 }
 

@@ -11,6 +11,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const nlohmann::json j = m.to_json();
     const checkpoint::Manifest again = checkpoint::Manifest::from_json(j, "round trip");
     fuzz::require(again.to_json() == j, "to_json -> from_json changes the manifest");
+    // The layout a loader trusts, checked in exact 128-bit arithmetic: padded = shard * world covers the
+    // group, and every tensor lies inside its group.
+    for (const checkpoint::GroupEntry& g : m.groups) {
+      fuzz::require((unsigned __int128)g.shard * unsigned(m.world) == g.padded && g.padded >= g.numel,
+                    "group '" + g.name + "' has an impossible layout");
+      for (const checkpoint::TensorEntry& t : g.tensors)
+        fuzz::require((unsigned __int128)t.offset + t.numel <= g.numel, "tensor '" + t.name + "' lies outside its group");
+    }
   });
   return 0;
 }
