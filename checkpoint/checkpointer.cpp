@@ -84,9 +84,11 @@ void Checkpointer::finalize(Pending p, const WrittenFile& mine, const std::optio
   if (auto f = agree(comm_, capture([&] {
         if (r != 0) return;
         const std::string text = p.manifest.to_json().dump(2) + "\n";
+        const PublishFaults faults = faults_.for_publish(r, p.step);
+        FaultCounter manifest_faults(midway(faults.manifest, text.size()));
         write_file((std::filesystem::path(paths_.tmp_dir(p.step)) / kManifestName).string(),
-                   {Segment{text.data(), text.size()}});
-        publish(paths_, p.step);
+                   {Segment{text.data(), text.size()}}, &manifest_faults);
+        publish(paths_, p.step, faults);
         apply_retention(paths_, opts_.retention, p.step);
       })))
     fail_save(p.step, *f);

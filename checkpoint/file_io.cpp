@@ -71,9 +71,9 @@ void fsync_dir(const std::string& dir) {
   if (rc != 0) throw SaveError(fmt::format("fsync of directory {} failed: {}", dir, errno_text(e)));
 }
 
-void replace_file_atomic(const std::string& path, const std::string& content) {
+void replace_file_atomic(const std::string& path, const std::string& content, FaultCounter* faults) {
   const std::string tmp = path + ".tmp";
-  write_file(tmp, {Segment{content.data(), content.size()}});
+  write_file(tmp, {Segment{content.data(), content.size()}}, faults);
   if (::rename(tmp.c_str(), path.c_str()) != 0)
     throw SaveError(fmt::format("renaming {} to {} failed: {}", tmp, path, errno_text(errno)));
   fsync_dir(parent_dir(path));

@@ -34,7 +34,8 @@ WrittenFile write_file(const std::string& path, const std::vector<Segment>& segm
 // fsync a directory so that entries created or renamed in it are durable (SaveError).
 void fsync_dir(const std::string& dir);
 // Replaces `path` atomically: writes path + ".tmp", fsyncs it, renames it over `path`, fsyncs the dir.
-void replace_file_atomic(const std::string& path, const std::string& content);
+// `faults` (may be null) applies to the write of the temp file.
+void replace_file_atomic(const std::string& path, const std::string& content, FaultCounter* faults = nullptr);
 // A whole small file (manifest, latest); InputError naming the file when missing or unreadable.
 std::string read_small_file(const std::string& path);
 

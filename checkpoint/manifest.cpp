@@ -1,6 +1,8 @@
 #include "checkpoint/manifest.h"
 
 #include <filesystem>
+#include <limits>
+#include <type_traits>
 
 #include "checkpoint/file_io.h"
 #include "core/check.h"
@@ -8,6 +10,26 @@
 namespace zero::checkpoint {
 
 using nlohmann::json;
+
+namespace {
+// An integer field in T's range. JSON floats are refused: nlohmann converts them with a cast, which is
+// undefined for values such as 1e300 (found by fuzz/manifest_fuzz.cpp).
+template <class T>
+T int_field(const json& obj, const char* key, const std::string& where) {
+  const json& v = obj.at(key);
+  bool fits = false;
+  if (v.is_number_unsigned()) {
+    fits = v.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max());
+  } else if (v.is_number_integer()) {
+    const int64_t x = v.get<int64_t>();
+    fits = std::is_signed_v<T> ? x >= int64_t(std::numeric_limits<T>::min()) && x <= int64_t(std::numeric_limits<T>::max())
+                               : x >= 0;
+  }
+  ZERO_REQUIRE(fits, InputError, "{}: '{}' must be an integer in [{}, {}], got {}", where, key,
+               std::numeric_limits<T>::min(), std::numeric_limits<T>::max(), v.dump());
+  return v.is_number_unsigned() ? T(v.get<uint64_t>()) : T(v.get<int64_t>());
+}
+}  // namespace
 
 std::string file_name_for_rank(int rank) { return fmt::format("rank_{}.bin", rank); }
 
@@ -47,7 +69,7 @@ Manifest Manifest::from_json(const json& j, const std::string& where) {
   Manifest m;
   ZERO_REQUIRE(j.is_object() && j.contains("format_version") && j["format_version"].is_number_integer(), InputError,
                "{}: not a zero checkpoint manifest (no integer 'format_version')", where);
-  m.format_version = j["format_version"].get<int>();
+  m.format_version = int_field<int>(j, "format_version", where);
   ZERO_REQUIRE(m.format_version <= kFormatVersion, InputError,
                "{}: checkpoint format version {} is newer than this build supports (version {}); load it with a "
                "newer zero", where, m.format_version, kFormatVersion);
@@ -55,26 +77,27 @@ Manifest Manifest::from_json(const json& j, const std::string& where) {
   try {
     ZERO_REQUIRE(j.at("format").get<std::string>() == kFormatName, InputError, "{}: format is '{}', expected '{}'",
                  where, j.at("format").get<std::string>(), kFormatName);
-    m.step = j.at("step").get<int64_t>();
-    m.world = j.at("world_size").get<int>();
-    m.stage = j.at("stage").get<int>();
+    m.step = int_field<int64_t>(j, "step", where);
+    m.world = int_field<int>(j, "world_size", where);
+    m.stage = int_field<int>(j, "stage", where);
     m.config = j.at("config").get<std::string>();
     for (const auto& gj : j.at("groups")) {
       GroupEntry g;
       g.name = gj.at("name").get<std::string>();
-      g.numel = gj.at("numel").get<size_t>();
-      g.shard = gj.at("shard").get<size_t>();
-      g.padded = gj.at("padded").get<size_t>();
+      g.numel = int_field<size_t>(gj, "numel", where);
+      g.shard = int_field<size_t>(gj, "shard", where);
+      g.padded = int_field<size_t>(gj, "padded", where);
       for (const auto& tj : gj.at("tensors"))
-        g.tensors.push_back({tj.at("name").get<std::string>(), tj.at("numel").get<size_t>(), tj.at("offset").get<size_t>()});
+        g.tensors.push_back({tj.at("name").get<std::string>(), int_field<size_t>(tj, "numel", where),
+                              int_field<size_t>(tj, "offset", where)});
       m.groups.push_back(std::move(g));
     }
     for (const auto& fj : j.at("files"))
-      m.files.push_back({fj.at("name").get<std::string>(), fj.at("rank").get<int>(), fj.at("bytes").get<uint64_t>(),
+      m.files.push_back({fj.at("name").get<std::string>(), int_field<int>(fj, "rank", where), int_field<uint64_t>(fj, "bytes", where),
                          parse_hex64(fj.at("xxh64").get<std::string>(), where + ": xxh64 of " + fj.at("name").get<std::string>())});
     const json& t = j.at("trainer");
-    m.state.step = t.at("step").get<int64_t>();
-    m.optimizer_step = t.at("optimizer_step").get<int64_t>();
+    m.state.step = int_field<int64_t>(t, "step", where);
+    m.optimizer_step = int_field<int64_t>(t, "optimizer_step", where);
     m.state.data_cursor = t.value("data_cursor", json(nullptr));
     m.state.rng = t.value("rng", json(nullptr));
     m.state.extra = t.value("extra", json(nullptr));
@@ -87,11 +110,17 @@ Manifest Manifest::from_json(const json& j, const std::string& where) {
     ZERO_REQUIRE(m.files[r].rank == r && m.files[r].name == file_name_for_rank(r), InputError,
                  "{}: files[{}] is '{}' (rank {}), expected {}", where, r, m.files[r].name, m.files[r].rank,
                  file_name_for_rank(r));
-  for (const auto& g : m.groups)
+  for (const auto& g : m.groups) {
     // Any shard that covers the group works (older checkpoints have unaligned shards); the reader reshards.
-    ZERO_REQUIRE(g.shard * size_t(m.world) >= g.numel && g.padded == g.shard * size_t(m.world),
+    size_t padded = 0;
+    ZERO_REQUIRE(!__builtin_mul_overflow(g.shard, size_t(m.world), &padded) && padded >= g.numel && g.padded == padded,
                  InputError, "{}: group '{}' layout (numel {}, shard {}, padded {}) does not fit world size {}", where,
                  g.name, g.numel, g.shard, g.padded, m.world);
+    for (const auto& t : g.tensors)
+      ZERO_REQUIRE(t.offset <= g.numel && t.numel <= g.numel - t.offset, InputError,
+                   "{}: tensor '{}' (offset {}, numel {}) lies outside its group '{}' of {} elements", where, t.name,
+                   t.offset, t.numel, g.name, g.numel);
+  }
   return m;
 }
 
@@ -101,14 +130,17 @@ Manifest Manifest::read(const std::string& dir) {
   ZERO_REQUIRE(std::filesystem::exists(path), InputError,
                "checkpoint file {} is missing (an incomplete checkpoint? use a step_<N> directory that `latest` names)",
                path);
-  const std::string text = read_small_file(path);
+  return parse(read_small_file(path), path);
+}
+
+Manifest Manifest::parse(const std::string& text, const std::string& where) {
   json j;
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {
-    throw InputError(fmt::format("{}: invalid JSON: {}", path, e.what()));
+    throw InputError(fmt::format("{}: invalid JSON: {}", where, e.what()));
   }
-  return from_json(j, path);
+  return from_json(j, where);
 }
 
 std::vector<GroupEntry> describe_groups(const std::vector<GroupInfo>& groups, const Partition& part) {

@@ -61,6 +61,8 @@ struct Manifest {
   nlohmann::json to_json() const;
   // InputError naming `where` on a malformed manifest; a newer format version is refused first.
   static Manifest from_json(const nlohmann::json& j, const std::string& where);
+  // Parses manifest text (InputError naming `where` on invalid JSON or a malformed manifest).
+  static Manifest parse(const std::string& text, const std::string& where);
   // Reads and parses <dir>/manifest.json (InputError naming the file).
   static Manifest read(const std::string& dir);
 };

@@ -1,6 +1,7 @@
 #include "checkpoint/publish.h"
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 
 #include "checkpoint/file_io.h"
@@ -46,7 +47,7 @@ void prepare_tmp_dir(const RunPaths& p, int64_t step) {
   fs_call("creating", p.tmp_dir(step), ec);
 }
 
-void publish(const RunPaths& p, int64_t step) {
+void publish(const RunPaths& p, int64_t step, const PublishFaults& faults) {
   const std::string tmp = p.tmp_dir(step), dst = p.step_dir(step);
   fsync_dir(tmp);
   std::error_code ec;
@@ -60,7 +61,18 @@ void publish(const RunPaths& p, int64_t step) {
   fs::rename(tmp, dst, ec);
   fs_call("renaming", tmp, ec);
   fsync_dir(p.root);
-  replace_file_atomic(p.latest_file(), fmt::format("step_{}\n", step));
+  if (faults.kill_after_rename) raise(SIGKILL);
+  const std::string latest = fmt::format("step_{}\n", step);
+  FaultCounter latest_faults(midway(faults.latest, latest.size()));
+  try {
+    replace_file_atomic(p.latest_file(), latest, &latest_faults);
+  } catch (const SaveError&) {
+    // `latest` still names the previous checkpoint: put the directories back as they were (best effort;
+    // a step_<N> left behind is newer than `latest`, which resume ignores, and the next save replaces it).
+    fs::rename(dst, tmp, ec);
+    if (fs::exists(old, ec)) fs::rename(old, dst, ec);
+    throw;
+  }
   fs::remove_all(old, ec);  // best effort: a leftover is removed by the next prepare_tmp_dir
 }
 

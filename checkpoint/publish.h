@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/fault.h"
+
 namespace zero::checkpoint {
 
 struct RunPaths {
@@ -22,8 +24,10 @@ struct RunPaths {
 // Creates root if needed, removes every stale .tmp_step_* (left by a crash), creates an empty tmp_dir(step).
 void prepare_tmp_dir(const RunPaths& p, int64_t step);
 // fsyncs tmp_dir(step), renames it to step_dir(step) (an existing step_dir(step) is replaced), fsyncs root,
-// then points `latest` at it.
-void publish(const RunPaths& p, int64_t step);
+// then points `latest` at it. When replacing `latest` fails (SaveError), the rename is undone (step_dir is
+// the previous step_<N> again, or gone) before the error goes on, so a failed save publishes nothing.
+// `faults`: the injected publish faults (tests).
+void publish(const RunPaths& p, int64_t step, const PublishFaults& faults = {});
 // Removes tmp_dir(step) (after a failed save); never throws.
 void discard_tmp(const RunPaths& p, int64_t step) noexcept;
 

@@ -129,7 +129,8 @@ SafetensorsReader::SafetensorsReader(fs::path path) : path_(std::move(path)) {
                  dt);
     ZERO_REQUIRE(v["shape"].is_array(), InputError, "{}: tensor '{}': shape is not a list", file, name);
     for (const json& d : v["shape"]) {
-      ZERO_REQUIRE(d.is_number_unsigned(), InputError, "{}: tensor '{}': bad shape {}", file, name, v["shape"].dump());
+      ZERO_REQUIRE(d.is_number_unsigned() && d.get<uint64_t>() <= uint64_t(INT64_MAX), InputError,
+                   "{}: tensor '{}': bad shape {}", file, name, v["shape"].dump());
       t.shape.push_back(d.get<int64_t>());
     }
     const json& off = v["data_offsets"];
@@ -140,7 +141,13 @@ SafetensorsReader::SafetensorsReader(fs::path path) : path_(std::move(path)) {
     t.end = off[1].get<uint64_t>();
     ZERO_REQUIRE(t.begin <= t.end, InputError, "{}: tensor '{}': data_offsets [{}, {}] are reversed", file, name,
                  t.begin, t.end);
-    const uint64_t want = uint64_t(t.numel()) * dtype_size(t.dtype);
+    // The element count and byte size in 64 bits without wrapping (a header may claim any shape).
+    uint64_t numel = 1, want = 0;
+    for (int64_t d : t.shape)
+      ZERO_REQUIRE(!__builtin_mul_overflow(numel, uint64_t(d), &numel) && numel <= uint64_t(INT64_MAX), InputError,
+                   "{}: tensor '{}': shape {} has more elements than fit in 64 bits", file, name, shape_string(t.shape));
+    ZERO_REQUIRE(!__builtin_mul_overflow(numel, uint64_t(dtype_size(t.dtype)), &want), InputError,
+                 "{}: tensor '{}': shape {} needs more bytes than fit in 64 bits", file, name, shape_string(t.shape));
     ZERO_REQUIRE(t.end - t.begin == want, InputError,
                  "{}: tensor '{}': data_offsets [{}, {}] span {} bytes but {} {} needs {}", file, name, t.begin,
                  t.end, t.end - t.begin, dt, shape_string(t.shape), want);
@@ -187,7 +194,7 @@ void SafetensorsReader::read_f32(const std::string& name, std::span<float> out) 
   const size_t n = out.size();
   switch (t.dtype) {
     case DType::F32:
-      std::memcpy(out.data(), buf.data(), n * 4);
+      if (n > 0) std::memcpy(out.data(), buf.data(), n * 4);  // an empty tensor's spans may be null
       break;
     case DType::BF16:
       for (size_t i = 0; i < n; ++i) {

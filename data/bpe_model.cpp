@@ -36,6 +36,7 @@ BpeModel::BpeModel(const nlohmann::json& model, const std::string& where) {
   id_to_bytes_.resize(vocab.size());
   bytes_to_id_.reserve(vocab.size() * 2);
   std::string raw;
+  std::vector<uint8_t> assigned(vocab.size(), 0);  // a repeated id would decode as another token's bytes
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
     ZERO_REQUIRE(it.value().is_number_integer(), InputError, "{}: vocab entry '{}' has no integer id", where,
                  it.key());
@@ -46,6 +47,9 @@ BpeModel::BpeModel(const nlohmann::json& model, const std::string& where) {
     ZERO_REQUIRE(byte_level_decode(it.key(), raw), ConfigError,
                  "{}: vocab token '{}' is not in the byte-level alphabet (not a byte-level BPE tokenizer)",
                  where, it.key());
+    ZERO_REQUIRE(!assigned[id], InputError, "{}: vocab id {} of '{}' is also given to another token (ids must be unique)",
+                 where, id, it.key());
+    assigned[id] = 1;
     id_to_bytes_[id] = raw;
     bytes_to_id_.emplace(raw, int32_t(id));
   }

@@ -16,6 +16,9 @@ namespace zero::data {
 namespace {
 
 constexpr size_t kMaxCachedWords = 1 << 20;  // bounds memory on huge corpora; hh-rlhf fits easily
+// eos/pad token names when no tokenizer_config.json says otherwise (Qwen's).
+constexpr const char* kDefaultEos = "<|im_end|>";
+constexpr const char* kDefaultPad = "<|endoftext|>";
 constexpr size_t kMaxCachedIds = size_t(1) << 26;  // keeps pool offsets far inside uint32
 
 nlohmann::json read_json_file(const std::string& path, const char* what) {
@@ -71,6 +74,28 @@ bool is_ascii(std::string_view s) {
 
 Tokenizer Tokenizer::from_file(const std::string& path) {
   const nlohmann::json j = read_json_file(path, "tokenizer.json");
+  std::string eos = kDefaultEos, pad = kDefaultPad;
+  const auto cfg_path = (std::filesystem::path(path).parent_path() / "tokenizer_config.json").string();
+  if (std::filesystem::exists(cfg_path)) {
+    const nlohmann::json cfg = read_json_file(cfg_path, "tokenizer_config.json");
+    eos = token_name(cfg, "eos_token", eos.c_str());
+    pad = token_name(cfg, "pad_token", pad.c_str());
+  }
+  return from_json(j, path, eos, pad);
+}
+
+Tokenizer Tokenizer::from_json_text(const std::string& text, const std::string& name) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(fmt::format("{}: not a tokenizer.json (invalid JSON at byte {})", name, e.byte));
+  }
+  return from_json(j, name, kDefaultEos, kDefaultPad);
+}
+
+Tokenizer Tokenizer::from_json(const nlohmann::json& j, const std::string& path, const std::string& eos,
+                               const std::string& pad) {
   ZERO_REQUIRE(j.is_object() && j.contains("model") && j["model"].is_object(), InputError,
                "{}: not a Hugging Face tokenizer.json (no 'model' object)", path);
   if (j.contains("normalizer") && !j["normalizer"].is_null()) {
@@ -102,6 +127,12 @@ Tokenizer Tokenizer::from_file(const std::string& path) {
                    ConfigError, "{}: added token '{}' uses lstrip/rstrip/single_word/normalized (unsupported)", path,
                    text);
       ZERO_REQUIRE(!text.empty(), InputError, "{}: added token {} is empty", path, id);
+      // An id the vocab (or an earlier added token) already gives to other bytes would decode as those.
+      const bool taken = size_t(id) < t.id_to_text_.size() &&
+                         (id < t.bpe_.vocab_size() || !t.id_to_text_[size_t(id)].empty());
+      ZERO_REQUIRE(!taken || t.id_to_text_[size_t(id)] == text, InputError,
+                   "{}: added token '{}' has id {}, which already belongs to the token '{}'", path, text, id,
+                   t.id_to_text_[size_t(id)]);
       if (size_t(id) >= t.id_to_text_.size()) {
         t.id_to_text_.resize(id + 1);
         t.id_special_.resize(id + 1, 0);
@@ -116,13 +147,6 @@ Tokenizer Tokenizer::from_file(const std::string& path) {
   std::stable_sort(t.added_.begin(), t.added_.end(),
                    [](const AddedToken& a, const AddedToken& b) { return a.text.size() > b.text.size(); });
 
-  std::string eos = "<|im_end|>", pad = "<|endoftext|>";
-  const auto cfg_path = (std::filesystem::path(path).parent_path() / "tokenizer_config.json").string();
-  if (std::filesystem::exists(cfg_path)) {
-    const nlohmann::json cfg = read_json_file(cfg_path, "tokenizer_config.json");
-    eos = token_name(cfg, "eos_token", eos.c_str());
-    pad = token_name(cfg, "pad_token", pad.c_str());
-  }
   t.eos_id_ = eos.empty() ? -1 : t.token_id(eos);
   t.pad_id_ = pad.empty() ? -1 : t.token_id(pad);
   return t;

@@ -20,6 +20,8 @@ class Tokenizer {
   // Loads tokenizer.json; reads eos/pad token names from tokenizer_config.json in the same folder when
   // present (else "<|im_end|>" / "<|endoftext|>"). Throws InputError/ConfigError naming the file.
   static Tokenizer from_file(const std::string& path);
+  // The tokenizer.json text itself (`name` stands for the file in errors); eos/pad take their defaults.
+  static Tokenizer from_json_text(const std::string& text, const std::string& name);
 
   // Appends the ids of `text` (valid UTF-8; InputError otherwise) to `out`.
   void encode_into(std::string_view text, std::vector<int32_t>& out);
@@ -57,6 +59,8 @@ class Tokenizer {
   };
   Tokenizer(std::string path, BpeModel bpe, Pretokenizer pre) : path_(std::move(path)), bpe_(std::move(bpe)),
                                                                 pre_(std::move(pre)) {}
+  static Tokenizer from_json(const nlohmann::json& j, const std::string& path, const std::string& eos,
+                             const std::string& pad);
   void encode_plain(std::string_view text, std::vector<int32_t>& out);
   void encode_piece(std::string_view piece, std::vector<int32_t>& out);
   // Next added-token match at or after `from`: leftmost, then longest. Returns false when none.

@@ -53,6 +53,24 @@ TEST(CheckpointFault, ParsesEntriesAndQualifiers) {
   EXPECT_TRUE(FaultPlan::parse("").faults.empty());
 }
 
+TEST(CheckpointFault, ParsesPublishPoints) {
+  const FaultPlan p = FaultPlan::parse("ckpt_kill_at=renamed@step6,ckpt_enospc_at=latest@rank0,ckpt_kill_at=manifest@step8");
+  ASSERT_EQ(p.faults.size(), 3u);
+  EXPECT_EQ(p.faults[0].point, FaultPoint::Renamed);
+  EXPECT_EQ(p.faults[1].point, FaultPoint::Latest);
+  EXPECT_EQ(p.faults[1].kind, FaultKind::EnospcAfterBytes);
+  EXPECT_EQ(p.faults[2].point, FaultPoint::Manifest);
+  EXPECT_TRUE(p.for_write(0, 6).empty());  // publish faults never touch the shard write
+  EXPECT_TRUE(p.for_publish(0, 6).kill_after_rename);
+  EXPECT_EQ(p.for_publish(0, 6).latest.size(), 1u);
+  EXPECT_TRUE(p.for_publish(1, 6).latest.empty());
+  EXPECT_EQ(p.for_publish(0, 8).manifest.size(), 1u);
+  EXPECT_FALSE(p.for_publish(0, 8).kill_after_rename);
+  EXPECT_EQ(midway(p.for_publish(0, 8).manifest, 1001)[0].after_bytes, 500u);
+  EXPECT_THROW(FaultPlan::parse("ckpt_enospc_at=renamed"), ConfigError);  // no write there
+  EXPECT_THROW(FaultPlan::parse("ckpt_kill_at=shard"), ConfigError);
+}
+
 TEST(CheckpointFault, EnospcCounterAllowsBytesUpToThreshold) {
   FaultCounter c({Fault{FaultKind::EnospcAfterBytes, 100, -1, -1}});
   EXPECT_EQ(c.before_write(60), 60u);
@@ -196,6 +214,19 @@ TEST(CheckpointPublish, LatestAndRetention) {
   std::ofstream(p.tmp_dir(10) + "/" + kManifestName) << "{\"new\": 1}";
   publish(p, 10);
   EXPECT_EQ(read_small_file(p.step_dir(10) + "/" + kManifestName), "{\"new\": 1}");
+  // ENOSPC while replacing `latest` after the rename: the save publishes nothing. A new step is gone again;
+  // a re-saved step is the previous one again; `latest` names what it named before.
+  const PublishFaults enospc_latest{{}, false, {Fault{FaultKind::EnospcAfterBytes, 0, -1, -1, FaultPoint::Latest}}};
+  prepare_tmp_dir(p, 16);
+  std::ofstream(p.tmp_dir(16) + "/" + kManifestName) << "{}";
+  EXPECT_THROW(publish(p, 16, enospc_latest), SaveError);
+  EXPECT_FALSE(fs::exists(p.step_dir(16)));
+  EXPECT_EQ(read_small_file(p.latest_file()), "step_10\n");
+  prepare_tmp_dir(p, 10);
+  std::ofstream(p.tmp_dir(10) + "/" + kManifestName) << "{\"newer\": 1}";
+  EXPECT_THROW(publish(p, 10, enospc_latest), SaveError);
+  EXPECT_EQ(read_small_file(p.step_dir(10) + "/" + kManifestName), "{\"new\": 1}");
+  EXPECT_EQ(read_small_file(p.latest_file()), "step_10\n");
   // `latest` naming a missing directory is a clear error.
   fs::remove_all(p.step_dir(10));
   EXPECT_THROW(find_latest(run), InputError);
