@@ -29,8 +29,6 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     : cfg_(cfg), info_(info), comm_(comm) {
   const bool training = role == TrainerRole::Train;
   const int W = comm_.world();
-  ZERO_REQUIRE(cfg_.backend == "cpu" || cfg_.backend == "cuda", ConfigError, "{}: backend: unknown backend '{}' (cpu or cuda)",
-               cfg_.source, cfg_.backend);
   // World size: the launcher decides; a pinned batch.world must agree unless accumulation can absorb it.
   if (cfg_.batch.world > 0 && cfg_.batch.world != W) {
     ZERO_REQUIRE(cfg_.batch.accum == 0 || cfg_.batch.global == 0, ConfigError,
@@ -67,7 +65,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
 
   const auto groups = engine_groups(model_->groups());
   plan_ = plan_memory(cfg_, model_cfg_, groups, W, info_.local_world, micro_pairs);
-  ZERO_REQUIRE(cfg_.backend == "cpu", ConfigError,
+  ZERO_REQUIRE(cfg_.backend == Backend::Cpu, ConfigError,
                "{}: backend cuda: pmtrain's CUDA backend is not available in this build, so this run cannot start "
                "here. Its plan: {}. Use --set backend=cpu to train on the CPU backend if it fits.",
                cfg_.source, plan_.describe());
@@ -91,9 +89,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   if (!cfg_.data.test_files.empty()) test_ = load_dataset(cfg_.data.test_files, "test");
   ZERO_REQUIRE(training || test_.num_pairs() > 0, ConfigError, "{}: eval: data.test_files gives no test pairs",
                cfg_.source);
-  batch_cfg_.layout = batch_layout(cfg_.data);
-  batch_cfg_.pad_to = cfg_.data.pad_to;
-  batch_cfg_.pack_row_len = cfg_.data.pack_row_len;
+  batch_cfg_ = batch_config(cfg_.data);
 
   if (training) {
     data::SamplerConfig sc;
@@ -102,7 +98,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     sc.accum = batch_.accum;
     sc.shuffle = cfg_.data.shuffle;
     sc.bucket_by_length = cfg_.data.bucket_by_length;
-    sc.remainder = remainder_policy(cfg_.data);
+    sc.remainder = cfg_.data.remainder;
     sc.micro_tokens = cfg_.batch.micro_tokens;
     sampler_ = std::make_unique<data::PairSampler>(sc, train_.num_pairs(), train_.pair_lengths(), info_.rank, W);
     total_steps_ = cfg_.run.steps > 0 ? cfg_.run.steps : cfg_.run.epochs * sampler_->steps_per_epoch();
