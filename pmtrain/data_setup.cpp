@@ -23,4 +23,16 @@ data::BatchConfig batch_config(const DataSection& d) {
   return bc;
 }
 
+data::SamplerConfig sampler_config(const Config& cfg, const ResolvedBatch& batch) {
+  data::SamplerConfig sc;
+  sc.seed = cfg.run.seed;
+  sc.global_batch = batch.global;
+  sc.accum = batch.accum;
+  sc.shuffle = cfg.data.shuffle;
+  sc.bucket_by_length = cfg.data.bucket_by_length;
+  sc.remainder = cfg.data.remainder;
+  sc.micro_tokens = cfg.batch.micro_tokens;
+  return sc;
+}
+
 }  // namespace zero::pmtrain

@@ -7,6 +7,7 @@
 
 #include "data/batcher.h"
 #include "data/pair_dataset.h"
+#include "data/sampler.h"
 #include "pmtrain/config.h"
 
 namespace zero::pmtrain {
@@ -15,5 +16,8 @@ namespace zero::pmtrain {
 data::DataConfig data_config(const DataSection& d, const std::vector<std::string>& files);
 // How micro-batches are laid out (data.layout, pad_to, pack_row_len).
 data::BatchConfig batch_config(const DataSection& d);
+// The training sampler's settings: run.seed, the resolved batch, data.shuffle / bucket_by_length /
+// remainder, batch.micro_tokens.
+data::SamplerConfig sampler_config(const Config& cfg, const ResolvedBatch& batch);
 
 }  // namespace zero::pmtrain

@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "pmtrain/config.h"
+#include "pmtrain/engine_assembly.h"
 
 using namespace zero;
 using namespace zero::pmtrain;
@@ -196,4 +197,31 @@ TEST(PmtrainConfig, ReferenceListsEveryKey) {
   EXPECT_NE(md.find("| `zero.stage` | integer | `2` | in [0, 3] |"), std::string::npos) << md;
   EXPECT_NE(md.find("| `optim.lr` | number | `1e-05` | > 0 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| `data.train_files` | list of strings | `[]` |"), std::string::npos) << md;
+}
+
+// The batch the trainer runs and `pmtrain plan` shows, from one function: the contract, a pinned
+// batch.world absorbed by the accumulation, and token budgets.
+TEST(PmtrainConfig, RunBatchIsTheTrainersBatch) {
+  Config c = parse_config("batch:\n  global: 24\n  micro: 2\n", "t.yaml");
+  ResolvedBatch b = run_batch(c, 4);
+  EXPECT_EQ(b.global, 24);
+  EXPECT_EQ(b.micro, 2);
+  EXPECT_EQ(b.accum, 3);
+  c = parse_config("batch:\n  global: 24\n  micro: 2\n  accum: 6\n  world: 2\n", "t.yaml");
+  try {
+    run_batch(c, 4);
+    ADD_FAILURE() << "a pinned world with every batch number fixed must not resolve at another world size";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("batch.world is 2 but the launcher started 4 ranks"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(run_batch(c, 2).accum, 6);
+  c.batch.accum = 0;
+  EXPECT_EQ(run_batch(c, 4).accum, 3);
+  c = parse_config("batch:\n  global: 8\n  micro_tokens: 1000\ndata:\n  max_len: 100\n", "t.yaml");
+  b = run_batch(c, 2);
+  EXPECT_EQ(b.global, 8);
+  EXPECT_EQ(b.micro, 5);  // 1000 tokens hold 5 pairs of two 100-token answers
+  EXPECT_EQ(b.accum, 1);
+  c.batch.micro = 2;
+  EXPECT_THROW(run_batch(c, 2), ConfigError);
 }
