@@ -51,7 +51,8 @@ const Choices<data::TooLongPolicy> kTooLong{{"truncate", data::TooLongPolicy::Tr
 const Choices<data::BadLinePolicy> kBadLines{{"skip", data::BadLinePolicy::Skip}, {"fail", data::BadLinePolicy::Fail}};
 const Choices<data::BatchLayout> kLayouts{{"padded", data::BatchLayout::Padded}, {"packed", data::BatchLayout::Packed}};
 const Choices<data::RemainderPolicy> kRemainders{{"drop", data::RemainderPolicy::Drop}, {"pad", data::RemainderPolicy::Pad}};
-const Choices<DType> kDTypes{{"fp32", DType::F32}, {"bf16", DType::BF16}};
+// fp16 is a dtype the engine knows but cannot reduce in yet; it says so (with the reason) when it starts.
+const Choices<DType> kDTypes{{"fp32", DType::F32}, {"bf16", DType::BF16}, {"fp16", DType::F16}};
 const Choices<optim::ScheduleKind> kSchedules{
     {"constant", optim::ScheduleKind::Constant}, {"linear", optim::ScheduleKind::Linear}, {"cosine", optim::ScheduleKind::Cosine}};
 
