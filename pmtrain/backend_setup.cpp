@@ -36,9 +36,7 @@ bool is_out_of_memory(const std::exception& e) {
 }
 
 void require_backend_here(const Config& cfg, int rank) {
-  ZERO_REQUIRE(cfg.backend == "cpu" || cfg.backend == "cuda", ConfigError,
-               "{}: backend: unknown backend '{}' (cpu or cuda)", cfg.source, cfg.backend);
-  if (cfg.backend != "cuda") return;
+  if (cfg.backend != Backend::Cuda) return;
 #ifdef ZERO_PMTRAIN_CUDA
   // Every rank must see a GPU; say so in one line rather than as a CUDA error.
   ZERO_REQUIRE(cuda_device_count() > 0, ConfigError,
@@ -56,7 +54,7 @@ namespace {
 // zero.param_dtype picks the model's mode: bf16 parameters -> bf16 activations (fp32 residual and
 // statistics), fp32 -> everything fp32.
 DType cuda_mode(const Config& cfg) {
-  return parse_dtype(cfg.zero.param_dtype, "zero.param_dtype") == DType::BF16 ? DType::BF16 : DType::F32;
+  return cfg.zero.param_dtype == DType::BF16 ? DType::BF16 : DType::F32;
 }
 }  // namespace
 #endif
@@ -64,7 +62,7 @@ DType cuda_mode(const Config& cfg) {
 ScoringBackend make_scoring_backend(const Config& cfg, const model::DenseParams& host) {
   ScoringBackend b;
   require_backend_here(cfg, 0);
-  if (cfg.backend == "cpu") {
+  if (cfg.backend == Backend::Cpu) {
     b.description = "cpu";
     return b;
   }
@@ -81,7 +79,7 @@ ScoringBackend make_scoring_backend(const Config& cfg, const model::DenseParams&
 
 Backend make_backend(const Config& cfg, Communicator& comm) {
   Backend b;
-  if (cfg.backend == "cpu") {
+  if (cfg.backend == Backend::Cpu) {
     b.ops = make_cpu_ops();
     b.alloc = std::make_unique<TrackingAllocator>(make_host_allocator());
     b.description = "cpu (host memory, MPI)";

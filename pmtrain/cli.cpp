@@ -51,6 +51,56 @@ void add_weights(CLI::App* c, WeightsArgs& w, const char* default_text) {
   ck->excludes(model)->excludes(init);
   model->excludes(init);
 }
+
+// sweep and plot: many runs at once, and their pictures (sweep_command.h, plot_command.h).
+void add_sweep_and_plot(CLI::App& app, SweepArgs& sw, PlotArgs& pl) {
+  CLI::App* sweep = app.add_subcommand("sweep", "train a grid of ranks x stages (x micro), one job each; CSV, markdown "
+                                                "table and PNG plots of tokens/s and peak memory (no MPI itself)");
+  sweep->add_option("CONFIG", sw.config, "the YAML config every cell trains, e.g. configs/tiny_cpu.yaml")->required();
+  sweep->add_option("--set", sw.overrides, "override a config key in every cell, e.g. --set data.max_train_pairs=96")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  sweep->add_option("--ranks", sw.ranks, "rank counts, e.g. --ranks 1,2,4 (the default)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber)
+      ->type_name("N,N,...");
+  sweep->add_option("--stages", sw.stages, "ZeRO stages, e.g. --stages 0,3; default 0,1,2,3")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 3))
+      ->type_name("S,S,...");
+  sweep->add_option("--micro", sw.micro, "batch.micro values, e.g. --micro 1,2; default: the config's")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber)
+      ->type_name("N,N,...");
+  sweep->add_option("--steps", sw.steps, "optimizer steps per cell, e.g. --steps 5; default: the config's")
+      ->check(at_least(1))
+      ->type_name("N");
+  sweep->add_option("--out", sw.out, "the sweep's directory (a run directory per cell inside), e.g. --out "
+                                     "bench/results/sweep_tiny; default runs/sweep")
+      ->type_name("DIR");
+  sweep->add_option("--launcher", sw.launcher, "how each cell starts: mpirun or srun; default srun inside a Slurm "
+                                               "allocation (SLURM_JOB_ID set), else mpirun")
+      ->check(CLI::IsMember({"mpirun", "srun"}))
+      ->type_name("mpirun|srun");
+  sweep->add_option("--mpirun", sw.mpirun, "the mpirun to use, e.g. --mpirun /usr/bin/mpirun; default: mpirun from PATH")
+      ->type_name("PATH");
+  sweep->add_option("--cell-timeout", sw.cell_timeout_s, "stop a cell after this many seconds (it is then a failed "
+                                                         "row), e.g. --cell-timeout 600; default: no limit")
+      ->check(CLI::PositiveNumber)
+      ->type_name("SECONDS");
+  sweep->footer("Example (source launch/mpi_env.sh first on an oversubscribed machine):\n"
+                "  pmtrain sweep configs/tiny_cpu.yaml --ranks 1,2,4 --stages 0,1,2,3 --steps 5 --out bench/results/sweep_tiny");
+
+  CLI::App* plot = app.add_subcommand("plot", "PNG curves of loss, accuracy, margin, grad norm, lr and tokens/s from "
+                                              "metrics.jsonl, several runs overlaid (no MPI)");
+  plot->add_option("RUN_DIR", pl.run_dirs, "run directories (each with a metrics.jsonl), e.g. runs/a runs/b")->required();
+  plot->add_option("--out", pl.out, "where the PNGs go, e.g. --out plots/ab; default plots")->type_name("DIR");
+  plot->footer("Example:\n  pmtrain plot runs/tiny_cpu runs/tiny_cpu_lr1e-3 --out plots/lr");
+
+  app.add_subcommand("config-doc", "print the config reference (docs/CONFIG.md): every key with its type, default, "
+                                   "accepted values and meaning")
+      ->footer("Example:\n  pmtrain config-doc > docs/CONFIG.md");
+}
 }  // namespace
 
 std::optional<int> parse_command_line(int argc, char** argv, bool speak, CommandLine& out) {
@@ -141,6 +191,8 @@ std::optional<int> parse_command_line(int argc, char** argv, bool speak, Command
       ->required()
       ->type_name("FILE");
   tok->footer("Example:\n  pmtrain tokenize --tokenizer data/assets/qwen3/tokenizer.json < texts.jsonl");
+
+  add_sweep_and_plot(app, out.sweep, out.plot);
 
   const std::vector<std::string> given = args;
   try {

@@ -1,5 +1,5 @@
 // pmtrain's command line: one CLI11 parser for every command (train, eval, plan, export, score,
-// tokenize). Each option is defined once, in cli.cpp, with its help text and an example; `pmtrain
+// tokenize, sweep, plot, config-doc). Each option is defined once, in cli.cpp, with its help text and an example; `pmtrain
 // CONFIG.yaml ...` means `pmtrain train CONFIG.yaml ...`. Parsing needs no MPI, so help, --version and
 // usage errors never start a job.
 #pragma once
@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "pmtrain/export_command.h"
+#include "pmtrain/plot_command.h"
+#include "pmtrain/sweep_command.h"
 #include "pmtrain/weights.h"
 
 namespace zero::pmtrain {
@@ -41,13 +43,15 @@ struct ScoreArgs {
 };
 
 struct CommandLine {
-  std::string command;  // train | eval | plan | export | score | tokenize
+  std::string command;  // train | eval | plan | export | score | tokenize | sweep | plot | config-doc
   TrainArgs train;
   EvalArgs eval;
   PlanArgs plan;
   ExportRequest export_request;
   ScoreArgs score;
   std::string tokenizer;  // tokenize --tokenizer
+  SweepArgs sweep;
+  PlotArgs plot;
 };
 
 // Parses argv into `out`. Returns the exit code when parsing ends the program: 0 after --help or

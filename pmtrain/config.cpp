@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "core/check.h"
+#include "pmtrain/choice.h"
 
 namespace zero::pmtrain {
 namespace {
@@ -39,43 +40,89 @@ constexpr Range kAtLeastOne{1, kInf};
 constexpr Range kUnit{0, 1};                   // [0, 1]
 constexpr Range kBelowOne{0, 1, true, false};  // [0, 1): Adam betas
 
+// The spellings of each enum-valued key: the one parse (pick) and the one way back to text.
+const Choices<Backend> kBackends{{"cpu", Backend::Cpu}, {"cuda", Backend::Cuda}};
+const Choices<model::AttentionKind> kAttention{
+    {"auto", model::AttentionKind::Auto}, {"flash", model::AttentionKind::Flash}, {"reference", model::AttentionKind::Reference}};
+const Choices<data::TextMode> kTextModes{{"raw", data::TextMode::Raw}, {"chat", data::TextMode::Chat}};
+const Choices<data::TooLongPolicy> kTooLong{{"truncate", data::TooLongPolicy::TruncateKeepEnd},
+                                            {"truncate_keep_start", data::TooLongPolicy::TruncateKeepStart},
+                                            {"drop", data::TooLongPolicy::Drop}};
+const Choices<data::BadLinePolicy> kBadLines{{"skip", data::BadLinePolicy::Skip}, {"fail", data::BadLinePolicy::Fail}};
+const Choices<data::BatchLayout> kLayouts{{"padded", data::BatchLayout::Padded}, {"packed", data::BatchLayout::Packed}};
+const Choices<data::RemainderPolicy> kRemainders{{"drop", data::RemainderPolicy::Drop}, {"pad", data::RemainderPolicy::Pad}};
+// fp16 is a dtype the engine knows but cannot reduce in yet; it says so (with the reason) when it starts.
+const Choices<DType> kDTypes{{"fp32", DType::F32}, {"bf16", DType::BF16}, {"fp16", DType::F16}};
+const Choices<optim::ScheduleKind> kSchedules{
+    {"constant", optim::ScheduleKind::Constant}, {"linear", optim::ScheduleKind::Linear}, {"cosine", optim::ScheduleKind::Cosine}};
+
 // One config key: how to read it from YAML, how to print it back, the values it accepts (numeric keys
-// with a range), and where its value last came from (for the error when it is out of range).
+// with a range, enum keys their spellings), what it means (docs/CONFIG.md), and where its value last came
+// from (for the error when it is out of range).
 struct Field {
   std::string key;
   std::function<void(const YAML::Node&)> set;
   std::function<YAML::Node()> get;
+  std::string doc;                 // one line: what the key means
+  std::string type;                // as docs/CONFIG.md names it
+  std::string accepted;            // the spellings of an enum key ("" for others)
   std::optional<Range> range;
   std::function<double()> number;  // the value as a double, for the range check
   std::string origin;              // "file:line" or "--set"; empty while it holds its default
 };
 
 template <class T>
-Field field(std::string key, T& ref) {
+std::string type_name() {
+  if constexpr (std::is_same_v<T, bool>) return "bool";
+  else if constexpr (std::is_integral_v<T>) return "integer";
+  else if constexpr (std::is_floating_point_v<T>) return "number";
+  else if constexpr (std::is_same_v<T, std::vector<std::string>>) return "list of strings";
+  else return "string";
+}
+
+// A double prints as the shortest text that reads back to it (3.0e-3 -> 0.003), not yaml-cpp's 17
+// digits (0.0030000000000000001).
+template <class T>
+YAML::Node to_node(const T& v) {
+  if constexpr (std::is_same_v<T, double>) {
+    char buf[32];
+    return YAML::Node(std::string(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr));
+  } else {
+    return YAML::Node(v);
+  }
+}
+
+template <class T>
+Field field(std::string key, T& ref, std::string doc) {
   Field f;
   f.key = std::move(key);
   f.set = [&ref](const YAML::Node& n) { ref = n.as<T>(); };
-  f.get = [&ref] { return YAML::Node(ref); };
+  f.get = [&ref] { return to_node(ref); };
+  f.doc = std::move(doc);
+  f.type = type_name<T>();
   return f;
 }
 
 template <class T>
   requires std::is_arithmetic_v<T>
-Field field(std::string key, T& ref, Range range) {
-  Field f = field(std::move(key), ref);
+Field field(std::string key, T& ref, Range range, std::string doc) {
+  Field f = field(std::move(key), ref, std::move(doc));
   f.range = range;
   f.number = [&ref] { return double(ref); };
   return f;
 }
 
-// A double prints as the shortest text that reads back to it (3.0e-3 -> 0.003), not yaml-cpp's 17
-// digits (0.0030000000000000001).
-template <>
-Field field(std::string key, double& ref) {
-  return {std::move(key), [&ref](const YAML::Node& n) { ref = n.as<double>(); }, [&ref] {
-            char buf[32];
-            return YAML::Node(std::string(buf, std::to_chars(buf, buf + sizeof(buf), ref).ptr));
-          }};
+// An enum-valued key: parsed by pick() as it is read, so a bad value stops the load with its line.
+template <class E>
+Field choice(std::string key, E& ref, const Choices<E>& options, std::string doc) {
+  Field f;
+  f.key = std::move(key);
+  f.set = [&ref, &options, k = f.key](const YAML::Node& n) { ref = pick(k, n.as<std::string>(), options); };
+  f.get = [&ref, &options] { return YAML::Node(choice_name(ref, options)); };
+  f.doc = std::move(doc);
+  f.type = "enum";
+  f.accepted = choice_names(options, " | ");
+  return f;
 }
 
 std::vector<Field> schema(Config& c) {
@@ -85,48 +132,90 @@ std::vector<Field> schema(Config& c) {
   auto& b = c.batch;
   auto& z = c.zero;
   auto& o = c.optim;
-  // 0 means "derived" or "off" for most counts (see config.h), so they are only kept from going negative.
+  // 0 means "derived" or "off" for most counts, so they are only kept from going negative.
   return {
-      field("backend", c.backend), field("threads", c.threads, kAtLeastOne),
-      field("run.dir", r.dir), field("run.seed", r.seed), field("run.steps", r.steps, kNonNegative),
-      field("run.epochs", r.epochs, kAtLeastOne),
-      field("run.log_every", r.log_every, kNonNegative), field("run.eval_every", r.eval_every, kNonNegative),
-      field("run.eval_pairs", r.eval_pairs, kNonNegative), field("run.save_every", r.save_every, kNonNegative),
-      field("run.save_final", r.save_final), field("run.keep_last", r.keep_last, kAtLeastOne),
-      field("run.keep_every", r.keep_every, kNonNegative), field("run.async_save", r.async_save),
-      field("run.resume", r.resume), field("run.start_over", r.start_over), field("run.stop_at", r.stop_at, kNonNegative),
-      field("run.collective_timeout_s", r.collective_timeout_s, kNonNegative),
-      field("run.slow_phase_timeout_s", r.slow_phase_timeout_s, kNonNegative),
-      field("model.hf_dir", m.hf_dir), field("model.preset", m.preset),
-      field("model.vocab_size", m.vocab_size, kNonNegative),
-      field("model.hidden_size", m.hidden_size, kNonNegative),
-      field("model.intermediate_size", m.intermediate_size, kNonNegative),
-      field("model.num_layers", m.num_layers, kNonNegative), field("model.num_heads", m.num_heads, kNonNegative),
-      field("model.num_kv_heads", m.num_kv_heads, kNonNegative), field("model.head_dim", m.head_dim, kNonNegative),
-      field("model.rope_theta", m.rope_theta, kNonNegative), field("model.rms_norm_eps", m.rms_norm_eps, kPositive),
-      field("model.init_seed", m.init_seed), field("model.activation_checkpointing", m.activation_checkpointing),
-      field("model.attention", m.attention), field("model.decay_norms", m.decay_norms),
-      field("model.decay_embedding", m.decay_embedding),
-      field("data.tokenizer", d.tokenizer), field("data.train_files", d.train_files),
-      field("data.test_files", d.test_files), field("data.max_train_pairs", d.max_train_pairs, kNonNegative),
-      field("data.chosen_field", d.chosen_field),
-      field("data.rejected_field", d.rejected_field), field("data.format", d.format),
-      field("data.max_len", d.max_len, kAtLeastOne), field("data.too_long", d.too_long),
-      field("data.bad_lines", d.bad_lines),
-      field("data.end_token", d.end_token), field("data.layout", d.layout), field("data.pad_to", d.pad_to, kAtLeastOne),
-      field("data.pack_row_len", d.pack_row_len, kNonNegative), field("data.bucket_by_length", d.bucket_by_length),
-      field("data.shuffle", d.shuffle), field("data.remainder", d.remainder), field("data.cache_dir", d.cache_dir),
-      field("batch.global", b.global, kNonNegative), field("batch.micro", b.micro, kNonNegative),
-      field("batch.accum", b.accum, kNonNegative), field("batch.world", b.world, kNonNegative),
-      field("batch.micro_tokens", b.micro_tokens, kNonNegative),
-      field("zero.stage", z.stage, Range{0, 3}), field("zero.bucket_elements", z.bucket_elements, kAtLeastOne),
-      field("zero.prefetch_depth", z.prefetch_depth, kNonNegative), field("zero.param_dtype", z.param_dtype),
-      field("zero.accum_dtype", z.accum_dtype), field("zero.reduce_dtype", z.reduce_dtype),
-      field("optim.lr", o.lr, kPositive), field("optim.beta1", o.beta1, kBelowOne),
-      field("optim.beta2", o.beta2, kBelowOne), field("optim.eps", o.eps, kPositive),
-      field("optim.weight_decay", o.weight_decay, kNonNegative), field("optim.schedule", o.schedule),
-      field("optim.warmup_ratio", o.warmup_ratio, kUnit), field("optim.warmup_steps", o.warmup_steps, kNonNegative),
-      field("optim.min_lr_ratio", o.min_lr_ratio, kUnit), field("optim.clip_norm", o.clip_norm, kNonNegative),
+      choice("backend", c.backend, kBackends, "where the model and the engine compute: the CPU (Eigen + MPI) or CUDA GPUs (NCCL)"),
+      field("threads", c.threads, kAtLeastOne, "math threads per rank (keep 1 when ranks share the cores)"),
+
+      field("run.dir", r.dir, "the run directory: metrics.jsonl, config.resolved.yaml, checkpoints/"),
+      field("run.seed", r.seed, "seed of the data order (shuffling and length bucketing)"),
+      field("run.steps", r.steps, kNonNegative, "optimizer steps to train; 0 = run.epochs x the steps of one epoch"),
+      field("run.epochs", r.epochs, kAtLeastOne, "passes over the training data (when run.steps is 0)"),
+      field("run.log_every", r.log_every, kNonNegative, "print a progress line every N steps (0 = never; metrics.jsonl gets every step)"),
+      field("run.eval_every", r.eval_every, kNonNegative, "evaluate on the test split every N steps (0 = only at the end)"),
+      field("run.eval_pairs", r.eval_pairs, kNonNegative, "test pairs an evaluation uses (0 = the whole test split)"),
+      field("run.save_every", r.save_every, kNonNegative, "save a checkpoint every N steps (0 = only at the end)"),
+      field("run.save_final", r.save_final, "save a checkpoint after the last step"),
+      field("run.keep_last", r.keep_last, kAtLeastOne, "checkpoints kept: the newest N"),
+      field("run.keep_every", r.keep_every, kNonNegative, "also keep every checkpoint whose step is a multiple of N (0 = none)"),
+      field("run.async_save", r.async_save, "write checkpoints in the background while training goes on"),
+      field("run.resume", r.resume, "\"\" = start fresh, auto = the newest complete checkpoint of run.dir, or a checkpoint path"),
+      field("run.start_over", r.start_over, "train from scratch in a run.dir that already holds checkpoints (they are kept)"),
+      field("run.stop_at", r.stop_at, kNonNegative, "stop after this step as if interrupted (the schedule still spans every step; 0 = off)"),
+      field("run.collective_timeout_s", r.collective_timeout_s, kNonNegative,
+            "seconds a rank waits for a peer at a collective before naming it and ending the job (0 = forever)"),
+      field("run.slow_phase_timeout_s", r.slow_phase_timeout_s, kNonNegative,
+            "the same wait during set-up, data loading and checkpoint I/O (0 = forever)"),
+
+      field("model.hf_dir", m.hf_dir, "import config.json + safetensors from this HF directory (\"\" = random init)"),
+      field("model.preset", m.preset, "random-init shape: tiny, qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b or custom"),
+      field("model.vocab_size", m.vocab_size, kNonNegative, "vocabulary rows (0 = the preset's, else the tokenizer's size)"),
+      field("model.hidden_size", m.hidden_size, kNonNegative, "overrides the preset's hidden size (0 = the preset's)"),
+      field("model.intermediate_size", m.intermediate_size, kNonNegative, "overrides the preset's MLP width (0 = the preset's)"),
+      field("model.num_layers", m.num_layers, kNonNegative, "overrides the preset's decoder layers (0 = the preset's)"),
+      field("model.num_heads", m.num_heads, kNonNegative, "overrides the preset's attention heads (0 = the preset's)"),
+      field("model.num_kv_heads", m.num_kv_heads, kNonNegative, "overrides the preset's key/value heads (0 = the preset's)"),
+      field("model.head_dim", m.head_dim, kNonNegative, "overrides the preset's head dimension (0 = the preset's)"),
+      field("model.rope_theta", m.rope_theta, kNonNegative, "RoPE base (0 = the preset's)"),
+      field("model.rms_norm_eps", m.rms_norm_eps, kPositive, "RMSNorm epsilon of a random-init model"),
+      field("model.init_seed", m.init_seed, "seed of the random init (and of a new score head on imported weights)"),
+      field("model.activation_checkpointing", m.activation_checkpointing, "keep only each layer's input and recompute the layer in backward"),
+      choice("model.attention", m.attention, kAttention, "attention kernel: auto = reference on the CPU, flash on a GPU"),
+      field("model.decay_norms", m.decay_norms, "apply weight decay to the norm weights"),
+      field("model.decay_embedding", m.decay_embedding, "apply weight decay to the embedding"),
+
+      field("data.tokenizer", d.tokenizer, "tokenizer.json (Qwen2/Qwen3 byte-level BPE)"),
+      field("data.train_files", d.train_files, "training pairs: .jsonl or .jsonl.gz files or globs"),
+      field("data.test_files", d.test_files, "test pairs for evaluation (empty = no evaluation)"),
+      field("data.max_train_pairs", d.max_train_pairs, kNonNegative, "use the first N training pairs (0 = all)"),
+      field("data.chosen_field", d.chosen_field, "JSON field of the chosen text"),
+      field("data.rejected_field", d.rejected_field, "JSON field of the rejected text"),
+      choice("data.format", d.format, kTextModes, "raw = the text as it is; chat = an hh-rlhf transcript turned into the chat template"),
+      field("data.max_len", d.max_len, kAtLeastOne, "tokens per sequence, the end token included"),
+      choice("data.too_long", d.too_long, kTooLong, "a longer sequence: keep its last max_len tokens, its first ones, or drop the pair"),
+      choice("data.bad_lines", d.bad_lines, kBadLines, "an unreadable input line: report and skip it, or stop with its file and line"),
+      field("data.end_token", d.end_token, "token appended to every sequence (the reward is read there)"),
+      choice("data.layout", d.layout, kLayouts, "micro-batch layout: padded rows, or sequences packed back to back (only real tokens computed)"),
+      field("data.pad_to", d.pad_to, kAtLeastOne, "rows are a multiple of N tokens long"),
+      field("data.pack_row_len", d.pack_row_len, kNonNegative, "packed layout: row capacity in tokens (0, or less than the longest pair: the longest pair)"),
+      field("data.bucket_by_length", d.bucket_by_length, "group pairs of similar length into the same micro-batches"),
+      field("data.shuffle", d.shuffle, "shuffle the pairs every epoch (seeded by run.seed)"),
+      choice("data.remainder", d.remainder, kRemainders, "the last partial batch of an epoch: drop it, or pad it with masked pairs"),
+      field("data.cache_dir", d.cache_dir, "tokenized dataset cache (\"\" = $XDG_CACHE_HOME/pmtrain, else ~/.cache/pmtrain)"),
+
+      field("batch.global", b.global, kNonNegative, "pairs per optimizer step over all ranks (global = micro x accum x world; 0 = derived)"),
+      field("batch.micro", b.micro, kNonNegative, "pairs per micro-batch per rank (0 = derived)"),
+      field("batch.accum", b.accum, kNonNegative, "micro-batches per rank per step (0 = derived)"),
+      field("batch.world", b.world, kNonNegative, "pin the world size the batch is planned for (0 = whatever the launcher starts)"),
+      field("batch.micro_tokens", b.micro_tokens, kNonNegative, "> 0: micro-batches filled to this many tokens per rank instead of batch.micro pairs"),
+
+      field("zero.stage", z.stage, Range{0, 3}, "ZeRO stage: 0 = replicated, 1 = + sharded optimizer state, 2 = + sharded gradients, 3 = + sharded parameters"),
+      field("zero.bucket_elements", z.bucket_elements, kAtLeastOne, "gradient reduction bucket size in elements"),
+      field("zero.prefetch_depth", z.prefetch_depth, kNonNegative, "stage 3: groups all-gathered ahead of their use"),
+      choice("zero.param_dtype", z.param_dtype, kDTypes, "dtype of the parameters the model computes with (masters stay fp32)"),
+      choice("zero.accum_dtype", z.accum_dtype, kDTypes, "dtype gradients accumulate in across micro-steps"),
+      choice("zero.reduce_dtype", z.reduce_dtype, kDTypes, "dtype of gradients on the wire"),
+
+      field("optim.lr", o.lr, kPositive, "peak learning rate of AdamW"),
+      field("optim.beta1", o.beta1, kBelowOne, "AdamW beta1"),
+      field("optim.beta2", o.beta2, kBelowOne, "AdamW beta2"),
+      field("optim.eps", o.eps, kPositive, "AdamW epsilon"),
+      field("optim.weight_decay", o.weight_decay, kNonNegative, "AdamW decoupled weight decay"),
+      choice("optim.schedule", o.schedule, kSchedules, "learning-rate schedule after the warmup"),
+      field("optim.warmup_ratio", o.warmup_ratio, kUnit, "linear warmup over this fraction of the steps (when warmup_steps is 0)"),
+      field("optim.warmup_steps", o.warmup_steps, kNonNegative, "linear warmup steps (0 = from warmup_ratio)"),
+      field("optim.min_lr_ratio", o.min_lr_ratio, kUnit, "the schedule ends at lr x this"),
+      field("optim.clip_norm", o.clip_norm, kNonNegative, "clip the global gradient norm to this (0 = no clipping)"),
   };
 }
 
@@ -171,6 +260,8 @@ void assign(Field& f, const YAML::Node& value, const std::string& at) {
   try {
     f.set(value);
     f.origin = at;
+  } catch (const ConfigError& e) {  // an enum key's unknown value (pick): say where
+    throw ConfigError(fmt::format("{}: {}", at, e.what()));
   } catch (const YAML::Exception&) {
     const YAML::Node expect = f.get();
     const char* kind = expect.IsSequence() ? "a list" : "a value like '" ;
@@ -283,6 +374,42 @@ std::string to_yaml(const Config& const_c) {
   YAML::Emitter out;
   out << root;
   return std::string(out.c_str()) + "\n";
+}
+
+std::string backend_name(Backend b) { return choice_name(b, kBackends); }
+
+std::string config_reference_markdown() {
+  Config defaults;
+  const std::vector<Field> fields = schema(defaults);
+  auto cell = [](std::string s) {  // a markdown table cell: a '|' would end it
+    std::string out;
+    for (char ch : s) out += ch == '|' ? std::string("\\|") : std::string(1, ch);
+    return out;
+  };
+  std::string md =
+      "# pmtrain configuration keys\n\n"
+      "Generated from the schema table in `pmtrain/config.cpp` by `pmtrain config-doc`; do not edit it by hand. The\n"
+      "test `pmtrain_config_doc` fails when this file and the schema differ; regenerate it with\n"
+      "`build/pmtrain/pmtrain config-doc > docs/CONFIG.md`.\n\n"
+      "A config is a YAML file of these sections; `--set KEY=VALUE` overrides any key with the same checks.\n"
+      "Unknown keys (with a did-you-mean), wrong types, values out of range, unknown enum values and keys given\n"
+      "twice are errors naming the file and line. `pmtrain train CONFIG --dry-run` prints every key as resolved.\n";
+  std::string section = "-";
+  for (const Field& f : fields) {
+    const size_t dot = f.key.find('.');
+    const std::string sec = dot == std::string::npos ? "" : f.key.substr(0, dot);
+    if (sec != section) {
+      section = sec;
+      md += fmt::format("\n## {}\n\n| key | type | default | accepted | meaning |\n|---|---|---|---|---|\n",
+                        sec.empty() ? "Top level" : "`" + sec + ":`");
+    }
+    const YAML::Node v = f.get();
+    std::string def = v.IsSequence() && v.size() == 0 ? "[]" : YAML::Dump(v);
+    if (def.empty() || (v.IsScalar() && v.Scalar().empty())) def = "\"\"";
+    const std::string accepted = f.range ? f.range->describe() : f.accepted;
+    md += fmt::format("| `{}` | {} | `{}` | {} | {} |\n", f.key, f.type, cell(def), cell(accepted), cell(f.doc));
+  }
+  return md;
 }
 
 std::vector<std::string> known_keys() {

@@ -2,13 +2,30 @@
 // one schema table (config.cpp) with its type, its default and, for numeric keys, the values it accepts,
 // so unknown keys are errors with a did-you-mean, out-of-range values are errors that give the range,
 // `--set a.b=v` overrides go through the same parser, and the resolved config (every default included)
-// can be printed and saved.
+// can be printed and saved. Enum-valued keys are parsed into their enums here, at load (pick(), choice.h),
+// so a bad value is reported with its file and line and no later code parses a string again. A knob that
+// the engine, the optimizer, the data or the model library also has takes its default from there (one
+// default per knob); the defaults written here are pmtrain's own choices. docs/CONFIG.md is generated from
+// the schema table (`pmtrain config-doc`).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
+#include "data/batch.h"
+#include "data/batcher.h"
+#include "data/pair_dataset.h"
+#include "data/sampler.h"
+#include "model/attention.h"
+#include "model/param_layout.h"
+#include "model/reward_model.h"
+#include "optim/lr_schedule.h"
+#include "zero/engine_config.h"
+
 namespace zero::pmtrain {
+
+enum class Backend : uint8_t { Cpu, Cuda };
 
 struct RunSection {
   std::string dir = "runs/default";
@@ -41,10 +58,10 @@ struct ModelSection {
   double rope_theta = 0;    // 0 = the preset's
   double rms_norm_eps = 1e-6;
   uint64_t init_seed = 0;
-  bool activation_checkpointing = false;
-  std::string attention = "auto";  // auto | flash | reference (auto: reference on the CPU, flash on a GPU)
-  bool decay_norms = true;
-  bool decay_embedding = true;
+  bool activation_checkpointing = model::RewardModelOptions{}.activation_checkpointing;
+  model::AttentionKind attention = model::RewardModelOptions{}.attention;  // auto: reference on the CPU, flash on a GPU
+  bool decay_norms = model::DecayPolicy{}.norms;
+  bool decay_embedding = model::DecayPolicy{}.embedding;
 };
 
 struct DataSection {
@@ -52,19 +69,19 @@ struct DataSection {
   std::vector<std::string> train_files;
   std::vector<std::string> test_files;
   int64_t max_train_pairs = 0;  // 0 = all; else the first N pairs of the training files
-  std::string chosen_field = "chosen";
-  std::string rejected_field = "rejected";
-  std::string format = "raw";           // raw | chat
-  int64_t max_len = 512;
-  std::string too_long = "truncate";    // truncate | truncate_keep_start | drop
-  std::string bad_lines = "skip";       // skip | fail
-  std::string end_token = "<|im_end|>";
-  std::string layout = "packed";        // padded | packed
-  int64_t pad_to = 8;
-  int64_t pack_row_len = 0;
-  bool bucket_by_length = true;
-  bool shuffle = true;
-  std::string remainder = "drop";       // drop | pad
+  std::string chosen_field = data::HhReaderConfig{}.chosen_field;
+  std::string rejected_field = data::HhReaderConfig{}.rejected_field;
+  data::TextMode format = data::HhReaderConfig{}.mode;
+  int64_t max_len = 512;  // pmtrain's (the data library's 2048 is for long-context use)
+  data::TooLongPolicy too_long = data::DataConfig{}.too_long;
+  data::BadLinePolicy bad_lines = data::HhReaderConfig{}.bad_lines;
+  std::string end_token = data::DataConfig{}.end_token;
+  data::BatchLayout layout = data::BatchLayout::Packed;  // pmtrain's: only real tokens are computed
+  int64_t pad_to = data::BatchConfig{}.pad_to;
+  int64_t pack_row_len = data::BatchConfig{}.pack_row_len;
+  bool bucket_by_length = data::SamplerConfig{}.bucket_by_length;
+  bool shuffle = data::SamplerConfig{}.shuffle;
+  data::RemainderPolicy remainder = data::SamplerConfig{}.remainder;
   std::string cache_dir;                // "" = $XDG_CACHE_HOME/pmtrain, else ~/.cache/pmtrain (paths.h)
 };
 
@@ -78,19 +95,21 @@ struct BatchSection {
 };
 
 struct ZeroSection {
-  int64_t stage = 2;
-  int64_t bucket_elements = 1 << 24;
-  int64_t prefetch_depth = 1;
-  std::string param_dtype = "fp32";
-  std::string accum_dtype = "fp32";
-  std::string reduce_dtype = "fp32";
+  int64_t stage = 2;  // pmtrain's (the engine's own default is 0, plain data parallelism)
+  int64_t bucket_elements = int64_t(EngineConfig{}.bucket_elements);
+  int64_t prefetch_depth = EngineConfig{}.prefetch_depth;
+  DType param_dtype = EngineConfig{}.param_dtype;
+  DType accum_dtype = EngineConfig{}.accum_dtype;
+  DType reduce_dtype = EngineConfig{}.reduce_dtype;
 };
 
 struct OptimSection {
+  // Doubles as written (the optimizer's are floats: 1e-5f widened would print as 9.99999974e-06), kept
+  // equal to optim::AdamWConfig's defaults by pmtrain_config_test.
   double lr = 1e-5;
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
   double weight_decay = 0.0;
-  std::string schedule = "cosine";  // constant | linear | cosine
+  optim::ScheduleKind schedule = optim::ScheduleKind::Cosine;  // pmtrain's
   double warmup_ratio = 0.03;       // of the total steps (used when warmup_steps is 0)
   int64_t warmup_steps = 0;
   double min_lr_ratio = 0.0;
@@ -99,7 +118,7 @@ struct OptimSection {
 
 struct Config {
   std::string source;   // the YAML file it came from
-  std::string backend = "cpu";  // cpu | cuda
+  Backend backend = Backend::Cpu;
   int64_t threads = 1;  // math threads per rank
   RunSection run;
   ModelSection model;
@@ -118,5 +137,9 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
 std::string to_yaml(const Config& c);
 // All known dotted keys (for help and did-you-mean).
 std::vector<std::string> known_keys();
+// docs/CONFIG.md: every key with its type, default, accepted values and meaning, from the schema table.
+std::string config_reference_markdown();
+// The spelling of an enum value as the config writes it ("cuda", "packed", "bf16", ...).
+std::string backend_name(Backend b);
 
 }  // namespace zero::pmtrain

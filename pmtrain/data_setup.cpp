@@ -1,34 +1,38 @@
 #include "pmtrain/data_setup.h"
 
-#include "pmtrain/choice.h"
-
 namespace zero::pmtrain {
-
 
 data::DataConfig data_config(const DataSection& d, const std::vector<std::string>& files) {
   data::DataConfig dc;
   dc.files = files;
   dc.reader.chosen_field = d.chosen_field;
   dc.reader.rejected_field = d.rejected_field;
-  dc.reader.mode = pick<data::TextMode>("data.format", d.format, {{"raw", data::TextMode::Raw}, {"chat", data::TextMode::Chat}});
-  dc.reader.bad_lines =
-      pick<data::BadLinePolicy>("data.bad_lines", d.bad_lines, {{"skip", data::BadLinePolicy::Skip}, {"fail", data::BadLinePolicy::Fail}});
+  dc.reader.mode = d.format;
+  dc.reader.bad_lines = d.bad_lines;
   dc.end_token = d.end_token;
   dc.max_len = d.max_len;
-  dc.too_long = pick<data::TooLongPolicy>("data.too_long", d.too_long,
-                                          {{"truncate", data::TooLongPolicy::TruncateKeepEnd},
-                                           {"truncate_keep_start", data::TooLongPolicy::TruncateKeepStart},
-                                           {"drop", data::TooLongPolicy::Drop}});
+  dc.too_long = d.too_long;
   return dc;
 }
 
-data::BatchLayout batch_layout(const DataSection& d) {
-  return pick<data::BatchLayout>("data.layout", d.layout, {{"padded", data::BatchLayout::Padded}, {"packed", data::BatchLayout::Packed}});
+data::BatchConfig batch_config(const DataSection& d) {
+  data::BatchConfig bc;
+  bc.layout = d.layout;
+  bc.pad_to = d.pad_to;
+  bc.pack_row_len = d.pack_row_len;
+  return bc;
 }
 
-data::RemainderPolicy remainder_policy(const DataSection& d) {
-  return pick<data::RemainderPolicy>("data.remainder", d.remainder,
-                                     {{"drop", data::RemainderPolicy::Drop}, {"pad", data::RemainderPolicy::Pad}});
+data::SamplerConfig sampler_config(const Config& cfg, const ResolvedBatch& batch) {
+  data::SamplerConfig sc;
+  sc.seed = cfg.run.seed;
+  sc.global_batch = batch.global;
+  sc.accum = batch.accum;
+  sc.shuffle = cfg.data.shuffle;
+  sc.bucket_by_length = cfg.data.bucket_by_length;
+  sc.remainder = cfg.data.remainder;
+  sc.micro_tokens = cfg.batch.micro_tokens;
+  return sc;
 }
 
 }  // namespace zero::pmtrain

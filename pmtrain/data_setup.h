@@ -1,19 +1,23 @@
 // The data pipeline's settings from a config's data section: one translation of data.* (format,
-// bad_lines, too_long, fields, end token, max_len) for training, eval and `pmtrain score`.
+// bad_lines, too_long, fields, end token, max_len; the batch layout) for training, eval and `pmtrain
+// score`. The enum keys arrive parsed (config.cpp), so nothing here can fail.
 #pragma once
 #include <string>
 #include <vector>
 
-#include "data/batch.h"
+#include "data/batcher.h"
 #include "data/pair_dataset.h"
 #include "data/sampler.h"
 #include "pmtrain/config.h"
 
 namespace zero::pmtrain {
 
-// Reader and length policy for `files`; ConfigError naming the key for an unknown value.
+// Reader and length policy for `files`.
 data::DataConfig data_config(const DataSection& d, const std::vector<std::string>& files);
-data::BatchLayout batch_layout(const DataSection& d);
-data::RemainderPolicy remainder_policy(const DataSection& d);
+// How micro-batches are laid out (data.layout, pad_to, pack_row_len).
+data::BatchConfig batch_config(const DataSection& d);
+// The training sampler's settings: run.seed, the resolved batch, data.shuffle / bucket_by_length /
+// remainder, batch.micro_tokens.
+data::SamplerConfig sampler_config(const Config& cfg, const ResolvedBatch& batch);
 
 }  // namespace zero::pmtrain

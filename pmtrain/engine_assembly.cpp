@@ -1,7 +1,9 @@
 #include "pmtrain/engine_assembly.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "core/check.h"
 #include "core/dtype.h"
 
 namespace zero::pmtrain {
@@ -11,19 +13,41 @@ EngineConfig engine_config(const Config& cfg, int64_t accum_steps, int64_t total
   ec.stage = int(cfg.zero.stage);
   ec.bucket_elements = size_t(cfg.zero.bucket_elements);
   ec.prefetch_depth = int(cfg.zero.prefetch_depth);
-  ec.param_dtype = parse_dtype(cfg.zero.param_dtype, "zero.param_dtype");
-  ec.accum_dtype = parse_dtype(cfg.zero.accum_dtype, "zero.accum_dtype");
-  ec.reduce_dtype = parse_dtype(cfg.zero.reduce_dtype, "zero.reduce_dtype");
+  ec.param_dtype = cfg.zero.param_dtype;
+  ec.accum_dtype = cfg.zero.accum_dtype;
+  ec.reduce_dtype = cfg.zero.reduce_dtype;
   ec.accum_steps = int(accum_steps);
   ec.clip_norm = float(cfg.optim.clip_norm);
   ec.adamw = {float(cfg.optim.lr), float(cfg.optim.beta1), float(cfg.optim.beta2), float(cfg.optim.eps),
               float(cfg.optim.weight_decay)};
   const int64_t warmup = cfg.optim.warmup_steps > 0 ? cfg.optim.warmup_steps
                                                      : int64_t(std::ceil(cfg.optim.warmup_ratio * total_steps));
-  ec.schedule = {optim::parse_schedule_kind(cfg.optim.schedule), float(cfg.optim.lr), warmup, total_steps,
+  ec.schedule = {cfg.optim.schedule, float(cfg.optim.lr), warmup, total_steps,
                  float(cfg.optim.min_lr_ratio)};
   validate(ec);
   return ec;
+}
+
+ResolvedBatch run_batch(const Config& cfg, int world) {
+  BatchSpec spec{cfg.batch.global, cfg.batch.micro, cfg.batch.accum};
+  // World size: the launcher decides; a pinned batch.world must agree unless accumulation can absorb it.
+  if (cfg.batch.world > 0 && cfg.batch.world != world) {
+    ZERO_REQUIRE(cfg.batch.accum == 0 || cfg.batch.global == 0, ConfigError,
+                 "{}: batch.world is {} but the launcher started {} ranks, and batch.global, micro and accum are all "
+                 "fixed; drop batch.accum to let it be derived",
+                 cfg.source, cfg.batch.world, world);
+    spec.accum = 0;
+  }
+  if (cfg.batch.micro_tokens > 0) {
+    // Token budgets: a step is still `global` pairs; its micro-steps are as many as the budget needs (the
+    // engine's accumulation is set per step).
+    ZERO_REQUIRE(cfg.batch.global > 0 && cfg.batch.micro == 0 && spec.accum == 0, ConfigError,
+                 "{}: batch.micro_tokens sets the micro-batches by tokens: give batch.global (pairs per step) and "
+                 "leave batch.micro and batch.accum at 0 (got micro {}, accum {})",
+                 cfg.source, cfg.batch.micro, spec.accum);
+    return {cfg.batch.global, std::max<int64_t>(1, cfg.batch.micro_tokens / (2 * cfg.data.max_len)), 1, world};
+  }
+  return resolve_batch(spec, world);
 }
 
 }  // namespace zero::pmtrain

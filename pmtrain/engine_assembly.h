@@ -1,5 +1,6 @@
-// The engine's configuration from a pmtrain config, assembled in one place for the trainer (which
-// runs it) and the planner (which sizes its buffers with zero::plan_buffers from the same values).
+// The engine's configuration and the batch from a pmtrain config, assembled in one place for the trainer
+// (which runs them) and `pmtrain plan` / the planner (which size buffers and activations from the same
+// values).
 #pragma once
 #include <cstdint>
 
@@ -10,5 +11,11 @@ namespace zero::pmtrain {
 
 // accum_steps from the batch contract; total_steps for the LR schedule (warmup_ratio is taken of it).
 EngineConfig engine_config(const Config& cfg, int64_t accum_steps, int64_t total_steps);
+
+// The batch at `world` ranks: the batch contract (zero::resolve_batch). A pinned batch.world other than
+// `world` keeps the global batch and derives accum (ConfigError when global, micro and accum are all
+// fixed). With batch.micro_tokens, `micro` is the pairs a budget of max_len-token answers holds (what eval
+// and the memory plan use) and accum 1 (the sampler varies it per step).
+ResolvedBatch run_batch(const Config& cfg, int world);
 
 }  // namespace zero::pmtrain

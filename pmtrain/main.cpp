@@ -10,9 +10,12 @@
 #include "data/tokenize_tool.h"
 #include "pmtrain/cli.h"
 #include "pmtrain/commands.h"
+#include "pmtrain/config.h"
 #include "pmtrain/export_command.h"
 #include "pmtrain/paths.h"
+#include "pmtrain/plot_command.h"
 #include "pmtrain/score_command.h"
+#include "pmtrain/sweep_command.h"
 
 using namespace zero;
 using namespace zero::pmtrain;
@@ -23,6 +26,9 @@ int run_local(const CommandLine& cl) {
   if (cl.command == "plan") return run_plan(cl.plan);
   if (cl.command == "export") return run_export(cl.export_request);
   if (cl.command == "score") return run_score(cl.score);
+  if (cl.command == "sweep") return run_sweep(cl.sweep);
+  if (cl.command == "plot") return run_plot(cl.plot);
+  if (cl.command == "config-doc") return fputs(config_reference_markdown().c_str(), stdout) < 0;
   if (cl.command == "tokenize") return data::run_tokenize(existing_path(cl.tokenizer, "--tokenizer"), std::cin, std::cout);
   return run_dry_run(cl.train);
 }

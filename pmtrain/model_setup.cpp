@@ -5,7 +5,6 @@
 #include "core/check.h"
 #include "model/hf_import.h"
 #include "model/init.h"
-#include "pmtrain/choice.h"
 
 namespace zero::pmtrain {
 
@@ -90,10 +89,7 @@ model::RewardModelOptions reward_model_options(const ModelSection& m) {
   o.activation_checkpointing = m.activation_checkpointing;
   o.decay.norms = m.decay_norms;
   o.decay.embedding = m.decay_embedding;
-  o.attention = pick<model::AttentionKind>("model.attention", m.attention,
-                                           {{"auto", model::AttentionKind::Auto},
-                                            {"flash", model::AttentionKind::Flash},
-                                            {"reference", model::AttentionKind::Reference}});
+  o.attention = m.attention;
   return o;
 }
 

@@ -48,7 +48,7 @@ int run_score(const ScoreArgs& a) {
   ScoringBackend backend = make_scoring_backend(cfg, *sm.params);
   const model::Qwen3RewardModel m(sm.config, reward_model_options(cfg.model), std::move(backend.model_ops));
   model::ParamAccess& weights = backend.params ? *backend.params : *sm.params;
-  if (cfg.backend != "cpu") fprintf(stderr, "score: backend %s\n", backend.description.c_str());
+  if (cfg.backend != Backend::Cpu) fprintf(stderr, "score: backend %s\n", backend.description.c_str());
 
   std::ofstream file;
   if (!a.out.empty()) {

@@ -31,30 +31,12 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   const auto slow = slow_phase();
   const bool training = role == TrainerRole::Train;
   const int W = comm_.world();
-  ZERO_REQUIRE(cfg_.backend == "cpu" || cfg_.backend == "cuda", ConfigError, "{}: backend: unknown backend '{}' (cpu or cuda)",
-               cfg_.source, cfg_.backend);
-  // World size: the launcher decides; a pinned batch.world must agree unless accumulation can absorb it.
+  batch_ = run_batch(cfg_, W);  // the same batch `pmtrain plan` shows (engine_assembly.h)
   if (cfg_.batch.world > 0 && cfg_.batch.world != W) {
-    ZERO_REQUIRE(cfg_.batch.accum == 0 || cfg_.batch.global == 0, ConfigError,
-                 "{}: batch.world is {} but the launcher started {} ranks, and batch.global, micro and accum are all "
-                 "fixed; drop batch.accum to let it be derived",
-                 cfg_.source, cfg_.batch.world, W);
     if (info_.rank == 0)
       fprintf(stderr, "pmtrain: batch.world %lld != %d launched ranks; keeping the global batch and deriving accum\n",
               (long long)cfg_.batch.world, W);
-    cfg_.batch.accum = 0;
-  }
-  if (cfg_.batch.micro_tokens > 0) {
-    // Token budgets: a step is still `global` pairs; its micro-steps are as many as the budget needs (the
-    // engine's accumulation is set per step). Eval and the memory plan use the pairs a budget of
-    // max_len-token answers holds.
-    ZERO_REQUIRE(cfg_.batch.global > 0 && cfg_.batch.micro == 0 && cfg_.batch.accum == 0, ConfigError,
-                 "{}: batch.micro_tokens sets the micro-batches by tokens: give batch.global (pairs per step) and "
-                 "leave batch.micro and batch.accum at 0 (got micro {}, accum {})",
-                 cfg_.source, cfg_.batch.micro, cfg_.batch.accum);
-    batch_ = {cfg_.batch.global, std::max<int64_t>(1, cfg_.batch.micro_tokens / (2 * cfg_.data.max_len)), 1, W};
-  } else {
-    batch_ = resolve_batch({cfg_.batch.global, cfg_.batch.micro, cfg_.batch.accum}, W);
+    cfg_.batch.accum = 0;  // as resolved (config.resolved.yaml)
   }
 
   Eigen::setNbThreads(int(cfg_.threads));  // math threads per rank (one when ranks share the cores)
@@ -69,7 +51,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
 
   const auto groups = engine_groups(model_->groups());
   plan_ = plan_memory(cfg_, model_cfg_, groups, W, info_.local_world, micro_pairs);
-  ZERO_REQUIRE(cfg_.backend == "cpu" || cuda_backend_built(), ConfigError,
+  ZERO_REQUIRE(cfg_.backend == Backend::Cpu || cuda_backend_built(), ConfigError,
                "{}: backend cuda: pmtrain's CUDA backend is not available in this build, so this run cannot start "
                "here. Its plan: {}. Use --set backend=cpu to train on the CPU backend if it fits.",
                cfg_.source, plan_.describe());
@@ -94,20 +76,10 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   if (!cfg_.data.test_files.empty()) test_ = load_dataset(cfg_.data.test_files, "test");
   ZERO_REQUIRE(training || test_.num_pairs() > 0, ConfigError, "{}: eval: data.test_files gives no test pairs",
                cfg_.source);
-  batch_cfg_.layout = batch_layout(cfg_.data);
-  batch_cfg_.pad_to = cfg_.data.pad_to;
-  batch_cfg_.pack_row_len = cfg_.data.pack_row_len;
+  batch_cfg_ = batch_config(cfg_.data);
 
   if (training) {
-    data::SamplerConfig sc;
-    sc.seed = cfg_.run.seed;
-    sc.global_batch = batch_.global;
-    sc.accum = batch_.accum;
-    sc.shuffle = cfg_.data.shuffle;
-    sc.bucket_by_length = cfg_.data.bucket_by_length;
-    sc.remainder = remainder_policy(cfg_.data);
-    sc.micro_tokens = cfg_.batch.micro_tokens;
-    sampler_ = std::make_unique<data::PairSampler>(sc, train_.num_pairs(), train_.pair_lengths(), info_.rank, W);
+    sampler_ = std::make_unique<data::PairSampler>(sampler_config(cfg_, batch_), train_.num_pairs(), train_.pair_lengths(), info_.rank, W);
     total_steps_ = cfg_.run.steps > 0 ? cfg_.run.steps : cfg_.run.epochs * sampler_->steps_per_epoch();
     ZERO_REQUIRE(total_steps_ > 0, ConfigError, "{}: nothing to train (run.steps and run.epochs give 0 steps)", cfg_.source);
   } else {

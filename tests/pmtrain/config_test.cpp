@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "pmtrain/config.h"
+#include "pmtrain/engine_assembly.h"
 
 using namespace zero;
 using namespace zero::pmtrain;
@@ -139,4 +140,88 @@ TEST(PmtrainConfig, ResolvedNumbersReadAsWritten) {
   EXPECT_NE(y.find("  warmup_ratio: 0.05\n"), std::string::npos) << y;
   EXPECT_NE(y.find("  beta2: 0.999\n"), std::string::npos) << y;
   EXPECT_EQ(parse_config(y, "resolved.yaml").optim.lr, 3.0e-3);  // and read back exactly
+}
+
+// Enum keys are parsed once, when the YAML is read: typed values, and a bad value stops the load with the
+// file, line, key and the accepted spellings (no later code re-parses a string).
+TEST(PmtrainConfig, EnumKeysAreTypedAtLoad) {
+  const Config c = parse_config(
+      "backend: cuda\ndata:\n  format: chat\n  layout: padded\n  too_long: truncate_keep_start\n  bad_lines: fail\n"
+      "  remainder: pad\nmodel:\n  attention: reference\noptim:\n  schedule: linear\nzero:\n  reduce_dtype: bf16\n",
+      "t.yaml", {"zero.param_dtype=bf16"});
+  EXPECT_EQ(c.backend, Backend::Cuda);
+  EXPECT_EQ(c.data.format, data::TextMode::Chat);
+  EXPECT_EQ(c.data.layout, data::BatchLayout::Padded);
+  EXPECT_EQ(c.data.too_long, data::TooLongPolicy::TruncateKeepStart);
+  EXPECT_EQ(c.data.bad_lines, data::BadLinePolicy::Fail);
+  EXPECT_EQ(c.data.remainder, data::RemainderPolicy::Pad);
+  EXPECT_EQ(c.model.attention, model::AttentionKind::Reference);
+  EXPECT_EQ(c.optim.schedule, optim::ScheduleKind::Linear);
+  EXPECT_EQ(c.zero.reduce_dtype, DType::BF16);
+  EXPECT_EQ(c.zero.param_dtype, DType::BF16);
+  EXPECT_EQ(c.zero.accum_dtype, DType::F32);
+  // Printed back as written, and read back to the same values.
+  const std::string y = to_yaml(c);
+  EXPECT_NE(y.find("too_long: truncate_keep_start"), std::string::npos) << y;
+  EXPECT_NE(y.find("backend: cuda"), std::string::npos) << y;
+  EXPECT_EQ(parse_config(y, "again.yaml").data.too_long, data::TooLongPolicy::TruncateKeepStart);
+
+  const std::string e = error_of("run:\n  steps: 3\ndata:\n  layout: pakced\n");
+  EXPECT_NE(e.find("test.yaml:4: data.layout: unknown value 'pakced' (expected padded, packed)"), std::string::npos) << e;
+  const std::string s = error_of("", {"optim.schedule=cosin"});
+  EXPECT_NE(s.find("--set: optim.schedule: unknown value 'cosin' (expected constant, linear, cosine)"), std::string::npos) << s;
+  EXPECT_NE(error_of("backend: tpu\n").find("test.yaml:1: backend: unknown value 'tpu' (expected cpu, cuda)"), std::string::npos);
+}
+
+// One default per knob: the optimizer's defaults are written as doubles in pmtrain (so they print as
+// written) and must be the very values optim::AdamWConfig holds; the engine's are read from EngineConfig.
+TEST(PmtrainConfig, DefaultsAgreeWithTheLibraries) {
+  const Config c;
+  const optim::AdamWConfig a;
+  EXPECT_EQ(float(c.optim.lr), a.lr);
+  EXPECT_EQ(float(c.optim.beta1), a.beta1);
+  EXPECT_EQ(float(c.optim.beta2), a.beta2);
+  EXPECT_EQ(float(c.optim.eps), a.eps);
+  EXPECT_EQ(float(c.optim.weight_decay), a.weight_decay);
+  EXPECT_EQ(size_t(c.zero.bucket_elements), size_t(1) << 24);  // the engine's value, literally
+}
+
+// docs/CONFIG.md's source: one table row per key, with its type, default and accepted values.
+TEST(PmtrainConfig, ReferenceListsEveryKey) {
+  const std::string md = config_reference_markdown();
+  size_t rows = 0;
+  for (size_t p = 0; (p = md.find("\n| `", p)) != std::string::npos; ++p) ++rows;
+  EXPECT_EQ(rows, known_keys().size());
+  for (const std::string& k : known_keys()) EXPECT_NE(md.find("| `" + k + "` |"), std::string::npos) << k;
+  EXPECT_NE(md.find("| `data.layout` | enum | `packed` | padded \\| packed |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `zero.stage` | integer | `2` | in [0, 3] |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `optim.lr` | number | `1e-05` | > 0 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `data.train_files` | list of strings | `[]` |"), std::string::npos) << md;
+}
+
+// The batch the trainer runs and `pmtrain plan` shows, from one function: the contract, a pinned
+// batch.world absorbed by the accumulation, and token budgets.
+TEST(PmtrainConfig, RunBatchIsTheTrainersBatch) {
+  Config c = parse_config("batch:\n  global: 24\n  micro: 2\n", "t.yaml");
+  ResolvedBatch b = run_batch(c, 4);
+  EXPECT_EQ(b.global, 24);
+  EXPECT_EQ(b.micro, 2);
+  EXPECT_EQ(b.accum, 3);
+  c = parse_config("batch:\n  global: 24\n  micro: 2\n  accum: 6\n  world: 2\n", "t.yaml");
+  try {
+    run_batch(c, 4);
+    ADD_FAILURE() << "a pinned world with every batch number fixed must not resolve at another world size";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("batch.world is 2 but the launcher started 4 ranks"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(run_batch(c, 2).accum, 6);
+  c.batch.accum = 0;
+  EXPECT_EQ(run_batch(c, 4).accum, 3);
+  c = parse_config("batch:\n  global: 8\n  micro_tokens: 1000\ndata:\n  max_len: 100\n", "t.yaml");
+  b = run_batch(c, 2);
+  EXPECT_EQ(b.global, 8);
+  EXPECT_EQ(b.micro, 5);  // 1000 tokens hold 5 pairs of two 100-token answers
+  EXPECT_EQ(b.accum, 1);
+  c.batch.micro = 2;
+  EXPECT_THROW(run_batch(c, 2), ConfigError);
 }

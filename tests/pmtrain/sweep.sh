@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# pmtrain sweep on the tiny model: ranks 1,2 x stages 0,3, 2 steps each. Checked with its own parsing
+# (python3, not pmtrain's): one CSV row per cell, each ok with finite positive tokens/s and peak memory,
+# the markdown table lists the same cells, both PNGs are real PNGs, and the points gnuplot plotted (its
+# `set table` output of the same plot command) are the CSV's rows. Then a grid where one cell cannot run
+# (3 ranks do not divide the batch): those cells are failed rows with the reason, and the sweep goes on.
+source "$(dirname "$0")/common.sh"
+command -v gnuplot >/dev/null || fail "gnuplot is not installed (launch/setup.sh installs gnuplot-nox)"
+COMMON=(--mpirun "$MPIRUN" --set data.cache_dir=$TMP/cache --set data.max_train_pairs=16 --set data.max_len=64)
+
+OUT=$TMP/sweep
+"$PMTRAIN" sweep configs/tiny_cpu.yaml --ranks 1,2 --stages 0,3 --steps 2 --out $OUT "${COMMON[@]}" \
+  --set batch.global=4 > $TMP/out.txt 2>&1 || { cat $TMP/out.txt; fail "sweep failed"; }
+cat $TMP/out.txt
+[ "$(grep -c '^sweep: \[[0-9]/4\]' $TMP/out.txt)" = 4 ] || fail "expected one progress line per cell"
+
+# check_sweep DIR "R,S R,S ..." (the cells that must be ok) "R,S ..." (the cells that must have failed)
+check_sweep() {
+python3 - "$@" <<'PY'
+import csv, math, re, struct, sys
+out, ok_cells, failed_cells = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
+def fail(msg): sys.exit("FAIL: " + msg)
+rows = list(csv.DictReader(open(f"{out}/sweep.csv")))
+cells = sorted(f"{r['ranks']},{r['stage']}" for r in rows)
+if cells != sorted(ok_cells + failed_cells): fail(f"cells {cells}, expected {sorted(ok_cells + failed_cells)}")
+for r in rows:
+    cell = f"{r['ranks']},{r['stage']}"
+    if cell in failed_cells:
+        if r["status"] != "failed" or not r["reason"]: fail(f"cell {cell} should be failed with a reason: {r}")
+        continue
+    if r["status"] != "ok": fail(f"cell {cell} failed: {r['reason']}")
+    for k in ("tokens_per_s", "peak_rss_mib", "step_s_median", "seconds"):
+        v = float(r[k])
+        if not (math.isfinite(v) and v > 0): fail(f"cell {cell}: {k} = {v}")
+    if not math.isfinite(float(r["final_loss"])): fail(f"cell {cell}: final loss {r['final_loss']}")
+# The markdown table: one row per cell, the same (ranks, stage) pairs.
+md = [l for l in open(f"{out}/sweep.md") if re.match(r"^\| \d+ \| \d \|", l)]
+if sorted(",".join(l.split("|")[1:3]).replace(" ", "") for l in md) != cells: fail(f"sweep.md rows: {md}")
+if ok_cells == []: sys.exit(0)
+for name, col in (("tokens_per_s", "tokens_per_s"), ("peak_memory", "peak_rss_mib")):
+    png = open(f"{out}/{name}.png", "rb").read()
+    if png[:8] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR": fail(f"{name}.png is not a PNG")
+    w, h = struct.unpack(">II", png[16:24])
+    if len(png) < 5000 or w < 400 or h < 300: fail(f"{name}.png: {len(png)} bytes, {w}x{h}")
+    # gnuplot's table: '# Curve title: "stage S"' then 'x y type' rows.
+    plotted, title = {}, None
+    for line in open(f"{out}/{name}.points.txt"):
+        m = re.match(r'# Curve title: "(.*)"', line)
+        if m: title = m.group(1); plotted[title] = []; continue
+        f = line.split()
+        if len(f) == 3 and not line.startswith("#"): plotted[title].append((float(f[0]), float(f[1])))
+    expected = {}
+    for r in rows:
+        if r["status"] == "ok": expected.setdefault(f"stage {r['stage']}", []).append((float(r["ranks"]), float(r[col])))
+    if sorted(plotted) != sorted(expected): fail(f"{name}: plotted curves {sorted(plotted)}, CSV stages {sorted(expected)}")
+    for t, pts in expected.items():
+        got = plotted[t]
+        if len(got) != len(pts) or any(a[0] != b[0] or abs(a[1] - b[1]) > 1e-9 * abs(b[1]) for a, b in zip(got, sorted(pts))):
+            fail(f"{name} {t}: plotted {got}, CSV {sorted(pts)}")
+    print(f"{name}: {sum(len(p) for p in expected.values())} plotted points match sweep.csv")
+PY
+}
+check_sweep $OUT "1,0 2,0 1,3 2,3" "" || fail "sweep output check"
+cat $OUT/sweep.md
+
+# Failed cells: 4 pairs per step do not split over 3 ranks x 2 pairs. The cell after the first failure
+# (ranks 1, stage 3) must still run.
+"$PMTRAIN" sweep configs/tiny_cpu.yaml --ranks 1,3 --stages 0,3 --steps 1 --out $TMP/partial "${COMMON[@]}" \
+  --set batch.global=4 > $TMP/partial.txt 2>&1 && { cat $TMP/partial.txt; fail "a sweep with a failed cell exited 0"; }
+cat $TMP/partial.txt
+grep -q '^sweep: \[2/4\] ranks 3 stage 0: FAILED: .*batch' $TMP/partial.txt || fail "the failed cell's reason is not shown"
+grep -q '^sweep: \[3/4\] ranks 1 stage 3: [0-9]* tokens/s' $TMP/partial.txt || fail "the sweep did not go on after a failed cell"
+check_sweep $TMP/partial "1,0 1,3" "3,0 3,3" || fail "partial sweep output check"
+grep -q 'batch' <(grep ',failed,' $TMP/partial/sweep.csv) || fail "the failed row does not give the reason"
+echo "sweep ok"
