@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "pmtrain/calibrate.h"
 #include "pmtrain/export_command.h"
+#include "pmtrain/plan_command.h"
 #include "pmtrain/weights.h"
 
 namespace zero::pmtrain {
@@ -28,12 +30,6 @@ struct EvalArgs {
   WeightsArgs weights;
 };
 
-struct PlanArgs {
-  ConfigArgs config;
-  int world = 0;           // 0 = batch.world, else 1
-  int ranks_per_node = 0;  // 0 = world
-};
-
 struct ScoreArgs {
   ConfigArgs config;  // optional: data.* settings and the default weights (its run.dir)
   WeightsArgs weights;
@@ -41,10 +37,11 @@ struct ScoreArgs {
 };
 
 struct CommandLine {
-  std::string command;  // train | eval | plan | export | score | tokenize
+  std::string command;  // train | eval | plan | calibrate | export | score | tokenize
   TrainArgs train;
   EvalArgs eval;
   PlanArgs plan;
+  CalibrateArgs calibrate;
   ExportRequest export_request;
   ScoreArgs score;
   std::string tokenizer;  // tokenize --tokenizer

@@ -14,6 +14,7 @@
 #include "pmtrain/commands.h"
 #include "pmtrain/export_command.h"
 #include "pmtrain/paths.h"
+#include "pmtrain/plan_command.h"
 #include "pmtrain/score_command.h"
 
 using namespace zero;
@@ -23,6 +24,7 @@ namespace {
 // Commands without MPI: one process does them (the others of a launched job have nothing to add).
 int run_local(const CommandLine& cl) {
   if (cl.command == "plan") return run_plan(cl.plan);
+  if (cl.command == "calibrate") return run_calibrate(cl.calibrate);
   if (cl.command == "export") return run_export(cl.export_request);
   if (cl.command == "score") return run_score(cl.score);
   if (cl.command == "tokenize") return data::run_tokenize(existing_path(cl.tokenizer, "--tokenizer"), std::cin, std::cout);

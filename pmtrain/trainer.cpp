@@ -71,7 +71,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
                "{}: backend cuda: pmtrain's CUDA backend is not available in this build, so this run cannot start "
                "here. Its plan: {}. Use --set backend=cpu to train on the CPU backend if it fits.",
                cfg_.source, plan_.describe());
-  require_fits(plan_, cfg_.source);
+  require_fits(plan_, cfg_);
 
   if (training) {
     ZERO_REQUIRE(!cfg_.data.train_files.empty(), ConfigError, "{}: data.train_files is empty", cfg_.source);
