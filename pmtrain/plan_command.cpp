@@ -220,7 +220,7 @@ std::string recommendation(const Setup& s, const std::vector<Cell>& cells, int w
   if (s.device == PlanDevice::Gpu) {
     for (int gib : {24, 32, 40, 48, 80, 96, 141, 192})
       if (size_t(gib) << 30 > mem && plan_cell(s, 3, world, per_node, size_t(gib) << 30).fits) {
-        bigger = fmt::format(", or {} GPUs of {} GiB", world, gib);
+        bigger = fmt::format(", or {} GPU{} of {} GiB", world, world == 1 ? "" : "s", gib);
         break;
       }
   }
@@ -280,6 +280,7 @@ void write_sbatch(const PlanArgs& a, const Setup& s, const Cell& c) {
                               : double(c.per_node) * double(c.m.total()) * 1.2;
   const long mem_gib = std::max(1L, long(std::ceil(node_mem / double(1ull << 30))));
   const std::string stem = std::filesystem::path(s.cfg.source).stem().string();
+  // The config as given on the command line (relative to where the job is submitted), the plan as --set.
   std::string sets = fmt::format("--set zero.stage={} --set batch.global={} --set batch.micro={} --set batch.world={}",
                                  c.stage, s.global, c.micro, c.world);
   std::ofstream out(a.sbatch);
@@ -301,10 +302,10 @@ void write_sbatch(const PlanArgs& a, const Setup& s, const Cell& c) {
       << "export OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}\n"
       << "PMTRAIN=${PMTRAIN:-build/pmtrain/pmtrain}\n";
   if (a.launcher == "srun")
-    out << fmt::format("srun --mpi=pmix \"$PMTRAIN\" train {} {} \"$@\"\n", s.cfg.source, sets);
+    out << fmt::format("srun --mpi=pmix \"$PMTRAIN\" train {} {} \"$@\"\n", a.config_path, sets);
   else
     out << fmt::format("mpirun -np {} --map-by ppr:{}:node \"$PMTRAIN\" train {} {} \"$@\"\n", c.world, c.per_node,
-                       s.cfg.source, sets);
+                       a.config_path, sets);
   ZERO_REQUIRE(out.good(), ConfigError, "--sbatch {}: write failed", a.sbatch);
 }
 
