@@ -104,6 +104,9 @@ std::optional<int> parse_command_line(int argc, char** argv, bool speak, Command
   plan->add_option("--global-batch", pl.global_batch, "pairs per optimizer step, e.g. --global-batch 128; default batch.global")
       ->check(at_least(1))
       ->type_name("N");
+  plan->add_option("--micro", pl.micro, "plan this micro-batch (pairs per rank) instead of the largest that fits, e.g. --micro 2")
+      ->check(at_least(1))
+      ->type_name("N");
   plan->add_option("--dataset-pairs", pl.dataset_pairs,
                    "pairs per epoch for the epoch time, e.g. --dataset-pairs 160000; default: counted in data.train_files")
       ->check(at_least(1))

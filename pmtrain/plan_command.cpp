@@ -78,6 +78,7 @@ struct Setup {
   PlanDevice device = PlanDevice::Cpu;
   ComputeProfile prof;
   int64_t global = 0, pairs = 0;
+  int64_t micro = 0;  // fixed by --micro, else searched
   size_t baseline = kCpuProcessBaselineBytes;
   Link intra{}, inter{};
 };
@@ -153,9 +154,10 @@ Cell plan_cell(const Setup& s, int stage, int world, int per_node, size_t mem) {
   const Config cfg = with_stage(s.cfg, stage);
   const int64_t per_rank = s.global / world;
   auto plan = [&](int64_t micro) { return plan_rank_memory(cfg, s.qc, s.groups, world, micro, s.device, s.baseline); };
-  c.m = plan(1);
+  c.m = plan(s.micro > 0 ? s.micro : 1);
+  c.micro = s.micro > 0 ? s.micro : 1;
   for (int64_t m = per_rank; m >= 1; --m) {
-    if (per_rank % m) continue;
+    if (per_rank % m || (s.micro > 0 && m != s.micro)) continue;
     MemoryPlan mp = plan(m);
     if (mp.total() <= mem) {
       c.fits = true, c.micro = m, c.m = mp;
@@ -294,7 +296,8 @@ void write_sbatch(const PlanArgs& a, const Setup& s, const Cell& c) {
       << "#SBATCH --nodes=" << c.nodes << "\n"
       << "#SBATCH --ntasks-per-node=" << c.per_node << "\n";
   if (gpu) out << "#SBATCH --gpus-per-node=" << c.per_node << "\n";
-  out << "#SBATCH --cpus-per-task=" << std::max<int64_t>(1, s.cfg.threads) << "\n"
+  // A GPU rank's host threads (data, NCCL, the launcher) want a few cores; a CPU rank its math threads.
+  out << "#SBATCH --cpus-per-task=" << (gpu ? int64_t(8) : std::max<int64_t>(1, s.cfg.threads)) << "\n"
       << "#SBATCH --mem=" << mem_gib << "G\n"
       << fmt::format("#SBATCH --time={:02d}:{:02d}:00\n", mins / 60, mins % 60)
       << "#SBATCH --output=runs/slurm-%j.out\n"
@@ -340,6 +343,11 @@ int run_plan(const PlanArgs& a) {
                  "--global-batch {} cannot be split evenly over {} ranks (micro x accum x {} ranks): use {}{}", s.global,
                  w, w, lo > 0 ? fmt::format("{} or ", lo) : "", hi);
   }
+  s.micro = a.micro;
+  for (int w : worlds)
+    ZERO_REQUIRE(s.micro == 0 || (s.global / w) % s.micro == 0, ConfigError,
+                 "--micro {}: {} pairs per rank per step ({} over {} ranks) are not a whole number of micro-batches",
+                 s.micro, s.global / w, s.global, w);
   if (!a.sbatch.empty())
     ZERO_REQUIRE(worlds.size() == 1 && mems.size() <= 1, ConfigError,
                  "--sbatch writes one job: give one --world and (for GPUs) one --gpu-mem");

@@ -7,13 +7,14 @@
 #   bash bench/planner/accuracy.sh [PMTRAIN] [OUT]     (from the repository root; GRID=ci for two cells)
 # Sequences are truncated to data.max_len (64; the hh-rlhf sample's pairs are longer), so the planner's
 # worst case (every sequence at max_len) is what runs. The compute profile is measured first
-# (pmtrain calibrate); the process baseline comes from a run of a 1-layer, hidden-32 model (its peak RSS
-# less its planned model and activation bytes), written into the profile.
+# (pmtrain calibrate); the process baseline comes from a run of a 1-layer, hidden-32 model with small
+# buckets (its peak RSS less its planned bytes, nearly all model states), written into the profile.
 set -euo pipefail
 PMTRAIN=${1:-build/pmtrain/pmtrain}
 OUT=${2:-bench/results/planner_accuracy.txt}
 GRID=${GRID:-full}
 source launch/mpi_env.sh
+MPIRUN=${MPIRUN:-mpirun}
 export OMP_NUM_THREADS=1
 TMP=$(mktemp -d /tmp/planner_acc.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
@@ -23,16 +24,16 @@ STEPS=${STEPS:-4}
 # small Qwen3 shapes are (vocabulary 151936).
 model() {
   case $1 in
-    base) echo "--set model.hidden_size=32 --set model.intermediate_size=64 --set model.num_layers=1 --set model.num_heads=1 --set model.num_kv_heads=1 --set model.head_dim=32" ;;
-    m42) echo "--set model.hidden_size=256 --set model.intermediate_size=1024 --set model.num_layers=3 --set model.num_heads=4 --set model.num_kv_heads=2 --set model.head_dim=64" ;;
-    m90) echo "--set model.hidden_size=512 --set model.intermediate_size=1536 --set model.num_layers=4 --set model.num_heads=8 --set model.num_kv_heads=4 --set model.head_dim=64" ;;
+    base) echo "--set zero.bucket_elements=65536 --set model.hidden_size=32 --set model.intermediate_size=64 --set model.num_layers=1 --set model.num_heads=1 --set model.num_kv_heads=1 --set model.head_dim=32" ;;
+    m42) echo "--set zero.bucket_elements=4194304 --set model.hidden_size=256 --set model.intermediate_size=1024 --set model.num_layers=3 --set model.num_heads=4 --set model.num_kv_heads=2 --set model.head_dim=64" ;;
+    m90) echo "--set zero.bucket_elements=4194304 --set model.hidden_size=512 --set model.intermediate_size=1536 --set model.num_layers=4 --set model.num_heads=8 --set model.num_kv_heads=4 --set model.head_dim=64" ;;
   esac
 }
 common() {  # STAGE MICRO CKPT RANKS
   echo "--set zero.stage=$1 --set batch.micro=$2 --set model.activation_checkpointing=$3 --set batch.global=$(($2 * $4 * 2))" \
        "--set data.max_len=64 --set data.max_train_pairs=$(($2 * $4 * 2 * STEPS)) --set run.epochs=1" \
        "--set run.eval_every=0 --set run.save_final=false --set run.eval_pairs=8" \
-       "--set zero.bucket_elements=4194304 --set run.log_every=100"
+       "--set run.log_every=100"
 }
 # measure NAME MODEL STAGE MICRO CKPT RANKS -> "peak_rss_bytes step_s"
 measure() {
@@ -49,7 +50,7 @@ print(peak, sum(later) / len(later))
 PY
 }
 predict() {  # MODEL STAGE MICRO CKPT RANKS -> "peak_bytes step_s"
-  "$PMTRAIN" plan configs/tiny_cpu.yaml --json --world $5 --profile $TMP/profile.json $(model $1) $(common $2 $3 $4 $5) \
+  "$PMTRAIN" plan configs/tiny_cpu.yaml --json --world $5 --micro $3 --profile $TMP/profile.json $(model $1) $(common $2 $3 $4 $5) \
     | python3 -c "import json,sys; j=json.load(sys.stdin); c=[c for c in j['cells'] if c['stage']==$2][0]; print(c['peak_per_rank_bytes'], c['step_seconds'], c['micro'])"
 }
 
@@ -59,8 +60,9 @@ python3 - $TMP/profile.json <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1])); p["process_baseline_bytes"] = 1; json.dump(p, open(sys.argv[1], "w"))
 PY
-read -r base_meas _ <<< "$(measure base base 0 1 false 1)"
-read -r base_pred _ _ <<< "$(predict base 0 1 false 1)"
+base_m=$(measure base base 0 1 false 1) && base_p=$(predict base 0 1 false 1) || exit 1
+read -r base_meas _ <<< "$base_m"
+read -r base_pred _ _ <<< "$base_p"
 baseline=$((base_meas - base_pred + 1))
 python3 - $TMP/profile.json $baseline <<'PY'
 import json, sys
@@ -78,7 +80,7 @@ else
 fi
 
 {
-  echo "# planner accuracy (CPU backend, $(date -u +%F), $(nproc) cores, $STEPS steps per cell, max_len 64)"
+  echo "# planner accuracy (CPU backend, $(date -u +%F), $(getconf _NPROCESSORS_ONLN) cores, $STEPS steps per cell, max_len 64)"
   echo "# $(head -1 $TMP/calibrate.txt | sed 's/calibrate: //'); $(sed -n 2p $TMP/calibrate.txt | sed 's/^ *//'); $(sed -n 3p $TMP/calibrate.txt | sed 's/^ *//')"
   echo "# process baseline (1-layer hidden-32 run's VmHWM less its planned bytes): $((baseline / 1048576)) MiB"
   printf "%-5s %-5s %5s %5s %5s %10s %10s %7s %8s %8s %7s\n" model stage ranks micro ckpt "pred MiB" "meas MiB" "mem p/m" "pred s" "meas s" "time p/m"
@@ -87,8 +89,10 @@ cat $TMP/table.txt
 worst_mem=0; worst_time=0
 for c in $cells; do
   IFS=: read -r m s mi ck r <<< "$c"
-  read -r pm pt pmicro <<< "$(predict $m $s $mi $ck $r)"
-  read -r mm mt <<< "$(measure $m-$s-$mi-$ck-$r $m $s $mi $ck $r)"
+  p=$(predict $m $s $mi $ck $r) && me=$(measure $m-$s-$mi-$ck-$r $m $s $mi $ck $r) || exit 1
+  read -r pm pt pmicro <<< "$p"
+  read -r mm mt <<< "$me"
+  [ "$pmicro" = "$mi" ] || { echo "cell $c: the planner chose micro $pmicro" >&2; exit 1; }
   line=$(python3 -c "
 pm, mm, pt, mt = $pm, $mm, $pt, $mt
 print('%-5s %-5s %5s %5s %5s %10.0f %10.0f %7.3f %8.3f %8.3f %7.3f' % ('$m', $s, $r, $mi, '$ck', pm/2**20, mm/2**20, pm/mm, pt, mt, pt/mt))")

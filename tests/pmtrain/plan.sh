@@ -62,7 +62,7 @@ echo "ok: fits nowhere: $(cat $TMP/nowhere.err)"
 # sbatch: 2 nodes x 8 GPUs (16 x 24 GiB) with srun; one CPU node with mpirun.
 "$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 16 --gpu-mem 24GiB --sbatch $TMP/job.sbatch > /dev/null
 bash -n $TMP/job.sbatch || fail "sbatch script: syntax"
-for want in "--nodes=2" "--ntasks-per-node=8" "--gpus-per-node=8" "--cpus-per-task=1" "--job-name=pmtrain-qwen3_4b_bs128"; do
+for want in "--nodes=2" "--ntasks-per-node=8" "--gpus-per-node=8" "--cpus-per-task=8" "--job-name=pmtrain-qwen3_4b_bs128"; do
   grep -q "^#SBATCH $want\$" $TMP/job.sbatch || { cat $TMP/job.sbatch; fail "sbatch lacks $want"; }
 done
 grep -qE '^#SBATCH --time=[0-9]{2,}:[0-5][0-9]:00$' $TMP/job.sbatch || { cat $TMP/job.sbatch; fail "sbatch: --time"; }

@@ -14,7 +14,7 @@ cell() {  # STAGE RANKS CKPT
   grep -q "41778816 parameters" $TMP/log$1.txt || fail "stage $1: not the 41.8M-parameter model"
   local meas pred
   meas=$(json_field $TMP/run$1/metrics.jsonl summary peak_rss_bytes_max_rank)
-  pred=$("$PMTRAIN" plan configs/tiny_cpu.yaml --world $2 --json $opts \
+  pred=$("$PMTRAIN" plan configs/tiny_cpu.yaml --world $2 --micro 2 --json $opts \
     | python3 -c "import json,sys; print([c for c in json.load(sys.stdin)['cells'] if c['stage']==$1][0]['peak_per_rank_bytes'])")
   python3 -c "
 p, m = $pred, $meas
