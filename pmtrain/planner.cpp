@@ -32,7 +32,14 @@ MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, con
   const bool ckpt = cfg.model.activation_checkpointing;
   if (device == PlanDevice::Cpu) {
     m.activations = model::plan_activations(qc, tokens, seqs, ckpt, model::kCpuActivations).peak;
-    m.runtime = process_baseline + model::cpu_op_scratch_bytes(qc, cfg.data.max_len, ec.param_dtype == DType::BF16);
+    // Besides the activations, the larger of an op's own scratch (during a step) and the engine's
+    // init_params host scratch (one whole tensor in fp32, the embedding, before any activation exists).
+    size_t largest = 0;
+    for (const GroupInfo& g : groups)
+      for (const TensorInfo& t : g.tensors) largest = std::max(largest, t.numel);
+    const size_t init_scratch = 4 * largest;
+    const size_t op_scratch = model::cpu_op_scratch_bytes(qc, cfg.data.max_len, ec.param_dtype == DType::BF16);
+    m.runtime = process_baseline + std::max(op_scratch, init_scratch > m.activations ? init_scratch - m.activations : 0);
   } else {
     const int64_t rows = (tokens + model::kTokenRowMultiple - 1) / model::kTokenRowMultiple * model::kTokenRowMultiple;
     m.activations = model::plan_activations(qc, rows, seqs, ckpt, model::kGpuActivations).peak;

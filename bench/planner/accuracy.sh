@@ -18,7 +18,7 @@ MPIRUN=${MPIRUN:-mpirun}
 export OMP_NUM_THREADS=1
 TMP=$(mktemp -d /tmp/planner_acc.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
-STEPS=${STEPS:-4}
+STEPS=${STEPS:-3}
 
 # model NAME -> --set options: ~42M (hidden 256) and ~90M (hidden 512) parameters, embedding-heavy as
 # small Qwen3 shapes are (vocabulary 151936).
@@ -72,11 +72,10 @@ PY
 if [ "$GRID" = ci ]; then
   cells="m42:2:1:false:2 m42:3:2:true:2"
 else
-  cells=""
+  cells=""   # 20 cells: the whole stage x ranks grid for the 42M model, a subset for the 90M one (2 shared cores)
   for s in 0 1 2 3; do for r in 1 2 4; do cells+=" m42:$s:2:false:$r"; done; done
-  for s in 0 1 2 3; do for r in 1 2; do cells+=" m90:$s:2:false:$r"; done; done
-  cells+=" m90:2:2:false:4 m90:3:2:false:4"
-  for m in m42 m90; do cells+=" $m:2:1:false:2 $m:2:1:true:2 $m:2:2:true:2 $m:3:2:true:4"; done
+  for s in 0 3; do for r in 1 2; do cells+=" m90:$s:2:false:$r"; done; done
+  cells+=" m90:3:2:false:4 m42:2:1:false:2 m42:2:2:true:2 m90:2:2:true:2"
 fi
 
 {
