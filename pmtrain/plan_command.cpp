@@ -80,7 +80,13 @@ struct Setup {
   int64_t global = 0, pairs = 0;
   int64_t micro = 0;  // fixed by --micro, else searched
   size_t baseline = kCpuProcessBaselineBytes;
-  Link intra{}, inter{};
+  std::string intra_name;  // --intra-link; empty: by GPU size
+  Link inter{};
+  // The link between GPUs of a node: as given, else NVLink for 80 GiB-class parts (H100/A100 SXM
+  // nodes), PCIe 4 for smaller ones.
+  const Link& intra(size_t mem) const {
+    return find_link(!intra_name.empty() ? intra_name : mem >= (size_t(80) << 30) ? "nvlink-h100" : "pcie4");
+  }
 };
 
 struct Cell {
@@ -133,10 +139,10 @@ void predict_time(const Setup& s, const Partition& part, Cell& c) {
     bw = s.prof.elementwise_bytes / 2 * share;  // MPI over shared memory: a copy in and a copy out
     c.link = "shared memory (from the profile)";
   } else if (c.nodes == 1) {
-    bw = s.intra.bytes_per_s;
-    c.link = std::string(s.intra.name) + " (assumed)";
+    bw = s.intra(c.mem).bytes_per_s;
+    c.link = std::string(s.intra(c.mem).name) + " (assumed)";
   } else {
-    bw = std::min(s.intra.bytes_per_s, s.inter.bytes_per_s);
+    bw = std::min(s.intra(c.mem).bytes_per_s, s.inter.bytes_per_s);
     c.link = std::string(s.inter.name) + " (assumed)";
   }
   c.traffic = plan_step_traffic(ec, part, int(c.accum));
@@ -354,8 +360,8 @@ int run_plan(const PlanArgs& a) {
   s.prof = a.profile.empty() ? assumed_profile(gpu) : load_profile(a.profile);
   if (s.prof.process_baseline_bytes > 0) s.baseline = size_t(s.prof.process_baseline_bytes);
   s.pairs = a.dataset_pairs > 0 ? a.dataset_pairs : count_pairs(cfg);
-  const bool big_gpu = !mems.empty() && *std::max_element(mems.begin(), mems.end()) >= (size_t(80) << 30);
-  s.intra = find_link(!a.intra_link.empty() ? a.intra_link : (big_gpu ? "nvlink-h100" : "pcie4"));
+  s.intra_name = a.intra_link;
+  if (!a.intra_link.empty()) find_link(a.intra_link);  // a bad name is an error even for a CPU plan
   s.inter = find_link(a.inter_link);
 
   const auto tok = data::Tokenizer::from_file(cfg.data.tokenizer);
@@ -398,7 +404,7 @@ int run_plan(const PlanArgs& a) {
                         {"max_len", cfg.data.max_len},
                         {"activation_checkpointing", cfg.model.activation_checkpointing},
                         {"profile", s.prof.to_json()},
-                        {"links_assumed", {{"intra", s.intra.what}, {"inter", s.inter.what}}},
+                        {"inter_node_link_assumed", s.inter.what},
                         {"cells", nlohmann::json::array()},
                         {"recommendations", recs}};
     for (const Cell& c : cells) j["cells"].push_back(cell_json(c));
@@ -410,7 +416,9 @@ int run_plan(const PlanArgs& a) {
            (long long)s.global, (long long)s.pairs, (long long)cfg.data.max_len,
            cfg.model.activation_checkpointing ? "on" : "off");
     printf("speeds: compute %s; links %s%s\n", s.prof.source.c_str(),
-           gpu ? fmt::format("{} within a node, {} between nodes (assumed)", s.intra.what, s.inter.what).c_str()
+           gpu ? fmt::format("within a node {}, between nodes {} (assumed; per cell in --json)",
+                             a.intra_link.empty() ? "NVLink (H100) for 80 GiB GPUs, else PCIe 4 x16" : s.intra(0).what,
+                             s.inter.what).c_str()
                : "MPI over shared memory at half the profile's element-wise speed",
            gpu ? "; GPU runtime: 1 GiB CUDA context + 5% pool slack (assumed)" : "");
     print_table(s, cells);
