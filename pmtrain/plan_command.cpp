@@ -128,8 +128,14 @@ void predict_time(const Setup& s, const Partition& part, Cell& c) {
       model::plan_activations(q, int64_t(T), int64_t(seqs), ckpt,
                               s.device == PlanDevice::Cpu ? model::kCpuActivations : model::kGpuActivations);
   const double act = double(ap.per_layer_kept) * L * (ckpt ? 2.0 : 1.0);
-  const double micro_bytes = 4.0 * act + double(q.vocab_size * q.hidden_size) * p + double(part.total_padded) * (p + 2 * a);
-  const double step_bytes = double(part.total_shard) * (28.0 + p);
+  // Per micro-step: activations written and read in both passes, the embedding gradient zeroed, each
+  // gradient view zeroed and added into the accumulator. Per step: the norm and finite count, AdamW
+  // (master, m, v read and written, the gradient read), the cast back to parameters, the accumulator
+  // cleared; at stage 0 the accumulator also goes through the all-reduce's send buffer and back.
+  const double r = double(dtype_size(ec.reduce_dtype));
+  const double psi = double(part.total_padded), shard = double(c.stage == 0 ? part.total_padded : part.total_shard);
+  const double micro_bytes = 4.0 * act + double(q.vocab_size * q.hidden_size) * p + psi * (2 * p + 2 * a);
+  const double step_bytes = shard * (2 * a + 24 + a + p + a) + (c.stage == 0 && c.world > 1 ? 2 * psi * (a + r) : 0);
   c.elementwise_s = (double(c.accum) * micro_bytes + step_bytes) / (s.prof.elementwise_bytes * share);
 
   double bw = 0;
