@@ -30,9 +30,10 @@ void print_plan(const Config& cfg, int world, int per_node) {
          (long long)b.accum, world, plan.describe().c_str());
   // The breakdown is printed above: the error says what to change, not the plan again.
   ZERO_REQUIRE(fits_on_node(plan), ConfigError,
-               "{}: does not fit on this node (above); try {}activation checkpointing, a smaller batch.micro or more "
-               "nodes, or compare stages and GPUs with `pmtrain plan {} --gpu-mem 24GiB,80GiB`",
-               cfg.source, cfg.zero.stage < 3 ? "a higher zero.stage, " : "", cfg.source);
+               "{}: does not fit on this node (above); try {}{}a smaller batch.micro or more nodes, or compare stages "
+               "and GPUs with `pmtrain plan {} --gpu-mem 24GiB,80GiB`",
+               cfg.source, cfg.zero.stage < 3 ? "a higher zero.stage, " : "",
+               cfg.model.activation_checkpointing ? "" : "activation checkpointing, ", cfg.source);
   printf("fits\n");
 }
 

@@ -77,11 +77,11 @@ bool fits_on_node(const MemoryPlan& plan) {
 void require_fits(const MemoryPlan& plan, const Config& cfg) {
   if (fits_on_node(plan)) return;
   const std::string higher = cfg.zero.stage < 3 ? "a higher zero.stage, " : "";
+  const std::string ckpt = cfg.model.activation_checkpointing ? "" : "activation checkpointing, ";
   throw ConfigError(fmt::format(
-             "{}: this machine cannot hold the run: {}. Use more nodes, {}activation checkpointing or a smaller "
-             "batch.micro, or the cuda backend on GPUs with enough memory (`pmtrain plan {} --gpu-mem 24GiB,80GiB` "
-             "compares them).",
-             cfg.source, plan.describe(), higher, cfg.source));
+             "{}: this machine cannot hold the run: {}. Use more nodes, {}{}a smaller batch.micro, or the cuda "
+             "backend on GPUs with enough memory (`pmtrain plan {} --gpu-mem 24GiB,80GiB` compares them).",
+             cfg.source, plan.describe(), higher, ckpt, cfg.source));
 }
 
 }  // namespace zero::pmtrain
