@@ -1,4 +1,4 @@
-// pmtrain's command line: one CLI11 parser for every command (train, eval, plan, export, score,
+// pmtrain's command line: one CLI11 parser for every command (train, eval, plan, calibrate, export, score,
 // tokenize). Each option is defined once, in cli.cpp, with its help text and an example; `pmtrain
 // CONFIG.yaml ...` means `pmtrain train CONFIG.yaml ...`. Parsing needs no MPI, so help, --version and
 // usage errors never start a job.
