@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "optim/adamw.h"
 
 namespace zero::pmtrain {
 
@@ -45,6 +46,7 @@ constexpr Link kLinks[] = {
 nlohmann::json ComputeProfile::to_json() const {
   return {{"source", source},         {"assumed", assumed},   {"device", device},
           {"gemm_flops", gemm_flops}, {"elementwise_bytes", elementwise_bytes},
+          {"adamw_elements", adamw_elements},
           {"threads", threads},       {"cores", cores},       {"process_baseline_bytes", process_baseline_bytes}};
 }
 
@@ -89,6 +91,7 @@ ComputeProfile load_profile(const std::string& path) {
   ZERO_REQUIRE(p.gemm_flops > 0 && p.elementwise_bytes > 0, ConfigError,
                "--profile {}: gemm_flops and elementwise_bytes must be > 0", path);
   num("process_baseline_bytes", p.process_baseline_bytes, false);
+  num("adamw_elements", p.adamw_elements, false);
   double threads = 1, cores = 1;
   num("threads", threads, false);
   num("cores", cores, false);
@@ -125,6 +128,13 @@ ComputeProfile measure_cpu_profile(int threads) {
       },
       1.0);
   p.elementwise_bytes = 3.0 * 4.0 * double(m) / t_add;
+  // AdamW over 16M elements (param, grad, m, v: 256 MiB), as the engine runs it on a shard.
+  std::vector<float> m1(m, 0.0f), v1(m, 0.0f);
+  const optim::AdamWConfig cfg;
+  int64_t t = 0;
+  const double t_adamw =
+      time_per_call([&] { optim::adamw_step(z.data(), x.data(), m1.data(), v1.data(), m, cfg, 1e-5f, ++t, true, 1.0f); }, 1.0);
+  p.adamw_elements = double(m) / t_adamw;
   return p;
 }
 
@@ -142,8 +152,9 @@ std::string link_names() {
 
 int run_calibrate(const CalibrateArgs& a) {
   const ComputeProfile p = measure_cpu_profile(a.threads);
-  printf("calibrate: %s\n  GEMM fp32 (Eigen, 1024^3): %.1f GFLOP/s\n  element-wise (z = x + y, 64 MiB): %.1f GB/s\n",
-         p.source.c_str(), p.gemm_flops / 1e9, p.elementwise_bytes / 1e9);
+  printf("calibrate: %s\n  GEMM fp32 (Eigen, 1024^3): %.1f GFLOP/s\n  element-wise (z = x + y, 64 MiB): %.1f GB/s\n"
+         "  AdamW step: %.0f M elements/s\n",
+         p.source.c_str(), p.gemm_flops / 1e9, p.elementwise_bytes / 1e9, p.adamw_elements / 1e6);
   // The GPU side (cuBLASLt bf16 GEMM, device bandwidth) needs the CUDA model ops; until then a GPU plan uses
   // the assumed H100 profile, marked as such.
   printf("  GPU: not measured by this build (plans for GPUs use the assumed H100 profile)\n");

@@ -16,6 +16,7 @@ struct ComputeProfile {
   std::string device = "cpu";      // cpu | gpu
   double gemm_flops = 0;           // FLOP/s of one rank's GEMMs (CPU: `threads` threads)
   double elementwise_bytes = 0;    // bytes/s read + written by a simple element-wise pass
+  double adamw_elements = 0;       // elements/s of the optimizer step (0: from elementwise_bytes, 36 B each)
   int threads = 1;                 // CPU: threads the GEMM was measured with
   int cores = 1;                   // CPU: cores of the node (ranks beyond them share)
   double process_baseline_bytes = 0;  // CPU: a rank's resident bytes before the model (0: the built-in one)
@@ -28,7 +29,8 @@ struct ComputeProfile {
 ComputeProfile assumed_profile(bool gpu);
 // Reads a profile written by `pmtrain calibrate`; ConfigError naming the file and key otherwise.
 ComputeProfile load_profile(const std::string& path);
-// Eigen GEMM (fp32, 1024^3 blocks) and an element-wise add over 64 MiB arrays, about two seconds each.
+// Eigen GEMM (fp32, 1024^3 blocks), an element-wise add over 64 MiB arrays and the engine's AdamW step
+// (optim::adamw_step: square roots and divisions make it slower than memory), a few seconds in all.
 ComputeProfile measure_cpu_profile(int threads);
 
 // An interconnect's sustained bandwidth per rank for ring collectives (bytes/s), from vendor figures.

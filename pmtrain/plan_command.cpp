@@ -135,8 +135,10 @@ void predict_time(const Setup& s, const Partition& part, Cell& c) {
   const double r = double(dtype_size(ec.reduce_dtype));
   const double psi = double(part.total_padded), shard = double(c.stage == 0 ? part.total_padded : part.total_shard);
   const double micro_bytes = 4.0 * act + double(q.vocab_size * q.hidden_size) * p + psi * (2 * p + 2 * a);
-  const double step_bytes = shard * (2 * a + 24 + a + p + a) + (c.stage == 0 && c.world > 1 ? 2 * psi * (a + r) : 0);
-  c.elementwise_s = (double(c.accum) * micro_bytes + step_bytes) / (s.prof.elementwise_bytes * share);
+  const double step_bytes = shard * (2 * a + a + p + a) + (c.stage == 0 && c.world > 1 ? 2 * psi * (a + r) : 0);
+  const double adamw_rate = s.prof.adamw_elements > 0 ? s.prof.adamw_elements : s.prof.elementwise_bytes / 36;
+  c.elementwise_s = (double(c.accum) * micro_bytes + step_bytes) / (s.prof.elementwise_bytes * share) +
+                    shard / (adamw_rate * share);
 
   double bw = 0;
   if (c.world == 1) {

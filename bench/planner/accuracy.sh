@@ -106,4 +106,5 @@ print("# worst memory error %.1f%% (target 10%%), cells within 10%%: %d/%d; wors
 PY
 mkdir -p "$(dirname "$OUT")"
 cp $TMP/table.txt "$OUT"
-echo "wrote $OUT"
+cp $TMP/profile.json "${OUT%.txt}_profile.json"   # the speeds and baseline the predictions used
+echo "wrote $OUT and ${OUT%.txt}_profile.json"
