@@ -1,6 +1,7 @@
 // ModelOps: allocation handles and the shape contract of every op, checked once for all backends.
 #include "model/model_ops.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/check.h"
@@ -55,7 +56,10 @@ Activation& Activation::operator=(Activation&& o) noexcept {
 }
 
 void Activation::reset() {
-  if (owner_) owner_->do_free(ref_.data);
+  if (owner_) {
+    owner_->live_bytes_ -= size_t(ref_.numel()) * dtype_size(ref_.dtype);
+    owner_->do_free(ref_.data);
+  }
   owner_ = nullptr;
   ref_ = {};
 }
@@ -63,7 +67,9 @@ void Activation::reset() {
 Activation ModelOps::alloc(std::initializer_list<int64_t> shape, DType dtype) {
   TensorRef ref(nullptr, dtype, shape);
   ZERO_CHECK(ref.numel() >= 0, "alloc: negative dimension");
-  ref.data = do_alloc(size_t(ref.numel()) * dtype_size(dtype));
+  const size_t bytes = size_t(ref.numel()) * dtype_size(dtype);
+  ref.data = do_alloc(bytes);
+  peak_bytes_ = std::max(peak_bytes_, live_bytes_ += bytes);
   return Activation(this, ref);
 }
 

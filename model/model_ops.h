@@ -77,6 +77,11 @@ class ModelOps {
   Activation alloc(std::initializer_list<int64_t> shape, DType dtype = DType::F32);
   // The first dst.size() elements of src, as fp32, into host memory (rewards, parity traces).
   void to_host(const TensorRef& src, std::span<float> dst);
+  // Bytes of the activations alloc handed out and not yet freed, and their peak (what
+  // model/activation_plan.h predicts; the planner reads that, tests compare the two).
+  size_t live_bytes() const { return live_bytes_; }
+  size_t peak_bytes() const { return peak_bytes_; }
+  void reset_peak_bytes() { peak_bytes_ = live_bytes_; }
 
   // ---- the micro-batch -------------------------------------------------------------------------------
   // Makes the plan's token ids, positions, sequences and pooled tokens (and the RoPE angles of its
@@ -185,6 +190,7 @@ class ModelOps {
   void check_tokens(const TensorRef& t, int64_t features, const char* what) const;
 
   const TokenPlan* plan_ = nullptr;
+  size_t live_bytes_ = 0, peak_bytes_ = 0;
 };
 
 }  // namespace zero::model

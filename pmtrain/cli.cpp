@@ -133,16 +133,60 @@ std::optional<int> parse_command_line(int argc, char** argv, bool speak, Command
   add_weights(eval, out.eval.weights, "the newest complete checkpoint of the config's run.dir");
   eval->footer("Examples:\n  mpirun -np 2 pmtrain eval configs/tiny_cpu.yaml\n  pmtrain eval configs/tiny_cpu.yaml --init");
 
-  CLI::App* plan = app.add_subcommand("plan", "memory per rank for a config before anything runs (no MPI)");
-  add_config(plan, out.plan.config);
-  plan->add_option("--world", out.plan.world, "ranks to plan for, e.g. --world 8; default batch.world, else 1")
+  // ---- plan and calibrate (pmtrain/plan_command.h, pmtrain/calibrate.h) ----
+  PlanArgs& pl = out.plan;
+  CLI::App* plan = app.add_subcommand(
+      "plan", "memory per GPU/rank, fit, micro-batch, traffic and step/epoch time per stage, world and GPU size (no MPI)");
+  plan->add_option("CONFIG", pl.config_path, "the run's YAML config, e.g. configs/qwen3_4b_bs128.yaml")->required();
+  plan->add_option("--set", pl.overrides, "override a config key, e.g. --set model.activation_checkpointing=false")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  plan->add_option("--world", pl.worlds, "rank (GPU) counts to plan for, e.g. --world 1,2,4,8,16; default batch.world, else 1")
+      ->type_name("N[,N...]");
+  plan->add_option("--ranks-per-node", pl.ranks_per_node,
+                   "ranks (GPUs) per node, e.g. --ranks-per-node 8; default: GPUs min(world, 8), CPU all on this node")
       ->check(at_least(1))
       ->type_name("N");
-  plan->add_option("--ranks-per-node", out.plan.ranks_per_node,
-                   "ranks sharing one node's memory, e.g. --ranks-per-node 8; default: all of them")
+  plan->add_option("--gpu-mem", pl.gpu_mem,
+                   "plan for GPUs of these sizes, e.g. --gpu-mem 24GiB,40GiB,80GiB (binary units; the cuda backend's "
+                   "default); without it a CPU config plans this node's host memory")
+      ->type_name("SIZE[,SIZE...]");
+  plan->add_option("--global-batch", pl.global_batch, "pairs per optimizer step, e.g. --global-batch 128; default batch.global")
       ->check(at_least(1))
       ->type_name("N");
-  plan->footer("Example:\n  pmtrain plan configs/qwen3_4b_bs128.yaml --world 16 --ranks-per-node 8");
+  plan->add_option("--micro", pl.micro, "plan this micro-batch (pairs per rank) instead of the largest that fits, e.g. --micro 2")
+      ->check(at_least(1))
+      ->type_name("N");
+  plan->add_option("--dataset-pairs", pl.dataset_pairs,
+                   "pairs per epoch for the epoch time, e.g. --dataset-pairs 160000; default: counted in data.train_files")
+      ->check(at_least(1))
+      ->type_name("N");
+  plan->add_option("--profile", pl.profile,
+                   "compute speeds from `pmtrain calibrate --out FILE`; default: a built-in profile marked assumed")
+      ->type_name("FILE");
+  plan->add_option("--intra-link", pl.intra_link,
+                   "link between GPUs of a node: pcie4, nvlink-h100 (default: nvlink-h100 with 80 GiB GPUs, else pcie4)")
+      ->type_name("LINK");
+  plan->add_option("--inter-link", pl.inter_link, "link between nodes: ib100, ib200 (default), ib400")->type_name("LINK");
+  plan->add_flag("--json", pl.json, "print JSON (every cell with its peak per rank in bytes) instead of the table");
+  plan->add_option("--sbatch", pl.sbatch,
+                   "write a Slurm batch script for the recommended plan (one --world, one --gpu-mem), e.g. --sbatch job.sbatch")
+      ->type_name("FILE");
+  plan->add_option("--launcher", pl.launcher, "how the sbatch script starts ranks: srun (default) or mpirun")
+      ->check(CLI::IsMember({"srun", "mpirun"}))
+      ->type_name("srun|mpirun");
+  plan->footer(
+      "Exit code 3 when the run fits nowhere in the grid (the message says what would).\n"
+      "Examples:\n  pmtrain plan configs/qwen3_4b_bs128.yaml --world 8,16 --gpu-mem 24GiB,80GiB\n"
+      "  pmtrain plan configs/tiny_cpu.yaml --world 1,2,4 --profile cpu.json --json");
+
+  CLI::App* cal = app.add_subcommand("calibrate", "measure GEMM and element-wise speed here for `plan --profile` (a few seconds)");
+  cal->add_option("--out", out.calibrate.out, "where to save the profile (JSON), e.g. --out cpu_profile.json")->type_name("FILE");
+  cal->add_option("--threads", out.calibrate.threads, "math threads per rank to measure with (config `threads`), e.g. --threads 1")
+      ->check(at_least(1))
+      ->type_name("N");
+  cal->footer("Example:\n  pmtrain calibrate --out cpu_profile.json && pmtrain plan configs/tiny_cpu.yaml --profile cpu_profile.json");
+  // ---- end plan and calibrate ----
 
   ExportRequest& ex = out.export_request;
   CLI::App* exp = app.add_subcommand("export", "a checkpoint -> an HF model directory (transformers loads it; no MPI)");

@@ -1,5 +1,5 @@
-// pmtrain's command line: one CLI11 parser for every command (train, eval, plan, export, score,
-// tokenize, sweep, plot, config-doc). Each option is defined once, in cli.cpp, with its help text and an example; `pmtrain
+// pmtrain's command line: one CLI11 parser for every command (train, eval, plan, calibrate, export,
+// score, tokenize, sweep, plot, config-doc). Each option is defined once, in cli.cpp, with its help text and an example; `pmtrain
 // CONFIG.yaml ...` means `pmtrain train CONFIG.yaml ...`. Parsing needs no MPI, so help, --version and
 // usage errors never start a job.
 #pragma once
@@ -7,9 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "pmtrain/calibrate.h"
 #include "pmtrain/export_command.h"
 #include "pmtrain/plot_command.h"
 #include "pmtrain/sweep_command.h"
+#include "pmtrain/plan_command.h"
 #include "pmtrain/weights.h"
 
 namespace zero::pmtrain {
@@ -30,12 +32,6 @@ struct EvalArgs {
   WeightsArgs weights;
 };
 
-struct PlanArgs {
-  ConfigArgs config;
-  int world = 0;           // 0 = batch.world, else 1
-  int ranks_per_node = 0;  // 0 = world
-};
-
 struct ScoreArgs {
   ConfigArgs config;  // optional: data.* settings and the default weights (its run.dir)
   WeightsArgs weights;
@@ -43,10 +39,11 @@ struct ScoreArgs {
 };
 
 struct CommandLine {
-  std::string command;  // train | eval | plan | export | score | tokenize | sweep | plot | config-doc
+  std::string command;  // train | eval | plan | calibrate | export | score | tokenize | sweep | plot | config-doc
   TrainArgs train;
   EvalArgs eval;
   PlanArgs plan;
+  CalibrateArgs calibrate;
   ExportRequest export_request;
   ScoreArgs score;
   std::string tokenizer;  // tokenize --tokenizer

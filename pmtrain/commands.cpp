@@ -18,8 +18,8 @@
 namespace zero::pmtrain {
 
 namespace {
-// What `plan` and `train --dry-run` print: the batch at this world size and the memory per rank;
-// ConfigError (with the plan) when a node cannot hold its ranks.
+// What `train --dry-run` prints: the batch at this world size and the memory per rank on this node;
+// ConfigError (after the plan) when the node cannot hold its ranks.
 void print_plan(const Config& cfg, int world, int per_node) {
   const auto tok = data::Tokenizer::from_file(cfg.data.tokenizer);
   const auto qc = resolve_model_config(cfg.model, tok.vocab_size());
@@ -29,7 +29,12 @@ void print_plan(const Config& cfg, int world, int per_node) {
   printf("%s: world %d (%d per node), stage %lld, batch global %lld = micro %lld x accum %lld x world %d\n%s\n",
          cfg.source.c_str(), world, per_node, (long long)cfg.zero.stage, (long long)b.global, (long long)b.micro,
          (long long)b.accum, world, plan.describe().c_str());
-  require_fits(plan, cfg.source);
+  // The breakdown is printed above: the error says what to change, not the plan again.
+  ZERO_REQUIRE(fits_on_node(plan), ConfigError,
+               "{}: does not fit on this node (above); try {}{}a smaller batch.micro or more nodes, or compare stages "
+               "and GPUs with `pmtrain plan {} --gpu-mem 24GiB,80GiB`",
+               cfg.source, cfg.zero.stage < 3 ? "a higher zero.stage, " : "",
+               cfg.model.activation_checkpointing ? "" : "activation checkpointing, ", cfg.source);
   printf("fits\n");
 }
 
@@ -85,13 +90,6 @@ int run_eval(const EvalArgs& a, MpiRuntime& mpi) {
     j.update({{"type", "eval"}, {"weights", w.description}});
     printf("%s\n", j.dump().c_str());
   }
-  return 0;
-}
-
-int run_plan(const PlanArgs& a) {
-  const Config cfg = load_resolved_config(a.config);
-  const int world = a.world > 0 ? a.world : default_world(cfg);
-  print_plan(cfg, world, a.ranks_per_node > 0 ? a.ranks_per_node : world);
   return 0;
 }
 

@@ -14,6 +14,5 @@ int run_train(const TrainArgs& a, MpiRuntime& mpi);
 // train --dry-run: the resolved config and the memory plan; no MPI.
 int run_dry_run(const TrainArgs& a);
 int run_eval(const EvalArgs& a, MpiRuntime& mpi);
-int run_plan(const PlanArgs& a);
 
 }  // namespace zero::pmtrain

@@ -13,6 +13,7 @@
 #include "pmtrain/config.h"
 #include "pmtrain/export_command.h"
 #include "pmtrain/paths.h"
+#include "pmtrain/plan_command.h"
 #include "pmtrain/plot_command.h"
 #include "pmtrain/score_command.h"
 #include "pmtrain/sweep_command.h"
@@ -24,6 +25,7 @@ namespace {
 // Commands without MPI: one process does them (the others of a launched job have nothing to add).
 int run_local(const CommandLine& cl) {
   if (cl.command == "plan") return run_plan(cl.plan);
+  if (cl.command == "calibrate") return run_calibrate(cl.calibrate);
   if (cl.command == "export") return run_export(cl.export_request);
   if (cl.command == "score") return run_score(cl.score);
   if (cl.command == "sweep") return run_sweep(cl.sweep);

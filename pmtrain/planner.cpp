@@ -6,6 +6,8 @@
 
 #include "core/check.h"
 #include "core/dtype.h"
+#include "model/activation_plan.h"
+#include "model/token_plan.h"
 #include "pmtrain/engine_assembly.h"
 #include "zero/buffer_plan.h"
 
@@ -13,8 +15,8 @@ namespace zero::pmtrain {
 
 size_t host_memory_bytes() { return size_t(sysconf(_SC_PHYS_PAGES)) * size_t(sysconf(_SC_PAGE_SIZE)); }
 
-MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
-                       int world, int ranks_on_node, int64_t micro_pairs) {
+MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
+                            int world, int64_t micro_pairs, PlanDevice device, size_t process_baseline) {
   // The engine's buffers by the engine's own arithmetic (accumulation and schedule do not change sizes).
   const EngineConfig ec = engine_config(cfg, 1, 1);
   const BufferPlan b = plan_buffers(ec, make_partition(groups, world, ec.bucket_elements));
@@ -24,16 +26,35 @@ MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const st
   m.optimizer = b.bytes(MemCategory::Master) + b.bytes(MemCategory::OptimM) + b.bytes(MemCategory::OptimV);
   m.comm_buffers = b.bytes(MemCategory::CommBuffers) + b.bytes(MemCategory::Other);
   m.gathered = b.bytes(MemCategory::Gathered);
-  // Activations (fp32 on the CPU backend): tokens of a micro-batch at the worst case (every sequence
-  // at max_len); per layer and token the kept tensors of a pre-norm block (about 8 x hidden + 4 x
-  // intermediate + q/k/v widths) plus the attention's log-sum-exp per head (backward recomputes the
-  // probabilities, one sequence and head at a time).
-  const double T = double(micro_pairs) * 2 * double(cfg.data.max_len);
-  const double per_tok_layer = 8.0 * qc.hidden_size + 4.0 * qc.intermediate_size + 2.0 * qc.q_dim() + 2.0 * qc.kv_dim() +
-                               double(qc.num_heads);
-  const double layers_kept = cfg.model.activation_checkpointing ? 1.0 : double(qc.num_layers);
-  const double inputs_kept = cfg.model.activation_checkpointing ? double(qc.num_layers) * qc.hidden_size : 0.0;
-  m.activations = size_t(4.0 * T * (per_tok_layer * layers_kept + inputs_kept));
+  // Activations as the model allocates them, every sequence at max_len (the worst case of a micro-batch):
+  // fp32 token rows on the CPU; the GPU path's bf16 arena with rows rounded up to its GEMM tiles.
+  const int64_t seqs = 2 * micro_pairs, tokens = seqs * cfg.data.max_len;
+  const bool ckpt = cfg.model.activation_checkpointing;
+  if (device == PlanDevice::Cpu) {
+    m.activations = model::plan_activations(qc, tokens, seqs, ckpt, model::kCpuActivations).peak;
+    // Besides the activations, the larger of an op's own scratch (during a step) and the engine's
+    // init_params host scratch (one whole tensor in fp32, the embedding, before any activation exists).
+    size_t largest = 0;
+    for (const GroupInfo& g : groups)
+      for (const TensorInfo& t : g.tensors) largest = std::max(largest, t.numel);
+    const size_t init_scratch = 4 * largest;
+    const size_t op_scratch = model::cpu_op_scratch_bytes(qc, cfg.data.max_len, ec.param_dtype == DType::BF16);
+    m.runtime = process_baseline + std::max(op_scratch, init_scratch > m.activations ? init_scratch - m.activations : 0);
+  } else {
+    const int64_t rows = (tokens + model::kTokenRowMultiple - 1) / model::kTokenRowMultiple * model::kTokenRowMultiple;
+    m.activations = model::plan_activations(qc, rows, seqs, ckpt, model::kGpuActivations).peak;
+    const size_t used = m.params + m.grads + m.optimizer + m.comm_buffers + m.gathered + m.activations;
+    m.runtime = kCudaContextBytes + size_t(kCudaPoolSlack * double(used));
+  }
+  m.ranks_on_node = 1;
+  return m;
+}
+
+MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
+                       int world, int ranks_on_node, int64_t micro_pairs) {
+  // The host's share only: on the CUDA backend the host holds the process, not the model (GPU memory
+  // is `pmtrain plan`'s question).
+  MemoryPlan m = plan_rank_memory(cfg, qc, groups, world, micro_pairs, PlanDevice::Cpu);
   m.node_bytes = host_memory_bytes();
   m.ranks_on_node = ranks_on_node;
   return m;
@@ -43,17 +64,24 @@ std::string MemoryPlan::describe() const {
   auto gib = [](size_t b) { return double(b) / double(1ull << 30); };
   return fmt::format(
       "per rank: params {:.2f} GiB, grads {:.2f} GiB, optimizer {:.2f} GiB, comm buffers {:.2f} GiB, gathered "
-      "{:.2f} GiB, activations ~{:.2f} GiB = {:.2f} GiB; {} ranks on this node need {:.2f} GiB of {:.2f} GiB",
-      gib(params), gib(grads), gib(optimizer), gib(comm_buffers), gib(gathered), gib(activations), gib(total()),
-      ranks_on_node, gib(total() * size_t(ranks_on_node)), gib(node_bytes));
+      "{:.2f} GiB, activations {:.2f} GiB, runtime {:.2f} GiB = {:.2f} GiB; {} ranks on this node need {:.2f} GiB "
+      "of {:.2f} GiB",
+      gib(params), gib(grads), gib(optimizer), gib(comm_buffers), gib(gathered), gib(activations), gib(runtime),
+      gib(total()), ranks_on_node, gib(total() * size_t(ranks_on_node)), gib(node_bytes));
 }
 
-void require_fits(const MemoryPlan& plan, const std::string& config_path) {
-  const size_t need = plan.total() * size_t(plan.ranks_on_node);
-  ZERO_REQUIRE(need <= plan.node_bytes * 9 / 10, ConfigError,
-               "{}: this machine cannot hold the run: {}. Use more nodes, a higher zero.stage, activation "
-               "checkpointing or a smaller batch.micro, or the cuda backend on GPUs with enough memory.",
-               config_path, plan.describe());
+bool fits_on_node(const MemoryPlan& plan) {
+  return plan.total() * size_t(plan.ranks_on_node) <= plan.node_bytes / 10 * 9;
+}
+
+void require_fits(const MemoryPlan& plan, const Config& cfg) {
+  if (fits_on_node(plan)) return;
+  const std::string higher = cfg.zero.stage < 3 ? "a higher zero.stage, " : "";
+  const std::string ckpt = cfg.model.activation_checkpointing ? "" : "activation checkpointing, ";
+  throw ConfigError(fmt::format(
+             "{}: this machine cannot hold the run: {}. Use more nodes, {}{}a smaller batch.micro, or the cuda "
+             "backend on GPUs with enough memory (`pmtrain plan {} --gpu-mem 24GiB,80GiB` compares them).",
+             cfg.source, plan.describe(), higher, ckpt, cfg.source));
 }
 
 }  // namespace zero::pmtrain

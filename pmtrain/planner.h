@@ -1,6 +1,8 @@
 // Memory plan per rank before anything is allocated: model state by the ZeRO formulas of the engine's
-// real layout (padding and buckets included), plus an activation estimate for one micro-batch, against
-// what this node has. A run that cannot fit stops here with a clear message, not in an allocator.
+// real layout (zero::plan_buffers: padding and buckets included), the activations of one micro-batch as
+// the model allocates them (model::plan_activations) for the backend's dtypes, and the runtime's own
+// share (the process baseline on the CPU, the CUDA context and caching-pool slack on a GPU), against what
+// a node offers. A run that cannot fit stops here with a clear message, not in an allocator.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -12,18 +14,38 @@
 
 namespace zero::pmtrain {
 
+// What the runtime holds besides the engine's buffers and the activations. Measured on this machine
+// (bench/planner/accuracy.sh: a 1-layer hidden-32 model's peak RSS less its planned bytes): a pmtrain
+// rank's resident memory apart from the model (Open MPI, the tokenizer, the tokenized dataset) is about
+// 72 MiB; a profile's process_baseline_bytes overrides it. Assumed for a GPU: the CUDA context with
+// cuBLASLt and NCCL loaded ~1 GiB, and 5% of the device memory in use left unusable by the caching
+// pool's rounding and fragmentation.
+inline constexpr size_t kCpuProcessBaselineBytes = size_t(72) << 20;
+inline constexpr size_t kCudaContextBytes = size_t(1) << 30;
+inline constexpr double kCudaPoolSlack = 0.05;
+
+enum class PlanDevice { Cpu, Gpu };
+
 struct MemoryPlan {
   size_t params = 0, grads = 0, optimizer = 0, comm_buffers = 0, gathered = 0, activations = 0;
-  size_t total() const { return params + grads + optimizer + comm_buffers + gathered + activations; }
-  size_t node_bytes = 0;       // what the node offers (host memory for the CPU backend)
+  size_t runtime = 0;  // CPU: process baseline + host scratch (see plan_rank_memory); GPU: CUDA context + pool slack
+  size_t total() const { return params + grads + optimizer + comm_buffers + gathered + activations + runtime; }
+  size_t node_bytes = 0;  // what the node offers (host memory for the CPU backend)
   int ranks_on_node = 1;
   std::string describe() const;
 };
 
+// One rank's plan at cfg's stage and dtypes, for `world` ranks and micro-batches of micro_pairs pairs at
+// data.max_len (the worst case). process_baseline: the CPU rank's resident bytes before the model.
+MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
+                            int world, int64_t micro_pairs, PlanDevice device,
+                            size_t process_baseline = kCpuProcessBaselineBytes);
+// The config's backend on this node's host memory (train and --dry-run).
 MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
                        int world, int ranks_on_node, int64_t micro_pairs);
-// Throws ConfigError with the plan when ranks_on_node x total exceeds the node's memory.
-void require_fits(const MemoryPlan& plan, const std::string& config_path);
+bool fits_on_node(const MemoryPlan& plan);  // ranks_on_node x total within 90% of the node
+// Throws ConfigError with the plan when it does not fit; the advice never names a stage above 3.
+void require_fits(const MemoryPlan& plan, const Config& cfg);
 
 size_t host_memory_bytes();
 

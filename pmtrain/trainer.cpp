@@ -56,7 +56,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
                "here. Its plan: {}. Use --set backend=cpu to train on the CPU backend if it fits.",
                cfg_.source, plan_.describe());
   require_backend_here(cfg_, info_.rank);  // no GPU: one line now, not after the data is read
-  require_fits(plan_, cfg_.source);
+  require_fits(plan_, cfg_);
 
   if (training) {
     ZERO_REQUIRE(!cfg_.data.train_files.empty(), ConfigError, "{}: data.train_files is empty", cfg_.source);

@@ -74,7 +74,7 @@ sed -E 's/.*("ids":\[[^]]*\]).*/\1/' $TMP/ids.jsonl > $TMP/got.txt
 cmp $TMP/want.txt $TMP/got.txt || { diff $TMP/want.txt $TMP/got.txt | head; fail "pmtrain tokenize differs from golden"; }
 echo "tokenize: $(wc -l < $TMP/got.txt) golden cases equal"
 "$PMTRAIN" plan configs/tiny_cpu.yaml --world 4 | tee $TMP/plan.txt
-grep -q '^fits$' $TMP/plan.txt || fail "tiny config should fit"
+grep -q '^recommended: 4 ranks (4 per node): stage' $TMP/plan.txt || fail "tiny config should fit"
 
 # train --dry-run: resolved config with numbers as written (lr 3.0e-3 -> 0.003) and the plan; no run dir.
 "$PMTRAIN" train configs/tiny_cpu.yaml --dry-run --set run.dir=$TMP/dry --set data.cache_dir=$TMP/cache > $TMP/dry.txt

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The planner's predictions against measured runs on the CPU backend: for every cell of a grid (models,
+# stages, ranks, micro-batch, checkpointing) `pmtrain train` runs a few steps under mpirun and reports
+# its peak resident memory (VmHWM of the largest rank: the operating system's count, independent of the
+# planner's arithmetic) and its step times; `pmtrain plan --json` predicts both for the same settings.
+# Prints predicted / measured per cell; targets: memory within 10%, step time within 20%.
+#   bash bench/planner/accuracy.sh [PMTRAIN] [OUT]     (from the repository root; GRID=ci for two cells)
+# Sequences are truncated to data.max_len (64; the hh-rlhf sample's pairs are longer), so the planner's
+# worst case (every sequence at max_len) is what runs. The compute profile is measured first
+# (pmtrain calibrate); the process baseline comes from a run of a 1-layer, hidden-32 model with small
+# buckets (its peak RSS less its planned bytes, nearly all model states), written into the profile.
+set -euo pipefail
+PMTRAIN=${1:-build/pmtrain/pmtrain}
+OUT=${2:-bench/results/planner_accuracy.txt}
+GRID=${GRID:-full}
+source launch/mpi_env.sh
+MPIRUN=${MPIRUN:-mpirun}
+export OMP_NUM_THREADS=1
+TMP=$(mktemp -d /tmp/planner_acc.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+STEPS=${STEPS:-3}
+
+# model NAME -> --set options: ~42M (hidden 256) and ~90M (hidden 512) parameters, embedding-heavy as
+# small Qwen3 shapes are (vocabulary 151936).
+model() {
+  case $1 in
+    base) echo "--set zero.bucket_elements=65536 --set model.hidden_size=32 --set model.intermediate_size=64 --set model.num_layers=1 --set model.num_heads=1 --set model.num_kv_heads=1 --set model.head_dim=32" ;;
+    m42) echo "--set zero.bucket_elements=4194304 --set model.hidden_size=256 --set model.intermediate_size=1024 --set model.num_layers=3 --set model.num_heads=4 --set model.num_kv_heads=2 --set model.head_dim=64" ;;
+    m90) echo "--set zero.bucket_elements=4194304 --set model.hidden_size=512 --set model.intermediate_size=1536 --set model.num_layers=4 --set model.num_heads=8 --set model.num_kv_heads=4 --set model.head_dim=64" ;;
+  esac
+}
+common() {  # STAGE MICRO CKPT RANKS
+  echo "--set zero.stage=$1 --set batch.micro=$2 --set model.activation_checkpointing=$3 --set batch.global=$(($2 * $4 * 2))" \
+       "--set data.max_len=64 --set data.max_train_pairs=$(($2 * $4 * 2 * STEPS)) --set run.epochs=1" \
+       "--set run.eval_every=0 --set run.save_final=false --set run.eval_pairs=8" \
+       "--set run.log_every=100"
+}
+# measure NAME MODEL STAGE MICRO CKPT RANKS -> "peak_rss_bytes step_s"
+measure() {
+  local dir=$TMP/$1
+  nice -n 10 $MPIRUN -np $6 "$PMTRAIN" train configs/tiny_cpu.yaml --set run.dir=$dir --set data.cache_dir=$TMP/cache \
+    $(model $2) $(common $3 $4 $5 $6) > $TMP/$1.log 2>&1 || { cat $TMP/$1.log >&2; echo "run $1 failed" >&2; exit 1; }
+  python3 - "$dir/metrics.jsonl" <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+steps = [r["step_s"] for r in recs if r.get("type") == "train"]
+peak = [r["peak_rss_bytes_max_rank"] for r in recs if r.get("type") == "summary"][-1]
+later = steps[1:] or steps          # the first step pays for first touches and warm-up
+print(peak, sum(later) / len(later))
+PY
+}
+predict() {  # MODEL STAGE MICRO CKPT RANKS -> "peak_bytes step_s"
+  "$PMTRAIN" plan configs/tiny_cpu.yaml --json --world $5 --micro $3 --profile $TMP/profile.json $(model $1) $(common $2 $3 $4 $5) \
+    | python3 -c "import json,sys; j=json.load(sys.stdin); c=[c for c in j['cells'] if c['stage']==$2][0]; print(c['peak_per_rank_bytes'], c['step_seconds'], c['micro'])"
+}
+
+"$PMTRAIN" calibrate --out $TMP/profile.json > $TMP/calibrate.txt
+# The process baseline: a negligible model's peak less what the planner counts for it (baseline 0).
+python3 - $TMP/profile.json <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1])); p["process_baseline_bytes"] = 1; json.dump(p, open(sys.argv[1], "w"))
+PY
+base_m=$(measure base base 0 1 false 1) && base_p=$(predict base 0 1 false 1) || exit 1
+read -r base_meas _ <<< "$base_m"
+read -r base_pred _ _ <<< "$base_p"
+baseline=$((base_meas - base_pred + 1))
+python3 - $TMP/profile.json $baseline <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1])); p["process_baseline_bytes"] = int(sys.argv[2]); json.dump(p, open(sys.argv[1], "w"))
+PY
+
+if [ "$GRID" = ci ]; then
+  cells="m42:2:1:false:2 m42:3:2:true:2"
+else
+  cells=""   # 20 cells: the whole stage x ranks grid for the 42M model, a subset for the 90M one (2 shared cores)
+  for s in 0 1 2 3; do for r in 1 2 4; do cells+=" m42:$s:2:false:$r"; done; done
+  for s in 0 3; do for r in 1 2; do cells+=" m90:$s:2:false:$r"; done; done
+  cells+=" m90:3:2:false:4 m42:2:1:false:2 m42:2:2:true:2 m90:2:2:true:2"
+fi
+
+{
+  echo "# planner accuracy (CPU backend, $(date -u +%F), $(getconf _NPROCESSORS_ONLN) cores, $STEPS steps per cell, max_len 64)"
+  echo "# $(head -1 $TMP/calibrate.txt | sed 's/calibrate: //'); $(sed -n 2p $TMP/calibrate.txt | sed 's/^ *//'); $(sed -n 3p $TMP/calibrate.txt | sed 's/^ *//')"
+  echo "# process baseline (1-layer hidden-32 run's VmHWM less its planned bytes): $((baseline / 1048576)) MiB"
+  printf "%-5s %-5s %5s %5s %5s %10s %10s %7s %8s %8s %7s\n" model stage ranks micro ckpt "pred MiB" "meas MiB" "mem p/m" "pred s" "meas s" "time p/m"
+} > $TMP/table.txt
+cat $TMP/table.txt
+worst_mem=0; worst_time=0
+for c in $cells; do
+  IFS=: read -r m s mi ck r <<< "$c"
+  p=$(predict $m $s $mi $ck $r) && me=$(measure $m-$s-$mi-$ck-$r $m $s $mi $ck $r) || exit 1
+  read -r pm pt pmicro <<< "$p"
+  read -r mm mt <<< "$me"
+  [ "$pmicro" = "$mi" ] || { echo "cell $c: the planner chose micro $pmicro" >&2; exit 1; }
+  line=$(python3 -c "
+pm, mm, pt, mt = $pm, $mm, $pt, $mt
+print('%-5s %-5s %5s %5s %5s %10.0f %10.0f %7.3f %8.3f %8.3f %7.3f' % ('$m', $s, $r, $mi, '$ck', pm/2**20, mm/2**20, pm/mm, pt, mt, pt/mt))")
+  echo "$line" | tee -a $TMP/table.txt
+done
+python3 - $TMP/table.txt <<'PY' | tee -a $TMP/table.txt
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if l[0] != '#' and not l.startswith('model')]
+mem = [abs(float(r[7]) - 1) for r in rows]; tim = [abs(float(r[10]) - 1) for r in rows]
+print("# worst memory error %.1f%% (target 10%%), cells within 10%%: %d/%d; worst step-time error %.1f%% (target 20%%), within 20%%: %d/%d"
+      % (100 * max(mem), sum(m <= 0.10 for m in mem), len(mem), 100 * max(tim), sum(t <= 0.20 for t in tim), len(tim)))
+PY
+mkdir -p "$(dirname "$OUT")"
+cp $TMP/table.txt "$OUT"
+cp $TMP/profile.json "${OUT%.txt}_profile.json"   # the speeds and baseline the predictions used
+echo "wrote $OUT and ${OUT%.txt}_profile.json"

@@ -1,0 +1,44 @@
+// Activation memory of one forward_backward, as the model's orchestration allocates it: the kept
+// tensors of each layer (or, with checkpointing, each layer's input and one layer being recomputed),
+// the residual stream, and the transient peak of one layer's backward. It replays the allocation
+// order of reward_model.cpp and decoder_layer.cpp (alloc before the old tensor of a slot is freed,
+// tensors freed at scope exit), so the peak is the peak of ModelOps' own byte count
+// (ModelOps::peak_bytes), which the model tests compare with it exactly on the CPU backend.
+//
+// Dtypes: the CPU backend keeps everything in fp32; the GPU path keeps layer activations in bf16 and
+// the residual stream, its gradient and the statistics (rstd, log-sum-exp) in fp32. Rewards are fp32.
+// Scratch inside an op (the CPU's attention scores of one sequence and head, a bf16 weight widened to
+// fp32) is not a ModelOps allocation and not counted here: see op_scratch_bytes.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "model/qwen3_config.h"
+
+namespace zero::model {
+
+struct ActivationDTypes {
+  DType activations = DType::F32;  // a layer's kept tensors and their gradients
+  DType residual = DType::F32;     // the residual stream x, a layer's h, and their gradients
+  DType stats = DType::F32;        // rstd of the norms, attention log-sum-exp
+};
+inline constexpr ActivationDTypes kCpuActivations{};  // the CPU backend: fp32 throughout
+inline constexpr ActivationDTypes kGpuActivations{DType::BF16, DType::F32, DType::F32};
+
+struct ActivationPlan {
+  size_t per_layer_kept = 0;      // one layer's LayerActivations
+  size_t backward_transient = 0;  // one layer's backward temporaries at their peak
+  size_t peak = 0;                // the whole forward_backward's peak of live activation bytes
+};
+
+// rows: token rows of the micro-batch on the backend (ModelOps::token_rows: the CPU's real tokens, a
+// GPU's rounded up); seqs: sequences (2 x pairs).
+ActivationPlan plan_activations(const Qwen3Config& c, int64_t rows, int64_t seqs, bool checkpointing,
+                                const ActivationDTypes& dt);
+
+// The CPU backend's largest scratch inside one op, outside ModelOps: the attention scores of one
+// sequence and head (len x len fp32) or a bf16 weight widened to fp32, whichever is larger.
+size_t cpu_op_scratch_bytes(const Qwen3Config& c, int64_t max_seq_len, bool bf16_weights);
+
+}  // namespace zero::model

@@ -1,0 +1,52 @@
+// The speeds the planner predicts step times from: a compute profile (GEMM FLOP/s and element-wise
+// bytes/s of one rank, measured by `pmtrain calibrate` on the machine at hand and saved as a small JSON
+// file, or a built-in one marked assumed) and a table of common interconnects (always assumed: nothing
+// here measures a network).
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace zero::pmtrain {
+
+struct ComputeProfile {
+  std::string source;              // "measured on HOST" or "assumed: ..."
+  bool assumed = true;
+  std::string device = "cpu";      // cpu | gpu
+  double gemm_flops = 0;           // FLOP/s of one rank's GEMMs (CPU: `threads` threads)
+  double elementwise_bytes = 0;    // bytes/s read + written by a simple element-wise pass
+  double adamw_elements = 0;       // elements/s of the optimizer step (0: from elementwise_bytes, 36 B each)
+  int threads = 1;                 // CPU: threads the GEMM was measured with
+  int cores = 1;                   // CPU: cores of the node (ranks beyond them share)
+  double process_baseline_bytes = 0;  // CPU: a rank's resident bytes before the model (0: the built-in one)
+
+  nlohmann::json to_json() const;
+};
+
+// Built-in profiles, marked assumed: an H100 SXM at 60% of its 989 TFLOP/s dense bf16 and 70% of
+// 3.35 TB/s; a CPU core at 30 GFLOP/s and 8 GB/s.
+ComputeProfile assumed_profile(bool gpu);
+// Reads a profile written by `pmtrain calibrate`; ConfigError naming the file and key otherwise.
+ComputeProfile load_profile(const std::string& path);
+// Eigen GEMM (fp32, 1024^3 blocks), an element-wise add over 64 MiB arrays and the engine's AdamW step
+// (optim::adamw_step: square roots and divisions make it slower than memory), a few seconds in all.
+ComputeProfile measure_cpu_profile(int threads);
+
+// An interconnect's sustained bandwidth per rank for ring collectives (bytes/s), from vendor figures.
+struct Link {
+  const char* name;
+  const char* what;
+  double bytes_per_s;
+};
+// pcie4, nvlink-h100, ib100, ib200, ib400; ConfigError listing them for another name.
+const Link& find_link(const std::string& name);
+std::string link_names();
+
+struct CalibrateArgs {
+  std::string out;  // empty: print only
+  int threads = 1;
+};
+int run_calibrate(const CalibrateArgs& a);
+
+}  // namespace zero::pmtrain

@@ -1,0 +1,448 @@
+// `pmtrain plan`: the grid of stages x worlds x memory sizes, the recommendation, --json and --sbatch.
+#include "pmtrain/plan_command.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "data/line_reader.h"
+#include "data/tokenizer.h"
+#include "model/activation_plan.h"
+#include "model/reward_model.h"
+#include "pmtrain/calibrate.h"
+#include "pmtrain/cli.h"
+#include "pmtrain/commands.h"
+#include "pmtrain/engine_assembly.h"
+#include "pmtrain/engine_params.h"
+#include "pmtrain/model_setup.h"
+#include "pmtrain/planner.h"
+#include "zero/comm_plan.h"
+
+namespace zero::pmtrain {
+
+size_t parse_size(const std::string& text, const std::string& what) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto [p, ec] = std::from_chars(text.data(), end, v);
+  std::string unit(p, end);
+  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  double scale = 0;
+  if (unit == "gib" || unit == "gb" || unit == "g") scale = double(1ull << 30);
+  if (unit == "mib" || unit == "mb" || unit == "m") scale = double(1ull << 20);
+  if (unit == "tib" || unit == "tb" || unit == "t") scale = double(1ull << 40);
+  ZERO_REQUIRE(ec == std::errc() && p != text.data() && scale > 0 && v > 0, ConfigError,
+               "{} '{}' is not a size: write a number and a unit, e.g. 24GiB, 80GB (binary: 24GB = 24 GiB), 512MiB",
+               what, text);
+  return size_t(v * scale);
+}
+
+std::vector<int> parse_int_list(const std::string& text, const std::string& what) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, comma - pos);
+    int v = 0;
+    const auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    ZERO_REQUIRE(ec == std::errc() && p == item.data() + item.size() && !item.empty() && v >= 1, ConfigError,
+                 "{} '{}': '{}' is not a whole number >= 1 (e.g. {} 1,2,4,8)", what, text, item, what);
+    out.push_back(v);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+namespace {
+
+std::string bytes_text(double b) {
+  if (b >= double(1ull << 30)) return fmt::format("{:.1f} GiB", b / double(1ull << 30));
+  return fmt::format("{:.0f} MiB", b / double(1ull << 20));
+}
+std::string time_text(double s) {
+  if (s >= 3600) return fmt::format("{:.1f} h", s / 3600);
+  if (s >= 60) return fmt::format("{:.1f} min", s / 60);
+  return fmt::format("{:.2f} s", s);
+}
+
+// What every cell of the grid shares.
+struct Setup {
+  Config cfg;
+  model::Qwen3Config qc;
+  std::vector<GroupInfo> groups;
+  PlanDevice device = PlanDevice::Cpu;
+  ComputeProfile prof;
+  int64_t global = 0, pairs = 0;
+  int64_t micro = 0;  // fixed by --micro, else searched
+  size_t baseline = kCpuProcessBaselineBytes;
+  std::string intra_name;  // --intra-link; empty: by GPU size
+  Link inter{};
+  // The link between GPUs of a node: as given, else NVLink for 80 GiB-class parts (H100/A100 SXM
+  // nodes), PCIe 4 for smaller ones.
+  const Link& intra(size_t mem) const {
+    return find_link(!intra_name.empty() ? intra_name : mem >= (size_t(80) << 30) ? "nvlink-h100" : "pcie4");
+  }
+};
+
+struct Cell {
+  int stage = 0, world = 1, per_node = 1, nodes = 1;
+  size_t mem = 0;      // what one rank may use
+  MemoryPlan m;        // at the chosen micro (micro 1 when nothing fits)
+  bool fits = false;
+  int64_t micro = 1, accum = 1;
+  StepTraffic traffic;
+  double compute_s = 0, elementwise_s = 0, comm_s = 0, step_s = 0, epoch_s = 0;
+  std::string link;
+};
+
+Config with_stage(const Config& cfg, int stage) {
+  Config c = cfg;
+  c.zero.stage = stage;
+  return c;
+}
+
+// Step time: GEMM FLOPs (6 x matmul params x tokens, plus causal attention, plus a recomputed forward
+// with checkpointing) at the profile's GEMM speed; element-wise passes (activations written and read,
+// the embedding gradient zeroed, the accumulator, the optimizer) at its bandwidth; the collectives at
+// the link's. Ranks beyond the cores of a CPU node share them. No overlap is assumed (an upper bound).
+void predict_time(const Setup& s, const Partition& part, Cell& c) {
+  const model::Qwen3Config& q = s.qc;
+  const double n = double(s.cfg.data.max_len), seqs = 2.0 * double(c.micro), T = seqs * n, L = double(q.num_layers);
+  const double mm = double(q.hidden_size) * (2.0 * q.q_dim() + 2.0 * q.kv_dim()) + 3.0 * q.hidden_size * q.intermediate_size;
+  const double attn_fwd = L * seqs * 2.0 * n * (n + 1) * double(q.q_dim());
+  const bool ckpt = s.cfg.model.activation_checkpointing;
+  const double fwd = 2.0 * T * L * mm;
+  const double flops = fwd * (3.0 + (ckpt ? 1.0 : 0.0)) + attn_fwd * (3.5 + (ckpt ? 1.0 : 0.0));
+  double share = 1.0;
+  if (s.device == PlanDevice::Cpu) share = std::min(1.0, double(s.prof.cores) / double(c.per_node * s.prof.threads));
+  c.compute_s = double(c.accum) * flops / (s.prof.gemm_flops * share);
+
+  const EngineConfig ec = engine_config(with_stage(s.cfg, c.stage), 1, 1);
+  const double p = double(dtype_size(ec.param_dtype)), a = double(dtype_size(ec.accum_dtype));
+  const model::ActivationPlan ap =
+      model::plan_activations(q, int64_t(T), int64_t(seqs), ckpt,
+                              s.device == PlanDevice::Cpu ? model::kCpuActivations : model::kGpuActivations);
+  const double act = double(ap.per_layer_kept) * L * (ckpt ? 2.0 : 1.0);
+  // Per micro-step: activations written and read in both passes, the embedding gradient zeroed, each
+  // gradient view zeroed and added into the accumulator. Per step: the norm and finite count, AdamW
+  // (master, m, v read and written, the gradient read), the cast back to parameters, the accumulator
+  // cleared; at stage 0 the accumulator also goes through the all-reduce's send buffer and back.
+  const double r = double(dtype_size(ec.reduce_dtype));
+  const double psi = double(part.total_padded), shard = double(c.stage == 0 ? part.total_padded : part.total_shard);
+  const double micro_bytes = 4.0 * act + double(q.vocab_size * q.hidden_size) * p + psi * (2 * p + 2 * a);
+  const double step_bytes = shard * (2 * a + a + p + a) + (c.stage == 0 && c.world > 1 ? 2 * psi * (a + r) : 0);
+  const double adamw_rate = s.prof.adamw_elements > 0 ? s.prof.adamw_elements : s.prof.elementwise_bytes / 36;
+  c.elementwise_s = (double(c.accum) * micro_bytes + step_bytes) / (s.prof.elementwise_bytes * share) +
+                    shard / (adamw_rate * share);
+
+  double bw = 0;
+  if (c.world == 1) {
+    c.link = "none";
+  } else if (s.device == PlanDevice::Cpu) {
+    bw = s.prof.elementwise_bytes / 2 * share;  // MPI over shared memory: a copy in and a copy out
+    c.link = "shared memory (from the profile)";
+  } else if (c.nodes == 1) {
+    bw = s.intra(c.mem).bytes_per_s;
+    c.link = std::string(s.intra(c.mem).name) + " (assumed)";
+  } else {
+    bw = std::min(s.intra(c.mem).bytes_per_s, s.inter.bytes_per_s);
+    c.link = std::string(s.inter.name) + " (assumed)";
+  }
+  c.traffic = plan_step_traffic(ec, part, int(c.accum));
+  c.comm_s = bw > 0 ? c.traffic.wire_bytes / bw : 0;
+  c.step_s = c.compute_s + c.elementwise_s + c.comm_s;
+  c.epoch_s = std::ceil(double(s.pairs) / double(s.global)) * c.step_s;
+}
+
+// The largest micro-batch (dividing global / world, so micro x accum x world = global exactly) that fits.
+Cell plan_cell(const Setup& s, int stage, int world, int per_node, size_t mem) {
+  Cell c;
+  c.stage = stage, c.world = world, c.per_node = std::min(per_node, world);
+  c.nodes = (world + c.per_node - 1) / c.per_node;
+  c.mem = mem;
+  const Config cfg = with_stage(s.cfg, stage);
+  const int64_t per_rank = s.global / world;
+  auto plan = [&](int64_t micro) { return plan_rank_memory(cfg, s.qc, s.groups, world, micro, s.device, s.baseline); };
+  c.m = plan(s.micro > 0 ? s.micro : 1);
+  c.micro = s.micro > 0 ? s.micro : 1;
+  for (int64_t m = per_rank; m >= 1; --m) {
+    if (per_rank % m || (s.micro > 0 && m != s.micro)) continue;
+    MemoryPlan mp = plan(m);
+    if (mp.total() <= mem) {
+      c.fits = true, c.micro = m, c.m = mp;
+      break;
+    }
+  }
+  c.accum = per_rank / c.micro;
+  const EngineConfig ec = engine_config(cfg, 1, 1);
+  predict_time(s, make_partition(s.groups, world, ec.bucket_elements), c);
+  return c;
+}
+
+int64_t count_pairs(const Config& cfg) {
+  ZERO_REQUIRE(!cfg.data.train_files.empty(), ConfigError,
+               "{}: no data.train_files to count pairs from for the epoch time: give --dataset-pairs N", cfg.source);
+  int64_t n = 0;
+  std::string line;
+  for (const std::string& f : data::expand_inputs(cfg.data.train_files)) {
+    data::LineReader r(f);
+    while (r.next(line))
+      if (!line.empty()) ++n;
+  }
+  if (cfg.data.max_train_pairs > 0) n = std::min(n, cfg.data.max_train_pairs);
+  ZERO_REQUIRE(n > 0, ConfigError, "{}: data.train_files hold no pairs: give --dataset-pairs N", cfg.source);
+  return n;
+}
+
+std::string mem_label(const Setup& s, const Cell& c) {
+  return s.device == PlanDevice::Gpu ? fmt::format("{} x {}", c.world, bytes_text(double(c.mem)))
+                                     : fmt::format("{} ranks ({} per node)", c.world, c.per_node);
+}
+
+// The fastest plan that fits among a (world, memory)'s stages; ties go to the lower stage.
+const Cell* best_of(const std::vector<Cell>& cells, int world, size_t mem) {
+  const Cell* best = nullptr;
+  for (const Cell& c : cells)
+    if (c.world == world && c.mem == mem && c.fits && (!best || c.step_s < best->step_s * 0.999)) best = &c;
+  return best;
+}
+
+std::string recommendation(const Setup& s, const std::vector<Cell>& cells, int world, size_t mem, int per_node) {
+  const Cell* b = best_of(cells, world, mem);
+  const Cell* any = nullptr;
+  for (const Cell& c : cells)
+    if (c.world == world && c.mem == mem) any = &c;
+  const std::string who = mem_label(s, *any);
+  if (b)
+    return fmt::format("{}: stage {}, micro {}, accum {}, ~{}/epoch (peak {} of {} per rank)", who, b->stage, b->micro,
+                       b->accum, time_text(b->epoch_s), bytes_text(double(b->m.total())), bytes_text(double(b->mem)));
+  // Nothing fits: what would, at stage 3 and micro 1.
+  const Cell s3 = plan_cell(s, 3, world, per_node, mem);
+  std::string more = "no world size up to 4096";
+  for (int w = world * 2; w <= 4096; w *= 2) {
+    if (s.global % w) continue;
+    if (plan_cell(s, 3, w, per_node, mem).fits) {
+      more = s.device == PlanDevice::Gpu ? fmt::format("stage 3 and {} GPUs of {}", w, bytes_text(double(mem)))
+                                         : fmt::format("stage 3 and {} ranks", w);
+      break;
+    }
+  }
+  std::string bigger;
+  if (s.device == PlanDevice::Gpu) {
+    for (int gib : {24, 32, 40, 48, 80, 96, 141, 192})
+      if (size_t(gib) << 30 > mem && plan_cell(s, 3, world, per_node, size_t(gib) << 30).fits) {
+        bigger = fmt::format(", or {} GPU{} of {} GiB", world, world == 1 ? "" : "s", gib);
+        break;
+      }
+  }
+  return fmt::format("{}: fits at no stage (stage 3, micro 1 needs {} per rank); needs {}{}", who,
+                     bytes_text(double(s3.m.total())), more, bigger);
+}
+
+void print_table(const Setup& s, const std::vector<Cell>& cells) {
+  printf("%-5s %-6s %-9s %9s %9s %9s %9s %9s %9s %9s %9s %-4s %5s %5s %10s %9s %9s\n", "stage", "ranks", "mem/rank",
+         "params", "grads", "optim", "commbuf", "gathered", "activ", "runtime", "peak", "fits", "micro", "accum",
+         "wire/step", "step", "epoch");
+  for (const Cell& c : cells) {
+    const MemoryPlan& m = c.m;
+    printf("%-5d %-6d %-9s %9s %9s %9s %9s %9s %9s %9s %9s %-4s %5lld %5lld %10s %9s %9s\n", c.stage, c.world,
+           bytes_text(double(c.mem)).c_str(), bytes_text(double(m.params)).c_str(), bytes_text(double(m.grads)).c_str(),
+           bytes_text(double(m.optimizer)).c_str(), bytes_text(double(m.comm_buffers)).c_str(),
+           bytes_text(double(m.gathered)).c_str(), bytes_text(double(m.activations)).c_str(),
+           bytes_text(double(m.runtime)).c_str(), bytes_text(double(m.total())).c_str(), c.fits ? "yes" : "no",
+           (long long)c.micro, (long long)c.accum, bytes_text(c.traffic.wire_bytes).c_str(), time_text(c.step_s).c_str(),
+           time_text(c.epoch_s).c_str());
+  }
+}
+
+nlohmann::json cell_json(const Cell& c) {
+  const MemoryPlan& m = c.m;
+  return {{"stage", c.stage},
+          {"world", c.world},
+          {"nodes", c.nodes},
+          {"ranks_per_node", c.per_node},
+          {"mem_per_rank_bytes", c.mem},
+          {"components_bytes",
+           {{"params", m.params}, {"grads", m.grads}, {"optimizer", m.optimizer}, {"comm_buffers", m.comm_buffers},
+            {"gathered", m.gathered}, {"activations", m.activations}, {"runtime", m.runtime}}},
+          {"peak_per_rank_bytes", m.total()},
+          {"fits", c.fits},
+          {"micro", c.micro},
+          {"accum", c.accum},
+          {"wire_bytes_per_step", c.traffic.wire_bytes},
+          {"link", c.link},
+          {"step_seconds", c.step_s},
+          {"compute_seconds", c.compute_s},
+          {"elementwise_seconds", c.elementwise_s},
+          {"comm_seconds", c.comm_s},
+          {"epoch_seconds", c.epoch_s}};
+}
+
+void write_sbatch(const PlanArgs& a, const Setup& s, const Cell& c) {
+  ZERO_REQUIRE(a.launcher == "srun" || a.launcher == "mpirun", ConfigError, "--launcher is srun or mpirun, not '{}'",
+               a.launcher);
+  const bool gpu = s.device == PlanDevice::Gpu;
+  // Wall time: the run's epochs at the predicted speed, with half again and 15 minutes for startup,
+  // evaluation and checkpoints, rounded up to the minute.
+  const double secs = double(s.cfg.run.epochs) * c.epoch_s * 1.5 + 900;
+  const long mins = long(std::ceil(secs / 60));
+  // Host memory per node: the CPU plan's ranks x peak, +20%; a GPU job's host side is its processes.
+  const double node_mem = gpu ? double(c.per_node) * 16.0 * double(1ull << 30)
+                              : double(c.per_node) * double(c.m.total()) * 1.2;
+  const long mem_gib = std::max(1L, long(std::ceil(node_mem / double(1ull << 30))));
+  const std::string stem = std::filesystem::path(s.cfg.source).stem().string();
+  // The config as given on the command line (relative to where the job is submitted), the plan as --set.
+  std::string sets = fmt::format("--set zero.stage={} --set batch.global={} --set batch.micro={} --set batch.world={}",
+                                 c.stage, s.global, c.micro, c.world);
+  std::ofstream out(a.sbatch);
+  ZERO_REQUIRE(out.good(), ConfigError, "--sbatch {}: cannot write", a.sbatch);
+  out << "#!/usr/bin/env bash\n"
+      << fmt::format("# Generated by `pmtrain plan` for {}: stage {}, micro {} x accum {} x {} ranks = {} pairs per step;\n",
+                     s.cfg.source, c.stage, c.micro, c.accum, c.world, s.global)
+      << fmt::format("# predicted peak {} per rank of {}, step {}, epoch {} ({}).\n", bytes_text(double(c.m.total())),
+                     bytes_text(double(c.mem)), time_text(c.step_s), time_text(c.epoch_s), s.prof.source)
+      << "#SBATCH --job-name=pmtrain-" << stem << "\n"
+      << "#SBATCH --nodes=" << c.nodes << "\n"
+      << "#SBATCH --ntasks-per-node=" << c.per_node << "\n";
+  if (gpu) out << "#SBATCH --gpus-per-node=" << c.per_node << "\n";
+  // A GPU rank's host threads (data, NCCL, the launcher) want a few cores; a CPU rank its math threads.
+  out << "#SBATCH --cpus-per-task=" << (gpu ? int64_t(8) : std::max<int64_t>(1, s.cfg.threads)) << "\n"
+      << "#SBATCH --mem=" << mem_gib << "G\n"
+      << fmt::format("#SBATCH --time={:02d}:{:02d}:00\n", mins / 60, mins % 60)
+      << "#SBATCH --output=runs/slurm-%j.out\n"
+      << "set -euo pipefail\n"
+      << "export OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}\n"
+      << "PMTRAIN=${PMTRAIN:-build/pmtrain/pmtrain}\n";
+  if (a.launcher == "srun")
+    out << fmt::format("srun --mpi=pmix \"$PMTRAIN\" train {} {} \"$@\"\n", a.config_path, sets);
+  else
+    out << fmt::format("mpirun -np {} --map-by ppr:{}:node \"$PMTRAIN\" train {} {} \"$@\"\n", c.world, c.per_node,
+                       a.config_path, sets);
+  ZERO_REQUIRE(out.good(), ConfigError, "--sbatch {}: write failed", a.sbatch);
+}
+
+}  // namespace
+
+int run_plan(const PlanArgs& a) {
+  Setup s;
+  s.cfg = load_resolved_config({a.config_path, a.overrides});
+  const Config& cfg = s.cfg;
+  const bool gpu = cfg.backend == Backend::Cuda || !a.gpu_mem.empty();
+  s.device = gpu ? PlanDevice::Gpu : PlanDevice::Cpu;
+  const std::vector<int> worlds =
+      a.worlds.empty() ? std::vector<int>{cfg.batch.world > 0 ? int(cfg.batch.world) : 1} : parse_int_list(a.worlds, "--world");
+  std::vector<size_t> mems;
+  if (gpu) {
+    for (const std::string& t : std::vector<std::string>{"24GiB", "40GiB", "80GiB"})
+      if (a.gpu_mem.empty()) mems.push_back(parse_size(t, "--gpu-mem"));
+    if (!a.gpu_mem.empty()) {
+      size_t pos = 0;
+      while (pos <= a.gpu_mem.size()) {
+        const size_t comma = std::min(a.gpu_mem.find(',', pos), a.gpu_mem.size());
+        mems.push_back(parse_size(a.gpu_mem.substr(pos, comma - pos), "--gpu-mem"));
+        pos = comma + 1;
+      }
+    }
+  }
+  s.global = a.global_batch > 0 ? a.global_batch : cfg.batch.global;
+  ZERO_REQUIRE(s.global > 0, ConfigError, "{}: no global batch: set batch.global or give --global-batch N", cfg.source);
+  for (int w : worlds) {
+    const int64_t lo = s.global / w * w, hi = lo + w;
+    ZERO_REQUIRE(s.global % w == 0, ConfigError,
+                 "--global-batch {} cannot be split evenly over {} ranks (micro x accum x {} ranks): use {}{}", s.global,
+                 w, w, lo > 0 ? fmt::format("{} or ", lo) : "", hi);
+  }
+  s.micro = a.micro;
+  for (int w : worlds)
+    ZERO_REQUIRE(s.micro == 0 || (s.global / w) % s.micro == 0, ConfigError,
+                 "--micro {}: {} pairs per rank per step ({} over {} ranks) are not a whole number of micro-batches",
+                 s.micro, s.global / w, s.global, w);
+  if (!a.sbatch.empty())
+    ZERO_REQUIRE(worlds.size() == 1 && mems.size() <= 1, ConfigError,
+                 "--sbatch writes one job: give one --world and (for GPUs) one --gpu-mem");
+  s.prof = a.profile.empty() ? assumed_profile(gpu) : load_profile(a.profile);
+  if (s.prof.process_baseline_bytes > 0) s.baseline = size_t(s.prof.process_baseline_bytes);
+  s.pairs = a.dataset_pairs > 0 ? a.dataset_pairs : count_pairs(cfg);
+  s.intra_name = a.intra_link;
+  if (!a.intra_link.empty()) find_link(a.intra_link);  // a bad name is an error even for a CPU plan
+  s.inter = find_link(a.inter_link);
+
+  const auto tok = data::Tokenizer::from_file(cfg.data.tokenizer);
+  s.qc = resolve_model_config(cfg.model, tok.vocab_size());
+  const model::Qwen3RewardModel model(s.qc, reward_model_options(cfg.model));
+  s.groups = engine_groups(model.groups());
+
+  std::vector<Cell> cells;
+  struct Combo {
+    int world;
+    size_t mem;
+    int per_node;
+  };
+  std::vector<Combo> combos;
+  for (int w : worlds) {
+    const int per_node = a.ranks_per_node > 0 ? a.ranks_per_node : (gpu ? std::min(w, 8) : w);
+    if (gpu) {
+      for (size_t m : mems) combos.push_back({w, m, per_node});
+    } else {
+      combos.push_back({w, host_memory_bytes() / 10 * 9 / size_t(std::min(per_node, w)), per_node});
+    }
+  }
+  for (const Combo& k : combos)
+    for (int stage = 0; stage <= 3; ++stage) cells.push_back(plan_cell(s, stage, k.world, k.per_node, k.mem));
+
+  std::vector<std::string> recs;
+  bool any_fits = false;
+  for (const Combo& k : combos) {
+    recs.push_back(recommendation(s, cells, k.world, k.mem, k.per_node));
+    any_fits = any_fits || best_of(cells, k.world, k.mem) != nullptr;
+  }
+  const double numel = double(make_partition(s.groups, 1, 1 << 20).total_numel);
+  const std::string params = numel >= 1e9 ? fmt::format("{:.2f}B", numel / 1e9) : fmt::format("{:.1f}M", numel / 1e6);
+  if (a.json) {
+    nlohmann::json j = {{"config", cfg.source},
+                        {"parameters", make_partition(s.groups, 1, 1 << 20).total_numel},
+                        {"device", gpu ? "gpu" : "cpu"},
+                        {"global_batch", s.global},
+                        {"dataset_pairs", s.pairs},
+                        {"max_len", cfg.data.max_len},
+                        {"activation_checkpointing", cfg.model.activation_checkpointing},
+                        {"profile", s.prof.to_json()},
+                        {"inter_node_link_assumed", s.inter.what},
+                        {"cells", nlohmann::json::array()},
+                        {"recommendations", recs}};
+    for (const Cell& c : cells) j["cells"].push_back(cell_json(c));
+    printf("%s\n", j.dump(2).c_str());
+  } else {
+    printf("%s: %s parameters, %s, global batch %lld, %lld pairs/epoch, sequences at data.max_len %lld (worst case), "
+           "activation checkpointing %s\n",
+           cfg.source.c_str(), params.c_str(), gpu ? "GPUs (backend cuda)" : "CPU ranks (host memory)",
+           (long long)s.global, (long long)s.pairs, (long long)cfg.data.max_len,
+           cfg.model.activation_checkpointing ? "on" : "off");
+    printf("speeds: compute %s; links %s%s\n", s.prof.source.c_str(),
+           gpu ? fmt::format("within a node {}, between nodes {} (assumed; per cell in --json)",
+                             a.intra_link.empty() ? "NVLink (H100) for 80 GiB GPUs, else PCIe 4 x16" : s.intra(0).what,
+                             s.inter.what).c_str()
+               : "MPI over shared memory at half the profile's element-wise speed",
+           gpu ? "; GPU runtime: 1 GiB CUDA context + 5% pool slack (assumed)" : "");
+    print_table(s, cells);
+    for (const std::string& r : recs) printf("recommended: %s\n", r.c_str());
+  }
+  if (!a.sbatch.empty()) {
+    const Cell* b = best_of(cells, combos[0].world, combos[0].mem);
+    ZERO_REQUIRE(b, ConfigError, "--sbatch {}: nothing to write: {}", a.sbatch, recs[0]);
+    write_sbatch(a, s, *b);
+    fprintf(a.json ? stderr : stdout, "wrote %s\n", a.sbatch.c_str());
+  }
+  if (!any_fits) {
+    fprintf(stderr, "pmtrain plan: the run fits nowhere in this grid: %s\n", recs.back().c_str());
+    return 3;
+  }
+  return 0;
+}
+
+}  // namespace zero::pmtrain

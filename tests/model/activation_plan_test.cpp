@@ -1,0 +1,82 @@
+// model/activation_plan.h against what the CPU backend really allocates: one forward_backward per shape,
+// ModelOps' own byte counter at its peak (every alloc and free through the backend), with and without
+// activation checkpointing. The plan replays the orchestration's order, so the two must agree exactly.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "model/activation_plan.h"
+#include "model/cpu/cpu_model_ops.h"
+#include "model/init.h"
+#include "model/reward_model.h"
+#include "model_test_util.h"
+
+namespace zero::model {
+namespace {
+
+struct Shape {
+  int64_t layers, hidden, intermediate, heads, kv_heads, head_dim;
+  std::vector<int64_t> lens;  // sequence lengths (chosen, rejected, ...)
+  bool packed;
+};
+
+size_t measured_peak(const Qwen3Config& c, const data::PairBatch& batch, bool ckpt) {
+  auto owned = make_cpu_model_ops();
+  ModelOps* ops = owned.get();
+  RewardModelOptions o;
+  o.activation_checkpointing = ckpt;
+  Qwen3RewardModel m(c, o, std::move(owned));
+  DenseParams p(qwen3_rm_groups(c));
+  init_random(p, c, 3);
+  m.forward_backward(batch, p);
+  EXPECT_EQ(ops->live_bytes(), 0u) << "every activation is freed after forward_backward";
+  return ops->peak_bytes();
+}
+
+TEST(ActivationPlan, EqualsTheCpuBackendsPeakAllocation) {
+  const std::vector<Shape> shapes = {
+      {2, 64, 160, 4, 2, 16, {7, 5, 9, 3}, false},
+      {3, 64, 160, 4, 2, 16, {12, 12}, true},
+      {1, 32, 48, 2, 1, 16, {20, 4, 6, 6, 1, 2}, true},   // intermediate < 2 x hidden: another transient peak
+      {4, 48, 256, 6, 3, 8, {16, 11, 5, 9}, false},      // MLP-heavy
+  };
+  std::mt19937 rng(5);
+  for (const Shape& s : shapes) {
+    Qwen3Config c = tiny_qwen3_config();
+    c.num_layers = s.layers, c.hidden_size = s.hidden, c.intermediate_size = s.intermediate;
+    c.num_heads = s.heads, c.num_kv_heads = s.kv_heads, c.head_dim = s.head_dim;
+    std::vector<std::vector<int32_t>> seqs;
+    int64_t tokens = 0, longest = 0;
+    for (int64_t len : s.lens) {
+      std::vector<int32_t> q(static_cast<size_t>(len));
+      for (auto& t : q) t = int32_t(1 + rng() % uint32_t(c.vocab_size - 1));
+      seqs.push_back(q);
+      tokens += len, longest = std::max(longest, len);
+    }
+    std::vector<int64_t> order(seqs.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = int64_t(i);
+    const data::PairBatch batch =
+        s.packed ? testing::packed_batch(seqs, 0, 2 * longest, order) : testing::padded_batch(seqs, 0);
+    for (bool ckpt : {false, true}) {
+      const ActivationPlan plan = plan_activations(c, tokens, int64_t(seqs.size()), ckpt, kCpuActivations);
+      EXPECT_EQ(plan.peak, measured_peak(c, batch, ckpt))
+          << "layers " << s.layers << " hidden " << s.hidden << " tokens " << tokens << " checkpointing " << ckpt;
+    }
+  }
+}
+
+// The GPU path's dtypes by hand (no GPU here): tiny config, 10 rows, bf16 activations, fp32 residual h and
+// stats. a, q, qr, o, b: 5 x 10 x 64 x 2 = 6400; k, v, kr: 3 x 10 x 32 x 2 = 1920; g, u, m: 3 x 10 x 160 x 2
+// = 9600; h: 10 x 64 x 4 = 2560; rstd_in, rstd_post: 2 x 40; rstd_q, lse: 2 x 160; rstd_k: 80. Sum 20960.
+TEST(ActivationPlan, GpuDtypesByHand) {
+  const Qwen3Config c = tiny_qwen3_config();
+  EXPECT_EQ(plan_activations(c, 10, 2, false, kGpuActivations).per_layer_kept, 20960u);
+  // fp32 throughout: every activation twice as large except h and the stats (2560 + 480 stay).
+  EXPECT_EQ(plan_activations(c, 10, 2, false, kCpuActivations).per_layer_kept, 2 * (20960u - 2560 - 480) + 2560 + 480);
+  // Checkpointing keeps less.
+  EXPECT_LT(plan_activations(c, 100, 2, true, kCpuActivations).peak, plan_activations(c, 100, 2, false, kCpuActivations).peak);
+}
+
+}  // namespace
+}  // namespace zero::model

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# `pmtrain plan` and `pmtrain calibrate`: the table's columns and rows, JSON that parses with every cell's
+# peak per rank in bytes, ZeRO's arithmetic visible in it (stage 3 params = stage 0 / world), a model
+# that fits only at stage 3, one that fits nowhere (exit 3 and what would fit), the sbatch script it
+# writes (bash -n, its #SBATCH lines), and bad input: one clear line each, never an abort.
+source "$(dirname "$0")/common.sh"
+
+# The table: 4 stages x 3 worlds, every column, one recommendation per world.
+"$PMTRAIN" plan configs/tiny_cpu.yaml --world 1,2,4 > $TMP/table.txt || { cat $TMP/table.txt; fail "plan failed"; }
+for col in stage ranks mem/rank params grads optim commbuf gathered activ runtime peak fits micro accum wire/step step epoch; do
+  head -3 $TMP/table.txt | grep -qw -- "$col" || { cat $TMP/table.txt; fail "table lacks column $col"; }
+done
+[ $(grep -cE '^[0-3] +[124] ' $TMP/table.txt) = 12 ] || { cat $TMP/table.txt; fail "expected 12 rows (4 stages x 3 worlds)"; }
+[ $(grep -c '^recommended: ' $TMP/table.txt) = 3 ] || { cat $TMP/table.txt; fail "expected one recommendation per world"; }
+grep -q 'assumed' $TMP/table.txt || fail "the built-in profile is not marked assumed"
+echo "ok: table"
+
+# JSON: parses; peak per rank in bytes = the sum of its components; stage 3 holds a quarter of stage 0's
+# parameters at 4 ranks (up to shard padding); the wire bytes follow ZeRO's 2 / 2 / (k+1) / 3k Psi.
+"$PMTRAIN" plan configs/tiny_cpu.yaml --world 4 --json > $TMP/plan.json
+python3 - $TMP/plan.json <<'PY' || fail "plan --json: wrong content"
+import json, sys
+j = json.load(open(sys.argv[1]))
+cells = {c["stage"]: c for c in j["cells"]}
+assert sorted(cells) == [0, 1, 2, 3], cells.keys()
+for c in cells.values():
+    assert isinstance(c["peak_per_rank_bytes"], int) and c["peak_per_rank_bytes"] == sum(c["components_bytes"].values()), c
+n = j["parameters"]
+p0, p3 = cells[0]["components_bytes"]["params"], cells[3]["components_bytes"]["params"]
+assert 4 * n <= p0 < 4 * n * 1.01 and abs(p3 * 4 - p0) <= 4 * 64 * 4 * 16, (n, p0, p3)
+# Wire bytes per rank with a ring over W = 4: (W-1)/W of 2 Psi fp32 at stage 0 and stage 1 (rs + ag).
+psi = p0 / 4
+for s in (0, 1):
+    assert abs(cells[s]["wire_bytes_per_step"] - 0.75 * 2 * psi * 4) < 1, (s, cells[s]["wire_bytes_per_step"], psi)
+k = cells[2]["accum"]
+assert abs(cells[2]["wire_bytes_per_step"] - 0.75 * (k + 1) * psi * 4) < 1, cells[2]
+assert j["profile"]["assumed"] is True
+print("ok: json: %d parameters, stage 0 params %d B, stage 3 %d B" % (n, p0, p3))
+PY
+
+# An 8B model on 8 GPUs of 24 GiB: only stage 3 fits.
+"$PMTRAIN" plan configs/qwen3_8b_bs128.yaml --world 8 --gpu-mem 24GiB --json > $TMP/4b.json
+python3 - $TMP/4b.json <<'PY' || fail "qwen3-8b on 8 x 24 GiB: expected a fit at stage 3 only"
+import json, sys
+j = json.load(open(sys.argv[1]))
+fits = {c["stage"]: c["fits"] for c in j["cells"]}
+assert fits == {0: False, 1: False, 2: False, 3: True}, fits
+assert "stage 3" in j["recommendations"][0], j["recommendations"]
+print("ok: qwen3-8b, 8 x 24 GiB:", j["recommendations"][0])
+PY
+
+# Fits nowhere: exit 3, and the message says what would fit (more GPUs or larger ones).
+set +e
+"$PMTRAIN" plan configs/qwen3_8b_bs128.yaml --world 1 --gpu-mem 24GiB > $TMP/nowhere.txt 2> $TMP/nowhere.err
+rc=$?
+set -e
+[ $rc = 3 ] || { cat $TMP/nowhere.txt $TMP/nowhere.err; fail "fits nowhere: exit $rc, expected 3"; }
+grep -q "needs stage 3 and .* GPUs of 24.0 GiB" $TMP/nowhere.err || { cat $TMP/nowhere.err; fail "fits nowhere: no advice"; }
+! grep -q "higher zero.stage\|stage 4" $TMP/nowhere.err || fail "advice names a stage above 3"
+echo "ok: fits nowhere: $(cat $TMP/nowhere.err)"
+
+# sbatch: 2 nodes x 8 GPUs (16 x 24 GiB) with srun; one CPU node with mpirun.
+"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 16 --gpu-mem 24GiB --sbatch $TMP/job.sbatch > /dev/null
+bash -n $TMP/job.sbatch || fail "sbatch script: syntax"
+for want in "--nodes=2" "--ntasks-per-node=8" "--gpus-per-node=8" "--cpus-per-task=8" "--job-name=pmtrain-qwen3_4b_bs128"; do
+  grep -q "^#SBATCH $want\$" $TMP/job.sbatch || { cat $TMP/job.sbatch; fail "sbatch lacks $want"; }
+done
+grep -qE '^#SBATCH --time=[0-9]{2,}:[0-5][0-9]:00$' $TMP/job.sbatch || { cat $TMP/job.sbatch; fail "sbatch: --time"; }
+grep -qE '^#SBATCH --mem=[0-9]+G$' $TMP/job.sbatch || fail "sbatch: --mem"
+grep -qE '^srun --mpi=pmix "\$PMTRAIN" train configs/qwen3_4b_bs128.yaml --set zero.stage=[0-3] --set batch.global=128 ' $TMP/job.sbatch || { cat $TMP/job.sbatch; fail "sbatch: srun line"; }
+"$PMTRAIN" plan configs/tiny_cpu.yaml --world 4 --sbatch $TMP/cpu.sbatch --launcher mpirun > /dev/null
+bash -n $TMP/cpu.sbatch || fail "cpu sbatch: syntax"
+! grep -q "gpus-per-node" $TMP/cpu.sbatch || fail "cpu sbatch asks for GPUs"
+grep -q '^mpirun -np 4 --map-by ppr:4:node ' $TMP/cpu.sbatch || { cat $TMP/cpu.sbatch; fail "cpu sbatch: mpirun line"; }
+echo "ok: sbatch scripts"
+
+# calibrate: a profile the planner reads and names as measured.
+"$PMTRAIN" calibrate --out $TMP/prof.json > /dev/null
+python3 -c "import json,sys; p=json.load(open('$TMP/prof.json')); assert p['gemm_flops'] > 1e8 and p['elementwise_bytes'] > 1e8 and not p['assumed'], p"
+"$PMTRAIN" plan configs/tiny_cpu.yaml --world 2 --profile $TMP/prof.json | grep -q "compute measured on" || fail "plan --profile: not used"
+echo "ok: calibrate"
+
+# Bad input: one line naming the problem, non-zero exit, never an abort.
+bad() {
+  local name=$1 want=$2; shift 2
+  set +e
+  "$PMTRAIN" "$@" > $TMP/bad.txt 2>&1
+  local rc=$?
+  set -e
+  [ $rc -ne 0 ] || { cat $TMP/bad.txt; fail "$name: exit code 0"; }
+  [ $(wc -l < $TMP/bad.txt) = 1 ] || { cat $TMP/bad.txt; fail "$name: expected one line, got $(wc -l < $TMP/bad.txt)"; }
+  ! grep -qiE "terminate called|what\(\)|core dumped|Aborted" $TMP/bad.txt || { cat $TMP/bad.txt; fail "$name: crashed"; }
+  grep -qF -- "$want" $TMP/bad.txt || { cat $TMP/bad.txt; fail "$name: message lacks '$want'"; }
+  echo "ok: $name (exit $rc): $(cat $TMP/bad.txt)"
+}
+bad "--world abc" "--world 'abc'" plan configs/tiny_cpu.yaml --world abc
+bad "--world 4,x" "'x' is not a whole number" plan configs/tiny_cpu.yaml --world 4,x
+bad "--gpu-mem 24XB" "--gpu-mem '24XB' is not a size" plan configs/tiny_cpu.yaml --gpu-mem 24XB
+bad "--gpu-mem -8GiB" "is not a size" plan configs/tiny_cpu.yaml --gpu-mem=-8GiB
+bad "--global-batch 0" "--global-batch" plan configs/tiny_cpu.yaml --global-batch 0
+bad "--global-batch 100 over 8" "use 96 or 104" plan configs/tiny_cpu.yaml --world 8 --global-batch 100
+bad "--profile missing" "--profile $TMP/none.json" plan configs/tiny_cpu.yaml --profile $TMP/none.json
+bad "--intra-link" "known: pcie4" plan configs/qwen3_4b_bs128.yaml --world 8 --gpu-mem 24GiB --intra-link warp
+bad "--sbatch two worlds" "one --world" plan configs/tiny_cpu.yaml --world 1,2 --sbatch $TMP/x.sbatch

@@ -1,0 +1,26 @@
+#include "zero/comm_plan.h"
+
+#include "core/dtype.h"
+
+namespace zero {
+
+StepTraffic plan_step_traffic(const EngineConfig& cfg, const Partition& part, int k) {
+  const uint64_t psi = part.total_padded, K = uint64_t(k);
+  uint64_t split = 0;
+  for (const GroupLayout& g : part.groups)
+    if (g.split()) split += g.padded;
+  StepTraffic t;
+  switch (cfg.stage) {
+    case 0: t.all_reduce = 2 * psi; break;
+    case 1: t.reduce_scatter = psi, t.all_gather = psi; break;
+    case 2: t.reduce_scatter = K * psi, t.all_gather = psi; break;
+    default: t.reduce_scatter = K * psi, t.all_gather = K * (2 * psi - split); break;
+  }
+  // Reductions travel in the reduce dtype, gathers in the parameters' dtype; a ring moves (W - 1) / W.
+  const double W = double(part.world), ring = (W - 1) / W;
+  const double r = double(dtype_size(cfg.reduce_dtype)), p = double(dtype_size(cfg.param_dtype));
+  t.wire_bytes = ring * (double(t.all_reduce + t.reduce_scatter) * r + double(t.all_gather) * p);
+  return t;
+}
+
+}  // namespace zero
