@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "core/math/bf16.h"
+#include "cuda/bf16_storage.cuh"
 #include "cuda/check.h"
 #include "cuda/kernels.h"
 
@@ -13,15 +14,6 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kMaxBlocks = 4096;  // grid-stride beyond this (about 30 blocks per SM on an H100)
 
-// bf16 as its bits, converted by core/math/bf16.h (the CPU backend's conversion).
-struct Bf16 {
-  uint16_t bits;
-};
-__device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(Bf16 x) { return math::bf16_to_f32(x.bits); }
-template <class T> __device__ __forceinline__ T from_f32(float x);
-template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
-template <> __device__ __forceinline__ Bf16 from_f32<Bf16>(float x) { return Bf16{math::f32_to_bf16(x)}; }
 
 int blocks_for(size_t n) {
   const size_t b = (n + kThreads - 1) / kThreads;

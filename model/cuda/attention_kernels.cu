@@ -10,6 +10,7 @@
 #include "core/math/bf16.h"
 #include "core/math/online_softmax.h"
 #include "core/math/softmax_backward.h"
+#include "cuda/bf16_storage.cuh"
 #include "cuda/check.h"
 #include "model/cuda/attention_grid.h"
 #include "model/cuda/attention_launch.h"
@@ -17,15 +18,9 @@
 namespace zero::model::cuda_attention::detail {
 namespace {
 
-// bf16 as its bits, converted by core/math/bf16.h (the CPU backend's conversion, as cuda/kernels.cu).
-struct Bf16 {
-  uint16_t bits;
-};
-__device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(Bf16 x) { return math::bf16_to_f32(x.bits); }
-template <class T> __device__ __forceinline__ T from_f32(float x);
-template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
-template <> __device__ __forceinline__ Bf16 from_f32<Bf16>(float x) { return Bf16{math::f32_to_bf16(x)}; }
+using kernels::Bf16;
+using kernels::from_f32;
+using kernels::to_f32;
 
 // What every kernel needs to find its rows (by value: kernel parameters).
 struct Params {

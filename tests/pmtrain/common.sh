@@ -14,3 +14,17 @@ last_losses() {
   grep '"type":"train"' "$1" | sed -E 's/.*"loss":([^,}]+).*"step":([0-9]+).*/\2 \1/' \
     | awk '{l[$1]=$2} END {for (s in l) print s, l[s]}' | sort -n
 }
+# bad NAME EXPECTED_TEXT ARGS...: pmtrain ARGS exits non-zero with one line of output containing
+# EXPECTED_TEXT, never a crash or an abort.
+bad() {
+  local name=$1 want=$2; shift 2
+  set +e
+  "$PMTRAIN" "$@" > $TMP/bad.txt 2>&1
+  local rc=$?
+  set -e
+  [ $rc -ne 0 ] || { cat $TMP/bad.txt; fail "$name: exit code 0"; }
+  [ $(wc -l < $TMP/bad.txt) = 1 ] || { cat $TMP/bad.txt; fail "$name: expected one line, got $(wc -l < $TMP/bad.txt)"; }
+  ! grep -qiE "terminate called|what\(\)|core dumped|Aborted" $TMP/bad.txt || { cat $TMP/bad.txt; fail "$name: crashed"; }
+  grep -qF -- "$want" $TMP/bad.txt || { cat $TMP/bad.txt; fail "$name: message lacks '$want'"; }
+  echo "ok: $name (exit $rc): $(cat $TMP/bad.txt)"
+}
