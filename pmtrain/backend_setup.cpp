@@ -77,8 +77,8 @@ ScoringBackend make_scoring_backend(const Config& cfg, const model::DenseParams&
   return b;
 }
 
-Backend make_backend(const Config& cfg, Communicator& comm) {
-  Backend b;
+BackendParts make_backend(const Config& cfg, Communicator& comm) {
+  BackendParts b;
   if (cfg.backend == Backend::Cpu) {
     b.ops = make_cpu_ops();
     b.alloc = std::make_unique<TrackingAllocator>(make_host_allocator());

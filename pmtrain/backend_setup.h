@@ -15,7 +15,7 @@
 
 namespace zero::pmtrain {
 
-struct Backend {
+struct BackendParts {
   std::unique_ptr<DeviceOps> ops;
   std::unique_ptr<TrackingAllocator> alloc;
   std::unique_ptr<Communicator> engine_comm;  // null: the run's own communicator (MPI)
@@ -32,7 +32,7 @@ bool cuda_backend_built();
 void require_backend_here(const Config& cfg, int rank);
 
 // `comm`: the run's communicator over MPI_COMM_WORLD. Throws as require_backend_here does.
-Backend make_backend(const Config& cfg, Communicator& comm);
+BackendParts make_backend(const Config& cfg, Communicator& comm);
 
 // `pmtrain score` (one process, no MPI, no engine): the model's ops and where they read the weights.
 struct ScoringBackend {

@@ -88,7 +88,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
 
   const EngineConfig ec = engine_config(cfg_, batch_.accum, total_steps_);
 
-  Backend backend = make_backend(cfg_, comm_);
+  BackendParts backend = make_backend(cfg_, comm_);
   ops_ = std::move(backend.ops);
   alloc_ = std::move(backend.alloc);
   engine_comm_ = std::move(backend.engine_comm);
