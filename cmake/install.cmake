@@ -10,7 +10,7 @@ include(CMakePackageConfigHelpers)
 set(ZERO_PUBLIC_HEADERS
   core/check.h core/dtype.h core/memory.h core/process_memory.h
   core/math/hd.h core/math/rounding.h core/math/adamw_math.h
-  comm/communicator.h comm/mpi_communicator.h comm/bootstrap.h
+  comm/communicator.h comm/mpi_communicator.h comm/bootstrap.h comm/peer_watch.h
   optim/adamw.h optim/lr_schedule.h
   zero/engine.h zero/engine_config.h zero/partition.h zero/device_ops.h zero/buffer_plan.h
   checkpoint/checkpointer.h checkpoint/agree.h checkpoint/async_writer.h checkpoint/fault.h checkpoint/file_io.h

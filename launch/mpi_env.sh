@@ -5,6 +5,3 @@ export OMPI_MCA_mpi_yield_when_idle=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 # One math thread per rank: oversubscribed ranks with several threads each crawl.
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-# Ctrl-C / SIGTERM to mpirun: it sends SIGTERM to the ranks after this many seconds and SIGKILL as many
-# later (default 1 s: too short for the ranks to finish the step and save a checkpoint).
-export OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-10}

@@ -51,12 +51,13 @@ set +e; $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=
 [ $rc -ne 0 ] && grep -q "already holds checkpoints" $TMP/again.log && grep -q "run.start_over=true" $TMP/again.log \
   || { cat $TMP/again.log; fail "a second run in a run directory with checkpoints was not refused"; }
 # Ctrl-C under mpirun: Open MPI's mpirun sends SIGCONT, waits odls_base_sigkill_timeout seconds, sends
-# SIGTERM, waits as long again, then SIGKILL (launch/mpi_env.sh sets 10 s: the ranks' time to finish the
-# step and save). The run is long enough to still be going when the SIGTERM arrives; the resumed run
-# stops at two steps past the checkpoint and is compared with an uninterrupted run cut at the same step.
-export OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-10}
+# SIGTERM, waits as long again, then SIGKILL (the default 1 s is too short to finish the step and save
+# on a loaded machine; README: give it 10 s). The run is long enough to still be going when the SIGTERM
+# arrives; the resumed run stops at two steps past the checkpoint and is compared with an uninterrupted
+# run cut at the same step.
 LONG="--set data.cache_dir=$TMP/cache --set run.steps=2000 --set run.log_every=1 --set run.eval_every=0 --set run.save_final=false"
-$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $LONG --set run.dir=$TMP/int > $TMP/int.log 2>&1 &
+OMPI_MCA_odls_base_sigkill_timeout=10 $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $LONG --set run.dir=$TMP/int \
+  > $TMP/int.log 2>&1 &
 launcher=$!
 for _ in $(seq 1200); do grep -q "^step 3/2000" $TMP/int.log && break; sleep 0.1; done
 kill -INT $launcher
