@@ -79,7 +79,7 @@ struct Setup {
   ComputeProfile prof;
   int64_t global = 0, pairs = 0;
   int64_t micro = 0;  // fixed by --micro, else searched
-  size_t baseline = kCpuProcessBaselineBytes;
+  size_t baseline = cpu_process_baseline_bytes();
   std::string intra_name;  // --intra-link; empty: by GPU size
   Link inter{};
   // The link between GPUs of a node: as given, else NVLink for 80 GiB-class parts (H100/A100 SXM

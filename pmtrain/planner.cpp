@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/process_memory.h"
 #include "core/dtype.h"
 #include "model/activation_plan.h"
 #include "model/token_plan.h"
@@ -12,6 +13,8 @@
 #include "zero/buffer_plan.h"
 
 namespace zero::pmtrain {
+
+size_t cpu_process_baseline_bytes() { return resident_bytes() + kCpuRuntimeBeyondStartupBytes; }
 
 size_t host_memory_bytes() { return size_t(sysconf(_SC_PHYS_PAGES)) * size_t(sysconf(_SC_PAGE_SIZE)); }
 

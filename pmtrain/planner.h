@@ -14,13 +14,17 @@
 
 namespace zero::pmtrain {
 
-// What the runtime holds besides the engine's buffers and the activations. Measured on this machine
-// (bench/planner/accuracy.sh: a 1-layer hidden-32 model's peak RSS less its planned bytes): a pmtrain
-// rank's resident memory apart from the model (Open MPI, the tokenizer, the tokenized dataset) is about
-// 72 MiB; a profile's process_baseline_bytes overrides it. Assumed for a GPU: the CUDA context with
+// What the runtime holds besides the engine's buffers and the activations. On the CPU: the executable
+// and its shared libraries as loaded, measured in this process (a build with the CUDA backend maps
+// cuBLAS, cuBLASLt and NCCL: ~220 MiB resident at start-up; a CPU-only build ~7 MiB), plus Open MPI, the
+// tokenizer and the tokenized dataset: 65 MiB (bench/planner/accuracy.sh: a 1-layer hidden-32 model's
+// peak RSS less its planned bytes was 72 MiB for the CPU-only build); a profile's
+// process_baseline_bytes overrides the sum. Assumed for a GPU: the CUDA context with
 // cuBLASLt and NCCL loaded ~1 GiB, and 5% of the device memory in use left unusable by the caching
 // pool's rounding and fragmentation.
-inline constexpr size_t kCpuProcessBaselineBytes = size_t(72) << 20;
+inline constexpr size_t kCpuRuntimeBeyondStartupBytes = size_t(65) << 20;
+// This process's resident bytes now plus kCpuRuntimeBeyondStartupBytes.
+size_t cpu_process_baseline_bytes();
 inline constexpr size_t kCudaContextBytes = size_t(1) << 30;
 inline constexpr double kCudaPoolSlack = 0.05;
 
@@ -39,7 +43,7 @@ struct MemoryPlan {
 // data.max_len (the worst case). process_baseline: the CPU rank's resident bytes before the model.
 MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
                             int world, int64_t micro_pairs, PlanDevice device,
-                            size_t process_baseline = kCpuProcessBaselineBytes);
+                            size_t process_baseline = cpu_process_baseline_bytes());
 // The config's backend on this node's host memory (train and --dry-run).
 MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
                        int world, int ranks_on_node, int64_t micro_pairs);
