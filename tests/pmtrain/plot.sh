@@ -19,10 +19,11 @@ echo '{"type":"train","step":1,"loss":0.125,"accuracy":0.5,"margin":0.25,"grad_n
 
 "$PMTRAIN" plot $TMP/lr_a $TMP/lr_b $TMP/dup --out $TMP/plots > $TMP/plot.txt 2>&1 || { cat $TMP/plot.txt; fail "plot failed"; }
 cat $TMP/plot.txt
-python3 - $TMP <<'PY' || fail "plot check"
-import json, re, struct, sys
+python3 - $TMP "$(dirname "$0")" <<'PY' || fail "plot check"
+import json, sys
 tmp = sys.argv[1]
-def fail(msg): sys.exit("FAIL: " + msg)
+sys.path.insert(0, sys.argv[2])
+from gnuplot_points import check_png, check_points, fail, read_points
 runs = {}
 for name in ("lr_a", "lr_b", "dup"):
     recs = [json.loads(l) for l in open(f"{tmp}/{name}/metrics.jsonl") if l.strip()]
@@ -34,25 +35,14 @@ for name in ("lr_a", "lr_b", "dup"):
 if runs[("dup", "train")][1]["loss"] != 0.125: fail("test setup: duplicate record not last")
 if not runs[("lr_a", "eval")]: fail("the runs have no eval records")
 for field, has_eval in (("loss", 1), ("accuracy", 1), ("margin", 1), ("grad_norm", 0), ("lr", 0), ("tokens_per_s", 0)):
-    png = open(f"{tmp}/plots/{field}.png", "rb").read()
-    if png[:8] != b"\x89PNG\r\n\x1a\n" or len(png) < 5000: fail(f"{field}.png is not a real PNG")
-    plotted, title = {}, None
-    for line in open(f"{tmp}/plots/{field}.points.txt"):
-        m = re.match(r'# Curve title: "(.*)"', line)
-        if m: title = m.group(1); plotted[title] = []; continue
-        f = line.split()
-        if len(f) == 3 and not line.startswith("#"): plotted[title].append((float(f[0]), float(f[1])))
+    check_png(f"{tmp}/plots/{field}.png")
     expected = {}
     for (name, kind), recs in runs.items():
         if kind == "eval" and not has_eval: continue
         title = f"{name} {kind}" if has_eval else name
         pts = [(float(s), float(r[field])) for s, r in sorted(recs.items()) if field in r]
         if pts: expected[title] = pts
-    if sorted(plotted) != sorted(expected): fail(f"{field}: curves {sorted(plotted)}, expected {sorted(expected)}")
-    for t, pts in expected.items():
-        got = plotted[t]
-        if len(got) != len(pts) or any(a[0] != b[0] or abs(a[1] - b[1]) > 1e-9 * max(abs(b[1]), 1e-300) for a, b in zip(got, pts)):
-            fail(f"{field} {t}: plotted {got}, metrics.jsonl {pts}")
+    check_points(field, read_points(f"{tmp}/plots/{field}.points.txt"), expected, "metrics.jsonl")
     print(f"{field}: {len(expected)} curves, {sum(map(len, expected.values()))} points match metrics.jsonl")
 PY
 

@@ -16,10 +16,11 @@ cat $TMP/out.txt
 
 # check_sweep DIR "R,S R,S ..." (the cells that must be ok) "R,S ..." (the cells that must have failed)
 check_sweep() {
-python3 - "$@" <<'PY'
-import csv, math, re, struct, sys
-out, ok_cells, failed_cells = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
-def fail(msg): sys.exit("FAIL: " + msg)
+python3 - "$(dirname "$0")" "$@" <<'PY'
+import csv, math, re, sys
+sys.path.insert(0, sys.argv[1])
+from gnuplot_points import check_png, check_points, fail, read_points
+out, ok_cells, failed_cells = sys.argv[2], sys.argv[3].split(), sys.argv[4].split()
 rows = list(csv.DictReader(open(f"{out}/sweep.csv")))
 cells = sorted(f"{r['ranks']},{r['stage']}" for r in rows)
 if cells != sorted(ok_cells + failed_cells): fail(f"cells {cells}, expected {sorted(ok_cells + failed_cells)}")
@@ -38,25 +39,12 @@ md = [l for l in open(f"{out}/sweep.md") if re.match(r"^\| \d+ \| \d \|", l)]
 if sorted(",".join(l.split("|")[1:3]).replace(" ", "") for l in md) != cells: fail(f"sweep.md rows: {md}")
 if ok_cells == []: sys.exit(0)
 for name, col in (("tokens_per_s", "tokens_per_s"), ("peak_memory", "peak_rss_mib")):
-    png = open(f"{out}/{name}.png", "rb").read()
-    if png[:8] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR": fail(f"{name}.png is not a PNG")
-    w, h = struct.unpack(">II", png[16:24])
-    if len(png) < 5000 or w < 400 or h < 300: fail(f"{name}.png: {len(png)} bytes, {w}x{h}")
-    # gnuplot's table: '# Curve title: "stage S"' then 'x y type' rows.
-    plotted, title = {}, None
-    for line in open(f"{out}/{name}.points.txt"):
-        m = re.match(r'# Curve title: "(.*)"', line)
-        if m: title = m.group(1); plotted[title] = []; continue
-        f = line.split()
-        if len(f) == 3 and not line.startswith("#"): plotted[title].append((float(f[0]), float(f[1])))
+    check_png(f"{out}/{name}.png")
     expected = {}
     for r in rows:
         if r["status"] == "ok": expected.setdefault(f"stage {r['stage']}", []).append((float(r["ranks"]), float(r[col])))
-    if sorted(plotted) != sorted(expected): fail(f"{name}: plotted curves {sorted(plotted)}, CSV stages {sorted(expected)}")
-    for t, pts in expected.items():
-        got = plotted[t]
-        if len(got) != len(pts) or any(a[0] != b[0] or abs(a[1] - b[1]) > 1e-9 * abs(b[1]) for a, b in zip(got, sorted(pts))):
-            fail(f"{name} {t}: plotted {got}, CSV {sorted(pts)}")
+    expected = {t: sorted(p) for t, p in expected.items()}
+    check_points(name, read_points(f"{out}/{name}.points.txt"), expected, "sweep.csv")
     print(f"{name}: {sum(len(p) for p in expected.values())} plotted points match sweep.csv")
 PY
 }
