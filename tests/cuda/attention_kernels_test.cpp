@@ -26,13 +26,16 @@
 #include "core/splitmix.h"
 #include "model/attention_tiled.h"
 #include "model/cuda/attention_kernels.h"
+#include "tests/common/exact_attention.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace zero::model {
 namespace {
 
 namespace ca = cuda_attention;
+using testing::cu_seqlens_of;
 using testing::DeviceBuffer;
+using testing::rel_l2;
 
 struct Case {
   std::string name;
@@ -60,12 +63,6 @@ struct Host {  // token-major, as attention_kernels.h lays them out
 struct Outputs {
   std::vector<float> o, lse, dq, dk, dv;
 };
-
-std::vector<int32_t> cu_seqlens_of(const std::vector<int32_t>& lengths) {
-  std::vector<int32_t> cu{0};
-  for (int32_t l : lengths) cu.push_back(cu.back() + l);
-  return cu;
-}
 
 float round_bf16(float x) { return math::bf16_to_f32(math::f32_to_bf16(x)); }
 
@@ -136,73 +133,9 @@ Outputs run_gpu(const Case& c, const Host& in, bool bf16) {
           t.get(dk, n * c.kv_heads * d), t.get(dv, n * c.kv_heads * d)};
 }
 
-// Plain causal GQA attention in fp64 from the definitions, one query row at a time:
-//   s_j = q.k_j / sqrt(d) (j <= i), lse = log sum_j exp(s_j), p_j = exp(s_j - lse), o = sum_j p_j v_j;
-//   dv_j += p_j dO, dp_j = dO.v_j, ds_j = p_j (dp_j - sum_j' p_j' dp_j'), dq = sum_j ds_j k_j / sqrt(d),
-//   dk_j += ds_j q / sqrt(d).
-struct Exact {
-  std::vector<double> o, lse, dq, dk, dv;
-};
-Exact run_exact(const Case& c, const Host& in) {
-  const auto cu = cu_seqlens_of(c.lengths);
-  const int64_t n = cu.back(), d = c.head_dim, hq = c.heads, hkv = c.kv_heads, r = hq / hkv;
-  const double scale = 1.0 / std::sqrt(double(d));
-  Exact e;
-  e.o.assign(n * hq * d, 0.0), e.lse.assign(n * hq, 0.0), e.dq.assign(n * hq * d, 0.0);
-  e.dk.assign(n * hkv * d, 0.0), e.dv.assign(n * hkv * d, 0.0);
-  auto dot = [d](const float* a, const float* b) {
-    double s = 0.0;
-    for (int64_t i = 0; i < d; ++i) s += double(a[i]) * double(b[i]);
-    return s;
-  };
-  std::vector<double> p, dp;
-  for (size_t si = 0; si < c.lengths.size(); ++si) {
-    const int64_t start = cu[si], len = c.lengths[si];
-    for (int64_t h = 0; h < hq; ++h) {
-      const int64_t g = h / r;
-      auto kv = [&](int64_t j) { return ((start + j) * hkv + g) * d; };
-      for (int64_t i = 0; i < len; ++i) {
-        const int64_t qi = ((start + i) * hq + h) * d;
-        p.assign(i + 1, 0.0), dp.assign(i + 1, 0.0);
-        double mx = -INFINITY;
-        for (int64_t j = 0; j <= i; ++j) mx = std::max(mx, p[j] = scale * dot(&in.q[qi], &in.k[kv(j)]));
-        double sum = 0.0;
-        for (int64_t j = 0; j <= i; ++j) sum += std::exp(p[j] - mx);
-        const double lse = mx + std::log(sum);
-        e.lse[(start + i) * hq + h] = lse;
-        double row_dot = 0.0;
-        for (int64_t j = 0; j <= i; ++j) {
-          p[j] = std::exp(p[j] - lse);
-          dp[j] = dot(&in.d_o[qi], &in.v[kv(j)]);
-          row_dot += p[j] * dp[j];
-          for (int64_t x = 0; x < d; ++x) {
-            e.o[qi + x] += p[j] * in.v[kv(j) + x];
-            e.dv[kv(j) + x] += p[j] * in.d_o[qi + x];
-          }
-        }
-        for (int64_t j = 0; j <= i; ++j) {
-          const double ds = p[j] * (dp[j] - row_dot) * scale;
-          for (int64_t x = 0; x < d; ++x) {
-            e.dq[qi + x] += ds * in.k[kv(j) + x];
-            e.dk[kv(j) + x] += ds * in.q[qi + x];
-          }
-        }
-      }
-    }
-  }
-  return e;
-}
-
-template <class A, class B>
-double rel_l2(const std::vector<A>& got, const std::vector<B>& want) {
-  double num = 0.0, den = 0.0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double diff = double(got[i]) - double(want[i]);
-    num += diff * diff;
-    den += double(want[i]) * double(want[i]);
-  }
-  if (!std::isfinite(num)) return INFINITY;  // a NaN (an element never written) fails every bound
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+// fp64 plain attention (tests/common/exact_attention.h).
+testing::ExactAttention run_exact(const Case& c, const Host& in) {
+  return testing::exact_attention(in.q, in.k, in.v, in.d_o, c.lengths, c.heads, c.kv_heads, c.head_dim);
 }
 
 // Per tensor: name, error; prints one line per case so a GPU log shows every number.

@@ -18,9 +18,16 @@
 #include "model/attention.h"
 #include "model/cpu/attention_reference.h"
 #include "model/attention_tiled.h"
+#include "tests/common/exact_attention.h"
 
 namespace zero::model {
 namespace {
+
+using testing::cu_seqlens_of;
+using testing::exact_attention;
+using testing::ExactAttention;
+using testing::rel_l2;
+using testing::uniform;
 
 constexpr double kTolerance = 1e-6;
 
@@ -48,22 +55,6 @@ struct Tensors {
 struct Result {
   std::vector<float> o, lse, dq, dk, dv;
 };
-
-struct Exact {  // fp64 plain attention
-  std::vector<double> o, lse, dq, dk, dv;
-};
-
-std::vector<int32_t> cu_seqlens_of(const std::vector<int32_t>& lengths) {
-  std::vector<int32_t> cu{0};
-  for (int32_t len : lengths) cu.push_back(cu.back() + len);
-  return cu;
-}
-
-std::vector<float> uniform(int64_t n, float spread, uint64_t& state) {
-  std::vector<float> x(n);
-  for (float& e : x) e = spread * (float(splitmix64(state) >> 40) * 0x1p-23f - 1.0f);  // [-spread, spread)
-  return x;
-}
 
 Tensors random_inputs(const Case& c, uint64_t seed) {
   const int64_t n = cu_seqlens_of(c.lengths).back(), d = c.head_dim;
@@ -110,84 +101,16 @@ Result run_eager(const Case& c, const Tensors& in) {
   return r;
 }
 
-double dot(const double* a, const double* b, int64_t n) {
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
-  return sum;
-}
-
-// Plain causal attention in fp64 straight from the definitions, one query row at a time, on the
-// token-major arrays (so it shares neither the tiling nor the eager code's Mat mapping):
-//   s_j = q.k_j / sqrt(d) (j <= i), lse = log sum_j exp(s_j), p_j = exp(s_j - lse), o = sum_j p_j v_j;
-//   dv_j += p_j dO, dp_j = dO.v_j, ds_j = p_j (dp_j - sum_j' p_j' dp_j'), dq = sum_j ds_j k_j / sqrt(d),
-//   dk_j += ds_j q / sqrt(d).
-Exact run_exact(const Case& c, const Tensors& in) {
-  const auto cu = cu_seqlens_of(c.lengths);
-  const int64_t n = cu.back(), d = c.head_dim, hq = c.heads, hkv = c.kv_heads, r = hq / hkv;
-  const double scale = 1.0 / std::sqrt(double(d));
-  auto widen = [](const std::vector<float>& x) { return std::vector<double>(x.begin(), x.end()); };
-  const std::vector<double> q = widen(in.q), k = widen(in.k), v = widen(in.v), d_o = widen(in.d_o);
-  Exact e;
-  e.o.assign(n * hq * d, 0.0);
-  e.lse.assign(n * hq, 0.0);
-  e.dq.assign(n * hq * d, 0.0);
-  e.dk.assign(n * hkv * d, 0.0);
-  e.dv.assign(n * hkv * d, 0.0);
-  std::vector<double> p, dp;
-  for (size_t si = 0; si < c.lengths.size(); ++si) {
-    const int64_t start = cu[si], len = c.lengths[si];
-    for (int64_t h = 0; h < hq; ++h) {
-      const int64_t g = h / r;
-      auto kv_row = [&](int64_t j) { return ((start + j) * hkv + g) * d; };
-      for (int64_t i = 0; i < len; ++i) {
-        const int64_t qi = ((start + i) * hq + h) * d;
-        p.assign(i + 1, 0.0);
-        dp.assign(i + 1, 0.0);
-        double mx = -INFINITY;
-        for (int64_t j = 0; j <= i; ++j) mx = std::max(mx, p[j] = scale * dot(&q[qi], &k[kv_row(j)], d));
-        double sum = 0.0;
-        for (int64_t j = 0; j <= i; ++j) sum += std::exp(p[j] - mx);
-        const double lse = mx + std::log(sum);
-        e.lse[(start + i) * hq + h] = lse;
-        double row_dot = 0.0;
-        for (int64_t j = 0; j <= i; ++j) {
-          p[j] = std::exp(p[j] - lse);
-          dp[j] = dot(&d_o[qi], &v[kv_row(j)], d);
-          row_dot += p[j] * dp[j];
-          for (int64_t x = 0; x < d; ++x) {
-            e.o[qi + x] += p[j] * v[kv_row(j) + x];
-            e.dv[kv_row(j) + x] += p[j] * d_o[qi + x];
-          }
-        }
-        for (int64_t j = 0; j <= i; ++j) {
-          const double ds = p[j] * (dp[j] - row_dot) * scale;
-          for (int64_t x = 0; x < d; ++x) {
-            e.dq[qi + x] += ds * k[kv_row(j) + x];
-            e.dk[kv_row(j) + x] += ds * q[qi + x];
-          }
-        }
-      }
-    }
-  }
-  return e;
-}
-
-template <class A, class B>
-double rel_l2(const std::vector<A>& a, const std::vector<B>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double diff = 0.0, ref = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff += (double(a[i]) - double(b[i])) * (double(a[i]) - double(b[i]));
-    ref += double(b[i]) * double(b[i]);
-  }
-  return ref == 0.0 ? std::sqrt(diff) : std::sqrt(diff / ref);
+// fp64 plain attention (tests/common/exact_attention.h).
+ExactAttention run_exact(const Case& c, const Tensors& in) {
+  return exact_attention(in.q, in.k, in.v, in.d_o, c.lengths, c.heads, c.kv_heads, c.head_dim);
 }
 
 struct Errors {
   double o = 0, lse = -1, dq = 0, dk = 0, dv = 0;  // lse < 0: not compared (the eager code keeps none)
 };
 
-Errors errors(const Result& t, const Exact& ref) {
+Errors errors(const Result& t, const ExactAttention& ref) {
   return {rel_l2(t.o, ref.o), rel_l2(t.lse, ref.lse), rel_l2(t.dq, ref.dq), rel_l2(t.dk, ref.dk), rel_l2(t.dv, ref.dv)};
 }
 
