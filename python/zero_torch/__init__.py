@@ -107,10 +107,11 @@ class _Group:
 
 class ZeroModel:
     """Wraps `module`'s parameters as engine groups, one per module in `groups` (default: every
-    submodule that owns parameters directly). Every parameter must belong to exactly one group."""
+    submodule that owns parameters directly). Every parameter must belong to exactly one group.
+    bucket_elements and prefetch_depth default (None) to the engine's own defaults."""
 
     def __init__(self, module, groups=None, stage=3, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
-                 clip_norm=0.0, accum_steps=1, bucket_elements=1 << 22, prefetch_depth=1, no_decay=()):
+                 clip_norm=0.0, accum_steps=1, bucket_elements=None, prefetch_depth=None, no_decay=()):
         if groups is None:
             groups = [m for m in module.modules() if any(True for _ in m.parameters(recurse=False))]
         seen = set()
@@ -130,6 +131,10 @@ class ZeroModel:
         missing = [n for n, p in module.named_parameters() if id(p) not in seen]
         if missing:
             raise ValueError(f"zero_torch: parameters not in any group: {', '.join(missing)}")
+        if bucket_elements is None:
+            bucket_elements = _engine.default_bucket_elements
+        if prefetch_depth is None:
+            prefetch_depth = _engine.default_prefetch_depth
         self.engine = _engine.Engine(specs, stage, accum_steps, lr, betas[0], betas[1], eps, weight_decay,
                                      clip_norm, bucket_elements, prefetch_depth)
         for g in self.groups:

@@ -86,6 +86,9 @@ std::vector<py::array_t<float>> views(const GroupView& v, py::object owner) {
 
 PYBIND11_MODULE(_engine, m) {
   m.doc() = "zero::Engine (CPU backend, MPI) for the zero_torch wrapper";
+  // The engine's own defaults, so the wrapper does not keep copies of them.
+  m.attr("default_bucket_elements") = EngineConfig{}.bucket_elements;
+  m.attr("default_prefetch_depth") = EngineConfig{}.prefetch_depth;
   py::register_exception<zero::Error>(m, "ZeroError");
   py::class_<PyEngine>(m, "Engine")
       .def(py::init<const std::vector<std::tuple<std::string, std::vector<std::tuple<std::string, size_t, bool>>>>&,
