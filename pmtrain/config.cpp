@@ -42,6 +42,9 @@ constexpr Range kBelowOne{0, 1, true, false};  // [0, 1): Adam betas
 
 // The spellings of each enum-valued key: the one parse (pick) and the one way back to text.
 const Choices<Backend> kBackends{{"cpu", Backend::Cpu}, {"cuda", Backend::Cuda}};
+const Choices<ModelPreset> kPresets{{"tiny", ModelPreset::Tiny},           {"qwen3-0.6b", ModelPreset::Qwen3_0_6B},
+                                    {"qwen3-1.7b", ModelPreset::Qwen3_1_7B}, {"qwen3-4b", ModelPreset::Qwen3_4B},
+                                    {"qwen3-8b", ModelPreset::Qwen3_8B},     {"custom", ModelPreset::Custom}};
 const Choices<model::AttentionKind> kAttention{
     {"auto", model::AttentionKind::Auto}, {"flash", model::AttentionKind::Flash}, {"reference", model::AttentionKind::Reference}};
 const Choices<data::TextMode> kTextModes{{"raw", data::TextMode::Raw}, {"chat", data::TextMode::Chat}};
@@ -158,7 +161,7 @@ std::vector<Field> schema(Config& c) {
             "the same wait during set-up, data loading and checkpoint I/O (0 = forever)"),
 
       field("model.hf_dir", m.hf_dir, "import config.json + safetensors from this HF directory (\"\" = random init)"),
-      field("model.preset", m.preset, "random-init shape: tiny, qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b or custom"),
+      choice("model.preset", m.preset, kPresets, "random-init shape: a Qwen3 size, tiny (the CPU default) or custom (only the keys below)"),
       field("model.vocab_size", m.vocab_size, kNonNegative, "vocabulary rows (0 = the preset's, else the tokenizer's size)"),
       field("model.hidden_size", m.hidden_size, kNonNegative, "overrides the preset's hidden size (0 = the preset's)"),
       field("model.intermediate_size", m.intermediate_size, kNonNegative, "overrides the preset's MLP width (0 = the preset's)"),

@@ -26,6 +26,8 @@
 namespace zero::pmtrain {
 
 enum class Backend : uint8_t { Cpu, Cuda };
+// The named random-init shapes (model_setup.cpp holds each one's sizes); Custom = only the explicit keys.
+enum class ModelPreset : uint8_t { Tiny, Qwen3_0_6B, Qwen3_1_7B, Qwen3_4B, Qwen3_8B, Custom };
 
 struct RunSection {
   std::string dir = "runs/default";
@@ -52,7 +54,7 @@ struct RunSection {
 
 struct ModelSection {
   std::string hf_dir;       // import config.json + safetensors from here (else random init)
-  std::string preset = "tiny";  // random-init shape: tiny | qwen3-0.6b | qwen3-1.7b | qwen3-4b | qwen3-8b | custom
+  ModelPreset preset = ModelPreset::Tiny;  // random-init shape (config.cpp: the spellings)
   int64_t vocab_size = 0;   // 0 = the tokenizer's size
   int64_t hidden_size = 0, intermediate_size = 0, num_layers = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0;
   double rope_theta = 0;    // 0 = the preset's

@@ -10,18 +10,20 @@ namespace zero::pmtrain {
 
 namespace {
 struct Preset {
-  const char* name;
+  ModelPreset which;
   int64_t hidden, inter, layers, heads, kv, head_dim;
   double theta;
   bool tied;
+  int64_t vocab;  // 0: the tokenizer's size
 };
-// FACTS.md: Qwen3 sizes (head_dim 128, vocab 151936, rope_theta 1e6). "tiny" is the CPU default.
-constexpr Preset kPresets[] = {
-    {"tiny", 64, 160, 2, 4, 2, 16, 10000.0, true},
-    {"qwen3-0.6b", 1024, 3072, 28, 16, 8, 128, 1e6, true},
-    {"qwen3-1.7b", 2048, 6144, 28, 16, 8, 128, 1e6, true},
-    {"qwen3-4b", 2560, 9728, 36, 32, 8, 128, 1e6, true},
-    {"qwen3-8b", 4096, 12288, 36, 32, 8, 128, 1e6, false},
+// FACTS.md: Qwen3 sizes (head_dim 128, vocab 151936, rope_theta 1e6). "tiny" is the CPU default. The
+// spellings are config.cpp's (model.preset is typed at load).
+constexpr Preset kPresetShapes[] = {
+    {ModelPreset::Tiny, 64, 160, 2, 4, 2, 16, 10000.0, true, 0},
+    {ModelPreset::Qwen3_0_6B, 1024, 3072, 28, 16, 8, 128, 1e6, true, 151936},
+    {ModelPreset::Qwen3_1_7B, 2048, 6144, 28, 16, 8, 128, 1e6, true, 151936},
+    {ModelPreset::Qwen3_4B, 2560, 9728, 36, 32, 8, 128, 1e6, true, 151936},
+    {ModelPreset::Qwen3_8B, 4096, 12288, 36, 32, 8, 128, 1e6, false, 151936},
 };
 }  // namespace
 
@@ -31,16 +33,14 @@ model::Qwen3Config resolve_model_config(const ModelSection& m, int64_t tokenizer
     c = model::load_hf_config(m.hf_dir);
   } else {
     const Preset* p = nullptr;
-    for (const Preset& q : kPresets)
-      if (m.preset == q.name) p = &q;
-    ZERO_REQUIRE(p || m.preset == "custom", ConfigError,
-                 "model.preset: unknown preset '{}' (tiny, qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b or custom)",
-                 m.preset);
+    for (const Preset& q : kPresetShapes)
+      if (m.preset == q.which) p = &q;
+    ZERO_REQUIRE(p || m.preset == ModelPreset::Custom, InternalError, "model.preset: a preset without a shape");
     if (p) {
       c.hidden_size = p->hidden, c.intermediate_size = p->inter, c.num_layers = p->layers;
       c.num_heads = p->heads, c.num_kv_heads = p->kv, c.head_dim = p->head_dim, c.rope_theta = p->theta;
       c.tie_word_embeddings = p->tied;
-      c.vocab_size = p->name == std::string("tiny") ? 0 : 151936;
+      c.vocab_size = p->vocab;
     }
     c.rms_norm_eps = m.rms_norm_eps;
   }

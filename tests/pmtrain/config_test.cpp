@@ -63,7 +63,7 @@ TEST(PmtrainConfig, ResolvedConfigRoundTrips) {
   Config b = parse_config(y, "resolved.yaml");
   EXPECT_EQ(to_yaml(b), y);
   EXPECT_EQ(b.run.steps, 11);
-  EXPECT_EQ(b.model.preset, "qwen3-4b");
+  EXPECT_EQ(b.model.preset, ModelPreset::Qwen3_4B);
   EXPECT_EQ(b.zero.stage, 1);
   // Every known key appears in the resolved config.
   for (const std::string& k : known_keys()) {
@@ -171,6 +171,7 @@ TEST(PmtrainConfig, EnumKeysAreTypedAtLoad) {
   const std::string s = error_of("", {"optim.schedule=cosin"});
   EXPECT_NE(s.find("--set: optim.schedule: unknown value 'cosin' (expected constant, linear, cosine)"), std::string::npos) << s;
   EXPECT_NE(error_of("backend: tpu\n").find("test.yaml:1: backend: unknown value 'tpu' (expected cpu, cuda)"), std::string::npos);
+  EXPECT_NE(error_of("model:\n  preset: qwen3-5b\n").find("test.yaml:2: model.preset: unknown value 'qwen3-5b' (expected tiny, qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, custom)"), std::string::npos);
 }
 
 // One default per knob: the optimizer's defaults are written as doubles in pmtrain (so they print as
