@@ -74,6 +74,20 @@ bash -n $TMP/cpu.sbatch || fail "cpu sbatch: syntax"
 grep -q '^mpirun -np 4 --map-by ppr:4:node ' $TMP/cpu.sbatch || { cat $TMP/cpu.sbatch; fail "cpu sbatch: mpirun line"; }
 echo "ok: sbatch scripts"
 
+# A token-budget config: the plan keeps the budget (no micro of its own), says how many pairs of max_len it
+# holds and the most micro-steps a step takes, and its sbatch line is one `train` accepts (batch.micro
+# would clash with batch.micro_tokens).
+TOK=(--set batch.micro_tokens=1024 --set batch.micro=0 --set batch.accum=0 --set batch.global=16 --set data.max_len=256)
+"$PMTRAIN" plan configs/tiny_cpu.yaml --world 2 "${TOK[@]}" --sbatch $TMP/tok.sbatch --launcher mpirun > $TMP/tok.txt
+grep -q "^recommended: .*stage [0-3], micro_tokens 1024 (2 pairs at max_len), at most 4 micro-steps" $TMP/tok.txt \
+  || { cat $TMP/tok.txt; fail "token-budget plan: recommendation"; }
+! grep -q "batch.micro=" $TMP/tok.sbatch || { cat $TMP/tok.sbatch; fail "token-budget sbatch sets batch.micro"; }
+line=$(grep '^mpirun ' $TMP/tok.sbatch | sed -E 's/^mpirun -np 2 --map-by ppr:2:node "\$PMTRAIN" train //; s/ "\$@"$//')
+"$PMTRAIN" train $line "${TOK[@]:0:6}" --set data.max_len=256 --dry-run > $TMP/tok_dry.txt 2>&1 \
+  || { cat $TMP/tok.sbatch $TMP/tok_dry.txt; fail "the token-budget sbatch's train line is refused"; }
+bad "--micro with a token budget" "drop --micro" plan configs/tiny_cpu.yaml "${TOK[@]}" --micro 2
+echo "ok: token-budget plan"
+
 # calibrate: a profile the planner reads and names as measured.
 "$PMTRAIN" calibrate --out $TMP/prof.json > /dev/null
 python3 -c "import json,sys; p=json.load(open('$TMP/prof.json')); assert p['gemm_flops'] > 1e8 and p['elementwise_bytes'] > 1e8 and not p['assumed'], p"
