@@ -114,6 +114,7 @@ NcclCommunicator::NcclCommunicator(MPI_Comm comm, cudaStream_t producer) : produ
   CUDA_CHECK(cudaEventCreateWithFlags(&produced_, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventCreateWithFlags(&drained_, cudaEventDisableTiming));
   CUDA_CHECK(cudaMalloc(&d_scalars_, kScalarSlots * sizeof(double)));
+  CUDA_CHECK(cudaMallocHost(&h_scalars_, kScalarSlots * sizeof(double)));
   NCCL_CHECK(ncclCommInitRank(&nccl_, world_, id, rank_));
   watch_ = std::make_unique<PeerWatch>(mpi_);
 }
@@ -125,6 +126,7 @@ NcclCommunicator::~NcclCommunicator() {
     if (rc != ncclSuccess) report_gpu_error(__FILE__, __LINE__, "ncclCommDestroy", "NCCL", int(rc), ncclGetErrorString(rc));
   }
   CUDA_WARN(cudaFree(d_scalars_));
+  if (h_scalars_) CUDA_WARN(cudaFreeHost(h_scalars_));
   if (produced_) CUDA_WARN(cudaEventDestroy(produced_));
   if (drained_) CUDA_WARN(cudaEventDestroy(drained_));
   if (stream_) CUDA_WARN(cudaStreamDestroy(stream_));
@@ -196,10 +198,12 @@ void NcclCommunicator::do_all_reduce_scalars(double* vals, size_t n, ReduceOp op
   // Host values: no producer dependency. Blocking, in chunks of the device scratch.
   for (size_t off = 0; off < n; off += kScalarSlots) {
     const size_t len = std::min(kScalarSlots, n - off);
-    CUDA_CHECK(cudaMemcpyAsync(d_scalars_, vals + off, len * sizeof(double), cudaMemcpyHostToDevice, stream_));
+    std::copy_n(vals + off, len, h_scalars_);
+    CUDA_CHECK(cudaMemcpyAsync(d_scalars_, h_scalars_, len * sizeof(double), cudaMemcpyHostToDevice, stream_));
     NCCL_CHECK(ncclAllReduce(d_scalars_, d_scalars_, len, ncclFloat64, nccl_op(op), nccl_, stream_));
-    CUDA_CHECK(cudaMemcpyAsync(vals + off, d_scalars_, len * sizeof(double), cudaMemcpyDeviceToHost, stream_));
-    sync_stream();
+    CUDA_CHECK(cudaMemcpyAsync(h_scalars_, d_scalars_, len * sizeof(double), cudaMemcpyDeviceToHost, stream_));
+    sync_stream();  // polls under the peer timeout
+    std::copy_n(h_scalars_, len, vals + off);
   }
 }
 

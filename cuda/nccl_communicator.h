@@ -69,6 +69,9 @@ class NcclCommunicator final : public Communicator {
   cudaEvent_t produced_ = nullptr;  // recorded on the producer, waited on by stream_
   static constexpr size_t kScalarSlots = 64;
   double* d_scalars_ = nullptr;  // device scratch for all_reduce_scalars
+  // Its pinned host staging: a copy from the device into pageable memory blocks the host inside
+  // cudaMemcpyAsync until the all-reduce before it ends, outside the peer watch (a dead peer: a silent hang).
+  double* h_scalars_ = nullptr;
   cudaEvent_t drained_ = nullptr;  // recorded by sync_stream
   std::unique_ptr<PeerWatch> watch_;
 };

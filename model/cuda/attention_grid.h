@@ -16,10 +16,11 @@ namespace zero::model::cuda_attention {
 constexpr int kBlockQ = 64;
 constexpr int kBlockK = 64;
 constexpr int kThreads = 256;  // per thread block, every kernel
-// head_dim: a multiple of 8 up to 128 (Qwen3 uses 128). The bound sizes the per-thread accumulators and
-// the shared memory; 8 keeps 16-byte rows for vector loads / MMA fragments later.
+// head_dim: any from 1 to 128 (Qwen3 uses 128; the tiny HF fixture tests/fixtures/qwen3_rm_tiny uses 12).
+// The bound sizes the per-thread accumulators and the shared memory. The scalar FMA loops take any width;
+// a later MMA / 16-byte-vector path would pad the tiles' rows to a multiple of 8 in shared memory rather
+// than refuse other widths (a multiple-of-8 rule here once rejected the fixture's model outright).
 constexpr int kMaxHeadDim = 128;
-constexpr int kHeadDimMultiple = 8;
 // Each thread owns up to this many elements of a [64, head_dim] accumulator tile (element e of the tile,
 // row-major, belongs to thread e % kThreads, slot e / kThreads), so they stay in registers.
 constexpr int kAccSlots = kBlockQ * kMaxHeadDim / kThreads;

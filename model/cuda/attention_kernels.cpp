@@ -19,9 +19,8 @@ void check_shape(const AttentionShape& s) {
   ZERO_REQUIRE(s.heads % s.kv_heads == 0, ConfigError,
                "attention kernels: heads {} is not a multiple of kv_heads {} (grouped-query attention)", s.heads,
                s.kv_heads);
-  ZERO_REQUIRE(s.head_dim >= kHeadDimMultiple && s.head_dim <= kMaxHeadDim && s.head_dim % kHeadDimMultiple == 0,
-               ConfigError, "attention kernels: head_dim {} unsupported (a multiple of {} from {} to {})", s.head_dim,
-               kHeadDimMultiple, kHeadDimMultiple, kMaxHeadDim);
+  ZERO_REQUIRE(s.head_dim >= 1 && s.head_dim <= kMaxHeadDim, ConfigError,
+               "attention kernels: head_dim {} unsupported (1 to {})", s.head_dim, kMaxHeadDim);
 }
 
 void check_batch(const VarlenBatch& b) {

@@ -26,8 +26,8 @@ struct VarlenBatch {
   int64_t num_tokens = 0;               // cu_seqlens[num_seqs]
 };
 // o [N, heads*d], lse [N, heads] fp32. Scale 1/sqrt(d).
-// Throws zero::ConfigError for an unsupported shape (heads not a multiple of kv_heads, head_dim not a
-// multiple of 8 in [8, 128]) or batch, before anything is launched.
+// Throws zero::ConfigError for an unsupported shape (heads not a multiple of kv_heads, head_dim outside
+// [1, 128]) or batch, before anything is launched.
 void forward(const void* q, const void* k, const void* v, Elem t, const AttentionShape& s, const VarlenBatch& b,
              void* o, float* lse, cudaStream_t stream);
 // Device scratch the backward needs for this batch (D = rowsum(dO*O), fp32, one per (token, head); the

@@ -8,7 +8,7 @@
 
 namespace zero::model::cuda_attention::detail {
 
-// One launch's geometry, already validated (head_dim a multiple of 8 in [8, 128], heads % kv_heads == 0,
+// One launch's geometry, already validated (head_dim in [1, 128], heads % kv_heads == 0,
 // num_seqs, max_seqlen, num_tokens > 0, every grid within 2^31 - 1 blocks).
 struct Geometry {
   const int32_t* cu_seqlens = nullptr;

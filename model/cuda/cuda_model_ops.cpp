@@ -49,7 +49,9 @@ class CudaModelOpsImpl final : public CudaModelOps {
     CUDA_CHECK(cudaMallocHost(&h_sums_, sizeof(K::PairLossSums)));
   }
   ~CudaModelOpsImpl() override {
-    CUDA_WARN(cudaStreamSynchronize(stream_));
+    // Not cudaStreamSynchronize(stream_): the stream is borrowed (CudaOps owns it), and pmtrain's Trainer
+    // destroys its CudaOps before its model, so the handle may already be destroyed here.
+    CUDA_WARN(cudaDeviceSynchronize());
     if (uploaded_) CUDA_WARN(cudaEventDestroy(uploaded_));
     if (d_batch_) CUDA_WARN(cudaFree(d_batch_));
     if (h_batch_) CUDA_WARN(cudaFreeHost(h_batch_));

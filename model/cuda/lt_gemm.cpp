@@ -5,6 +5,7 @@
 #include <cublas_v2.h>
 
 #include <unordered_map>
+#include <utility>
 
 #include "core/check.h"
 #include "cuda/check.h"
@@ -48,16 +49,20 @@ struct LtGemm::Impl {
     ZERO_CHECK(s.m > 0 && s.n > 0 && s.k > 0, "gemm: empty problem m={} n={} k={}", s.m, s.n, s.k);
     ZERO_CHECK(key.out == gemm_output_type(key.in, key.out), "gemm: {} inputs cannot write {}", dtype_name(key.in),
                dtype_name(key.out));
+    // Stored shapes (column-major, gemm_shape.h): A is [m, k] or, transposed, [k, m]; likewise B.
+    const StoredMatrix sa = stored_a(s), sb = stored_b(s), sd = stored_d(s);
+    for (const StoredMatrix& x : {sa, sb, sd})  // cuBLASLt would only say CUBLAS_STATUS_INVALID_VALUE
+      ZERO_CHECK(x.ld >= x.rows, "gemm: leading dimension {} below the {} rows of a stored operand (m={} n={} k={})",
+                 x.ld, x.rows, s.m, s.n, s.k);
     Plan p;
     // fp32 inputs: CUBLAS_COMPUTE_32F, never _FAST_TF32 (TF32 off: parity with the CPU's fp32 GEMMs).
     CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t ta = s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    // Stored shapes (column-major): A is [m, k] or, transposed, [k, m]; likewise B.
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, cuda_type(key.in), s.trans_a ? s.k : s.m, s.trans_a ? s.m : s.k, s.lda));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, cuda_type(key.in), s.trans_b ? s.n : s.k, s.trans_b ? s.k : s.n, s.ldb));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.d, cuda_type(key.out), s.m, s.n, s.ldd));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, cuda_type(key.in), uint64_t(sa.rows), uint64_t(sa.cols), sa.ld));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, cuda_type(key.in), uint64_t(sb.rows), uint64_t(sb.cols), sb.ld));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.d, cuda_type(key.out), uint64_t(sd.rows), uint64_t(sd.cols), sd.ld));
 
     cublasLtMatmulPreference_t pref = nullptr;
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -68,6 +73,14 @@ struct LtGemm::Impl {
                              CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
     CUBLAS_CHECK(
         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof schemes));
+    // The operands' real alignment (the heuristic otherwise assumes 256 bytes; see pointer_alignment).
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_a},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_d},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d}};
+    for (const auto& [attr, bytes] : aligns)
+      CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &bytes, sizeof bytes));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle, p.desc, p.a, p.b, p.d, p.d, pref, 1, &result, &found);
@@ -77,8 +90,10 @@ struct LtGemm::Impl {
       cublasLtMatrixLayoutDestroy(p.b);
       cublasLtMatrixLayoutDestroy(p.d);
       cublasLtMatmulDescDestroy(p.desc);
-      throw Error(fmt::format("cuBLASLt has no algorithm for the GEMM m={} n={} k={} ({} inputs, {} output): {}", s.m,
-                              s.n, s.k, dtype_name(key.in), dtype_name(key.out), cublasGetStatusString(st)));
+      throw Error(fmt::format("cuBLASLt has no algorithm for the GEMM m={} n={} k={} lda={} ldb={} ldd={} ({} inputs, "
+                              "{} output; operands aligned to {}/{}/{} bytes): {}", s.m, s.n, s.k, s.lda, s.ldb, s.ldd,
+                              dtype_name(key.in), dtype_name(key.out), key.align_a, key.align_b, key.align_d,
+                              found == 0 && st == CUBLAS_STATUS_SUCCESS ? "no result" : cublasGetStatusString(st)));
     }
     p.algo = result.algo;
     return plans.emplace(key, p).first->second;
@@ -94,7 +109,9 @@ LtGemm::LtGemm(cudaStream_t stream) : impl_(std::make_unique<Impl>()) {
 LtGemm::~LtGemm() = default;
 
 void LtGemm::run(const GemmKey& key, const void* a, const void* b, void* d, float beta) {
-  const Plan& p = impl_->plan(key);
+  GemmKey aligned = key;
+  aligned.align_a = pointer_alignment(a), aligned.align_b = pointer_alignment(b), aligned.align_d = pointer_alignment(d);
+  const Plan& p = impl_->plan(aligned);
   const float alpha = 1.0f;
   CUBLAS_CHECK(cublasLtMatmul(impl_->handle, p.desc, &alpha, a, p.a, b, p.b, &beta, d, p.d, d, p.d, &p.algo,
                               impl_->workspace, kWorkspaceBytes, impl_->stream));

@@ -22,7 +22,8 @@ class LtGemm {
   LtGemm(const LtGemm&) = delete;
   LtGemm& operator=(const LtGemm&) = delete;
 
-  // D = op(A) op(B) + beta D; A, B of type key.in, D of type key.out (gemm_output_type).
+  // D = op(A) op(B) + beta D; A, B of type key.in, D of type key.out (gemm_output_type). The key's
+  // alignment fields are ignored: run() reads them off a, b and d.
   void run(const GemmKey& key, const void* a, const void* b, void* d, float beta);
   size_t cached_plans() const;
 
