@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <vector>
 
 namespace zero::model {
 
@@ -16,27 +17,57 @@ struct Live {
   void free(size_t b) { cur -= b; }
 };
 
-// LayerActivations' fields in decoder_layer_forward's order, in bytes.
-std::vector<size_t> layer_fields(const Qwen3Config& c, int64_t R, const ActivationDTypes& dt) {
+// One layer's tensors (LayerActivations' fields), in bytes.
+struct LayerTensors {
+  size_t rstd_in, a, q, k, v, rstd_q, rstd_k, qr, kr, o, lse, h, rstd_post, b, g, u, m;
+  size_t all() const { return rstd_in + a + q + k + v + rstd_q + rstd_k + qr + kr + o + lse + h + rstd_post + b + g + u + m; }
+  size_t elementwise() const { return a + qr + kr + b + m; }  // what selective recompute drops and rebuilds
+};
+
+LayerTensors layer_tensors(const Qwen3Config& c, int64_t R, const ActivationDTypes& dt) {
   const size_t e = dtype_size(dt.activations), r = dtype_size(dt.residual), s = dtype_size(dt.stats);
   const size_t H = size_t(c.hidden_size), I = size_t(c.intermediate_size), Q = size_t(c.q_dim()),
                K = size_t(c.kv_dim()), nh = size_t(c.num_heads), nkv = size_t(c.num_kv_heads), n = size_t(R);
-  return {n * H * e,   n * s,       // a, rstd_in
-          n * Q * e,   n * K * e,   n * K * e,  // q, k, v
-          n * Q * e,   n * K * e,   n * nh * s,  n * nkv * s,  // qr, kr, rstd_q, rstd_k
-          n * Q * e,   n * nh * s,  // o, lse
-          n * H * r,                // h (residual)
-          n * H * e,   n * s,       // b, rstd_post
-          n * I * e,   n * I * e,   n * I * e};  // g, u, m
+  LayerTensors t{};
+  t.rstd_in = t.rstd_post = n * s;
+  t.a = t.b = n * H * e;
+  t.q = t.qr = t.o = n * Q * e;
+  t.k = t.v = t.kr = n * K * e;
+  t.rstd_q = t.lse = n * nh * s;
+  t.rstd_k = n * nkv * s;
+  t.h = n * H * r;  // residual
+  t.g = t.u = t.m = n * I * e;
+  return t;
 }
 
-// decoder_layer_forward into a LayerActivations that may already hold a layer (checkpointing's scratch):
-// each field is allocated before its old tensor is freed.
-void layer_forward(Live& m, const std::vector<size_t>& fields, bool slot_full) {
-  for (size_t f : fields) {
-    m.alloc(f);
-    if (slot_full) m.free(f);
+// decoder_layer_forward's allocations in its order; `drop` marks where LayerKeep::WithoutElementwise
+// frees a tensor again.
+struct Event {
+  size_t bytes;
+  bool drop = false;
+};
+std::vector<Event> forward_events(const LayerTensors& t) {
+  return {{t.rstd_in}, {t.a},      {t.q},    {t.k},         {t.v},        {t.a, true}, {t.rstd_q}, {t.rstd_k},
+          {t.qr},      {t.kr},     {t.o},    {t.lse},       {t.qr, true}, {t.kr, true}, {t.h},     {t.rstd_post},
+          {t.b},       {t.g},      {t.u},    {t.b, true},   {t.m},        {t.m, true}};
+}
+
+// decoder_layer_forward into a LayerActivations that may already hold a layer (full checkpointing's
+// scratch): each field is allocated before its old tensor is freed.
+void layer_forward(Live& m, const std::vector<Event>& events, bool drop_elementwise, bool slot_full) {
+  for (const Event& e : events) {
+    if (e.drop) {
+      if (drop_elementwise) m.free(e.bytes);
+      continue;
+    }
+    m.alloc(e.bytes);
+    if (slot_full) m.free(e.bytes);
   }
+}
+
+// decoder_layer_rematerialise: a, qr, kr, b, m in its order.
+void layer_rematerialise(Live& m, const LayerTensors& t) {
+  for (size_t b : {t.a, t.qr, t.kr, t.b, t.m}) m.alloc(b);
 }
 
 // decoder_layer_backward's temporaries (dh is the residual's gradient).
@@ -61,46 +92,51 @@ void layer_backward(Live& m, const Qwen3Config& c, int64_t R, const ActivationDT
 
 }  // namespace
 
-ActivationPlan plan_activations(const Qwen3Config& c, int64_t R, int64_t seqs, bool ckpt, const ActivationDTypes& dt) {
+ActivationPlan plan_activations(const Qwen3Config& c, int64_t R, int64_t seqs, ActivationCheckpointing mode,
+                                const ActivationDTypes& dt) {
   const int64_t L = c.num_layers;
+  const bool full = mode == ActivationCheckpointing::Full, selective = mode == ActivationCheckpointing::Selective;
   const size_t x = size_t(R) * size_t(c.hidden_size) * dtype_size(dt.residual);
-  const std::vector<size_t> fields = layer_fields(c, R, dt);
-  size_t kept = 0;
-  for (size_t f : fields) kept += f;
+  const LayerTensors t = layer_tensors(c, R, dt);
+  const std::vector<Event> events = forward_events(t);
 
   ActivationPlan p;
-  p.per_layer_kept = kept;
+  p.per_layer_forward = t.all();
+  p.per_layer_kept = full ? 0 : selective ? t.all() - t.elementwise() : t.all();
+  p.per_layer_recomputed = full ? t.all() : selective ? t.elementwise() : 0;
   {
-    Live t;
-    layer_backward(t, c, R, dt);
-    p.backward_transient = t.peak;
+    Live tr;
+    layer_backward(tr, c, R, dt);
+    p.backward_transient = tr.peak;
   }
 
   Live m;
-  // Forward: x; per layer y, the layer's activations (kept, or checkpointing's one scratch slot);
-  // the input is kept for backward, y becomes x.
+  // Forward: x; per layer y, the layer's activations (kept, selective's kept part, or full checkpointing's
+  // one scratch slot); the input is kept for backward, y becomes x.
   m.alloc(x);
   for (int64_t l = 0; l < L; ++l) {
-    m.alloc(x);                                // y
-    layer_forward(m, fields, ckpt && l > 0);   // scratch holds the previous layer from l = 1 on
+    m.alloc(x);                                        // y
+    layer_forward(m, events, selective, full && l > 0);  // scratch holds the previous layer from l = 1 on
   }
-  if (ckpt && L > 0) m.free(kept);             // scratch reset before the head
+  if (full && L > 0) m.free(t.all());  // scratch reset before the head
   const size_t rewards = size_t(seqs) * 4;
-  m.alloc(rewards), m.alloc(rewards);          // rewards, drewards (fp32)
+  m.alloc(rewards), m.alloc(rewards);  // rewards, drewards (fp32)
 
-  // Backward: dx; per layer (recompute into scratch, its y freed at once), dprev, the layer's
-  // temporaries, then the old dx, the layer's input and (without checkpointing) its activations go.
+  // Backward: dx; per layer (full: recompute into scratch, its y freed at once; selective: rebuild the
+  // element-wise tensors), dprev, the layer's temporaries, then the old dx, the layer's input and (unless
+  // full) its activations go.
   m.alloc(x);  // dx
   for (int64_t l = L - 1; l >= 0; --l) {
-    if (ckpt) {
-      m.alloc(x);                                // y of the recompute
-      layer_forward(m, fields, l < L - 1);       // scratch is empty for the first recompute
+    if (full) {
+      m.alloc(x);                                  // y of the recompute
+      layer_forward(m, events, false, l < L - 1);  // scratch is empty for the first recompute
       m.free(x);
     }
+    if (selective) layer_rematerialise(m, t);
     m.alloc(x);  // dprev
     layer_backward(m, c, R, dt);
     m.free(x);   // the old dx
-    if (!ckpt) m.free(kept);
+    if (!full) m.free(t.all());
     m.free(x);   // inputs[l]
   }
   p.peak = m.peak;

@@ -1,5 +1,7 @@
 // Activation memory of one forward_backward, as the model's orchestration allocates it: the kept
-// tensors of each layer (or, with checkpointing, each layer's input and one layer being recomputed),
+// tensors of each layer (all of them; selective recompute's GEMM and attention outputs and statistics,
+// with one layer's element-wise tensors rebuilt in backward; or, with full checkpointing, each layer's
+// input and one layer being recomputed),
 // the residual stream, and the transient peak of one layer's backward. It replays the allocation
 // order of reward_model.cpp and decoder_layer.cpp (alloc before the old tensor of a slot is freed,
 // tensors freed at scope exit), so the peak is the peak of ModelOps' own byte count
@@ -14,6 +16,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "model/activation_checkpointing.h"
 #include "model/qwen3_config.h"
 
 namespace zero::model {
@@ -27,14 +30,16 @@ inline constexpr ActivationDTypes kCpuActivations{};  // the CPU backend: fp32 t
 inline constexpr ActivationDTypes kGpuActivations{DType::BF16, DType::F32, DType::F32};
 
 struct ActivationPlan {
-  size_t per_layer_kept = 0;      // one layer's LayerActivations
+  size_t per_layer_forward = 0;     // bytes one layer's forward writes (every LayerActivations field)
+  size_t per_layer_kept = 0;        // of those, what stays until the layer's backward (0 under full)
+  size_t per_layer_recomputed = 0;  // bytes one layer's backward writes again (selective: a, qr, kr, b, m)
   size_t backward_transient = 0;  // one layer's backward temporaries at their peak
   size_t peak = 0;                // the whole forward_backward's peak of live activation bytes
 };
 
 // rows: token rows of the micro-batch on the backend (ModelOps::token_rows: the CPU's real tokens, a
 // GPU's rounded up); seqs: sequences (2 x pairs).
-ActivationPlan plan_activations(const Qwen3Config& c, int64_t rows, int64_t seqs, bool checkpointing,
+ActivationPlan plan_activations(const Qwen3Config& c, int64_t rows, int64_t seqs, ActivationCheckpointing mode,
                                 const ActivationDTypes& dt);
 
 // The CPU backend's largest scratch inside one op, outside ModelOps: the attention scores of one

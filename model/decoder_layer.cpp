@@ -7,50 +7,83 @@ namespace zero::model {
 
 namespace {
 AttentionShape attention_shape(const Qwen3Config& c) { return {c.num_heads, c.num_kv_heads, c.head_dim}; }
+
+// The element-wise steps selective recompute repeats: forward and decoder_layer_rematerialise both run
+// these, so the recomputed tensors are forward's by construction. Each allocates its output (the rstd
+// it writes is allocated by forward and rewritten with the same values on a recompute).
+
+// a = input_layernorm(x)
+void normed_input(ModelOps& ops, const Qwen3Config& c, std::span<const TensorRef> w, const TensorRef& x,
+                  LayerActivations& s) {
+  s.a = ops.alloc({x.rows(), c.hidden_size}, ops.activation_dtype());
+  ops.rmsnorm_forward(x, w[kInputNorm], float(c.rms_norm_eps), s.a, s.rstd_in);
+}
+// qr, kr = rope(q_norm(q)), rope(k_norm(k))
+void rotated_qk(ModelOps& ops, const Qwen3Config& c, std::span<const TensorRef> w, LayerActivations& s) {
+  const int64_t R = s.q.ref().rows();
+  s.qr = ops.alloc({R, c.q_dim()}, ops.activation_dtype());
+  s.kr = ops.alloc({R, c.kv_dim()}, ops.activation_dtype());
+  ops.qk_norm_rope_forward(s.q, w[kQNorm], float(c.rms_norm_eps), s.qr, s.rstd_q);
+  ops.qk_norm_rope_forward(s.k, w[kKNorm], float(c.rms_norm_eps), s.kr, s.rstd_k);
+}
+// b = post_attention_layernorm(h)
+void normed_post(ModelOps& ops, const Qwen3Config& c, std::span<const TensorRef> w, LayerActivations& s) {
+  s.b = ops.alloc({s.h.ref().rows(), c.hidden_size}, ops.activation_dtype());
+  ops.rmsnorm_forward(s.h, w[kPostNorm], float(c.rms_norm_eps), s.b, s.rstd_post);
+}
+// m = silu(g) * u
+void gated(ModelOps& ops, const Qwen3Config& c, LayerActivations& s) {
+  s.m = ops.alloc({s.g.ref().rows(), c.intermediate_size}, ops.activation_dtype());
+  ops.swiglu_forward(s.g, s.u, s.m);
+}
 }  // namespace
 
 void decoder_layer_forward(ModelOps& ops, const Qwen3Config& c, std::span<const TensorRef> w, const TensorRef& x,
-                           const TensorRef& y, LayerActivations& s) {
-  const int64_t H = c.hidden_size, I = c.intermediate_size, R = x.rows();
-  const float eps = float(c.rms_norm_eps);
+                           const TensorRef& y, LayerActivations& s, LayerKeep keep) {
+  const int64_t I = c.intermediate_size, R = x.rows();
   const DType act = ops.activation_dtype();  // the residual stream (x, h, y) and the statistics stay fp32
+  const bool drop = keep == LayerKeep::WithoutElementwise;
 
-  s.a = ops.alloc({R, H}, act);
   s.rstd_in = ops.alloc({R});
-  ops.rmsnorm_forward(x, w[kInputNorm], eps, s.a, s.rstd_in);
-
+  normed_input(ops, c, w, x, s);
   s.q = ops.alloc({R, c.q_dim()}, act);
   s.k = ops.alloc({R, c.kv_dim()}, act);
   s.v = ops.alloc({R, c.kv_dim()}, act);
   ops.linear_forward(s.a, w[kQProj], s.q);
   ops.linear_forward(s.a, w[kKProj], s.k);
   ops.linear_forward(s.a, w[kVProj], s.v);
+  if (drop) s.a.reset();
 
-  s.qr = ops.alloc({R, c.q_dim()}, act);
-  s.kr = ops.alloc({R, c.kv_dim()}, act);
   s.rstd_q = ops.alloc({R * c.num_heads});
   s.rstd_k = ops.alloc({R * c.num_kv_heads});
-  ops.qk_norm_rope_forward(s.q, w[kQNorm], eps, s.qr, s.rstd_q);
-  ops.qk_norm_rope_forward(s.k, w[kKNorm], eps, s.kr, s.rstd_k);
-
+  rotated_qk(ops, c, w, s);
   s.o = ops.alloc({R, c.q_dim()}, act);
   s.lse = ops.alloc({R, c.num_heads});
   ops.attention_forward(s.qr, s.kr, s.v, attention_shape(c), s.o, s.lse);
-  s.h = ops.alloc({R, H});
+  if (drop) s.qr.reset(), s.kr.reset();
+  s.h = ops.alloc({R, c.hidden_size});
   ops.linear_forward(s.o, w[kOProj], s.h);
   ops.add(s.h, x, s.h);
 
-  s.b = ops.alloc({R, H}, act);
   s.rstd_post = ops.alloc({R});
-  ops.rmsnorm_forward(s.h, w[kPostNorm], eps, s.b, s.rstd_post);
+  normed_post(ops, c, w, s);
   s.g = ops.alloc({R, I}, act);
   s.u = ops.alloc({R, I}, act);
-  s.m = ops.alloc({R, I}, act);
   ops.linear_forward(s.b, w[kGateProj], s.g);
   ops.linear_forward(s.b, w[kUpProj], s.u);
-  ops.swiglu_forward(s.g, s.u, s.m);
+  if (drop) s.b.reset();
+  gated(ops, c, s);
   ops.linear_forward(s.m, w[kDownProj], y);
   ops.add(y, s.h, y);
+  if (drop) s.m.reset();
+}
+
+void decoder_layer_rematerialise(ModelOps& ops, const Qwen3Config& c, std::span<const TensorRef> w,
+                                 const TensorRef& x, LayerActivations& s) {
+  normed_input(ops, c, w, x, s);
+  rotated_qk(ops, c, w, s);
+  normed_post(ops, c, w, s);
+  gated(ops, c, s);
 }
 
 void decoder_layer_backward(ModelOps& ops, const Qwen3Config& c, std::span<const TensorRef> w,

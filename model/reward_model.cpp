@@ -54,7 +54,8 @@ RewardOutput Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& pa
   const Qwen3Config& c = config_;
   const int64_t H = c.hidden_size, L = c.num_layers;
   const int head = head_group(c);
-  const bool ckpt = options_.activation_checkpointing;
+  const bool full = options_.activation_checkpointing == ActivationCheckpointing::Full;
+  const bool selective = options_.activation_checkpointing == ActivationCheckpointing::Selective;
   const float eps = float(c.rms_norm_eps);
   ModelOps& ops = *ops_;
 
@@ -84,13 +85,14 @@ RewardOutput Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& pa
     }
   }
   std::vector<Activation> inputs(backward ? L : 0);  // each layer's input, kept for backward
-  std::vector<LayerActivations> saved(backward && !ckpt ? L : 0);
-  LayerActivations scratch;  // forward-only and checkpointed layers
+  std::vector<LayerActivations> saved(backward && !full ? L : 0);
+  LayerActivations scratch;  // forward-only and fully checkpointed layers
+  const LayerKeep keep = backward && selective ? LayerKeep::WithoutElementwise : LayerKeep::All;
   for (int64_t l = 0; l < L; ++l) {
     const int g = layer_group(int(l));
     const auto w = acquire_views(params, groups_[g], g);
     Activation y = ops.alloc({R, H});
-    decoder_layer_forward(ops, c, w, x, y, saved.empty() ? scratch : saved[l]);
+    decoder_layer_forward(ops, c, w, x, y, saved.empty() ? scratch : saved[l], keep);
     params.release(g);
     if (backward) inputs[l] = std::move(x);
     x = std::move(y);
@@ -135,11 +137,13 @@ RewardOutput Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& pa
   for (int64_t l = L - 1; l >= 0; --l) {
     const int g = layer_group(int(l));
     const auto w = acquire_views(params, groups_[g], g);
+    // Recompute what forward did not keep: same inputs, same ops, so the same activations bit for bit.
     const LayerActivations* acts = &scratch;
-    if (ckpt) {
-      Activation y = ops.alloc({R, H});  // recompute: same inputs, same ops, so the same activations bit for bit
+    if (full) {
+      Activation y = ops.alloc({R, H});
       decoder_layer_forward(ops, c, w, inputs[l], y, scratch);
     } else {
+      if (selective) decoder_layer_rematerialise(ops, c, w, inputs[l], saved[l]);
       acts = &saved[l];
     }
     const auto gw = grad_views(params, groups_[g], g);
@@ -148,7 +152,7 @@ RewardOutput Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& pa
     dx = std::move(dprev);
     params.grad_ready(g);
     params.release(g);
-    if (!ckpt) saved[l] = LayerActivations();  // done with this layer's activations
+    if (!full) saved[l] = LayerActivations();  // done with this layer's activations
     inputs[l] = Activation();
   }
   if (params.num_pieces(0) == 1) {

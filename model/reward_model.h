@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "data/batch.h"
+#include "model/activation_checkpointing.h"
 #include "model/model_ops.h"
 #include "model/param_access.h"
 #include "model/param_layout.h"
@@ -18,9 +19,9 @@
 namespace zero::model {
 
 struct RewardModelOptions {
-  // Keep only each layer's input in forward and recompute the layer in backward (acquiring its group once
-  // more, as the contract says). Same numbers as without, bit for bit.
-  bool activation_checkpointing = false;
+  // What each layer keeps for backward (activation_checkpointing.h); Full recomputes the layer in backward
+  // (acquiring its group once more, as the contract says). Same numbers in every mode, bit for bit.
+  ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::None;
   DecayPolicy decay;  // weight-decay flags written into the group specs
   AttentionKind attention = AttentionKind::Auto;  // for the default (CPU) ops
 };
@@ -53,7 +54,7 @@ class Qwen3RewardModel {
   const RewardModelOptions& options() const { return options_; }
   const std::vector<GroupSpec>& groups() const { return groups_; }  // the engine allocates from these
   int num_groups() const { return static_cast<int>(groups_.size()); }
-  void set_activation_checkpointing(bool on) { options_.activation_checkpointing = on; }
+  void set_activation_checkpointing(ActivationCheckpointing mode) { options_.activation_checkpointing = mode; }
 
   // Forward, loss and backward of one micro-batch; each group's gradient buffers receive the gradient of
   // loss_sum (the SUM over real pairs: the step divides by the global pair count).

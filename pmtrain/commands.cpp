@@ -34,7 +34,7 @@ void print_plan(const Config& cfg, int world, int per_node) {
                "{}: does not fit on this node (above); try {}{}a smaller batch.micro or more nodes, or compare stages "
                "and GPUs with `pmtrain plan {} --gpu-mem 24GiB,80GiB`",
                cfg.source, cfg.zero.stage < 3 ? "a higher zero.stage, " : "",
-               cfg.model.activation_checkpointing ? "" : "activation checkpointing, ", cfg.source);
+               checkpointing_advice(cfg), cfg.source);
   printf("fits\n");
 }
 

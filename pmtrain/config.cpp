@@ -47,6 +47,9 @@ const Choices<ModelPreset> kPresets{{"tiny", ModelPreset::Tiny},           {"qwe
                                     {"qwen3-8b", ModelPreset::Qwen3_8B},     {"custom", ModelPreset::Custom}};
 const Choices<model::AttentionKind> kAttention{
     {"auto", model::AttentionKind::Auto}, {"flash", model::AttentionKind::Flash}, {"reference", model::AttentionKind::Reference}};
+const Choices<model::ActivationCheckpointing> kCheckpointing{{"none", model::ActivationCheckpointing::None},
+                                                              {"selective", model::ActivationCheckpointing::Selective},
+                                                              {"full", model::ActivationCheckpointing::Full}};
 const Choices<data::TextMode> kTextModes{{"raw", data::TextMode::Raw}, {"chat", data::TextMode::Chat}};
 const Choices<data::TooLongPolicy> kTooLong{{"truncate", data::TooLongPolicy::TruncateKeepEnd},
                                             {"truncate_keep_start", data::TooLongPolicy::TruncateKeepStart},
@@ -128,6 +131,19 @@ Field choice(std::string key, E& ref, const Choices<E>& options, std::string doc
   return f;
 }
 
+// An enum key that was a bool once: a YAML boolean (true/false, yes/no, on/off) still reads, as
+// if_true / if_false, so the configs written for the bool keep working.
+template <class E>
+Field choice_or_bool(std::string key, E& ref, const Choices<E>& options, E if_true, E if_false, std::string doc) {
+  Field f = choice(std::move(key), ref, options, std::move(doc));
+  f.set = [&ref, &options, if_true, if_false, k = f.key](const YAML::Node& n) {
+    bool b = false;
+    ref = YAML::convert<bool>::decode(n, b) ? (b ? if_true : if_false) : pick(k, n.as<std::string>(), options);
+  };
+  f.accepted += fmt::format(" (or true = {}, false = {})", choice_name(if_true, options), choice_name(if_false, options));
+  return f;
+}
+
 std::vector<Field> schema(Config& c) {
   auto& r = c.run;
   auto& m = c.model;
@@ -172,7 +188,11 @@ std::vector<Field> schema(Config& c) {
       field("model.rope_theta", m.rope_theta, kNonNegative, "RoPE base (0 = the preset's)"),
       field("model.rms_norm_eps", m.rms_norm_eps, kPositive, "RMSNorm epsilon of a random-init model"),
       field("model.init_seed", m.init_seed, "seed of the random init (and of a new score head on imported weights)"),
-      field("model.activation_checkpointing", m.activation_checkpointing, "keep only each layer's input and recompute the layer in backward"),
+      choice_or_bool("model.activation_checkpointing", m.activation_checkpointing, kCheckpointing,
+                     model::ActivationCheckpointing::Full, model::ActivationCheckpointing::None,
+                     "what a layer keeps for backward: none = everything; selective = all but the element-wise tensors "
+                     "(norm outputs, q/k after RoPE, the SwiGLU product), rebuilt in backward without repeating "
+                     "a GEMM; full = only its input, the whole layer recomputed in backward"),
       choice("model.attention", m.attention, kAttention, "attention kernel: auto = reference on the CPU, flash on a GPU"),
       field("model.decay_norms", m.decay_norms, "apply weight decay to the norm weights"),
       field("model.decay_embedding", m.decay_embedding, "apply weight decay to the embedding"),
@@ -380,6 +400,7 @@ std::string to_yaml(const Config& const_c) {
 }
 
 std::string backend_name(Backend b) { return choice_name(b, kBackends); }
+std::string checkpointing_name(model::ActivationCheckpointing mode) { return choice_name(mode, kCheckpointing); }
 
 std::string config_reference_markdown() {
   Config defaults;

@@ -60,7 +60,7 @@ struct ModelSection {
   double rope_theta = 0;    // 0 = the preset's
   double rms_norm_eps = 1e-6;
   uint64_t init_seed = 0;
-  bool activation_checkpointing = model::RewardModelOptions{}.activation_checkpointing;
+  model::ActivationCheckpointing activation_checkpointing = model::RewardModelOptions{}.activation_checkpointing;
   model::AttentionKind attention = model::RewardModelOptions{}.attention;  // auto: reference on the CPU, flash on a GPU
   bool decay_norms = model::DecayPolicy{}.norms;
   bool decay_embedding = model::DecayPolicy{}.embedding;
@@ -143,5 +143,6 @@ std::vector<std::string> known_keys();
 std::string config_reference_markdown();
 // The spelling of an enum value as the config writes it ("cuda", "packed", "bf16", ...).
 std::string backend_name(Backend b);
+std::string checkpointing_name(model::ActivationCheckpointing mode);
 
 }  // namespace zero::pmtrain

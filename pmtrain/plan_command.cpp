@@ -111,7 +111,8 @@ Config with_stage(const Config& cfg, int stage) {
 }
 
 // Step time: GEMM FLOPs (6 x matmul params x tokens, plus causal attention, plus a recomputed forward
-// with checkpointing) at the profile's GEMM speed; element-wise passes (activations written and read,
+// with full checkpointing) at the profile's GEMM speed; element-wise passes (activations written and read,
+// those a checkpointed backward writes again (selective: the element-wise ones only, no GEMM) included,
 // the embedding gradient zeroed, the accumulator, the optimizer) at its bandwidth; the collectives at
 // the link's. Ranks beyond the cores of a CPU node share them. No overlap is assumed (an upper bound).
 void predict_time(const Setup& s, const Partition& part, Cell& c) {
@@ -119,9 +120,9 @@ void predict_time(const Setup& s, const Partition& part, Cell& c) {
   const double n = double(s.cfg.data.max_len), seqs = 2.0 * double(c.micro), T = seqs * n, L = double(q.num_layers);
   const double mm = double(q.hidden_size) * (2.0 * q.q_dim() + 2.0 * q.kv_dim()) + 3.0 * q.hidden_size * q.intermediate_size;
   const double attn_fwd = L * seqs * 2.0 * n * (n + 1) * double(q.q_dim());
-  const bool ckpt = s.cfg.model.activation_checkpointing;
+  const bool full = s.cfg.model.activation_checkpointing == model::ActivationCheckpointing::Full;
   const double fwd = 2.0 * T * L * mm;
-  const double flops = fwd * (3.0 + (ckpt ? 1.0 : 0.0)) + attn_fwd * (3.5 + (ckpt ? 1.0 : 0.0));
+  const double flops = fwd * (3.0 + (full ? 1.0 : 0.0)) + attn_fwd * (3.5 + (full ? 1.0 : 0.0));
   double share = 1.0;
   if (s.device == PlanDevice::Cpu) share = std::min(1.0, double(s.prof.cores) / double(c.per_node * s.prof.threads));
   c.compute_s = double(c.accum) * flops / (s.prof.gemm_flops * share);
@@ -129,9 +130,9 @@ void predict_time(const Setup& s, const Partition& part, Cell& c) {
   const EngineConfig ec = engine_config(with_stage(s.cfg, c.stage), 1, 1);
   const double p = double(dtype_size(ec.param_dtype)), a = double(dtype_size(ec.accum_dtype));
   const model::ActivationPlan ap =
-      model::plan_activations(q, int64_t(T), int64_t(seqs), ckpt,
+      model::plan_activations(q, int64_t(T), int64_t(seqs), s.cfg.model.activation_checkpointing,
                               s.device == PlanDevice::Cpu ? model::kCpuActivations : model::kGpuActivations);
-  const double act = double(ap.per_layer_kept) * L * (ckpt ? 2.0 : 1.0);
+  const double act = double(ap.per_layer_forward + ap.per_layer_recomputed) * L;
   // Per micro-step: activations written and read in both passes, the embedding gradient zeroed, each
   // gradient view zeroed and added into the accumulator. Per step: the norm and finite count, AdamW
   // (master, m, v read and written, the gradient read), the cast back to parameters, the accumulator
@@ -445,7 +446,7 @@ int run_plan(const PlanArgs& a) {
                         {"dataset_pairs", s.pairs},
                         {"max_len", cfg.data.max_len},
                         {"micro_tokens", s.micro_tokens},
-                        {"activation_checkpointing", cfg.model.activation_checkpointing},
+                        {"activation_checkpointing", checkpointing_name(cfg.model.activation_checkpointing)},
                         {"profile", s.prof.to_json()},
                         {"inter_node_link_assumed", s.inter.what},
                         {"cells", nlohmann::json::array()},
@@ -457,7 +458,7 @@ int run_plan(const PlanArgs& a) {
            "activation checkpointing %s\n",
            cfg.source.c_str(), params.c_str(), gpu ? "GPUs (backend cuda)" : "CPU ranks (host memory)",
            (long long)s.global, (long long)s.pairs, (long long)cfg.data.max_len,
-           cfg.model.activation_checkpointing ? "on" : "off");
+           checkpointing_name(cfg.model.activation_checkpointing).c_str());
     printf("speeds: compute %s; links %s%s\n", s.prof.source.c_str(),
            gpu ? fmt::format("within a node {}, between nodes {} (assumed; per cell in --json)",
                              a.intra_link.empty() ? "NVLink (H100) for 80 GiB GPUs, else PCIe 4 x16" : s.intra(0).what,

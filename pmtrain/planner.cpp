@@ -32,7 +32,7 @@ MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, con
   // Activations as the model allocates them, every sequence at max_len (the worst case of a micro-batch):
   // fp32 token rows on the CPU; the GPU path's bf16 arena with rows rounded up to its GEMM tiles.
   const int64_t seqs = 2 * micro_pairs, tokens = seqs * cfg.data.max_len;
-  const bool ckpt = cfg.model.activation_checkpointing;
+  const model::ActivationCheckpointing ckpt = cfg.model.activation_checkpointing;
   if (device == PlanDevice::Cpu) {
     m.activations = model::plan_activations(qc, tokens, seqs, ckpt, model::kCpuActivations).peak;
     // Besides the activations, the larger of an op's own scratch (during a step) and the engine's
@@ -77,10 +77,19 @@ bool fits_on_node(const MemoryPlan& plan) {
   return plan.total() * size_t(plan.ranks_on_node) <= plan.node_bytes / 10 * 9;
 }
 
+std::string checkpointing_advice(const Config& cfg) {
+  switch (cfg.model.activation_checkpointing) {
+    case model::ActivationCheckpointing::None: return "model.activation_checkpointing: selective or full, ";
+    case model::ActivationCheckpointing::Selective: return "model.activation_checkpointing: full, ";
+    case model::ActivationCheckpointing::Full: break;
+  }
+  return "";
+}
+
 void require_fits(const MemoryPlan& plan, const Config& cfg) {
   if (fits_on_node(plan)) return;
   const std::string higher = cfg.zero.stage < 3 ? "a higher zero.stage, " : "";
-  const std::string ckpt = cfg.model.activation_checkpointing ? "" : "activation checkpointing, ";
+  const std::string ckpt = checkpointing_advice(cfg);
   throw ConfigError(fmt::format(
              "{}: this machine cannot hold the run: {}. Use more nodes, {}{}a smaller batch.micro, or the cuda "
              "backend on GPUs with enough memory (`pmtrain plan {} --gpu-mem 24GiB,80GiB` compares them).",

@@ -50,6 +50,9 @@ MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const st
 bool fits_on_node(const MemoryPlan& plan);  // ranks_on_node x total within 90% of the node
 // Throws ConfigError with the plan when it does not fit; the advice never names a stage above 3.
 void require_fits(const MemoryPlan& plan, const Config& cfg);
+// The activation-checkpointing advice of an out-of-memory message: "" when it is full already, else the
+// next modes to try, ending in ", ".
+std::string checkpointing_advice(const Config& cfg);
 
 size_t host_memory_bytes();
 

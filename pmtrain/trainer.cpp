@@ -259,8 +259,8 @@ int Trainer::train() {
   } catch (const std::exception& e) {
     if (!is_out_of_memory(e)) throw;
     throw Error(fmt::format("{}: out of memory during training ({}). Memory plan: {}. Lower batch.micro (or "
-                            "batch.micro_tokens), raise zero.stage, or set model.activation_checkpointing: true",
-                            cfg_.source, e.what(), plan_.describe()));
+                            "batch.micro_tokens), raise zero.stage, {}or use more ranks",
+                            cfg_.source, e.what(), plan_.describe(), checkpointing_advice(cfg_)));
   }
 }
 

@@ -1,18 +1,20 @@
 // The whole reward model on CudaModelOps (fp32 mode) against the same model on the CPU backend, on the
 // shared tiny Qwen3 fixture (tests/fixtures/qwen3_rm_tiny, the HF-parity fixture) and its batch: rewards,
-// loss and every parameter gradient within 1e-5 relative L2; and with activation checkpointing the GPU
-// run repeats itself bit for bit.
+// loss and every parameter gradient within 1e-5 relative L2 in each activation-checkpointing mode (none,
+// selective, full); and the GPU run repeats itself bit for bit.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 
 #include "checkpoint/safetensors.h"
+#include "model/activation_plan.h"
 #include "model/cuda/cuda_model_ops.h"
 #include "model/cuda/device_params.h"
 #include "model/param_access.h"
 #include "model/qwen3_config.h"
 #include "model/reward_model.h"
+#include "model/token_plan.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/model/model_test_util.h"
 
@@ -32,7 +34,8 @@ TEST(CudaRewardModel, FixtureMatchesCpuInFp32Mode) {
   ZERO_SKIP_WITHOUT_CUDA();
   checkpoint::SafetensorsReader reader(testing::fixture_file());
   const Qwen3Config config = load_hf_config(testing::fixture_dir() + "/config.json");
-  for (bool ckpt : {false, true}) {
+  for (ActivationCheckpointing ckpt :
+       {ActivationCheckpointing::None, ActivationCheckpointing::Selective, ActivationCheckpointing::Full}) {
     RewardModelOptions opt;
     opt.activation_checkpointing = ckpt;
     const Qwen3RewardModel cpu(config, opt);
@@ -47,7 +50,7 @@ TEST(CudaRewardModel, FixtureMatchesCpuInFp32Mode) {
     DeviceParams dev(host, DType::F32);
     const RewardOutput out = gpu.forward_backward(batch, dev);
     const double r = rel_l2(out.rewards, ref.rewards);
-    printf("  checkpointing %d: rewards rel L2 %.3e, loss %.9g vs %.9g\n", int(ckpt), r, out.loss_sum, ref.loss_sum);
+    printf("  checkpointing mode %d: rewards rel L2 %.3e, loss %.9g vs %.9g\n", int(ckpt), r, out.loss_sum, ref.loss_sum);
     EXPECT_LE(r, 1e-5);
     EXPECT_NEAR(out.loss_sum, ref.loss_sum, 1e-5 * std::abs(ref.loss_sum));
     EXPECT_EQ(out.real_pairs, ref.real_pairs);
@@ -63,6 +66,54 @@ TEST(CudaRewardModel, FixtureMatchesCpuInFp32Mode) {
     const RewardOutput again = gpu.forward_backward(batch, dev);
     EXPECT_EQ(0, std::memcmp(again.rewards.data(), out.rewards.data(), out.rewards.size() * sizeof(float)));
   }
+}
+
+// bf16 mode, the training path on a GPU: selective and full recompute give none's rewards, loss and
+// gradients bit for bit (same inputs, same kernels), and ModelOps' activation peak in each mode is what
+// model/activation_plan.h plans at the GPU dtypes and this backend's token rows.
+TEST(CudaRewardModel, CheckpointingModesAgreeBitForBitInBf16Mode) {
+  ZERO_SKIP_WITHOUT_CUDA();
+  checkpoint::SafetensorsReader reader(testing::fixture_file());
+  const Qwen3Config config = load_hf_config(testing::fixture_dir() + "/config.json");
+  DenseParams host(qwen3_rm_groups(config));
+  for (const GroupSpec& g : host.groups())
+    for (const TensorSpec& t : g.tensors) reader.read_f32(t.name, host.param(t.name));
+  const testing::FixtureBatch fb = testing::fixture_batch(reader);
+  const data::PairBatch batch = testing::packed_batch(fb.seqs, int32_t(config.pad_token_id), 40, {5, 3, 1, 4, 0, 2});
+  const TokenPlan plan = make_token_plan(batch, config.vocab_size);
+  DeviceParams dev(host, DType::BF16);
+  RewardOutput ref;
+  std::vector<std::vector<float>> ref_grads;
+  size_t peak[3] = {};
+  for (ActivationCheckpointing mode :
+       {ActivationCheckpointing::None, ActivationCheckpointing::Selective, ActivationCheckpointing::Full}) {
+    RewardModelOptions opt;
+    opt.activation_checkpointing = mode;
+    std::unique_ptr<CudaModelOps> owned = make_cuda_model_ops({nullptr, DType::BF16, AttentionKind::Auto});
+    const ModelOps* ops = owned.get();
+    const Qwen3RewardModel gpu(config, opt, std::move(owned));
+    const RewardOutput out = gpu.forward_backward(batch, dev);
+    peak[int(mode)] = ops->peak_bytes();
+    EXPECT_EQ(peak[int(mode)],
+              plan_activations(config, ops->token_rows(plan), plan.num_seqs(), mode, kGpuActivations).peak)
+        << "mode " << int(mode);
+    std::vector<std::vector<float>> grads;
+    for (size_t g = 0; g < host.groups().size(); ++g)
+      for (size_t t = 0; t < host.groups()[g].tensors.size(); ++t) grads.push_back(dev.grad(int(g), int(t)));
+    if (mode == ActivationCheckpointing::None) {
+      ref = out, ref_grads = grads;
+      continue;
+    }
+    ASSERT_EQ(out.rewards.size(), ref.rewards.size());
+    EXPECT_EQ(0, std::memcmp(out.rewards.data(), ref.rewards.data(), out.rewards.size() * sizeof(float))) << int(mode);
+    EXPECT_EQ(out.loss_sum, ref.loss_sum) << int(mode);
+    for (size_t i = 0; i < grads.size(); ++i)
+      EXPECT_EQ(0, std::memcmp(grads[i].data(), ref_grads[i].data(), grads[i].size() * sizeof(float)))
+          << "mode " << int(mode) << " tensor " << i;
+  }
+  printf("  activation peak bytes: none %zu, selective %zu, full %zu\n", peak[0], peak[1], peak[2]);
+  EXPECT_LT(peak[2], peak[1]);
+  EXPECT_LT(peak[1], peak[0]);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // model/activation_plan.h against what the CPU backend really allocates: one forward_backward per shape,
-// ModelOps' own byte counter at its peak (every alloc and free through the backend), with and without
-// activation checkpointing. The plan replays the orchestration's order, so the two must agree exactly.
+// ModelOps' own byte counter at its peak (every alloc and free through the backend), in each
+// activation-checkpointing mode (none, selective, full). The plan replays the orchestration's order, so the two must agree exactly.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -21,7 +21,7 @@ struct Shape {
   bool packed;
 };
 
-size_t measured_peak(const Qwen3Config& c, const data::PairBatch& batch, bool ckpt) {
+size_t measured_peak(const Qwen3Config& c, const data::PairBatch& batch, ActivationCheckpointing ckpt) {
   auto owned = make_cpu_model_ops();
   ModelOps* ops = owned.get();
   RewardModelOptions o;
@@ -58,10 +58,11 @@ TEST(ActivationPlan, EqualsTheCpuBackendsPeakAllocation) {
     for (size_t i = 0; i < order.size(); ++i) order[i] = int64_t(i);
     const data::PairBatch batch =
         s.packed ? testing::packed_batch(seqs, 0, 2 * longest, order) : testing::padded_batch(seqs, 0);
-    for (bool ckpt : {false, true}) {
+    for (ActivationCheckpointing ckpt :
+         {ActivationCheckpointing::None, ActivationCheckpointing::Selective, ActivationCheckpointing::Full}) {
       const ActivationPlan plan = plan_activations(c, tokens, int64_t(seqs.size()), ckpt, kCpuActivations);
       EXPECT_EQ(plan.peak, measured_peak(c, batch, ckpt))
-          << "layers " << s.layers << " hidden " << s.hidden << " tokens " << tokens << " checkpointing " << ckpt;
+          << "layers " << s.layers << " hidden " << s.hidden << " tokens " << tokens << " checkpointing mode " << int(ckpt);
     }
   }
 }
@@ -69,13 +70,26 @@ TEST(ActivationPlan, EqualsTheCpuBackendsPeakAllocation) {
 // The GPU path's dtypes by hand (no GPU here): tiny config, 10 rows, bf16 activations, fp32 residual h and
 // stats. a, q, qr, o, b: 5 x 10 x 64 x 2 = 6400; k, v, kr: 3 x 10 x 32 x 2 = 1920; g, u, m: 3 x 10 x 160 x 2
 // = 9600; h: 10 x 64 x 4 = 2560; rstd_in, rstd_post: 2 x 40; rstd_q, lse: 2 x 160; rstd_k: 80. Sum 20960.
+// Selective drops a, qr, b (3 x 1280), kr (640) and m (3200): 7680, rebuilt in backward; 13280 stay.
 TEST(ActivationPlan, GpuDtypesByHand) {
+  using Mode = ActivationCheckpointing;
   const Qwen3Config c = tiny_qwen3_config();
-  EXPECT_EQ(plan_activations(c, 10, 2, false, kGpuActivations).per_layer_kept, 20960u);
+  EXPECT_EQ(plan_activations(c, 10, 2, Mode::None, kGpuActivations).per_layer_kept, 20960u);
+  EXPECT_EQ(plan_activations(c, 10, 2, Mode::None, kGpuActivations).per_layer_recomputed, 0u);
   // fp32 throughout: every activation twice as large except h and the stats (2560 + 480 stay).
-  EXPECT_EQ(plan_activations(c, 10, 2, false, kCpuActivations).per_layer_kept, 2 * (20960u - 2560 - 480) + 2560 + 480);
-  // Checkpointing keeps less.
-  EXPECT_LT(plan_activations(c, 100, 2, true, kCpuActivations).peak, plan_activations(c, 100, 2, false, kCpuActivations).peak);
+  EXPECT_EQ(plan_activations(c, 10, 2, Mode::None, kCpuActivations).per_layer_kept, 2 * (20960u - 2560 - 480) + 2560 + 480);
+  const ActivationPlan sel = plan_activations(c, 10, 2, Mode::Selective, kGpuActivations);
+  EXPECT_EQ(sel.per_layer_forward, 20960u);
+  EXPECT_EQ(sel.per_layer_kept, 13280u);
+  EXPECT_EQ(sel.per_layer_recomputed, 7680u);
+  const ActivationPlan full = plan_activations(c, 10, 2, Mode::Full, kGpuActivations);
+  EXPECT_EQ(full.per_layer_kept, 0u);
+  EXPECT_EQ(full.per_layer_recomputed, 20960u);
+  // Each mode keeps less than the one before.
+  EXPECT_LT(plan_activations(c, 100, 2, Mode::Full, kCpuActivations).peak,
+            plan_activations(c, 100, 2, Mode::Selective, kCpuActivations).peak);
+  EXPECT_LT(plan_activations(c, 100, 2, Mode::Selective, kCpuActivations).peak,
+            plan_activations(c, 100, 2, Mode::None, kCpuActivations).peak);
 }
 
 }  // namespace

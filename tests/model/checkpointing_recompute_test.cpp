@@ -63,7 +63,7 @@ TEST(ActivationCheckpointing, RecomputesEachLayerFromTheWeightsHandedOutInBackwa
     for (const GroupSpec& g : params.groups())
       for (const TensorSpec& t : g.tensors) reader.read_f32(t.name, params.param(t.name));
     RewardModelOptions options;
-    options.activation_checkpointing = checkpointing;
+    options.activation_checkpointing = checkpointing ? ActivationCheckpointing::Full : ActivationCheckpointing::None;
     BackwardPerturbingAccess access(params, layer0);
     Qwen3RewardModel(config, options).forward_backward(batch, access);
     std::vector<std::vector<std::vector<float>>> grads(size_t(params.num_groups()));

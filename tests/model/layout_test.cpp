@@ -60,7 +60,7 @@ class Layouts : public ::testing::Test {
     fb_ = testing::fixture_batch(r);
   }
 
-  Result run(const data::PairBatch& b, bool checkpointing) {
+  Result run(const data::PairBatch& b, ActivationCheckpointing checkpointing = ActivationCheckpointing::None) {
     RewardModelOptions o;
     o.activation_checkpointing = checkpointing;
     Qwen3RewardModel m(config_, o);
@@ -100,7 +100,7 @@ TEST_F(Layouts, PackedEqualsPadded) {
   ASSERT_LT(packed.rows, padded.rows);
   const data::PairBatch shuffled = testing::packed_batch(fb_.seqs, 0, 40, {5, 3, 1, 4, 0, 2});
   ASSERT_EQ(shuffled.rows, 2);
-  const Result a = run(padded, false), b = run(packed, false), c = run(shuffled, false);
+  const Result a = run(padded), b = run(packed), c = run(shuffled);
   expect_close(a, b, 1e-5);
   expect_close(a, c, 1e-5);
   EXPECT_NEAR(a.rewards[0], 0.39328781, 1e-5);  // the HF value, so neither run is trivially wrong
@@ -108,17 +108,19 @@ TEST_F(Layouts, PackedEqualsPadded) {
 
 TEST_F(Layouts, CheckpointingIsBitIdentical) {
   const data::PairBatch padded = testing::padded_batch(fb_.seqs, 0, fb_.row_len);
-  const Result a = run(padded, false);
+  const Result a = run(padded);
   const std::vector<std::string> log_plain = log_;
-  const Result b = run(padded, true);
-  EXPECT_EQ(a.rewards, b.rewards);
-  EXPECT_EQ(a.loss_sum, b.loss_sum);
-  EXPECT_EQ(a.grads, b.grads);
-  EXPECT_EQ(log_plain, log_);  // recompute reuses the backward acquisition
+  for (ActivationCheckpointing mode : {ActivationCheckpointing::Selective, ActivationCheckpointing::Full}) {
+    const Result b = run(padded, mode);
+    EXPECT_EQ(a.rewards, b.rewards);
+    EXPECT_EQ(a.loss_sum, b.loss_sum);
+    EXPECT_EQ(a.grads, b.grads);
+    EXPECT_EQ(log_plain, log_);  // recompute reuses the backward acquisition
+  }
 }
 
 TEST_F(Layouts, ContractCallOrder) {
-  run(testing::padded_batch(fb_.seqs, 0, fb_.row_len), true);
+  run(testing::padded_batch(fb_.seqs, 0, fb_.row_len), ActivationCheckpointing::Full);
   const int G = params_->num_groups();  // 4: embed, 2 layers, head
   std::vector<std::string> want;
   for (int g = 0; g < G; ++g) {
@@ -138,7 +140,7 @@ TEST_F(Layouts, PadsAreNeverComputed) {
     const int64_t row = i / b.row_len, col = i % b.row_len;
     if (col >= b.seq_len[row]) b.tokens[i] = 7 + int32_t(col);
   }
-  const Result ra = run(a, false), rb = run(b, false);
+  const Result ra = run(a), rb = run(b);
   EXPECT_EQ(ra.rewards, rb.rewards);
   EXPECT_EQ(ra.grads, rb.grads);
 }
@@ -153,7 +155,7 @@ TEST_F(Layouts, MaskedPairContributesNothing) {
   const RewardOutput om = m.forward(masked, *params_);
   EXPECT_EQ(om.real_pairs, 2);
   EXPECT_EQ(om.rewards.size(), 6u);  // every sequence still gets its reward
-  const Result rm = run(masked, false), ra = run(alone, false);
+  const Result rm = run(masked), ra = run(alone);
   EXPECT_NEAR(rm.loss_sum, ra.loss_sum, 1e-6);
   Result ra6 = ra;  // compare gradients only (rewards differ in count)
   ra6.rewards = {rm.rewards[0], rm.rewards[1], rm.rewards[2], rm.rewards[3], rm.rewards[4], rm.rewards[5]};
@@ -166,7 +168,7 @@ TEST_F(Layouts, ForwardOnlyMatchesForwardBackward) {
   RecordingAccess acc(*params_);
   const RewardOutput f = m.forward(b, acc);
   EXPECT_EQ(acc.log, (std::vector<std::string>{"a0", "r0", "a1", "r1", "a2", "r2", "a3", "r3"}));
-  const Result fb = run(b, false);
+  const Result fb = run(b);
   EXPECT_EQ(f.rewards, fb.rewards);
   EXPECT_EQ(f.loss_sum, fb.loss_sum);
   EXPECT_EQ(f.correct_pairs, 2);

@@ -174,6 +174,30 @@ TEST(PmtrainConfig, EnumKeysAreTypedAtLoad) {
   EXPECT_NE(error_of("model:\n  preset: qwen3-5b\n").find("test.yaml:2: model.preset: unknown value 'qwen3-5b' (expected tiny, qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, custom)"), std::string::npos);
 }
 
+// model.activation_checkpointing was a bool: YAML booleans still read (true = full, false = none), the
+// three modes by name, printed back by name; anything else names the key, the line and the spellings.
+TEST(PmtrainConfig, CheckpointingModesAndTheOldBooleans) {
+  using model::ActivationCheckpointing;
+  EXPECT_EQ(parse_config("", "t.yaml").model.activation_checkpointing, ActivationCheckpointing::None);
+  const std::vector<std::pair<std::string, ActivationCheckpointing>> cases = {
+      {"true", ActivationCheckpointing::Full},       {"false", ActivationCheckpointing::None},
+      {"yes", ActivationCheckpointing::Full},        {"off", ActivationCheckpointing::None},
+      {"none", ActivationCheckpointing::None},       {"selective", ActivationCheckpointing::Selective},
+      {"full", ActivationCheckpointing::Full}};
+  for (const auto& [text, want] : cases) {
+    const Config c = parse_config("model:\n  activation_checkpointing: " + text + "\n", "t.yaml");
+    EXPECT_EQ(c.model.activation_checkpointing, want) << text;
+    EXPECT_EQ(parse_config("", "t.yaml", {"model.activation_checkpointing=" + text}).model.activation_checkpointing, want)
+        << text;
+    EXPECT_EQ(parse_config(to_yaml(c), "again.yaml").model.activation_checkpointing, want) << text;
+  }
+  EXPECT_NE(to_yaml(parse_config("", "t.yaml", {"model.activation_checkpointing=true"})).find("activation_checkpointing: full"),
+            std::string::npos);
+  const std::string e = error_of("model:\n  activation_checkpointing: partial\n");
+  EXPECT_NE(e.find("test.yaml:2: model.activation_checkpointing: unknown value 'partial' (expected none, selective, full)"),
+            std::string::npos) << e;
+}
+
 // One default per knob: the optimizer's defaults are written as doubles in pmtrain (so they print as
 // written) and must be the very values optim::AdamWConfig holds; the engine's are read from EngineConfig.
 TEST(PmtrainConfig, DefaultsAgreeWithTheLibraries) {

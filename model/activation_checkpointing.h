@@ -1,0 +1,15 @@
+// What a decoder layer keeps between forward and backward (model.activation_checkpointing), shared by the
+// orchestration (reward_model.cpp, decoder_layer.cpp) and the plan of its memory (activation_plan.h).
+#pragma once
+#include <cstdint>
+
+namespace zero::model {
+
+// None: every activation backward reads is kept. Selective: the GEMM and attention outputs (q, k, v, o,
+// lse, h, g, u) and the rstd vectors are kept; the element-wise tensors computed from them (a, qr, kr,
+// b, m) are dropped after forward and recomputed before the layer's backward: no GEMM is repeated, so it
+// costs element-wise passes only. Full: only each layer's input is kept and the whole layer (GEMMs
+// included) is recomputed in backward. All three give the same numbers bit for bit (same inputs, same ops).
+enum class ActivationCheckpointing : uint8_t { None, Selective, Full };
+
+}  // namespace zero::model

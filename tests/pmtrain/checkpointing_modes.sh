@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# model.activation_checkpointing none, selective and full (given as the old boolean `true`) train to the
+# same numbers bit for bit: every step's loss and gradient norm in metrics.jsonl is the same text (the
+# JSON writer prints the shortest text that reads back to the double). The resolved config names the
+# mode, and a misspelt mode is a one-line error naming the key.
+source "$(dirname "$0")/common.sh"
+ref=""
+for mode in none selective true; do
+  $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml --set run.dir=$TMP/$mode --set data.cache_dir=$TMP/cache \
+    --set model.activation_checkpointing=$mode --set run.steps=3 --set batch.global=4 --set batch.micro=2 \
+    --set data.max_len=96 --set run.eval_every=0 --set run.save_final=false > $TMP/out.txt 2>&1 \
+    || { cat $TMP/out.txt; fail "$mode: training failed"; }
+  curve=$(paste -d' ' <(json_field $TMP/$mode/metrics.jsonl train loss) <(json_field $TMP/$mode/metrics.jsonl train grad_norm) | tr '\n' ' ')
+  echo "$mode: loss grad_norm per step: $curve"
+  [ $(wc -w <<<"$curve") = 6 ] || fail "$mode: expected 3 steps of loss and grad_norm"
+  if [ -z "$ref" ]; then ref=$curve; else [ "$curve" = "$ref" ] || fail "$mode differs from none: $curve vs $ref"; fi
+done
+grep -q "activation_checkpointing: selective" $TMP/selective/config.resolved.yaml || fail "resolved config lacks selective"
+grep -q "activation_checkpointing: full" $TMP/true/config.resolved.yaml || fail "true did not read as full"
+bad "misspelt mode" "model.activation_checkpointing: unknown value 'partial' (expected none, selective, full)" \
+  train configs/tiny_cpu.yaml --set model.activation_checkpointing=partial
+echo "checkpointing modes agree"
