@@ -5,11 +5,14 @@
 #  - `pmtrain --version` stays small: max RSS under 30 MiB (a build linking the CUDA libraries: ~220 MiB);
 #  - a CUDA build loads the module for backend cuda, from the build tree and from an install tree
 #    (cmake --install --component pmtrain), then stops in one line because no GPU is visible;
-#  - a missing module and a stale one (tests/pmtrain/stale_cuda_backend.cpp, ABI 0) are one clear line.
-# Args: PMTRAIN MPIRUN BUILD_DIR STALE_MODULE
+#  - a missing module and a stale one (tests/pmtrain/stale_cuda_backend.cpp, ABI 0) are one clear line;
+#  - an error thrown inside a module (tests/pmtrain/throwing_cuda_backend.cpp: zero::InputError) reaches
+#    pmtrain's handler for zero::Error by type ("error:", not "unexpected error:").
+# Args: PMTRAIN MPIRUN BUILD_DIR STALE_MODULE THROWING_MODULE
 source "$(dirname "$0")/common.sh"
 BUILD=$3
 STALE=$4
+THROWING=$5
 CUDA_LIBS='lib(cudart|cublas|cublasLt|nccl)\.so'
 export CUDA_VISIBLE_DEVICES=  # no GPU, on the GPU machine too
 built=false
@@ -81,4 +84,16 @@ export ZERO_PMTRAIN_CUDA_BACKEND=$STALE
 bad stale_module "$STALE is a stale CUDA backend module (ABI 0" train configs/tiny_cpu.yaml \
   --set backend=cuda --set run.dir=$TMP/run_bad --set data.cache_dir=$TMP/cache_bad
 [ ! -e $TMP/cache_bad ] || fail "the data was read before the backend was checked"
+
+# 6. Exceptions cross the boundary with their types (make_training runs after the data is read: its log
+#    lines come first).
+rc=0
+ZERO_PMTRAIN_CUDA_BACKEND=$THROWING "$PMTRAIN" train configs/tiny_cpu.yaml --set backend=cuda \
+  --set run.dir=$TMP/run_throw --set data.cache_dir=$TMP/cache_throw > $TMP/throw.out 2>&1 || rc=$?
+[ $rc -ne 0 ] || fail "module_throws: exit code 0"
+! grep -qiE "unexpected error|terminate called|Aborted|Segmentation" $TMP/throw.out \
+  || { cat $TMP/throw.out; fail "module_throws: not caught as a zero::Error"; }
+grep -qx "pmtrain train: error: thrown in the test module by make_training (rank 0)" $TMP/throw.out \
+  || { cat $TMP/throw.out; fail "module_throws: the module's error line is missing"; }
+echo "module_throws: $(grep "thrown in the test module" $TMP/throw.out)"
 echo "PASS"
