@@ -3,7 +3,7 @@
 # a CMake package (find_package(zero): zero::core, zero::comm, zero::optim, zero::engine,
 # zero::checkpoint, and zero::cuda when built, with their MPI/Eigen/fmt/json/xxhash/CUDA/NCCL
 # dependencies found again by zeroConfig.cmake) and a pkg-config file (zero.pc). docs/EMBEDDING.md says
-# what the public API promises.
+# what the public API promises. Also bin/pmtrain and (CUDA builds) lib/libpmtrain_cuda_backend.so.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -19,6 +19,16 @@ set(ZERO_INSTALL_TARGETS zero_core zero_comm zero_optim zero_engine zero_checkpo
 if(ZERO_CUDA_ENABLED)
   list(APPEND ZERO_PUBLIC_HEADERS cuda/cuda_ops.h cuda/nccl_communicator.h cuda/device_select.h cuda/device_allocator.h)
   list(APPEND ZERO_INSTALL_TARGETS zero_cuda)
+endif()
+
+# pmtrain, and its CUDA backend module in the lib dir, where pmtrain looks for it (bin/../lib,
+# pmtrain/cuda_backend_loader.h). Component pmtrain: `cmake --install BUILD --component pmtrain` installs
+# just these two.
+if(TARGET pmtrain)
+  install(TARGETS pmtrain RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT pmtrain)
+endif()
+if(TARGET pmtrain_cuda_backend)
+  install(TARGETS pmtrain_cuda_backend LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT pmtrain)
 endif()
 
 foreach(h ${ZERO_PUBLIC_HEADERS})

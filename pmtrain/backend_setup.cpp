@@ -1,108 +1,58 @@
-// make_backend: CPU (host memory, MPI) or CUDA (device memory, NCCL, CudaModelOps on the ops' stream).
+// make_backend: CPU (host memory, MPI) here, or CUDA (device memory, NCCL, CudaModelOps on the ops' stream)
+// from the CUDA backend module.
 #include "pmtrain/backend_setup.h"
 
 #include <cstring>
 
 #include "core/check.h"
-#include "zero/device_ops.h"
+#include "core/out_of_memory.h"
+#include "pmtrain/cuda_backend_loader.h"
 #include "pmtrain/model_setup.h"
-
-#ifdef ZERO_PMTRAIN_CUDA
-#include <mpi.h>
-
-#include "cuda/cuda_ops.h"
-#include "cuda/device_allocator.h"
-#include "cuda/device_select.h"
-#include "cuda/nccl_communicator.h"
-#include "model/cuda/cuda_model_ops.h"
-#include "model/cuda/device_params.h"
-#endif
+#include "zero/device_ops.h"
 
 namespace zero::pmtrain {
 
-bool cuda_backend_built() {
-#ifdef ZERO_PMTRAIN_CUDA
-  return true;
-#else
-  return false;
-#endif
-}
-
 bool is_out_of_memory(const std::exception& e) {
-#ifdef ZERO_PMTRAIN_CUDA
-  if (dynamic_cast<const model::cuda_pool::OutOfMemory*>(&e)) return true;
-#endif
+  if (dynamic_cast<const OutOfMemory*>(&e)) return true;
   return std::strstr(e.what(), "out of memory") != nullptr;
 }
 
 void require_backend_here(const Config& cfg, int rank) {
   if (cfg.backend != Backend::Cuda) return;
-#ifdef ZERO_PMTRAIN_CUDA
+  const CudaBackendLoad& cuda = load_cuda_backend();
+  ZERO_REQUIRE(cuda.api, ConfigError, "{}: backend cuda: {}; use --set backend=cpu to run on the CPU backend",
+               cfg.source, cuda.error);
   // Every rank must see a GPU; say so in one line rather than as a CUDA error.
-  ZERO_REQUIRE(cuda_device_count() > 0, ConfigError,
+  ZERO_REQUIRE(cuda.api->device_count() > 0, ConfigError,
                "{}: backend cuda: no CUDA device is visible on this machine (rank {}); run on a GPU node or use "
-               "--set backend=cpu",
+               "--set backend=cpu to run on the CPU backend",
                cfg.source, rank);
-#else
-  (void)rank;
-  throw ConfigError(fmt::format("{}: backend cuda: this build has no CUDA backend", cfg.source));
-#endif
 }
 
-#ifdef ZERO_PMTRAIN_CUDA
 namespace {
-// zero.param_dtype picks the model's mode: bf16 parameters -> bf16 activations (fp32 residual and
-// statistics), fp32 -> everything fp32.
-DType cuda_mode(const Config& cfg) {
-  return cfg.zero.param_dtype == DType::BF16 ? DType::BF16 : DType::F32;
+// What the CUDA module needs of the config. zero.param_dtype picks the model's mode: bf16 parameters ->
+// bf16 activations (fp32 residual and statistics), fp32 -> everything fp32.
+CudaBackendOptions cuda_options(const Config& cfg) {
+  return {cfg.zero.param_dtype == DType::BF16 ? DType::BF16 : DType::F32, reward_model_options(cfg.model).attention};
 }
 }  // namespace
-#endif
 
 ScoringBackend make_scoring_backend(const Config& cfg, const model::DenseParams& host) {
-  ScoringBackend b;
   require_backend_here(cfg, 0);
-  if (cfg.backend == Backend::Cpu) {
-    b.description = "cpu";
-    return b;
-  }
-#ifdef ZERO_PMTRAIN_CUDA
-  const DType act = cuda_mode(cfg);
-  b.model_ops = model::make_cuda_model_ops({nullptr, act, reward_model_options(cfg.model).attention});
-  b.params = std::make_unique<model::DeviceParams>(host, act, /*with_grads=*/false);
-  b.description = fmt::format("cuda (device 0 of {}, {} weights and activations)", cuda_device_count(), dtype_name(act));
-#else
-  (void)host;
-#endif
+  if (cfg.backend == Backend::Cuda) return load_cuda_backend().api->make_scoring(cuda_options(cfg), host);
+  ScoringBackend b;
+  b.description = "cpu";
   return b;
 }
 
 BackendParts make_backend(const Config& cfg, Communicator& comm) {
-  BackendParts b;
-  if (cfg.backend == Backend::Cpu) {
-    b.ops = make_cpu_ops();
-    b.alloc = std::make_unique<TrackingAllocator>(make_host_allocator());
-    b.description = "cpu (host memory, MPI)";
-    return b;
-  }
   require_backend_here(cfg, comm.rank());
-#ifdef ZERO_PMTRAIN_CUDA
-  const DeviceChoice dev = select_device(MPI_COMM_WORLD);
-  if (dev.shared) isolate_ranks_for_shared_gpu(comm.rank());
-  auto cuda_ops = make_cuda_ops();
-  const cudaStream_t stream = cuda_ops->stream();
-  b.engine_comm = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, stream);
-  const DType act = cuda_mode(cfg);
-  b.model_ops = model::make_cuda_model_ops({stream, act, reward_model_options(cfg.model).attention});
-  b.ops = std::move(cuda_ops);
-  b.alloc = std::make_unique<TrackingAllocator>(make_device_allocator());
-  b.model_reads_backend_memory = true;
-  b.description = fmt::format("cuda (device {} of {}{}, NCCL, {} activations)", dev.device, dev.device_count,
-                              dev.shared ? ", shared by ranks" : "", dtype_name(act));
+  if (cfg.backend == Backend::Cuda) return load_cuda_backend().api->make_training(cuda_options(cfg), comm.rank());
+  BackendParts b;
+  b.ops = make_cpu_ops();
+  b.alloc = std::make_unique<TrackingAllocator>(make_host_allocator());
+  b.description = "cpu (host memory, MPI)";
   return b;
-#else
-  throw InternalError("make_backend: backend cuda passed require_backend_here in a build without it");
-#endif
 }
 
 }  // namespace zero::pmtrain

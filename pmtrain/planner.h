@@ -15,9 +15,9 @@
 namespace zero::pmtrain {
 
 // What the runtime holds besides the engine's buffers and the activations. On the CPU: the executable
-// and its shared libraries as loaded, measured in this process (a build with the CUDA backend maps
-// cuBLAS, cuBLASLt and NCCL: ~220 MiB resident at start-up; a CPU-only build ~7 MiB), plus Open MPI, the
-// tokenizer and the tokenized dataset: 65 MiB (bench/planner/accuracy.sh: a 1-layer hidden-32 model's
+// and its shared libraries as loaded, measured in this process (~7 MiB: the CUDA backend's cuBLAS,
+// cuBLASLt and NCCL, ~220 MiB, are loaded only for backend cuda, pmtrain/cuda_backend_loader.h), plus
+// Open MPI, the tokenizer and the tokenized dataset: 65 MiB (bench/planner/accuracy.sh: a 1-layer hidden-32 model's
 // peak RSS less its planned bytes was 72 MiB for the CPU-only build); a profile's
 // process_baseline_bytes overrides the sum. Assumed for a GPU: the CUDA context with
 // cuBLASLt and NCCL loaded ~1 GiB, and 5% of the device memory in use left unusable by the caching

@@ -51,10 +51,6 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
 
   const auto groups = engine_groups(model_->groups());
   plan_ = plan_memory(cfg_, model_cfg_, groups, W, info_.local_world, micro_pairs);
-  ZERO_REQUIRE(cfg_.backend == Backend::Cpu || cuda_backend_built(), ConfigError,
-               "{}: backend cuda: pmtrain's CUDA backend is not available in this build, so this run cannot start "
-               "here. Its plan: {}. Use --set backend=cpu to train on the CPU backend if it fits.",
-               cfg_.source, plan_.describe());
   require_backend_here(cfg_, info_.rank);  // no GPU: one line now, not after the data is read
   require_fits(plan_, cfg_);
 

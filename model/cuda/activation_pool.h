@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/out_of_memory.h"
 
 namespace zero::model::cuda_pool {
 
@@ -18,9 +19,7 @@ namespace zero::model::cuda_pool {
 size_t block_bytes(size_t bytes);
 
 // Thrown when the device has no memory left for an activation, even after the cache is released.
-struct OutOfMemory : Error {
-  using Error::Error;
-};
+using zero::OutOfMemory;  // core/out_of_memory.h
 
 struct PoolStats {
   size_t device_mallocs = 0;  // cudaMalloc calls so far

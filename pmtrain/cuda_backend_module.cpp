@@ -1,0 +1,53 @@
+// The CUDA backend module (libpmtrain_cuda_backend.so): CudaOps + NcclCommunicator + the model's CUDA ops on
+// one stream for train/eval, the model's CUDA ops on DeviceParams for score. Loaded by
+// cuda_backend_loader.cpp for `backend: cuda` only; the boundary and why C++ objects may cross it are in
+// cuda_backend_module.h.
+#include <mpi.h>
+
+#include <fmt/format.h>
+
+#include "cuda/cuda_ops.h"
+#include "cuda/device_allocator.h"
+#include "cuda/device_select.h"
+#include "cuda/nccl_communicator.h"
+#include "model/cuda/cuda_model_ops.h"
+#include "model/cuda/device_params.h"
+#include "pmtrain/cuda_backend_module.h"
+
+namespace zero::pmtrain {
+namespace {
+
+BackendParts make_training(const CudaBackendOptions& o, int rank) {
+  BackendParts b;
+  const DeviceChoice dev = select_device(MPI_COMM_WORLD);
+  if (dev.shared) isolate_ranks_for_shared_gpu(rank);
+  auto cuda_ops = make_cuda_ops();
+  const cudaStream_t stream = cuda_ops->stream();
+  b.engine_comm = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, stream);
+  b.model_ops = model::make_cuda_model_ops({stream, o.activations, o.attention});
+  b.ops = std::move(cuda_ops);
+  b.alloc = std::make_unique<TrackingAllocator>(make_device_allocator());
+  b.model_reads_backend_memory = true;
+  b.description = fmt::format("cuda (device {} of {}{}, NCCL, {} activations)", dev.device, dev.device_count,
+                              dev.shared ? ", shared by ranks" : "", dtype_name(o.activations));
+  return b;
+}
+
+ScoringBackend make_scoring(const CudaBackendOptions& o, const model::DenseParams& host) {
+  ScoringBackend b;
+  b.model_ops = model::make_cuda_model_ops({nullptr, o.activations, o.attention});
+  b.params = std::make_unique<model::DeviceParams>(host, o.activations, /*with_grads=*/false);
+  b.description = fmt::format("cuda (device 0 of {}, {} weights and activations)", cuda_device_count(),
+                              dtype_name(o.activations));
+  return b;
+}
+
+}  // namespace
+}  // namespace zero::pmtrain
+
+extern "C" __attribute__((visibility("default"))) const zero::pmtrain::CudaBackendApi* ZERO_PMTRAIN_CUDA_BACKEND_ENTRY() {
+  static const zero::pmtrain::CudaBackendApi api{.device_count = zero::cuda_device_count,
+                                                 .make_training = zero::pmtrain::make_training,
+                                                 .make_scoring = zero::pmtrain::make_scoring};
+  return &api;
+}
