@@ -13,6 +13,7 @@
 #include "cuda/cuda_ops.h"
 #include "cuda/device_allocator.h"
 #include "cuda/device_select.h"
+#include "cuda/event_step_clock.h"
 #include "cuda/nccl_communicator.h"
 #include "model/cuda/cuda_model_ops.h"
 #include "model/cuda/device_params.h"
@@ -82,6 +83,7 @@ BackendParts make_backend(const Config& cfg, Communicator& comm) {
   if (cfg.backend == Backend::Cpu) {
     b.ops = make_cpu_ops();
     b.alloc = std::make_unique<TrackingAllocator>(make_host_allocator());
+    b.clock = std::make_unique<HostStepClock>();
     b.description = "cpu (host memory, MPI)";
     return b;
   }
@@ -94,6 +96,7 @@ BackendParts make_backend(const Config& cfg, Communicator& comm) {
   b.engine_comm = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, stream);
   const DType act = cuda_mode(cfg);
   b.model_ops = model::make_cuda_model_ops({stream, act, reward_model_options(cfg.model).attention});
+  b.clock = make_event_step_clock(stream);
   b.ops = std::move(cuda_ops);
   b.alloc = std::make_unique<TrackingAllocator>(make_device_allocator());
   b.model_reads_backend_memory = true;

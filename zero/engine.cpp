@@ -210,6 +210,7 @@ void* Engine::gather_unit(int u) {
   if (unit_slot_[u] < 0) start_gather(u);
   const int slot = unit_slot_[u];
   if (ring_handle_[slot]) {
+    const StepClock::Scope timed(clock_, TimeCategory::Comm);
     ring_handle_[slot]->enqueue_wait();
     ring_handle_[slot].reset();
   }
@@ -235,6 +236,7 @@ void Engine::free_unit(int u) {
   const int slot = unit_slot_[u];
   if (slot < 0) return;
   if (ring_handle_[slot]) {  // an unused prefetch: its all-gather must finish before the slot is reused
+    const StepClock::Scope timed(clock_, TimeCategory::Comm);
     ring_handle_[slot]->enqueue_wait();
     ring_handle_[slot].reset();
   }
@@ -295,6 +297,7 @@ int Engine::acquire_slot(int bucket, int piece) {
 
 const GroupView& Engine::grad_view(int g) {
   check_group(g, "grad_view");
+  const StepClock::Scope timed(clock_, TimeCategory::GradBuckets);
   const auto& L = part_.groups[g];
   ZERO_REQUIRE(!L.split(), ConfigError, "grad_view({}): group '{}' is split into {} pieces; use grad_piece", g,
                groups_[g].name, L.pieces);
@@ -308,6 +311,7 @@ const GroupView& Engine::grad_view(int g) {
 
 const PieceView& Engine::grad_piece(int g, int k) {
   check_group(g, "grad_piece");
+  const StepClock::Scope timed(clock_, TimeCategory::GradBuckets);
   const auto& L = part_.groups[g];
   ZERO_CHECK(k >= 0 && k < L.pieces, "grad_piece: piece {} of group '{}' out of range [0, {})", k, groups_[g].name,
              L.pieces);
@@ -334,6 +338,7 @@ void Engine::count_nonfinite(int g, size_t flat_begin, const void* data, size_t 
 
 void Engine::grad_ready(int g) {
   check_group(g, "grad_ready");
+  const StepClock::Scope timed(clock_, TimeCategory::GradBuckets);
   ZERO_REQUIRE(!grad_views_[g].empty(), ConfigError, "grad_ready({}) without grad_view({})", g, g);
   if (cfg_.nan_guard) count_nonfinite(g, 0, grad_views_[g].front().data, part_.groups[g].numel);
   unit_ready(g);
@@ -341,6 +346,7 @@ void Engine::grad_ready(int g) {
 
 void Engine::piece_ready(int g, int k) {
   check_group(g, "piece_ready");
+  const StepClock::Scope timed(clock_, TimeCategory::GradBuckets);
   const int u = unit_of(g, k);
   ZERO_REQUIRE(!grad_piece_views_[u].runs.empty(), ConfigError, "piece_ready({}, {}) without grad_piece({}, {})", g,
                k, g, k);
@@ -359,6 +365,7 @@ void Engine::unit_ready(int g) {
 }
 
 void Engine::empty_micro_step() {
+  const StepClock::Scope timed(clock_, TimeCategory::GradBuckets);  // zero gradients (its waits: comm)
   const int G = int(groups_.size());
   for (int g = 0; g < G; ++g) {
     if (!part_.groups[g].split()) {
@@ -512,7 +519,10 @@ void Engine::complete_oldest() {
   ZERO_CHECK(!pending_.empty(), "no collective in flight");
   Pending p = std::move(pending_.front());
   pending_.pop_front();
-  p.handle->enqueue_wait();  // on_done's backend work is ordered after it; the host need not wait
+  {
+    const StepClock::Scope timed(clock_, TimeCategory::Comm);
+    p.handle->enqueue_wait();  // on_done's backend work is ordered after it; the host need not wait
+  }
   if (p.on_done) p.on_done();
   if (p.chunk_slot >= 0) chunk_busy_[p.chunk_slot] = false;
 }
@@ -535,6 +545,7 @@ void* Engine::grad_for_optimizer(int g) const {
 void Engine::zero_accumulators() { ops_.zero(accum_.data(), accum_.dtype(), accum_.count()); }
 
 StepResult Engine::step(double loss_divisor) {
+  const StepClock::Scope timed(clock_, TimeCategory::Optimizer);
   ZERO_REQUIRE(loss_divisor > 0, ConfigError, "step: loss divisor must be positive (got {})", loss_divisor);
   ZERO_REQUIRE(micro_ == cfg_.accum_steps - 1, ConfigError, "step() after {} micro-steps; accumulation is {}",
                micro_ + 1, cfg_.accum_steps);
@@ -565,7 +576,10 @@ StepResult Engine::step(double loss_divisor) {
               rank_, bad, groups_[g].name.c_str(), groups_[g].tensors[t].name.c_str());
     }
   double sums[2] = {partials[0], first_bad_group >= 0 ? 1.0 : 0.0};
-  comm_.all_reduce_scalars(sums, 2, ReduceOp::Sum);
+  {
+    const StepClock::Scope waiting(clock_, TimeCategory::Comm);
+    comm_.all_reduce_scalars(sums, 2, ReduceOp::Sum);
+  }
   StepResult r;
   r.grad_norm = std::sqrt(sums[0]) / loss_divisor;
   const bool any_bad = sums[1] > 0;
@@ -573,6 +587,7 @@ StepResult Engine::step(double loss_divisor) {
     if (any_bad) {  // name the lowest rank that saw it, and its group
       const double G = double(groups_.size());
       double code = first_bad_group >= 0 ? rank_ * G + first_bad_group : std::numeric_limits<double>::max();
+      const StepClock::Scope waiting(clock_, TimeCategory::Comm);
       comm_.all_reduce_scalars(&code, 1, ReduceOp::Min);
       r.bad_rank = int(code / G);
       r.bad_group = groups_[size_t(code - r.bad_rank * G)].name;
@@ -630,6 +645,8 @@ void Engine::sync_params() {
       }
     }
   }
+  if (handles.empty()) return;
+  const StepClock::Scope timed(clock_, TimeCategory::Comm);
   for (auto& h : handles) h->wait();
 }
 

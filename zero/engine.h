@@ -32,6 +32,7 @@
 
 #include "comm/communicator.h"
 #include "core/memory.h"
+#include "core/step_clock.h"
 #include "zero/buffer_plan.h"
 #include "zero/device_ops.h"
 #include "zero/engine_config.h"
@@ -144,6 +145,10 @@ class Engine {
   const CommReport& comm_report() const { return comm_.report(); }
   Communicator& comm() { return comm_; }
   int rank() const { return rank_; }
+  // Times the engine's work into `clock` (null: untimed): grad_view / grad_ready and their piece forms as
+  // grad_buckets, step() as optimizer, and every wait for a collective (host wait, or the compute stream's
+  // enqueue_wait) as comm, nested scopes counting apart (core/step_clock.h).
+  void set_step_clock(StepClock* clock) { clock_ = clock; }
 
  private:
   // A reduction in flight. Staging slots never wait for one: their data is copied into a send
@@ -238,6 +243,7 @@ class Engine {
   int micro_ = -1;                         // current micro-step index within the accumulation
   bool backward_ = false;
   int64_t step_ = 0;
+  StepClock* clock_ = nullptr;
 };
 
 }  // namespace zero
