@@ -202,8 +202,10 @@ void Engine::start_gather(int u) {
   ring_unit_[slot] = u;
   unit_slot_[u] = slot;
   const size_t len = L.piece_len(k);
-  ring_handle_[slot] = comm_.all_gather_async(at(params_, L.shard_offset + L.piece_begin(k)), ring_[slot].data(), len,
-                                              cfg_.param_dtype, backward_ ? "ag bwd" : "ag fwd");
+  ring_handle_[slot] = start_timed([&] {
+    return comm_.all_gather_async(at(params_, L.shard_offset + L.piece_begin(k)), ring_[slot].data(), len,
+                                  cfg_.param_dtype, backward_ ? "ag bwd" : "ag fwd");
+  });
 }
 
 void* Engine::gather_unit(int u) {
@@ -446,7 +448,8 @@ void Engine::launch_bucket(int b) {
     if (!last_micro()) return;            // nothing to reduce before the accumulation boundary
     const size_t first = part_.groups[B.first_group()].full_offset;
     if (cfg_.stage == 0 && at_ == rt) {  // all-reduce the accumulator in place, whole bucket at once
-      push_pending(-1, comm_.all_reduce_async(at(accum_, first), B.padded, rt, ReduceOp::Sum, "ar"), nullptr);
+      push_pending(-1, start_timed([&] { return comm_.all_reduce_async(at(accum_, first), B.padded, rt, ReduceOp::Sum, "ar"); }),
+                   nullptr);
       return;
     }
     if (cfg_.stage == 0) {  // through the send buffer in the reduction dtype, chunk by chunk
@@ -455,7 +458,8 @@ void Engine::launch_bucket(int b) {
         const size_t n = std::min(cap, B.padded - a);
         const int c = acquire_chunk_slot();
         ops_.copy(send_[c].data(), rt, at(accum_, first + a), at_, n);
-        push_pending(c, comm_.all_reduce_async(send_[c].data(), n, rt, ReduceOp::Sum, "ar"), [this, c, first, a, n] {
+        push_pending(c, start_timed([&] { return comm_.all_reduce_async(send_[c].data(), n, rt, ReduceOp::Sum, "ar"); }),
+                     [this, c, first, a, n] {
           ops_.copy(at(accum_, first + a), cfg_.accum_dtype, send_[c].data(), cfg_.reduce_dtype, n);
         });
       }
@@ -466,7 +470,7 @@ void Engine::launch_bucket(int b) {
       const size_t n = std::min(chunk_shard_, B.shard - a);
       const int c = acquire_chunk_slot();
       pack_chunk(B, a, n, [&](int g) { return at(accum_, part_.groups[g].full_offset); }, at_, send_[c].data());
-      push_pending(c, comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), n, rt, ReduceOp::Sum, "rs"),
+      push_pending(c, start_timed([&] { return comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), n, rt, ReduceOp::Sum, "rs"); }),
                    [this, b, c, a, n] {
                      for_each_piece(part_.buckets[b], a, n, [&](int g, size_t in_shard, size_t in_chunk, size_t len) {
                        const auto& L = part_.groups[g];
@@ -485,7 +489,7 @@ void Engine::launch_bucket(int b) {
     const size_t n = std::min(chunk_shard_, B.shard - a);
     const int c = acquire_chunk_slot();
     pack_chunk(B, a, n, [&](int g) { return at(staging_[slot], offset_in_bucket_[g]); }, pt, send_[c].data());
-    push_pending(c, comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), n, rt, ReduceOp::Sum, "rs"),
+    push_pending(c, start_timed([&] { return comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), n, rt, ReduceOp::Sum, "rs"); }),
                  [this, c, dst, a, n] {
                    ops_.add(at(accum_, dst + a), cfg_.accum_dtype, at(recv_[c], 0), cfg_.reduce_dtype, n);
                  });
@@ -509,7 +513,9 @@ void Engine::launch_piece(int g, int k, int slot) {
   ops_.copy(send_[c].data(), cfg_.reduce_dtype, staging_[slot].data(), cfg_.param_dtype, len * W);
   slot_state_[slot] = SlotState::Free;
   const size_t dst = L.shard_offset + c0;
-  push_pending(c, comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), len, cfg_.reduce_dtype, ReduceOp::Sum, "rs"),
+  push_pending(c, start_timed([&] {
+                 return comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), len, cfg_.reduce_dtype, ReduceOp::Sum, "rs");
+               }),
                [this, c, dst, len] {
                  ops_.add(at(accum_, dst), cfg_.accum_dtype, at(recv_[c], 0), cfg_.reduce_dtype, len);
                });
@@ -641,7 +647,7 @@ void Engine::sync_params() {
       default: {  // stages 1-2: own slice, then all-gather the group in place
         void* mine = at(params_, L.full_offset + s.begin);
         ops_.copy(mine, cfg_.param_dtype, s.master, DType::F32, s.count);
-        handles.push_back(comm_.all_gather_async(mine, at(params_, L.full_offset), L.shard, cfg_.param_dtype, "ag"));
+        handles.push_back(start_timed([&] { return comm_.all_gather_async(mine, at(params_, L.full_offset), L.shard, cfg_.param_dtype, "ag"); }));
       }
     }
   }

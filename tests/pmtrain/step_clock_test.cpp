@@ -8,9 +8,9 @@
 //   forward in backward. Per micro-batch: the embedding forward and backward once per piece the engine
 //   hands out, the pooled head forward and backward, the pair loss.
 //   Engine: one optimizer step; grad_view + grad_ready per whole group and grad_piece + piece_ready per
-//   piece of a split one; one comm wait per bucket reduction and stage-3 gather (read from the
-//   communicator's own counters), one for the stage 1-2 all-gathers after the step, one per scalar
-//   reduction.
+//   piece of a split one; comm: the start and the wait of each bucket reduction and stage-3 gather (the
+//   collectives read from the communicator's own counters), the stage 1-2 all-gathers' starts and one wait
+//   for them all, one per scalar reduction.
 // The seconds must be non-negative and sum to no more than the step's wall time. A fake clock with
 // literal timestamps checks that nested scopes count exclusively.
 #include <gtest/gtest.h>
@@ -134,10 +134,12 @@ TEST(StepClock, EveryOpOfARealStepIsCountedInItsCategory) {
         EXPECT_EQ(t.calls_of(TimeCategory::Optimizer), 1u);
         const CommReport& rep = comm.report();
         const uint64_t gathers = rep.of(Collective::AllGather).calls;
-        const uint64_t comm_waits = rep.of(Collective::AllReduce).calls + rep.of(Collective::ReduceScatter).calls +
-                                    (stage == 3 ? gathers : (gathers > 0 ? 1 : 0)) +
-                                    rep.of(Collective::ScalarAllReduce).calls;
-        EXPECT_EQ(t.calls_of(TimeCategory::Comm), comm_waits);
+        // Each bucket reduction and gather: its start and its wait; the stage 1-2 all-gathers: each start,
+        // one wait for all; each (blocking) scalar reduction: one.
+        const uint64_t comm_scopes = 2 * (rep.of(Collective::AllReduce).calls + rep.of(Collective::ReduceScatter).calls) +
+                                     (stage == 3 ? 2 * gathers : gathers + (gathers > 0 ? 1 : 0)) +
+                                     rep.of(Collective::ScalarAllReduce).calls;
+        EXPECT_EQ(t.calls_of(TimeCategory::Comm), comm_scopes);
         // Stage 3 gathers every unit in forward and the whole groups again in backward; stages 1-2 gather
         // each group once after the step.
         if (stage == 3) EXPECT_EQ(gathers, (G - 1 + pieces) + (G - 1));
