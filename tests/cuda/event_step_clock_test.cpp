@@ -38,7 +38,7 @@ TEST(EventStepClock, TimesTheStreamWithoutBlockingTheHost) {
 
   auto clock = make_event_step_clock(s);
   for (int window = 0; window < 2; ++window) {
-    SCOPED_TRACE(testing::Message() << "window " << window);
+    SCOPED_TRACE(::testing::Message() << "window " << window);
     t0 = std::chrono::steady_clock::now();
     clock->enter(TimeCategory::Optimizer);
     work(reps / 2);
