@@ -97,8 +97,8 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     model_ = std::make_unique<model::Qwen3RewardModel>(model_cfg_, reward_model_options(cfg_.model),
                                                        std::move(backend.model_ops));
   engine_ = std::make_unique<Engine>(ec, groups, engine_comm_ ? *engine_comm_ : comm_, *ops_, *alloc_);
-  // The step-time breakdown is always on: a scope costs two clock reads (CPU) or two event records on the
-  // stream (CUDA) per op, well under 1% of a step (measured on the CPU: see the commit adding it).
+  // The step-time breakdown is always on: a scope costs two clock reads (CPU: ~55 ns a scope measured, about
+  // 1.2k scopes in a 1.3 s tiny_cpu step, so < 0.01%) or two event records on the stream (CUDA).
   engine_->set_step_clock(clock_.get());
   model_->ops().set_step_clock(clock_.get());
   const std::string init = init_model_parameters(*engine_, cfg_.model, model_cfg_, model_->groups());
