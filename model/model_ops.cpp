@@ -100,6 +100,7 @@ void ModelOps::linear_forward(const TensorRef& x, const TensorRef& w, const Tens
   check_weight(w, w.dim(0) * w.dim(1), "linear_forward");
   check_tokens(x, w.dim(1), "linear_forward x");
   check_tokens(y, w.dim(0), "linear_forward y");
+  const StepClock::Scope timed(clock_, TimeCategory::Gemm);
   do_linear_forward(x, w, y);
 }
 
@@ -108,6 +109,7 @@ void ModelOps::linear_input_grad(const TensorRef& dy, const TensorRef& w, const 
   check_weight(w, w.dim(0) * w.dim(1), "linear_input_grad");
   check_tokens(dy, w.dim(0), "linear_input_grad dy");
   check_tokens(dx, w.dim(1), "linear_input_grad dx");
+  const StepClock::Scope timed(clock_, TimeCategory::Gemm);
   do_linear_input_grad(dy, w, dx, accumulate);
 }
 
@@ -116,6 +118,7 @@ void ModelOps::linear_weight_grad(const TensorRef& x, const TensorRef& dy, const
   check_weight(dw, dw.dim(0) * dw.dim(1), "linear_weight_grad");
   check_tokens(x, dw.dim(1), "linear_weight_grad x");
   check_tokens(dy, dw.dim(0), "linear_weight_grad dy");
+  const StepClock::Scope timed(clock_, TimeCategory::Gemm);
   do_linear_weight_grad(x, dy, dw);
 }
 
@@ -124,6 +127,7 @@ void ModelOps::rmsnorm_forward(const TensorRef& x, const TensorRef& w, float eps
   check_weight(w, x.row_elems(), "rmsnorm_forward");
   check_shape(x, y, "rmsnorm_forward");
   check_f32(rstd, x.rows(), "rmsnorm_forward rstd");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
   do_rmsnorm_forward(x, w, eps, y, rstd);
 }
 
@@ -134,6 +138,7 @@ void ModelOps::rmsnorm_backward(const TensorRef& x, const TensorRef& w, const Te
   check_shape(x, dy, "rmsnorm_backward dy");
   check_shape(x, dx, "rmsnorm_backward dx");
   check_f32(rstd, x.rows(), "rmsnorm_backward rstd");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
   do_rmsnorm_backward(x, w, rstd, dy, dx, dw);
 }
 
@@ -143,6 +148,7 @@ void ModelOps::qk_norm_rope_forward(const TensorRef& x, const TensorRef& w, floa
   check_tokens(x, heads * d, "qk_norm_rope_forward x");
   check_shape(x, y, "qk_norm_rope_forward");
   check_f32(rstd, x.rows() * heads, "qk_norm_rope_forward rstd");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
   do_qk_norm_rope_forward(x, w, eps, y, rstd);
 }
 
@@ -154,6 +160,7 @@ void ModelOps::qk_norm_rope_backward(const TensorRef& x, const TensorRef& w, con
   check_shape(x, dy, "qk_norm_rope_backward dy");
   check_shape(x, dx, "qk_norm_rope_backward dx");
   check_f32(rstd, x.rows() * heads, "qk_norm_rope_backward rstd");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
   do_qk_norm_rope_backward(x, w, rstd, dy, dx, dw);
 }
 
@@ -166,6 +173,7 @@ void ModelOps::attention_forward(const TensorRef& q, const TensorRef& k, const T
   check_same(k, v, "attention_forward v");
   check_same(q, o, "attention_forward o");
   check_f32(lse, q.rows() * s.heads, "attention_forward lse");
+  const StepClock::Scope timed(clock_, TimeCategory::Attention);
   do_attention_forward(q, k, v, s, o, lse);
 }
 
@@ -183,12 +191,14 @@ void ModelOps::attention_backward(const TensorRef& q, const TensorRef& k, const 
   check_same(k, dk, "attention_backward dk");
   check_same(k, dv, "attention_backward dv");
   check_f32(lse, q.rows() * s.heads, "attention_backward lse");
+  const StepClock::Scope timed(clock_, TimeCategory::Attention);
   do_attention_backward(q, k, v, o, d_o, lse, s, dq, dk, dv);
 }
 
 void ModelOps::swiglu_forward(const TensorRef& g, const TensorRef& u, const TensorRef& m) {
   check_same(g, u, "swiglu_forward u");
   check_same(g, m, "swiglu_forward m");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
   do_swiglu_forward(g, u, m);
 }
 
@@ -198,24 +208,28 @@ void ModelOps::swiglu_backward(const TensorRef& g, const TensorRef& u, const Ten
   check_same(g, dm, "swiglu_backward dm");
   check_same(g, dg, "swiglu_backward dg");
   check_same(g, du, "swiglu_backward du");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
   do_swiglu_backward(g, u, dm, dg, du);
 }
 
 void ModelOps::add(const TensorRef& a, const TensorRef& b, const TensorRef& out) {
   check_same(a, b, "add");
   check_same(a, out, "add out");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
   do_add(a, b, out);
 }
 
 void ModelOps::embedding_forward(const Piece& table, int64_t vocab, const TensorRef& x) {
   check_piece(table, vocab * x.row_elems(), "embedding_forward");
   check_tokens(x, x.row_elems(), "embedding_forward x");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
   do_embedding_forward(table, x);
 }
 
 void ModelOps::embedding_backward(const TensorRef& dx, int64_t vocab, const Piece& dtable) {
   check_piece(dtable, vocab * dx.row_elems(), "embedding_backward");
   check_tokens(dx, dx.row_elems(), "embedding_backward dx");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
   do_embedding_backward(dx, dtable);
 }
 
@@ -226,6 +240,7 @@ void ModelOps::pooled_head_forward(const TensorRef& x, const TensorRef& norm_w, 
   check_weight(norm_w, H, "pooled_head_forward norm");
   check_weight(score, H, "pooled_head_forward score");
   check_f32(rewards, plan().num_seqs(), "pooled_head_forward rewards");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
   do_pooled_head_forward(x, norm_w, score, eps, rewards);
 }
 
@@ -240,12 +255,14 @@ void ModelOps::pooled_head_backward(const TensorRef& x, const TensorRef& norm_w,
   check_weight(d_norm_w, H, "pooled_head_backward d_norm");
   check_weight(d_score, H, "pooled_head_backward d_score");
   check_f32(drewards, plan().num_seqs(), "pooled_head_backward drewards");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
   do_pooled_head_backward(x, norm_w, score, eps, drewards, dx, d_norm_w, d_score);
 }
 
 PairStats ModelOps::pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask, const TensorRef& drewards) {
   check_f32(rewards, 2 * int64_t(pair_mask.size()), "pair_loss rewards");
   if (!drewards.empty()) check_f32(drewards, rewards.numel(), "pair_loss drewards");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
   return do_pair_loss(rewards, pair_mask, drewards);
 }
 

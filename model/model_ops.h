@@ -17,6 +17,7 @@
 #include <span>
 
 #include "core/dtype.h"
+#include "core/step_clock.h"
 #include "model/attention.h"
 #include "model/param_access.h"
 #include "model/tensor_ref.h"
@@ -82,6 +83,13 @@ class ModelOps {
   size_t live_bytes() const { return live_bytes_; }
   size_t peak_bytes() const { return peak_bytes_; }
   void reset_peak_bytes() { peak_bytes_ = live_bytes_; }
+
+  // ---- timing ----------------------------------------------------------------------------------------
+  // Each op below runs inside a scope of `clock` (null: untimed): linear_* as gemm, attention_* as
+  // attention, the rest as elementwise; alloc, to_host and begin_batch are not ops and stay untimed. The
+  // clock is the backend's (host time on the CPU, events on the compute stream on CUDA).
+  void set_step_clock(StepClock* clock) { clock_ = clock; }
+  StepClock* step_clock() const { return clock_; }
 
   // ---- the micro-batch -------------------------------------------------------------------------------
   // Makes the plan's token ids, positions, sequences and pooled tokens (and the RoPE angles of its
@@ -191,6 +199,7 @@ class ModelOps {
 
   const TokenPlan* plan_ = nullptr;
   size_t live_bytes_ = 0, peak_bytes_ = 0;
+  StepClock* clock_ = nullptr;
 };
 
 }  // namespace zero::model

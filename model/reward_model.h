@@ -55,6 +55,7 @@ class Qwen3RewardModel {
   const std::vector<GroupSpec>& groups() const { return groups_; }  // the engine allocates from these
   int num_groups() const { return static_cast<int>(groups_.size()); }
   void set_activation_checkpointing(ActivationCheckpointing mode) { options_.activation_checkpointing = mode; }
+  ModelOps& ops() const { return *ops_; }  // the backend (its step clock, its byte counts)
 
   // Forward, loss and backward of one micro-batch; each group's gradient buffers receive the gradient of
   // loss_sum (the SUM over real pairs: the step divides by the global pair count).

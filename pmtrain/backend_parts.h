@@ -8,6 +8,7 @@
 
 #include "comm/communicator.h"
 #include "core/memory.h"
+#include "core/step_clock.h"
 #include "model/model_ops.h"
 #include "model/param_access.h"
 #include "zero/device_ops.h"
@@ -20,6 +21,7 @@ struct BackendParts {
   std::unique_ptr<Communicator> engine_comm;  // null: the run's own communicator (MPI)
   std::unique_ptr<model::ModelOps> model_ops;  // null: the model's default (the CPU's)
   bool model_reads_backend_memory = false;     // the model's ops take the engine's views in place
+  std::unique_ptr<StepClock> clock;            // times the step (host clock; CUDA: events on the stream)
   std::string description;                     // for the log
 };
 

@@ -51,6 +51,7 @@ BackendParts make_backend(const Config& cfg, Communicator& comm) {
   BackendParts b;
   b.ops = make_cpu_ops();
   b.alloc = std::make_unique<TrackingAllocator>(make_host_allocator());
+  b.clock = std::make_unique<HostStepClock>();
   b.description = "cpu (host memory, MPI)";
   return b;
 }

@@ -9,6 +9,7 @@
 #include "cuda/cuda_ops.h"
 #include "cuda/device_allocator.h"
 #include "cuda/device_select.h"
+#include "cuda/event_step_clock.h"
 #include "cuda/nccl_communicator.h"
 #include "model/cuda/cuda_model_ops.h"
 #include "model/cuda/device_params.h"
@@ -25,6 +26,7 @@ BackendParts make_training(const CudaBackendOptions& o, int rank) {
   const cudaStream_t stream = cuda_ops->stream();
   b.engine_comm = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, stream);
   b.model_ops = model::make_cuda_model_ops({stream, o.activations, o.attention});
+  b.clock = make_event_step_clock(stream);
   b.ops = std::move(cuda_ops);
   b.alloc = std::make_unique<TrackingAllocator>(make_device_allocator());
   b.model_reads_backend_memory = true;

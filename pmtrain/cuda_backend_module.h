@@ -20,7 +20,7 @@
 
 namespace zero::pmtrain {
 
-inline constexpr int kCudaBackendAbi = 1;
+inline constexpr int kCudaBackendAbi = 2;  // 2: BackendParts carries the step clock
 // The entry point's name, defined by the module and looked up by the loader.
 #define ZERO_PMTRAIN_CUDA_BACKEND_ENTRY zero_pmtrain_cuda_backend
 

@@ -49,6 +49,26 @@ void MetricsLog::write(const nlohmann::json& record) {
   fflush(file_);
 }
 
+namespace {
+// What no category covers: host work between scopes, idle, and (CUDA) the stream's gaps.
+double other_seconds(const StepTimes& t, double wall_s) { return wall_s - t.total(); }
+}  // namespace
+
+nlohmann::json time_breakdown_json(const StepTimes& t, double wall_s) {
+  nlohmann::json j = nlohmann::json::object();
+  for (size_t c = 0; c < kTimeCategories; ++c) j[time_category_name(TimeCategory(c))] = t.seconds[c];
+  j["other"] = other_seconds(t, wall_s);
+  return j;
+}
+
+std::string time_shares_line(const StepTimes& t, double wall_s) {
+  auto share = [&](double s) { return wall_s > 0 ? 100.0 * s / wall_s : 0.0; };
+  std::string line;
+  for (size_t c = 0; c < kTimeCategories; ++c)
+    line += fmt::format("{} {:.1f}% | ", time_category_name(TimeCategory(c)), share(t.seconds[c]));
+  return line + fmt::format("other {:.1f}%", share(other_seconds(t, wall_s)));
+}
+
 std::string format_duration(double s) {
   if (s < 0 || s != s) return "?";
   const long t = long(s + 0.5);

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/step_clock.h"
+
 namespace zero::pmtrain {
 
 // Sums over pairs, reduced across ranks before printing.
@@ -38,5 +40,11 @@ class MetricsLog {
 };
 
 std::string format_duration(double seconds);
+
+// The step-time breakdown of a train record ("time_s", one step) or the summary (the run's train steps):
+// seconds per StepClock category plus "other" = wall_s - their sum (host work, idle, untimed engine work).
+nlohmann::json time_breakdown_json(const StepTimes& t, double wall_s);
+// "gemm 41% | attention 9% | ... | other 12%" (shares of wall_s), rank 0's line at the end of a run.
+std::string time_shares_line(const StepTimes& t, double wall_s);
 
 }  // namespace zero::pmtrain

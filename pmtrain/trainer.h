@@ -64,6 +64,7 @@ class Trainer {
   std::unique_ptr<DeviceOps> ops_;
   std::unique_ptr<TrackingAllocator> alloc_;
   std::unique_ptr<Communicator> engine_comm_;  // the CUDA backend's NCCL communicator (null: comm_)
+  std::unique_ptr<StepClock> clock_;           // the step-time breakdown (model ops and engine)
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<EngineParamAccess> access_;
   std::unique_ptr<MetricsLog> metrics_;

@@ -202,14 +202,17 @@ void Engine::start_gather(int u) {
   ring_unit_[slot] = u;
   unit_slot_[u] = slot;
   const size_t len = L.piece_len(k);
-  ring_handle_[slot] = comm_.all_gather_async(at(params_, L.shard_offset + L.piece_begin(k)), ring_[slot].data(), len,
-                                              cfg_.param_dtype, backward_ ? "ag bwd" : "ag fwd");
+  ring_handle_[slot] = start_timed([&] {
+    return comm_.all_gather_async(at(params_, L.shard_offset + L.piece_begin(k)), ring_[slot].data(), len,
+                                  cfg_.param_dtype, backward_ ? "ag bwd" : "ag fwd");
+  });
 }
 
 void* Engine::gather_unit(int u) {
   if (unit_slot_[u] < 0) start_gather(u);
   const int slot = unit_slot_[u];
   if (ring_handle_[slot]) {
+    const StepClock::Scope timed(clock_, TimeCategory::Comm);
     ring_handle_[slot]->enqueue_wait();
     ring_handle_[slot].reset();
   }
@@ -235,6 +238,7 @@ void Engine::free_unit(int u) {
   const int slot = unit_slot_[u];
   if (slot < 0) return;
   if (ring_handle_[slot]) {  // an unused prefetch: its all-gather must finish before the slot is reused
+    const StepClock::Scope timed(clock_, TimeCategory::Comm);
     ring_handle_[slot]->enqueue_wait();
     ring_handle_[slot].reset();
   }
@@ -295,6 +299,7 @@ int Engine::acquire_slot(int bucket, int piece) {
 
 const GroupView& Engine::grad_view(int g) {
   check_group(g, "grad_view");
+  const StepClock::Scope timed(clock_, TimeCategory::GradBuckets);
   const auto& L = part_.groups[g];
   ZERO_REQUIRE(!L.split(), ConfigError, "grad_view({}): group '{}' is split into {} pieces; use grad_piece", g,
                groups_[g].name, L.pieces);
@@ -308,6 +313,7 @@ const GroupView& Engine::grad_view(int g) {
 
 const PieceView& Engine::grad_piece(int g, int k) {
   check_group(g, "grad_piece");
+  const StepClock::Scope timed(clock_, TimeCategory::GradBuckets);
   const auto& L = part_.groups[g];
   ZERO_CHECK(k >= 0 && k < L.pieces, "grad_piece: piece {} of group '{}' out of range [0, {})", k, groups_[g].name,
              L.pieces);
@@ -334,6 +340,7 @@ void Engine::count_nonfinite(int g, size_t flat_begin, const void* data, size_t 
 
 void Engine::grad_ready(int g) {
   check_group(g, "grad_ready");
+  const StepClock::Scope timed(clock_, TimeCategory::GradBuckets);
   ZERO_REQUIRE(!grad_views_[g].empty(), ConfigError, "grad_ready({}) without grad_view({})", g, g);
   if (cfg_.nan_guard) count_nonfinite(g, 0, grad_views_[g].front().data, part_.groups[g].numel);
   unit_ready(g);
@@ -341,6 +348,7 @@ void Engine::grad_ready(int g) {
 
 void Engine::piece_ready(int g, int k) {
   check_group(g, "piece_ready");
+  const StepClock::Scope timed(clock_, TimeCategory::GradBuckets);
   const int u = unit_of(g, k);
   ZERO_REQUIRE(!grad_piece_views_[u].runs.empty(), ConfigError, "piece_ready({}, {}) without grad_piece({}, {})", g,
                k, g, k);
@@ -359,6 +367,7 @@ void Engine::unit_ready(int g) {
 }
 
 void Engine::empty_micro_step() {
+  const StepClock::Scope timed(clock_, TimeCategory::GradBuckets);  // zero gradients (its waits: comm)
   const int G = int(groups_.size());
   for (int g = 0; g < G; ++g) {
     if (!part_.groups[g].split()) {
@@ -439,7 +448,8 @@ void Engine::launch_bucket(int b) {
     if (!last_micro()) return;            // nothing to reduce before the accumulation boundary
     const size_t first = part_.groups[B.first_group()].full_offset;
     if (cfg_.stage == 0 && at_ == rt) {  // all-reduce the accumulator in place, whole bucket at once
-      push_pending(-1, comm_.all_reduce_async(at(accum_, first), B.padded, rt, ReduceOp::Sum, "ar"), nullptr);
+      push_pending(-1, start_timed([&] { return comm_.all_reduce_async(at(accum_, first), B.padded, rt, ReduceOp::Sum, "ar"); }),
+                   nullptr);
       return;
     }
     if (cfg_.stage == 0) {  // through the send buffer in the reduction dtype, chunk by chunk
@@ -448,7 +458,8 @@ void Engine::launch_bucket(int b) {
         const size_t n = std::min(cap, B.padded - a);
         const int c = acquire_chunk_slot();
         ops_.copy(send_[c].data(), rt, at(accum_, first + a), at_, n);
-        push_pending(c, comm_.all_reduce_async(send_[c].data(), n, rt, ReduceOp::Sum, "ar"), [this, c, first, a, n] {
+        push_pending(c, start_timed([&] { return comm_.all_reduce_async(send_[c].data(), n, rt, ReduceOp::Sum, "ar"); }),
+                     [this, c, first, a, n] {
           ops_.copy(at(accum_, first + a), cfg_.accum_dtype, send_[c].data(), cfg_.reduce_dtype, n);
         });
       }
@@ -459,7 +470,7 @@ void Engine::launch_bucket(int b) {
       const size_t n = std::min(chunk_shard_, B.shard - a);
       const int c = acquire_chunk_slot();
       pack_chunk(B, a, n, [&](int g) { return at(accum_, part_.groups[g].full_offset); }, at_, send_[c].data());
-      push_pending(c, comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), n, rt, ReduceOp::Sum, "rs"),
+      push_pending(c, start_timed([&] { return comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), n, rt, ReduceOp::Sum, "rs"); }),
                    [this, b, c, a, n] {
                      for_each_piece(part_.buckets[b], a, n, [&](int g, size_t in_shard, size_t in_chunk, size_t len) {
                        const auto& L = part_.groups[g];
@@ -478,7 +489,7 @@ void Engine::launch_bucket(int b) {
     const size_t n = std::min(chunk_shard_, B.shard - a);
     const int c = acquire_chunk_slot();
     pack_chunk(B, a, n, [&](int g) { return at(staging_[slot], offset_in_bucket_[g]); }, pt, send_[c].data());
-    push_pending(c, comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), n, rt, ReduceOp::Sum, "rs"),
+    push_pending(c, start_timed([&] { return comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), n, rt, ReduceOp::Sum, "rs"); }),
                  [this, c, dst, a, n] {
                    ops_.add(at(accum_, dst + a), cfg_.accum_dtype, at(recv_[c], 0), cfg_.reduce_dtype, n);
                  });
@@ -502,7 +513,9 @@ void Engine::launch_piece(int g, int k, int slot) {
   ops_.copy(send_[c].data(), cfg_.reduce_dtype, staging_[slot].data(), cfg_.param_dtype, len * W);
   slot_state_[slot] = SlotState::Free;
   const size_t dst = L.shard_offset + c0;
-  push_pending(c, comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), len, cfg_.reduce_dtype, ReduceOp::Sum, "rs"),
+  push_pending(c, start_timed([&] {
+                 return comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), len, cfg_.reduce_dtype, ReduceOp::Sum, "rs");
+               }),
                [this, c, dst, len] {
                  ops_.add(at(accum_, dst), cfg_.accum_dtype, at(recv_[c], 0), cfg_.reduce_dtype, len);
                });
@@ -512,7 +525,10 @@ void Engine::complete_oldest() {
   ZERO_CHECK(!pending_.empty(), "no collective in flight");
   Pending p = std::move(pending_.front());
   pending_.pop_front();
-  p.handle->enqueue_wait();  // on_done's backend work is ordered after it; the host need not wait
+  {
+    const StepClock::Scope timed(clock_, TimeCategory::Comm);
+    p.handle->enqueue_wait();  // on_done's backend work is ordered after it; the host need not wait
+  }
   if (p.on_done) p.on_done();
   if (p.chunk_slot >= 0) chunk_busy_[p.chunk_slot] = false;
 }
@@ -535,6 +551,7 @@ void* Engine::grad_for_optimizer(int g) const {
 void Engine::zero_accumulators() { ops_.zero(accum_.data(), accum_.dtype(), accum_.count()); }
 
 StepResult Engine::step(double loss_divisor) {
+  const StepClock::Scope timed(clock_, TimeCategory::Optimizer);
   ZERO_REQUIRE(loss_divisor > 0, ConfigError, "step: loss divisor must be positive (got {})", loss_divisor);
   ZERO_REQUIRE(micro_ == cfg_.accum_steps - 1, ConfigError, "step() after {} micro-steps; accumulation is {}",
                micro_ + 1, cfg_.accum_steps);
@@ -565,7 +582,10 @@ StepResult Engine::step(double loss_divisor) {
               rank_, bad, groups_[g].name.c_str(), groups_[g].tensors[t].name.c_str());
     }
   double sums[2] = {partials[0], first_bad_group >= 0 ? 1.0 : 0.0};
-  comm_.all_reduce_scalars(sums, 2, ReduceOp::Sum);
+  {
+    const StepClock::Scope waiting(clock_, TimeCategory::Comm);
+    comm_.all_reduce_scalars(sums, 2, ReduceOp::Sum);
+  }
   StepResult r;
   r.grad_norm = std::sqrt(sums[0]) / loss_divisor;
   const bool any_bad = sums[1] > 0;
@@ -573,6 +593,7 @@ StepResult Engine::step(double loss_divisor) {
     if (any_bad) {  // name the lowest rank that saw it, and its group
       const double G = double(groups_.size());
       double code = first_bad_group >= 0 ? rank_ * G + first_bad_group : std::numeric_limits<double>::max();
+      const StepClock::Scope waiting(clock_, TimeCategory::Comm);
       comm_.all_reduce_scalars(&code, 1, ReduceOp::Min);
       r.bad_rank = int(code / G);
       r.bad_group = groups_[size_t(code - r.bad_rank * G)].name;
@@ -626,10 +647,12 @@ void Engine::sync_params() {
       default: {  // stages 1-2: own slice, then all-gather the group in place
         void* mine = at(params_, L.full_offset + s.begin);
         ops_.copy(mine, cfg_.param_dtype, s.master, DType::F32, s.count);
-        handles.push_back(comm_.all_gather_async(mine, at(params_, L.full_offset), L.shard, cfg_.param_dtype, "ag"));
+        handles.push_back(start_timed([&] { return comm_.all_gather_async(mine, at(params_, L.full_offset), L.shard, cfg_.param_dtype, "ag"); }));
       }
     }
   }
+  if (handles.empty()) return;
+  const StepClock::Scope timed(clock_, TimeCategory::Comm);
   for (auto& h : handles) h->wait();
 }
 

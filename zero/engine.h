@@ -32,6 +32,7 @@
 
 #include "comm/communicator.h"
 #include "core/memory.h"
+#include "core/step_clock.h"
 #include "zero/buffer_plan.h"
 #include "zero/device_ops.h"
 #include "zero/engine_config.h"
@@ -144,6 +145,10 @@ class Engine {
   const CommReport& comm_report() const { return comm_.report(); }
   Communicator& comm() { return comm_; }
   int rank() const { return rank_; }
+  // Times the engine's work into `clock` (null: untimed): grad_view / grad_ready and their piece forms as
+  // grad_buckets, step() as optimizer, and every start of and wait for a collective (host wait, or the
+  // compute stream's enqueue_wait) as comm, nested scopes counting apart (core/step_clock.h).
+  void set_step_clock(StepClock* clock) { clock_ = clock; }
 
  private:
   // A reduction in flight. Staging slots never wait for one: their data is copied into a send
@@ -155,6 +160,13 @@ class Engine {
   };
   enum class SlotState { Free, Filling };
   void push_pending(int chunk_slot, CommHandle h, std::function<void()> on_done);
+  // Starts a collective inside a comm scope: the call itself can be host work (MPI copies or progresses
+  // inside it), which is communication as much as the wait.
+  template <class F>
+  CommHandle start_timed(F&& start) {
+    const StepClock::Scope timed(clock_, TimeCategory::Comm);
+    return start();
+  }
 
   bool sharded_params() const { return cfg_.stage == 3; }
   bool sharded_grads() const { return cfg_.stage >= 2; }
@@ -238,6 +250,7 @@ class Engine {
   int micro_ = -1;                         // current micro-step index within the accumulation
   bool backward_ = false;
   int64_t step_ = 0;
+  StepClock* clock_ = nullptr;
 };
 
 }  // namespace zero

@@ -71,6 +71,20 @@ close $TMP/cpu1.loss $TMP/gpu1.loss 1e-4 "1 rank: cuda vs cpu per-step loss"
 [ "$(json_field $TMP/cpu1/metrics.jsonl train pair_id_sum)" = "$(json_field $TMP/gpu1/metrics.jsonl train pair_id_sum)" ] \
   || fail "cpu and cuda runs consumed different pairs"
 
+# 1b. The step-time breakdown on cuda (events on the stream): every category present, the model's and the
+# optimizer's positive, none negative, summing to step_s; the shares line is printed.
+python3 - $TMP/gpu1/metrics.jsonl <<'PY' || fail "cuda step-time breakdown"
+import json, sys
+train = [json.loads(l) for l in open(sys.argv[1]) if '"type":"train"' in l]
+for r in train:
+    t = r["time_s"]
+    assert set(t) == {"gemm", "attention", "elementwise", "grad_buckets", "optimizer", "comm", "other"}, t
+    assert all(t[k] > 0 for k in ("gemm", "attention", "elementwise", "optimizer")), t
+    assert all(v >= -1e-6 for v in t.values()) and abs(sum(t.values()) - r["step_s"]) <= 1e-6 * max(1, r["step_s"]), t
+print("cuda breakdown of the last step:", {k: round(v, 6) for k, v in train[-1]["time_s"].items()})
+PY
+grep '^time in train steps' $TMP/gpu1.txt || fail "no step-time shares line on cuda"
+
 # 2. Resume at 1 rank, bit-exact.
 train 1 cut1 --set backend=$GPU --set zero.param_dtype=fp32 --set run.stop_at=2
 grep -q "stopped at step 2 of 4" $TMP/cut1.txt || fail "cut1: no early stop"

@@ -16,3 +16,26 @@ grep -q '^final eval | loss' $TMP/out.txt || fail "no final eval line"
 grep -q 'world 4' $TMP/out.txt || fail "not a 4-rank run"
 [ -s $TMP/run/config.resolved.yaml ] || fail "resolved config not saved"
 grep -E '^(final eval|done:)' $TMP/out.txt
+# The step-time breakdown: every train record has each category and "other" (seconds), none negative
+# beyond rounding, summing to its step_s; the summary's totals are the steps' sums; the shares line is printed.
+python3 - "$M" <<'PY' || fail "step-time breakdown"
+import json, sys
+keys = {"gemm", "attention", "elementwise", "grad_buckets", "optimizer", "comm", "other"}
+recs = [json.loads(l) for l in open(sys.argv[1])]
+train = [r for r in recs if r["type"] == "train"]
+summary = [r for r in recs if r["type"] == "summary"][-1]
+assert train, "no train records"
+for r in train:
+    t = r["time_s"]
+    assert set(t) == keys, f"step {r['step']}: keys {sorted(t)}"
+    assert all(v >= -1e-6 for v in t.values()), f"step {r['step']}: negative {t}"
+    assert abs(sum(t.values()) - r["step_s"]) <= 1e-6 * max(1.0, r["step_s"]), f"step {r['step']}: {t} vs {r['step_s']}"
+    assert t["gemm"] > 0 and t["attention"] > 0 and t["elementwise"] > 0 and t["optimizer"] > 0, t
+for k in keys:
+    total = sum(r["time_s"][k] for r in train)
+    assert abs(summary["time_s"][k] - total) <= 1e-6 * max(1.0, summary["train_step_s"]), (k, summary["time_s"][k], total)
+assert abs(summary["train_step_s"] - sum(r["step_s"] for r in train)) <= 1e-6 * summary["train_step_s"]
+print("breakdown over %d steps: %s" % (len(train), {k: round(v / summary["train_step_s"], 3) for k, v in summary["time_s"].items()}))
+PY
+grep -qE '^time in train steps \(rank 0, .*\): gemm [0-9.]+% \| attention .* \| other -?[0-9.]+%$' $TMP/out.txt \
+  || { grep '^time in' $TMP/out.txt; fail "no step-time shares line"; }

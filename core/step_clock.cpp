@@ -1,0 +1,75 @@
+#include "core/step_clock.h"
+
+#include "core/check.h"
+
+namespace zero {
+
+const char* time_category_name(TimeCategory c) {
+  static const char* names[] = {"gemm", "attention", "elementwise", "grad_buckets", "optimizer", "comm"};
+  static_assert(sizeof(names) / sizeof(names[0]) == kTimeCategories);
+  return names[static_cast<size_t>(c)];
+}
+
+double StepTimes::total() const {
+  double s = 0;
+  for (double v : seconds) s += v;
+  return s;
+}
+
+StepTimes& StepTimes::operator+=(const StepTimes& o) {
+  for (size_t i = 0; i < kTimeCategories; ++i) seconds[i] += o.seconds[i], calls[i] += o.calls[i];
+  return *this;
+}
+
+void StepClock::mark() {
+  record(owner_.size());
+  owner_.push_back(open_.empty() ? int8_t(-1) : int8_t(open_.back()));
+}
+
+void StepClock::enter(TimeCategory c) {
+  ZERO_CHECK(c < TimeCategory::Count, "StepClock::enter: category {} out of range", int(c));
+  open_.push_back(c);
+  calls_[static_cast<size_t>(c)] += 1;
+  mark();
+}
+
+void StepClock::leave() {
+  ZERO_CHECK(!open_.empty(), "StepClock::leave without enter");
+  open_.pop_back();
+  mark();
+}
+
+StepTimes StepClock::take() {
+  ZERO_CHECK(open_.empty(), "StepClock::take inside a scope ({} open)", open_.size());
+  StepTimes t;
+  t.calls = calls_;
+  if (owner_.size() > 1) {
+    gaps_.assign(owner_.size() - 1, 0.0);
+    resolve(gaps_);
+    for (size_t i = 0; i < gaps_.size(); ++i)
+      if (owner_[i] >= 0) t.seconds[size_t(owner_[i])] += gaps_[i];
+  }
+  discard();
+  return t;
+}
+
+void StepClock::discard() {
+  ZERO_CHECK(open_.empty(), "StepClock::discard inside a scope ({} open)", open_.size());
+  owner_.clear();  // keeps its capacity: a steady state of steps allocates nothing
+  calls_ = {};
+}
+
+void HostStepClock::record(size_t i) {
+  const auto now = std::chrono::steady_clock::now();
+  if (i < t_.size()) {
+    t_[i] = now;
+  } else {
+    t_.push_back(now);
+  }
+}
+
+void HostStepClock::resolve(std::span<double> gaps) {
+  for (size_t i = 0; i < gaps.size(); ++i) gaps[i] = std::chrono::duration<double>(t_[i + 1] - t_[i]).count();
+}
+
+}  // namespace zero

@@ -1,0 +1,99 @@
+// StepClock: where one training step's time goes, by category (GEMMs, attention, the model's element-wise
+// ops, the engine's gradient buckets, the optimizer step, waits for collectives). The model's ops and the
+// engine open a Scope around each piece of work; the trainer takes the totals once per step and reports
+// the rest of the step's wall time as "other" (host work, idle, what no scope covers).
+//
+// Scopes nest and count exclusively: an inner scope pauses the outer one (the optimizer step's wait for
+// the norm's all-reduce counts as comm, not as optimizer), so the categories never sum past the wall time.
+// The clock only records timestamps ("marks") at scope boundaries; what a timestamp is belongs to the
+// backend: the host's steady_clock (the CPU backend, whose work is synchronous), or a cudaEvent on the
+// compute stream (cuda/event_step_clock.h: the stream's time, resolved after the step, no host wait).
+// A clock is not thread-safe: one per rank, driven from the thread that issues the work.
+#pragma once
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace zero {
+
+enum class TimeCategory : uint8_t {
+  Gemm,         // the model's linear layers: forward, input gradient, weight gradient
+  Attention,    // attention forward and backward
+  Elementwise,  // the model's other ops: norms, q/k norm + RoPE, SwiGLU, residual adds, embedding, head, loss
+  GradBuckets,  // the engine's per-micro-step gradient work: zeroing views, finite counts, accumulate, pack
+  Optimizer,    // the engine's step: norm, clip, AdamW, cast (its collective waits count as comm)
+  Comm,         // the host (MPI) or the compute stream (NCCL) waiting for a collective
+  Count
+};
+constexpr size_t kTimeCategories = static_cast<size_t>(TimeCategory::Count);
+// "gemm", "attention", "elementwise", "grad_buckets", "optimizer", "comm" (the metrics.jsonl keys).
+const char* time_category_name(TimeCategory c);
+
+// Seconds and scope counts per category over a window (one step, or a run).
+struct StepTimes {
+  std::array<double, kTimeCategories> seconds{};
+  std::array<uint64_t, kTimeCategories> calls{};
+  double of(TimeCategory c) const { return seconds[static_cast<size_t>(c)]; }
+  uint64_t calls_of(TimeCategory c) const { return calls[static_cast<size_t>(c)]; }
+  double total() const;  // the sum of the categories
+  StepTimes& operator+=(const StepTimes& o);
+};
+
+class StepClock {
+ public:
+  virtual ~StepClock() = default;
+
+  // Time from here to the matching leave() counts to c (minus nested scopes).
+  void enter(TimeCategory c);
+  void leave();
+  // RAII form; a null clock times nothing (a model or engine without a clock pays one branch).
+  class Scope {
+   public:
+    Scope(StepClock* clock, TimeCategory c) : clock_(clock) {
+      if (clock_) clock_->enter(c);
+    }
+    ~Scope() {
+      if (clock_) clock_->leave();
+    }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    StepClock* clock_;
+  };
+
+  // The times of the scopes since the last take() or discard(), then starts a new window. Call it between
+  // scopes, after the work was synchronised (a device clock resolves its events here).
+  StepTimes take();
+  // Starts a new window without resolving (work that should not count: evaluation between steps).
+  void discard();
+
+ protected:
+  // Records timestamp `i` of the window (0, 1, ...; indices are reused from 0 after take/discard).
+  virtual void record(size_t i) = 0;
+  // gaps[i] = seconds from timestamp i to i + 1, for the n = gaps.size() + 1 timestamps of the window.
+  virtual void resolve(std::span<double> gaps) = 0;
+
+ private:
+  void mark();  // a timestamp at a scope boundary; the category on top of the stack owns the time after it
+  std::vector<TimeCategory> open_;   // the scope stack
+  std::vector<int8_t> owner_;        // per timestamp: the category that owns the time after it (-1: none)
+  std::vector<double> gaps_;
+  std::array<uint64_t, kTimeCategories> calls_{};
+};
+
+// The CPU backend's clock: the host's steady_clock (its ops finish before they return).
+class HostStepClock final : public StepClock {
+ protected:
+  void record(size_t i) override;
+  void resolve(std::span<double> gaps) override;
+
+ private:
+  std::vector<std::chrono::steady_clock::time_point> t_;  // grows to a step's scope count, then is reused
+};
+
+}  // namespace zero

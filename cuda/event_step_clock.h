@@ -1,0 +1,19 @@
+// The CUDA backend's StepClock (core/step_clock.h): each timestamp is a cudaEvent recorded on the compute
+// stream, so a category gets the stream's time between its scope's boundaries (a kernel's run, or the
+// stream stalled on a collective's event), not the host's time to enqueue it. Recording never waits;
+// take() waits once for the window's last event (the step's work is done by then in pmtrain: it is called
+// after the step's results came back) and reads every gap. Events come from a pool that grows to the
+// largest window (the first step) and is reused after, so a steady state creates none.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <memory>
+
+#include "core/step_clock.h"
+
+namespace zero {
+
+// `stream`: the compute stream (CudaOps::stream()), on the current device.
+std::unique_ptr<StepClock> make_event_step_clock(cudaStream_t stream);
+
+}  // namespace zero
