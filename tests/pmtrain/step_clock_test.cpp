@@ -87,9 +87,11 @@ TEST(StepClock, EveryOpOfARealStepIsCountedInItsCategory) {
   for (int64_t p = r; p < pairs; p += W) mine.push_back(fb.seqs[2 * p]), mine.push_back(fb.seqs[2 * p + 1]);
 
   const uint64_t L = uint64_t(qc.num_layers);
-  for (bool ckpt : {false, true})
+  using model::ActivationCheckpointing;
+  for (ActivationCheckpointing ckpt :
+       {ActivationCheckpointing::None, ActivationCheckpointing::Selective, ActivationCheckpointing::Full})
     for (int stage = 0; stage <= 3; ++stage) {
-      SCOPED_TRACE(::testing::Message() << "stage " << stage << " checkpointing " << ckpt);
+      SCOPED_TRACE(::testing::Message() << "stage " << stage << " checkpointing " << int(ckpt));
       Config c;
       c.zero.stage = stage;
       c.zero.bucket_elements = 4096;  // several buckets; the embedding (47856 elements) in pieces
@@ -120,12 +122,16 @@ TEST(StepClock, EveryOpOfARealStepIsCountedInItsCategory) {
         const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         ASSERT_TRUE(res.applied);
 
-        const uint64_t recompute = ckpt ? 1 : 0;
+        // Full recomputes a layer's whole forward (7 GEMMs, attention, 7 element-wise ops); selective only
+        // its two input norms, q/k norm + RoPE and the SwiGLU product (5 element-wise ops).
+        const uint64_t recompute = ckpt == ActivationCheckpointing::Full ? 1 : 0;
+        const uint64_t rematerialised = ckpt == ActivationCheckpointing::Selective ? 5 : 0;
         EXPECT_EQ(t.calls_of(TimeCategory::Gemm), L * (7 + 14 + 7 * recompute));
         EXPECT_EQ(t.calls_of(TimeCategory::Attention), L * (1 + 1 + recompute));
         const uint64_t pieces = uint64_t(engine.num_pieces(0));  // the embedding group, split
         EXPECT_GT(pieces, 1u);
-        EXPECT_EQ(t.calls_of(TimeCategory::Elementwise), L * (7 + 7 + 7 * recompute) + 2 * pieces + 2 + 1);
+        EXPECT_EQ(t.calls_of(TimeCategory::Elementwise),
+                  L * (7 + 7 + 7 * recompute + rematerialised) + 2 * pieces + 2 + 1);
 
         uint64_t grad_units = 0;
         const uint64_t G = engine.groups().size();
