@@ -14,27 +14,9 @@ START=$(date +%s)
 echo "# gpu_check: $(git rev-parse --short HEAD 2>/dev/null || echo unknown) on $(hostname), $(date -u)"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || echo "nvidia-smi failed"
 
-# Dependencies the machine lacks, unpacked into a private root (never into /).
-ROOT=$PWD/.gpudeps/root
-if ls .gpudeps/*.deb >/dev/null 2>&1; then
-  mkdir -p "$ROOT"
-  for f in .gpudeps/*.deb; do dpkg -x "$f" "$ROOT"; done
-  ARCH_LIB=$ROOT/usr/lib/x86_64-linux-gnu
-  export CMAKE_PREFIX_PATH=$ROOT/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
-  export PKG_CONFIG_PATH=$ARCH_LIB/pkgconfig:$ROOT/usr/share/pkgconfig
-  export PKG_CONFIG_SYSROOT_DIR=$ROOT  # the .pc files say prefix=/usr
-  export CPATH=$ROOT/usr/include${CPATH:+:$CPATH}
-  export LIBRARY_PATH=$ARCH_LIB${LIBRARY_PATH:+:$LIBRARY_PATH}
-  export LD_LIBRARY_PATH=$ARCH_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  echo "# dependencies from .gpudeps: $(ls .gpudeps/*.deb | wc -l) packages"
-fi
-
+source launch/gpu_build.sh  # gpu_build: .gpudeps, configure, build
 BUILD=${BUILD_DIR:-build-gpu}
-JOBS=$(nproc)
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DZERO_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a \
-  -DZERO_BUILD_BENCH=ON > "$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log"; echo "0 passed, 1 failed"; exit 1; }
-cmake --build "$BUILD" -j "$JOBS" 2>&1 | grep -E "error|warning: unused|Error " | head -50
-cmake --build "$BUILD" -j "$JOBS" > /dev/null 2>&1 || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
+gpu_build "$BUILD" || { echo "0 passed, 1 failed"; exit 1; }
 echo "# built in $(( $(date +%s) - START )) s"
 
 export ZERO_REQUIRE_GPU=1 OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

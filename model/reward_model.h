@@ -54,6 +54,7 @@ class Qwen3RewardModel {
   const std::vector<GroupSpec>& groups() const { return groups_; }  // the engine allocates from these
   int num_groups() const { return static_cast<int>(groups_.size()); }
   void set_activation_checkpointing(bool on) { options_.activation_checkpointing = on; }
+  const ModelOps& ops() const { return *ops_; }  // the backend it computes on (its activation bytes)
 
   // Forward, loss and backward of one micro-batch; each group's gradient buffers receive the gradient of
   // loss_sum (the SUM over real pairs: the step divides by the global pair count).

@@ -10,6 +10,7 @@
 #ifdef ZERO_PMTRAIN_CUDA
 #include <mpi.h>
 
+#include "cuda/check.h"
 #include "cuda/cuda_ops.h"
 #include "cuda/device_allocator.h"
 #include "cuda/device_select.h"
@@ -75,6 +76,17 @@ ScoringBackend make_scoring_backend(const Config& cfg, const model::DenseParams&
   (void)host;
 #endif
   return b;
+}
+
+size_t device_bytes_in_use(const Config& cfg) {
+  if (cfg.backend != Backend::Cuda) return 0;
+#ifdef ZERO_PMTRAIN_CUDA
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return total_bytes - free_bytes;
+#else
+  return 0;
+#endif
 }
 
 BackendParts make_backend(const Config& cfg, Communicator& comm) {
