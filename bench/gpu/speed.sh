@@ -70,9 +70,11 @@ cell() {
   if ! python3 -c 'import json, sys; json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])' "$json" 2>/dev/null; then
     local why
     why=$(tail -1 "$err" | tr -d '"\\' | cut -c1-200)
+    [ -n "$why" ] || why="exit code $rc, no JSON"
     [ $rc = 124 ] && why="timed out after $CELL_TIMEOUT s"
     grep -qi "out of memory" "$err" && why="out of memory"
-    echo "{\"error\": \"$why\", \"oom\": $(grep -qi 'out of memory' "$err" && echo true || echo false)}" > "$json"
+    grep -q "cannot hold the run" "$err" && why="out of memory (the memory plan: does not fit)"
+    echo "{\"error\": \"$why\", \"oom\": $(case $why in "out of memory"*) echo true ;; *) echo false ;; esac)}" > "$json"
   fi
   echo "cell $name: $(( $(date +%s) - t )) s: $(tail -c 300 "$json")"
 }

@@ -68,10 +68,10 @@ def build_model(torch, a):
     cfg = Qwen3Config(vocab_size=VOCAB, hidden_size=hidden, intermediate_size=inter, num_hidden_layers=layers,
                       num_attention_heads=heads, num_key_value_heads=kv, head_dim=head_dim, rope_theta=1e6,
                       rms_norm_eps=1e-6, tie_word_embeddings=True, num_labels=1, pad_token_id=PAD_ID,
-                      max_position_embeddings=max(40960, a.seq), use_cache=False)
-    cfg._attn_implementation = "sdpa"
+                      max_position_embeddings=max(40960, a.seq), use_cache=False, attn_implementation="sdpa")
     torch.manual_seed(a.seed)
-    model = Qwen3ForSequenceClassification(cfg).to("cuda", dtype=torch.float32)
+    with torch.device("cuda"):  # random init on the GPU (a 4B init on the host takes minutes)
+        model = Qwen3ForSequenceClassification(cfg).to(dtype=torch.float32)
     if a.ckpt == "on":
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.train()
