@@ -21,6 +21,13 @@ assert j["tokens_per_s"] > 0 and j["real_tokens"] > 0 and j["steps"] == 3, j
 print("ok: real-data cell:", j)
 PY
 echo "ok: speed.sh dry run"; cat $md
+# No time left: no cell starts, and the table says so for each.
+SPEED_DRYRUN=1 SPEED_BUDGET_S=0 PMTRAIN="$PMTRAIN" bash bench/gpu/speed.sh $TMP/none > $TMP/none.out 2>&1 \
+  || { cat $TMP/none.out; fail "speed.sh with no budget failed"; }
+grep -q "Cells not run: .*pmtrain tiny ckpt off (time budget (0 s) spent); .*pmtrain tiny ckpt on (time budget" \
+  $TMP/none/speed.md || { cat $TMP/none/speed.md; fail "cells past the budget are not named"; }
+[ ! -d $TMP/none/cells/real_run ] || fail "a cell ran past the budget"
+echo "ok: speed.sh past its budget"
 
 # The baseline script: byte-compiles (into TMP: the tree stays clean), --help, and a row without torch.
 python3 -c "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)" \
