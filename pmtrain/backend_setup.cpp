@@ -45,6 +45,10 @@ ScoringBackend make_scoring_backend(const Config& cfg, const model::DenseParams&
   return b;
 }
 
+size_t device_bytes_in_use(const Config& cfg) {
+  return cfg.backend == Backend::Cuda ? load_cuda_backend().api->device_bytes_in_use() : 0;
+}
+
 BackendParts make_backend(const Config& cfg, Communicator& comm) {
   require_backend_here(cfg, comm.rank());
   if (cfg.backend == Backend::Cuda) return load_cuda_backend().api->make_training(cuda_options(cfg), comm.rank());

@@ -23,6 +23,11 @@ BackendParts make_backend(const Config& cfg, Communicator& comm);
 // `pmtrain score`: the model's ops and where they read the weights (cuda: a device copy of `host`).
 ScoringBackend make_scoring_backend(const Config& cfg, const model::DenseParams& host);
 
+// Bytes in use on this process's GPU as the driver reports them (cudaMemGetInfo: total - free, so the CUDA
+// context, cuBLASLt workspaces, NCCL and the activation pool's cached blocks included, and on a shared GPU
+// the other processes' too); 0 on the CPU backend.
+size_t device_bytes_in_use(const Config& cfg);
+
 // Whether an error is the device running out of memory (the model's activations or an engine buffer).
 bool is_out_of_memory(const std::exception& e);
 

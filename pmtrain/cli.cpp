@@ -28,6 +28,19 @@ CLI::Validator at_least(int64_t min) {
       "");
 }
 
+// A number > 0 (CLI::PositiveNumber names its bound as a 300-digit double).
+CLI::Validator positive_number() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        double v = 0;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec != std::errc() || end != s.data() + s.size() || !(v > 0))
+          return "'" + s + "' is not a number > 0";
+        return "";
+      },
+      "");
+}
+
 // CONFIG and --set, shared by every command that reads a config.
 void add_config(CLI::App* c, ConfigArgs& a, bool required = true) {
   auto* path = c->add_option("CONFIG", a.path, "the run's YAML config, e.g. configs/tiny_cpu.yaml");
@@ -132,6 +145,34 @@ std::optional<int> parse_command_line(int argc, char** argv, bool speak, Command
   add_config(eval, out.eval.config);
   add_weights(eval, out.eval.weights, "the newest complete checkpoint of the config's run.dir");
   eval->footer("Examples:\n  mpirun -np 2 pmtrain eval configs/tiny_cpu.yaml\n  pmtrain eval configs/tiny_cpu.yaml --init");
+
+  // ---- bench (pmtrain/bench_command.h) ----
+  BenchArgs& be = out.bench;
+  CLI::App* bench = app.add_subcommand(
+      "bench", "tokens/s, MFU and peak memory of the training step on synthetic pairs (no data read; under mpirun too)");
+  bench->add_option("CONFIG", be.config_path, "the run's YAML config (model, backend, stage), e.g. configs/qwen3_0_6b_bs128.yaml")
+      ->required();
+  bench->add_option("--set", be.overrides, "override a config key, e.g. --set model.activation_checkpointing=false")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  bench->add_option("--seq", be.seq, "tokens in every sequence, e.g. --seq 2048 (the default)")->check(at_least(1))->type_name("N");
+  bench->add_option("--pairs-per-step", be.pairs, "pairs per optimizer step over all ranks (2 sequences each), e.g. "
+                                                  "--pairs-per-step 2 (the default)")
+      ->check(at_least(1))
+      ->type_name("N");
+  bench->add_option("--steps", be.steps, "steps to run, warm-up included, e.g. --steps 10 (the default)")
+      ->check(at_least(1))
+      ->type_name("N");
+  bench->add_option("--warmup", be.warmup, "first steps left out of the median, e.g. --warmup 2 (the default)")
+      ->check(at_least(0))
+      ->type_name("N");
+  bench->add_option("--peak-tflops", be.peak_tflops, "peak FLOP/s per rank for MFU, e.g. --peak-tflops 989; default "
+                                                     "989 (H100 SXM dense bf16) on cuda, no MFU on the CPU")
+      ->check(positive_number())
+      ->type_name("TFLOPS");
+  bench->add_flag("--json", be.json, "print one JSON object (every step's time and tokens, the summary) instead of lines");
+  bench->footer("Examples:\n  pmtrain bench configs/qwen3_0_6b_bs128.yaml --set zero.stage=0 --json\n"
+                "  mpirun -np 2 pmtrain bench configs/tiny_cpu.yaml --seq 256 --steps 6");
 
   // ---- plan and calibrate (pmtrain/plan_command.h, pmtrain/calibrate.h) ----
   PlanArgs& pl = out.plan;

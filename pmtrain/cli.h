@@ -1,4 +1,4 @@
-// pmtrain's command line: one CLI11 parser for every command (train, eval, plan, calibrate, export,
+// pmtrain's command line: one CLI11 parser for every command (train, eval, bench, plan, calibrate, export,
 // score, tokenize, sweep, plot, config-doc). Each option is defined once, in cli.cpp, with its help text and an example; `pmtrain
 // CONFIG.yaml ...` means `pmtrain train CONFIG.yaml ...`. Parsing needs no MPI, so help, --version and
 // usage errors never start a job.
@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "pmtrain/bench_command.h"
 #include "pmtrain/calibrate.h"
 #include "pmtrain/export_command.h"
 #include "pmtrain/plot_command.h"
@@ -39,9 +40,10 @@ struct ScoreArgs {
 };
 
 struct CommandLine {
-  std::string command;  // train | eval | plan | calibrate | export | score | tokenize | sweep | plot | config-doc
+  std::string command;  // train | eval | bench | plan | calibrate | export | score | tokenize | sweep | plot | config-doc
   TrainArgs train;
   EvalArgs eval;
+  BenchArgs bench;
   PlanArgs plan;
   CalibrateArgs calibrate;
   ExportRequest export_request;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cuda/check.h"
 #include "cuda/cuda_ops.h"
 #include "cuda/device_allocator.h"
 #include "cuda/device_select.h"
@@ -35,6 +36,12 @@ BackendParts make_training(const CudaBackendOptions& o, int rank) {
   return b;
 }
 
+size_t device_bytes_in_use() {
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return total_bytes - free_bytes;
+}
+
 ScoringBackend make_scoring(const CudaBackendOptions& o, const model::DenseParams& host) {
   ScoringBackend b;
   b.model_ops = model::make_cuda_model_ops({nullptr, o.activations, o.attention});
@@ -50,6 +57,7 @@ ScoringBackend make_scoring(const CudaBackendOptions& o, const model::DenseParam
 extern "C" __attribute__((visibility("default"))) const zero::pmtrain::CudaBackendApi* ZERO_PMTRAIN_CUDA_BACKEND_ENTRY() {
   static const zero::pmtrain::CudaBackendApi api{.device_count = zero::cuda_device_count,
                                                  .make_training = zero::pmtrain::make_training,
-                                                 .make_scoring = zero::pmtrain::make_scoring};
+                                                 .make_scoring = zero::pmtrain::make_scoring,
+                                                 .device_bytes_in_use = zero::pmtrain::device_bytes_in_use};
   return &api;
 }

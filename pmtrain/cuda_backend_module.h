@@ -20,7 +20,7 @@
 
 namespace zero::pmtrain {
 
-inline constexpr int kCudaBackendAbi = 2;  // 2: BackendParts carries the step clock
+inline constexpr int kCudaBackendAbi = 3;  // 2: BackendParts carries the step clock; 3: device_bytes_in_use
 // The entry point's name, defined by the module and looked up by the loader.
 #define ZERO_PMTRAIN_CUDA_BACKEND_ENTRY zero_pmtrain_cuda_backend
 
@@ -40,6 +40,8 @@ struct CudaBackendApi {
   BackendParts (*make_training)(const CudaBackendOptions& options, int rank) = nullptr;
   // score (one process): the model's CUDA ops on device 0 and a device copy of `host`.
   ScoringBackend (*make_scoring)(const CudaBackendOptions& options, const model::DenseParams& host) = nullptr;
+  // Bytes in use on this process's current device (cudaMemGetInfo: total - free), for `pmtrain bench`.
+  size_t (*device_bytes_in_use)() = nullptr;
 };
 
 // The module's entry point (extern "C" ZERO_PMTRAIN_CUDA_BACKEND_ENTRY). Never throws; the result lives as long

@@ -1,5 +1,5 @@
 // pmtrain: the reward-model trainer's command line (cli.h lists the commands and options; `pmtrain
-// --help`, `pmtrain COMMAND --help`). train and eval run under MPI; the other commands, help, --version,
+// --help`, `pmtrain COMMAND --help`). train, eval and bench run under MPI; the other commands, help, --version,
 // usage errors and train --dry-run need none, and under a launcher only rank 0 does them.
 #include <cstdio>
 #include <iostream>
@@ -8,6 +8,7 @@
 #include "comm/launch_env.h"
 #include "core/check.h"
 #include "data/tokenize_tool.h"
+#include "pmtrain/bench_command.h"
 #include "pmtrain/cli.h"
 #include "pmtrain/commands.h"
 #include "pmtrain/config.h"
@@ -41,7 +42,8 @@ int main(int argc, char** argv) {
   CommandLine cl;
   if (const auto code = parse_command_line(argc, argv, rank0, cl)) return *code;
 
-  if ((cl.command != "train" && cl.command != "eval") || cl.train.dry_run) {
+  const bool under_mpi = cl.command == "train" || cl.command == "eval" || cl.command == "bench";
+  if (!under_mpi || cl.train.dry_run) {
     if (!rank0) return 0;
     try {
       return run_local(cl);
@@ -58,6 +60,7 @@ int main(int argc, char** argv) {
   MpiRuntime::Failure failure;
   const std::string head = fmt::format("pmtrain {}: ", cl.command);
   try {
+    if (cl.command == "bench") return run_bench(cl.bench, mpi);
     return cl.command == "train" ? run_train(cl.train, mpi) : run_eval(cl.eval, mpi);
   } catch (const PeerFailure&) {
     // Another rank failed and says why.

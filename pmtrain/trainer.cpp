@@ -17,6 +17,7 @@
 #include "pmtrain/engine_assembly.h"
 #include "pmtrain/model_setup.h"
 #include "pmtrain/stop_signals.h"
+#include "pmtrain/train_stack.h"
 #include "pmtrain/train_step.h"
 
 namespace zero::pmtrain {
@@ -47,12 +48,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   // Exported models must know their pad and end tokens (HF pools the rightmost non-pad token).
   if (model_cfg_.pad_token_id < 0) model_cfg_.pad_token_id = tokenizer_->pad_id();
   if (model_cfg_.eos_token_ids.empty() && tokenizer_->eos_id() >= 0) model_cfg_.eos_token_ids = {tokenizer_->eos_id()};
-  model_ = std::make_unique<model::Qwen3RewardModel>(model_cfg_, reward_model_options(cfg_.model));
-
-  const auto groups = engine_groups(model_->groups());
-  plan_ = plan_memory(cfg_, model_cfg_, groups, W, info_.local_world, micro_pairs);
-  require_backend_here(cfg_, info_.rank);  // no GPU: one line now, not after the data is read
-  require_fits(plan_, cfg_);
+  plan_ = plan_and_check_run(cfg_, model_cfg_, info_.rank, W, info_.local_world, micro_pairs);
 
   if (training) {
     ZERO_REQUIRE(!cfg_.data.train_files.empty(), ConfigError, "{}: data.train_files is empty", cfg_.source);
@@ -84,21 +80,8 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
 
   const EngineConfig ec = engine_config(cfg_, batch_.accum, total_steps_);
 
-  BackendParts backend = make_backend(cfg_, comm_);
-  ops_ = std::move(backend.ops);
-  alloc_ = std::move(backend.alloc);
-  engine_comm_ = std::move(backend.engine_comm);
-  clock_ = std::move(backend.clock);
-  if (backend.model_ops)  // the same model on the backend's ops (same groups)
-    model_ = std::make_unique<model::Qwen3RewardModel>(model_cfg_, reward_model_options(cfg_.model),
-                                                       std::move(backend.model_ops));
-  engine_ = std::make_unique<Engine>(ec, groups, engine_comm_ ? *engine_comm_ : comm_, *ops_, *alloc_);
-  // The step-time breakdown is always on: a scope costs two clock reads (CPU: ~55 ns a scope measured, about
-  // 1.2k scopes in a 1.3 s tiny_cpu step, so < 0.01%) or two event records on the stream (CUDA).
-  engine_->set_step_clock(clock_.get());
-  model_->ops().set_step_clock(clock_.get());
-  const std::string init = init_model_parameters(*engine_, cfg_.model, model_cfg_, model_->groups());
-  access_ = std::make_unique<EngineParamAccess>(*engine_, model_->groups(), backend.model_reads_backend_memory);
+  stack_ = assemble_train_stack(cfg_, comm_, model_cfg_, ec);  // the same model, now on the backend's ops
+  const std::string& init = stack_.init_description;
 
   if (info_.rank == 0 && !training) {
     const int64_t n = cfg_.run.eval_pairs > 0 ? std::min(cfg_.run.eval_pairs, test_.num_pairs()) : test_.num_pairs();
@@ -112,7 +95,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     printf("pmtrain: %s, world %d (%d nodes), stage %d, %s\n", cfg_.source.c_str(), W, info_.node_count, ec.stage,
            info_.launcher.c_str());
     printf("pmtrain: model %lld layers, hidden %lld, %zu parameters (%s)\n", (long long)model_cfg_.num_layers,
-           (long long)model_cfg_.hidden_size, engine_->partition().total_numel, init.c_str());
+           (long long)model_cfg_.hidden_size, stack_.engine->partition().total_numel, init.c_str());
     printf("pmtrain: data %lld train pairs, %lld test pairs; %s\n", (long long)train_.num_pairs(),
            (long long)test_.num_pairs(), train_.stats.report().c_str());
     if (cfg_.batch.micro_tokens > 0)
@@ -124,7 +107,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
       printf("pmtrain: batch global %lld = micro %lld x accum %lld x world %d; %lld steps (%lld per epoch)\n",
              (long long)batch_.global, (long long)batch_.micro, (long long)batch_.accum, W, (long long)total_steps_,
              (long long)sampler_->steps_per_epoch());
-    printf("pmtrain: backend %s\n", backend.description.c_str());
+    printf("pmtrain: backend %s\n", stack_.backend_description.c_str());
     printf("pmtrain: memory plan %s\n", plan_.describe().c_str());
     printf("--- resolved config (saved to %s/config.resolved.yaml) ---\n%s---\n", cfg_.run.dir.c_str(),
            to_yaml(cfg_).c_str());
@@ -135,24 +118,17 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   co.retention = {int(cfg_.run.keep_last), int(cfg_.run.keep_every)};
   co.async = cfg_.run.async_save;
   co.config_text = to_yaml(cfg_);
-  ckpt_ = std::make_unique<checkpoint::Checkpointer>(*engine_, co);
+  ckpt_ = std::make_unique<checkpoint::Checkpointer>(*stack_.engine, co);
   if (!training) return;
   resume_if_asked();
   metrics_ = std::make_unique<MetricsLog>((fs::path(cfg_.run.dir) / "metrics.jsonl").string(), info_.rank == 0,
                                           start_step_);
 }
 
-// The engine and the model's ops run on the backend's stream and communicator: end them first.
+// The checkpointer holds the engine: end it first (the stack then ends in its own order).
 Trainer::~Trainer() {
   ckpt_.reset();
   metrics_.reset();
-  access_.reset();
-  engine_.reset();
-  model_.reset();
-  clock_.reset();
-  engine_comm_.reset();
-  alloc_.reset();
-  ops_.reset();
 }
 
 void Trainer::resume_if_asked() {
@@ -239,7 +215,7 @@ PairStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result, doub
     for (size_t i = 0; i < mb.pair_ids.size(); ++i)
       if (mb.pair_mask.empty() || mb.pair_mask[i]) ids += double(mb.pair_ids[i]);
   result = train_step(
-      *engine_, *model_, *access_, plan.micro.size(),
+      *stack_.engine, *stack_.model, *stack_.access, plan.micro.size(),
       [&](size_t i) -> std::optional<data::PairBatch> {
         const data::MicroBatchPlan& mb = plan.micro[i];
         if (mb.pair_ids.empty()) return std::nullopt;
@@ -250,7 +226,7 @@ PairStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result, doub
   double sums[8] = {local.loss_sum, local.chosen_sum, local.rejected_sum, local.pairs, local.correct, local.tokens, ids,
                     stop_requested() ? 1.0 : 0.0};
   {
-    const StepClock::Scope waiting(clock_.get(), TimeCategory::Comm);  // a slower rank shows up here
+    const StepClock::Scope waiting(stack_.clock.get(), TimeCategory::Comm);  // a slower rank shows up here
     comm_.all_reduce_scalars(sums, 8, ReduceOp::Sum);
   }
   pair_id_sum = sums[6];
@@ -295,7 +271,7 @@ int Trainer::train_loop() {
   const int64_t last = cfg_.run.stop_at > 0 ? std::min(cfg_.run.stop_at, total_steps_) : total_steps_;
   for (int64_t s = start_step_; s < last; ++s) {
     const double t0 = now();
-    clock_->discard();  // what ran since the last step (checkpoint loads, say) is not this step's
+    stack_.clock->discard();  // what ran since the last step (checkpoint loads, say) is not this step's
     data::StepPlan plan = sampler_->next_step();
     if (plan.epoch != epoch) {
       end_epoch(s);
@@ -305,7 +281,7 @@ int Trainer::train_loop() {
     double pair_id_sum = 0;
     bool stop = false;
     const PairStats st = run_train_step(plan, res, pair_id_sum, stop);
-    const StepTimes times = clock_->take();  // CUDA: waits for the step's last kernels, so dt covers them
+    const StepTimes times = stack_.clock->take();  // CUDA: waits for the step's last kernels, so dt covers them
     const double dt = now() - t0;
     times_total += times;
     step_s_total += dt;
@@ -321,7 +297,7 @@ int Trainer::train_loop() {
               {"micro_steps", int64_t(plan.micro.size())}, {"time_s", time_breakdown_json(times, dt)}});
     metrics_->write(j);
     if (r0 && (cfg_.run.log_every > 0 && ((s + 1) % cfg_.run.log_every == 0 || s + 1 == total_steps_))) {
-      const double mem_mib = double(engine_->memory_report().live_total) / (1 << 20);
+      const double mem_mib = double(stack_.engine->memory_report().live_total) / (1 << 20);
       printf("step %lld/%lld | loss %.4f | acc %.3f | grad-norm %.4f | lr %.3e | tokens/s %.0f | mem %.1f MiB | ETA %s%s\n",
              (long long)(s + 1), (long long)total_steps_, st.loss(), st.accuracy(), res.grad_norm, res.lr,
              st.tokens / dt, mem_mib, format_duration(eta).c_str(),
@@ -392,13 +368,13 @@ int Trainer::train_loop() {
 
 PairStats Trainer::evaluate() {
   // Not a train step: its ops stay off the step clock (and out of a device clock's event pool).
-  model_->ops().set_step_clock(nullptr);
-  engine_->set_step_clock(nullptr);
+  stack_.model->ops().set_step_clock(nullptr);
+  stack_.engine->set_step_clock(nullptr);
   struct Retime {
     Trainer& t;
     ~Retime() {
-      t.model_->ops().set_step_clock(t.clock_.get());
-      t.engine_->set_step_clock(t.clock_.get());
+      t.stack_.model->ops().set_step_clock(t.stack_.clock.get());
+      t.stack_.engine->set_step_clock(t.stack_.clock.get());
     }
   } retime{*this};
   const int W = comm_.world(), R = info_.rank;
@@ -417,8 +393,8 @@ PairStats Trainer::evaluate() {
     }
     if (ids.empty()) ids.push_back(0), mask.push_back(0);  // a masked filler keeps the collectives aligned
     const data::PairBatch batch = data::make_batch(test_, ids, mask, batch_cfg_);
-    engine_->begin_forward();
-    const model::RewardOutput out = model_->forward(batch, *access_);
+    stack_.engine->begin_forward();
+    const model::RewardOutput out = stack_.model->forward(batch, *stack_.access);
     local.add({out.loss_sum, out.chosen_reward_sum, out.rejected_reward_sum, double(out.real_pairs),
                double(out.correct_pairs), double(out.real_tokens)});
   }

@@ -15,6 +15,7 @@
 #include "pmtrain/engine_params.h"
 #include "pmtrain/metrics.h"
 #include "pmtrain/planner.h"
+#include "pmtrain/train_stack.h"
 #include "zero/engine.h"
 
 namespace zero::pmtrain {
@@ -60,13 +61,7 @@ class Trainer {
   ResolvedBatch batch_{};
   std::unique_ptr<data::PairSampler> sampler_;
   model::Qwen3Config model_cfg_;
-  std::unique_ptr<model::Qwen3RewardModel> model_;
-  std::unique_ptr<DeviceOps> ops_;
-  std::unique_ptr<TrackingAllocator> alloc_;
-  std::unique_ptr<Communicator> engine_comm_;  // the CUDA backend's NCCL communicator (null: comm_)
-  std::unique_ptr<StepClock> clock_;           // the step-time breakdown (model ops and engine)
-  std::unique_ptr<Engine> engine_;
-  std::unique_ptr<EngineParamAccess> access_;
+  TrainStack stack_;  // backend, model, engine and the model's view of its parameters
   std::unique_ptr<MetricsLog> metrics_;
   std::unique_ptr<checkpoint::Checkpointer> ckpt_;
   MemoryPlan plan_;

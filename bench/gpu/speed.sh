@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# pmtrain against PyTorch + transformers on this GPU, in one run (the GPU-speed issue's table):
+#   bash bench/gpu/speed.sh OUT_DIR          on the GPU machine (device run: carry [".gpudeps"])
+#   SPEED_DRYRUN=1 bash bench/gpu/speed.sh OUT_DIR    on a CPU: the plumbing, tiny shapes, no baseline
+# Builds pmtrain as launch/gpu_check.sh does (launch/gpu_build.sh), then per shape (Qwen3 0.6B, 1.7B, 4B)
+# and checkpointing off/on: `pmtrain bench` (zero.stage 0 on the one GPU, seq 2048, 2 pairs = 4 sequences
+# per step, median of steps 3-10) and bench/torch/hf_reward_baseline.py eager and with torch.compile, back to
+# back, one process each. Then the real-data cell: `pmtrain train` on the bundled hh-rlhf pairs with
+# batch.micro_tokens (real tokens/s from metrics.jsonl, steps after the first 2) against the baseline's
+# --real mode with the same budget, eager or compiled as was faster at 0.6B.
+# Writes OUT_DIR/speed.md (the table: tokens/s, MFU, peak GiB, ours / best transformers), OUT_DIR/cells/*
+# (every cell's JSON and stderr) and OUT_DIR/speed.log. Cells run in order of priority; once
+# SPEED_BUDGET_S seconds (default 480, the build not counted) are spent the rest are not started and the
+# table names them, and a cell started late is stopped at the budget (a minute at least). Expect the
+# torch.compile cells (last: each compiles for a minute or more) and 4B without checkpointing (pmtrain
+# initialises 4B parameters on the host, ~1 minute, before its activations meet the 80 GiB) to be dropped.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${1:?usage: bench/gpu/speed.sh OUT_DIR}
+mkdir -p "$OUT/cells"
+OUT=$(realpath "$OUT")
+exec > >(tee "$OUT/speed.log") 2>&1
+export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+BUDGET=${SPEED_BUDGET_S:-480}
+CELL_TIMEOUT=${SPEED_CELL_TIMEOUT_S:-240}
+DRY=${SPEED_DRYRUN:-0}
+echo "# speed: $(git rev-parse --short HEAD 2>/dev/null || echo unknown) on $(hostname), $(date -u)"
+
+if [ "$DRY" = 1 ]; then
+  PMTRAIN=${PMTRAIN:-build/pmtrain/pmtrain}
+  SHAPES=(tiny)
+  SEQ=64; PAIRS=2; STEPS=3; WARMUP=1; REAL_STEPS=3; REAL_PAIRS=8; REAL_TOKENS=2048
+  BACKEND=cpu
+  echo "# dry run: tiny shape on the CPU backend, the transformers baseline skipped"
+else
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || echo "nvidia-smi failed"
+  source launch/gpu_build.sh  # gpu_build: the same dependencies, flags and build as gpu_check.sh
+  BUILD=${BUILD_DIR:-build-gpu}
+  T0=$(date +%s)
+  gpu_build "$BUILD" pmtrain || exit 1
+  echo "# built pmtrain in $(( $(date +%s) - T0 )) s"
+  PMTRAIN=$BUILD/pmtrain/pmtrain
+  SHAPES=(0.6b 1.7b 4b)
+  SEQ=2048; PAIRS=2; STEPS=10; WARMUP=2; REAL_STEPS=12; REAL_PAIRS=16; REAL_TOKENS=16384
+  BACKEND=cuda
+fi
+[ -x "$PMTRAIN" ] || { echo "speed: no pmtrain at $PMTRAIN"; exit 1; }
+config_of() {  # the repository's config of a shape
+  case $1 in
+    tiny) echo configs/tiny_cpu.yaml ;;
+    0.6b) echo configs/qwen3_0_6b_bs128.yaml ;;
+    1.7b) echo configs/qwen3_1_7b_bs128.yaml ;;
+    4b) echo configs/qwen3_4b_bs128.yaml ;;
+  esac
+}
+bool() { [ "$1" = on ] && echo true || echo false; }
+
+START=$(date +%s)
+# cell NAME COMMAND...: runs COMMAND (which prints one JSON object on stdout) into cells/NAME.json, or
+# records why there is none: the time budget, a timeout, an out-of-memory, another error (its last line).
+cell() {
+  local name=$1; shift
+  local json=$OUT/cells/$name.json err=$OUT/cells/$name.err
+  if [ $(( $(date +%s) - START )) -ge "$BUDGET" ]; then
+    echo "{\"skipped\": \"time budget ($BUDGET s) spent\"}" > "$json"
+    echo "cell $name: skipped (time budget)"
+    return
+  fi
+  local t=$(date +%s) limit=$CELL_TIMEOUT
+  # A cell started late gets what is left of the budget (at least a minute), so the whole run stays near it.
+  local left=$(( BUDGET - (t - START) ))
+  [ $left -lt $limit ] && limit=$(( left > 60 ? left : 60 ))
+  timeout "$limit" "$@" > "$json" 2> "$err"
+  local rc=$?
+  if ! python3 -c 'import json, sys; json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])' "$json" 2>/dev/null; then
+    local why
+    why=$(tail -1 "$err" | tr -d '"\\' | cut -c1-200)
+    [ -n "$why" ] || why="exit code $rc, no JSON"
+    [ $rc = 124 ] && why="timed out after $limit s"
+    grep -qi "out of memory" "$err" && why="out of memory"
+    grep -q "cannot hold the run" "$err" && why="out of memory (the memory plan: does not fit)"
+    echo "{\"error\": \"$why\", \"oom\": $(case $why in "out of memory"*) echo true ;; *) echo false ;; esac)}" > "$json"
+  fi
+  echo "cell $name: $(( $(date +%s) - t )) s: $(tail -c 300 "$json")"
+}
+
+ours() {  # ours SHAPE CKPT
+  cell "ours_$1_ckpt$2" "$PMTRAIN" bench "$(config_of "$1")" --set backend=$BACKEND --set zero.stage=0 \
+    --set model.activation_checkpointing=$(bool "$2") --seq $SEQ --pairs-per-step $PAIRS --steps $STEPS --warmup $WARMUP --json
+}
+theirs() {  # theirs SHAPE CKPT COMPILE
+  if [ "$DRY" = 1 ]; then
+    echo '{"skipped": "dry run"}' > "$OUT/cells/hf_$1_ckpt$2_compile$3.json"
+    return
+  fi
+  cell "hf_$1_ckpt$2_compile$3" python3 bench/torch/hf_reward_baseline.py --shape "$1" --ckpt "$2" --compile "$3" \
+    --seq $SEQ --pairs $PAIRS --steps $STEPS --warmup $WARMUP --json
+}
+
+# Priority: ours and eager per shape and setting (4B without checkpointing, the likeliest out-of-memory on 80
+# GiB for both, after the real-data cell); then torch.compile.
+LAST=${SHAPES[${#SHAPES[@]}-1]}
+for shape in "${SHAPES[@]}"; do
+  for ckpt in off on; do
+    [ "$shape/$ckpt" = "$LAST/off" ] && [ "$DRY" != 1 ] && continue
+    ours "$shape" "$ckpt"
+    theirs "$shape" "$ckpt" off
+  done
+done
+
+# Real data: pmtrain train on the bundled pairs with a token budget per micro-batch (0.6B, or tiny).
+REAL_SHAPE=${SHAPES[0]}
+real_ours() {
+  local dir=$OUT/cells/real_run
+  rm -rf "$dir"
+  "$PMTRAIN" train "$(config_of "$REAL_SHAPE")" --set backend=$BACKEND --set zero.stage=0 --set run.dir="$dir" \
+    --set run.steps=$REAL_STEPS --set run.eval_every=0 --set run.save_every=0 \
+    --set run.save_final=false --set data.test_files=[] --set data.cache_dir="$OUT/cells/cache" \
+    --set batch.world=0 --set batch.global=$REAL_PAIRS --set batch.micro=0 --set batch.accum=0 \
+    --set batch.micro_tokens=$REAL_TOKENS --set model.activation_checkpointing=false --set run.log_every=0 >&2 || return 1
+  python3 - "$dir/metrics.jsonl" "$WARMUP" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"type":"train"' in l.replace(" ", "")]
+w = int(sys.argv[2])
+t = sum(r["step_s"] for r in rows[w:])
+n = sum(r["tokens"] for r in rows[w:])
+print(json.dumps({"side": "pmtrain", "mode": "real", "tokens_per_s": n / t, "real_tokens": n, "seconds": t,
+                  "steps": len(rows)}))
+PY
+}
+export -f real_ours config_of  # cell runs it under timeout, in a child bash
+export PMTRAIN BACKEND OUT REAL_SHAPE REAL_STEPS REAL_PAIRS REAL_TOKENS WARMUP
+cell "ours_real" bash -c real_ours
+if [ "$DRY" = 1 ]; then
+  echo '{"skipped": "dry run"}' > "$OUT/cells/hf_real.json"
+else
+  # The baseline's faster setting at this shape without checkpointing: eager unless compile was measured faster.
+  REAL_COMPILE=$(python3 - "$OUT/cells" "$REAL_SHAPE" <<'PY'
+import json, sys
+def tps(name):
+    try:
+        return json.loads(open(f"{sys.argv[1]}/{name}.json").read().strip().splitlines()[-1]).get("tokens_per_s", 0)
+    except Exception:
+        return 0
+s = sys.argv[2]
+print("on" if tps(f"hf_{s}_ckptoff_compileon") > tps(f"hf_{s}_ckptoff_compileoff") else "off")
+PY
+)
+  cell "hf_real" python3 bench/torch/hf_reward_baseline.py --shape "$REAL_SHAPE" --real --ckpt off \
+    --compile "$REAL_COMPILE" --seq $SEQ --pairs $REAL_PAIRS --micro-tokens $REAL_TOKENS --steps $REAL_STEPS \
+    --warmup $WARMUP --json
+fi
+
+if [ "$DRY" != 1 ]; then
+  ours "$LAST" off
+  theirs "$LAST" off off
+fi
+for shape in "${SHAPES[@]}"; do
+  for ckpt in off on; do theirs "$shape" "$ckpt" on; done
+done
+
+# The table.
+python3 - "$OUT" "$BACKEND" "${SHAPES[@]}" <<'PY'
+import json, os, sys
+out, backend, shapes = sys.argv[1], sys.argv[2], sys.argv[3:]
+def load(name):
+    try:
+        return json.loads(open(f"{out}/cells/{name}.json").read().strip().splitlines()[-1])
+    except Exception as e:
+        return {"error": f"no result ({e.__class__.__name__})"}
+def tps(r):
+    if "tokens_per_s" in r:
+        return f"{r['tokens_per_s']:,.0f}"
+    if r.get("oom"):
+        return "OOM"
+    return r.get("skipped") or r.get("error", "?")
+def mfu(r):
+    return f"{100 * r['mfu']:.1f}%" if isinstance(r.get("mfu"), (int, float)) else "-"
+def gib(r):
+    return f"{r['peak_memory_bytes'] / 2**30:.1f}" if "peak_memory_bytes" in r else "-"
+lines = ["| shape | ckpt | pmtrain tokens/s | MFU | peak GiB | HF eager tokens/s | MFU | peak GiB | "
+         "HF compile tokens/s | MFU | peak GiB | pmtrain / best HF |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+skipped, versions = [], set()
+for s in shapes:
+    for ck in ("off", "on"):
+        o, e, c = load(f"ours_{s}_ckpt{ck}"), load(f"hf_{s}_ckpt{ck}_compileoff"), load(f"hf_{s}_ckpt{ck}_compileon")
+        best = max([r.get("tokens_per_s", 0) for r in (e, c)])
+        ratio = f"{o['tokens_per_s'] / best:.2f}" if best and "tokens_per_s" in o else "-"
+        lines.append(f"| {s} | {ck} | {tps(o)} | {mfu(o)} | {gib(o)} | {tps(e)} | {mfu(e)} | {gib(e)} | "
+                     f"{tps(c)} | {mfu(c)} | {gib(c)} | {ratio} |")
+        for name, r in ((f"pmtrain {s} ckpt {ck}", o), (f"HF eager {s} ckpt {ck}", e), (f"HF compile {s} ckpt {ck}", c)):
+            if "skipped" in r:
+                skipped.append(f"{name} ({r['skipped']})")
+            if "torch" in r:
+                versions.add(f"torch {r['torch']}, transformers {r.get('transformers')}")
+ro, rh = load("ours_real"), load("hf_real")
+skipped += [f"{name} real data ({r['skipped']})" for name, r in (("pmtrain", ro), ("HF", rh)) if "skipped" in r]
+ratio = f"{ro['tokens_per_s'] / rh['tokens_per_s']:.2f}" if "tokens_per_s" in ro and "tokens_per_s" in rh else "-"
+lines += ["", "Real data (bundled hh-rlhf pairs at their own lengths, token-budget micro-batches; real tokens/s):", "",
+          "| shape | pmtrain train tokens/s | HF tokens/s (compile " + str(rh.get("compile", "-")) + ") | pmtrain / HF |",
+          "|---|---|---|---|",
+          f"| {shapes[0]} | {tps(ro)} | {tps(rh)} | {ratio} |"]
+head = [f"# pmtrain vs PyTorch + transformers ({backend})", "",
+        "Synthetic: seq, pairs per step and median of the steps after warm-up as in bench/gpu/speed.sh; "
+        "MFU = (6 N_non-embedding T + 6 L H d s T) / (t x peak); pmtrain's peak is its tracked bytes "
+        "(engine buffers + activations), transformers' torch.cuda.max_memory_allocated.",
+        "Versions: " + ("; ".join(sorted(versions)) or "-"), ""]
+tail = ["", "Cells not run: " + ("; ".join(skipped) if skipped else "none")]
+open(f"{out}/speed.md", "w").write("\n".join(head + lines + tail) + "\n")
+print("\n".join(head + lines + tail))
+PY
+echo "# speed took $(( $(date +%s) - START )) s of measurement (budget $BUDGET s); table: $OUT/speed.md"

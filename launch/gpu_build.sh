@@ -1,0 +1,59 @@
+# Sourced, not run: the GPU machine's build, shared by launch/gpu_check.sh and bench/gpu/speed.sh.
+#   gpu_configure BUILD_DIR           configures (Release, CUDA on, sm_90a, benches on); 1 when it failed (the
+#                                     configure log is printed)
+#   gpu_test_targets BUILD_DIR        the programs the gpu-labelled tests run (named on their command lines)
+#                                     and the NCCL bench: a target no GPU test needs (the python module, fuzz
+#                                     drivers) cannot fail the check; "all" when none is found
+#   gpu_build BUILD_DIR [TARGET...]   configures and builds TARGETs (default: everything); 0 when built, 1 when
+#                                     configuring failed, 2 when the build failed (its errors are printed)
+# Dependencies the machine lacks (.gpudeps/*.deb from launch/gpu_deps.sh) are unpacked into a private root
+# (never into /) and put on the compiler's, CMake's and the loader's paths, which stay exported for what runs
+# next (the tests and benches load the same libraries).
+gpu_deps_env() {
+  local root=$PWD/.gpudeps/root
+  ls .gpudeps/*.deb >/dev/null 2>&1 || return 0
+  mkdir -p "$root"
+  for f in .gpudeps/*.deb; do dpkg -x "$f" "$root"; done
+  # Absolute links in the debs point at the machine's / (zlib1g-dev's libz.so -> /lib/x86_64-linux-gnu/
+  # libz.so.1.2.13, absent on a machine with another zlib): point them into the root instead.
+  find "$root" -type l -lname '/*' | while read -r l; do
+    local t
+    t=$(readlink "$l"); [ -e "$root$t" ] && ln -sfn "$root$t" "$l"
+  done
+  local arch_lib=$root/usr/lib/x86_64-linux-gnu
+  export CMAKE_PREFIX_PATH=$root/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+  export PKG_CONFIG_PATH=$arch_lib/pkgconfig:$root/usr/share/pkgconfig
+  export PKG_CONFIG_SYSROOT_DIR=$root  # the .pc files say prefix=/usr
+  export CPATH=$root/usr/include${CPATH:+:$CPATH}
+  export LIBRARY_PATH=$arch_lib${LIBRARY_PATH:+:$LIBRARY_PATH}
+  export LD_LIBRARY_PATH=$arch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # CMake's FindPkgConfig needs a pkg-config program; the machine may have none (pkgconf-bin is carried).
+  if ! command -v pkg-config >/dev/null 2>&1 && [ -x "$root/usr/bin/pkgconf" ]; then export PKG_CONFIG=$root/usr/bin/pkgconf; fi
+  echo "# dependencies from .gpudeps: $(ls .gpudeps/*.deb | wc -l) packages"
+}
+
+gpu_configure() {
+  local build=$1
+  [ -n "${GPU_DEPS_DONE:-}" ] || { gpu_deps_env; GPU_DEPS_DONE=1; }
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DZERO_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a \
+    -DZERO_BUILD_BENCH=ON > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; return 1; }
+}
+
+gpu_test_targets() {
+  local build=$1 known targets=nccl_collectives_bench t
+  known=$(cmake --build "$build" --target help 2>/dev/null | sed -nE 's/^\.\.\. ([^ ]+).*/\1/p; s/^([^ :]+): phony$/\1/p')
+  for t in $( (cd "$build" && ctest -L gpu -N -V) | grep -oE "$(realpath "$build")/[^ \"]+" | xargs -r -n1 basename | sort -u); do
+    grep -qx -- "$t" <<< "$known" && targets+=" $t"
+  done
+  [ "$targets" = nccl_collectives_bench ] && targets=all  # no test program found: everything rather than nothing
+  echo "$targets"
+}
+
+gpu_build() {
+  local build=$1; shift
+  local targets=()
+  for t in "$@"; do targets+=(--target "$t"); done
+  gpu_configure "$build" || return 1
+  cmake --build "$build" -j "$(nproc)" "${targets[@]}" 2>&1 | grep -E "error|warning: unused|Error " | head -50
+  cmake --build "$build" -j "$(nproc)" "${targets[@]}" > /dev/null 2>&1 || { echo "build failed"; return 2; }
+}

@@ -1,0 +1,44 @@
+#include "pmtrain/train_stack.h"
+
+#include "core/check.h"
+#include "pmtrain/backend_setup.h"
+#include "pmtrain/model_setup.h"
+
+namespace zero::pmtrain {
+
+MemoryPlan plan_and_check_run(const Config& cfg, const model::Qwen3Config& qc, int rank, int world, int ranks_on_node,
+                              int64_t micro_pairs) {
+  const model::Qwen3RewardModel planned(qc, reward_model_options(cfg.model));  // its groups, no parameters
+  const MemoryPlan plan = plan_memory(cfg, qc, engine_groups(planned.groups()), world, ranks_on_node, micro_pairs);
+  require_backend_here(cfg, rank);  // no GPU: one line now, not after the data is read
+  require_fits(plan, cfg);
+  return plan;
+}
+
+size_t TrainStack::tracked_peak_bytes() const {
+  return engine->memory_report().peak_total + model->ops().peak_bytes();
+}
+
+TrainStack assemble_train_stack(const Config& cfg, Communicator& comm, const model::Qwen3Config& qc,
+                                const EngineConfig& ec) {
+  TrainStack s;
+  BackendParts backend = make_backend(cfg, comm);
+  s.ops = std::move(backend.ops);
+  s.alloc = std::move(backend.alloc);
+  s.engine_comm = std::move(backend.engine_comm);
+  s.clock = std::move(backend.clock);
+  s.backend_description = std::move(backend.description);
+  // The backend's model ops (null: the model's default, the CPU's).
+  s.model = std::make_unique<model::Qwen3RewardModel>(qc, reward_model_options(cfg.model), std::move(backend.model_ops));
+  const std::vector<model::GroupSpec>& groups = s.model->groups();
+  s.engine = std::make_unique<Engine>(ec, engine_groups(groups), s.engine_comm ? *s.engine_comm : comm, *s.ops, *s.alloc);
+  // The step-time breakdown is always on: a scope costs two clock reads (CPU: ~55 ns a scope measured, about
+  // 1.2k scopes in a 1.3 s tiny_cpu step, so < 0.01%) or two event records on the stream (CUDA).
+  s.engine->set_step_clock(s.clock.get());
+  s.model->ops().set_step_clock(s.clock.get());
+  s.init_description = init_model_parameters(*s.engine, cfg.model, qc, groups);
+  s.access = std::make_unique<EngineParamAccess>(*s.engine, groups, backend.model_reads_backend_memory);
+  return s;
+}
+
+}  // namespace zero::pmtrain

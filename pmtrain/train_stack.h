@@ -1,0 +1,49 @@
+// What a training step runs on, assembled from a config in one place for `pmtrain train` / eval (the
+// Trainer) and `pmtrain bench`: the backend (make_backend), the model on the backend's ops, the engine over
+// the model's groups with their first values (init_model_parameters), and the model's view of the engine's
+// parameters. So a benchmark measures exactly the objects a run trains with.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "comm/communicator.h"
+#include "core/memory.h"
+#include "core/step_clock.h"
+#include "model/reward_model.h"
+#include "pmtrain/config.h"
+#include "pmtrain/engine_params.h"
+#include "pmtrain/planner.h"
+#include "zero/device_ops.h"
+#include "zero/engine.h"
+
+namespace zero::pmtrain {
+
+struct TrainStack {
+  // In construction order: members are destroyed in reverse, so the engine and the model's ops go before
+  // the backend's communicator, allocator and stream.
+  std::unique_ptr<DeviceOps> ops;
+  std::unique_ptr<TrackingAllocator> alloc;
+  std::unique_ptr<Communicator> engine_comm;  // the CUDA backend's NCCL communicator (null: the run's own)
+  std::unique_ptr<StepClock> clock;            // the step-time breakdown the model's ops and the engine fill
+  std::unique_ptr<model::Qwen3RewardModel> model;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<EngineParamAccess> access;
+  std::string backend_description;  // for the log
+  std::string init_description;     // random init (seed) or the HF weights loaded
+
+  // The device bytes held at their peak: the engine's buffers plus the model's activations (each at its
+  // own peak: an upper bound of their sum's peak). Host bytes on the CPU backend.
+  size_t tracked_peak_bytes() const;
+};
+
+// One rank's memory plan for micro-batches of micro_pairs pairs, checked before any data is read or memory
+// allocated: ConfigError (one line, the plan in it) when the backend cannot run here or the plan does not fit.
+MemoryPlan plan_and_check_run(const Config& cfg, const model::Qwen3Config& qc, int rank, int world, int ranks_on_node,
+                              int64_t micro_pairs);
+
+// `comm`: the run's communicator (MPI_COMM_WORLD). Throws as make_backend does (one line) when the backend
+// cannot run here.
+TrainStack assemble_train_stack(const Config& cfg, Communicator& comm, const model::Qwen3Config& qc,
+                                const EngineConfig& ec);
+
+}  // namespace zero::pmtrain

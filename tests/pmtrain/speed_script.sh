@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The GPU speed comparison's scripts, on the CPU: bench/gpu/speed.sh in its dry run (tiny shape, backend cpu,
+# the transformers side skipped) writes its table with pmtrain's numbers in every synthetic row and the
+# real-data row; bench/torch/hf_reward_baseline.py compiles, parses its options and, without torch, reports a
+# result row rather than a traceback.
+source "$(dirname "$0")/common.sh"
+
+SPEED_DRYRUN=1 PMTRAIN="$PMTRAIN" bash bench/gpu/speed.sh $TMP/speed > $TMP/speed.out 2>&1 \
+  || { cat $TMP/speed.out; fail "speed.sh dry run failed"; }
+md=$TMP/speed/speed.md
+[ -f $md ] || { cat $TMP/speed.out; fail "no speed.md"; }
+for ck in off on; do
+  grep -qE "^\| tiny \| $ck \| [0-9,]+ \| - \| [0-9.]+ \| dry run \|" $md || { cat $md $TMP/speed.out; fail "no pmtrain numbers for ckpt $ck"; }
+done
+grep -qE "^\| tiny \| [0-9,]+ \| dry run \| - \|" $md || { cat $md $TMP/speed.out; fail "no real-data row"; }
+grep -q "Cells not run: .*HF eager tiny ckpt off (dry run)" $md || { cat $md; fail "the skipped cells are not named"; }
+python3 - $TMP/speed/cells/ours_real.json <<'PY' || fail "real-data cell"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["tokens_per_s"] > 0 and j["real_tokens"] > 0 and j["steps"] == 3, j
+print("ok: real-data cell:", j)
+PY
+echo "ok: speed.sh dry run"; cat $md
+# No time left: no cell starts, and the table says so for each.
+SPEED_DRYRUN=1 SPEED_BUDGET_S=0 PMTRAIN="$PMTRAIN" bash bench/gpu/speed.sh $TMP/none > $TMP/none.out 2>&1 \
+  || { cat $TMP/none.out; fail "speed.sh with no budget failed"; }
+grep -q "Cells not run: .*pmtrain tiny ckpt off (time budget (0 s) spent); .*pmtrain tiny ckpt on (time budget" \
+  $TMP/none/speed.md || { cat $TMP/none/speed.md; fail "cells past the budget are not named"; }
+[ ! -d $TMP/none/cells/real_run ] || fail "a cell ran past the budget"
+echo "ok: speed.sh past its budget"
+
+# The baseline script: byte-compiles (into TMP: the tree stays clean), --help, and a row without torch.
+python3 -c "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)" \
+  bench/torch/hf_reward_baseline.py $TMP/baseline.pyc || fail "hf_reward_baseline.py does not compile"
+python3 bench/torch/hf_reward_baseline.py --help | grep -q -- "--compile" || fail "hf_reward_baseline.py --help"
+set +e
+python3 bench/torch/hf_reward_baseline.py --steps 2 --warmup 2 > $TMP/bad.txt 2>&1; rc=$?
+set -e
+[ $rc = 2 ] && grep -q "need --steps > --warmup" $TMP/bad.txt || { cat $TMP/bad.txt; fail "baseline: bad options"; }
+if ! python3 -c "import torch" 2>/dev/null; then
+  python3 bench/torch/hf_reward_baseline.py --shape 4b --json > $TMP/row.json || true
+  python3 -c "import json, sys; r = json.load(open(sys.argv[1])); assert r['error'] == 'torch is not installed', r" \
+    $TMP/row.json || { cat $TMP/row.json; fail "baseline without torch"; }
+fi
+echo "ok: hf_reward_baseline.py"
