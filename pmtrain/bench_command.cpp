@@ -52,13 +52,13 @@ Config bench_config(const BenchArgs& a, int world) {
 // train` takes it (read only then).
 model::Qwen3Config bench_model_config(const Config& cfg) {
   const bool needs_tokenizer = cfg.model.hf_dir.empty() && cfg.model.vocab_size == 0 &&
-                               (cfg.model.preset == "tiny" || cfg.model.preset == "custom");
+                               (cfg.model.preset == ModelPreset::Tiny || cfg.model.preset == ModelPreset::Custom);
   int64_t tokenizer_vocab = 0;
   if (needs_tokenizer) {
     ZERO_REQUIRE(std::filesystem::exists(absolute_path(cfg.data.tokenizer)), ConfigError,
                  "{}: model.preset {} takes its vocabulary size from data.tokenizer, and {} does not exist; give "
                  "--set model.vocab_size=N",
-                 cfg.source, cfg.model.preset, absolute_path(cfg.data.tokenizer));
+                 cfg.source, preset_name(cfg.model.preset), absolute_path(cfg.data.tokenizer));
     tokenizer_vocab = data::Tokenizer::from_file(absolute_path(cfg.data.tokenizer)).vocab_size();
   }
   return resolve_model_config(cfg.model, tokenizer_vocab);
@@ -112,14 +112,14 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
   const int64_t non_embedding = non_embedding_params(stack.model->groups());
   const bool cuda = cfg.backend == Backend::Cuda;
   const double peak_tflops = a.peak_tflops > 0 ? a.peak_tflops : cuda ? kH100PeakTflops : 0;
-  const bool ckpt = cfg.model.activation_checkpointing;
+  const std::string ckpt = checkpointing_name(cfg.model.activation_checkpointing);
   const std::string head = fmt::format(
       "bench: {}, backend {}, world {}, stage {}, {} layers hidden {} ({} parameters, {} non-embedding), seq {}, "
       "{} pairs ({} sequences) per step, micro {}, checkpointing {}",
       cfg.source, stack.backend_description, W, cfg.zero.stage, qc.num_layers, qc.hidden_size, params, non_embedding,
       a.seq, a.pairs, 2 * a.pairs, cfg.batch.micro_tokens > 0 ? fmt::format("{} tokens", cfg.batch.micro_tokens)
                                                                : fmt::format("{} pairs", batch.micro),
-      ckpt ? "on" : "off");
+      ckpt);
   if (r0 && !a.json) {
     printf("%s\n", head.c_str());
     fflush(stdout);

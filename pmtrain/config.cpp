@@ -401,6 +401,7 @@ std::string to_yaml(const Config& const_c) {
 
 std::string backend_name(Backend b) { return choice_name(b, kBackends); }
 std::string checkpointing_name(model::ActivationCheckpointing mode) { return choice_name(mode, kCheckpointing); }
+std::string preset_name(ModelPreset preset) { return choice_name(preset, kPresets); }
 
 std::string config_reference_markdown() {
   Config defaults;

@@ -144,5 +144,6 @@ std::string config_reference_markdown();
 // The spelling of an enum value as the config writes it ("cuda", "packed", "bf16", ...).
 std::string backend_name(Backend b);
 std::string checkpointing_name(model::ActivationCheckpointing mode);
+std::string preset_name(ModelPreset preset);
 
 }  // namespace zero::pmtrain
