@@ -18,7 +18,7 @@ MPIRUN=${MPIRUN:-mpirun}
 export OMP_NUM_THREADS=1
 TMP=$(mktemp -d /tmp/planner_acc.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
-STEPS=${STEPS:-3}
+STEPS=${STEPS:-6}
 
 # model NAME -> --set options: ~42M (hidden 256) and ~90M (hidden 512) parameters, embedding-heavy as
 # small Qwen3 shapes are (vocabulary 151936).
@@ -35,7 +35,8 @@ common() {  # STAGE MICRO CKPT RANKS
        "--set run.eval_every=0 --set run.save_final=false --set run.eval_pairs=8" \
        "--set run.log_every=100"
 }
-# measure NAME MODEL STAGE MICRO CKPT RANKS -> "peak_rss_bytes step_s"
+# measure NAME MODEL STAGE MICRO CKPT RANKS -> "peak_rss_bytes step_s compute_s elementwise_s comm_s" (medians
+# over the steps after the first; the components from metrics.jsonl's time_s breakdown, rank 0's)
 measure() {
   local dir=$TMP/$1
   nice -n 10 $MPIRUN -np $6 "$PMTRAIN" train configs/tiny_cpu.yaml --set run.dir=$dir --set data.cache_dir=$TMP/cache \
@@ -43,15 +44,18 @@ measure() {
   python3 - "$dir/metrics.jsonl" <<'PY'
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
-steps = [r["step_s"] for r in recs if r.get("type") == "train"]
+train = [r for r in recs if r.get("type") == "train"]
 peak = [r["peak_rss_bytes_max_rank"] for r in recs if r.get("type") == "summary"][-1]
-later = steps[1:] or steps          # the first step pays for first touches and warm-up
-print(peak, sum(later) / len(later))
+later = train[1:] or train          # the first step pays for first touches and warm-up
+med = lambda f: sorted(f(r) for r in later)[len(later) // 2]
+t = lambda *k: (lambda r: sum(r["time_s"][x] for x in k))
+print(peak, med(lambda r: r["step_s"]), med(t("gemm", "attention")), med(t("elementwise", "grad_buckets", "optimizer")),
+      med(t("comm")))
 PY
 }
-predict() {  # MODEL STAGE MICRO CKPT RANKS -> "peak_bytes step_s"
+predict() {  # MODEL STAGE MICRO CKPT RANKS -> "peak_bytes step_s micro compute_s elementwise_s comm_s"
   "$PMTRAIN" plan configs/tiny_cpu.yaml --json --world $5 --micro $3 --profile $TMP/profile.json $(model $1) $(common $2 $3 $4 $5) \
-    | python3 -c "import json,sys; j=json.load(sys.stdin); c=[c for c in j['cells'] if c['stage']==$2][0]; print(c['peak_per_rank_bytes'], c['step_seconds'], c['micro'])"
+    | python3 -c "import json,sys; j=json.load(sys.stdin); c=[c for c in j['cells'] if c['stage']==$2][0]; print(c['peak_per_rank_bytes'], c['step_seconds'], c['micro'], c['compute_seconds'], c['elementwise_seconds'], c['comm_seconds'])"
 }
 
 "$PMTRAIN" calibrate --out $TMP/profile.json > $TMP/calibrate.txt
@@ -62,7 +66,7 @@ p = json.load(open(sys.argv[1])); p["process_baseline_bytes"] = 1; json.dump(p, 
 PY
 base_m=$(measure base base 0 1 false 1) && base_p=$(predict base 0 1 false 1) || exit 1
 read -r base_meas _ <<< "$base_m"
-read -r base_pred _ _ <<< "$base_p"
+read -r base_pred _ <<< "$base_p"
 baseline=$((base_meas - base_pred + 1))
 python3 - $TMP/profile.json $baseline <<'PY'
 import json, sys
@@ -82,19 +86,22 @@ fi
   echo "# planner accuracy (CPU backend, $(date -u +%F), $(getconf _NPROCESSORS_ONLN) cores, $STEPS steps per cell, max_len 64)"
   echo "# $(head -1 $TMP/calibrate.txt | sed 's/calibrate: //'); $(sed -n 2p $TMP/calibrate.txt | sed 's/^ *//'); $(sed -n 3p $TMP/calibrate.txt | sed 's/^ *//')"
   echo "# process baseline (1-layer hidden-32 run's VmHWM less its planned bytes): $((baseline / 1048576)) MiB"
-  printf "%-5s %-5s %5s %5s %5s %10s %10s %7s %8s %8s %7s\n" model stage ranks micro ckpt "pred MiB" "meas MiB" "mem p/m" "pred s" "meas s" "time p/m"
+  echo "# step time and its parts, predicted / measured (s): compute = GEMMs + attention; elem = model element-wise +"
+  echo "# engine gradient work + optimizer step; comm = collectives started and waited (the run's time_s breakdown)"
+  printf "%-5s %-5s %5s %5s %5s %10s %10s %7s %8s %8s %7s  %-13s %-13s %-13s\n" model stage ranks micro ckpt "pred MiB" "meas MiB" "mem p/m" "pred s" "meas s" "time p/m" "compute p/m" "elem p/m" "comm p/m"
 } > $TMP/table.txt
 cat $TMP/table.txt
 worst_mem=0; worst_time=0
 for c in $cells; do
   IFS=: read -r m s mi ck r <<< "$c"
   p=$(predict $m $s $mi $ck $r) && me=$(measure $m-$s-$mi-$ck-$r $m $s $mi $ck $r) || exit 1
-  read -r pm pt pmicro <<< "$p"
-  read -r mm mt <<< "$me"
+  read -r pm pt pmicro pc pe pk <<< "$p"
+  read -r mm mt mc meas_e mk <<< "$me"
   [ "$pmicro" = "$mi" ] || { echo "cell $c: the planner chose micro $pmicro" >&2; exit 1; }
   line=$(python3 -c "
 pm, mm, pt, mt = $pm, $mm, $pt, $mt
-print('%-5s %-5s %5s %5s %5s %10.0f %10.0f %7.3f %8.3f %8.3f %7.3f' % ('$m', $s, $r, $mi, '$ck', pm/2**20, mm/2**20, pm/mm, pt, mt, pt/mt))")
+parts = ' '.join('%-13s' % ('%.3f/%.3f' % (p, m)) for p, m in (($pc, $mc), ($pe, $meas_e), ($pk, $mk)))
+print('%-5s %-5s %5s %5s %5s %10.0f %10.0f %7.3f %8.3f %8.3f %7.3f  %s' % ('$m', $s, $r, $mi, '$ck', pm/2**20, mm/2**20, pm/mm, pt, mt, pt/mt, parts))")
   echo "$line" | tee -a $TMP/table.txt
 done
 python3 - $TMP/table.txt <<'PY' | tee -a $TMP/table.txt
