@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <mutex>
 
 namespace zero::testing {
@@ -19,6 +20,7 @@ void note(const char* function, uint64_t count) {
   PmpiCount& c = counts()[function];
   c.calls++;
   c.count_args += count;
+  c.max_count_arg = std::max(c.max_count_arg, count);
 }
 uint64_t sum(const int* counts_per_rank, MPI_Comm comm) {
   int n = 0;

@@ -17,6 +17,7 @@ struct PmpiCount {
   // the sum of a count array every rank passes (reduce_scatter, allgatherv, alltoallv/w), origin_count
   // (one-sided). pmpi_counter.cpp names the argument per function.
   uint64_t count_args = 0;
+  uint64_t max_count_arg = 0;  // the largest count argument of one call
 };
 // By MPI function name ("MPI_Iallreduce"); only functions called since the last reset appear.
 using PmpiCounts = std::map<std::string, PmpiCount>;

@@ -52,6 +52,11 @@ TEST_P(EngineComm, ElementsPerStepMatchFormulaAndMpiBoundary) {
   EXPECT_EQ(2 * pmpi_count("MPI_Iallreduce").count_args, ar + 2 * scalars);
   EXPECT_EQ(pmpi_count("MPI_Ireduce_scatter_block").count_args * W, rs);
   EXPECT_EQ(pmpi_count("MPI_Iallgather").count_args * W, ag);
+  // Reductions go out in chunks of at most a bucket (a group larger than a bucket too): one MPI message of
+  // a whole large group ran ~20x slower per byte on shared memory than messages of a few MB.
+  const uint64_t bucket = h.engine->config().bucket_elements;
+  EXPECT_LE(pmpi_count("MPI_Iallreduce").max_count_arg, bucket);
+  EXPECT_LE(pmpi_count("MPI_Ireduce_scatter_block").max_count_arg * W, bucket);
   // And nothing else moved data: every data-moving MPI call of the window (point-to-point, any
   // collective, one-sided) is one of the stage's collectives or a scalar reduction (norm + finite flag,
   // and the loss log: one each per step), as many calls as the engine reports.
