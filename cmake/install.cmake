@@ -8,7 +8,7 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(ZERO_PUBLIC_HEADERS
-  core/check.h core/dtype.h core/memory.h core/process_memory.h
+  core/check.h core/dtype.h core/memory.h core/process_memory.h core/step_clock.h
   core/math/hd.h core/math/rounding.h core/math/adamw_math.h
   comm/communicator.h comm/mpi_communicator.h comm/bootstrap.h comm/peer_watch.h
   optim/adamw.h optim/lr_schedule.h
