@@ -3,11 +3,14 @@
 #include <unistd.h>
 
 #include <Eigen/Dense>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
+#include "comm/mpi_communicator.h"
 #include "core/check.h"
 #include "optim/adamw.h"
 
@@ -44,10 +47,15 @@ constexpr Link kLinks[] = {
 }  // namespace
 
 nlohmann::json ComputeProfile::to_json() const {
-  return {{"source", source},         {"assumed", assumed},   {"device", device},
-          {"gemm_flops", gemm_flops}, {"elementwise_bytes", elementwise_bytes},
-          {"adamw_elements", adamw_elements},
-          {"threads", threads},       {"cores", cores},       {"process_baseline_bytes", process_baseline_bytes}};
+  nlohmann::json j = {{"source", source},         {"assumed", assumed},   {"device", device},
+                      {"gemm_flops", gemm_flops}, {"elementwise_bytes", elementwise_bytes},
+                      {"adamw_elements", adamw_elements},
+                      {"threads", threads},       {"cores", cores},       {"process_baseline_bytes", process_baseline_bytes}};
+  nlohmann::json c = nlohmann::json::object();
+  for (const auto& [w, r] : collectives)
+    c[std::to_string(w)] = {{"all_reduce", r.all_reduce}, {"reduce_scatter", r.reduce_scatter}, {"all_gather", r.all_gather}};
+  j["collective_elements_per_s"] = c;
+  return j;
 }
 
 ComputeProfile assumed_profile(bool gpu) {
@@ -97,6 +105,24 @@ ComputeProfile load_profile(const std::string& path) {
   num("cores", cores, false);
   p.threads = std::max(1, int(threads));
   p.cores = std::max(1, int(cores));
+  if (j.contains("collective_elements_per_s")) {
+    const nlohmann::json& c = j["collective_elements_per_s"];
+    ZERO_REQUIRE(c.is_object(), ConfigError, "--profile {}: 'collective_elements_per_s' must map world sizes to rates",
+                 path);
+    for (const auto& [w, rates] : c.items()) {
+      int world = 0;
+      const auto [end, ec] = std::from_chars(w.data(), w.data() + w.size(), world);
+      auto rate = [&](const char* kind) {
+        const bool ok = ec == std::errc() && end == w.data() + w.size() && world >= 1 && rates.is_object() &&
+                        rates.contains(kind) && rates[kind].is_number() && rates[kind].get<double>() > 0;
+        ZERO_REQUIRE(ok, ConfigError,
+                     "--profile {}: collective_elements_per_s['{}'] must give {} a rate > 0 (world sizes >= 1)", path, w,
+                     kind);
+        return rates[kind].get<double>();
+      };
+      p.collectives[world] = {rate("all_reduce"), rate("reduce_scatter"), rate("all_gather")};
+    }
+  }
   p.device = j.value("device", std::string("cpu"));
   ZERO_REQUIRE(p.device == "cpu" || p.device == "gpu", ConfigError, "--profile {}: 'device' is cpu or gpu, not '{}'",
                path, p.device);
@@ -138,6 +164,34 @@ ComputeProfile measure_cpu_profile(int threads) {
   return p;
 }
 
+// The engine's collectives as it runs them on the CPU backend (MpiCommunicator, started and waited one at a
+// time) over messages of 4M fp32 elements (the size accuracy runs use for a bucket): an all-reduce, a
+// reduce-scatter and an all-gather each, best of a few rounds; elements a second in comm_report()'s counting.
+// Collective: every rank of `comm` calls it.
+ComputeProfile::CollectiveRates measure_collectives(Communicator& comm) {
+  const size_t n = size_t(4) << 20, W = size_t(comm.world());
+  const size_t shard = n / W;
+  std::vector<float> a(n, 1.0f), b(n, 0.0f);
+  auto timed = [&](auto&& f) {  // the slowest rank's time, best of 3 after a warm-up round
+    double best = 1e30;
+    for (int round = 0; round < 4; ++round) {
+      comm.barrier();
+      const auto t0 = std::chrono::steady_clock::now();
+      f();
+      double secs = seconds_since(t0);
+      comm.all_reduce_scalars(&secs, 1, ReduceOp::Max);
+      if (round > 0) best = std::min(best, secs);
+    }
+    return std::max(best, 1e-9);  // an in-place all-reduce at one rank does nothing
+  };
+  ComputeProfile::CollectiveRates r;
+  r.all_reduce = double(2 * n) / timed([&] { comm.all_reduce(a.data(), n, DType::F32, ReduceOp::Sum); });
+  std::fill(a.begin(), a.end(), 1.0f);
+  r.reduce_scatter = double(shard * W) / timed([&] { comm.reduce_scatter(a.data(), b.data(), shard, DType::F32, ReduceOp::Sum); });
+  r.all_gather = double(shard * W) / timed([&] { comm.all_gather(b.data(), a.data(), shard, DType::F32); });
+  return r;
+}
+
 const Link& find_link(const std::string& name) {
   for (const Link& l : kLinks)
     if (name == l.name) return l;
@@ -150,11 +204,35 @@ std::string link_names() {
   return s;
 }
 
-int run_calibrate(const CalibrateArgs& a) {
-  const ComputeProfile p = measure_cpu_profile(a.threads);
+int run_calibrate(const CalibrateArgs& a, MpiRuntime* mpi) {
+  std::unique_ptr<MpiCommunicator> comm;
+  if (mpi) {
+    comm = mpi->world_communicator();
+  } else {  // one process: MPI as a singleton, for the 1-rank collectives (MPI copies there too)
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (!inited) MPI_Init(nullptr, nullptr);
+    comm = std::make_unique<MpiCommunicator>(MPI_COMM_SELF);
+  }
+  const int W = comm->world(), rank = comm->rank();
+  const ComputeProfile::CollectiveRates coll = measure_collectives(*comm);
+  comm.reset();
+  if (!mpi) MPI_Finalize();
+  if (rank != 0) return 0;
+  ComputeProfile p = measure_cpu_profile(a.threads);
+  if (!a.out.empty() && std::filesystem::exists(a.out)) {  // keep the other world sizes' rates
+    try {
+      p.collectives = load_profile(a.out).collectives;
+    } catch (const ConfigError&) {
+      // not a profile (or an older one): written anew
+    }
+  }
+  p.collectives[W] = coll;
   printf("calibrate: %s\n  GEMM fp32 (Eigen, 1024^3): %.1f GFLOP/s\n  element-wise (z = x + y, 64 MiB): %.1f GB/s\n"
-         "  AdamW step: %.0f M elements/s\n",
-         p.source.c_str(), p.gemm_flops / 1e9, p.elementwise_bytes / 1e9, p.adamw_elements / 1e6);
+         "  AdamW step: %.0f M elements/s\n  collectives at %d rank%s (MPI, 4M-element messages, M elements/s as "
+         "counted): all-reduce %.0f, reduce-scatter %.0f, all-gather %.0f\n",
+         p.source.c_str(), p.gemm_flops / 1e9, p.elementwise_bytes / 1e9, p.adamw_elements / 1e6, W, W == 1 ? "" : "s",
+         coll.all_reduce / 1e6, coll.reduce_scatter / 1e6, coll.all_gather / 1e6);
   // The GPU side (cuBLASLt bf16 GEMM, device bandwidth) needs the CUDA model ops; until then a GPU plan uses
   // the assumed H100 profile, marked as such.
   printf("  GPU: not measured by this build (plans for GPUs use the assumed H100 profile)\n");

@@ -4,9 +4,12 @@
 // here measures a network).
 #pragma once
 #include <cstddef>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "comm/bootstrap.h"
 
 namespace zero::pmtrain {
 
@@ -20,6 +23,13 @@ struct ComputeProfile {
   int threads = 1;                 // CPU: threads the GEMM was measured with
   int cores = 1;                   // CPU: cores of the node (ranks beyond them share)
   double process_baseline_bytes = 0;  // CPU: a rank's resident bytes before the model (0: the built-in one)
+  // CPU: the engine's collectives through MpiCommunicator, measured by `mpirun -np W pmtrain calibrate` (and at
+  // 1 rank, where MPI still copies): elements a second of each kind in comm_report()'s counting (an all-reduce
+  // counts twice its count), by world size. A world without an entry falls back to the link model.
+  struct CollectiveRates {
+    double all_reduce = 0, reduce_scatter = 0, all_gather = 0;
+  };
+  std::map<int, CollectiveRates> collectives;
 
   nlohmann::json to_json() const;
 };
@@ -47,6 +57,9 @@ struct CalibrateArgs {
   std::string out;  // empty: print only
   int threads = 1;
 };
-int run_calibrate(const CalibrateArgs& a);
+// Without `mpi` (one process): compute speeds and the 1-rank collectives. Under mpirun (`mpi` set, world W >
+// 1): every rank measures the collectives at W; rank 0 also measures compute. With --out naming an existing
+// profile, its collective rates of other world sizes are kept, so one file can hold 1, 2 and 4 ranks.
+int run_calibrate(const CalibrateArgs& a, MpiRuntime* mpi = nullptr);
 
 }  // namespace zero::pmtrain

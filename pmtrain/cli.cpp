@@ -221,7 +221,8 @@ std::optional<int> parse_command_line(int argc, char** argv, bool speak, Command
       "Examples:\n  pmtrain plan configs/qwen3_4b_bs128.yaml --world 8,16 --gpu-mem 24GiB,80GiB\n"
       "  pmtrain plan configs/tiny_cpu.yaml --world 1,2,4 --profile cpu.json --json");
 
-  CLI::App* cal = app.add_subcommand("calibrate", "measure GEMM and element-wise speed here for `plan --profile` (a few seconds)");
+  CLI::App* cal = app.add_subcommand("calibrate", "measure GEMM, element-wise and MPI collective speed here for `plan --profile` "
+                                   "(a few seconds; under mpirun -np W the collectives at W ranks, added to --out)");
   cal->add_option("--out", out.calibrate.out, "where to save the profile (JSON), e.g. --out cpu_profile.json")->type_name("FILE");
   cal->add_option("--threads", out.calibrate.threads, "math threads per rank to measure with (config `threads`), e.g. --threads 1")
       ->check(at_least(1))

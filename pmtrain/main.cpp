@@ -42,7 +42,9 @@ int main(int argc, char** argv) {
   CommandLine cl;
   if (const auto code = parse_command_line(argc, argv, rank0, cl)) return *code;
 
-  const bool under_mpi = cl.command == "train" || cl.command == "eval" || cl.command == "bench";
+  // calibrate too when a launcher started several ranks: it then measures the collectives between them.
+  const bool under_mpi = cl.command == "train" || cl.command == "eval" || cl.command == "bench" ||
+                         (cl.command == "calibrate" && launcher_world().value_or(1) > 1);
   if (!under_mpi || cl.train.dry_run) {
     if (!rank0) return 0;
     try {
@@ -61,6 +63,7 @@ int main(int argc, char** argv) {
   const std::string head = fmt::format("pmtrain {}: ", cl.command);
   try {
     if (cl.command == "bench") return run_bench(cl.bench, mpi);
+    if (cl.command == "calibrate") return run_calibrate(cl.calibrate, &mpi);
     return cl.command == "train" ? run_train(cl.train, mpi) : run_eval(cl.eval, mpi);
   } catch (const PeerFailure&) {
     // Another rank failed and says why.

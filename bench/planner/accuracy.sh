@@ -7,7 +7,7 @@
 #   bash bench/planner/accuracy.sh [PMTRAIN] [OUT]     (from the repository root; GRID=ci for two cells)
 # Sequences are truncated to data.max_len (64; the hh-rlhf sample's pairs are longer), so the planner's
 # worst case (every sequence at max_len) is what runs. The compute profile is measured first
-# (pmtrain calibrate); the process baseline comes from a run of a 1-layer, hidden-32 model with small
+# (pmtrain calibrate, and under mpirun at 2 and 4 ranks for the collectives); the process baseline comes from a run of a 1-layer, hidden-32 model with small
 # buckets (its peak RSS less its planned bytes, nearly all model states), written into the profile.
 set -euo pipefail
 PMTRAIN=${1:-build/pmtrain/pmtrain}
@@ -59,6 +59,9 @@ predict() {  # MODEL STAGE MICRO CKPT RANKS -> "peak_bytes step_s micro compute_
 }
 
 "$PMTRAIN" calibrate --out $TMP/profile.json > $TMP/calibrate.txt
+for w in 2 4; do  # the collectives at each world size of the grid (1 rank: the run above)
+  $MPIRUN -np $w "$PMTRAIN" calibrate --out $TMP/profile.json > $TMP/calibrate_$w.txt || { cat $TMP/calibrate_$w.txt >&2; exit 1; }
+done
 # The process baseline: a negligible model's peak less what the planner counts for it (baseline 0).
 python3 - $TMP/profile.json <<'PY'
 import json, sys

@@ -92,6 +92,24 @@ echo "ok: token-budget plan"
 "$PMTRAIN" calibrate --out $TMP/prof.json > /dev/null
 python3 -c "import json,sys; p=json.load(open('$TMP/prof.json')); assert p['gemm_flops'] > 1e8 and p['elementwise_bytes'] > 1e8 and not p['assumed'], p"
 "$PMTRAIN" plan configs/tiny_cpu.yaml --world 2 --profile $TMP/prof.json | grep -q "compute measured on" || fail "plan --profile: not used"
+# Under mpirun calibrate measures the collectives at that world size and keeps the 1-rank ones already in the
+# file; the plan then takes a CPU cell's comm time from them: doubling every rate halves it.
+$MPIRUN -np 2 "$PMTRAIN" calibrate --out $TMP/prof.json > $TMP/cal2.txt || { cat $TMP/cal2.txt; fail "calibrate under mpirun"; }
+python3 - $TMP/prof.json <<'PY2' || fail "calibrate: collective rates"
+import json, sys
+c = json.load(open(sys.argv[1]))["collective_elements_per_s"]
+assert sorted(c) == ["1", "2"], c
+assert all(r[k] > 0 for r in c.values() for k in ("all_reduce", "reduce_scatter", "all_gather")), c
+PY2
+comm_s() { "$PMTRAIN" plan configs/tiny_cpu.yaml --world 2 --json --profile $1 \
+  | python3 -c "import json,sys; c=[c for c in json.load(sys.stdin)['cells'] if c['stage']==1][0]; assert c['link']=='MPI, measured at 2 ranks', c['link']; print(c['comm_seconds'])"; }
+python3 -c "
+import json; p=json.load(open('$TMP/prof.json'))
+for r in p['collective_elements_per_s'].values():
+    for k in r: r[k] *= 2
+json.dump(p, open('$TMP/prof2.json', 'w'))"
+python3 -c "a, b = $(comm_s $TMP/prof.json), $(comm_s $TMP/prof2.json); assert a > 0 and abs(b / a - 0.5) < 1e-9, (a, b)" \
+  || fail "plan: comm time not from the measured collectives"
 echo "ok: calibrate"
 
 bad "--world abc" "--world 'abc'" plan configs/tiny_cpu.yaml --world abc
