@@ -204,21 +204,11 @@ std::string link_names() {
   return s;
 }
 
-int run_calibrate(const CalibrateArgs& a, MpiRuntime* mpi) {
-  std::unique_ptr<MpiCommunicator> comm;
-  if (mpi) {
-    comm = mpi->world_communicator();
-  } else {  // one process: MPI as a singleton, for the 1-rank collectives (MPI copies there too)
-    int inited = 0;
-    MPI_Initialized(&inited);
-    if (!inited) MPI_Init(nullptr, nullptr);
-    comm = std::make_unique<MpiCommunicator>(MPI_COMM_SELF);
-  }
-  const int W = comm->world(), rank = comm->rank();
+int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi) {
+  const std::unique_ptr<MpiCommunicator> comm = mpi.world_communicator();
+  const int W = comm->world();
   const ComputeProfile::CollectiveRates coll = measure_collectives(*comm);
-  comm.reset();
-  if (!mpi) MPI_Finalize();
-  if (rank != 0) return 0;
+  if (comm->rank() != 0) return 0;
   ComputeProfile p = measure_cpu_profile(a.threads);
   if (!a.out.empty() && std::filesystem::exists(a.out)) {  // keep the other world sizes' rates
     try {

@@ -57,9 +57,9 @@ struct CalibrateArgs {
   std::string out;  // empty: print only
   int threads = 1;
 };
-// Without `mpi` (one process): compute speeds and the 1-rank collectives. Under mpirun (`mpi` set, world W >
-// 1): every rank measures the collectives at W; rank 0 also measures compute. With --out naming an existing
+// Every rank of `mpi` measures the collectives at its world size W (one process: MPI's 1-rank copies); rank 0
+// also measures compute. With --out naming an existing
 // profile, its collective rates of other world sizes are kept, so one file can hold 1, 2 and 4 ranks.
-int run_calibrate(const CalibrateArgs& a, MpiRuntime* mpi = nullptr);
+int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi);
 
 }  // namespace zero::pmtrain

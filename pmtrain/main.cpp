@@ -26,7 +26,6 @@ namespace {
 // Commands without MPI: one process does them (the others of a launched job have nothing to add).
 int run_local(const CommandLine& cl) {
   if (cl.command == "plan") return run_plan(cl.plan);
-  if (cl.command == "calibrate") return run_calibrate(cl.calibrate);
   if (cl.command == "export") return run_export(cl.export_request);
   if (cl.command == "score") return run_score(cl.score);
   if (cl.command == "sweep") return run_sweep(cl.sweep);
@@ -42,9 +41,9 @@ int main(int argc, char** argv) {
   CommandLine cl;
   if (const auto code = parse_command_line(argc, argv, rank0, cl)) return *code;
 
-  // calibrate too when a launcher started several ranks: it then measures the collectives between them.
+  // calibrate too: it measures the collectives between the ranks it was started with (one: MPI's copies).
   const bool under_mpi = cl.command == "train" || cl.command == "eval" || cl.command == "bench" ||
-                         (cl.command == "calibrate" && launcher_world().value_or(1) > 1);
+                         cl.command == "calibrate";
   if (!under_mpi || cl.train.dry_run) {
     if (!rank0) return 0;
     try {
@@ -63,7 +62,7 @@ int main(int argc, char** argv) {
   const std::string head = fmt::format("pmtrain {}: ", cl.command);
   try {
     if (cl.command == "bench") return run_bench(cl.bench, mpi);
-    if (cl.command == "calibrate") return run_calibrate(cl.calibrate, &mpi);
+    if (cl.command == "calibrate") return run_calibrate(cl.calibrate, mpi);
     return cl.command == "train" ? run_train(cl.train, mpi) : run_eval(cl.eval, mpi);
   } catch (const PeerFailure&) {
     // Another rank failed and says why.
