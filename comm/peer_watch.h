@@ -69,6 +69,7 @@ class PeerWatch {
   bool peer_asked();  // a peer's announcement is waiting to be read
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, world_ = 1;
+  bool oversubscribed_ = false;  // more ranks on this node than cores: long waits sleep
   double grace_s_ = 3.0;
   VerdictHandler handler_;
 };

@@ -24,8 +24,9 @@ struct ComputeProfile {
   int cores = 1;                   // CPU: cores of the node (ranks beyond them share)
   double process_baseline_bytes = 0;  // CPU: a rank's resident bytes before the model (0: the built-in one)
   // CPU: the engine's collectives through MpiCommunicator, measured by `mpirun -np W pmtrain calibrate` (and at
-  // 1 rank, where MPI still copies): elements a second of each kind in comm_report()'s counting (an all-reduce
-  // counts twice its count), by world size. A world without an entry falls back to the link model.
+  // 1 rank, where MpiCommunicator copies without MPI): elements a second of each kind in comm_report()'s
+  // counting (an all-reduce counts twice its count), by world size. A world without an entry falls back to
+  // the link model.
   struct CollectiveRates {
     double all_reduce = 0, reduce_scatter = 0, all_gather = 0;
   };
@@ -57,8 +58,8 @@ struct CalibrateArgs {
   std::string out;  // empty: print only
   int threads = 1;
 };
-// Every rank of `mpi` measures the collectives at its world size W (one process: MPI's 1-rank copies); rank 0
-// also measures compute. With --out naming an existing
+// Every rank of `mpi` measures the collectives at its world size W (one process: the 1-rank copies, done
+// without MPI); rank 0 also measures compute. With --out naming an existing
 // profile, its collective rates of other world sizes are kept, so one file can hold 1, 2 and 4 ranks.
 int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi);
 

@@ -160,8 +160,8 @@ void predict_time(const Setup& s, const Partition& part, Cell& c) {
   }
   c.traffic = plan_step_traffic(ec, part, int(c.accum));
   c.comm_s = bw > 0 ? c.traffic.wire_bytes / bw : 0;
-  // CPU ranks with the collectives measured at this world size (`mpirun -np W pmtrain calibrate`; at 1 rank MPI
-  // still copies): the elements the step's collectives move at that rate.
+  // CPU ranks with the collectives measured at this world size (`mpirun -np W pmtrain calibrate`; at 1 rank the
+  // communicator still copies): the elements the step's collectives move at that rate.
   if (s.device == PlanDevice::Cpu && s.prof.collectives.count(c.world)) {
     const ComputeProfile::CollectiveRates& r = s.prof.collectives.at(c.world);
     c.comm_s = double(c.traffic.all_reduce) / r.all_reduce + double(c.traffic.reduce_scatter) / r.reduce_scatter +

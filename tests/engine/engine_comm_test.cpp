@@ -49,6 +49,11 @@ TEST_P(EngineComm, ElementsPerStepMatchFormulaAndMpiBoundary) {
   // scalar reductions are MPI_Iallreduce calls too (every wait is polled under the peer timeout), with
   // their scalars counted apart.
   const uint64_t scalars = rep.of(Collective::ScalarAllReduce).elements;
+  EXPECT_EQ(rep.of(Collective::ScalarAllReduce).calls, uint64_t(2 * steps));
+  if (W == 1) {  // one rank: every collective is a local copy, nothing reaches MPI
+    EXPECT_TRUE(pmpi_counts().empty());
+    return;
+  }
   EXPECT_EQ(2 * pmpi_count("MPI_Iallreduce").count_args, ar + 2 * scalars);
   EXPECT_EQ(pmpi_count("MPI_Ireduce_scatter_block").count_args * W, rs);
   EXPECT_EQ(pmpi_count("MPI_Iallgather").count_args * W, ag);
@@ -69,7 +74,6 @@ TEST_P(EngineComm, ElementsPerStepMatchFormulaAndMpiBoundary) {
     expected["MPI_Iallgather"] = rep.of(Collective::AllGather).calls;
   }
   EXPECT_EQ(calls, expected);
-  EXPECT_EQ(rep.of(Collective::ScalarAllReduce).calls, uint64_t(2 * steps));
 }
 
 INSTANTIATE_TEST_SUITE_P(Stages, EngineComm, ::testing::Values(0, 1, 2, 3));
