@@ -8,11 +8,20 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
+#include <random>
 #include <vector>
 
 #include "comm/mpi_communicator.h"
 #include "core/check.h"
+#include "core/memory.h"
+#include "model/cpu/cpu_model_ops.h"
+#include "model/token_plan.h"
 #include "optim/adamw.h"
+#include "pmtrain/backend_setup.h"
+#include "pmtrain/config.h"
+#include "pmtrain/paths.h"
+#include "zero/device_ops.h"
 
 namespace zero::pmtrain {
 
@@ -131,53 +140,111 @@ ComputeProfile load_profile(const std::string& path) {
   return p;
 }
 
-ComputeProfile measure_cpu_profile(int threads) {
-  Eigen::setNbThreads(threads);
+namespace {
+// n elements of backend memory holding values in [-1, 1) (not zeros: a GPU multiplies zeros faster).
+Buffer filled_buffer(TrackingAllocator& alloc, DeviceOps& ops, size_t n, DType t) {
+  Buffer b(alloc, n, t, MemCategory::Other);
+  std::vector<float> host(std::min(n, size_t(1) << 20));
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& x : host) x = u(rng);
+  for (size_t a = 0; a < n; a += host.size())
+    ops.copy_from_host(static_cast<char*>(b.data()) + a * dtype_size(t), t, host.data(), std::min(host.size(), n - a));
+  return b;
+}
+
+// The sizes measured, by where the backend computes: a projection of a CPU run's size (1024 tokens x 1024
+// -> 1024) and arrays past the last-level cache (16M elements); on a GPU a Qwen3-4B step's (8192 tokens x
+// 4096 -> 4096, bf16 in the production mode) and arrays of 256M elements (1 GiB in fp32).
+struct Sizes {
+  int64_t tokens, features;
+  size_t elements;      // element-wise and AdamW arrays
+  size_t message;       // collectives: elements of one message (CPU: the accuracy runs' bucket)
+  int reps;             // calls per timed call (a GPU call is shorter than the launch and sync around it)
+};
+Sizes sizes_for(const DeviceOps& ops) {
+  if (ops.host_addressable()) return {1024, 1024, size_t(16) << 20, size_t(4) << 20, 1};
+  return {8192, 4096, size_t(256) << 20, size_t(16) << 20, 10};
+}
+
+// One sequence of T tokens: what the model ops check their token rows against.
+model::TokenPlan one_sequence(int64_t T) {
+  model::TokenPlan plan;
+  plan.tokens.assign(size_t(T), 0);
+  plan.positions.resize(size_t(T));
+  std::iota(plan.positions.begin(), plan.positions.end(), 0);
+  plan.cu_seqlens = {0, int32_t(T)};
+  plan.pooled = {int32_t(T - 1)};
+  plan.max_seqlen = int32_t(T);
+  plan.padded_tokens = T;
+  return plan;
+}
+
+// Seconds per call of f, timed z.reps calls at a time with the backend synchronised after them.
+template <class F>
+double time_reps(DeviceOps& ops, const Sizes& z, double budget, F&& f) {
+  const double s = time_per_call(
+      [&] {
+        for (int i = 0; i < z.reps; ++i) f();
+        ops.synchronize();
+      },
+      budget);
+  return s / z.reps;
+}
+
+ComputeProfile measure_compute(DeviceOps& ops, TrackingAllocator& alloc, model::ModelOps& mo) {
+  const Sizes z = sizes_for(ops);
   ComputeProfile p;
   p.assumed = false;
-  p.threads = threads;
+  p.device = ops.host_addressable() ? "cpu" : "gpu";
   p.cores = int(sysconf(_SC_NPROCESSORS_ONLN));
-  char host[256] = "this machine";
-  gethostname(host, sizeof host - 1);
-  p.source = fmt::format("measured on {} ({} thread{})", host, threads, threads == 1 ? "" : "s");
-  // GEMM: the shapes of a projection (tokens x hidden x out), fp32 as the CPU backend computes.
-  const int n = 1024;
-  Eigen::MatrixXf a = Eigen::MatrixXf::Random(n, n), b = Eigen::MatrixXf::Random(n, n), c(n, n);
-  const double t_gemm = time_per_call([&] { c.noalias() = a * b; }, 2.0);
-  p.gemm_flops = 2.0 * n * double(n) * n / t_gemm;
-  // Element-wise: z = x + y over 64 MiB arrays (two reads, one write), larger than any cache.
-  const size_t m = size_t(16) << 20;
-  std::vector<float> x(m, 1.0f), y(m, 2.0f), z(m);
-  const double t_add = time_per_call(
-      [&] {
-        for (size_t i = 0; i < m; ++i) z[i] = x[i] + y[i];
-      },
-      1.0);
-  p.elementwise_bytes = 3.0 * 4.0 * double(m) / t_add;
-  // AdamW over 16M elements (param, grad, m, v: 256 MiB), as the engine runs it on a shard.
-  std::vector<float> m1(m, 0.0f), v1(m, 0.0f);
+  const int64_t T = z.tokens, K = z.features, N = z.features;
+  const model::TokenPlan plan = one_sequence(T);
+  mo.begin_batch(plan, {128, 1e6});
+  {  // GEMM: the model's linear forward (y = x w^T) in its activation dtype
+    const DType t = mo.activation_dtype();
+    const Buffer x = filled_buffer(alloc, ops, size_t(T * K), t), w = filled_buffer(alloc, ops, size_t(N * K), t);
+    const Buffer y(alloc, size_t(T * N), t, MemCategory::Other);
+    const model::TensorRef xr(x.data(), t, {T, K}), wr(w.data(), t, {N, K}), yr(y.data(), t, {T, N});
+    p.gemm_flops = 2.0 * double(T) * double(K) * double(N) / time_reps(ops, z, 2.0, [&] { mo.linear_forward(xr, wr, yr); });
+  }
+  // Element-wise: the model's residual add (out = a + b in fp32: two arrays read, a third written), the
+  // planner's unit for activation passes and the engine's gradient work.
+  const size_t m = z.elements;
+  const Buffer a = filled_buffer(alloc, ops, m, DType::F32), b = filled_buffer(alloc, ops, m, DType::F32);
+  const Buffer c(alloc, m, DType::F32, MemCategory::Other);
+  const int64_t cols = int64_t(m) / T;
+  const model::TensorRef ar(a.data(), DType::F32, {T, cols}), br(b.data(), DType::F32, {T, cols}),
+      cr(c.data(), DType::F32, {T, cols});
+  p.elementwise_bytes = 3.0 * 4.0 * double(m) / time_reps(ops, z, 1.0, [&] { mo.add(ar, br, cr); });
+  // The engine's AdamW step over a shard of m elements (param, grad, m, v: square roots and divisions make it
+  // slower than memory on a CPU core).
+  const Buffer v(alloc, m, DType::F32, MemCategory::Other);
+  ops.zero(c.data(), DType::F32, m);
+  ops.zero(v.data(), DType::F32, m);
   const optim::AdamWConfig cfg;
-  int64_t t = 0;
-  const double t_adamw =
-      time_per_call([&] { optim::adamw_step(z.data(), x.data(), m1.data(), v1.data(), m, cfg, 1e-5f, ++t, true, 1.0f); }, 1.0);
-  p.adamw_elements = double(m) / t_adamw;
+  int64_t step = 0;
+  p.adamw_elements = double(m) / time_reps(ops, z, 1.0, [&] {
+                       ops.adamw(a.as<float>(), b.data(), DType::F32, c.as<float>(), v.as<float>(), m, cfg, 1e-5f,
+                                 ++step, true, 1.0f);
+                     });
   return p;
 }
 
-// The engine's collectives as it runs them on the CPU backend (MpiCommunicator, started and waited one at a
-// time) over messages of 4M fp32 elements (the size accuracy runs use for a bucket): an all-reduce, a
-// reduce-scatter and an all-gather each, best of a few rounds; elements a second in comm_report()'s counting.
-// Collective: every rank of `comm` calls it.
-ComputeProfile::CollectiveRates measure_collectives(Communicator& comm) {
-  const size_t n = size_t(4) << 20, W = size_t(comm.world());
-  const size_t shard = n / W;
-  std::vector<float> a(n, 1.0f), b(n, 0.0f);
+// The engine's collectives as it runs them (started and waited one at a time) over messages of
+// sizes_for()'s elements in fp32: an all-reduce, a reduce-scatter and an all-gather each, best of a few
+// rounds; elements a second in comm_report()'s counting. Collective: every rank of `comm` calls it.
+ComputeProfile::CollectiveRates measure_collectives(Communicator& comm, DeviceOps& ops, TrackingAllocator& alloc) {
+  const size_t W = size_t(comm.world());
+  const size_t shard = sizes_for(ops).message / W, n = shard * W;
+  Buffer a = filled_buffer(alloc, ops, n, DType::F32), b = filled_buffer(alloc, ops, shard, DType::F32);
   auto timed = [&](auto&& f) {  // the slowest rank's time, best of 3 after a warm-up round
     double best = 1e30;
     for (int round = 0; round < 4; ++round) {
       comm.barrier();
       const auto t0 = std::chrono::steady_clock::now();
       f();
+      ops.synchronize();
       double secs = seconds_since(t0);
       comm.all_reduce_scalars(&secs, 1, ReduceOp::Max);
       if (round > 0) best = std::min(best, secs);
@@ -186,11 +253,11 @@ ComputeProfile::CollectiveRates measure_collectives(Communicator& comm) {
   };
   ComputeProfile::CollectiveRates r;
   r.all_reduce = double(2 * n) / timed([&] { comm.all_reduce(a.data(), n, DType::F32, ReduceOp::Sum); });
-  std::fill(a.begin(), a.end(), 1.0f);
-  r.reduce_scatter = double(shard * W) / timed([&] { comm.reduce_scatter(a.data(), b.data(), shard, DType::F32, ReduceOp::Sum); });
-  r.all_gather = double(shard * W) / timed([&] { comm.all_gather(b.data(), a.data(), shard, DType::F32); });
+  r.reduce_scatter = double(n) / timed([&] { comm.reduce_scatter(a.data(), b.data(), shard, DType::F32, ReduceOp::Sum); });
+  r.all_gather = double(n) / timed([&] { comm.all_gather(b.data(), a.data(), shard, DType::F32); });
   return r;
 }
+}  // namespace
 
 const Link& find_link(const std::string& name) {
   for (const Link& l : kLinks)
@@ -205,27 +272,42 @@ std::string link_names() {
 }
 
 int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi) {
-  const std::unique_ptr<MpiCommunicator> comm = mpi.world_communicator();
-  const int W = comm->world();
-  const ComputeProfile::CollectiveRates coll = measure_collectives(*comm);
-  if (comm->rank() != 0) return 0;
-  ComputeProfile p = measure_cpu_profile(a.threads);
-  if (!a.out.empty() && std::filesystem::exists(a.out)) {  // keep the other world sizes' rates
+  const Config cfg = a.config_path.empty() ? parse_config("{}", "pmtrain calibrate", a.overrides)
+                                           : load_config(existing_path(a.config_path, "config file"), a.overrides);
+  const int threads = a.threads > 0 ? a.threads : int(cfg.threads);
+  Eigen::setNbThreads(threads);
+  const std::unique_ptr<MpiCommunicator> world = mpi.world_communicator();
+  BackendParts parts = make_backend(cfg, *world);
+  Communicator& comm = parts.engine_comm ? *parts.engine_comm : *world;
+  const int W = comm.world();
+  const ComputeProfile::CollectiveRates coll = measure_collectives(comm, *parts.ops, *parts.alloc);
+  if (world->rank() != 0) return 0;
+  std::unique_ptr<model::ModelOps> cpu_model_ops;
+  model::ModelOps& mo = parts.model_ops ? *parts.model_ops : *(cpu_model_ops = model::make_cpu_model_ops());
+  ComputeProfile p = measure_compute(*parts.ops, *parts.alloc, mo);
+  p.threads = threads;
+  char host[256] = "this machine";
+  gethostname(host, sizeof host - 1);
+  p.source = p.device == "cpu" ? fmt::format("measured on {} ({} thread{})", host, threads, threads == 1 ? "" : "s")
+                               : fmt::format("measured on {} ({})", host, parts.description);
+  if (!a.out.empty() && std::filesystem::exists(a.out)) {  // keep the other world sizes' rates of this device
     try {
-      p.collectives = load_profile(a.out).collectives;
+      const ComputeProfile old = load_profile(a.out);
+      if (old.device == p.device) p.collectives = old.collectives;
     } catch (const ConfigError&) {
       // not a profile (or an older one): written anew
     }
   }
   p.collectives[W] = coll;
-  printf("calibrate: %s\n  GEMM fp32 (Eigen, 1024^3): %.1f GFLOP/s\n  element-wise (z = x + y, 64 MiB): %.1f GB/s\n"
-         "  AdamW step: %.0f M elements/s\n  collectives at %d rank%s (MPI, 4M-element messages, M elements/s as "
-         "counted): all-reduce %.0f, reduce-scatter %.0f, all-gather %.0f\n",
-         p.source.c_str(), p.gemm_flops / 1e9, p.elementwise_bytes / 1e9, p.adamw_elements / 1e6, W, W == 1 ? "" : "s",
-         coll.all_reduce / 1e6, coll.reduce_scatter / 1e6, coll.all_gather / 1e6);
-  // The GPU side (cuBLASLt bf16 GEMM, device bandwidth) needs the CUDA model ops; until then a GPU plan uses
-  // the assumed H100 profile, marked as such.
-  printf("  GPU: not measured by this build (plans for GPUs use the assumed H100 profile)\n");
+  const Sizes z = sizes_for(*parts.ops);
+  const char* dtype = dtype_name(mo.activation_dtype());
+  printf("calibrate: %s\n  GEMM (the model's linear forward, %lld tokens x %lld -> %lld, %s): %.1f GFLOP/s\n"
+         "  element-wise (the model's residual add, fp32, %zu M elements): %.1f GB/s\n"
+         "  AdamW step: %.0f M elements/s\n  collectives at %d rank%s (%s, %zu M-element fp32 messages, M elements/s "
+         "as counted): all-reduce %.0f, reduce-scatter %.0f, all-gather %.0f\n",
+         p.source.c_str(), (long long)z.tokens, (long long)z.features, (long long)z.features, dtype, p.gemm_flops / 1e9,
+         z.elements >> 20, p.elementwise_bytes / 1e9, p.adamw_elements / 1e6, W, W == 1 ? "" : "s", comm.backend_name(),
+         z.message >> 20, coll.all_reduce / 1e6, coll.reduce_scatter / 1e6, coll.all_gather / 1e6);
   if (!a.out.empty()) {
     std::ofstream out(a.out);
     ZERO_REQUIRE(out.good(), ConfigError, "--out {}: cannot write", a.out);

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -40,10 +41,6 @@ struct ComputeProfile {
 ComputeProfile assumed_profile(bool gpu);
 // Reads a profile written by `pmtrain calibrate`; ConfigError naming the file and key otherwise.
 ComputeProfile load_profile(const std::string& path);
-// Eigen GEMM (fp32, 1024^3 blocks), an element-wise add over 64 MiB arrays and the engine's AdamW step
-// (optim::adamw_step: square roots and divisions make it slower than memory), a few seconds in all.
-ComputeProfile measure_cpu_profile(int threads);
-
 // An interconnect's sustained bandwidth per rank for ring collectives (bytes/s), from vendor figures.
 struct Link {
   const char* name;
@@ -55,12 +52,18 @@ const Link& find_link(const std::string& name);
 std::string link_names();
 
 struct CalibrateArgs {
-  std::string out;  // empty: print only
-  int threads = 1;
+  std::string config_path;             // empty: the CPU backend at the config defaults (fp32)
+  std::vector<std::string> overrides;  // --set KEY=VALUE
+  std::string out;                     // empty: print only
+  int threads = 0;                     // math threads per rank; 0: the config's `threads`
 };
-// Every rank of `mpi` measures the collectives at its world size W (one process: the 1-rank copies, done
-// without MPI); rank 0 also measures compute. With --out naming an existing
-// profile, its collective rates of other world sizes are kept, so one file can hold 1, 2 and 4 ranks.
+// Measures the backend a config runs on (`backend`, `zero.param_dtype`, `threads`) through the ops a
+// training step runs, so one measurement serves both backends: GEMMs as the model's linear forward at a
+// projection's shape, element-wise speed as the engine's gradient add, the engine's AdamW step, and the
+// engine's collectives over its communicator (MPI on the CPU, NCCL on GPUs) at the world size it was
+// started with (one process: the 1-rank copies). Every rank measures the collectives; rank 0 the rest. With
+// --out naming an existing profile of the same device, its collective rates of other world sizes are kept,
+// so one file can hold 1, 2 and 4 ranks.
 int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi);
 
 }  // namespace zero::pmtrain

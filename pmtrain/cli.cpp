@@ -221,13 +221,23 @@ std::optional<int> parse_command_line(int argc, char** argv, bool speak, Command
       "Examples:\n  pmtrain plan configs/qwen3_4b_bs128.yaml --world 8,16 --gpu-mem 24GiB,80GiB\n"
       "  pmtrain plan configs/tiny_cpu.yaml --world 1,2,4 --profile cpu.json --json");
 
-  CLI::App* cal = app.add_subcommand("calibrate", "measure GEMM, element-wise and MPI collective speed here for `plan --profile` "
-                                   "(a few seconds; under mpirun -np W the collectives at W ranks, added to --out)");
+  CLI::App* cal = app.add_subcommand("calibrate", "measure GEMM, element-wise, AdamW and collective speed of a config's backend "
+                                   "here for `plan --profile` (a few seconds; under mpirun -np W the collectives at W "
+                                   "ranks, added to --out)");
+  cal->add_option("CONFIG", out.calibrate.config_path, "the config whose backend, zero.param_dtype and threads to measure, "
+                                                       "e.g. configs/qwen3_4b_bs128.yaml; default: the CPU backend in fp32")
+      ->type_name("CONFIG");
+  cal->add_option("--set", out.calibrate.overrides, "override a config key, e.g. --set backend=cuda --set zero.param_dtype=bf16")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
   cal->add_option("--out", out.calibrate.out, "where to save the profile (JSON), e.g. --out cpu_profile.json")->type_name("FILE");
-  cal->add_option("--threads", out.calibrate.threads, "math threads per rank to measure with (config `threads`), e.g. --threads 1")
+  cal->add_option("--threads", out.calibrate.threads, "math threads per rank to measure with, e.g. --threads 1; default: "
+                                                      "the config's `threads`")
       ->check(at_least(1))
       ->type_name("N");
-  cal->footer("Example:\n  pmtrain calibrate --out cpu_profile.json && pmtrain plan configs/tiny_cpu.yaml --profile cpu_profile.json");
+  cal->footer("Examples:\n  pmtrain calibrate --out cpu_profile.json && pmtrain plan configs/tiny_cpu.yaml --profile cpu_profile.json\n"
+              "  pmtrain calibrate configs/qwen3_4b_bs128.yaml --out h100.json   (on a GPU node: cuBLASLt bf16, NCCL)\n"
+              "  mpirun -np 8 pmtrain calibrate configs/qwen3_4b_bs128.yaml --out h100.json   (adds NCCL at 8 ranks)");
   // ---- end plan and calibrate ----
 
   ExportRequest& ex = out.export_request;

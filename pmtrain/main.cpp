@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   CommandLine cl;
   if (const auto code = parse_command_line(argc, argv, rank0, cl)) return *code;
 
-  // calibrate too: it measures the collectives between the ranks it was started with (one: MPI's copies).
+  // calibrate too: it measures the collectives between the ranks it was started with (one: the 1-rank copies).
   const bool under_mpi = cl.command == "train" || cl.command == "eval" || cl.command == "bench" ||
                          cl.command == "calibrate";
   if (!under_mpi || cl.train.dry_run) {

@@ -160,13 +160,15 @@ void predict_time(const Setup& s, const Partition& part, Cell& c) {
   }
   c.traffic = plan_step_traffic(ec, part, int(c.accum));
   c.comm_s = bw > 0 ? c.traffic.wire_bytes / bw : 0;
-  // CPU ranks with the collectives measured at this world size (`mpirun -np W pmtrain calibrate`; at 1 rank the
-  // communicator still copies): the elements the step's collectives move at that rate.
-  if (s.device == PlanDevice::Cpu && s.prof.collectives.count(c.world)) {
+  // Ranks on one node with the collectives measured at this world size (`mpirun -np W pmtrain calibrate`: MPI
+  // on the CPU, NCCL on GPUs; at 1 rank the communicator still copies): the elements the step's collectives
+  // move at that rate. Across nodes the link table stands (nothing here measures a network).
+  if (c.nodes == 1 && s.prof.collectives.count(c.world)) {
     const ComputeProfile::CollectiveRates& r = s.prof.collectives.at(c.world);
     c.comm_s = double(c.traffic.all_reduce) / r.all_reduce + double(c.traffic.reduce_scatter) / r.reduce_scatter +
                double(c.traffic.all_gather) / r.all_gather;
-    c.link = fmt::format("MPI, measured at {} rank{}", c.world, c.world == 1 ? "" : "s");
+    c.link = fmt::format("{}, measured at {} rank{}", s.device == PlanDevice::Cpu ? "MPI" : "NCCL", c.world,
+                         c.world == 1 ? "" : "s");
   }
   c.step_s = c.compute_s + c.elementwise_s + c.comm_s;
   c.epoch_s = std::ceil(double(s.pairs) / double(s.global)) * c.step_s;
@@ -409,6 +411,11 @@ int run_plan(const PlanArgs& a) {
     ZERO_REQUIRE(worlds.size() == 1 && mems.size() <= 1, ConfigError,
                  "--sbatch writes one job: give one --world and (for GPUs) one --gpu-mem");
   s.prof = a.profile.empty() ? assumed_profile(gpu) : load_profile(a.profile);
+  ZERO_REQUIRE(s.prof.device == (gpu ? "gpu" : "cpu"), ConfigError,
+               "--profile {} was measured on the {}, but {} runs on {}; measure this backend with `pmtrain calibrate {} "
+               "--out FILE` where it runs",
+               a.profile, s.prof.device == "gpu" ? "GPU" : "CPU", cfg.source, gpu ? "GPUs (backend cuda)" : "the CPU",
+               cfg.source);
   if (s.prof.process_baseline_bytes > 0) s.baseline = size_t(s.prof.process_baseline_bytes);
   s.pairs = a.dataset_pairs > 0 ? a.dataset_pairs : count_pairs(cfg);
   s.intra_name = a.intra_link;
@@ -467,11 +474,15 @@ int run_plan(const PlanArgs& a) {
            cfg.source.c_str(), params.c_str(), gpu ? "GPUs (backend cuda)" : "CPU ranks (host memory)",
            (long long)s.global, (long long)s.pairs, (long long)cfg.data.max_len,
            checkpointing_name(cfg.model.activation_checkpointing).c_str());
-    printf("speeds: compute %s; links %s%s\n", s.prof.source.c_str(),
-           gpu ? fmt::format("within a node {}, between nodes {} (assumed; per cell in --json)",
-                             a.intra_link.empty() ? "NVLink (H100) for 80 GiB GPUs, else PCIe 4 x16" : s.intra(0).what,
-                             s.inter.what).c_str()
-               : "MPI over shared memory at half the profile's element-wise speed",
+    std::string measured;  // the world sizes whose collectives the profile measured
+    for (const auto& [w, r] : s.prof.collectives) measured += (measured.empty() ? "" : ", ") + std::to_string(w);
+    const std::string links =
+        gpu ? fmt::format("within a node {}, between nodes {} (assumed; per cell in --json)",
+                          a.intra_link.empty() ? "NVLink (H100) for 80 GiB GPUs, else PCIe 4 x16" : s.intra(0).what,
+                          s.inter.what)
+            : "MPI over shared memory at half the profile's element-wise speed";
+    printf("speeds: compute %s; links %s%s%s\n", s.prof.source.c_str(), links.c_str(),
+           measured.empty() ? "" : fmt::format("; collectives measured at {} rank(s) on one node", measured).c_str(),
            gpu ? "; GPU runtime: 1 GiB CUDA context + 5% pool slack (assumed)" : "");
     if (s.micro_tokens > 0)
       printf("micro-batches by tokens: batch.micro_tokens %lld holds %lld pairs at max_len; accum below is the most "

@@ -97,6 +97,12 @@ theirs() {  # theirs SHAPE CKPT COMPILE
     --seq $SEQ --pairs $PAIRS --steps $STEPS --warmup $WARMUP --json
 }
 
+# The planner's profile of this device (pmtrain calibrate: the model's GEMM, element-wise and AdamW speed
+# through the backend, a few seconds), for the planner-beside-measurement table at the end.
+"$PMTRAIN" calibrate "$(config_of "${SHAPES[0]}")" --set backend=$BACKEND --out "$OUT/profile.json" > "$OUT/calibrate.txt" 2>&1 \
+  || echo "calibrate failed: $(tail -1 "$OUT/calibrate.txt")"
+cat "$OUT/calibrate.txt"
+
 # Priority: ours and eager per shape and setting (4B without checkpointing, the likeliest out-of-memory on 80
 # GiB for both, after the real-data cell); then torch.compile.
 LAST=${SHAPES[${#SHAPES[@]}-1]}
@@ -210,4 +216,34 @@ tail = ["", "Cells not run: " + ("; ".join(skipped) if skipped else "none")]
 open(f"{out}/speed.md", "w").write("\n".join(head + lines + tail) + "\n")
 print("\n".join(head + lines + tail))
 PY
+# The planner beside pmtrain's measured cells (one rank, stage 0, the bench's batch: PAIRS pairs of SEQ
+# tokens in one micro-batch), with the profile calibrated above: predicted / measured step time and peak.
+planner_rows() {
+  echo; echo "Planner (pmtrain plan --world 1 with the profile calibrated here) beside the measured cells:"; echo
+  echo "| shape | ckpt | predicted step s | measured step s | pred / meas | predicted peak GiB | measured peak GiB | pred / meas |"
+  echo "|---|---|---|---|---|---|---|---|"
+  local shape ckpt mem=()
+  [ "$BACKEND" = cuda ] && mem=(--gpu-mem 80GiB)
+  for shape in "${SHAPES[@]}"; do
+    for ckpt in off on; do
+      local json=$OUT/cells/ours_${shape}_ckpt$ckpt.json
+      grep -q '"median_step_s"' "$json" 2>/dev/null || continue
+      "$PMTRAIN" plan "$(config_of "$shape")" --world 1 --json --profile "$OUT/profile.json" "${mem[@]}" \
+        --global-batch $PAIRS --micro $PAIRS --dataset-pairs $PAIRS --set backend=$BACKEND --set zero.stage=0 \
+        --set batch.micro_tokens=0 --set data.max_len=$SEQ --set model.activation_checkpointing=$(bool "$ckpt") \
+        > "$OUT/cells/plan_${shape}_ckpt$ckpt.json" 2> "$OUT/cells/plan_${shape}_ckpt$ckpt.err" \
+        || { echo "| $shape | $ckpt | plan failed: $(tail -1 "$OUT/cells/plan_${shape}_ckpt$ckpt.err" | cut -c1-120) |"; continue; }
+      python3 - "$OUT/cells/plan_${shape}_ckpt$ckpt.json" "$json" "$shape" "$ckpt" <<'PY'
+import json, sys
+plan = [c for c in json.load(open(sys.argv[1]))["cells"] if c["stage"] == 0][0]
+meas = json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])
+ps, ms = plan["step_seconds"], meas["median_step_s"]
+pm, mm = plan["peak_per_rank_bytes"] / 2**30, meas["peak_memory_bytes"] / 2**30
+print(f"| {sys.argv[3]} | {sys.argv[4]} | {ps:.3f} | {ms:.3f} | {ps / ms:.2f} | {pm:.1f} | {mm:.1f} | {pm / mm:.2f} |")
+PY
+    done
+  done
+}
+if [ -s "$OUT/profile.json" ]; then planner_rows | tee -a "$OUT/speed.md"; fi
+
 echo "# speed took $(( $(date +%s) - START )) s of measurement (budget $BUDGET s); table: $OUT/speed.md"

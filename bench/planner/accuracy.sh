@@ -18,7 +18,7 @@ MPIRUN=${MPIRUN:-mpirun}
 export OMP_NUM_THREADS=1
 TMP=$(mktemp -d /tmp/planner_acc.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
-STEPS=${STEPS:-6}
+STEPS=${STEPS:-10}
 
 # model NAME -> --set options: ~42M (hidden 256) and ~90M (hidden 512) parameters, embedding-heavy as
 # small Qwen3 shapes are (vocabulary 151936).

@@ -110,6 +110,12 @@ for r in p['collective_elements_per_s'].values():
 json.dump(p, open('$TMP/prof2.json', 'w'))"
 python3 -c "a, b = $(comm_s $TMP/prof.json), $(comm_s $TMP/prof2.json); assert a > 0 and abs(b / a - 0.5) < 1e-9, (a, b)" \
   || fail "plan: comm time not from the measured collectives"
+# A profile is for the device it was measured on; calibrate reads a config (its backend, dtype, threads) like
+# every command, errors naming the key.
+bad "a CPU profile for a cuda config" "was measured on the CPU" plan configs/qwen3_4b_bs128.yaml --profile $TMP/prof.json
+bad "calibrate: unknown key" "backendd" calibrate --set backendd=cuda
+"$PMTRAIN" calibrate configs/tiny_cpu.yaml --set threads=1 | grep -q "linear forward, 1024 tokens x 1024 -> 1024, fp32" \
+  || fail "calibrate CONFIG"
 echo "ok: calibrate"
 
 bad "--world abc" "--world 'abc'" plan configs/tiny_cpu.yaml --world abc

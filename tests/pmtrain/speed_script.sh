@@ -14,6 +14,11 @@ for ck in off on; do
 done
 grep -qE "^\| tiny \| [0-9,]+ \| dry run \| - \|" $md || { cat $md $TMP/speed.out; fail "no real-data row"; }
 grep -q "Cells not run: .*HF eager tiny ckpt off (dry run)" $md || { cat $md; fail "the skipped cells are not named"; }
+# The planner beside the measured cells, from the profile the script calibrated on this backend.
+for ck in off on; do
+  grep -qE "^\| tiny \| $ck \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$" $md \
+    || { cat $md $TMP/speed.out; fail "no planner row for ckpt $ck"; }
+done
 python3 - $TMP/speed/cells/ours_real.json <<'PY' || fail "real-data cell"
 import json, sys
 j = json.load(open(sys.argv[1]))
