@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <deque>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +23,7 @@
 #include "pmtrain/backend_setup.h"
 #include "pmtrain/config.h"
 #include "pmtrain/paths.h"
+#include "zero/buffer_plan.h"
 #include "zero/device_ops.h"
 
 namespace zero::pmtrain {
@@ -59,6 +62,8 @@ nlohmann::json ComputeProfile::to_json() const {
   nlohmann::json j = {{"source", source},         {"assumed", assumed},   {"device", device},
                       {"gemm_flops", gemm_flops}, {"elementwise_bytes", elementwise_bytes},
                       {"adamw_elements", adamw_elements},
+                      {"swiglu_forward_elements", swiglu_forward_elements},
+                      {"swiglu_backward_elements", swiglu_backward_elements},
                       {"threads", threads},       {"cores", cores},       {"process_baseline_bytes", process_baseline_bytes}};
   nlohmann::json c = nlohmann::json::object();
   for (const auto& [w, r] : collectives)
@@ -109,6 +114,8 @@ ComputeProfile load_profile(const std::string& path) {
                "--profile {}: gemm_flops and elementwise_bytes must be > 0", path);
   num("process_baseline_bytes", p.process_baseline_bytes, false);
   num("adamw_elements", p.adamw_elements, false);
+  num("swiglu_forward_elements", p.swiglu_forward_elements, false);
+  num("swiglu_backward_elements", p.swiglu_backward_elements, false);
   double threads = 1, cores = 1;
   num("threads", threads, false);
   num("cores", cores, false);
@@ -208,15 +215,32 @@ ComputeProfile measure_compute(DeviceOps& ops, TrackingAllocator& alloc, model::
     const model::TensorRef xr(x.data(), t, {T, K}), wr(w.data(), t, {N, K}), yr(y.data(), t, {T, N});
     p.gemm_flops = 2.0 * double(T) * double(K) * double(N) / time_reps(ops, z, 2.0, [&] { mo.linear_forward(xr, wr, yr); });
   }
-  // Element-wise: the model's residual add (out = a + b in fp32: two arrays read, a third written), the
-  // planner's unit for activation passes and the engine's gradient work.
+  // Element-wise: the model's memory-bound element-wise ops at a layer's width (H features, as many token
+  // rows as fill the arrays): the residual add (fp32: out = a + b) and RMSNorm (fp32 in, the activation
+  // dtype out), bytes read and written per second over the two; the planner prices activation passes and the
+  // engine's gradient work in these bytes. SwiGLU (silu's exponential per element) is timed apart.
   const size_t m = z.elements;
+  const int64_t H = z.features, R = int64_t(m) / H;
+  const model::TokenPlan rows = one_sequence(R);
+  mo.begin_batch(rows, {128, 1e6});
+  const DType t = mo.activation_dtype();
+  const double tb = double(dtype_size(t));
   const Buffer a = filled_buffer(alloc, ops, m, DType::F32), b = filled_buffer(alloc, ops, m, DType::F32);
   const Buffer c(alloc, m, DType::F32, MemCategory::Other);
-  const int64_t cols = int64_t(m) / T;
-  const model::TensorRef ar(a.data(), DType::F32, {T, cols}), br(b.data(), DType::F32, {T, cols}),
-      cr(c.data(), DType::F32, {T, cols});
-  p.elementwise_bytes = 3.0 * 4.0 * double(m) / time_reps(ops, z, 1.0, [&] { mo.add(ar, br, cr); });
+  const model::TensorRef ar(a.data(), DType::F32, {R, H}), br(b.data(), DType::F32, {R, H}),
+      cr(c.data(), DType::F32, {R, H});
+  {
+    const Buffer g = filled_buffer(alloc, ops, m, t), u = filled_buffer(alloc, ops, m, t);
+    const Buffer out(alloc, m, t, MemCategory::Other), dg(alloc, m, t, MemCategory::Other), du(alloc, m, t, MemCategory::Other);
+    const Buffer w = filled_buffer(alloc, ops, size_t(H), t), rstd(alloc, size_t(R), DType::F32, MemCategory::Other);
+    const model::TensorRef gr(g.data(), t, {R, H}), ur(u.data(), t, {R, H}), outr(out.data(), t, {R, H}),
+        dgr(dg.data(), t, {R, H}), dur(du.data(), t, {R, H}), wr(w.data(), t, {H}), rr(rstd.data(), DType::F32, {R});
+    const double t_add = time_reps(ops, z, 1.0, [&] { mo.add(ar, br, cr); });
+    const double t_norm = time_reps(ops, z, 1.0, [&] { mo.rmsnorm_forward(ar, wr, 1e-6f, outr, rr); });
+    p.elementwise_bytes = (12.0 + 4.0 + tb) * double(m) / (t_add + t_norm);
+    p.swiglu_forward_elements = double(m) / time_reps(ops, z, 1.0, [&] { mo.swiglu_forward(gr, ur, outr); });
+    p.swiglu_backward_elements = double(m) / time_reps(ops, z, 1.0, [&] { mo.swiglu_backward(gr, ur, outr, dgr, dur); });
+  }
   // The engine's AdamW step over a shard of m elements (param, grad, m, v: square roots and divisions make it
   // slower than memory on a CPU core).
   const Buffer v(alloc, m, DType::F32, MemCategory::Other);
@@ -231,30 +255,42 @@ ComputeProfile measure_compute(DeviceOps& ops, TrackingAllocator& alloc, model::
   return p;
 }
 
-// The engine's collectives as it runs them (started and waited one at a time) over messages of
-// sizes_for()'s elements in fp32: an all-reduce, a reduce-scatter and an all-gather each, best of a few
-// rounds; elements a second in comm_report()'s counting. Collective: every rank of `comm` calls it.
+// The engine's collectives as it issues them: a bucket of kChunks messages of sizes_for()'s elements in fp32,
+// started with at most kReductionsInFlight on the wire (the oldest waited before the next starts), for an
+// all-reduce, a reduce-scatter and an all-gather each; the slowest rank's time, median of 5 rounds after a
+// warm-up (this machine's ranks lose their cores now and then: a best-of would be the lucky round); elements
+// a second in comm_report()'s counting. Collective: every rank of `comm` calls it.
 ComputeProfile::CollectiveRates measure_collectives(Communicator& comm, DeviceOps& ops, TrackingAllocator& alloc) {
+  constexpr size_t kChunks = 8;
   const size_t W = size_t(comm.world());
   const size_t shard = sizes_for(ops).message / W, n = shard * W;
-  Buffer a = filled_buffer(alloc, ops, n, DType::F32), b = filled_buffer(alloc, ops, shard, DType::F32);
-  auto timed = [&](auto&& f) {  // the slowest rank's time, best of 3 after a warm-up round
-    double best = 1e30;
-    for (int round = 0; round < 4; ++round) {
+  Buffer a = filled_buffer(alloc, ops, kChunks * n, DType::F32), b = filled_buffer(alloc, ops, kChunks * shard, DType::F32);
+  auto rate = [&](double counted_per_chunk, auto&& start) {  // start(i) -> the handle of chunk i
+    std::vector<double> rounds;
+    for (int round = 0; round < 6; ++round) {
       comm.barrier();
       const auto t0 = std::chrono::steady_clock::now();
-      f();
+      std::deque<CommHandle> on_wire;
+      for (size_t i = 0; i < kChunks; ++i) {
+        if (on_wire.size() == size_t(kReductionsInFlight)) on_wire.front()->wait(), on_wire.pop_front();
+        on_wire.push_back(start(i));
+      }
+      for (CommHandle& h : on_wire) h->wait();
       ops.synchronize();
       double secs = seconds_since(t0);
       comm.all_reduce_scalars(&secs, 1, ReduceOp::Max);
-      if (round > 0) best = std::min(best, secs);
+      if (round > 0) rounds.push_back(std::max(secs, 1e-9));  // an in-place all-reduce at one rank does nothing
     }
-    return std::max(best, 1e-9);  // an in-place all-reduce at one rank does nothing
+    std::sort(rounds.begin(), rounds.end());
+    return counted_per_chunk * double(kChunks) / rounds[rounds.size() / 2];
   };
+  auto chunk = [](const Buffer& buf, size_t i, size_t count) { return static_cast<float*>(buf.data()) + i * count; };
   ComputeProfile::CollectiveRates r;
-  r.all_reduce = double(2 * n) / timed([&] { comm.all_reduce(a.data(), n, DType::F32, ReduceOp::Sum); });
-  r.reduce_scatter = double(n) / timed([&] { comm.reduce_scatter(a.data(), b.data(), shard, DType::F32, ReduceOp::Sum); });
-  r.all_gather = double(n) / timed([&] { comm.all_gather(b.data(), a.data(), shard, DType::F32); });
+  r.all_reduce = rate(double(2 * n), [&](size_t i) { return comm.all_reduce_async(chunk(a, i, n), n, DType::F32, ReduceOp::Sum); });
+  r.reduce_scatter = rate(double(n), [&](size_t i) {
+    return comm.reduce_scatter_async(chunk(a, i, n), chunk(b, i, shard), shard, DType::F32, ReduceOp::Sum);
+  });
+  r.all_gather = rate(double(n), [&](size_t i) { return comm.all_gather_async(chunk(b, i, shard), chunk(a, i, n), shard, DType::F32); });
   return r;
 }
 }  // namespace
@@ -302,12 +338,14 @@ int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi) {
   const Sizes z = sizes_for(*parts.ops);
   const char* dtype = dtype_name(mo.activation_dtype());
   printf("calibrate: %s\n  GEMM (the model's linear forward, %lld tokens x %lld -> %lld, %s): %.1f GFLOP/s\n"
-         "  element-wise (the model's residual add, fp32, %zu M elements): %.1f GB/s\n"
-         "  AdamW step: %.0f M elements/s\n  collectives at %d rank%s (%s, %zu M-element fp32 messages, M elements/s "
-         "as counted): all-reduce %.0f, reduce-scatter %.0f, all-gather %.0f\n",
+         "  element-wise (the model's residual add and RMSNorm, %zu M elements): %.1f GB/s; SwiGLU forward %.0f, "
+         "backward %.0f M elements/s\n"
+         "  AdamW step: %.0f M elements/s\n  collectives at %d rank%s (%s, %zu M-element fp32 messages, %d on the wire "
+         "at once, M elements/s as counted): all-reduce %.0f, reduce-scatter %.0f, all-gather %.0f\n",
          p.source.c_str(), (long long)z.tokens, (long long)z.features, (long long)z.features, dtype, p.gemm_flops / 1e9,
-         z.elements >> 20, p.elementwise_bytes / 1e9, p.adamw_elements / 1e6, W, W == 1 ? "" : "s", comm.backend_name(),
-         z.message >> 20, coll.all_reduce / 1e6, coll.reduce_scatter / 1e6, coll.all_gather / 1e6);
+         z.elements >> 20, p.elementwise_bytes / 1e9, p.swiglu_forward_elements / 1e6,
+         p.swiglu_backward_elements / 1e6, p.adamw_elements / 1e6, W, W == 1 ? "" : "s", comm.backend_name(),
+         z.message >> 20, kReductionsInFlight, coll.all_reduce / 1e6, coll.reduce_scatter / 1e6, coll.all_gather / 1e6);
   if (!a.out.empty()) {
     std::ofstream out(a.out);
     ZERO_REQUIRE(out.good(), ConfigError, "--out {}: cannot write", a.out);

@@ -21,6 +21,9 @@ struct ComputeProfile {
   double gemm_flops = 0;           // FLOP/s of one rank's GEMMs (CPU: `threads` threads)
   double elementwise_bytes = 0;    // bytes/s read + written by a simple element-wise pass
   double adamw_elements = 0;       // elements/s of the optimizer step (0: from elementwise_bytes, 36 B each)
+  // Elements/s of the model's SwiGLU forward and backward, priced apart from the bytes: on a CPU core its
+  // exponentials make it ~15x slower than a memory pass over the same elements (0: not measured, not priced).
+  double swiglu_forward_elements = 0, swiglu_backward_elements = 0;
   int threads = 1;                 // CPU: threads the GEMM was measured with
   int cores = 1;                   // CPU: cores of the node (ranks beyond them share)
   double process_baseline_bytes = 0;  // CPU: a rank's resident bytes before the model (0: the built-in one)

@@ -144,6 +144,13 @@ void predict_time(const Setup& s, const Partition& part, Cell& c) {
   const double adamw_rate = s.prof.adamw_elements > 0 ? s.prof.adamw_elements : s.prof.elementwise_bytes / 36;
   c.elementwise_s = (double(c.accum) * micro_bytes + step_bytes) / (s.prof.elementwise_bytes * share) +
                     shard / (adamw_rate * share);
+  // SwiGLU at its own measured speed: a forward per layer, again before backward when the layer is
+  // recomputed (full or selective), and a backward.
+  if (s.prof.swiglu_forward_elements > 0 && s.prof.swiglu_backward_elements > 0) {
+    const double swiglu = double(c.accum) * T * L * double(q.intermediate_size);
+    const double forwards = s.cfg.model.activation_checkpointing == model::ActivationCheckpointing::None ? 1.0 : 2.0;
+    c.elementwise_s += swiglu * (forwards / s.prof.swiglu_forward_elements + 1.0 / s.prof.swiglu_backward_elements) / share;
+  }
 
   double bw = 0;
   if (c.world == 1) {

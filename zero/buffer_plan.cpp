@@ -35,7 +35,7 @@ size_t BufferPlan::bytes(MemCategory c) const {
     case MemCategory::Master:
     case MemCategory::OptimM:
     case MemCategory::OptimV: return optimizer * 4;
-    case MemCategory::CommBuffers: return 2 * staging * p + 2 * chunk * size_t(world) * r + 2 * chunk * r;
+    case MemCategory::CommBuffers: return 2 * staging * p + kReductionsInFlight * (chunk * size_t(world) * r + chunk * r);
     case MemCategory::Gathered: return ring_slots * ring_slot * p;
     case MemCategory::Other: return partials * 8;
     default: return 0;

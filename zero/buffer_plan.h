@@ -6,7 +6,8 @@
 //   accumulator a * Psi           (stages 2-3: a * S)           gradient accumulation dtype
 //   master, m, v  4 * Psi each    (stages 1-3: 4 * S each)      fp32
 //   bucket slots  2 * T * p       T = partition.max_staged (a bucket, or one piece of a split group)
-//   send / recv   2 * C * W * r + 2 * C * r                     reduce dtype, C = chunk elements per rank
+//   send / recv   F * (C * W * r + C * r)                       reduce dtype, C = chunk elements per rank,
+//                                                               F = kReductionsInFlight (2)
 //   gather ring   (prefetch_depth + 1) * U * p at stage 3       U = partition.max_unit_padded
 //   step partials 8 * (1 + tensors)                             fp64: sum of squares, non-finite counts
 // with Psi = partition.total_padded, S = Psi / W, C = min(max_bucket_padded, bucket_elements) / W.
@@ -19,10 +20,15 @@
 
 namespace zero {
 
+// Reduction chunks on the wire at once (each with its own send / recv pair): the engine waits for the oldest
+// before starting another. Two keep the wire busy while one is packed or unpacked; more in flight at once
+// ran slower on MPI (bench numbers at Engine::launch_bucket).
+inline constexpr int kReductionsInFlight = 2;
+
 struct BufferPlan {
   size_t params = 0, accum = 0, optimizer = 0;  // elements (optimizer: each of master, m, v)
   size_t staging = 0;                           // elements of one bucket slot (two slots)
-  size_t chunk = 0;                             // reduction chunk: elements per rank (two send/recv pairs)
+  size_t chunk = 0;                             // reduction chunk: elements per rank (kReductionsInFlight pairs)
   size_t ring_slots = 0, ring_slot = 0;         // stage-3 gather ring: slots x elements
   size_t partials = 0;                          // fp64 step partials
   DType param_dtype = DType::F32, accum_dtype = DType::F32, reduce_dtype = DType::F32;

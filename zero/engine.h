@@ -223,9 +223,9 @@ class Engine {
   Buffer master_, m_, v_;
   BufferPlan plan_;
   Buffer staging_[2];                      // per bucket slot: the grad views of a bucket (or one piece)
-  Buffer send_[2], recv_[2];               // per chunk slot: packed send, reduce-scatter output
+  Buffer send_[kReductionsInFlight], recv_[kReductionsInFlight];  // per chunk slot: packed send, reduce-scatter output
   size_t chunk_shard_ = 0;                 // elements per rank in one reduction chunk
-  bool chunk_busy_[2] = {false, false};
+  bool chunk_busy_[kReductionsInFlight] = {};
   int next_chunk_ = 0;
   SlotState slot_state_[2] = {SlotState::Free, SlotState::Free};
   int slot_bucket_[2] = {-1, -1};

@@ -19,6 +19,8 @@ export OMP_NUM_THREADS=1
 TMP=$(mktemp -d /tmp/planner_acc.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 STEPS=${STEPS:-10}
+REPEATS=${REPEATS:-3}
+[ "$GRID" = ci ] && REPEATS=1
 
 # model NAME -> --set options: ~42M (hidden 256) and ~90M (hidden 512) parameters, embedding-heavy as
 # small Qwen3 shapes are (vocabulary 151936).
@@ -35,18 +37,26 @@ common() {  # STAGE MICRO CKPT RANKS
        "--set run.eval_every=0 --set run.save_final=false --set run.eval_pairs=8" \
        "--set run.log_every=100"
 }
-# measure NAME MODEL STAGE MICRO CKPT RANKS -> "peak_rss_bytes step_s compute_s elementwise_s comm_s" (medians
-# over the steps after the first; the components from metrics.jsonl's time_s breakdown, rank 0's)
+# measure NAME MODEL STAGE MICRO CKPT RANKS -> "peak_rss_bytes step_s compute_s elementwise_s comm_s": the cell
+# run REPEATS times (this VM's ranks lose their cores to its host now and then, for a whole run at times),
+# medians over the steps after the first of every run, the components from metrics.jsonl's time_s breakdown
+# (rank 0's), the largest peak of the runs.
 measure() {
-  local dir=$TMP/$1
-  nice -n 10 $MPIRUN -np $6 "$PMTRAIN" train configs/tiny_cpu.yaml --set run.dir=$dir --set data.cache_dir=$TMP/cache \
-    $(model $2) $(common $3 $4 $5 $6) > $TMP/$1.log 2>&1 || { cat $TMP/$1.log >&2; echo "run $1 failed" >&2; exit 1; }
-  python3 - "$dir/metrics.jsonl" <<'PY'
+  local files=()
+  for r in $(seq $REPEATS); do
+    local dir=$TMP/$1.$r
+    nice -n 10 $MPIRUN -np $6 "$PMTRAIN" train configs/tiny_cpu.yaml --set run.dir=$dir --set data.cache_dir=$TMP/cache \
+      $(model $2) $(common $3 $4 $5 $6) > $TMP/$1.log 2>&1 || { cat $TMP/$1.log >&2; echo "run $1 failed" >&2; exit 1; }
+    files+=("$dir/metrics.jsonl")
+  done
+  python3 - "${files[@]}" <<'PY'
 import json, sys
-recs = [json.loads(l) for l in open(sys.argv[1])]
-train = [r for r in recs if r.get("type") == "train"]
-peak = [r["peak_rss_bytes_max_rank"] for r in recs if r.get("type") == "summary"][-1]
-later = train[1:] or train          # the first step pays for first touches and warm-up
+peak, later = 0, []
+for f in sys.argv[1:]:
+    recs = [json.loads(l) for l in open(f)]
+    train = [r for r in recs if r.get("type") == "train"]
+    peak = max(peak, [r["peak_rss_bytes_max_rank"] for r in recs if r.get("type") == "summary"][-1])
+    later += train[1:] or train          # the first step pays for first touches and warm-up
 med = lambda f: sorted(f(r) for r in later)[len(later) // 2]
 t = lambda *k: (lambda r: sum(r["time_s"][x] for x in k))
 print(peak, med(lambda r: r["step_s"]), med(t("gemm", "attention")), med(t("elementwise", "grad_buckets", "optimizer")),
@@ -86,7 +96,7 @@ else
 fi
 
 {
-  echo "# planner accuracy (CPU backend, $(date -u +%F), $(getconf _NPROCESSORS_ONLN) cores, $STEPS steps per cell, max_len 64)"
+  echo "# planner accuracy (CPU backend, $(date -u +%F), $(getconf _NPROCESSORS_ONLN) cores, $STEPS steps per cell x $REPEATS runs, max_len 64)"
   echo "# $(head -1 $TMP/calibrate.txt | sed 's/calibrate: //'); $(sed -n 2p $TMP/calibrate.txt | sed 's/^ *//'); $(sed -n 3p $TMP/calibrate.txt | sed 's/^ *//')"
   echo "# process baseline (1-layer hidden-32 run's VmHWM less its planned bytes): $((baseline / 1048576)) MiB"
   echo "# step time and its parts, predicted / measured (s): compute = GEMMs + attention; elem = model element-wise +"

@@ -10,14 +10,10 @@
 
 #include <cmath>
 
-#include "checkpoint/safetensors.h"
 #include "comm/mpi_communicator.h"
 #include "model/param_layout.h"
-#include "pmtrain/config.h"
-#include "pmtrain/engine_assembly.h"
-#include "pmtrain/engine_params.h"
 #include "pmtrain/train_step.h"
-#include "tests/model/model_test_util.h"
+#include "tests/pmtrain/fixture_engine.h"
 
 namespace zero::pmtrain {
 namespace {
@@ -32,12 +28,7 @@ TEST(PmtrainStep, FiveStepsMatchTransformersAtEveryStage) {
   MpiCommunicator comm(MPI_COMM_WORLD);
   const int W = comm.world(), r = comm.rank();
   const int64_t pairs = int64_t(fb.seqs.size()) / 2;
-  // This rank's pairs: p % W == r.
-  std::vector<std::vector<int32_t>> mine;
-  for (int64_t p = r; p < pairs; p += W) {
-    mine.push_back(fb.seqs[2 * p]);
-    mine.push_back(fb.seqs[2 * p + 1]);
-  }
+  const std::vector<std::vector<int32_t>> mine = rank_pairs(fb, W, r);
   const Config cfg = parse_config(
       "optim:\n  lr: 1.0e-2\n  beta1: 0.9\n  beta2: 0.95\n  eps: 1.0e-8\n  weight_decay: 0.1\n  clip_norm: 1.0\n"
       "  schedule: constant\n  warmup_ratio: 0\nmodel:\n  decay_norms: true\n  decay_embedding: true\n",
@@ -47,14 +38,9 @@ TEST(PmtrainStep, FiveStepsMatchTransformersAtEveryStage) {
     c.zero.stage = stage;
     c.zero.bucket_elements = 4096;  // several buckets; the embedding (47856 elements) in pieces
     const Qwen3RewardModel model(qc);
-    auto ops = make_cpu_ops();
-    TrackingAllocator alloc(make_host_allocator());
-    Engine engine(engine_config(c, 1, 5), engine_groups(model.groups()), comm, *ops, alloc);
-    engine.init_params([&](int g, int t, float* dst) {
-      const TensorSpec& s = model.groups()[g].tensors[t];
-      reader.read_f32(s.name, {dst, size_t(s.numel())});
-    });
-    EngineParamAccess access(engine, model.groups());
+    FixtureEngine fe(c, model, comm, reader);
+    Engine& engine = fe.engine;
+    EngineParamAccess& access = fe.access;
     for (int step = 1; step <= 5; ++step) {
       PairStats local;
       const StepResult res = train_step(

@@ -18,14 +18,10 @@
 
 #include <chrono>
 
-#include "checkpoint/safetensors.h"
 #include "comm/mpi_communicator.h"
 #include "core/step_clock.h"
-#include "pmtrain/config.h"
-#include "pmtrain/engine_assembly.h"
-#include "pmtrain/engine_params.h"
 #include "pmtrain/train_step.h"
-#include "tests/model/model_test_util.h"
+#include "tests/pmtrain/fixture_engine.h"
 
 namespace zero::pmtrain {
 namespace {
@@ -83,8 +79,7 @@ TEST(StepClock, EveryOpOfARealStepIsCountedInItsCategory) {
   const int W = comm.world(), r = comm.rank();
   const int64_t pairs = int64_t(fb.seqs.size()) / 2;
   ASSERT_LE(W, pairs) << "every rank needs a pair (a rank without one runs empty_micro_step)";
-  std::vector<std::vector<int32_t>> mine;
-  for (int64_t p = r; p < pairs; p += W) mine.push_back(fb.seqs[2 * p]), mine.push_back(fb.seqs[2 * p + 1]);
+  const std::vector<std::vector<int32_t>> mine = rank_pairs(fb, W, r);
 
   const uint64_t L = uint64_t(qc.num_layers);
   using model::ActivationCheckpointing;
@@ -98,14 +93,9 @@ TEST(StepClock, EveryOpOfARealStepIsCountedInItsCategory) {
       RewardModelOptions mo;
       mo.activation_checkpointing = ckpt;
       const Qwen3RewardModel model(qc, mo);
-      auto ops = make_cpu_ops();
-      TrackingAllocator alloc(make_host_allocator());
-      Engine engine(engine_config(c, 1, 5), engine_groups(model.groups()), comm, *ops, alloc);
-      engine.init_params([&](int g, int t, float* dst) {
-        const TensorSpec& s = model.groups()[g].tensors[t];
-        reader.read_f32(s.name, {dst, size_t(s.numel())});
-      });
-      EngineParamAccess access(engine, model.groups());
+      FixtureEngine fe(c, model, comm, reader);
+      Engine& engine = fe.engine;
+      EngineParamAccess& access = fe.access;
       HostStepClock clock;
       engine.set_step_clock(&clock);
       model.ops().set_step_clock(&clock);
