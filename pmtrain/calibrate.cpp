@@ -33,7 +33,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Runs f until `budget` seconds have passed (at least twice); returns seconds per call of the best half.
+// Runs f until `budget` seconds have passed (at least twice, after a warm-up call); returns its fastest call.
 template <class F>
 double time_per_call(F&& f, double budget) {
   f();  // warm up (page faults, Eigen's packing buffers)

@@ -19,7 +19,7 @@ struct ComputeProfile {
   bool assumed = true;
   std::string device = "cpu";      // cpu | gpu
   double gemm_flops = 0;           // FLOP/s of one rank's GEMMs (CPU: `threads` threads)
-  double elementwise_bytes = 0;    // bytes/s read + written by a simple element-wise pass
+  double elementwise_bytes = 0;    // bytes/s read + written by memory-bound element-wise passes
   double adamw_elements = 0;       // elements/s of the optimizer step (0: from elementwise_bytes, 36 B each)
   // Elements/s of the model's SwiGLU forward and backward, priced apart from the bytes: on a CPU core its
   // exponentials make it ~15x slower than a memory pass over the same elements (0: not measured, not priced).
@@ -27,10 +27,10 @@ struct ComputeProfile {
   int threads = 1;                 // CPU: threads the GEMM was measured with
   int cores = 1;                   // CPU: cores of the node (ranks beyond them share)
   double process_baseline_bytes = 0;  // CPU: a rank's resident bytes before the model (0: the built-in one)
-  // CPU: the engine's collectives through MpiCommunicator, measured by `mpirun -np W pmtrain calibrate` (and at
-  // 1 rank, where MpiCommunicator copies without MPI): elements a second of each kind in comm_report()'s
-  // counting (an all-reduce counts twice its count), by world size. A world without an entry falls back to
-  // the link model.
+  // The engine's collectives through its communicator (MPI on the CPU, NCCL on GPUs), measured by `mpirun -np
+  // W pmtrain calibrate` (and at 1 rank, where the communicator copies): elements a second of each kind in
+  // comm_report()'s counting (an all-reduce counts twice its count), by world size. A world without an entry
+  // falls back to the link model.
   struct CollectiveRates {
     double all_reduce = 0, reduce_scatter = 0, all_gather = 0;
   };
@@ -62,11 +62,11 @@ struct CalibrateArgs {
 };
 // Measures the backend a config runs on (`backend`, `zero.param_dtype`, `threads`) through the ops a
 // training step runs, so one measurement serves both backends: GEMMs as the model's linear forward at a
-// projection's shape, element-wise speed as the engine's gradient add, the engine's AdamW step, and the
-// engine's collectives over its communicator (MPI on the CPU, NCCL on GPUs) at the world size it was
-// started with (one process: the 1-rank copies). Every rank measures the collectives; rank 0 the rest. With
-// --out naming an existing profile of the same device, its collective rates of other world sizes are kept,
-// so one file can hold 1, 2 and 4 ranks.
+// projection's shape, element-wise speed as the model's residual add and RMSNorm, SwiGLU forward and
+// backward on their own, the engine's AdamW step, and the engine's collectives over its communicator (MPI
+// on the CPU, NCCL on GPUs) at the world size it was started with (one process: the 1-rank copies). Every
+// rank measures the collectives; rank 0 the rest. With --out naming an existing profile of the same device,
+// its collective rates of other world sizes are kept, so one file can hold 1, 2 and 4 ranks.
 int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi);
 
 }  // namespace zero::pmtrain

@@ -333,11 +333,8 @@ void write_sbatch(const PlanArgs& a, const Setup& s, const Cell& c) {
   const std::string stem = std::filesystem::path(s.cfg.source).stem().string();
   // The config as given on the command line (relative to where the job is submitted), the plan as --set.
   // A token budget stays the config's (batch.micro must then stay 0).
-  std::string sets = s.micro_tokens > 0
-                         ? fmt::format("--set zero.stage={} --set batch.global={} --set batch.world={}", c.stage, s.global,
-                                       c.world)
-                         : fmt::format("--set zero.stage={} --set batch.global={} --set batch.micro={} --set batch.world={}",
-                                       c.stage, s.global, c.micro, c.world);
+  std::string sets = fmt::format("--set zero.stage={} --set batch.global={}{} --set batch.world={}", c.stage, s.global,
+                                 s.micro_tokens > 0 ? "" : fmt::format(" --set batch.micro={}", c.micro), c.world);
   std::ofstream out(a.sbatch);
   ZERO_REQUIRE(out.good(), ConfigError, "--sbatch {}: cannot write", a.sbatch);
   out << "#!/usr/bin/env bash\n"

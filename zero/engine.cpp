@@ -447,13 +447,13 @@ void Engine::launch_bucket(int b) {
     }
     if (!last_micro()) return;            // nothing to reduce before the accumulation boundary
     const size_t first = part_.groups[B.first_group()].full_offset;
-    if (cfg_.stage == 0 && at_ == rt) {  // all-reduce the accumulator in place, in chunks of at most a bucket
-      // (a split group's bucket is the whole group: the embedding's 155 MB in one MPI_Iallreduce ran at
-      // ~0.3 GB/s on shared memory against ~6 GB/s for messages of a few MB)
-      // A chunk slot (its buffers unused here) bounds the chunks in flight to two, as on the other paths:
-      // between two MPI ranks, in-place all-reduces of 4M floats moved 0.45-0.55 G elements/s with a whole
-      // 88M-float accumulator in flight at once (erratically), 0.96 two at a time, 0.46 four at a time. On a
-      // device the wait for a slot is only ordered on the stream.
+    if (cfg_.stage == 0 && at_ == rt) {  // all-reduce the accumulator in place, chunk by chunk
+      // Chunks of at most a bucket (a split group's bucket is the whole group: the embedding's 155 MB in one
+      // MPI_Iallreduce ran at ~0.3 GB/s on shared memory against ~6 GB/s for messages of a few MB), at most
+      // kReductionsInFlight on the wire through the chunk slots (their buffers unused here), as on the other
+      // paths: between two MPI ranks, 4M-float chunks moved 0.45-0.55 G elements/s with a whole 88M-float
+      // accumulator in flight at once (erratically), 0.96 two at a time, 0.46 four at a time. On a device the
+      // wait for a slot is only ordered on the stream.
       const size_t cap = chunk_shard_ * size_t(world_);
       for (size_t a = 0; a < B.padded; a += cap) {
         const size_t n = std::min(cap, B.padded - a);

@@ -218,6 +218,8 @@ print("\n".join(head + lines + tail))
 PY
 # The planner beside pmtrain's measured cells (one rank, stage 0, the bench's batch: PAIRS pairs of SEQ
 # tokens in one micro-batch), with the profile calibrated above: predicted / measured step time and peak.
+# The measured peak is what the plan's counts: the device's bytes in use on cuda (the CUDA context and pool
+# included, as the plan's runtime line), the process's VmHWM on the CPU.
 planner_rows() {
   echo; echo "Planner (pmtrain plan --world 1 with the profile calibrated here) beside the measured cells:"; echo
   echo "| shape | ckpt | predicted step s | measured step s | pred / meas | predicted peak GiB | measured peak GiB | pred / meas |"
@@ -238,7 +240,7 @@ import json, sys
 plan = [c for c in json.load(open(sys.argv[1]))["cells"] if c["stage"] == 0][0]
 meas = json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])
 ps, ms = plan["step_seconds"], meas["median_step_s"]
-pm, mm = plan["peak_per_rank_bytes"] / 2**30, meas["peak_memory_bytes"] / 2**30
+pm, mm = plan["peak_per_rank_bytes"] / 2**30, meas.get("device_in_use_bytes", meas["peak_memory_bytes"]) / 2**30
 print(f"| {sys.argv[3]} | {sys.argv[4]} | {ps:.3f} | {ms:.3f} | {ps / ms:.2f} | {pm:.1f} | {mm:.1f} | {pm / mm:.2f} |")
 PY
     done
