@@ -2,8 +2,8 @@
 #   gpu_configure BUILD_DIR           configures (Release, CUDA on, sm_90a, benches on); 1 when it failed (the
 #                                     configure log is printed)
 #   gpu_test_targets BUILD_DIR        the programs the gpu-labelled tests run (named on their command lines)
-#                                     and the NCCL bench: a target no GPU test needs (the python module, fuzz
-#                                     drivers) cannot fail the check; "all" when none is found
+#                                     and the NCCL and attention benches: a target no GPU test needs (the
+#                                     python module, fuzz drivers) cannot fail the check; "all" when none is found
 #   gpu_build BUILD_DIR [TARGET...]   configures and builds TARGETs (default: everything); 0 when built, 1 when
 #                                     configuring failed, 2 when the build failed (its errors are printed)
 # Dependencies the machine lacks (.gpudeps/*.deb from launch/gpu_deps.sh) are unpacked into a private root
@@ -40,12 +40,13 @@ gpu_configure() {
 }
 
 gpu_test_targets() {
-  local build=$1 known targets=nccl_collectives_bench t
+  local build=$1 known benches="nccl_collectives_bench attention_bench" targets t
+  targets=$benches
   known=$(cmake --build "$build" --target help 2>/dev/null | sed -nE 's/^\.\.\. ([^ ]+).*/\1/p; s/^([^ :]+): phony$/\1/p')
   for t in $( (cd "$build" && ctest -L gpu -N -V) | grep -oE "$(realpath "$build")/[^ \"]+" | xargs -r -n1 basename | sort -u); do
     grep -qx -- "$t" <<< "$known" && targets+=" $t"
   done
-  [ "$targets" = nccl_collectives_bench ] && targets=all  # no test program found: everything rather than nothing
+  [ "$targets" = "$benches" ] && targets=all  # no test program found: everything rather than nothing
   echo "$targets"
 }
 

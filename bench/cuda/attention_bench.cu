@@ -3,6 +3,8 @@
 // matrix by cuBLAS (S = Q K^T, P V, P^T dO, dO V^T, dS K, dS^T Q: six fp32 SGEMMs, default math mode, no
 // TF32), a causal softmax and a softmax-gradient kernel between them. Qwen3-4B's attention shape: 32
 // query heads, 8 kv heads, head_dim 128; sequence lengths 512 and 2048, about 16k tokens per batch.
+// Our kernels three ways: fp32 storage (FMA path), bf16 storage on the FMA path, bf16 on the tensor-core
+// path (the production one). torch's sdpa on the same shapes: bench/torch/sdpa_attention.py.
 // Median of the timed iterations after warm-up, cudaEvent timing on one stream. Without a GPU it prints
 // a skip line and exits 0.
 //   attention_bench [--iters N]
@@ -205,14 +207,19 @@ int main(int argc, char** argv) {
     void* ws = nullptr;
     CUDA_CHECK(cudaMalloc(&ws, ws_bytes));
 
-    auto flash = [&](ca::Elem t, void* q, void* k, void* v, void* o, void* d_o, void* dq, void* dk, void* dv) {
+    auto flash = [&](ca::Elem t, ca::Path path, void* q, void* k, void* v, void* o, void* d_o, void* dq, void* dk,
+                     void* dv) {
       return [=, &shape, &batch] {
-        ca::forward(q, k, v, t, shape, batch, o, b.lse, stream);
-        ca::backward(q, k, v, o, d_o, b.lse, t, shape, batch, dq, dk, dv, ws, ws_bytes, stream);
+        ca::forward(q, k, v, t, shape, batch, o, b.lse, stream, path);
+        ca::backward(q, k, v, o, d_o, b.lse, t, shape, batch, dq, dk, dv, ws, ws_bytes, stream, path);
       };
     };
-    const double f32 = median_ms(flash(ca::Elem::F32, b.q, b.k, b.v, b.o, b.d_o, b.dq, b.dk, b.dv), iters, stream);
-    const double f16 = median_ms(flash(ca::Elem::BF16, q16, k16, v16, o16, do16, dq16, dk16, dv16), iters, stream);
+    const double f32 =
+        median_ms(flash(ca::Elem::F32, ca::Path::Fma, b.q, b.k, b.v, b.o, b.d_o, b.dq, b.dk, b.dv), iters, stream);
+    const double f16 =
+        median_ms(flash(ca::Elem::BF16, ca::Path::Fma, q16, k16, v16, o16, do16, dq16, dk16, dv16), iters, stream);
+    const double tc =
+        median_ms(flash(ca::Elem::BF16, ca::Path::Mma, q16, k16, v16, o16, do16, dq16, dk16, dv16), iters, stream);
     const double base = median_ms([&] { eager(handle, b, seqs, L, stream); }, iters, stream);
     // Useful causal work: each of forward's 2 and backward's 5 tile products (FlashAttention-2's count)
     // is 2 flops per (query, key, dim) over n * L / 2 causal pairs per head. The kernels' separate dQ
@@ -224,6 +231,7 @@ int main(int argc, char** argv) {
     };
     line("flash kernels fp32", f32);
     line("flash kernels bf16 storage", f16);
+    line("flash kernels bf16 tensor core", tc);
     line("eager cuBLAS fp32 (baseline)", base);
     std::fflush(stdout);
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/math/hd.h"
+#include "model/cuda/mma_fragments.h"
 
 namespace zero::model::cuda_attention {
 
@@ -120,6 +121,44 @@ ZERO_HD SmemLayout backward_smem(int head_dim) {
   L.row_a = at, at += kBlockQ;  // lse
   L.row_b = at, at += kBlockQ;  // D
   L.floats = at;
+  return L;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The bf16 tensor-core kernels (attention_mma.cu): 4 warps per block, each warp owns 16 rows of the
+// block's 64 (query rows in forward and dQ, key rows in dK/dV). head_dim 64 or 128 (a multiple of
+// mma::kK that fits the registers; Qwen3 uses 128 throughout).
+constexpr int kMmaWarps = kBlockQ / mma::kM;
+constexpr int kMmaThreads = 32 * kMmaWarps;
+ZERO_HD bool mma_head_dim(int64_t head_dim) { return head_dim == 64 || head_dim == 128; }
+
+// Their shared memory, offsets in bytes (0 or more; -1: the kernel has no such tile), bf16 tiles with
+// the padded strides of mma_fragments.h: row-major [64][d] tiles (Q, dO, K, V as the rows come) and
+// transposed [d][64] ones (Vt in forward, Qt and dOt in dK/dV, Kt in dQ: the B operand of a product
+// whose k runs over the 64 rows), then per-row fp32 lse (times log2 e) and D.
+struct MmaSmem {
+  int q = -1, d_o = -1, k = -1, v = -1, qt = -1, d_ot = -1, kt = -1, vt = -1, lse = -1, row_dot = -1;
+  int bytes = 0;
+};
+ZERO_HD int round16(int n) { return (n + 15) / 16 * 16; }
+ZERO_HD int rows_tile_bytes(int head_dim) { return round16(kBlockQ * mma::tile_stride(head_dim) * 2); }
+ZERO_HD int cols_tile_bytes(int head_dim) { return round16(head_dim * mma::tile_stride(kBlockK) * 2); }
+enum class MmaKernel : int { Forward = 0, DkDv = 1, Dq = 2 };
+ZERO_HD MmaSmem mma_smem(MmaKernel kernel, int head_dim) {
+  MmaSmem L;
+  int at = 0;
+  auto rows = [&](int& field) { field = at, at += rows_tile_bytes(head_dim); };
+  auto cols = [&](int& field) { field = at, at += cols_tile_bytes(head_dim); };
+  if (kernel == MmaKernel::Forward) {
+    rows(L.q), rows(L.k), cols(L.vt);
+  } else {
+    rows(L.q), rows(L.d_o), rows(L.k), rows(L.v);
+    if (kernel == MmaKernel::DkDv) cols(L.qt), cols(L.d_ot);
+    else cols(L.kt);
+    L.lse = at, at += kBlockQ * 4;
+    L.row_dot = at, at += kBlockQ * 4;
+  }
+  L.bytes = at;
   return L;
 }
 

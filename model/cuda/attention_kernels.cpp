@@ -2,6 +2,7 @@
 // launched), the workspace size, and the hand-over to the launchers in attention_kernels.cu.
 #include "model/cuda/attention_kernels.h"
 
+#include <initializer_list>
 #include <limits>
 
 #include "core/check.h"
@@ -36,6 +37,24 @@ void check_batch(const VarlenBatch& b) {
 // True when there is nothing to compute (no sequence or only empty ones).
 bool empty(const VarlenBatch& b) { return b.num_seqs == 0 || b.num_tokens == 0 || b.max_seqlen == 0; }
 
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Path::Auto resolved, and Path::Mma checked: the tensor-core kernels copy 16-byte vectors, so every
+// tensor they read or write must start on a 16-byte boundary (rows of 64 or 128 bf16 keep it after).
+bool use_mma(Path path, Elem t, const AttentionShape& s, std::initializer_list<const void*> tensors) {
+  ZERO_REQUIRE(path == Path::Auto || path == Path::Fma || path == Path::Mma, ConfigError,
+               "attention kernels: unknown path {}", int(path));
+  if (path == Path::Fma) return false;
+  bool aligned = true;
+  for (const void* x : tensors) aligned = aligned && aligned16(x);
+  const bool fits = mma_supported(t, s) && aligned;
+  ZERO_REQUIRE(fits || path == Path::Auto, ConfigError,
+               "attention kernels: the tensor-core path takes bf16 at head_dim 64 or 128 with 16-byte aligned "
+               "tensors (got {}, head_dim {}, {})",
+               t == Elem::BF16 ? "bf16" : "fp32", s.head_dim, aligned ? "aligned" : "a tensor not 16-byte aligned");
+  return fits;
+}
+
 detail::Geometry geometry(const AttentionShape& s, const VarlenBatch& b, Elem t) {
   ZERO_REQUIRE(t == Elem::F32 || t == Elem::BF16, ConfigError, "attention kernels: unknown element type {}", int(t));
   constexpr int64_t kMaxGrid = std::numeric_limits<int32_t>::max();
@@ -48,14 +67,17 @@ detail::Geometry geometry(const AttentionShape& s, const VarlenBatch& b, Elem t)
 
 }  // namespace
 
+bool mma_supported(Elem t, const AttentionShape& s) { return t == Elem::BF16 && mma_head_dim(s.head_dim); }
+
 void forward(const void* q, const void* k, const void* v, Elem t, const AttentionShape& s, const VarlenBatch& b,
-             void* o, float* lse, cudaStream_t stream) {
+             void* o, float* lse, cudaStream_t stream, Path path) {
   check_shape(s);
   check_batch(b);
-  const detail::Geometry g = geometry(s, b, t);
+  detail::Geometry g = geometry(s, b, t);
   if (empty(b)) return;
   ZERO_REQUIRE(q && k && v && o && lse, ConfigError, "attention forward: a null tensor (q {}, k {}, v {}, o {}, lse {})",
                q != nullptr, k != nullptr, v != nullptr, o != nullptr, lse != nullptr);
+  g.mma = use_mma(path, t, s, {q, k, v, o});
   detail::launch_forward(g, q, k, v, o, lse, stream);
 }
 
@@ -68,9 +90,9 @@ size_t backward_workspace_bytes(const AttentionShape& s, const VarlenBatch& b) {
 
 void backward(const void* q, const void* k, const void* v, const void* o, const void* d_o, const float* lse, Elem t,
               const AttentionShape& s, const VarlenBatch& b, void* dq, void* dk, void* dv, void* workspace,
-              size_t workspace_bytes, cudaStream_t stream) {
+              size_t workspace_bytes, cudaStream_t stream, Path path) {
   const size_t need = backward_workspace_bytes(s, b);
-  const detail::Geometry g = geometry(s, b, t);
+  detail::Geometry g = geometry(s, b, t);
   if (empty(b)) return;
   ZERO_REQUIRE(q && k && v && o && d_o && lse && dq && dk && dv, ConfigError,
                "attention backward: a null tensor (q {}, k {}, v {}, o {}, d_o {}, lse {}, dq {}, dk {}, dv {})",
@@ -81,6 +103,7 @@ void backward(const void* q, const void* k, const void* v, const void* o, const 
                need);
   ZERO_REQUIRE(reinterpret_cast<uintptr_t>(workspace) % kWorkspaceAlign == 0, ConfigError,
                "attention backward: workspace {} is not {}-byte aligned", workspace, kWorkspaceAlign);
+  g.mma = use_mma(path, t, s, {q, k, v, o, d_o, dq, dk, dv});
   detail::launch_backward(g, q, k, v, o, d_o, lse, static_cast<float*>(workspace), dq, dk, dv, stream);
 }
 

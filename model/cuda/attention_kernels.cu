@@ -14,6 +14,7 @@
 #include "cuda/check.h"
 #include "model/cuda/attention_grid.h"
 #include "model/cuda/attention_launch.h"
+#include "model/cuda/attention_params.cuh"
 
 namespace zero::model::cuda_attention::detail {
 namespace {
@@ -21,32 +22,6 @@ namespace {
 using kernels::Bf16;
 using kernels::from_f32;
 using kernels::to_f32;
-
-// What every kernel needs to find its rows (by value: kernel parameters).
-struct Params {
-  const int32_t* cu_seqlens;
-  int64_t num_seqs, max_seqlen, num_tokens;
-  int64_t heads, kv_heads, r;  // r = heads / kv_heads
-  int d;
-  float scale;  // 1 / sqrt(d), as the emulation computes it
-};
-
-// Sequence `seq`'s token range, checked against the host's promise (attention_kernels.h): a length over
-// max_seqlen would silently leave query blocks unlaunched, so it stops the kernel with a message instead.
-struct Sequence {
-  int64_t start, len;
-};
-__device__ Sequence sequence(const Params& p, int64_t seq) {
-  const int64_t start = p.cu_seqlens[seq], end = p.cu_seqlens[seq + 1];
-  if (start < 0 || end < start || end - start > p.max_seqlen || end > p.num_tokens) {
-    if (threadIdx.x == 0)
-      printf("zero attention kernels: bad cu_seqlens: sequence %lld spans [%lld, %lld), max_seqlen %lld, "
-             "num_tokens %lld\n",
-             (long long)seq, (long long)start, (long long)end, (long long)p.max_seqlen, (long long)p.num_tokens);
-    __trap();
-  }
-  return {start, end - start};
-}
 
 // The predicated tile load of the emulation's load_rows: `valid` rows of head `head` (of `heads`) from
 // token t0 on into a row-major [rows, d] tile of row stride ld; rows past the sequence end are zero.
@@ -315,28 +290,6 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---------------------------------------------------------------------------------------------------
 
-Params params_of(const Geometry& g) {
-  return {g.cu_seqlens, g.num_seqs,         g.max_seqlen,           g.num_tokens,
-          g.heads,      g.kv_heads,         g.heads / g.kv_heads,   int(g.head_dim),
-          1.0f / sqrtf(float(g.head_dim))};
-}
-
-// Opts a kernel into `bytes` of dynamic shared memory (above the default 48 KiB at large head_dim) and
-// checks the device can give it.
-template <class Kernel>
-void set_smem(Kernel kernel, int bytes) {
-  int device = 0, optin = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  if (bytes > optin) {
-    char what[160];
-    std::snprintf(what, sizeof what, "attention kernel needs %d bytes of shared memory per block, the device allows %d",
-                  bytes, optin);
-    throw_gpu_error(__FILE__, __LINE__, "set_smem", "CUDA", int(cudaErrorInvalidConfiguration), what);
-  }
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-}
-
 // Calls f(T*) with the element type (a null pointer of that type: a tag).
 template <class F>
 void with_elem(bool bf16, F&& f) {
@@ -346,14 +299,28 @@ void with_elem(bool bf16, F&& f) {
 
 }  // namespace
 
+void opt_in_shared_memory(const void* kernel, int bytes) {
+  int device = 0, optin = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (bytes > optin) {
+    char what[160];
+    std::snprintf(what, sizeof what, "attention kernel needs %d bytes of shared memory per block, the device allows %d",
+                  bytes, optin);
+    throw_gpu_error(__FILE__, __LINE__, "opt_in_shared_memory", "CUDA", int(cudaErrorInvalidConfiguration), what);
+  }
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
+
 void launch_forward(const Geometry& g, const void* q, const void* k, const void* v, void* o, float* lse,
                     cudaStream_t stream) {
+  if (g.mma) return launch_forward_mma(g, q, k, v, o, lse, stream);
   const Params p = params_of(g);
   const int smem = forward_smem(p.d).bytes();
   const auto blocks = unsigned(row_grid_size(g.num_seqs, g.heads, g.max_seqlen));
   with_elem(g.bf16, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    set_smem(forward_kernel<T>, smem);
+    opt_in_shared_memory(reinterpret_cast<const void*>(forward_kernel<T>), smem);
     forward_kernel<T><<<blocks, kThreads, smem, stream>>>(static_cast<const T*>(q), static_cast<const T*>(k),
                                                            static_cast<const T*>(v), p, static_cast<T*>(o), lse);
     CUDA_CHECK(cudaGetLastError());
@@ -372,11 +339,12 @@ void launch_backward(const Geometry& g, const void* q, const void* k, const void
     row_dot_kernel<T><<<unsigned((rows + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
         static_cast<const T*>(o), dot, rows, p.d, row_dot);
     CUDA_CHECK(cudaGetLastError());
-    set_smem(dkdv_kernel<T>, smem);
+    if (g.mma) return launch_dkdv_dq_mma(g, q, k, v, d_o, lse, row_dot, dq, dk, dv, stream);
+    opt_in_shared_memory(reinterpret_cast<const void*>(dkdv_kernel<T>), smem);
     dkdv_kernel<T><<<unsigned(column_grid_size(g.num_seqs, g.kv_heads, g.max_seqlen)), kThreads, smem, stream>>>(
         qt, kt, vt, dot, lse, row_dot, p, static_cast<T*>(dk), static_cast<T*>(dv));
     CUDA_CHECK(cudaGetLastError());
-    set_smem(dq_kernel<T>, smem);
+    opt_in_shared_memory(reinterpret_cast<const void*>(dq_kernel<T>), smem);
     dq_kernel<T><<<unsigned(row_grid_size(g.num_seqs, g.heads, g.max_seqlen)), kThreads, smem, stream>>>(
         qt, kt, vt, dot, lse, row_dot, p, static_cast<T*>(dq));
     CUDA_CHECK(cudaGetLastError());

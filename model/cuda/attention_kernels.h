@@ -7,9 +7,17 @@
 //     order (0 + partial(kb = 0) + partial(kb = 1) + ...) in registers, and no thread block ever waits
 //     for another, so forward progress needs no assumption about the order blocks are scheduled in.
 //   - The backward workspace holds only D = rowsum(dO * O) (fp32, one per (token, head)).
-// Math is plain fp32 FMA loops over shared-memory tiles: correct first; tensor-core MMA (mma.sync /
-// wgmma on bf16 tiles) is the later speed step, at the tile-product loops marked "MMA" in the .cu.
-// Index arithmetic (grid mapping, loop bounds, shared-memory layout): attention_grid.h.
+// Two implementations of that loop nest (Path):
+//   - Fma (attention_kernels.cu): fp32 FMA loops over shared-memory tiles, any head_dim 1-128, fp32 or
+//     bf16 storage; in fp32 it computes the emulation's sums in the emulation's order (<= 1e-6 of it).
+//   - Mma (attention_mma.cu): bf16 storage, head_dim 64 or 128 (Qwen3's 128), the tile products on tensor
+//     cores (mma.sync m16n8k16, fp32 accumulation, the softmax in fp32 registers, P and dS rounded to
+//     bf16 as the products' inputs, as FlashAttention-2 does): the production path. Same tiles, grid and
+//     loop order as Fma; its sums run in the instruction's order, so it matches the exact attention
+//     within bf16's bound, not the emulation bit for bit. Deterministic: no atomics, fixed order.
+// Auto takes Mma where it applies (bf16, head_dim 64/128, 16-byte aligned tensors), else Fma.
+// Index arithmetic (grid mapping, loop bounds, shared-memory layouts): attention_grid.h; the
+// tensor-core register layout: mma_fragments.h.
 // Contract: every sequence's length <= max_seqlen and cu_seqlens[num_seqs] == num_tokens; a kernel that
 // finds otherwise prints the sequence and traps (the host cannot read device cu_seqlens without a sync).
 #pragma once
@@ -19,6 +27,9 @@
 #include "model/attention.h"
 namespace zero::model::cuda_attention {
 enum class Elem : int { F32 = 0, BF16 = 1 };  // q, k, v, o, d_o, dq, dk, dv share it; lse is always fp32
+enum class Path : int { Auto = 0, Fma = 1, Mma = 2 };
+// Whether the tensor-core path takes this element type and shape (Path::Mma throws ConfigError otherwise).
+bool mma_supported(Elem t, const AttentionShape& s);
 struct VarlenBatch {
   const int32_t* cu_seqlens = nullptr;  // device, num_seqs + 1 offsets
   int32_t num_seqs = 0;
@@ -27,14 +38,15 @@ struct VarlenBatch {
 };
 // o [N, heads*d], lse [N, heads] fp32. Scale 1/sqrt(d).
 // Throws zero::ConfigError for an unsupported shape (heads not a multiple of kv_heads, head_dim outside
-// [1, 128]) or batch, before anything is launched.
+// [1, 128]), batch or path, before anything is launched. lse is the same quantity on both paths (the
+// natural log-sum-exp of the scaled scores), so a backward may take another path than its forward.
 void forward(const void* q, const void* k, const void* v, Elem t, const AttentionShape& s, const VarlenBatch& b,
-             void* o, float* lse, cudaStream_t stream);
+             void* o, float* lse, cudaStream_t stream, Path path = Path::Auto);
 // Device scratch the backward needs for this batch (D = rowsum(dO*O), fp32, one per (token, head); the
 // separate dQ kernel needs no fp32 dQ accumulator and no ordering counters), rounded up to 256 bytes.
 size_t backward_workspace_bytes(const AttentionShape& s, const VarlenBatch& b);
 // dq, dk, dv overwritten. workspace: backward_workspace_bytes(s, b) bytes of device memory, 256-byte aligned.
 void backward(const void* q, const void* k, const void* v, const void* o, const void* d_o, const float* lse, Elem t,
               const AttentionShape& s, const VarlenBatch& b, void* dq, void* dk, void* dv, void* workspace,
-              size_t workspace_bytes, cudaStream_t stream);
+              size_t workspace_bytes, cudaStream_t stream, Path path = Path::Auto);
 }  // namespace zero::model::cuda_attention

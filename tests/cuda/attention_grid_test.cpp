@@ -2,8 +2,10 @@
 // mapping and the loop bounds the kernels take from model/cuda/attention_grid.h, walked here on the host
 // exactly as each kernel walks them and checked against the causal attention pattern from its
 // definition (query i of a sequence sees keys 0..i of the same sequence, each (query, key, head) pair
-// once); the shared-memory layout; the workspace size; and the argument checks (zero::ConfigError
-// before anything touches a device).
+// once); the shared-memory layouts; the workspace size; the argument and path checks (zero::ConfigError
+// before anything touches a device); and the tensor-core register layout of model/cuda/mma_fragments.h
+// against the PTX ISA's statement of it (literal lanes and elements copied from its fragment figures for
+// mma.m16n8k16: the external reference), with the two facts the kernels build on.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include "core/check.h"
 #include "model/cuda/attention_grid.h"
 #include "model/cuda/attention_kernels.h"
+#include "model/cuda/mma_fragments.h"
 
 namespace zero::model::cuda_attention {
 namespace {
@@ -283,6 +286,155 @@ TEST(AttentionKernelsHost, EmptyBatchLaunchesNothing) {
   forward(nullptr, nullptr, nullptr, Elem::BF16, {4, 2, 64}, {&fake_cu, 3, 0, 0}, nullptr, nullptr, nullptr);
   backward(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, Elem::F32, {4, 2, 64}, {}, nullptr, nullptr, nullptr,
            nullptr, 0, nullptr);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The tensor-core path.
+
+// PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type" (figures for A, B, C): element
+// positions of a few lanes, read off the figures (row, column).
+TEST(MmaFragments, MatchThePtxFigures) {
+  using mma::a_index;
+  using mma::b_index;
+  using mma::c_index;
+  auto eq = [](mma::FragIndex got, int row, int col) { return got.row == row && got.col == col; };
+  // A: lane 0 holds a0,a1 = (0,0),(0,1); a2,a3 = (8,0),(8,1); a4,a5 = (0,8),(0,9); a6,a7 = (8,8),(8,9).
+  EXPECT_TRUE(eq(a_index(0, 0), 0, 0) && eq(a_index(0, 1), 0, 1) && eq(a_index(0, 2), 8, 0) && eq(a_index(0, 3), 8, 1));
+  EXPECT_TRUE(eq(a_index(0, 4), 0, 8) && eq(a_index(0, 5), 0, 9) && eq(a_index(0, 6), 8, 8) && eq(a_index(0, 7), 8, 9));
+  // Lane 5 (group 1, quad 1): a0 = (1,2), a3 = (9,3), a4 = (1,10), a7 = (9,11); lane 31: a7 = (15,15).
+  EXPECT_TRUE(eq(a_index(5, 0), 1, 2) && eq(a_index(5, 3), 9, 3) && eq(a_index(5, 4), 1, 10) && eq(a_index(5, 7), 9, 11));
+  EXPECT_TRUE(eq(a_index(31, 7), 15, 15) && eq(a_index(31, 0), 7, 6));
+  // B (16 x 8, k x n): lane 0: b0,b1 = (0,0),(1,0), b2,b3 = (8,0),(9,0); lane 6 (group 1, quad 2): b0 =
+  // (4,1), b3 = (13,1); lane 31: b3 = (15,7).
+  EXPECT_TRUE(eq(b_index(0, 0), 0, 0) && eq(b_index(0, 1), 1, 0) && eq(b_index(0, 2), 8, 0) && eq(b_index(0, 3), 9, 0));
+  EXPECT_TRUE(eq(b_index(6, 0), 4, 1) && eq(b_index(6, 3), 13, 1) && eq(b_index(31, 3), 15, 7));
+  // C (16 x 8): lane 0: c0,c1 = (0,0),(0,1), c2,c3 = (8,0),(8,1); lane 6: c0 = (1,4), c3 = (9,5); lane 31:
+  // c3 = (15,7).
+  EXPECT_TRUE(eq(c_index(0, 0), 0, 0) && eq(c_index(0, 1), 0, 1) && eq(c_index(0, 2), 8, 0) && eq(c_index(0, 3), 8, 1));
+  EXPECT_TRUE(eq(c_index(6, 0), 1, 4) && eq(c_index(6, 3), 9, 5) && eq(c_index(31, 3), 15, 7));
+}
+
+// Every element of each matrix is held by exactly one (lane, element), and each register's two elements
+// are neighbours along k (one 32-bit load from a k-contiguous tile).
+TEST(MmaFragments, EachElementOnceAndRegistersAreKAdjacent) {
+  std::set<std::pair<int, int>> a, b, c;
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < 8; ++i) EXPECT_TRUE(a.insert({mma::a_index(lane, i).row, mma::a_index(lane, i).col}).second);
+    for (int i = 0; i < 4; ++i) EXPECT_TRUE(b.insert({mma::b_index(lane, i).row, mma::b_index(lane, i).col}).second);
+    for (int i = 0; i < 4; ++i) EXPECT_TRUE(c.insert({mma::c_index(lane, i).row, mma::c_index(lane, i).col}).second);
+    for (int r = 0; r < 4; ++r) {
+      EXPECT_EQ(mma::a_index(lane, 2 * r + 1).row, mma::a_index(lane, 2 * r).row);
+      EXPECT_EQ(mma::a_index(lane, 2 * r + 1).col, mma::a_index(lane, 2 * r).col + 1);
+    }
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(mma::b_index(lane, 2 * r + 1).col, mma::b_index(lane, 2 * r).col);
+      EXPECT_EQ(mma::b_index(lane, 2 * r + 1).row, mma::b_index(lane, 2 * r).row + 1);
+    }
+  }
+  EXPECT_EQ(a.size(), 256u);
+  EXPECT_EQ(b.size(), 128u);
+  EXPECT_EQ(c.size(), 128u);
+  for (const auto& [row, col] : a) EXPECT_TRUE(row < 16 && col < 16);
+  for (const auto& [k, n] : b) EXPECT_TRUE(k < 16 && n < 8);
+}
+
+// FlashAttention-2's register reuse: the C fragments of n-tiles 0-7 and 8-15, element by element, are the
+// A fragment of the 16 x 16 matrix they form (a_from_c_pair in attention_mma.cu packs them so).
+TEST(MmaFragments, TwoCTilesAreOneAFragment) {
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int r = 0; r < 4; ++r) {
+      for (int h = 0; h < 2; ++h) {
+        const mma::FragIndex a = mma::a_index(lane, 2 * r + h);
+        const int tile = r / 2, i = 2 * (r % 2) + h;  // register r of A = C tile r / 2, elements 2 (r % 2) + h
+        const mma::FragIndex c = mma::c_index(lane, i);
+        EXPECT_EQ(a.row, c.row) << "lane " << lane << " register " << r;
+        EXPECT_EQ(a.col, 8 * tile + c.col) << "lane " << lane << " register " << r;
+      }
+    }
+  }
+}
+
+// The kernels' fragment loads: a_offset / b_offset address the element the layout names, in tiles with
+// the padded strides, and the 32 lanes of one load hit 32 different banks (4-byte words).
+TEST(MmaFragments, LoadsAddressTheLayoutWithoutBankConflicts) {
+  for (int row_elems : {64, 128}) {
+    const int ld = mma::tile_stride(row_elems);
+    EXPECT_EQ(ld * 2 % 16, 0) << "rows stay 16-byte aligned";
+    for (int r = 0; r < 4; ++r) {
+      std::set<int> banks;
+      for (int lane = 0; lane < 32; ++lane) {
+        const mma::FragIndex e = mma::a_index(lane, 2 * r);
+        EXPECT_EQ(mma::a_offset(lane, r, ld, 16, 32), (16 + e.row) * ld + 32 + e.col);
+        EXPECT_EQ(mma::a_offset(lane, r, ld, 0, 0) % 2, 0) << "a 32-bit aligned word";
+        banks.insert(mma::bank_of_word(mma::a_offset(lane, r, ld, 16, 32) / 2));
+      }
+      EXPECT_EQ(banks.size(), 32u) << "A register " << r << " at row stride " << ld;
+    }
+    for (int r = 0; r < 2; ++r) {
+      std::set<int> banks;
+      for (int lane = 0; lane < 32; ++lane) {
+        const mma::FragIndex e = mma::b_index(lane, 2 * r);
+        EXPECT_EQ(mma::b_offset(lane, r, ld, 8, 48), (8 + e.col) * ld + 48 + e.row);
+        banks.insert(mma::bank_of_word(mma::b_offset(lane, r, ld, 8, 48) / 2));
+      }
+      EXPECT_EQ(banks.size(), 32u) << "B register " << r << " at row stride " << ld;
+    }
+  }
+}
+
+TEST(AttentionGrid, TensorCoreSharedMemoryLayouts) {
+  // Literal sizes at head_dim 128: a [64][136] bf16 tile is 17408 bytes, a [128][72] one 18432.
+  EXPECT_EQ(mma_smem(MmaKernel::Forward, 128).bytes, 2 * 17408 + 18432);
+  EXPECT_EQ(mma_smem(MmaKernel::DkDv, 128).bytes, 4 * 17408 + 2 * 18432 + 2 * 256);
+  EXPECT_EQ(mma_smem(MmaKernel::Dq, 128).bytes, 4 * 17408 + 18432 + 2 * 256);
+  EXPECT_EQ(kMmaThreads, 128);
+  for (int d : {64, 128}) {
+    for (MmaKernel kind : {MmaKernel::Forward, MmaKernel::DkDv, MmaKernel::Dq}) {
+      const MmaSmem L = mma_smem(kind, d);
+      EXPECT_LE(L.bytes, 163 * 1024) << "fits an A100's block (and an H100's 227 KiB)";
+      const int rows = rows_tile_bytes(d), cols = cols_tile_bytes(d);
+      std::vector<std::pair<int, int>> regions;
+      for (int at : {L.q, L.d_o, L.k, L.v})
+        if (at >= 0) regions.push_back({at, rows});
+      for (int at : {L.qt, L.d_ot, L.kt, L.vt})
+        if (at >= 0) regions.push_back({at, cols});
+      for (int at : {L.lse, L.row_dot})
+        if (at >= 0) regions.push_back({at, kBlockQ * 4});
+      std::sort(regions.begin(), regions.end());
+      for (size_t i = 0; i < regions.size(); ++i) {
+        EXPECT_EQ(regions[i].first % 16, 0);
+        EXPECT_LE(regions[i].first + regions[i].second, i + 1 < regions.size() ? regions[i + 1].first : L.bytes);
+      }
+      // What each kernel reads: forward Q, K, V^T; dK/dV all four row tiles, Q^T, dO^T and the row stats;
+      // dQ the row tiles, K^T and the row stats.
+      const size_t want = kind == MmaKernel::Forward ? 3 : kind == MmaKernel::DkDv ? 8 : 7;
+      EXPECT_EQ(regions.size(), want);
+    }
+  }
+}
+
+TEST(AttentionKernelsHost, TensorCorePathTakesBf16AtHeadDim64And128Only) {
+  EXPECT_TRUE(mma_supported(Elem::BF16, {32, 8, 128}));
+  EXPECT_TRUE(mma_supported(Elem::BF16, {8, 2, 64}));
+  EXPECT_FALSE(mma_supported(Elem::F32, {32, 8, 128}));
+  for (int64_t d : {12, 16, 40, 96, 120}) EXPECT_FALSE(mma_supported(Elem::BF16, {4, 2, d})) << d;
+
+  int32_t fake_cu = 0;
+  alignas(16) static float fake[8] = {};
+  const VarlenBatch b{&fake_cu, 1, 10, 10};
+  auto fwd = [&](Elem t, AttentionShape s, void* q) {
+    return [=] { forward(q, fake, fake, t, s, b, fake, fake, nullptr, Path::Mma); };
+  };
+  expect_config_error(fwd(Elem::F32, {4, 2, 128}, fake), "got fp32, head_dim 128");
+  expect_config_error(fwd(Elem::BF16, {4, 2, 12}, fake), "got bf16, head_dim 12");
+  expect_config_error(fwd(Elem::BF16, {4, 2, 128}, reinterpret_cast<char*>(fake) + 2), "not 16-byte aligned");
+  expect_config_error([&] { forward(fake, fake, fake, Elem::BF16, {4, 2, 128}, b, fake, fake, nullptr, Path(9)); },
+                      "unknown path 9");
+  alignas(256) static char workspace[256];
+  expect_config_error([&] {
+    backward(fake, fake, fake, fake, fake, fake, Elem::F32, {4, 2, 64}, b, fake, fake, fake, workspace, 256, nullptr,
+             Path::Mma);
+  }, "got fp32, head_dim 64");
 }
 
 }  // namespace

@@ -9,9 +9,12 @@
 //   - the CPU emulation of the same tiling (model/attention_tiled.h) in fp32: <= 1e-6 (same sums in the
 //     same order; only exp/log and fused multiply-adds may round differently);
 //   - themselves: two runs bit-identical (no atomics; fixed summation order).
-// Ragged batches with lengths 0 to 2048 (tile edges 63/64/65/127/128/129), GQA ratios 1/2/3/4/8, head_dim
-// 8/12/16/40/64/128, max_seqlen equal to and above the longest sequence. Every error is printed, so a GPU
-// session can see which tensor of which case is off and by how much. Skips without a device.
+// bf16 runs on both paths (attention_kernels.h): Fma for every case, Mma (tensor cores) for the cases at
+// head_dim 64 and 128, the same 1e-2 bound against the exact attention; Auto must pick Mma there.
+// Ragged batches with lengths 0 to 2048 (tile edges 63/64/65/127/128/129; 2048 at head_dim 16 and 128), GQA
+// ratios 1/2/3/4/8, head_dim 8/12/16/40/64/128, max_seqlen equal to and above the longest sequence. Every
+// error is printed, so a GPU session can see which tensor of which case is off and by how much. Skips
+// without a device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -54,6 +57,7 @@ const std::vector<Case>& cases() {
       {"gqa8_d128", {63, 128, 190, 1}, 8, 1, 128},
       {"long_2048_d16", {2048, 5}, 2, 1, 16},
       {"r1_d128_1000", {1000, 64}, 2, 2, 128, 64},
+      {"long_2048_gqa4_d128", {2048, 1, 130}, 4, 1, 128},  // Qwen3's head_dim at the longest length
   };
   return all;
 }
@@ -107,7 +111,7 @@ struct Typed {
   }
 };
 
-Outputs run_gpu(const Case& c, const Host& in, bool bf16) {
+Outputs run_gpu(const Case& c, const Host& in, bool bf16, ca::Path path = ca::Path::Auto) {
   const auto cu = cu_seqlens_of(c.lengths);
   const int64_t n = cu.back(), d = c.head_dim;
   const Typed t{bf16};
@@ -126,9 +130,9 @@ Outputs run_gpu(const Case& c, const Host& in, bool bf16) {
   // Outputs start as NaN bytes (0xff), so an element a kernel forgets to write shows up.
   for (const DeviceBuffer* x : {&o, &lse, &dq, &dk, &dv}) CUDA_CHECK(cudaMemset(x->get(), 0xff, x->bytes()));
 
-  ca::forward(q.get(), k.get(), v.get(), e, s, b, o.get(), lse.as<float>(), nullptr);
+  ca::forward(q.get(), k.get(), v.get(), e, s, b, o.get(), lse.as<float>(), nullptr, path);
   ca::backward(q.get(), k.get(), v.get(), o.get(), d_o.get(), lse.as<float>(), e, s, b, dq.get(), dk.get(), dv.get(),
-               ws.get(), ws_bytes, nullptr);
+               ws.get(), ws_bytes, nullptr, path);
   CUDA_CHECK(cudaDeviceSynchronize());
   return {t.get(o, n * c.heads * d), testing::download<float>(lse.get(), n * c.heads), t.get(dq, n * c.heads * d),
           t.get(dk, n * c.kv_heads * d), t.get(dv, n * c.kv_heads * d)};
@@ -151,28 +155,56 @@ void expect_close(const std::string& what, const Outputs& got, const Want& want,
   for (const auto& [name, err] : errs) EXPECT_LE(err, tol) << what << ": " << name;
 }
 
-class AttentionKernels : public ::testing::TestWithParam<bool> {  // bf16?
+// What a run stores and which kernels it asks for.
+struct Variant {
+  bool bf16;
+  ca::Path path;
+  const char* name;
+};
+// The cases a variant runs: the tensor-core path only where it applies.
+bool runs(const Variant& v, const Case& c) {
+  return v.path != ca::Path::Mma || ca::mma_supported(ca::Elem::BF16, {c.heads, c.kv_heads, c.head_dim});
+}
+
+class AttentionKernels : public ::testing::TestWithParam<Variant> {
  protected:
   void SetUp() override { ZERO_SKIP_WITHOUT_CUDA(); }
 };
-// fp32 only (no parameter: a skipped bf16 instance would make ctest report the whole binary skipped).
-class AttentionKernelsFp32 : public ::testing::Test {
+// Unparameterised tests (a skipped parameterised instance would make ctest report the whole binary skipped).
+class AttentionKernelsOnDevice : public ::testing::Test {
  protected:
   void SetUp() override { ZERO_SKIP_WITHOUT_CUDA(); }
 };
 
 TEST_P(AttentionKernels, MatchExactAttention) {
-  const bool bf16 = GetParam();
+  const Variant var = GetParam();
+  int ran = 0;
   for (const Case& c : cases()) {
+    if (!runs(var, c)) continue;
     const int64_t n = cu_seqlens_of(c.lengths).back();
-    const Host in = random_inputs(c, n, bf16, 0xa77e + c.head_dim);
-    const Outputs got = run_gpu(c, in, bf16);
-    expect_close(c.name + (bf16 ? " bf16 vs fp64" : " fp32 vs fp64"), got, run_exact(c, in), bf16 ? 1e-2 : 1e-5);
+    const Host in = random_inputs(c, n, var.bf16, 0xa77e + c.head_dim);
+    const Outputs got = run_gpu(c, in, var.bf16, var.path);
+    expect_close(c.name + " " + var.name + " vs fp64", got, run_exact(c, in), var.bf16 ? 1e-2 : 1e-5);
+    ++ran;
   }
+  EXPECT_GE(ran, 3) << "too few cases for " << var.name;
+}
+
+// Auto is the tensor-core path wherever that applies: the same bits as asking for it.
+TEST_F(AttentionKernelsOnDevice, AutoTakesTheTensorCorePathForBf16AtHeadDim128) {
+  const Case& c = cases()[5];  // gqa8_d128
+  ASSERT_EQ(c.head_dim, 128);
+  const int64_t n = cu_seqlens_of(c.lengths).back();
+  const Host in = random_inputs(c, n, true, 0xa070);
+  const Outputs autop = run_gpu(c, in, true), mma = run_gpu(c, in, true, ca::Path::Mma),
+                fma = run_gpu(c, in, true, ca::Path::Fma);
+  EXPECT_EQ(autop.o, mma.o);
+  EXPECT_EQ(autop.dq, mma.dq);
+  EXPECT_NE(autop.o, fma.o) << "the paths sum in different orders; equal outputs mean one path ran twice";
 }
 
 // In fp32 the kernels compute what the emulation computes, tile by tile.
-TEST_F(AttentionKernelsFp32, MatchTheCpuEmulation) {
+TEST_F(AttentionKernelsOnDevice, MatchTheCpuEmulation) {
   for (const Case& c : cases()) {
     const auto cu = cu_seqlens_of(c.lengths);
     const int64_t n = cu.back(), d = c.head_dim;
@@ -189,11 +221,12 @@ TEST_F(AttentionKernelsFp32, MatchTheCpuEmulation) {
 }
 
 TEST_P(AttentionKernels, TwoRunsAreBitIdentical) {
-  const bool bf16 = GetParam();
-  for (const Case& c : {cases()[1], cases()[5]}) {  // gqa2_d16, gqa8_d128
+  const Variant var = GetParam();
+  for (const Case& c : {cases()[1], cases()[4], cases()[5]}) {  // gqa2_d16, gqa4_d64, gqa8_d128
+    if (!runs(var, c)) continue;
     const int64_t n = cu_seqlens_of(c.lengths).back();
-    const Host in = random_inputs(c, n, bf16, 0xd17);
-    const Outputs a = run_gpu(c, in, bf16), b = run_gpu(c, in, bf16);
+    const Host in = random_inputs(c, n, var.bf16, 0xd17);
+    const Outputs a = run_gpu(c, in, var.bf16, var.path), b = run_gpu(c, in, var.bf16, var.path);
     auto same = [](const std::vector<float>& x, const std::vector<float>& y) {
       return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
     };
@@ -205,8 +238,10 @@ TEST_P(AttentionKernels, TwoRunsAreBitIdentical) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Elem, AttentionKernels, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "bf16" : "fp32"; });
+INSTANTIATE_TEST_SUITE_P(Elem, AttentionKernels,
+                         ::testing::Values(Variant{false, ca::Path::Fma, "fp32"}, Variant{true, ca::Path::Fma, "bf16_fma"},
+                                           Variant{true, ca::Path::Mma, "bf16_mma"}),
+                         [](const ::testing::TestParamInfo<Variant>& i) { return std::string(i.param.name); });
 
 }  // namespace
 }  // namespace zero::model

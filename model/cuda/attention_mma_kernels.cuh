@@ -1,0 +1,434 @@
+// The tensor-core attention kernels (attention_kernels.h, Path::Mma): bf16 storage, head_dim 64 or 128.
+// Kernels only (launched by attention_mma.cu); the file also compiles as host C++ under a SIMT emulator
+// (ZERO_SIMT_EMULATION, tests/cuda/simt_emulator.h), so CI runs these very kernels without a GPU.
+// The loop nest, tiles and grid are those of the fp32-FMA kernels (attention_kernels.cu) and of their
+// specification, the CPU emulation model/attention_tiled.h; what changes is who does the tile products:
+// mma.sync m16n8k16 (bf16 inputs, fp32 accumulation; register layout in mma_fragments.h), each of the 4
+// warps of a block owning 16 of its 64 rows, FlashAttention-2 style:
+//   - forward: a warp keeps its 16 query rows' Q fragments, the O accumulator and the softmax row state
+//     (max and sum, in the exp2 domain: scores times scale * log2 e) in registers; per 64-key tile
+//     S = Q K^T, the online softmax on S's fragments, then P (rounded to bf16) feeds P V straight from
+//     registers (mma_fragments.h: C pairs are A fragments).
+//   - backward, dK/dV: a warp owns 16 keys; per query tile and 16-query chunk it recomputes S^T = K Q^T
+//     and dP^T = V dO^T, forms P^T and dS^T = scale * P^T (dP^T - D) (softmax_backward.h) and adds
+//     P^T dO to dV and dS^T Q to dK, over the group's query heads and query tiles ascending.
+//   - backward, dQ: a warp owns 16 query rows; per key tile and 16-key chunk it recomputes S and dP and
+//     adds dS K to dQ, key tiles ascending. Its own kernel, so no block waits for another and no atomics:
+//     every sum has one fixed order, and two runs are bit-identical.
+// B operands whose k runs over a tile's 64 rows (V in P V, dO in P^T dO, Q in dS^T Q, K in dS K) are read
+// from transposed copies made while the tile is copied in, so every fragment load is one 32-bit word.
+// Chunks of 16 rows that the causal mask hides from a warp's 16 rows entirely are skipped (their terms
+// are exact zeros). Speed left for the profiler: ldmatrix, cp.async double buffering, Q/dO fragments
+// kept in registers in dQ, wgmma on sm_90a.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "core/math/bf16.h"
+#include "core/math/softmax_backward.h"
+#include "model/cuda/attention_grid.h"
+#include "model/cuda/attention_params.cuh"
+#include "model/cuda/mma_fragments.h"
+
+namespace zero::model::cuda_attention::detail {
+namespace {
+
+using u16 = uint16_t;
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+constexpr int kRows = kBlockQ;  // every tile has 64 rows (kBlockQ == kBlockK)
+constexpr int kWarpRows = mma::kM;
+static_assert(kBlockQ == kBlockK && kRows == kMmaWarps * kWarpRows, "4 warps of 16 rows cover a 64-row tile");
+
+#if defined(ZERO_SIMT_EMULATION)
+// Host emulation (tests/cuda/simt_emulator.h, which the includer includes first): the warp-collective
+// product and the block's dynamic shared memory come from the emulator; the bf16 pair packing is
+// core/math's rounding, which cvt.rn matches for every finite value.
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  simt::mma_m16n8k16_bf16(d, a, b);
+}
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  return uint32_t(math::f32_to_bf16(lo)) | uint32_t(math::f32_to_bf16(hi)) << 16;
+}
+__device__ __forceinline__ char* dynamic_shared() { return simt::dynamic_shared(); }
+#else
+// D += A B on the tensor cores (one warp, all lanes together).
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// Two floats rounded to bf16 (nearest, ties to even: core/math/bf16.h's rounding for every finite value)
+// into one register, lo in the low half. cvt puts its first source in the high half.
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+__device__ __forceinline__ char* dynamic_shared() {
+  extern __shared__ float4 smem_f4[];
+  return reinterpret_cast<char*>(smem_f4);
+}
+#endif
+
+__device__ __forceinline__ uint32_t load_word(const u16* p) { return *reinterpret_cast<const uint32_t*>(p); }
+
+__device__ __forceinline__ void load_a(uint32_t (&a)[4], const u16* tile, int ld, int row0, int k0, int lane) {
+#pragma unroll
+  for (int r = 0; r < 4; ++r) a[r] = load_word(tile + mma::a_offset(lane, r, ld, row0, k0));
+}
+__device__ __forceinline__ void load_b(uint32_t (&b)[2], const u16* tile, int ld, int n0, int k0, int lane) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) b[r] = load_word(tile + mma::b_offset(lane, r, ld, n0, k0));
+}
+// The A fragment of the 16 x 16 matrix whose columns 0-7 are C fragment lo and 8-15 are hi, in bf16.
+__device__ __forceinline__ void a_from_c_pair(uint32_t (&a)[4], const float (&lo)[4], const float (&hi)[4]) {
+  a[0] = pack_bf16(lo[0], lo[1]);
+  a[1] = pack_bf16(lo[2], lo[3]);
+  a[2] = pack_bf16(hi[0], hi[1]);
+  a[3] = pack_bf16(hi[2], hi[3]);
+}
+
+template <int N>
+__device__ __forceinline__ void zero(float (&c)[N][4]) {
+#pragma unroll
+  for (int n = 0; n < N; ++n) c[n][0] = c[n][1] = c[n][2] = c[n][3] = 0.0f;
+}
+
+// Copies `valid` rows of head `head` (of `heads`) from token t0 on, each D bf16, into a row-major [64][D]
+// tile of stride ld and / or a transposed [D][64] tile of stride ldt (either may be null); rows past
+// `valid` are zero. 16-byte global loads: the host checked the tensors are 16-byte aligned. The 32 lanes
+// of a warp take 32 consecutive rows at one column group: the transposed tile's 16-bit stores then land
+// in 16 consecutive words (no bank conflict; with lanes along a row all 16 column groups would hit one
+// bank), and the row-major 16-byte stores of each 8-lane phase start 4 banks apart (tile_stride's pad).
+template <int D>
+__device__ void copy_rows(const u16* __restrict__ x, int64_t heads, int64_t head, int64_t t0, int valid,
+                          u16* __restrict__ tile, u16* __restrict__ tile_t) {
+  constexpr int kVecs = D / 8, ld = mma::tile_stride(D), ldt = mma::tile_stride(kRows);
+  for (int e = threadIdx.x; e < kRows * kVecs; e += kMmaThreads) {
+    const int r = e % kRows, c = e / kRows * 8;
+    uint4 w = make_uint4(0u, 0u, 0u, 0u);
+    if (r < valid) w = *reinterpret_cast<const uint4*>(x + ((t0 + r) * heads + head) * D + c);
+    if (tile) *reinterpret_cast<uint4*>(tile + r * ld + c) = w;
+    if (tile_t) {
+      const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+      for (int u = 0; u < 8; ++u) tile_t[(c + u) * ldt + r] = u16(words[u / 2] >> (16 * (u % 2)));
+    }
+  }
+}
+
+// Per-row lse (times log2 e: the exp2 domain) and D of a query tile into shared memory. Rows past the
+// sequence get lse = +inf, so their probabilities are exactly 0 and their gradients vanish.
+__device__ void copy_row_stats(const float* __restrict__ lse, const float* __restrict__ row_dot, const Params& p,
+                               int64_t h, int64_t t0, int valid, float* lse_s, float* dot_s) {
+  if (threadIdx.x < kRows) {
+    const int i = threadIdx.x;
+    const int64_t at = (t0 + i) * p.heads + h;
+    lse_s[i] = i < valid ? lse[at] * kLog2e : INFINITY;
+    dot_s[i] = i < valid ? row_dot[at] : 0.0f;
+  }
+}
+
+struct SmemTiles {
+  u16 *q, *d_o, *k, *v, *qt, *d_ot, *kt, *vt;
+  float *lse, *row_dot;
+};
+__device__ SmemTiles tiles_of(const MmaSmem& L) {
+  char* base = dynamic_shared();
+  auto at = [&](int offset) { return offset < 0 ? nullptr : reinterpret_cast<u16*>(base + offset); };
+  auto at_f = [&](int offset) { return offset < 0 ? nullptr : reinterpret_cast<float*>(base + offset); };
+  return {at(L.q), at(L.d_o), at(L.k), at(L.v), at(L.qt), at(L.d_ot), at(L.kt), at(L.vt), at_f(L.lse), at_f(L.row_dot)};
+}
+
+// Writes a warp's 16 x D accumulator rows (times row_scale[0] / [1] for its rows group and group + 8) as
+// bf16 into rows t0 + row0 .. of head `head`, rows < valid only.
+template <int D>
+__device__ void store_rows(const float (&acc)[D / 8][4], const float (&row_scale)[2], u16* __restrict__ out,
+                           int64_t heads, int64_t head, int64_t t0, int row0, int valid, int lane) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int row = row0 + mma::c_index(lane, 2 * half).row;
+    if (row >= valid) continue;
+    u16* dst = out + ((t0 + row) * heads + head) * D;
+#pragma unroll
+    for (int nt = 0; nt < D / 8; ++nt)
+      *reinterpret_cast<uint32_t*>(dst + nt * 8 + mma::c_index(lane, 2 * half).col) =
+          pack_bf16(acc[nt][2 * half] * row_scale[half], acc[nt][2 * half + 1] * row_scale[half]);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Forward: one block per (sequence, query head, query tile), as forward_kernel.
+template <int D>
+__global__ void __launch_bounds__(kMmaThreads)
+    forward_mma_kernel(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v, Params p,
+                       u16* __restrict__ o, float* __restrict__ lse) {
+  constexpr int ld = mma::tile_stride(D), ldt = mma::tile_stride(kRows);
+  const BlockCoord bc = row_block(blockIdx.x, p.num_seqs, p.heads, p.max_seqlen);
+  const Sequence sq = sequence(p, bc.seq);
+  const TileRows qr = tile_rows(bc.block, kBlockQ, sq.len);
+  if (qr.count <= 0) return;  // past this sequence's end (the whole block leaves together)
+  const int nq = int(qr.count), warp = threadIdx.x / 32, lane = threadIdx.x % 32, row0 = warp * kWarpRows;
+  const int64_t h = bc.head, g = h / p.r, q0 = qr.first;
+  const SmemTiles t = tiles_of(mma_smem(MmaKernel::Forward, D));
+
+  copy_rows<D>(q, p.heads, h, sq.start + q0, nq, t.q, nullptr);
+  __syncthreads();
+  uint32_t qf[D / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) load_a(qf[kk], t.q, ld, row0, kk * 16, lane);
+
+  float acc[D / 8][4];
+  zero(acc);
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};  // rows group, group + 8
+  for (int64_t k0 = 0; k0 < key_end(qr); k0 += kBlockK) {
+    const int nk = int(tile_rows(k0 / kBlockK, kBlockK, sq.len).count);
+    __syncthreads();  // the previous tile's readers are done
+    copy_rows<D>(k, p.kv_heads, g, sq.start + k0, nk, t.k, nullptr);
+    copy_rows<D>(v, p.kv_heads, g, sq.start + k0, nk, nullptr, t.vt);
+    __syncthreads();
+
+    float s[kBlockK / 8][4];  // S = Q K^T for the warp's 16 rows x 64 keys
+    zero(s);
+#pragma unroll
+    for (int nt = 0; nt < kBlockK / 8; ++nt) {
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t b[2];
+        load_b(b, t.k, ld, nt * 8, kk * 16, lane);
+        mma_bf16(s[nt], qf[kk], b);
+      }
+    }
+    // Scale into the exp2 domain, mask, and the tile's row maxima (a row's 64 scores lie in the 4 lanes
+    // of its quad: two shuffles).
+    float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int nt = 0; nt < kBlockK / 8; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const mma::FragIndex e = mma::c_index(lane, i);
+        const float x = masked(q0 + row0 + e.row, k0 + nt * 8 + e.col) ? -INFINITY : s[nt][i] * p.scale_log2;
+        s[nt][i] = x;
+        tile_max[i / 2] = fmaxf(tile_max[i / 2], x);
+      }
+    }
+    float alpha[2], ref[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 1));
+      tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 2));
+      const float m_new = fmaxf(row_max[half], tile_max[half]);
+      ref[half] = m_new == -INFINITY ? 0.0f : m_new;  // a row with nothing seen yet: exp2(-inf - 0) = 0
+      alpha[half] = exp2f(row_max[half] - ref[half]);
+      row_max[half] = m_new;
+    }
+    float tile_sum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int nt = 0; nt < kBlockK / 8; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        s[nt][i] = exp2f(s[nt][i] - ref[i / 2]);
+        tile_sum[i / 2] += s[nt][i];
+      }
+    }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      tile_sum[half] += __shfl_xor_sync(0xffffffffu, tile_sum[half], 1);
+      tile_sum[half] += __shfl_xor_sync(0xffffffffu, tile_sum[half], 2);
+      row_sum[half] = row_sum[half] * alpha[half] + tile_sum[half];
+    }
+#pragma unroll
+    for (int nt = 0; nt < D / 8; ++nt) {
+      acc[nt][0] *= alpha[0], acc[nt][1] *= alpha[0];
+      acc[nt][2] *= alpha[1], acc[nt][3] *= alpha[1];
+    }
+    // acc += P V: P's C fragments are the A operand (bf16), V^T in shared memory the B operand.
+#pragma unroll
+    for (int kk = 0; kk < kBlockK / 16; ++kk) {
+      uint32_t a[4];
+      a_from_c_pair(a, s[2 * kk], s[2 * kk + 1]);
+#pragma unroll
+      for (int nt = 0; nt < D / 8; ++nt) {
+        uint32_t b[2];
+        load_b(b, t.vt, ldt, nt * 8, kk * 16, lane);
+        mma_bf16(acc[nt], a, b);
+      }
+    }
+  }
+
+  // Every live row saw key 0, so its sum is at least 1 (the max's own term).
+  const float inv[2] = {1.0f / row_sum[0], 1.0f / row_sum[1]};
+  store_rows<D>(acc, inv, o, p.heads, h, sq.start + q0, row0, nq, lane);
+  if (mma::lane_quad(lane) == 0) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = row0 + mma::c_index(lane, 2 * half).row;
+      if (row < nq) lse[(sq.start + q0 + row) * p.heads + h] = (row_max[half] + log2f(row_sum[half])) * kLn2;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Backward, dK and dV: one block per (sequence, kv head, key tile), as dkdv_kernel; the warp's 16 keys.
+template <int D>
+__global__ void __launch_bounds__(kMmaThreads)
+    dkdv_mma_kernel(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
+                    const u16* __restrict__ d_o, const float* __restrict__ lse, const float* __restrict__ row_dot,
+                    Params p, u16* __restrict__ dk, u16* __restrict__ dv) {
+  constexpr int ld = mma::tile_stride(D), ldt = mma::tile_stride(kRows);
+  const BlockCoord bc = column_block(blockIdx.x, p.num_seqs, p.kv_heads);
+  const Sequence sq = sequence(p, bc.seq);
+  const TileRows kr = tile_rows(bc.block, kBlockK, sq.len);
+  if (kr.count <= 0) return;
+  const int nk = int(kr.count), warp = threadIdx.x / 32, lane = threadIdx.x % 32, key0 = warp * kWarpRows;
+  const int64_t g = bc.head, k0 = kr.first;
+  const SmemTiles t = tiles_of(mma_smem(MmaKernel::DkDv, D));
+
+  copy_rows<D>(k, p.kv_heads, g, sq.start + k0, nk, t.k, nullptr);
+  copy_rows<D>(v, p.kv_heads, g, sq.start + k0, nk, t.v, nullptr);
+  float dk_acc[D / 8][4], dv_acc[D / 8][4];
+  zero(dk_acc);
+  zero(dv_acc);
+
+  for (int64_t h = g * p.r; h < (g + 1) * p.r; ++h) {
+    for (int64_t q0 = first_query_start(k0); q0 < sq.len; q0 += kBlockQ) {
+      const int nq = int(tile_rows(q0 / kBlockQ, kBlockQ, sq.len).count);
+      __syncthreads();  // the previous query tile's readers are done (first pass: K, V are written)
+      copy_rows<D>(q, p.heads, h, sq.start + q0, nq, t.q, t.qt);
+      copy_rows<D>(d_o, p.heads, h, sq.start + q0, nq, t.d_o, t.d_ot);
+      copy_row_stats(lse, row_dot, p, h, sq.start + q0, nq, t.lse, t.row_dot);
+      __syncthreads();
+#pragma unroll 1
+      for (int qc = 0; qc < kRows / 16; ++qc) {
+        if (k0 + key0 > q0 + qc * 16 + 15) continue;  // every query of the chunk precedes the warp's keys
+        float st[2][4], dpt[2][4];  // S^T and dP^T: the warp's 16 keys x the chunk's 16 queries
+        zero(st);
+        zero(dpt);
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+          uint32_t ak[4], av[4];
+          load_a(ak, t.k, ld, key0, kk * 16, lane);
+          load_a(av, t.v, ld, key0, kk * 16, lane);
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            uint32_t b[2];
+            load_b(b, t.q, ld, qc * 16 + j * 8, kk * 16, lane);
+            mma_bf16(st[j], ak, b);
+            load_b(b, t.d_o, ld, qc * 16 + j * 8, kk * 16, lane);
+            mma_bf16(dpt[j], av, b);
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const mma::FragIndex e = mma::c_index(lane, i);
+            const int query = qc * 16 + j * 8 + e.col;
+            const float x = masked(q0 + query, k0 + key0 + e.row) ? -INFINITY : st[j][i] * p.scale_log2;
+            const float prob = exp2f(x - t.lse[query]);
+            st[j][i] = prob;
+            dpt[j][i] = p.scale * math::softmax_grad(prob, dpt[j][i], t.row_dot[query]);
+          }
+        }
+        uint32_t a[4];
+        a_from_c_pair(a, st[0], st[1]);  // P^T: dV += P^T dO
+#pragma unroll
+        for (int nt = 0; nt < D / 8; ++nt) {
+          uint32_t b[2];
+          load_b(b, t.d_ot, ldt, nt * 8, qc * 16, lane);
+          mma_bf16(dv_acc[nt], a, b);
+        }
+        a_from_c_pair(a, dpt[0], dpt[1]);  // dS^T: dK += dS^T Q
+#pragma unroll
+        for (int nt = 0; nt < D / 8; ++nt) {
+          uint32_t b[2];
+          load_b(b, t.qt, ldt, nt * 8, qc * 16, lane);
+          mma_bf16(dk_acc[nt], a, b);
+        }
+      }
+    }
+  }
+  const float one[2] = {1.0f, 1.0f};
+  store_rows<D>(dk_acc, one, dk, p.kv_heads, g, sq.start + k0, key0, nk, lane);
+  store_rows<D>(dv_acc, one, dv, p.kv_heads, g, sq.start + k0, key0, nk, lane);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Backward, dQ: one block per (sequence, query head, query tile), as dq_kernel; the warp's 16 queries.
+template <int D>
+__global__ void __launch_bounds__(kMmaThreads)
+    dq_mma_kernel(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
+                  const u16* __restrict__ d_o, const float* __restrict__ lse, const float* __restrict__ row_dot,
+                  Params p, u16* __restrict__ dq) {
+  constexpr int ld = mma::tile_stride(D), ldt = mma::tile_stride(kRows);
+  const BlockCoord bc = row_block(blockIdx.x, p.num_seqs, p.heads, p.max_seqlen);
+  const Sequence sq = sequence(p, bc.seq);
+  const TileRows qr = tile_rows(bc.block, kBlockQ, sq.len);
+  if (qr.count <= 0) return;
+  const int nq = int(qr.count), warp = threadIdx.x / 32, lane = threadIdx.x % 32, row0 = warp * kWarpRows;
+  const int64_t h = bc.head, g = h / p.r, q0 = qr.first;
+  const SmemTiles t = tiles_of(mma_smem(MmaKernel::Dq, D));
+
+  copy_rows<D>(q, p.heads, h, sq.start + q0, nq, t.q, nullptr);
+  copy_rows<D>(d_o, p.heads, h, sq.start + q0, nq, t.d_o, nullptr);
+  copy_row_stats(lse, row_dot, p, h, sq.start + q0, nq, t.lse, t.row_dot);
+  float acc[D / 8][4];
+  zero(acc);
+
+  for (int64_t k0 = 0; k0 < key_end(qr); k0 += kBlockK) {
+    const int nk = int(tile_rows(k0 / kBlockK, kBlockK, sq.len).count);
+    __syncthreads();  // the previous tile's readers are done (first pass: Q, dO and the row stats are written)
+    copy_rows<D>(k, p.kv_heads, g, sq.start + k0, nk, t.k, t.kt);
+    copy_rows<D>(v, p.kv_heads, g, sq.start + k0, nk, t.v, nullptr);
+    __syncthreads();
+#pragma unroll 1
+    for (int kc = 0; kc < kRows / 16; ++kc) {
+      if (k0 + kc * 16 > q0 + row0 + 15) continue;  // every key of the chunk follows the warp's queries
+      float s[2][4], dp[2][4];  // S and dP: the warp's 16 queries x the chunk's 16 keys
+      zero(s);
+      zero(dp);
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t aq[4], ado[4];
+        load_a(aq, t.q, ld, row0, kk * 16, lane);
+        load_a(ado, t.d_o, ld, row0, kk * 16, lane);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          uint32_t b[2];
+          load_b(b, t.k, ld, kc * 16 + j * 8, kk * 16, lane);
+          mma_bf16(s[j], aq, b);
+          load_b(b, t.v, ld, kc * 16 + j * 8, kk * 16, lane);
+          mma_bf16(dp[j], ado, b);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const mma::FragIndex e = mma::c_index(lane, i);
+          const int row = row0 + e.row;
+          const float x = masked(q0 + row, k0 + kc * 16 + j * 8 + e.col) ? -INFINITY : s[j][i] * p.scale_log2;
+          const float prob = exp2f(x - t.lse[row]);
+          s[j][i] = p.scale * math::softmax_grad(prob, dp[j][i], t.row_dot[row]);  // dS
+        }
+      }
+      uint32_t a[4];
+      a_from_c_pair(a, s[0], s[1]);  // dQ += dS K
+#pragma unroll
+      for (int nt = 0; nt < D / 8; ++nt) {
+        uint32_t b[2];
+        load_b(b, t.kt, ldt, nt * 8, kc * 16, lane);
+        mma_bf16(acc[nt], a, b);
+      }
+    }
+  }
+  const float one[2] = {1.0f, 1.0f};
+  store_rows<D>(acc, one, dq, p.heads, h, sq.start + q0, row0, nq, lane);
+}
+
+}  // namespace
+}  // namespace zero::model::cuda_attention::detail

@@ -1,0 +1,45 @@
+// What both attention kernel files (attention_kernels.cu: the fp32-FMA path; attention_mma.cu: the
+// tensor-core path) need to find a block's rows: the kernel parameters and the checked sequence lookup.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+
+#include "model/cuda/attention_launch.h"
+
+namespace zero::model::cuda_attention::detail {
+
+// What every kernel needs to find its rows (by value: kernel parameters).
+struct Params {
+  const int32_t* cu_seqlens;
+  int64_t num_seqs, max_seqlen, num_tokens;
+  int64_t heads, kv_heads, r;  // r = heads / kv_heads
+  int d;
+  float scale;       // 1 / sqrt(d), as the emulation computes it
+  float scale_log2;  // scale * log2(e): the tensor-core kernels' scores live in the exp2 domain
+};
+
+inline Params params_of(const Geometry& g) {
+  const float scale = 1.0f / sqrtf(float(g.head_dim));
+  return {g.cu_seqlens, g.num_seqs, g.max_seqlen, g.num_tokens, g.heads, g.kv_heads, g.heads / g.kv_heads,
+          int(g.head_dim), scale, scale * 1.4426950408889634f};
+}
+
+// Sequence `seq`'s token range, checked against the host's promise (attention_kernels.h): a length over
+// max_seqlen would silently leave query blocks unlaunched, so it stops the kernel with a message instead.
+struct Sequence {
+  int64_t start, len;
+};
+__device__ inline Sequence sequence(const Params& p, int64_t seq) {
+  const int64_t start = p.cu_seqlens[seq], end = p.cu_seqlens[seq + 1];
+  if (start < 0 || end < start || end - start > p.max_seqlen || end > p.num_tokens) {
+    if (threadIdx.x == 0)
+      printf("zero attention kernels: bad cu_seqlens: sequence %lld spans [%lld, %lld), max_seqlen %lld, "
+             "num_tokens %lld\n",
+             (long long)seq, (long long)start, (long long)end, (long long)p.max_seqlen, (long long)p.num_tokens);
+    __trap();
+  }
+  return {start, end - start};
+}
+
+}  // namespace zero::model::cuda_attention::detail
