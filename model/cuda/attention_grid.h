@@ -1,4 +1,4 @@
-// The index arithmetic of the CUDA attention kernels (attention_kernels.cu), as ZERO_HD functions so the
+// The index arithmetic of the CUDA attention kernels (attention_*_kernels.cuh), as ZERO_HD functions so the
 // kernels and a host test (tests/cuda/attention_grid_test.cpp, runs without a GPU) share one definition:
 // tile sizes, the grid -> (sequence, head, block) mapping, each block's rows and loop bounds, the causal
 // mask, and the shared-memory layout. The loops themselves follow model/attention_tiled.h (the CPU
@@ -125,7 +125,7 @@ ZERO_HD SmemLayout backward_smem(int head_dim) {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// The bf16 tensor-core kernels (attention_mma.cu): 4 warps per block, each warp owns 16 rows of the
+// The bf16 tensor-core kernels (attention_mma_kernels.cuh): 4 warps per block, each warp owns 16 rows of the
 // block's 64 (query rows in forward and dQ, key rows in dK/dV). head_dim 64 or 128 (a multiple of
 // mma::kK that fits the registers; Qwen3 uses 128 throughout).
 constexpr int kMmaWarps = kBlockQ / mma::kM;

@@ -8,9 +8,9 @@
 //     for another, so forward progress needs no assumption about the order blocks are scheduled in.
 //   - The backward workspace holds only D = rowsum(dO * O) (fp32, one per (token, head)).
 // Two implementations of that loop nest (Path):
-//   - Fma (attention_kernels.cu): fp32 FMA loops over shared-memory tiles, any head_dim 1-128, fp32 or
+//   - Fma (attention_fma_kernels.cuh): fp32 FMA loops over shared-memory tiles, any head_dim 1-128, fp32 or
 //     bf16 storage; in fp32 it computes the emulation's sums in the emulation's order (<= 1e-6 of it).
-//   - Mma (attention_mma.cu): bf16 storage, head_dim 64 or 128 (Qwen3's 128), the tile products on tensor
+//   - Mma (attention_mma_kernels.cuh): bf16 storage, head_dim 64 or 128 (Qwen3's 128), the tile products on tensor
 //     cores (mma.sync m16n8k16, fp32 accumulation, the softmax in fp32 registers, P and dS rounded to
 //     bf16 as the products' inputs, as FlashAttention-2 does): the production path. Same tiles, grid and
 //     loop order as Fma; its sums run in the instruction's order, so it matches the exact attention

@@ -1,4 +1,4 @@
-// The launchers of attention_kernels.cu, called by attention_kernels.cpp once it has checked the
+// The launchers of attention_kernels.cu and attention_mma.cu, called by attention_kernels.cpp once it has checked the
 // arguments (that file owns validation and sizes; this one only launches). Plain types: nvcc compiles
 // the .cu without fmt or the project's check macros.
 #pragma once

@@ -1,7 +1,7 @@
 // The tensor-core attention kernels (attention_kernels.h, Path::Mma): bf16 storage, head_dim 64 or 128.
 // Kernels only (launched by attention_mma.cu); the file also compiles as host C++ under a SIMT emulator
 // (ZERO_SIMT_EMULATION, tests/cuda/simt_emulator.h), so CI runs these very kernels without a GPU.
-// The loop nest, tiles and grid are those of the fp32-FMA kernels (attention_kernels.cu) and of their
+// The loop nest, tiles and grid are those of the fp32-FMA kernels (attention_fma_kernels.cuh) and of their
 // specification, the CPU emulation model/attention_tiled.h; what changes is who does the tile products:
 // mma.sync m16n8k16 (bf16 inputs, fp32 accumulation; register layout in mma_fragments.h), each of the 4
 // warps of a block owning 16 of its 64 rows, FlashAttention-2 style:
@@ -26,6 +26,7 @@
 
 #include "core/math/bf16.h"
 #include "core/math/softmax_backward.h"
+#include "cuda/dynamic_shared.cuh"
 #include "model/cuda/attention_grid.h"
 #include "model/cuda/attention_params.cuh"
 #include "model/cuda/mma_fragments.h"
@@ -42,15 +43,14 @@ static_assert(kBlockQ == kBlockK && kRows == kMmaWarps * kWarpRows, "4 warps of 
 
 #if defined(ZERO_SIMT_EMULATION)
 // Host emulation (tests/cuda/simt_emulator.h, which the includer includes first): the warp-collective
-// product and the block's dynamic shared memory come from the emulator; the bf16 pair packing is
-// core/math's rounding, which cvt.rn matches for every finite value.
+// product comes from the emulator; the bf16 pair packing is core/math's rounding, which cvt.rn matches
+// for every finite value.
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   simt::mma_m16n8k16_bf16(d, a, b);
 }
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   return uint32_t(math::f32_to_bf16(lo)) | uint32_t(math::f32_to_bf16(hi)) << 16;
 }
-__device__ __forceinline__ char* dynamic_shared() { return simt::dynamic_shared(); }
 #else
 // D += A B on the tensor cores (one warp, all lanes together).
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
@@ -66,11 +66,6 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   uint32_t r;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
-}
-
-__device__ __forceinline__ char* dynamic_shared() {
-  extern __shared__ float4 smem_f4[];
-  return reinterpret_cast<char*>(smem_f4);
 }
 #endif
 
@@ -138,7 +133,7 @@ struct SmemTiles {
   float *lse, *row_dot;
 };
 __device__ SmemTiles tiles_of(const MmaSmem& L) {
-  char* base = dynamic_shared();
+  char* base = kernels::dynamic_shared();
   auto at = [&](int offset) { return offset < 0 ? nullptr : reinterpret_cast<u16*>(base + offset); };
   auto at_f = [&](int offset) { return offset < 0 ? nullptr : reinterpret_cast<float*>(base + offset); };
   return {at(L.q), at(L.d_o), at(L.k), at(L.v), at(L.qt), at(L.d_ot), at(L.kt), at(L.vt), at_f(L.lse), at_f(L.row_dot)};

@@ -1,5 +1,5 @@
-// What both attention kernel files (attention_kernels.cu: the fp32-FMA path; attention_mma.cu: the
-// tensor-core path) need to find a block's rows: the kernel parameters and the checked sequence lookup.
+// What both attention kernel files (attention_fma_kernels.cuh: the fp32-FMA path;
+// attention_mma_kernels.cuh: the tensor-core path) need to find a block's rows: the kernel parameters and the checked sequence lookup.
 #pragma once
 #include <cmath>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The register layout of the tensor-core instruction the bf16 attention kernels use,
 //   mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32   (D[16 x 8] = A[16 x 16] B[16 x 8] + C, fp32 C/D)
 // as the PTX ISA states it ("Matrix Fragments for mma.m16n8k16 with floating point type"), and the
-// shared-memory tile arithmetic built on it. ZERO_HD functions, so the kernels (attention_mma.cu) and a
+// shared-memory tile arithmetic built on it. ZERO_HD functions, so the kernels (attention_mma_kernels.cuh) and a
 // host test (tests/cuda/attention_grid_test.cpp, no GPU needed) share one definition.
 //
 // Each lane of the warp holds: A as 8 bf16 a0..a7 in 4 32-bit registers (register r = {a[2r] low half,

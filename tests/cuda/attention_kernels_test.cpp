@@ -239,7 +239,8 @@ TEST_P(AttentionKernels, TwoRunsAreBitIdentical) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Elem, AttentionKernels,
-                         ::testing::Values(Variant{false, ca::Path::Fma, "fp32"}, Variant{true, ca::Path::Fma, "bf16_fma"},
+                         ::testing::Values(Variant{false, ca::Path::Fma, "fp32"},
+                                           Variant{true, ca::Path::Fma, "bf16_fma"},
                                            Variant{true, ca::Path::Mma, "bf16_mma"}),
                          [](const ::testing::TestParamInfo<Variant>& i) { return std::string(i.param.name); });
 

@@ -1,29 +1,38 @@
-// A SIMT emulator for running CUDA kernel source as host C++ (no GPU): every thread of a block is an OS
-// thread, so the kernel's own code runs, thread by thread, with the CUDA semantics it relies on:
-//   - threadIdx / blockIdx per thread; blocks of a grid one after another (a block's threads all finish
-//     before the next block starts); the block's dynamic shared memory filled with 0xff bytes (NaN as
-//     floats, 0xffff as bf16) at each block's start, so a read of a word nobody wrote shows;
+// A SIMT emulator for running CUDA kernel source as host C++ (no GPU): every thread of a block is a fiber
+// (ucontext) on the calling thread, so the kernel's own code runs, thread by thread, with the CUDA
+// semantics it relies on:
+//   - threadIdx / blockIdx per thread; blocks of a grid one after another; the block's dynamic shared
+//     memory filled with 0xff bytes (NaN as floats, 0xffff as bf16) at each block's start, so a read of a
+//     word nobody wrote shows;
 //   - __syncthreads: a barrier of the block's threads;
 //   - warp collectives (__shfl_xor_sync, mma.sync m16n8k16 bf16): a barrier of the warp's 32 threads
 //     around an exchange through per-warp staging, the product computed from the fragments exactly as
 //     the PTX ISA lays them out (model/cuda/mma_fragments.h, itself checked against the ISA's figures in
 //     attention_grid_test), each output a double-precision sum of its 16 products added to C once.
-// A kernel file opts in with `#if defined(ZERO_SIMT_EMULATION)` around what only a GPU has (inline PTX,
-// extern __shared__), calling simt::mma_m16n8k16_bf16 and simt::dynamic_shared instead. Include this header
-// before the kernel file. Slow (every warp step is a barrier of OS threads): small cases only.
-// Control flow must be warp-uniform around collectives, as on the GPU (a divergent mma would hang here).
+// A thread runs until it reaches a barrier, then the next runnable one; the last to arrive releases the
+// others. One OS thread, a fixed schedule: the same run every time, whatever the machine's load. A block
+// whose threads cannot all finish (a barrier some thread never reaches: divergent control flow around a
+// collective, as would hang a GPU) makes launch() throw, naming how many threads were left waiting.
+// A kernel file opts in with `#if defined(ZERO_SIMT_EMULATION)` around what only a GPU has (inline PTX;
+// extern __shared__, behind cuda/dynamic_shared.cuh), calling simt::mma_m16n8k16_bf16 and
+// simt::dynamic_shared instead. Include this header before the kernel file. Small cases only: every
+// thread's step through a barrier is a context switch.
 #pragma once
 #define ZERO_SIMT_EMULATION 1
 
 #include <vector_functions.h>  // make_uint4 (host and device)
 #include <vector_types.h>      // uint3, uint4, float4 (host and device)
 
-#include <barrier>
+#include <ucontext.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <memory>
-#include <thread>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "core/math/bf16.h"
@@ -31,30 +40,61 @@
 
 #define __launch_bounds__(...)
 
-inline thread_local uint3 threadIdx{0, 0, 0};
-inline thread_local uint3 blockIdx{0, 0, 0};
+inline uint3 threadIdx{0, 0, 0};  // the running fiber's, set by the scheduler before each switch
+inline uint3 blockIdx{0, 0, 0};
 
 namespace zero::simt {
 
+struct Barrier {
+  unsigned expected = 0, arrived = 0;
+  std::vector<unsigned> parked;  // threads waiting for the last arrival
+};
 struct Warp {
-  std::barrier<> sync{32};
+  Barrier sync;
   float f[32];
   uint32_t a[32][4], b[32][2];
 };
 struct Block {
-  explicit Block(unsigned threads, size_t smem_bytes)
-      : sync(threads), smem((smem_bytes + 15) / 16 + 1), warps(threads / 32) {
-    for (auto& w : warps) w = std::make_unique<Warp>();
+  static constexpr size_t kStackBytes = 256 * 1024;
+  Block(unsigned threads, size_t smem_bytes) : smem((smem_bytes + 15) / 16 + 1), warps(threads / 32) {
+    sync.expected = threads;
+    for (auto& w : warps) w.sync.expected = 32;
+    fibers.resize(threads);
+    for (auto& f : fibers) f.stack.reset(new char[kStackBytes]);
   }
-  std::barrier<> sync;
+  struct Fiber {
+    ucontext_t ctx;
+    std::unique_ptr<char[]> stack;
+    bool done = false;
+  };
+  Barrier sync;
   std::vector<float4> smem;  // 16-byte aligned, as dynamic shared memory is
-  std::vector<std::unique_ptr<Warp>> warps;
+  std::vector<Warp> warps;
+  std::vector<Fiber> fibers;
+  std::deque<unsigned> runnable;
+  ucontext_t scheduler;
+  unsigned current = 0;
+  std::function<void()> body;  // the kernel call of this launch
 };
 inline Block*& current_block() {
   static Block* block = nullptr;  // one launch at a time
   return block;
 }
-inline Warp& my_warp() { return *current_block()->warps[threadIdx.x / 32]; }
+
+// Arrive at b; return once every expected thread has arrived (the last arrival releases the parked ones).
+inline void barrier_wait(Barrier& b) {
+  Block& blk = *current_block();
+  if (++b.arrived == b.expected) {
+    b.arrived = 0;
+    for (unsigned t : b.parked) blk.runnable.push_back(t);
+    b.parked.clear();
+    return;
+  }
+  b.parked.push_back(blk.current);
+  swapcontext(&blk.fibers[blk.current].ctx, &blk.scheduler);
+}
+
+inline Warp& my_warp() { return current_block()->warps[threadIdx.x / 32]; }
 inline int my_lane() { return int(threadIdx.x % 32); }
 
 inline char* dynamic_shared() { return reinterpret_cast<char*>(current_block()->smem.data()); }
@@ -63,65 +103,86 @@ inline float shfl_xor(float v, int lane_mask) {
   Warp& w = my_warp();
   const int lane = my_lane();
   w.f[lane] = v;
-  w.sync.arrive_and_wait();
+  barrier_wait(w.sync);
   const float got = w.f[lane ^ lane_mask];
-  w.sync.arrive_and_wait();  // nobody overwrites f before every lane has read
+  barrier_wait(w.sync);  // nobody overwrites f before every lane has read
   return got;
 }
 
 // D += A B for one warp: each lane hands in its fragments and gets its own 4 outputs.
 inline void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  namespace layout = model::cuda_attention::mma;
   Warp& w = my_warp();
   const int lane = my_lane();
   std::memcpy(w.a[lane], a, sizeof a);
   std::memcpy(w.b[lane], b, sizeof b);
-  w.sync.arrive_and_wait();
+  barrier_wait(w.sync);
   float A[16][16], B[16][8];
   for (int l = 0; l < 32; ++l) {
     for (int i = 0; i < 8; ++i) {
-      const model::cuda_attention::mma::FragIndex e = model::cuda_attention::mma::a_index(l, i);
+      const layout::FragIndex e = layout::a_index(l, i);
       A[e.row][e.col] = math::bf16_to_f32(uint16_t(w.a[l][i / 2] >> (16 * (i % 2))));
     }
     for (int i = 0; i < 4; ++i) {
-      const model::cuda_attention::mma::FragIndex e = model::cuda_attention::mma::b_index(l, i);
+      const layout::FragIndex e = layout::b_index(l, i);
       B[e.row][e.col] = math::bf16_to_f32(uint16_t(w.b[l][i / 2] >> (16 * (i % 2))));
     }
   }
-  w.sync.arrive_and_wait();  // every lane has read the staging before the next product overwrites it
+  barrier_wait(w.sync);  // every lane has read the staging before the next product overwrites it
   for (int i = 0; i < 4; ++i) {
-    const model::cuda_attention::mma::FragIndex e = model::cuda_attention::mma::c_index(lane, i);
+    const layout::FragIndex e = layout::c_index(lane, i);
     double sum = 0.0;
     for (int k = 0; k < 16; ++k) sum += double(A[e.row][k]) * double(B[k][e.col]);
     d[i] = float(double(d[i]) + sum);
   }
 }
 
+inline void fiber_entry() {
+  Block& blk = *current_block();
+  blk.body();
+  blk.fibers[blk.current].done = true;
+}  // returns to the scheduler (uc_link)
+
 // Runs kernel(args...) over `grid` blocks of `threads` threads (a multiple of 32) with `smem_bytes` of
-// dynamic shared memory.
+// dynamic shared memory. Throws std::runtime_error when a block's threads cannot all finish.
 template <class Kernel, class... Args>
 void launch(unsigned grid, unsigned threads, size_t smem_bytes, Kernel kernel, Args... args) {
   Block block(threads, smem_bytes);
   current_block() = &block;
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      threadIdx = {t, 0, 0};
-      for (unsigned b = 0; b < grid; ++b) {
-        blockIdx = {b, 0, 0};
-        if (t == 0) std::memset(block.smem.data(), 0xff, block.smem.size() * sizeof(float4));
-        block.sync.arrive_and_wait();  // shared memory is fresh garbage before any thread of the block runs
-        kernel(args...);
-        block.sync.arrive_and_wait();  // the block is done before the next one touches shared memory
-      }
-    });
+  block.body = [&] { kernel(args...); };
+  for (unsigned b = 0; b < grid; ++b) {
+    blockIdx = {b, 0, 0};
+    std::memset(block.smem.data(), 0xff, block.smem.size() * sizeof(float4));
+    for (unsigned t = 0; t < threads; ++t) {
+      Block::Fiber& f = block.fibers[t];
+      getcontext(&f.ctx);
+      f.ctx.uc_stack.ss_sp = f.stack.get();
+      f.ctx.uc_stack.ss_size = Block::kStackBytes;
+      f.ctx.uc_link = &block.scheduler;
+      makecontext(&f.ctx, fiber_entry, 0);
+      f.done = false;
+      block.runnable.push_back(t);
+    }
+    while (!block.runnable.empty()) {
+      block.current = block.runnable.front();
+      block.runnable.pop_front();
+      threadIdx = {block.current, 0, 0};
+      swapcontext(&block.scheduler, &block.fibers[block.current].ctx);
+    }
+    unsigned stuck = 0;
+    for (const Block::Fiber& f : block.fibers) stuck += f.done ? 0 : 1;
+    if (stuck > 0) {
+      current_block() = nullptr;
+      throw std::runtime_error("simt emulator: block " + std::to_string(b) + ": " + std::to_string(stuck) + " of " +
+                               std::to_string(threads) + " threads wait at a barrier the others never reach");
+    }
   }
-  for (auto& th : pool) th.join();
   current_block() = nullptr;
 }
 
 }  // namespace zero::simt
 
-inline void __syncthreads() { zero::simt::current_block()->sync.arrive_and_wait(); }
+inline void __syncthreads() { zero::simt::barrier_wait(zero::simt::current_block()->sync); }
 inline float __shfl_xor_sync(unsigned /*mask: the whole warp, as every call here*/, float v, int lane_mask) {
   return zero::simt::shfl_xor(v, lane_mask);
 }
