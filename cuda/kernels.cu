@@ -1,11 +1,14 @@
 // The CUDA backend's element-wise kernels: grid-stride loops, one template per (dst, src) dtype pair
 // (four pairs at most), and a fixed-shape two-pass block reduction. See kernels.h for the numerics.
+// Launches through cuda/kernel_launch.cuh, so the whole file also runs on the host under the SIMT
+// emulator (tests/cuda/cuda_kernels_emulated_test.cpp).
 #include <cstdint>
 #include <type_traits>
 
 #include "core/math/bf16.h"
 #include "cuda/bf16_storage.cuh"
 #include "cuda/check.h"
+#include "cuda/kernel_launch.cuh"
 #include "cuda/kernels.h"
 
 namespace zero::kernels {
@@ -38,7 +41,7 @@ __device__ A block_sum(A* sh, A x) {
   sh[threadIdx.x] = x;
   __syncthreads();
   for (int w = blockDim.x / 2; w > 0; w /= 2) {
-    if (threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w];
+    if (int(threadIdx.x) < w) sh[threadIdx.x] += sh[threadIdx.x + w];
     __syncthreads();
   }
   return sh[0];
@@ -105,17 +108,18 @@ int reduce_blocks(size_t n) {
 void copy(void* dst, Elem dt, const void* src, Elem st, size_t n, cudaStream_t s) {
   if (n == 0) return;
   if (dt == st) {  // same type: a plain device copy
-    CUDA_CHECK(cudaMemcpyAsync(dst, src, n * (dt == Elem::F32 ? 4 : 2), cudaMemcpyDeviceToDevice, s));
+    CUDA_CHECK(memcpy_async(dst, src, n * (dt == Elem::F32 ? 4 : 2), s));
     return;
   }
   with_elem(dt, [&](auto* dtag) {
     using D = std::remove_pointer_t<decltype(dtag)>;
     with_elem(st, [&](auto* stag) {
       using S = std::remove_pointer_t<decltype(stag)>;
-      copy_kernel<<<blocks_for(n), kThreads, 0, s>>>(static_cast<D*>(dst), static_cast<const S*>(src), n);
+      auto* kernel = copy_kernel<D, S>;  // one token for ZERO_LAUNCH
+      ZERO_LAUNCH(kernel, blocks_for(n), kThreads, 0, s, static_cast<D*>(dst), static_cast<const S*>(src), n);
     });
   });
-  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(last_launch_error());
 }
 
 void add(void* dst, Elem dt, const void* src, Elem st, size_t n, cudaStream_t s) {
@@ -124,21 +128,22 @@ void add(void* dst, Elem dt, const void* src, Elem st, size_t n, cudaStream_t s)
     using D = std::remove_pointer_t<decltype(dtag)>;
     with_elem(st, [&](auto* stag) {
       using S = std::remove_pointer_t<decltype(stag)>;
-      add_kernel<<<blocks_for(n), kThreads, 0, s>>>(static_cast<D*>(dst), static_cast<const S*>(src), n);
+      auto* kernel = add_kernel<D, S>;
+      ZERO_LAUNCH(kernel, blocks_for(n), kThreads, 0, s, static_cast<D*>(dst), static_cast<const S*>(src), n);
     });
   });
-  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(last_launch_error());
 }
 
 void sum_squares(const void* src, Elem t, size_t n, double* partials, double* out, cudaStream_t s) {
   const int blocks = reduce_blocks(n);
   with_elem(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    sum_squares_pass1<<<blocks, kReduceThreads, 0, s>>>(static_cast<const T*>(src), n, partials);
+    ZERO_LAUNCH(sum_squares_pass1<T>, blocks, kReduceThreads, 0, s, static_cast<const T*>(src), n, partials);
   });
-  CUDA_CHECK(cudaGetLastError());
-  reduce_pass2<<<1, kReduceThreads, 0, s>>>(partials, blocks, out);
-  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(last_launch_error());
+  ZERO_LAUNCH(reduce_pass2<double>, 1, kReduceThreads, 0, s, static_cast<const double*>(partials), blocks, out);
+  CUDA_CHECK(last_launch_error());
 }
 
 void count_nonfinite(const void* src, Elem t, size_t n, unsigned long long* partials, unsigned long long* out,
@@ -146,11 +151,12 @@ void count_nonfinite(const void* src, Elem t, size_t n, unsigned long long* part
   const int blocks = reduce_blocks(n);
   with_elem(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    nonfinite_pass1<<<blocks, kReduceThreads, 0, s>>>(static_cast<const T*>(src), n, partials);
+    ZERO_LAUNCH(nonfinite_pass1<T>, blocks, kReduceThreads, 0, s, static_cast<const T*>(src), n, partials);
   });
-  CUDA_CHECK(cudaGetLastError());
-  reduce_pass2<<<1, kReduceThreads, 0, s>>>(partials, blocks, out);
-  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(last_launch_error());
+  ZERO_LAUNCH(reduce_pass2<unsigned long long>, 1, kReduceThreads, 0, s,
+              static_cast<const unsigned long long*>(partials), blocks, out);
+  CUDA_CHECK(last_launch_error());
 }
 
 void adamw(float* param, const void* grad, Elem gt, float* m, float* v, size_t n, const math::AdamWScalars& k,
@@ -158,9 +164,9 @@ void adamw(float* param, const void* grad, Elem gt, float* m, float* v, size_t n
   if (n == 0) return;
   with_elem(gt, [&](auto* tag) {
     using G = std::remove_pointer_t<decltype(tag)>;
-    adamw_kernel<<<blocks_for(n), kThreads, 0, s>>>(param, static_cast<const G*>(grad), m, v, n, k);
+    ZERO_LAUNCH(adamw_kernel<G>, blocks_for(n), kThreads, 0, s, param, static_cast<const G*>(grad), m, v, n, k);
   });
-  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(last_launch_error());
 }
 
 namespace {
@@ -169,12 +175,12 @@ __global__ void accumulate_f64_kernel(double* acc, const T* x) { *acc += double(
 }  // namespace
 
 void accumulate_f64(double* acc, const double* x, cudaStream_t s) {
-  accumulate_f64_kernel<<<1, 1, 0, s>>>(acc, x);
-  CUDA_CHECK(cudaGetLastError());
+  ZERO_LAUNCH(accumulate_f64_kernel<double>, 1, 1, 0, s, acc, x);
+  CUDA_CHECK(last_launch_error());
 }
 void accumulate_count(double* acc, const unsigned long long* x, cudaStream_t s) {
-  accumulate_f64_kernel<<<1, 1, 0, s>>>(acc, x);
-  CUDA_CHECK(cudaGetLastError());
+  ZERO_LAUNCH(accumulate_f64_kernel<unsigned long long>, 1, 1, 0, s, acc, x);
+  CUDA_CHECK(last_launch_error());
 }
 
 }  // namespace zero::kernels

@@ -1,6 +1,8 @@
 // The reward model's CUDA kernels (see model_kernels.h): one block per row for the norms and the head,
 // grid-stride loops for element-wise work, fixed-order tree sums in shared memory, and column sums of
-// per-block partials for the weight gradients. Per-element math from core/math, as on the CPU.
+// per-block partials for the weight gradients. Per-element math from core/math, as on the CPU. Launches
+// through cuda/kernel_launch.cuh, so the whole file also runs on the host under the SIMT emulator
+// (tests/cuda/model_kernels_emulated_test.cpp).
 #include <algorithm>
 
 #include "core/math/activations.h"
@@ -8,6 +10,8 @@
 #include "core/math/rmsnorm_row.h"
 #include "core/math/rope_math.h"
 #include "cuda/check.h"
+#include "cuda/dynamic_shared.cuh"
+#include "cuda/kernel_launch.cuh"
 #include "model/cuda/model_kernels.h"
 
 namespace zero::model::cuda_kernels {
@@ -48,14 +52,14 @@ __device__ float block_sum(float* red, float x) {
 int grid_for(int64_t n) { return int(std::max<int64_t>(1, std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks))); }
 int row_grid(int64_t rows) { return int(std::max<int64_t>(1, std::min<int64_t>(rows, kMaxRowBlocks))); }
 
-void check_launch() { CUDA_CHECK(cudaGetLastError()); }
+void check_launch() { CUDA_CHECK(kernels::last_launch_error()); }
 
 // ---- norms ------------------------------------------------------------------------------------------
 // Shared memory: kThreads floats for the sums, then `dim` floats for a row (rope only).
 __global__ void norm_forward_kernel(const void* x, Elem xt, const void* w, Elem wt, int64_t rows, int64_t dim,
                                     float eps, void* y, Elem yt, float* rstd, const float* cosv, const float* sinv,
                                     int64_t heads) {
-  extern __shared__ float sh[];
+  float* sh = reinterpret_cast<float*>(kernels::dynamic_shared());
   float* red = sh;
   float* row = sh + kThreads;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -88,7 +92,7 @@ __global__ void norm_forward_kernel(const void* x, Elem xt, const void* w, Elem 
 __global__ void norm_backward_kernel(const void* x, Elem xt, const void* w, Elem wt, const float* rstd, const void* dy,
                                      Elem dyt, int64_t rows, int64_t dim, void* dx, Elem dxt, float* partials,
                                      const float* cosv, const float* sinv, int64_t heads) {
-  extern __shared__ float sh[];
+  float* sh = reinterpret_cast<float*>(kernels::dynamic_shared());
   float* red = sh;
   float* dn = sh + kThreads;  // dy, rotated back when rope
   float* part = partials + int64_t(blockIdx.x) * dim;
@@ -261,8 +265,8 @@ void norm_forward(const void* x, Elem xt, const void* w, Elem wt, int64_t rows, 
                   Elem yt, float* rstd, const float* cos, const float* sin, int64_t heads, cudaStream_t s) {
   if (rows == 0) return;
   const size_t shmem = sizeof(float) * size_t(kThreads + (cos ? dim : 0));
-  norm_forward_kernel<<<row_grid(rows), kThreads, shmem, s>>>(x, xt, w, wt, rows, dim, eps, y, yt, rstd, cos, sin,
-                                                              heads);
+  ZERO_LAUNCH(norm_forward_kernel, row_grid(rows), kThreads, shmem, s, x, xt, w, wt, rows, dim, eps, y, yt, rstd, cos,
+      sin, heads);
   check_launch();
 }
 
@@ -271,50 +275,50 @@ void norm_backward(const void* x, Elem xt, const void* w, Elem wt, const float* 
                    const float* cos, const float* sin, int64_t heads, cudaStream_t s) {
   const int blocks = norm_partial_blocks(rows);
   const size_t shmem = sizeof(float) * size_t(kThreads + dim);
-  norm_backward_kernel<<<blocks, kThreads, shmem, s>>>(x, xt, w, wt, rstd, dy, dyt, rows, dim, dx, dxt, partials, cos,
-                                                       sin, heads);
+  ZERO_LAUNCH(norm_backward_kernel, blocks, kThreads, shmem, s, x, xt, w, wt, rstd, dy, dyt, rows, dim, dx, dxt,
+      partials, cos, sin, heads);
   check_launch();
-  column_sum_kernel<<<grid_for(dim), kThreads, 0, s>>>(partials, blocks, dim, dw, dwt);
+  ZERO_LAUNCH(column_sum_kernel, grid_for(dim), kThreads, 0, s, partials, blocks, dim, dw, dwt);
   check_launch();
 }
 
 void swiglu_forward(const void* g, const void* u, void* m, Elem t, int64_t n, cudaStream_t s) {
   if (n == 0) return;
-  swiglu_forward_kernel<<<grid_for(n), kThreads, 0, s>>>(g, u, m, t, n);
+  ZERO_LAUNCH(swiglu_forward_kernel, grid_for(n), kThreads, 0, s, g, u, m, t, n);
   check_launch();
 }
 void swiglu_backward(const void* g, const void* u, const void* dm, void* dg, void* du, Elem t, int64_t n,
                      cudaStream_t s) {
   if (n == 0) return;
-  swiglu_backward_kernel<<<grid_for(n), kThreads, 0, s>>>(g, u, dm, dg, du, t, n);
+  ZERO_LAUNCH(swiglu_backward_kernel, grid_for(n), kThreads, 0, s, g, u, dm, dg, du, t, n);
   check_launch();
 }
 void add(const void* a, const void* b, void* out, Elem t, int64_t n, cudaStream_t s) {
   if (n == 0) return;
-  add_kernel<<<grid_for(n), kThreads, 0, s>>>(a, b, out, t, n);
+  ZERO_LAUNCH(add_kernel, grid_for(n), kThreads, 0, s, a, b, out, t, n);
   check_launch();
 }
 void convert(void* dst, Elem dt, const void* src, Elem st, int64_t n, cudaStream_t s) {
   if (n == 0) return;
-  convert_kernel<<<grid_for(n), kThreads, 0, s>>>(dst, dt, src, st, n);
+  ZERO_LAUNCH(convert_kernel, grid_for(n), kThreads, 0, s, dst, dt, src, st, n);
   check_launch();
 }
 
 void embedding_forward(const void* run, Elem rt, int64_t run_begin, int64_t run_count, const int32_t* tokens,
                        int64_t num_tokens, int64_t hidden, void* x, Elem xt, cudaStream_t s) {
   if (num_tokens == 0 || run_count == 0) return;
-  embedding_forward_kernel<<<row_grid(num_tokens), kThreads, 0, s>>>(run, rt, run_begin, run_begin + run_count, tokens,
-                                                                     num_tokens, hidden, x, xt);
+  ZERO_LAUNCH(embedding_forward_kernel, row_grid(num_tokens), kThreads, 0, s, run, rt, run_begin, run_begin + run_count,
+      tokens, num_tokens, hidden, x, xt);
   check_launch();
 }
 void embedding_backward(const void* dx, Elem dxt, int64_t hidden, const int32_t* by_id, const int32_t* ids,
                         const int32_t* id_start, int64_t num_ids, void* run, Elem rt, int64_t run_begin,
                         int64_t run_count, cudaStream_t s) {
   if (run_count == 0) return;
-  CUDA_CHECK(cudaMemsetAsync(run, 0, size_t(run_count) * (rt == Elem::F32 ? 4 : 2), s));  // +0.0 in both types
+  CUDA_CHECK(kernels::memset_async(run, 0, size_t(run_count) * (rt == Elem::F32 ? 4 : 2), s));  // +0.0 in both types
   if (num_ids == 0) return;
-  embedding_backward_kernel<<<row_grid(num_ids), kThreads, 0, s>>>(dx, dxt, hidden, by_id, ids, id_start, num_ids, run,
-                                                                   rt, run_begin, run_begin + run_count);
+  ZERO_LAUNCH(embedding_backward_kernel, row_grid(num_ids), kThreads, 0, s, dx, dxt, hidden, by_id, ids, id_start,
+      num_ids, run, rt, run_begin, run_begin + run_count);
   check_launch();
 }
 
@@ -322,29 +326,29 @@ void pooled_head_forward(const void* x, Elem xt, int64_t hidden, const int32_t* 
                          const void* norm_w, Elem nt, const void* score, Elem st, float eps, float* rewards,
                          cudaStream_t s) {
   if (seqs == 0) return;
-  pooled_head_forward_kernel<<<row_grid(seqs), kThreads, 0, s>>>(x, xt, hidden, pooled, seqs, norm_w, nt, score, st,
-                                                                 eps, rewards);
+  ZERO_LAUNCH(pooled_head_forward_kernel, row_grid(seqs), kThreads, 0, s, x, xt, hidden, pooled, seqs, norm_w, nt,
+      score, st, eps, rewards);
   check_launch();
 }
 void pooled_head_backward(const void* x, Elem xt, int64_t hidden, const int32_t* pooled, int64_t seqs,
                           const void* norm_w, Elem nt, const void* score, Elem st, float eps, const float* drewards,
                           void* dx, Elem dxt, int64_t rows, float* partials, void* d_norm, Elem dnt, void* d_score,
                           Elem dst, cudaStream_t s) {
-  CUDA_CHECK(cudaMemsetAsync(dx, 0, size_t(rows * hidden) * (dxt == Elem::F32 ? 4 : 2), s));
+  CUDA_CHECK(kernels::memset_async(dx, 0, size_t(rows * hidden) * (dxt == Elem::F32 ? 4 : 2), s));
   if (seqs > 0) {
-    pooled_head_backward_kernel<<<row_grid(seqs), kThreads, 0, s>>>(x, xt, hidden, pooled, seqs, norm_w, nt, score, st,
-                                                                    eps, drewards, dx, dxt, partials);
+    ZERO_LAUNCH(pooled_head_backward_kernel, row_grid(seqs), kThreads, 0, s, x, xt, hidden, pooled, seqs, norm_w, nt,
+        score, st, eps, drewards, dx, dxt, partials);
     check_launch();
   }
-  column_sum_kernel<<<grid_for(hidden), kThreads, 0, s>>>(partials, seqs, hidden, d_score, dst);
+  ZERO_LAUNCH(column_sum_kernel, grid_for(hidden), kThreads, 0, s, partials, seqs, hidden, d_score, dst);
   check_launch();
-  column_sum_kernel<<<grid_for(hidden), kThreads, 0, s>>>(partials + seqs * hidden, seqs, hidden, d_norm, dnt);
+  ZERO_LAUNCH(column_sum_kernel, grid_for(hidden), kThreads, 0, s, partials + seqs * hidden, seqs, hidden, d_norm, dnt);
   check_launch();
 }
 
 void pair_loss(const float* rewards, const uint8_t* pair_mask, int64_t pairs, float* drewards, PairLossSums* out,
                cudaStream_t s) {
-  pair_loss_kernel<<<1, 1, 0, s>>>(rewards, pair_mask, pairs, drewards, out);
+  ZERO_LAUNCH(pair_loss_kernel, 1, 1, 0, s, rewards, pair_mask, pairs, drewards, out);
   check_launch();
 }
 

@@ -15,8 +15,8 @@
 // collective, as would hang a GPU) makes launch() throw, naming how many threads were left waiting.
 // A kernel file opts in with `#if defined(ZERO_SIMT_EMULATION)` around what only a GPU has (inline PTX;
 // extern __shared__, behind cuda/dynamic_shared.cuh), calling simt::mma_m16n8k16_bf16 and
-// simt::dynamic_shared instead. Include this header before the kernel file. Small cases only: every
-// thread's step through a barrier is a context switch.
+// simt::dynamic_shared instead, and launches through cuda/kernel_launch.cuh. Include this header before
+// the kernel file. Small cases only: every thread's step through a barrier is a context switch.
 #pragma once
 #define ZERO_SIMT_EMULATION 1
 
@@ -39,9 +39,27 @@
 #include "model/cuda/mma_fragments.h"
 
 #define __launch_bounds__(...)
+// A kernel's `__shared__` array is one per block; blocks run one after another on one OS thread, so a
+// function-local static is exactly that. (Dynamic shared memory goes through cuda/dynamic_shared.cuh.)
+#undef __shared__
+#define __shared__ static
 
 inline uint3 threadIdx{0, 0, 0};  // the running fiber's, set by the scheduler before each switch
 inline uint3 blockIdx{0, 0, 0};
+inline dim3 blockDim{1, 1, 1};
+inline dim3 gridDim{1, 1, 1};
+
+// Device intrinsics kernels call: round-to-nearest arithmetic is the host's (compile with
+// -ffp-contract=off, as core/math's host includers do), bit casts are memcpy.
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline unsigned int __float_as_uint(float x) {
+  unsigned int u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+// CUDA's device overloads of min and max that kernels call unqualified.
+inline int64_t max(int64_t a, int64_t b) { return a > b ? a : b; }
+inline int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }
 
 namespace zero::simt {
 
@@ -150,6 +168,8 @@ void launch(unsigned grid, unsigned threads, size_t smem_bytes, Kernel kernel, A
   Block block(threads, smem_bytes);
   current_block() = &block;
   block.body = [&] { kernel(args...); };
+  blockDim = dim3(threads, 1, 1);
+  gridDim = dim3(grid, 1, 1);
   for (unsigned b = 0; b < grid; ++b) {
     blockIdx = {b, 0, 0};
     std::memset(block.smem.data(), 0xff, block.smem.size() * sizeof(float4));

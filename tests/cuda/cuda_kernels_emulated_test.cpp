@@ -1,0 +1,120 @@
+// The CUDA backend's element-wise kernels (cuda/kernels.cu, the engine's DeviceOps work) without a GPU:
+// the file itself, launchers included, compiled as host C++ and run under the SIMT emulator
+// (simt_emulator.h), against the CPU side they must equal bit for bit (kernels.h's promise, which the
+// engine's CPU/CUDA parity rests on):
+//   - copy and add in every (fp32, bf16) pair against the fp32 arithmetic and core/math's bf16 rounding;
+//   - AdamW against optim::adamw_step, the CPU backend's optimizer loop, over 3 steps, fp32 and bf16
+//     gradients: every master weight, m and v identical;
+//   - the two-pass reductions (fp64 sum of squares, non-finite count) against sums taken here, over
+//     more elements than the largest first-pass grid covers in one pass; the on-device accumulators.
+#include "tests/cuda/simt_emulator.h"  // first: the kernel file below compiles against it
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "core/math/bf16.h"
+#include "core/splitmix.h"
+#include "cuda/kernels.cu"  // NOLINT: the kernels' own source, launchers included
+#include "optim/adamw.h"
+#include "tests/common/exact_attention.h"
+
+namespace zero::kernels {
+namespace {
+
+std::vector<float> draw(int64_t n, float spread, uint64_t seed) {
+  uint64_t state = seed;
+  return testing::uniform(n, spread, state);
+}
+std::vector<uint16_t> bf16_of(const std::vector<float>& x) {
+  std::vector<uint16_t> b(x.size());
+  for (size_t i = 0; i < x.size(); ++i) b[i] = math::f32_to_bf16(x[i]);
+  return b;
+}
+float widen(uint16_t b) { return math::bf16_to_f32(b); }
+
+TEST(CudaKernelsEmulated, CopyAndAddInEveryTypePair) {
+  const size_t n = 256 * 3 + 41;
+  const std::vector<float> a = draw(n, 3.0f, 1), b = draw(n, 3.0f, 2);
+  const std::vector<uint16_t> a16 = bf16_of(a), b16 = bf16_of(b);
+  std::vector<uint16_t> c16(n, 0xffff);
+  std::vector<float> c32(n, NAN);
+  copy(c16.data(), Elem::BF16, a.data(), Elem::F32, n, nullptr);
+  EXPECT_EQ(c16, a16);
+  copy(c32.data(), Elem::F32, a16.data(), Elem::BF16, n, nullptr);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(c32[i], widen(a16[i])) << i;
+  copy(c32.data(), Elem::F32, a.data(), Elem::F32, n, nullptr);  // same type: a plain copy
+  EXPECT_EQ(c32, a);
+
+  std::vector<float> s32 = a;  // fp32 += fp32, fp32 += bf16
+  add(s32.data(), Elem::F32, b.data(), Elem::F32, n, nullptr);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(s32[i], a[i] + b[i]) << i;
+  s32 = a;
+  add(s32.data(), Elem::F32, b16.data(), Elem::BF16, n, nullptr);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(s32[i], a[i] + widen(b16[i])) << i;
+  std::vector<uint16_t> s16 = a16;  // bf16 += fp32, bf16 += bf16: the fp32 sum rounded once
+  add(s16.data(), Elem::BF16, b.data(), Elem::F32, n, nullptr);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(s16[i], math::f32_to_bf16(widen(a16[i]) + b[i])) << i;
+  s16 = a16;
+  add(s16.data(), Elem::BF16, b16.data(), Elem::BF16, n, nullptr);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(s16[i], math::f32_to_bf16(widen(a16[i]) + widen(b16[i]))) << i;
+}
+
+TEST(CudaKernelsEmulated, AdamWEqualsTheCpuOptimizerBitForBit) {
+  const size_t n = 256 * 5 + 3;
+  const optim::AdamWConfig cfg{1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
+  for (bool bf16_grad : {false, true}) {
+    std::vector<float> p_gpu = draw(n, 1.0f, 7), m_gpu(n, 0.0f), v_gpu(n, 0.0f);
+    std::vector<float> p_cpu = p_gpu, m_cpu = m_gpu, v_cpu = v_gpu;
+    for (int64_t t = 1; t <= 3; ++t) {
+      std::vector<float> g = draw(n, 0.5f, 100 + t);
+      const std::vector<uint16_t> g16 = bf16_of(g);
+      if (bf16_grad)
+        for (size_t i = 0; i < n; ++i) g[i] = widen(g16[i]);  // what the CPU sees of a bf16 gradient
+      const float lr = 1e-3f * float(t), scale = 0.5f;
+      adamw(p_gpu.data(), bf16_grad ? static_cast<const void*>(g16.data()) : g.data(),
+            bf16_grad ? Elem::BF16 : Elem::F32, m_gpu.data(), v_gpu.data(), n,
+            optim::adamw_scalars(cfg, lr, t, /*decay=*/true, scale), nullptr);
+      optim::adamw_step(p_cpu.data(), g.data(), m_cpu.data(), v_cpu.data(), n, cfg, lr, t, true, scale);
+    }
+    EXPECT_EQ(0, std::memcmp(p_gpu.data(), p_cpu.data(), n * 4)) << "params, bf16 grad " << bf16_grad;
+    EXPECT_EQ(0, std::memcmp(m_gpu.data(), m_cpu.data(), n * 4)) << "m, bf16 grad " << bf16_grad;
+    EXPECT_EQ(0, std::memcmp(v_gpu.data(), v_cpu.data(), n * 4)) << "v, bf16 grad " << bf16_grad;
+  }
+}
+
+TEST(CudaKernelsEmulated, ReductionsAndAccumulators) {
+  const size_t n = size_t(kReduceThreads) * kMaxReduceBlocks + 1000;  // past one first-pass grid
+  std::vector<float> x = draw(int64_t(n), 2.0f, 9);
+  const float inf = std::numeric_limits<float>::infinity();
+  x[5] = NAN, x[n / 2] = inf, x[n - 1] = -inf;
+  std::vector<double> partials(kMaxReduceBlocks, NAN);
+  std::vector<unsigned long long> counts(kMaxReduceBlocks, ~0ull);
+  unsigned long long bad = ~0ull;
+  count_nonfinite(x.data(), Elem::F32, n, counts.data(), &bad, nullptr);
+  EXPECT_EQ(bad, 3u);
+  const std::vector<uint16_t> x16 = bf16_of(x);
+  count_nonfinite(x16.data(), Elem::BF16, n, counts.data(), &bad, nullptr);
+  EXPECT_EQ(bad, 3u);
+
+  x[5] = 1.0f, x[n / 2] = 2.0f, x[n - 1] = -3.0f;
+  double want = 0;
+  for (float e : x) want += double(e) * double(e);
+  double got = NAN;
+  sum_squares(x.data(), Elem::F32, n, partials.data(), &got, nullptr);
+  EXPECT_NEAR(got, want, want * 1e-12);
+  double acc = 1.5;
+  accumulate_f64(&acc, &got, nullptr);
+  EXPECT_EQ(acc, 1.5 + got);
+  accumulate_count(&acc, &bad, nullptr);
+  EXPECT_EQ(acc, 1.5 + got + 3.0);
+  sum_squares(x.data(), Elem::F32, 0, partials.data(), &got, nullptr);  // nothing: 0
+  EXPECT_EQ(got, 0.0);
+}
+
+}  // namespace
+}  // namespace zero::kernels
