@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "cuda/check.h"
+#include "cuda/kernel_launch.cuh"
 #include "model/cuda/attention_fma_kernels.cuh"
 #include "model/cuda/attention_launch.h"
 
@@ -41,9 +42,9 @@ void launch_forward(const Geometry& g, const void* q, const void* k, const void*
   with_elem(g.bf16, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     opt_in_shared_memory(reinterpret_cast<const void*>(forward_kernel<T>), smem);
-    forward_kernel<T><<<blocks, kThreads, smem, stream>>>(static_cast<const T*>(q), static_cast<const T*>(k),
-                                                           static_cast<const T*>(v), p, static_cast<T*>(o), lse);
-    CUDA_CHECK(cudaGetLastError());
+    ZERO_LAUNCH(forward_kernel<T>, blocks, kThreads, smem, stream, static_cast<const T*>(q), static_cast<const T*>(k),
+                static_cast<const T*>(v), p, static_cast<T*>(o), lse);
+    CUDA_CHECK(kernels::last_launch_error());
   });
 }
 
@@ -56,18 +57,19 @@ void launch_backward(const Geometry& g, const void* q, const void* k, const void
     using T = std::remove_pointer_t<decltype(tag)>;
     const T *qt = static_cast<const T*>(q), *kt = static_cast<const T*>(k), *vt = static_cast<const T*>(v),
             *dot = static_cast<const T*>(d_o);
-    row_dot_kernel<T><<<unsigned((rows + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-        static_cast<const T*>(o), dot, rows, p.d, row_dot);
-    CUDA_CHECK(cudaGetLastError());
+    ZERO_LAUNCH(row_dot_kernel<T>, unsigned((rows + kThreads - 1) / kThreads), kThreads, 0, stream,
+                static_cast<const T*>(o), dot, rows, p.d, row_dot);
+    CUDA_CHECK(kernels::last_launch_error());
     if (g.mma) return launch_dkdv_dq_mma(g, q, k, v, d_o, lse, row_dot, dq, dk, dv, stream);
     opt_in_shared_memory(reinterpret_cast<const void*>(dkdv_kernel<T>), smem);
-    dkdv_kernel<T><<<unsigned(column_grid_size(g.num_seqs, g.kv_heads, g.max_seqlen)), kThreads, smem, stream>>>(
-        qt, kt, vt, dot, lse, row_dot, p, static_cast<T*>(dk), static_cast<T*>(dv));
-    CUDA_CHECK(cudaGetLastError());
+    ZERO_LAUNCH(dkdv_kernel<T>, unsigned(column_grid_size(g.num_seqs, g.kv_heads, g.max_seqlen)), kThreads, smem,
+                stream, qt, kt, vt, dot, lse, static_cast<const float*>(row_dot), p, static_cast<T*>(dk),
+                static_cast<T*>(dv));
+    CUDA_CHECK(kernels::last_launch_error());
     opt_in_shared_memory(reinterpret_cast<const void*>(dq_kernel<T>), smem);
-    dq_kernel<T><<<unsigned(row_grid_size(g.num_seqs, g.heads, g.max_seqlen)), kThreads, smem, stream>>>(
-        qt, kt, vt, dot, lse, row_dot, p, static_cast<T*>(dq));
-    CUDA_CHECK(cudaGetLastError());
+    ZERO_LAUNCH(dq_kernel<T>, unsigned(row_grid_size(g.num_seqs, g.heads, g.max_seqlen)), kThreads, smem, stream, qt,
+                kt, vt, dot, lse, static_cast<const float*>(row_dot), p, static_cast<T*>(dq));
+    CUDA_CHECK(kernels::last_launch_error());
   });
 }
 

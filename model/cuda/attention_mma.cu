@@ -1,5 +1,6 @@
 // The launchers of the tensor-core attention kernels (attention_mma_kernels.cuh).
 #include "cuda/check.h"
+#include "cuda/kernel_launch.cuh"
 #include "model/cuda/attention_launch.h"
 #include "model/cuda/attention_mma_kernels.cuh"
 
@@ -11,10 +12,10 @@ void forward_at(const Geometry& g, const void* q, const void* k, const void* v, 
                 cudaStream_t stream) {
   const int smem = mma_smem(MmaKernel::Forward, D).bytes;
   opt_in_shared_memory(reinterpret_cast<const void*>(forward_mma_kernel<D>), smem);
-  forward_mma_kernel<D><<<unsigned(row_grid_size(g.num_seqs, g.heads, g.max_seqlen)), kMmaThreads, smem, stream>>>(
-      static_cast<const u16*>(q), static_cast<const u16*>(k), static_cast<const u16*>(v), params_of(g),
-      static_cast<u16*>(o), lse);
-  CUDA_CHECK(cudaGetLastError());
+  ZERO_LAUNCH(forward_mma_kernel<D>, unsigned(row_grid_size(g.num_seqs, g.heads, g.max_seqlen)), kMmaThreads, smem,
+              stream, static_cast<const u16*>(q), static_cast<const u16*>(k), static_cast<const u16*>(v), params_of(g),
+              static_cast<u16*>(o), lse);
+  CUDA_CHECK(kernels::last_launch_error());
 }
 
 template <int D>
@@ -25,13 +26,13 @@ void backward_at(const Geometry& g, const void* q, const void* k, const void* v,
             *dot = static_cast<const u16*>(d_o);
   const int dkdv_smem = mma_smem(MmaKernel::DkDv, D).bytes, dq_smem = mma_smem(MmaKernel::Dq, D).bytes;
   opt_in_shared_memory(reinterpret_cast<const void*>(dkdv_mma_kernel<D>), dkdv_smem);
-  dkdv_mma_kernel<D><<<unsigned(column_grid_size(g.num_seqs, g.kv_heads, g.max_seqlen)), kMmaThreads, dkdv_smem,
-                       stream>>>(qt, kt, vt, dot, lse, row_dot, p, static_cast<u16*>(dk), static_cast<u16*>(dv));
-  CUDA_CHECK(cudaGetLastError());
+  ZERO_LAUNCH(dkdv_mma_kernel<D>, unsigned(column_grid_size(g.num_seqs, g.kv_heads, g.max_seqlen)), kMmaThreads,
+              dkdv_smem, stream, qt, kt, vt, dot, lse, row_dot, p, static_cast<u16*>(dk), static_cast<u16*>(dv));
+  CUDA_CHECK(kernels::last_launch_error());
   opt_in_shared_memory(reinterpret_cast<const void*>(dq_mma_kernel<D>), dq_smem);
-  dq_mma_kernel<D><<<unsigned(row_grid_size(g.num_seqs, g.heads, g.max_seqlen)), kMmaThreads, dq_smem, stream>>>(
-      qt, kt, vt, dot, lse, row_dot, p, static_cast<u16*>(dq));
-  CUDA_CHECK(cudaGetLastError());
+  ZERO_LAUNCH(dq_mma_kernel<D>, unsigned(row_grid_size(g.num_seqs, g.heads, g.max_seqlen)), kMmaThreads, dq_smem,
+              stream, qt, kt, vt, dot, lse, row_dot, p, static_cast<u16*>(dq));
+  CUDA_CHECK(kernels::last_launch_error());
 }
 
 }  // namespace

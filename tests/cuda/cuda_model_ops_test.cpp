@@ -169,8 +169,8 @@ TEST_P(CudaModelOpsTest, Linear) {
   const int64_t H = b.shape.hidden, I = b.shape.inter, N = b.N();
   const double tol = tol_for(a);
   Dual x = b.tokens(H, a, 1), w = b.weight({I, H}, a, 2, 0.05f), y = b.out_tokens(I, a);
+  b.cpu->linear_forward(x.cpu, w.cpu, y.cpu);  // the reference first: check compares against it
   b.check("linear_forward", [&] { b.gpu->linear_forward(x.gpu, w.gpu, y.gpu); }, {{&y, N * I}}, tol);
-  b.cpu->linear_forward(x.cpu, w.cpu, y.cpu);
   // Into the fp32 residual stream (o_proj, down_proj): bf16 inputs, fp32 output.
   Dual m = b.tokens(I, a, 3), wd = b.weight({H, I}, a, 4, 0.05f), r = b.out_tokens(H, F);
   b.cpu->linear_forward(m.cpu, wd.cpu, r.cpu);

@@ -1,5 +1,5 @@
 // A SIMT emulator for running CUDA kernel source as host C++ (no GPU): every thread of a block is a fiber
-// (ucontext) on the calling thread, so the kernel's own code runs, thread by thread, with the CUDA
+// on the calling thread (simt_emulator.cpp: a register switch on x86-64, ucontext elsewhere), so the kernel's own code runs, thread by thread, with the CUDA
 // semantics it relies on:
 //   - threadIdx / blockIdx per thread; blocks of a grid one after another; the block's dynamic shared
 //     memory filled with 0xff bytes (NaN as floats, 0xffff as bf16) at each block's start, so a read of a
@@ -23,16 +23,12 @@
 #include <vector_functions.h>  // make_uint4 (host and device)
 #include <vector_types.h>      // uint3, uint4, float4 (host and device)
 
-#include <ucontext.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <stdexcept>
-#include <string>
 #include <vector>
 
 #include "core/math/bf16.h"
@@ -72,45 +68,27 @@ struct Warp {
   float f[32];
   uint32_t a[32][4], b[32][2];
 };
+struct Fiber;  // simt_emulator.cpp
+// One launch's threads, reused by the next launch of as many threads (stacks are costly to set up).
 struct Block {
-  static constexpr size_t kStackBytes = 256 * 1024;
-  Block(unsigned threads, size_t smem_bytes) : smem((smem_bytes + 15) / 16 + 1), warps(threads / 32) {
-    sync.expected = threads;
-    for (auto& w : warps) w.sync.expected = 32;
-    fibers.resize(threads);
-    for (auto& f : fibers) f.stack.reset(new char[kStackBytes]);
-  }
-  struct Fiber {
-    ucontext_t ctx;
-    std::unique_ptr<char[]> stack;
-    bool done = false;
-  };
+  Block(unsigned threads, size_t smem_bytes);
+  ~Block();
+  unsigned threads;
   Barrier sync;
   std::vector<float4> smem;  // 16-byte aligned, as dynamic shared memory is
   std::vector<Warp> warps;
-  std::vector<Fiber> fibers;
+  std::vector<std::unique_ptr<Fiber>> fibers;
   std::deque<unsigned> runnable;
-  ucontext_t scheduler;
   unsigned current = 0;
   std::function<void()> body;  // the kernel call of this launch
 };
-inline Block*& current_block() {
-  static Block* block = nullptr;  // one launch at a time
-  return block;
-}
-
+Block*& current_block();
+// A block of `threads` threads with at least `smem_bytes` of dynamic shared memory, made current.
+Block& block_for(unsigned threads, size_t smem_bytes);
 // Arrive at b; return once every expected thread has arrived (the last arrival releases the parked ones).
-inline void barrier_wait(Barrier& b) {
-  Block& blk = *current_block();
-  if (++b.arrived == b.expected) {
-    b.arrived = 0;
-    for (unsigned t : b.parked) blk.runnable.push_back(t);
-    b.parked.clear();
-    return;
-  }
-  b.parked.push_back(blk.current);
-  swapcontext(&blk.fibers[blk.current].ctx, &blk.scheduler);
-}
+void barrier_wait(Barrier& b);
+// Runs block.body over `grid` blocks; throws std::runtime_error when a block's threads cannot all finish.
+void run_grid(Block& block, unsigned grid);
 
 inline Warp& my_warp() { return current_block()->warps[threadIdx.x / 32]; }
 inline int my_lane() { return int(threadIdx.x % 32); }
@@ -155,49 +133,15 @@ inline void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint3
   }
 }
 
-inline void fiber_entry() {
-  Block& blk = *current_block();
-  blk.body();
-  blk.fibers[blk.current].done = true;
-}  // returns to the scheduler (uc_link)
-
-// Runs kernel(args...) over `grid` blocks of `threads` threads (a multiple of 32) with `smem_bytes` of
-// dynamic shared memory. Throws std::runtime_error when a block's threads cannot all finish.
+// Runs kernel(args...) over `grid` blocks of `threads` threads (a multiple of 32, or 1) with `smem_bytes`
+// of dynamic shared memory. Throws std::runtime_error when a block's threads cannot all finish.
 template <class Kernel, class... Args>
 void launch(unsigned grid, unsigned threads, size_t smem_bytes, Kernel kernel, Args... args) {
-  Block block(threads, smem_bytes);
-  current_block() = &block;
+  Block& block = block_for(threads, smem_bytes);
   block.body = [&] { kernel(args...); };
   blockDim = dim3(threads, 1, 1);
   gridDim = dim3(grid, 1, 1);
-  for (unsigned b = 0; b < grid; ++b) {
-    blockIdx = {b, 0, 0};
-    std::memset(block.smem.data(), 0xff, block.smem.size() * sizeof(float4));
-    for (unsigned t = 0; t < threads; ++t) {
-      Block::Fiber& f = block.fibers[t];
-      getcontext(&f.ctx);
-      f.ctx.uc_stack.ss_sp = f.stack.get();
-      f.ctx.uc_stack.ss_size = Block::kStackBytes;
-      f.ctx.uc_link = &block.scheduler;
-      makecontext(&f.ctx, fiber_entry, 0);
-      f.done = false;
-      block.runnable.push_back(t);
-    }
-    while (!block.runnable.empty()) {
-      block.current = block.runnable.front();
-      block.runnable.pop_front();
-      threadIdx = {block.current, 0, 0};
-      swapcontext(&block.scheduler, &block.fibers[block.current].ctx);
-    }
-    unsigned stuck = 0;
-    for (const Block::Fiber& f : block.fibers) stuck += f.done ? 0 : 1;
-    if (stuck > 0) {
-      current_block() = nullptr;
-      throw std::runtime_error("simt emulator: block " + std::to_string(b) + ": " + std::to_string(stuck) + " of " +
-                               std::to_string(threads) + " threads wait at a barrier the others never reach");
-    }
-  }
-  current_block() = nullptr;
+  run_grid(block, grid);
 }
 
 }  // namespace zero::simt

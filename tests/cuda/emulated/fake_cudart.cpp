@@ -1,0 +1,210 @@
+// The CUDA runtime calls of our backend, implemented on the host for the emulated backend (see
+// CMakeLists.txt here): "device" memory is host memory (256-byte aligned, tracked so that
+// cudaPointerGetAttributes and cudaMemGetInfo answer as a device would), copies and sets are memcpy and
+// memset, and a kernel runs to completion inside its launch (simt_emulator.h), so every stream is
+// already ordered and synchronised; events keep the host time they were recorded at. One device, named
+// so a log cannot mistake it for a GPU, with an H100's limits (80 GiB, 227 KiB of shared memory a block).
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+namespace {
+
+constexpr size_t kTotalBytes = size_t(80) << 30;
+constexpr int kSharedOptin = 227 * 1024;
+
+struct Allocations {
+  std::mutex mu;
+  std::map<uintptr_t, size_t> device;  // begin -> bytes
+  std::map<uintptr_t, size_t> pinned;
+  size_t device_bytes = 0;
+};
+Allocations& allocations() {
+  static Allocations a;
+  return a;
+}
+
+void* allocate(size_t bytes) {
+  const size_t rounded = (bytes + 255) / 256 * 256;
+  return std::aligned_alloc(256, rounded == 0 ? 256 : rounded);
+}
+
+// The allocation holding p, or none.
+bool inside(const std::map<uintptr_t, size_t>& m, const void* p) {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  auto it = m.upper_bound(at);
+  if (it == m.begin()) return false;
+  --it;
+  return at < it->first + (it->second == 0 ? 1 : it->second);
+}
+
+struct FakeEvent {
+  std::chrono::steady_clock::time_point at{};
+};
+int fake_stream_tag = 0;
+
+}  // namespace
+
+extern "C" {
+
+cudaError_t cudaMalloc(void** p, size_t size) {
+  *p = allocate(size);
+  if (*p == nullptr) return cudaErrorMemoryAllocation;
+  Allocations& a = allocations();
+  std::lock_guard<std::mutex> lock(a.mu);
+  a.device[reinterpret_cast<uintptr_t>(*p)] = size;
+  a.device_bytes += size;
+  return cudaSuccess;
+}
+cudaError_t cudaFree(void* p) {
+  if (p == nullptr) return cudaSuccess;
+  Allocations& a = allocations();
+  {
+    std::lock_guard<std::mutex> lock(a.mu);
+    auto it = a.device.find(reinterpret_cast<uintptr_t>(p));
+    if (it == a.device.end()) return cudaErrorInvalidValue;
+    a.device_bytes -= it->second;
+    a.device.erase(it);
+  }
+  std::free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaMallocHost(void** p, size_t size) {
+  *p = allocate(size);
+  if (*p == nullptr) return cudaErrorMemoryAllocation;
+  Allocations& a = allocations();
+  std::lock_guard<std::mutex> lock(a.mu);
+  a.pinned[reinterpret_cast<uintptr_t>(*p)] = size;
+  return cudaSuccess;
+}
+cudaError_t cudaHostAlloc(void** p, size_t size, unsigned int) { return cudaMallocHost(p, size); }
+cudaError_t cudaFreeHost(void* p) {
+  if (p == nullptr) return cudaSuccess;
+  Allocations& a = allocations();
+  {
+    std::lock_guard<std::mutex> lock(a.mu);
+    a.pinned.erase(reinterpret_cast<uintptr_t>(p));
+  }
+  std::free(p);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind) {
+  if (count) std::memmove(dst, src, count);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind, cudaStream_t) {
+  if (count) std::memmove(dst, src, count);
+  return cudaSuccess;
+}
+cudaError_t cudaMemset(void* p, int value, size_t count) {
+  if (count) std::memset(p, value, count);
+  return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void* p, int value, size_t count, cudaStream_t) { return cudaMemset(p, value, count); }
+
+cudaError_t cudaStreamCreate(cudaStream_t* s) {
+  *s = reinterpret_cast<cudaStream_t>(&fake_stream_tag);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+
+cudaError_t cudaEventCreate(cudaEvent_t* e) {
+  *e = reinterpret_cast<cudaEvent_t>(new FakeEvent);
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) { return cudaEventCreate(e); }
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  delete reinterpret_cast<FakeEvent*>(e);
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+  reinterpret_cast<FakeEvent*>(e)->at = std::chrono::steady_clock::now();
+  return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  *ms = std::chrono::duration<float, std::milli>(reinterpret_cast<FakeEvent*>(end)->at -
+                                                 reinterpret_cast<FakeEvent*>(start)->at)
+            .count();
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  *count = 1;
+  return cudaSuccess;
+}
+cudaError_t cudaGetDevice(int* device) {
+  *device = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
+  if (device != 0) return cudaErrorInvalidDevice;
+  std::memset(prop, 0, sizeof *prop);
+  std::strncpy(prop->name, "zero SIMT emulator (host, not a GPU)", sizeof prop->name - 1);
+  std::memcpy(prop->uuid.bytes, "zero-emulator-00", 16);
+  prop->totalGlobalMem = kTotalBytes;
+  prop->sharedMemPerBlock = 48 * 1024;
+  prop->sharedMemPerBlockOptin = kSharedOptin;
+  prop->major = 9, prop->minor = 0;
+  prop->multiProcessorCount = 132;
+  prop->warpSize = 32;
+  prop->maxThreadsPerBlock = 1024;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int device) {
+  if (device != 0) return cudaErrorInvalidDevice;
+  switch (attr) {
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = kSharedOptin; break;
+    case cudaDevAttrMultiProcessorCount: *value = 132; break;
+    case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
+    case cudaDevAttrWarpSize: *value = 32; break;
+    default: *value = 0;
+  }
+  return cudaSuccess;
+}
+cudaError_t cudaFuncSetAttribute(const void*, enum cudaFuncAttribute attr, int value) {
+  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize && value > kSharedOptin) return cudaErrorInvalidValue;
+  return cudaSuccess;
+}
+cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
+  Allocations& a = allocations();
+  std::lock_guard<std::mutex> lock(a.mu);
+  *total = kTotalBytes;
+  *free = kTotalBytes - a.device_bytes;
+  return cudaSuccess;
+}
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, const void* ptr) {
+  std::memset(attributes, 0, sizeof *attributes);
+  Allocations& a = allocations();
+  std::lock_guard<std::mutex> lock(a.mu);
+  if (inside(a.device, ptr)) {
+    attributes->type = cudaMemoryTypeDevice;
+    attributes->devicePointer = const_cast<void*>(ptr);
+  } else if (inside(a.pinned, ptr)) {
+    attributes->type = cudaMemoryTypeHost;
+    attributes->hostPointer = const_cast<void*>(ptr);
+  } else {
+    attributes->type = cudaMemoryTypeUnregistered;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+cudaError_t cudaPeekAtLastError(void) { return cudaSuccess; }
+const char* cudaGetErrorString(cudaError_t error) {
+  return error == cudaSuccess ? "no error (emulated runtime)" : "error (emulated runtime)";
+}
+const char* cudaGetErrorName(cudaError_t error) { return error == cudaSuccess ? "cudaSuccess" : "cudaError"; }
+
+}  // extern "C"

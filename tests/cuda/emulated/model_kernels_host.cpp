@@ -1,0 +1,3 @@
+// model/cuda/model_kernels.cu compiled as host C++ under the SIMT emulator (see CMakeLists.txt here).
+#include "tests/cuda/simt_emulator.h"  // first: the kernel file compiles against it
+#include "model/cuda/model_kernels.cu"  // NOLINT: the kernel file itself

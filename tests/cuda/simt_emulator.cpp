@@ -1,0 +1,167 @@
+// The SIMT emulator's scheduler (simt_emulator.h): fibers, barriers, blocks. A fiber switch on x86-64 is
+// a few instructions of our own (the System V callee-saved registers, the stack pointer, and the SSE and
+// x87 control words: what a function call may not change); elsewhere it is ucontext, whose swapcontext
+// also saves the signal mask with a system call each time (an order of magnitude slower: the norm
+// kernels' block sums switch every thread at every tree level).
+#include "tests/cuda/simt_emulator.h"
+
+#include <stdexcept>
+#include <string>
+
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+namespace zero::simt {
+
+namespace {
+constexpr size_t kStackBytes = 256 * 1024;
+}  // namespace
+
+#if defined(__x86_64__)
+extern "C" void zero_simt_switch(void** save_sp, void* load_sp);
+asm(R"(
+  .text
+  .globl zero_simt_switch
+  .type zero_simt_switch, @function
+zero_simt_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size zero_simt_switch, .-zero_simt_switch
+)");
+
+struct Fiber {
+  std::unique_ptr<char[]> stack{new char[kStackBytes]};
+  void* sp = nullptr;
+  bool done = false;
+};
+namespace {
+void* scheduler_sp = nullptr;
+
+[[noreturn]] void trampoline() {
+  Block& blk = *current_block();
+  blk.body();
+  blk.fibers[blk.current]->done = true;
+  zero_simt_switch(&blk.fibers[blk.current]->sp, scheduler_sp);  // never resumed
+  std::abort();
+}
+// A fresh fiber's stack as zero_simt_switch leaves a suspended one: control words, six registers, and the
+// return address trampoline; its frame starts as a called function's would (rsp + 8 16-byte aligned).
+void prepare(Fiber& f) {
+  auto top = reinterpret_cast<uintptr_t>(f.stack.get() + kStackBytes) & ~uintptr_t(15);
+  auto* slot = reinterpret_cast<uint64_t*>(top - 16);
+  slot[0] = reinterpret_cast<uint64_t>(&trampoline);
+  for (int r = 1; r <= 6; ++r) slot[-r] = 0;  // rbp rbx r12 r13 r14 r15
+  uint32_t control[2] = {0, 0};
+  asm volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(control[0]), "=m"(control[1]));
+  std::memcpy(&slot[-7], control, sizeof control);
+  f.sp = &slot[-7];
+  f.done = false;
+}
+void resume(Fiber& f) { zero_simt_switch(&scheduler_sp, f.sp); }
+void park(Fiber& f) { zero_simt_switch(&f.sp, scheduler_sp); }
+}  // namespace
+#else
+struct Fiber {
+  std::unique_ptr<char[]> stack{new char[kStackBytes]};
+  ucontext_t ctx;
+  bool done = false;
+};
+namespace {
+ucontext_t scheduler_ctx;
+void entry() {
+  Block& blk = *current_block();
+  blk.body();
+  blk.fibers[blk.current]->done = true;
+}  // returns to the scheduler (uc_link)
+void prepare(Fiber& f) {
+  getcontext(&f.ctx);
+  f.ctx.uc_stack.ss_sp = f.stack.get();
+  f.ctx.uc_stack.ss_size = kStackBytes;
+  f.ctx.uc_link = &scheduler_ctx;
+  makecontext(&f.ctx, entry, 0);
+  f.done = false;
+}
+void resume(Fiber& f) { swapcontext(&scheduler_ctx, &f.ctx); }
+void park(Fiber& f) { swapcontext(&f.ctx, &scheduler_ctx); }
+}  // namespace
+#endif
+
+Block::Block(unsigned n, size_t smem_bytes) : threads(n), smem((smem_bytes + 15) / 16 + 1), warps((n + 31) / 32) {
+  sync.expected = n;
+  for (auto& w : warps) w.sync.expected = 32;
+  for (unsigned t = 0; t < n; ++t) fibers.push_back(std::make_unique<Fiber>());
+}
+Block::~Block() = default;
+
+Block*& current_block() {
+  static Block* block = nullptr;  // one launch at a time
+  return block;
+}
+
+Block& block_for(unsigned threads, size_t smem_bytes) {
+  static std::unique_ptr<Block> cached;
+  if (!cached || cached->threads != threads || cached->smem.size() * sizeof(float4) < smem_bytes + 16)
+    cached = std::make_unique<Block>(threads, smem_bytes);
+  current_block() = cached.get();
+  return *cached;
+}
+
+void barrier_wait(Barrier& b) {
+  Block& blk = *current_block();
+  if (++b.arrived == b.expected) {
+    b.arrived = 0;
+    for (unsigned t : b.parked) blk.runnable.push_back(t);
+    b.parked.clear();
+    return;
+  }
+  b.parked.push_back(blk.current);
+  park(*blk.fibers[blk.current]);
+}
+
+void run_grid(Block& block, unsigned grid) {
+  for (unsigned b = 0; b < grid; ++b) {
+    blockIdx = {b, 0, 0};
+    std::memset(block.smem.data(), 0xff, block.smem.size() * sizeof(float4));
+    for (unsigned t = 0; t < block.threads; ++t) {
+      prepare(*block.fibers[t]);
+      block.runnable.push_back(t);
+    }
+    while (!block.runnable.empty()) {
+      block.current = block.runnable.front();
+      block.runnable.pop_front();
+      threadIdx = {block.current, 0, 0};
+      resume(*block.fibers[block.current]);
+    }
+    unsigned stuck = 0;
+    for (const auto& f : block.fibers) stuck += f->done ? 0 : 1;
+    if (stuck > 0) {
+      // Reset the barriers so the next launch starts clean; the stuck fibers are simply never resumed.
+      block.sync.arrived = 0, block.sync.parked.clear();
+      for (auto& w : block.warps) w.sync.arrived = 0, w.sync.parked.clear();
+      throw std::runtime_error("simt emulator: block " + std::to_string(b) + ": " + std::to_string(stuck) + " of " +
+                               std::to_string(block.threads) + " threads wait at a barrier the others never reach");
+    }
+  }
+}
+
+}  // namespace zero::simt
