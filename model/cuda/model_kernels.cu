@@ -36,17 +36,27 @@ __device__ __forceinline__ void st(void* p, Elem t, int64_t i, float v) {
     static_cast<uint16_t*>(p)[i] = math::f32_to_bf16(v);
 }
 
-// The sum of one value per thread, in a fixed tree order (blockDim.x == kThreads); every thread gets it.
-// `red`: kThreads floats of shared memory. The leading barrier lets a block call it again safely.
+// The sum of one value per thread, in a fixed tree order (blockDim.x: a power of two up to kThreads);
+// every thread gets it. `red`: kThreads floats of shared memory. The leading barrier lets a block call it
+// again safely.
 __device__ float block_sum(float* red, float x) {
   __syncthreads();
   red[threadIdx.x] = x;
   __syncthreads();
-  for (int w = kThreads / 2; w > 0; w /= 2) {
+  for (int w = int(blockDim.x) / 2; w > 0; w /= 2) {
     if (int(threadIdx.x) < w) red[threadIdx.x] = add_rn(red[threadIdx.x], red[threadIdx.x + w]);
     __syncthreads();
   }
   return red[0];
+}
+
+// Threads of a one-block-per-row kernel (norms, the score head) for rows of `dim` elements: the power of
+// two covering a row, 32 to kThreads. A q/k-norm row of 128 (Qwen3's head_dim) takes 128 threads, not 256
+// of which half would idle through every level of block_sum's tree.
+int row_threads(int64_t dim) {
+  int t = 32;
+  while (t < kThreads && t < dim) t *= 2;
+  return t;
 }
 
 int grid_for(int64_t n) { return int(std::max<int64_t>(1, std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks))); }
@@ -65,21 +75,21 @@ __global__ void norm_forward_kernel(const void* x, Elem xt, const void* w, Elem 
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t base = r * dim;
     float acc = 0.0f;
-    for (int64_t i = threadIdx.x; i < dim; i += kThreads) {
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
       const float v = ld(x, xt, base + i);
       acc = fma_rn(v, v, acc);
     }
     const float rs = math::rmsnorm_rstd(block_sum(red, acc), dim, eps);
     if (threadIdx.x == 0) rstd[r] = rs;
     if (cosv == nullptr) {
-      for (int64_t i = threadIdx.x; i < dim; i += kThreads)
+      for (int64_t i = threadIdx.x; i < dim; i += blockDim.x)
         st(y, yt, base + i, math::rmsnorm_y(ld(x, xt, base + i), ld(w, wt, i), rs));
       continue;
     }
-    for (int64_t i = threadIdx.x; i < dim; i += kThreads) row[i] = math::rmsnorm_y(ld(x, xt, base + i), ld(w, wt, i), rs);
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) row[i] = math::rmsnorm_y(ld(x, xt, base + i), ld(w, wt, i), rs);
     __syncthreads();
     const int64_t half = dim / 2, tok = r / heads;
-    for (int64_t i = threadIdx.x; i < half; i += kThreads) {
+    for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
       const math::RopePair p = math::rope_rotate({row[i], row[i + half]}, cosv[tok * half + i], sinv[tok * half + i]);
       st(y, yt, base + i, p.a);
       st(y, yt, base + i + half, p.b);
@@ -96,14 +106,14 @@ __global__ void norm_backward_kernel(const void* x, Elem xt, const void* w, Elem
   float* red = sh;
   float* dn = sh + kThreads;  // dy, rotated back when rope
   float* part = partials + int64_t(blockIdx.x) * dim;
-  for (int64_t i = threadIdx.x; i < dim; i += kThreads) part[i] = 0.0f;
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) part[i] = 0.0f;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t base = r * dim;
     if (cosv == nullptr) {
-      for (int64_t i = threadIdx.x; i < dim; i += kThreads) dn[i] = ld(dy, dyt, base + i);
+      for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) dn[i] = ld(dy, dyt, base + i);
     } else {
       const int64_t half = dim / 2, tok = r / heads;
-      for (int64_t i = threadIdx.x; i < half; i += kThreads) {
+      for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
         const math::RopePair p = math::rope_rotate_transpose({ld(dy, dyt, base + i), ld(dy, dyt, base + i + half)},
                                                              cosv[tok * half + i], sinv[tok * half + i]);
         dn[i] = p.a;
@@ -113,13 +123,13 @@ __global__ void norm_backward_kernel(const void* x, Elem xt, const void* w, Elem
     __syncthreads();
     const float rs = rstd[r];
     float acc = 0.0f;
-    for (int64_t i = threadIdx.x; i < dim; i += kThreads) {
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
       const float xhat = mul_rn(ld(x, xt, base + i), rs);
       acc = fma_rn(xhat, mul_rn(dn[i], ld(w, wt, i)), acc);
       part[i] = fma_rn(dn[i], xhat, part[i]);
     }
     const float mean = math::div_rn(block_sum(red, acc), float(dim));
-    for (int64_t i = threadIdx.x; i < dim; i += kThreads) {
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
       const float xhat = mul_rn(ld(x, xt, base + i), rs);
       st(dx, dxt, base + i, math::rmsnorm_dx(xhat, mul_rn(dn[i], ld(w, wt, i)), mean, rs));
     }
@@ -185,7 +195,7 @@ __global__ void embedding_backward_kernel(const void* dx, Elem dxt, int64_t hidd
 // The pooled row's rstd, as norm_forward computes it (same loop, same tree).
 __device__ float pooled_rstd(float* red, const void* x, Elem xt, int64_t base, int64_t hidden, float eps) {
   float acc = 0.0f;
-  for (int64_t i = threadIdx.x; i < hidden; i += kThreads) {
+  for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
     const float v = ld(x, xt, base + i);
     acc = fma_rn(v, v, acc);
   }
@@ -200,7 +210,7 @@ __global__ void pooled_head_forward_kernel(const void* x, Elem xt, int64_t hidde
     const int64_t base = int64_t(pooled[q]) * hidden;
     const float rs = pooled_rstd(red, x, xt, base, hidden, eps);
     float acc = 0.0f;
-    for (int64_t i = threadIdx.x; i < hidden; i += kThreads)
+    for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x)
       acc = fma_rn(ld(score, stype, i), math::rmsnorm_y(ld(x, xt, base + i), ld(norm_w, nt, i), rs), acc);
     const float r = block_sum(red, acc);
     if (threadIdx.x == 0) rewards[q] = r;
@@ -218,7 +228,7 @@ __global__ void pooled_head_backward_kernel(const void* x, Elem xt, int64_t hidd
     const int64_t base = int64_t(pooled[q]) * hidden;
     const float rs = pooled_rstd(red, x, xt, base, hidden, eps), dr = drewards[q];
     float acc = 0.0f;
-    for (int64_t i = threadIdx.x; i < hidden; i += kThreads) {
+    for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
       const float xi = ld(x, xt, base + i), wi = ld(norm_w, nt, i), xhat = mul_rn(xi, rs);
       const float dxn = mul_rn(ld(score, stype, i), dr);
       p_score[q * hidden + i] = mul_rn(math::rmsnorm_y(xi, wi, rs), dr);
@@ -226,7 +236,7 @@ __global__ void pooled_head_backward_kernel(const void* x, Elem xt, int64_t hidd
       acc = fma_rn(xhat, mul_rn(dxn, wi), acc);
     }
     const float mean = math::div_rn(block_sum(red, acc), float(hidden));
-    for (int64_t i = threadIdx.x; i < hidden; i += kThreads) {
+    for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
       const float xhat = mul_rn(ld(x, xt, base + i), rs);
       const float dxhat = mul_rn(mul_rn(ld(score, stype, i), dr), ld(norm_w, nt, i));
       st(dx, dxt, base + i, math::rmsnorm_dx(xhat, dxhat, mean, rs));
@@ -265,7 +275,7 @@ void norm_forward(const void* x, Elem xt, const void* w, Elem wt, int64_t rows, 
                   Elem yt, float* rstd, const float* cos, const float* sin, int64_t heads, cudaStream_t s) {
   if (rows == 0) return;
   const size_t shmem = sizeof(float) * size_t(kThreads + (cos ? dim : 0));
-  ZERO_LAUNCH(norm_forward_kernel, row_grid(rows), kThreads, shmem, s, x, xt, w, wt, rows, dim, eps, y, yt, rstd, cos,
+  ZERO_LAUNCH(norm_forward_kernel, row_grid(rows), row_threads(dim), shmem, s, x, xt, w, wt, rows, dim, eps, y, yt, rstd, cos,
       sin, heads);
   check_launch();
 }
@@ -275,7 +285,7 @@ void norm_backward(const void* x, Elem xt, const void* w, Elem wt, const float* 
                    const float* cos, const float* sin, int64_t heads, cudaStream_t s) {
   const int blocks = norm_partial_blocks(rows);
   const size_t shmem = sizeof(float) * size_t(kThreads + dim);
-  ZERO_LAUNCH(norm_backward_kernel, blocks, kThreads, shmem, s, x, xt, w, wt, rstd, dy, dyt, rows, dim, dx, dxt,
+  ZERO_LAUNCH(norm_backward_kernel, blocks, row_threads(dim), shmem, s, x, xt, w, wt, rstd, dy, dyt, rows, dim, dx, dxt,
       partials, cos, sin, heads);
   check_launch();
   ZERO_LAUNCH(column_sum_kernel, grid_for(dim), kThreads, 0, s, partials, blocks, dim, dw, dwt);
@@ -326,7 +336,7 @@ void pooled_head_forward(const void* x, Elem xt, int64_t hidden, const int32_t* 
                          const void* norm_w, Elem nt, const void* score, Elem st, float eps, float* rewards,
                          cudaStream_t s) {
   if (seqs == 0) return;
-  ZERO_LAUNCH(pooled_head_forward_kernel, row_grid(seqs), kThreads, 0, s, x, xt, hidden, pooled, seqs, norm_w, nt,
+  ZERO_LAUNCH(pooled_head_forward_kernel, row_grid(seqs), row_threads(hidden), 0, s, x, xt, hidden, pooled, seqs, norm_w, nt,
       score, st, eps, rewards);
   check_launch();
 }
@@ -336,7 +346,7 @@ void pooled_head_backward(const void* x, Elem xt, int64_t hidden, const int32_t*
                           Elem dst, cudaStream_t s) {
   CUDA_CHECK(kernels::memset_async(dx, 0, size_t(rows * hidden) * (dxt == Elem::F32 ? 4 : 2), s));
   if (seqs > 0) {
-    ZERO_LAUNCH(pooled_head_backward_kernel, row_grid(seqs), kThreads, 0, s, x, xt, hidden, pooled, seqs, norm_w, nt,
+    ZERO_LAUNCH(pooled_head_backward_kernel, row_grid(seqs), row_threads(hidden), 0, s, x, xt, hidden, pooled, seqs, norm_w, nt,
         score, st, eps, drewards, dx, dxt, partials);
     check_launch();
   }

@@ -14,6 +14,7 @@
 #     gives the checkpoint's scores exactly; bench/hf_export_check.py then checks the export in transformers
 #     (skipped when python3 lacks torch/transformers, a failure under ZERO_REQUIRE_GPU).
 # Without a GPU: exit 77 (ctest: skipped), or a failure under ZERO_REQUIRE_GPU=1.
+# The emulated backend (tests/cuda/emulated: ZERO_PMTRAIN_CUDA_BACKEND names its module) runs it in CI.
 # PMTRAIN_CUDA_DRYRUN=1 runs the same steps with backend cpu where cuda is named (a check of this script on a
 # machine without a GPU; it says nothing about the GPU).
 source "$(dirname "$0")/../pmtrain/common.sh"
@@ -40,6 +41,9 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || tr
 
 BASE="configs/tiny_cpu.yaml --set data.cache_dir=$TMP/cache --set run.steps=4 --set batch.global=24 --set batch.micro=2
   --set run.eval_every=0 --set data.test_files=[] --set run.log_every=1"
+# PMTRAIN_CUDA_SMALL=1: 8 pairs a step of at most 48 tokens (the emulated backend in CI, where every CUDA
+# thread is a fiber on one core: the same checks on a third of the work).
+[ -n "${PMTRAIN_CUDA_SMALL:-}" ] && BASE="$BASE --set batch.global=8 --set data.max_len=48"
 # train NP NAME ARGS...: a run in $TMP/NAME, output in $TMP/NAME.txt
 train() {
   local np=$1 name=$2; shift 2

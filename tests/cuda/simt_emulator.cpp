@@ -1,8 +1,8 @@
 // The SIMT emulator's scheduler (simt_emulator.h): fibers, barriers, blocks. A fiber switch on x86-64 is
-// a few instructions of our own (the System V callee-saved registers, the stack pointer, and the SSE and
-// x87 control words: what a function call may not change); elsewhere it is ucontext, whose swapcontext
-// also saves the signal mask with a system call each time (an order of magnitude slower: the norm
-// kernels' block sums switch every thread at every tree level).
+// a few instructions of our own (the System V callee-saved registers and the stack pointer: what a call
+// may not change; the SSE and x87 control words are left alone, as nothing here changes them);
+// elsewhere it is ucontext, whose swapcontext also saves the signal mask with a system call each time
+// (an order of magnitude slower: the norm kernels' block sums switch every thread at every tree level).
 #include "tests/cuda/simt_emulator.h"
 
 #include <stdexcept>
@@ -31,14 +31,8 @@ zero_simt_switch:
   pushq %r13
   pushq %r14
   pushq %r15
-  subq $8, %rsp
-  stmxcsr (%rsp)
-  fnstcw 4(%rsp)
   movq %rsp, (%rdi)
   movq %rsi, %rsp
-  ldmxcsr (%rsp)
-  fldcw 4(%rsp)
-  addq $8, %rsp
   popq %r15
   popq %r14
   popq %r13
@@ -64,17 +58,14 @@ void* scheduler_sp = nullptr;
   zero_simt_switch(&blk.fibers[blk.current]->sp, scheduler_sp);  // never resumed
   std::abort();
 }
-// A fresh fiber's stack as zero_simt_switch leaves a suspended one: control words, six registers, and the
-// return address trampoline; its frame starts as a called function's would (rsp + 8 16-byte aligned).
+// A fresh fiber's stack as zero_simt_switch leaves a suspended one: six registers and the return address
+// trampoline; its frame starts as a called function's would (rsp + 8 16-byte aligned).
 void prepare(Fiber& f) {
   auto top = reinterpret_cast<uintptr_t>(f.stack.get() + kStackBytes) & ~uintptr_t(15);
   auto* slot = reinterpret_cast<uint64_t*>(top - 16);
   slot[0] = reinterpret_cast<uint64_t>(&trampoline);
   for (int r = 1; r <= 6; ++r) slot[-r] = 0;  // rbp rbx r12 r13 r14 r15
-  uint32_t control[2] = {0, 0};
-  asm volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(control[0]), "=m"(control[1]));
-  std::memcpy(&slot[-7], control, sizeof control);
-  f.sp = &slot[-7];
+  f.sp = &slot[-6];
   f.done = false;
 }
 void resume(Fiber& f) { zero_simt_switch(&scheduler_sp, f.sp); }
@@ -128,6 +119,9 @@ Block& block_for(unsigned threads, size_t smem_bytes) {
 
 void barrier_wait(Barrier& b) {
   Block& blk = *current_block();
+  if (blk.direct)
+    throw std::runtime_error("simt emulator: thread " + std::to_string(blk.current) +
+                             " reached a barrier that thread 0 of its block did not (a divergent barrier)");
   if (++b.arrived == b.expected) {
     b.arrived = 0;
     for (unsigned t : b.parked) blk.runnable.push_back(t);
@@ -138,11 +132,34 @@ void barrier_wait(Barrier& b) {
   park(*blk.fibers[blk.current]);
 }
 
+// A block runs thread 0 first, as a fiber. A barrier must be reached by every thread of the block or warp
+// (CUDA's rule), so if thread 0 finishes without reaching one, no thread may: the others then run as plain
+// calls, one after another, with no fiber at all (the element-wise kernels' common case, where fibers
+// would cost more than the work). A barrier one of them reaches after all is reported, not waited on.
 void run_grid(Block& block, unsigned grid) {
   for (unsigned b = 0; b < grid; ++b) {
     blockIdx = {b, 0, 0};
     std::memset(block.smem.data(), 0xff, block.smem.size() * sizeof(float4));
-    for (unsigned t = 0; t < block.threads; ++t) {
+    prepare(*block.fibers[0]);
+    block.current = 0;
+    threadIdx = {0, 0, 0};
+    resume(*block.fibers[0]);
+    if (block.fibers[0]->done) {
+      block.direct = true;
+      try {
+        for (unsigned t = 1; t < block.threads; ++t) {
+          block.current = t;
+          threadIdx = {t, 0, 0};
+          block.body();
+        }
+      } catch (...) {
+        block.direct = false;
+        throw;
+      }
+      block.direct = false;
+      continue;
+    }
+    for (unsigned t = 1; t < block.threads; ++t) {
       prepare(*block.fibers[t]);
       block.runnable.push_back(t);
     }

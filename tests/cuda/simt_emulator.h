@@ -10,7 +10,7 @@
 //     the PTX ISA lays them out (model/cuda/mma_fragments.h, itself checked against the ISA's figures in
 //     attention_grid_test), each output a double-precision sum of its 16 products added to C once.
 // A thread runs until it reaches a barrier, then the next runnable one; the last to arrive releases the
-// others. One OS thread, a fixed schedule: the same run every time, whatever the machine's load. A block
+// others. A block whose thread 0 reaches no barrier runs its other threads as plain calls (no fibers). One OS thread, a fixed schedule: the same run every time, whatever the machine's load. A block
 // whose threads cannot all finish (a barrier some thread never reaches: divergent control flow around a
 // collective, as would hang a GPU) makes launch() throw, naming how many threads were left waiting.
 // A kernel file opts in with `#if defined(ZERO_SIMT_EMULATION)` around what only a GPU has (inline PTX;
@@ -80,6 +80,7 @@ struct Block {
   std::vector<std::unique_ptr<Fiber>> fibers;
   std::deque<unsigned> runnable;
   unsigned current = 0;
+  bool direct = false;         // threads run as plain calls (thread 0 reached no barrier): none may wait
   std::function<void()> body;  // the kernel call of this launch
 };
 Block*& current_block();

@@ -1,0 +1,160 @@
+// The NCCL calls of cuda/nccl_communicator.cpp, implemented over MPI for the emulated backend: "device"
+// buffers are host memory here (fake_cudart.cpp), so each collective is the MPI collective of the same
+// name on them, synchronous (the stream argument is already ordered: every emulated call completes in
+// order). bf16 reductions add in fp32 and round once per combination (core/math/bf16.h), as NCCL's do; the
+// order of combination is MPI's, not NCCL's ring, so multi-rank bf16 sums need not match a GPU's bits.
+// A communicator must span MPI_COMM_WORLD in rank order (pmtrain's and the tests' one communicator does);
+// ncclCommInitRank checks the size and says so otherwise.
+#define OMPI_SKIP_MPICXX 1  // the C API only (the deprecated C++ bindings need their own library)
+#include <mpi.h>
+#include <nccl.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "core/math/bf16.h"
+
+struct ncclComm {
+  MPI_Comm mpi = MPI_COMM_NULL;
+  int rank = 0, nranks = 0;
+};
+
+namespace {
+
+template <class Combine>
+void bf16_combine(void* in, void* inout, int* len, Combine combine) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i)
+    b[i] = zero::math::f32_to_bf16(combine(zero::math::bf16_to_f32(a[i]), zero::math::bf16_to_f32(b[i])));
+}
+void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  bf16_combine(in, inout, len, [](float x, float y) { return x + y; });
+}
+void bf16_max(void* in, void* inout, int* len, MPI_Datatype*) {
+  bf16_combine(in, inout, len, [](float x, float y) { return x > y ? x : y; });
+}
+void bf16_min(void* in, void* inout, int* len, MPI_Datatype*) {
+  bf16_combine(in, inout, len, [](float x, float y) { return x < y ? x : y; });
+}
+
+struct Mpi {
+  MPI_Datatype type;
+  MPI_Op op;
+};
+// The MPI type and op of an NCCL type and op; false for a combination this fake does not carry.
+bool mpi_of(ncclDataType_t t, ncclRedOp_t op, Mpi& out) {
+  static MPI_Op bf16_ops[3] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
+  if (t == ncclBfloat16) {
+    if (bf16_ops[0] == MPI_OP_NULL) {
+      MPI_Op_create(bf16_sum, 1, &bf16_ops[0]);
+      MPI_Op_create(bf16_max, 1, &bf16_ops[1]);
+      MPI_Op_create(bf16_min, 1, &bf16_ops[2]);
+    }
+    out.type = MPI_UINT16_T;
+    if (op == ncclSum) out.op = bf16_ops[0];
+    else if (op == ncclMax) out.op = bf16_ops[1];
+    else if (op == ncclMin) out.op = bf16_ops[2];
+    else return false;
+    return true;
+  }
+  switch (t) {
+    case ncclFloat32: out.type = MPI_FLOAT; break;
+    case ncclFloat64: out.type = MPI_DOUBLE; break;
+    case ncclInt32: out.type = MPI_INT32_T; break;
+    case ncclInt64: out.type = MPI_INT64_T; break;
+    case ncclUint8: out.type = MPI_UINT8_T; break;
+    default: return false;
+  }
+  if (op == ncclSum) out.op = MPI_SUM;
+  else if (op == ncclMax) out.op = MPI_MAX;
+  else if (op == ncclMin) out.op = MPI_MIN;
+  else return false;
+  return true;
+}
+size_t type_bytes(ncclDataType_t t) {
+  switch (t) {
+    case ncclFloat64: case ncclInt64: case ncclUint64: return 8;
+    case ncclFloat32: case ncclInt32: case ncclUint32: return 4;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    default: return 1;
+  }
+}
+ncclResult_t result(int mpi_rc) { return mpi_rc == MPI_SUCCESS ? ncclSuccess : ncclSystemError; }
+
+}  // namespace
+
+extern "C" {
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
+  std::memset(id, 0, sizeof *id);
+  std::strncpy(id->internal, "zero emulated nccl", sizeof id->internal - 1);
+  return ncclSuccess;
+}
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId, int rank) {
+  int world = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (nranks != world) {
+    std::fprintf(stderr, "emulated NCCL: a communicator of %d ranks in a world of %d (it must span the world)\n",
+                 nranks, world);
+    return ncclInvalidUsage;
+  }
+  auto* c = new ncclComm;
+  c->rank = rank, c->nranks = nranks;
+  if (MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &c->mpi) != MPI_SUCCESS) {
+    delete c;
+    return ncclSystemError;
+  }
+  *comm = c;
+  return ncclSuccess;
+}
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  if (comm == nullptr) return ncclSuccess;
+  MPI_Comm_free(&comm->mpi);
+  delete comm;
+  return ncclSuccess;
+}
+ncclResult_t ncclCommAbort(ncclComm_t comm) { return ncclCommDestroy(comm); }
+ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t* async) {
+  *async = ncclSuccess;
+  return ncclSuccess;
+}
+const char* ncclGetErrorString(ncclResult_t r) {
+  return r == ncclSuccess ? "no error (emulated NCCL)" : "error (emulated NCCL over MPI)";
+}
+
+ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t t, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t) {
+  Mpi m;
+  if (!mpi_of(t, op, m)) return ncclInvalidArgument;
+  return result(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, int(count), m.type, m.op, comm->mpi));
+}
+ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount, ncclDataType_t t, ncclRedOp_t op,
+                               ncclComm_t comm, cudaStream_t) {
+  Mpi m;
+  if (!mpi_of(t, op, m)) return ncclInvalidArgument;
+  // NCCL's in-place form (recv is this rank's slice of send) is not MPI's (which writes the slice at the
+  // buffer's start): reduce into scratch, then copy.
+  const size_t bytes = recvcount * type_bytes(t);
+  std::vector<char> scratch(bytes);
+  const int rc = MPI_Reduce_scatter_block(send, scratch.data(), int(recvcount), m.type, m.op, comm->mpi);
+  if (bytes) std::memcpy(recv, scratch.data(), bytes);
+  return result(rc);
+}
+ncclResult_t ncclAllGather(const void* send, void* recv, size_t sendcount, ncclDataType_t t, ncclComm_t comm,
+                           cudaStream_t) {
+  const size_t bytes = sendcount * type_bytes(t);
+  const bool in_place = static_cast<const char*>(recv) + comm->rank * bytes == send;
+  return result(MPI_Allgather(in_place ? MPI_IN_PLACE : send, int(bytes), MPI_BYTE, recv, int(bytes), MPI_BYTE,
+                              comm->mpi));
+}
+ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t t, int root, ncclComm_t comm,
+                           cudaStream_t) {
+  const size_t bytes = count * type_bytes(t);
+  if (comm->rank == root && send != recv) std::memmove(recv, send, bytes);
+  return result(MPI_Bcast(recv, int(bytes), MPI_BYTE, root, comm->mpi));
+}
+
+}  // extern "C"
