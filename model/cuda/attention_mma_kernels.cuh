@@ -156,6 +156,31 @@ __device__ void store_rows(const float (&acc)[D / 8][4], const float (&row_scale
   }
 }
 
+// The two products a backward chunk recomputes, for one warp: x = A1 B1^T and y = A2 B2^T, A the warp's 16
+// rows from a_row0 of the row-major [64][D] tiles a1, a2 and B the 16 rows from n0 of the row-major tiles
+// b1, b2 (n-major as B operands), summed over the D columns.
+template <int D>
+__device__ __forceinline__ void chunk_products(float (&x)[2][4], float (&y)[2][4], const u16* a1, const u16* a2,
+                                               int a_row0, const u16* b1, const u16* b2, int n0, int lane) {
+  constexpr int ld = mma::tile_stride(D);
+  zero(x);
+  zero(y);
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    uint32_t fa1[4], fa2[4];
+    load_a(fa1, a1, ld, a_row0, kk * 16, lane);
+    load_a(fa2, a2, ld, a_row0, kk * 16, lane);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      uint32_t b[2];
+      load_b(b, b1, ld, n0 + j * 8, kk * 16, lane);
+      mma_bf16(x[j], fa1, b);
+      load_b(b, b2, ld, n0 + j * 8, kk * 16, lane);
+      mma_bf16(y[j], fa2, b);
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Forward: one block per (sequence, query head, query tile), as forward_kernel.
 template <int D>
@@ -274,7 +299,7 @@ __global__ void __launch_bounds__(kMmaThreads)
     dkdv_mma_kernel(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                     const u16* __restrict__ d_o, const float* __restrict__ lse, const float* __restrict__ row_dot,
                     Params p, u16* __restrict__ dk, u16* __restrict__ dv) {
-  constexpr int ld = mma::tile_stride(D), ldt = mma::tile_stride(kRows);
+  constexpr int ldt = mma::tile_stride(kRows);
   const BlockCoord bc = column_block(blockIdx.x, p.num_seqs, p.kv_heads);
   const Sequence sq = sequence(p, bc.seq);
   const TileRows kr = tile_rows(bc.block, kBlockK, sq.len);
@@ -300,23 +325,8 @@ __global__ void __launch_bounds__(kMmaThreads)
 #pragma unroll 1
       for (int qc = 0; qc < kRows / 16; ++qc) {
         if (k0 + key0 > q0 + qc * 16 + 15) continue;  // every query of the chunk precedes the warp's keys
-        float st[2][4], dpt[2][4];  // S^T and dP^T: the warp's 16 keys x the chunk's 16 queries
-        zero(st);
-        zero(dpt);
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
-          uint32_t ak[4], av[4];
-          load_a(ak, t.k, ld, key0, kk * 16, lane);
-          load_a(av, t.v, ld, key0, kk * 16, lane);
-#pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            uint32_t b[2];
-            load_b(b, t.q, ld, qc * 16 + j * 8, kk * 16, lane);
-            mma_bf16(st[j], ak, b);
-            load_b(b, t.d_o, ld, qc * 16 + j * 8, kk * 16, lane);
-            mma_bf16(dpt[j], av, b);
-          }
-        }
+        float st[2][4], dpt[2][4];  // S^T = K Q^T and dP^T = V dO^T: the warp's 16 keys x the chunk's 16 queries
+        chunk_products<D>(st, dpt, t.k, t.v, key0, t.q, t.d_o, qc * 16, lane);
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
 #pragma unroll
@@ -359,7 +369,7 @@ __global__ void __launch_bounds__(kMmaThreads)
     dq_mma_kernel(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                   const u16* __restrict__ d_o, const float* __restrict__ lse, const float* __restrict__ row_dot,
                   Params p, u16* __restrict__ dq) {
-  constexpr int ld = mma::tile_stride(D), ldt = mma::tile_stride(kRows);
+  constexpr int ldt = mma::tile_stride(kRows);
   const BlockCoord bc = row_block(blockIdx.x, p.num_seqs, p.heads, p.max_seqlen);
   const Sequence sq = sequence(p, bc.seq);
   const TileRows qr = tile_rows(bc.block, kBlockQ, sq.len);
@@ -383,23 +393,8 @@ __global__ void __launch_bounds__(kMmaThreads)
 #pragma unroll 1
     for (int kc = 0; kc < kRows / 16; ++kc) {
       if (k0 + kc * 16 > q0 + row0 + 15) continue;  // every key of the chunk follows the warp's queries
-      float s[2][4], dp[2][4];  // S and dP: the warp's 16 queries x the chunk's 16 keys
-      zero(s);
-      zero(dp);
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        uint32_t aq[4], ado[4];
-        load_a(aq, t.q, ld, row0, kk * 16, lane);
-        load_a(ado, t.d_o, ld, row0, kk * 16, lane);
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          uint32_t b[2];
-          load_b(b, t.k, ld, kc * 16 + j * 8, kk * 16, lane);
-          mma_bf16(s[j], aq, b);
-          load_b(b, t.v, ld, kc * 16 + j * 8, kk * 16, lane);
-          mma_bf16(dp[j], ado, b);
-        }
-      }
+      float s[2][4], dp[2][4];  // S = Q K^T and dP = dO V^T: the warp's 16 queries x the chunk's 16 keys
+      chunk_products<D>(s, dp, t.q, t.d_o, row0, t.k, t.v, kc * 16, lane);
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
 #pragma unroll
