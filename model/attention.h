@@ -8,9 +8,12 @@
 namespace zero::model {
 
 // Which attention a backend runs (model.attention). Reference: the plain per-sequence softmax.
-// Flash: the FlashAttention-2 tiling (on the CPU its emulation, model/attention_tiled.h). Auto: the
-// backend's best: reference on the CPU (small models), flash on the GPU.
-enum class AttentionKind : uint8_t { Auto, Flash, Reference };
+// Flash: the FlashAttention-2 tiling (on the CPU its emulation, model/attention_tiled.h; on a GPU the
+// tensor-core kernels where they apply, bf16 at head_dim 64/128, else the fp32-FMA ones). FlashFma: the
+// same tiling on the GPU's fp32-FMA kernels only (slower; the fallback should the tensor-core path
+// misbehave on some device); on the CPU it is Flash. Auto: the backend's best: reference on the CPU
+// (small models), flash on the GPU.
+enum class AttentionKind : uint8_t { Auto, Flash, Reference, FlashFma };
 
 struct AttentionShape {
   int64_t heads = 0;

@@ -46,7 +46,10 @@ const Choices<ModelPreset> kPresets{{"tiny", ModelPreset::Tiny},           {"qwe
                                     {"qwen3-1.7b", ModelPreset::Qwen3_1_7B}, {"qwen3-4b", ModelPreset::Qwen3_4B},
                                     {"qwen3-8b", ModelPreset::Qwen3_8B},     {"custom", ModelPreset::Custom}};
 const Choices<model::AttentionKind> kAttention{
-    {"auto", model::AttentionKind::Auto}, {"flash", model::AttentionKind::Flash}, {"reference", model::AttentionKind::Reference}};
+    {"auto", model::AttentionKind::Auto},
+    {"flash", model::AttentionKind::Flash},
+    {"reference", model::AttentionKind::Reference},
+    {"flash_fma", model::AttentionKind::FlashFma}};
 const Choices<model::ActivationCheckpointing> kCheckpointing{{"none", model::ActivationCheckpointing::None},
                                                               {"selective", model::ActivationCheckpointing::Selective},
                                                               {"full", model::ActivationCheckpointing::Full}};
@@ -193,7 +196,7 @@ std::vector<Field> schema(Config& c) {
                      "what a layer keeps for backward: none = everything; selective = all but the element-wise tensors "
                      "(norm outputs, q/k after RoPE, the SwiGLU product), rebuilt in backward without repeating "
                      "a GEMM; full = only its input, the whole layer recomputed in backward"),
-      choice("model.attention", m.attention, kAttention, "attention kernel: auto = reference on the CPU, flash on a GPU"),
+      choice("model.attention", m.attention, kAttention, "attention kernel: auto = reference on the CPU, flash on a GPU (tensor cores in bf16); flash_fma = flash on the GPU's fp32-FMA kernels only"),
       field("model.decay_norms", m.decay_norms, "apply weight decay to the norm weights"),
       field("model.decay_embedding", m.decay_embedding, "apply weight decay to the embedding"),
 

@@ -63,7 +63,8 @@ class Fp32Grad {
 
 class CpuModelOps final : public ModelOps {
  public:
-  explicit CpuModelOps(AttentionKind attention) : tiled_(attention == AttentionKind::Flash) {}
+  explicit CpuModelOps(AttentionKind attention)
+      : tiled_(attention == AttentionKind::Flash || attention == AttentionKind::FlashFma) {}
   const char* name() const override { return "cpu"; }
   int64_t token_rows(const TokenPlan& plan) const override { return plan.num_tokens(); }
 

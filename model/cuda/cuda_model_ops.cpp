@@ -39,11 +39,16 @@ void check_norm_dim(int64_t dim, const char* what) {
 
 class CudaModelOpsImpl final : public CudaModelOps {
  public:
-  explicit CudaModelOpsImpl(const CudaModelOptions& o) : stream_(o.stream), act_(o.activation_dtype), gemm_(o.stream) {
+  explicit CudaModelOpsImpl(const CudaModelOptions& o)
+      : stream_(o.stream),
+        act_(o.activation_dtype),
+        attention_path_(o.attention == AttentionKind::FlashFma ? cuda_attention::Path::Fma : cuda_attention::Path::Auto),
+        gemm_(o.stream) {
     ZERO_REQUIRE(act_ == DType::F32 || act_ == DType::BF16, ConfigError,
                  "CUDA model ops: activations are fp32 or bf16, not {}", dtype_name(act_));
     ZERO_REQUIRE(o.attention != AttentionKind::Reference, ConfigError,
-                 "model.attention: reference is the CPU backend's attention; the CUDA backend runs flash (or auto)");
+                 "model.attention: reference is the CPU backend's attention; the CUDA backend runs flash or flash_fma "
+                 "(or auto)");
     CUDA_CHECK(cudaEventCreateWithFlags(&uploaded_, cudaEventDisableTiming));
     CUDA_CHECK(cudaMalloc(&d_sums_, sizeof(K::PairLossSums)));
     CUDA_CHECK(cudaMallocHost(&h_sums_, sizeof(K::PairLossSums)));
@@ -179,7 +184,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
   void do_attention_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const AttentionShape& s,
                             const TensorRef& o, const TensorRef& lse) override {
     const cuda_attention::Elem t = attention_elem({&q, &k, &v, &o});
-    cuda_attention::forward(q.data, k.data, v.data, t, s, varlen(), o.data, lse.as<float>(), stream_);
+    cuda_attention::forward(q.data, k.data, v.data, t, s, varlen(), o.data, lse.as<float>(), stream_, attention_path_);
   }
   void do_attention_backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
                              const TensorRef& d_o, const TensorRef& lse, const AttentionShape& s, const TensorRef& dq,
@@ -189,7 +194,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
     const size_t ws = cuda_attention::backward_workspace_bytes(s, b);
     Scratch workspace(pool_, ws);
     cuda_attention::backward(q.data, k.data, v.data, o.data, d_o.data, lse.as<const float>(), t, s, b, dq.data,
-                             dk.data, dv.data, workspace.get(), ws, stream_);
+                             dk.data, dv.data, workspace.get(), ws, stream_, attention_path_);
   }
 
   // ---- element-wise -----------------------------------------------------------------------------------
@@ -323,6 +328,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
 
   cudaStream_t stream_;
   DType act_;
+  cuda_attention::Path attention_path_;  // model.attention: flash_fma keeps the tensor cores out
   cuda_pool::ActivationPool pool_;  // before gemm_ and the buffers: destroyed last
   cuda_gemm::LtGemm gemm_;
   cuda_batch::BatchLayout layout_;

@@ -63,9 +63,10 @@ struct Dual {
 
 class Backends {
  public:
-  Backends(const Shape& s, DType act) : shape(s), act(act), plan(make_plan(s, 7)) {
+  Backends(const Shape& s, DType act, AttentionKind attention = AttentionKind::Auto)
+      : shape(s), act(act), plan(make_plan(s, 7)) {
     cpu = make_cpu_model_ops();
-    gpu = make_cuda_model_ops({nullptr, act, AttentionKind::Auto});
+    gpu = make_cuda_model_ops({nullptr, act, attention});
     cpu->begin_batch(plan, {s.head_dim, 1e6});
     gpu->begin_batch(plan, {s.head_dim, 1e6});
   }
@@ -316,6 +317,29 @@ TEST_P(CudaModelOpsTest, Attention) {
   b.check("attention_backward",
           [&] { b.gpu->attention_backward(q.gpu, k.gpu, v.gpu, o.gpu, d_o.gpu, lse.gpu, s, dq.gpu, dk.gpu, dv.gpu); },
           {{&dq, N * Dq}, {&dk, N * Dk}, {&dv, N * Dk}}, tol);
+}
+
+// model.attention: flash_fma keeps bf16 attention at head_dim 128 off the tensor cores: within the same bound
+// of the CPU as the default (tensor-core) path, and in other bits (the two sum in different orders).
+TEST(CudaModelOpsAttentionKind, FlashFmaRunsTheFmaKernels) {
+  ZERO_SKIP_WITHOUT_CUDA();
+  const Shape shape{"d128", 256, 2, 1, 128, 64, 97, {70, 5, 64}};
+  std::vector<float> out[2];
+  int i = 0;
+  for (AttentionKind kind : {AttentionKind::Auto, AttentionKind::FlashFma}) {
+    Backends b(shape, DType::BF16, kind);
+    const AttentionShape s{shape.heads, shape.kv_heads, shape.head_dim};
+    const int64_t N = b.N(), Dq = s.heads * s.head_dim, Dk = s.kv_heads * s.head_dim;
+    Dual q = b.tokens(Dq, b.act, 1, 2.0f), k = b.tokens(Dk, b.act, 2, 2.0f), v = b.tokens(Dk, b.act, 3);
+    Dual o = b.out_tokens(Dq, b.act), lse = b.out({b.cpu->token_rows(b.plan), s.heads}, DType::F32);
+    Dual lse_g = b.out({b.gpu->token_rows(b.plan), s.heads}, DType::F32);
+    lse.gpu = std::move(lse_g.gpu);
+    b.cpu->attention_forward(q.cpu, k.cpu, v.cpu, s, o.cpu, lse.cpu);
+    b.check(kind == AttentionKind::Auto ? "attention_forward (auto)" : "attention_forward (flash_fma)",
+            [&] { b.gpu->attention_forward(q.gpu, k.gpu, v.gpu, s, o.gpu, lse.gpu); }, {{&o, N * Dq}}, 1e-2);
+    out[i++] = b.gpu_values(o, N * Dq);
+  }
+  EXPECT_NE(out[0], out[1]) << "equal bits: both runs took the same kernels";
 }
 
 // After a first pass over a batch, the same batch again makes no cudaMalloc (the pool reuses its blocks).
