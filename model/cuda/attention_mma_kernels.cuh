@@ -181,13 +181,27 @@ __device__ __forceinline__ void chunk_products(float (&x)[2][4], float (&y)[2][4
   }
 }
 
+// acc (the warp's 16 x D accumulator) += A B, A a 16 x 16 fragment over 16 of a tile's 64 rows (k0 on) and
+// B those rows of the transposed [D][64] tile bt: P V, P^T dO, dS^T Q and dS K alike.
+template <int D>
+__device__ __forceinline__ void add_product(float (&acc)[D / 8][4], const uint32_t (&a)[4], const u16* bt, int k0,
+                                            int lane) {
+  constexpr int ldt = mma::tile_stride(kRows);
+#pragma unroll
+  for (int nt = 0; nt < D / 8; ++nt) {
+    uint32_t b[2];
+    load_b(b, bt, ldt, nt * 8, k0, lane);
+    mma_bf16(acc[nt], a, b);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Forward: one block per (sequence, query head, query tile), as forward_kernel.
 template <int D>
 __global__ void __launch_bounds__(kMmaThreads)
     forward_mma_kernel(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v, Params p,
                        u16* __restrict__ o, float* __restrict__ lse) {
-  constexpr int ld = mma::tile_stride(D), ldt = mma::tile_stride(kRows);
+  constexpr int ld = mma::tile_stride(D);
   const BlockCoord bc = row_block(blockIdx.x, p.num_seqs, p.heads, p.max_seqlen);
   const Sequence sq = sequence(p, bc.seq);
   const TileRows qr = tile_rows(bc.block, kBlockQ, sq.len);
@@ -271,12 +285,7 @@ __global__ void __launch_bounds__(kMmaThreads)
     for (int kk = 0; kk < kBlockK / 16; ++kk) {
       uint32_t a[4];
       a_from_c_pair(a, s[2 * kk], s[2 * kk + 1]);
-#pragma unroll
-      for (int nt = 0; nt < D / 8; ++nt) {
-        uint32_t b[2];
-        load_b(b, t.vt, ldt, nt * 8, kk * 16, lane);
-        mma_bf16(acc[nt], a, b);
-      }
+      add_product<D>(acc, a, t.vt, kk * 16, lane);
     }
   }
 
@@ -299,7 +308,6 @@ __global__ void __launch_bounds__(kMmaThreads)
     dkdv_mma_kernel(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                     const u16* __restrict__ d_o, const float* __restrict__ lse, const float* __restrict__ row_dot,
                     Params p, u16* __restrict__ dk, u16* __restrict__ dv) {
-  constexpr int ldt = mma::tile_stride(kRows);
   const BlockCoord bc = column_block(blockIdx.x, p.num_seqs, p.kv_heads);
   const Sequence sq = sequence(p, bc.seq);
   const TileRows kr = tile_rows(bc.block, kBlockK, sq.len);
@@ -341,19 +349,9 @@ __global__ void __launch_bounds__(kMmaThreads)
         }
         uint32_t a[4];
         a_from_c_pair(a, st[0], st[1]);  // P^T: dV += P^T dO
-#pragma unroll
-        for (int nt = 0; nt < D / 8; ++nt) {
-          uint32_t b[2];
-          load_b(b, t.d_ot, ldt, nt * 8, qc * 16, lane);
-          mma_bf16(dv_acc[nt], a, b);
-        }
+        add_product<D>(dv_acc, a, t.d_ot, qc * 16, lane);
         a_from_c_pair(a, dpt[0], dpt[1]);  // dS^T: dK += dS^T Q
-#pragma unroll
-        for (int nt = 0; nt < D / 8; ++nt) {
-          uint32_t b[2];
-          load_b(b, t.qt, ldt, nt * 8, qc * 16, lane);
-          mma_bf16(dk_acc[nt], a, b);
-        }
+        add_product<D>(dk_acc, a, t.qt, qc * 16, lane);
       }
     }
   }
@@ -369,7 +367,6 @@ __global__ void __launch_bounds__(kMmaThreads)
     dq_mma_kernel(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                   const u16* __restrict__ d_o, const float* __restrict__ lse, const float* __restrict__ row_dot,
                   Params p, u16* __restrict__ dq) {
-  constexpr int ldt = mma::tile_stride(kRows);
   const BlockCoord bc = row_block(blockIdx.x, p.num_seqs, p.heads, p.max_seqlen);
   const Sequence sq = sequence(p, bc.seq);
   const TileRows qr = tile_rows(bc.block, kBlockQ, sq.len);
@@ -408,12 +405,7 @@ __global__ void __launch_bounds__(kMmaThreads)
       }
       uint32_t a[4];
       a_from_c_pair(a, s[0], s[1]);  // dQ += dS K
-#pragma unroll
-      for (int nt = 0; nt < D / 8; ++nt) {
-        uint32_t b[2];
-        load_b(b, t.kt, ldt, nt * 8, kc * 16, lane);
-        mma_bf16(acc[nt], a, b);
-      }
+      add_product<D>(acc, a, t.kt, kc * 16, lane);
     }
   }
   const float one[2] = {1.0f, 1.0f};
