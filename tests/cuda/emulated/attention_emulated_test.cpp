@@ -1,7 +1,8 @@
-// The attention kernels of both paths without a GPU: their own source (model/cuda/attention_fma_kernels.cuh,
-// attention_mma_kernels.cuh) compiled as host C++ and run under the SIMT emulator (simt_emulator.h: a
-// thread per CUDA thread, barriers for __syncthreads and the warp collectives, mma.sync from the PTX
-// fragment layout), per tensor (o, lse, dq, dk, dv) relative L2 against
+// The attention kernels of both paths without a GPU, through the attention API (attention_kernels.h:
+// argument checks, Path, the launchers) on the emulated backend (CMakeLists.txt here): the kernels' own
+// source (attention_fma_kernels.cuh, attention_mma_kernels.cuh) compiled as host C++ and run under the
+// SIMT emulator (simt_emulator.h: a thread per CUDA thread, barriers for __syncthreads and the warp
+// collectives, mma.sync from the PTX fragment layout), per tensor (o, lse, dq, dk, dv) relative L2 against
 //   - plain causal GQA attention in fp64 (tests/common/exact_attention.h, shares nothing with the
 //     kernels): <= 1e-5 for the FMA path in fp32, <= 1e-2 in bf16 on either path (the GPU test's bounds,
 //     attention_kernels_test);
@@ -12,7 +13,7 @@
 // the kernels never write fails. What it cannot show: timing, the hardware's own rounding of exp/log and
 // its accumulation order inside mma.sync, and the code behind `#if !ZERO_SIMT_EMULATION` (the two inline
 // PTX instructions, whose operand layout is the one emulated here; the extern __shared__ declaration).
-#include "tests/cuda/simt_emulator.h"  // first: the kernels below compile against it
+#include "tests/cuda/simt_emulator.h"  // first: the emulator's own test kernels below compile against it
 
 #include <gtest/gtest.h>
 
@@ -22,14 +23,13 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "core/math/bf16.h"
 #include "core/splitmix.h"
+#include "cuda/dynamic_shared.cuh"
 #include "model/attention_tiled.h"
-#include "model/cuda/attention_fma_kernels.cuh"
-#include "model/cuda/attention_mma_kernels.cuh"
+#include "model/cuda/attention_kernels.h"
 #include "tests/common/exact_attention.h"
 
 namespace zero::model::cuda_attention {
@@ -45,11 +45,11 @@ struct Case {
   int32_t extra_max_seqlen = 0;
 };
 
-// Kernel storage (fp32 or bf16), 64-byte aligned (the tensor-core kernels copy 16-byte vectors), filled
-// with NaN bytes.
+// Kernel storage (fp32 or bf16), 256-byte aligned (the tensor-core kernels copy 16-byte vectors, the
+// backward workspace wants 256), filled with NaN bytes.
 struct Buffer {
   Buffer(size_t n, bool bf16)
-      : count(n), bf16(bf16), bytes((n * (bf16 ? 2 : 4) + 63) / 64 * 64), data(std::aligned_alloc(64, bytes)) {
+      : count(n), bf16(bf16), bytes((n * (bf16 ? 2 : 4) + 255) / 256 * 256), data(std::aligned_alloc(256, bytes)) {
     std::memset(data, 0xff, bytes);
   }
   ~Buffer() { std::free(data); }
@@ -85,62 +85,26 @@ struct Outputs {
   std::vector<float> o, lse, dq, dk, dv;
 };
 
-// Both passes of one path, as the launchers sequence them (forward; D = rowsum(dO * O) by the FMA
-// file's row-dot kernel; dK/dV; dQ).
-template <int D>
+// Forward and backward of one path through the attention API, as CudaModelOps calls it.
 Outputs run_kernels(const Case& c, Run run, const std::vector<float>& q, const std::vector<float>& k,
                     const std::vector<float>& v, const std::vector<float>& d_o) {
   const bool bf16 = run != Run::Fp32Fma;
   const auto cu = cu_seqlens_of(c.lengths);
   const int64_t n = cu.back(), hq = c.heads, hkv = c.kv_heads;
   Buffer qb(q.size(), bf16), kb(k.size(), bf16), vb(v.size(), bf16), dob(d_o.size(), bf16), ob(q.size(), bf16),
-      dqb(q.size(), bf16), dkb(k.size(), bf16), dvb(v.size(), bf16), lse(size_t(n * hq), false),
-      row_dot(size_t(n * hq), false);
+      dqb(q.size(), bf16), dkb(k.size(), bf16), dvb(v.size(), bf16), lse(size_t(n * hq), false);
   qb.put(q), kb.put(k), vb.put(v), dob.put(d_o);
-
   int32_t max_len = 0;
   for (int32_t len : c.lengths) max_len = std::max(max_len, len);
-  max_len += c.extra_max_seqlen;
-  detail::Geometry g;
-  g.cu_seqlens = cu.data(), g.num_seqs = int64_t(c.lengths.size()), g.max_seqlen = max_len, g.num_tokens = n;
-  g.heads = hq, g.kv_heads = hkv, g.head_dim = c.head_dim, g.bf16 = bf16, g.mma = run == Run::Bf16Mma;
-  const detail::Params p = detail::params_of(g);
-  const auto rows = unsigned(row_grid_size(g.num_seqs, hq, max_len));
-  const auto columns = unsigned(column_grid_size(g.num_seqs, hkv, max_len));
-  const auto dot_blocks = unsigned((n * hq + kThreads - 1) / kThreads);
-  float *l = lse.as<float>(), *rd = row_dot.as<float>();
-
-  auto fma_path = [&](auto* tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    const T *qt = qb.as<T>(), *kt = kb.as<T>(), *vt = vb.as<T>(), *dot = dob.as<T>();
-    simt::launch(rows, kThreads, forward_smem(c.head_dim).bytes(), detail::forward_kernel<T>, qt, kt, vt, p,
-                 ob.as<T>(), l);
-    simt::launch(dot_blocks, kThreads, 0, detail::row_dot_kernel<T>, static_cast<const T*>(ob.as<T>()), dot, n * hq,
-                 int(c.head_dim), rd);
-    simt::launch(columns, kThreads, backward_smem(c.head_dim).bytes(), detail::dkdv_kernel<T>, qt, kt, vt, dot,
-                 static_cast<const float*>(l), static_cast<const float*>(rd), p, dkb.as<T>(), dvb.as<T>());
-    simt::launch(rows, kThreads, backward_smem(c.head_dim).bytes(), detail::dq_kernel<T>, qt, kt, vt, dot,
-                 static_cast<const float*>(l), static_cast<const float*>(rd), p, dqb.as<T>());
-  };
-  if (run == Run::Fp32Fma) {
-    fma_path(static_cast<float*>(nullptr));
-  } else if (run == Run::Bf16Fma) {
-    fma_path(static_cast<kernels::Bf16*>(nullptr));
-  } else if constexpr (D == 64 || D == 128) {  // the tensor-core kernels' head dims
-    using u16 = uint16_t;
-    const u16 *qt = qb.as<u16>(), *kt = kb.as<u16>(), *vt = vb.as<u16>(), *dot = dob.as<u16>();
-    simt::launch(rows, kMmaThreads, mma_smem(MmaKernel::Forward, D).bytes, detail::forward_mma_kernel<D>, qt, kt, vt,
-                 p, ob.as<u16>(), l);
-    simt::launch(dot_blocks, kThreads, 0, detail::row_dot_kernel<kernels::Bf16>,
-                 static_cast<const kernels::Bf16*>(ob.as<kernels::Bf16>()), dob.as<const kernels::Bf16>(), n * hq,
-                 int(c.head_dim), rd);
-    simt::launch(columns, kMmaThreads, mma_smem(MmaKernel::DkDv, D).bytes, detail::dkdv_mma_kernel<D>, qt, kt, vt,
-                 dot, static_cast<const float*>(l), static_cast<const float*>(rd), p, dkb.as<u16>(), dvb.as<u16>());
-    simt::launch(rows, kMmaThreads, mma_smem(MmaKernel::Dq, D).bytes, detail::dq_mma_kernel<D>, qt, kt, vt, dot,
-                 static_cast<const float*>(l), static_cast<const float*>(rd), p, dqb.as<u16>());
-  } else {
-    ADD_FAILURE() << "no tensor-core kernels at head_dim " << D;
-  }
+  const VarlenBatch b{cu.data(), int32_t(c.lengths.size()), max_len + c.extra_max_seqlen, n};
+  const AttentionShape s{hq, hkv, c.head_dim};
+  const Elem t = bf16 ? Elem::BF16 : Elem::F32;
+  const Path path = run == Run::Bf16Mma ? Path::Mma : Path::Fma;
+  const size_t ws_bytes = backward_workspace_bytes(s, b);
+  Buffer ws(ws_bytes / 4, false);
+  forward(qb.data, kb.data, vb.data, t, s, b, ob.data, lse.as<float>(), nullptr, path);
+  backward(qb.data, kb.data, vb.data, ob.data, dob.data, lse.as<float>(), t, s, b, dqb.data, dkb.data, dvb.data,
+           ws.data, ws_bytes, nullptr, path);
   return {ob.get(), lse.get(), dqb.get(), dkb.get(), dvb.get()};
 }
 
@@ -177,12 +141,11 @@ Inputs inputs_of(const Case& c, bool bf16) {
   return in;
 }
 
-template <int D>
 void check(const Case& c, Run run) {
-  ASSERT_EQ(c.head_dim, D);
+  const int64_t D = c.head_dim;
   const bool bf16 = run != Run::Fp32Fma;
   const Inputs in = inputs_of(c, bf16);
-  const Outputs got = run_kernels<D>(c, run, in.q, in.k, in.v, in.d_o);
+  const Outputs got = run_kernels(c, run, in.q, in.k, in.v, in.d_o);
   const char* name = run == Run::Fp32Fma ? "fp32 fma" : run == Run::Bf16Fma ? "bf16 fma" : "bf16 mma";
   expect_close(c.name + " " + name + " vs fp64", got,
                testing::exact_attention(in.q, in.k, in.v, in.d_o, c.lengths, c.heads, c.kv_heads, D),
@@ -206,20 +169,25 @@ const Case kDim128{"d128_gqa4_edges", {130, 63, 1}, 4, 1, 128};
 const Case kDim128Mha{"d128_mha_129", {129}, 1, 1, 128};
 
 TEST(AttentionEmulated, FmaPathInFp32) {
-  check<12>(kFixtureDim, Run::Fp32Fma);
-  check<64>(kDim64, Run::Fp32Fma);
+  check(kFixtureDim, Run::Fp32Fma);
+  check(kDim64, Run::Fp32Fma);
 }
 
 TEST(AttentionEmulated, FmaPathInBf16) {
-  check<12>(kFixtureDim, Run::Bf16Fma);
-  check<128>(kDim128, Run::Bf16Fma);
+  check(kFixtureDim, Run::Bf16Fma);
+  check(kDim128, Run::Bf16Fma);
 }
 
-TEST(AttentionEmulated, TensorCorePathAtHeadDim64) { check<64>(kDim64, Run::Bf16Mma); }
+TEST(AttentionEmulated, TensorCorePathAtHeadDim64) { check(kDim64, Run::Bf16Mma); }
 
 TEST(AttentionEmulated, TensorCorePathAtHeadDim128) {
-  check<128>(kDim128, Run::Bf16Mma);
-  check<128>(kDim128Mha, Run::Bf16Mma);
+  check(kDim128, Run::Bf16Mma);
+  check(kDim128Mha, Run::Bf16Mma);
+  // Path::Mma reached the tensor-core kernels: the two paths sum in different orders, so equal outputs
+  // would mean one path ran twice.
+  const Inputs in = inputs_of(kDim128, true);
+  EXPECT_NE(run_kernels(kDim128, Run::Bf16Mma, in.q, in.k, in.v, in.d_o).o,
+            run_kernels(kDim128, Run::Bf16Fma, in.q, in.k, in.v, in.d_o).o);
 }
 
 // The emulator itself: barriers order shared-memory traffic as on a GPU (a block sum written before the
