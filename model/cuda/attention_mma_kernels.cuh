@@ -195,6 +195,19 @@ __device__ __forceinline__ void add_product(float (&acc)[D / 8][4], const uint32
   }
 }
 
+// One element of a backward chunk: P from the raw score (masked, into the exp2 domain, against the row's
+// lse times log2 e) and dS = scale * P (dP - D) (softmax_backward.h). Both backward kernels, whichever of
+// query and key their fragments' rows hold.
+struct ProbGrad {
+  float prob, ds;
+};
+__device__ __forceinline__ ProbGrad prob_and_dscore(float score, float dp, bool is_masked, float lse_log2,
+                                                    float row_dot, const Params& p) {
+  const float x = is_masked ? -INFINITY : score * p.scale_log2;
+  const float prob = exp2f(x - lse_log2);
+  return {prob, p.scale * math::softmax_grad(prob, dp, row_dot)};
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Forward: one block per (sequence, query head, query tile), as forward_kernel.
 template <int D>
@@ -341,10 +354,10 @@ __global__ void __launch_bounds__(kMmaThreads)
           for (int i = 0; i < 4; ++i) {
             const mma::FragIndex e = mma::c_index(lane, i);
             const int query = qc * 16 + j * 8 + e.col;
-            const float x = masked(q0 + query, k0 + key0 + e.row) ? -INFINITY : st[j][i] * p.scale_log2;
-            const float prob = exp2f(x - t.lse[query]);
-            st[j][i] = prob;
-            dpt[j][i] = p.scale * math::softmax_grad(prob, dpt[j][i], t.row_dot[query]);
+            const ProbGrad r = prob_and_dscore(st[j][i], dpt[j][i], masked(q0 + query, k0 + key0 + e.row),
+                                               t.lse[query], t.row_dot[query], p);
+            st[j][i] = r.prob;
+            dpt[j][i] = r.ds;
           }
         }
         uint32_t a[4];
@@ -398,9 +411,9 @@ __global__ void __launch_bounds__(kMmaThreads)
         for (int i = 0; i < 4; ++i) {
           const mma::FragIndex e = mma::c_index(lane, i);
           const int row = row0 + e.row;
-          const float x = masked(q0 + row, k0 + kc * 16 + j * 8 + e.col) ? -INFINITY : s[j][i] * p.scale_log2;
-          const float prob = exp2f(x - t.lse[row]);
-          s[j][i] = p.scale * math::softmax_grad(prob, dp[j][i], t.row_dot[row]);  // dS
+          s[j][i] = prob_and_dscore(s[j][i], dp[j][i], masked(q0 + row, k0 + kc * 16 + j * 8 + e.col), t.lse[row],
+                                    t.row_dot[row], p)
+                        .ds;
         }
       }
       uint32_t a[4];
