@@ -97,7 +97,7 @@ void park(Fiber& f) { swapcontext(&f.ctx, &scheduler_ctx); }
 }  // namespace
 #endif
 
-Block::Block(unsigned n, size_t smem_bytes) : threads(n), smem((smem_bytes + 15) / 16 + 1), warps((n + 31) / 32) {
+Block::Block(unsigned n, size_t smem_bytes) : threads(n), smem(smem_bytes, 16), warps((n + 31) / 32) {
   sync.expected = n;
   for (auto& w : warps) w.sync.expected = 32;
   for (unsigned t = 0; t < n; ++t) fibers.push_back(std::make_unique<Fiber>());
@@ -111,8 +111,14 @@ Block*& current_block() {
 
 Block& block_for(unsigned threads, size_t smem_bytes) {
   static std::unique_ptr<Block> cached;
-  if (!cached || cached->threads != threads || cached->smem.size() * sizeof(float4) < smem_bytes + 16)
+  if (!cached || cached->threads != threads || cached->smem.size() < smem_bytes)
     cached = std::make_unique<Block>(threads, smem_bytes);
+  // This launch's shared memory ends where the buffer does, at its guard page: an index past the size the
+  // launch asked for faults, as it is an error on a GPU (which reports it only under compute-sanitizer).
+  const size_t rounded = (smem_bytes + 15) / 16 * 16;
+  const size_t held = (cached->smem.size() + 15) / 16 * 16;
+  cached->smem_launch = cached->smem.data() + (held - rounded);
+  cached->smem_launch_bytes = smem_bytes;
   current_block() = cached.get();
   return *cached;
 }
@@ -139,7 +145,7 @@ void barrier_wait(Barrier& b) {
 void run_grid(Block& block, unsigned grid) {
   for (unsigned b = 0; b < grid; ++b) {
     blockIdx = {b, 0, 0};
-    std::memset(block.smem.data(), 0xff, block.smem.size() * sizeof(float4));
+    std::memset(block.smem_launch, 0xff, block.smem_launch_bytes);
     prepare(*block.fibers[0]);
     block.current = 0;
     threadIdx = {0, 0, 0};

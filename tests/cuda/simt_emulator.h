@@ -3,7 +3,8 @@
 // semantics it relies on:
 //   - threadIdx / blockIdx per thread; blocks of a grid one after another; the block's dynamic shared
 //     memory filled with 0xff bytes (NaN as floats, 0xffff as bf16) at each block's start, so a read of a
-//     word nobody wrote shows;
+//     word nobody wrote shows, and ending at an inaccessible page (guarded_memory.h), so an index past
+//     the size the launch asked for faults;
 //   - __syncthreads: a barrier of the block's threads;
 //   - warp collectives (__shfl_xor_sync, mma.sync m16n8k16 bf16): a barrier of the warp's 32 threads
 //     around an exchange through per-warp staging, the product computed from the fragments exactly as
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "core/math/bf16.h"
+#include "tests/cuda/guarded_memory.h"
 #include "model/cuda/mma_fragments.h"
 
 #define __launch_bounds__(...)
@@ -75,7 +77,9 @@ struct Block {
   ~Block();
   unsigned threads;
   Barrier sync;
-  std::vector<float4> smem;  // 16-byte aligned, as dynamic shared memory is
+  GuardedBuffer smem;    // dynamic shared memory: the largest a launch of this block asked for
+  char* smem_launch = nullptr;  // this launch's: its last byte the buffer's last, 16-byte aligned
+  size_t smem_launch_bytes = 0;
   std::vector<Warp> warps;
   std::vector<std::unique_ptr<Fiber>> fibers;
   std::deque<unsigned> runnable;
@@ -94,7 +98,7 @@ void run_grid(Block& block, unsigned grid);
 inline Warp& my_warp() { return current_block()->warps[threadIdx.x / 32]; }
 inline int my_lane() { return int(threadIdx.x % 32); }
 
-inline char* dynamic_shared() { return reinterpret_cast<char*>(current_block()->smem.data()); }
+inline char* dynamic_shared() { return current_block()->smem_launch; }
 
 inline float shfl_xor(float v, int lane_mask) {
   Warp& w = my_warp();

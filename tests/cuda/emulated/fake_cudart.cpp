@@ -1,26 +1,32 @@
 // The CUDA runtime calls of our backend, implemented on the host for the emulated backend (see
-// CMakeLists.txt here): "device" memory is host memory (256-byte aligned, tracked so that
-// cudaPointerGetAttributes and cudaMemGetInfo answer as a device would), copies and sets are memcpy and
-// memset, and a kernel runs to completion inside its launch (simt_emulator.h), so every stream is
+// CMakeLists.txt here): "device" memory is host memory (256-byte aligned and guarded: guarded_memory.h;
+// tracked so that cudaPointerGetAttributes and cudaMemGetInfo answer as a device would), copies and sets
+// are memcpy and memset, and a kernel runs to completion inside its launch (simt_emulator.h), so every stream is
 // already ordered and synchronised; events keep the host time they were recorded at. One device, named
 // so a log cannot mistake it for a GPU, with an H100's limits (80 GiB, 227 KiB of shared memory a block).
 #include <cuda_runtime_api.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <utility>
+
+#include "tests/cuda/guarded_memory.h"
 
 namespace {
 
 constexpr size_t kTotalBytes = size_t(80) << 30;
 constexpr int kSharedOptin = 227 * 1024;
 
+// Device and pinned buffers are guarded (guarded_memory.h): a kernel or copy that runs past one faults at
+// the access, a write into its rounding is named when it is freed, and fresh memory reads as NaN.
 struct Allocations {
   std::mutex mu;
-  std::map<uintptr_t, size_t> device;  // begin -> bytes
-  std::map<uintptr_t, size_t> pinned;
+  std::map<uintptr_t, zero::simt::GuardedBuffer> device;  // by data()
+  std::map<uintptr_t, zero::simt::GuardedBuffer> pinned;
   size_t device_bytes = 0;
 };
 Allocations& allocations() {
@@ -28,18 +34,37 @@ Allocations& allocations() {
   return a;
 }
 
-void* allocate(size_t bytes) {
-  const size_t rounded = (bytes + 255) / 256 * 256;
-  return std::aligned_alloc(256, rounded == 0 ? 256 : rounded);
+cudaError_t allocate(std::map<uintptr_t, zero::simt::GuardedBuffer>& into, void** p, size_t bytes) {
+  zero::simt::GuardedBuffer buffer(bytes, 256);
+  *p = buffer.data();
+  if (*p == nullptr) return cudaErrorMemoryAllocation;
+  into.emplace(reinterpret_cast<uintptr_t>(*p), std::move(buffer));
+  return cudaSuccess;
+}
+
+// Frees p's buffer; aborts, naming the buffer, when a byte around it was overwritten.
+cudaError_t release(std::map<uintptr_t, zero::simt::GuardedBuffer>& from, void* p, const char* what, size_t* bytes) {
+  auto it = from.find(reinterpret_cast<uintptr_t>(p));
+  if (it == from.end()) return cudaErrorInvalidValue;
+  bool overwritten = false;
+  const std::ptrdiff_t at = it->second.first_overwritten(&overwritten);
+  if (overwritten) {
+    std::fprintf(stderr, "emulated %s buffer %p of %zu bytes: byte %td outside it was overwritten\n", what, p,
+                 it->second.size(), at);
+    std::abort();
+  }
+  if (bytes) *bytes = it->second.size();
+  from.erase(it);
+  return cudaSuccess;
 }
 
 // The allocation holding p, or none.
-bool inside(const std::map<uintptr_t, size_t>& m, const void* p) {
+bool inside(const std::map<uintptr_t, zero::simt::GuardedBuffer>& m, const void* p) {
   const auto at = reinterpret_cast<uintptr_t>(p);
   auto it = m.upper_bound(at);
   if (it == m.begin()) return false;
   --it;
-  return at < it->first + (it->second == 0 ? 1 : it->second);
+  return at < it->first + (it->second.size() == 0 ? 1 : it->second.size());
 }
 
 struct FakeEvent {
@@ -52,45 +77,32 @@ int fake_stream_tag = 0;
 extern "C" {
 
 cudaError_t cudaMalloc(void** p, size_t size) {
-  *p = allocate(size);
-  if (*p == nullptr) return cudaErrorMemoryAllocation;
   Allocations& a = allocations();
   std::lock_guard<std::mutex> lock(a.mu);
-  a.device[reinterpret_cast<uintptr_t>(*p)] = size;
-  a.device_bytes += size;
-  return cudaSuccess;
+  const cudaError_t rc = allocate(a.device, p, size);
+  if (rc == cudaSuccess) a.device_bytes += size;
+  return rc;
 }
 cudaError_t cudaFree(void* p) {
   if (p == nullptr) return cudaSuccess;
   Allocations& a = allocations();
-  {
-    std::lock_guard<std::mutex> lock(a.mu);
-    auto it = a.device.find(reinterpret_cast<uintptr_t>(p));
-    if (it == a.device.end()) return cudaErrorInvalidValue;
-    a.device_bytes -= it->second;
-    a.device.erase(it);
-  }
-  std::free(p);
-  return cudaSuccess;
+  std::lock_guard<std::mutex> lock(a.mu);
+  size_t bytes = 0;
+  const cudaError_t rc = release(a.device, p, "device", &bytes);
+  a.device_bytes -= bytes;
+  return rc;
 }
 cudaError_t cudaMallocHost(void** p, size_t size) {
-  *p = allocate(size);
-  if (*p == nullptr) return cudaErrorMemoryAllocation;
   Allocations& a = allocations();
   std::lock_guard<std::mutex> lock(a.mu);
-  a.pinned[reinterpret_cast<uintptr_t>(*p)] = size;
-  return cudaSuccess;
+  return allocate(a.pinned, p, size);
 }
 cudaError_t cudaHostAlloc(void** p, size_t size, unsigned int) { return cudaMallocHost(p, size); }
 cudaError_t cudaFreeHost(void* p) {
   if (p == nullptr) return cudaSuccess;
   Allocations& a = allocations();
-  {
-    std::lock_guard<std::mutex> lock(a.mu);
-    a.pinned.erase(reinterpret_cast<uintptr_t>(p));
-  }
-  std::free(p);
-  return cudaSuccess;
+  std::lock_guard<std::mutex> lock(a.mu);
+  return release(a.pinned, p, "pinned", nullptr);
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind) {

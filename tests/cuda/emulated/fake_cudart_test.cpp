@@ -1,0 +1,81 @@
+// The emulated runtime's memory checks (fake_cudart.cpp): what they promise is what makes the emulated GPU
+// tests catch a kernel that runs past its buffers or reads memory nothing wrote.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace {
+
+TEST(FakeCudartMemory, FreshDeviceMemoryReadsAsNaN) {
+  float* f = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&f), 3 * sizeof(float)), cudaSuccess);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(f[i])) << i;
+  uint16_t bf16_bits;
+  std::memcpy(&bf16_bits, f, 2);
+  EXPECT_EQ(bf16_bits, 0xFFFF);  // a bf16 NaN as well
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(f) % 256, 0u);
+  EXPECT_EQ(cudaFree(f), cudaSuccess);
+}
+
+TEST(FakeCudartMemory, BuffersAreAlignedAndTracked) {
+  void* p = nullptr;
+  ASSERT_EQ(cudaMalloc(&p, 1000), cudaSuccess);
+  cudaPointerAttributes at;
+  ASSERT_EQ(cudaPointerGetAttributes(&at, static_cast<char*>(p) + 999), cudaSuccess);
+  EXPECT_EQ(at.type, cudaMemoryTypeDevice);
+  ASSERT_EQ(cudaPointerGetAttributes(&at, static_cast<char*>(p) + 1000), cudaSuccess);
+  EXPECT_NE(at.type, cudaMemoryTypeDevice);
+  EXPECT_EQ(cudaFree(p), cudaSuccess);
+  EXPECT_EQ(cudaFree(p), cudaErrorInvalidValue);  // freed twice
+}
+
+using FakeCudartMemoryDeathTest = ::testing::Test;
+
+TEST_F(FakeCudartMemoryDeathTest, ReadPastTheRoundedEndFaults) {
+  EXPECT_DEATH(
+      {
+        float* f = nullptr;
+        cudaMalloc(reinterpret_cast<void**>(&f), 64 * sizeof(float));  // exactly 256 bytes
+        volatile float x = f[64];
+        (void)x;
+      },
+      "");
+}
+
+TEST_F(FakeCudartMemoryDeathTest, ReadBeforeTheBeginningFaults) {
+  EXPECT_DEATH(
+      {
+        char* c = nullptr;
+        cudaMalloc(reinterpret_cast<void**>(&c), 8192);
+        volatile char x = c[-4097];
+        (void)x;
+      },
+      "");
+}
+
+TEST_F(FakeCudartMemoryDeathTest, WriteIntoTheRoundingIsNamedAtFree) {
+  EXPECT_DEATH(
+      {
+        float* f = nullptr;
+        cudaMalloc(reinterpret_cast<void**>(&f), 3 * sizeof(float));
+        f[3] = 1.0f;  // inside the 256-byte rounding: no fault, but the canary is gone
+        cudaFree(f);
+      },
+      "emulated device buffer .* of 12 bytes: byte 12 outside it was overwritten");
+}
+
+TEST_F(FakeCudartMemoryDeathTest, PinnedBuffersAreGuardedToo) {
+  EXPECT_DEATH(
+      {
+        char* c = nullptr;
+        cudaMallocHost(reinterpret_cast<void**>(&c), 10);
+        c[-1] = 0;
+        cudaFreeHost(c);
+      },
+      "emulated pinned buffer .* of 10 bytes: byte -1 outside it was overwritten");
+}
+
+}  // namespace
