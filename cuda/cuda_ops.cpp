@@ -28,6 +28,7 @@ kernels::Elem elem(DType t, const char* op) {
 CudaOps::CudaOps() {
   CUDA_CHECK(cudaGetDevice(&device_));
   CUDA_CHECK(cudaStreamCreate(&stream_));  // a blocking stream: ordered after legacy-stream work (cudaMemcpy)
+  waiter_ = std::make_unique<StreamWaiter>(stream_);
   CUDA_CHECK(cudaMalloc(&d_partials_, kernels::kMaxReduceBlocks * sizeof(double)));
   CUDA_CHECK(cudaMalloc(&d_counts_, kernels::kMaxReduceBlocks * sizeof(unsigned long long)));
   CUDA_CHECK(cudaMalloc(&d_sum_, sizeof(double)));
@@ -45,6 +46,7 @@ CudaOps::~CudaOps() {
   CUDA_WARN(cudaFree(d_staging_));
   CUDA_WARN(cudaFreeHost(h_sum_));
   CUDA_WARN(cudaFreeHost(h_count_));
+  waiter_.reset();
   if (stream_) CUDA_WARN(cudaStreamDestroy(stream_));
 }
 
@@ -88,7 +90,7 @@ double CudaOps::sum_squares(const void* src, DType t, size_t n) {
   require_device(src, "src", "sum_squares");
   kernels::sum_squares(src, e, n, d_partials_, d_sum_, stream_);
   CUDA_CHECK(cudaMemcpyAsync(h_sum_, d_sum_, sizeof(double), cudaMemcpyDeviceToHost, stream_));
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  waiter_->wait();
   return *h_sum_;
 }
 
@@ -98,7 +100,7 @@ size_t CudaOps::count_nonfinite(const void* src, DType t, size_t n) {
   require_device(src, "src", "count_nonfinite");
   kernels::count_nonfinite(src, e, n, d_counts_, d_count_, stream_);
   CUDA_CHECK(cudaMemcpyAsync(h_count_, d_count_, sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream_));
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  waiter_->wait();
   return size_t(*h_count_);
 }
 
@@ -124,14 +126,14 @@ void CudaOps::download(void* host, const void* src, size_t bytes) {
   if (bytes == 0) return;
   require_device(src, "src", "download");
   CUDA_CHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream_));
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  waiter_->wait();
 }
 
 void CudaOps::upload(void* dst, const void* host, size_t bytes) {
   if (bytes == 0) return;
   require_device(dst, "dst", "upload");
   CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_));
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  waiter_->wait();
 }
 
 void CudaOps::adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n,
@@ -148,7 +150,7 @@ void CudaOps::adamw(float* param, const void* grad, DType gt, float* m, float* v
 float* CudaOps::staging(size_t n) {
   const size_t want = std::min(n, kStagingElems);
   if (staging_elems_ < want) {
-    CUDA_CHECK(cudaStreamSynchronize(stream_));  // the old scratch may still be in use
+    if (d_staging_) waiter_->wait();  // the old scratch may still be in use
     CUDA_CHECK(cudaFree(d_staging_));
     d_staging_ = nullptr;
     staging_elems_ = 0;
@@ -172,7 +174,7 @@ void CudaOps::copy_from_host(void* dst, DType dt, const float* src, size_t n) {
       kernels::copy(static_cast<char*>(dst) + off * dtype_size(dt), d, tmp, kernels::Elem::F32, len, stream_);
     }
   }
-  CUDA_CHECK(cudaStreamSynchronize(stream_));  // `src` may be freed or reused as soon as we return
+  waiter_->wait();  // `src` may be freed or reused as soon as we return
 }
 
 void CudaOps::copy_to_host(float* dst, const void* src, DType st, size_t n) {
@@ -189,9 +191,9 @@ void CudaOps::copy_to_host(float* dst, const void* src, DType st, size_t n) {
       CUDA_CHECK(cudaMemcpyAsync(dst + off, tmp, len * sizeof(float), cudaMemcpyDeviceToHost, stream_));
     }
   }
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  waiter_->wait();
 }
 
-void CudaOps::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+void CudaOps::synchronize() { waiter_->wait(); }
 
 }  // namespace zero

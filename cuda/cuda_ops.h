@@ -1,6 +1,7 @@
 // DeviceOps on device memory (the CUDA backend): every op is queued on one CUDA stream owned by this
-// object, in call order. Ops that return a value (sum_squares, count_nonfinite) wait for the stream;
-// the others return at once, and synchronize() waits for them. Numerics equal zero/cpu_ops.cpp (see
+// object, in call order. Ops that return a value (sum_squares, count_nonfinite) wait for the stream
+// (through waiter(), so under the peer timeout once the communicator's guard is in); the others return at
+// once, and synchronize() waits for them. Numerics equal zero/cpu_ops.cpp (see
 // cuda/kernels.h); sum_squares adds in a different (fixed, deterministic) order, so it matches the
 // CPU's fp64 sum to rounding, not bit for bit.
 //
@@ -13,6 +14,7 @@
 
 #include <memory>
 
+#include "cuda/host_wait.h"
 #include "zero/device_ops.h"
 
 namespace zero {
@@ -46,6 +48,9 @@ class CudaOps final : public DeviceOps {
   void synchronize() override;
 
   cudaStream_t stream() const { return stream_; }
+  // Host waits on stream() (values returned, host copies, synchronize) go through this waiter: install
+  // the communicator's guard (NcclCommunicator::host_wait_guard()) when the stream waits on collectives.
+  StreamWaiter& waiter() { return *waiter_; }
 
  private:
   void require_device(const void* p, const char* what, const char* op) const;
@@ -53,6 +58,7 @@ class CudaOps final : public DeviceOps {
 
   int device_ = -1;
   cudaStream_t stream_ = nullptr;
+  std::unique_ptr<StreamWaiter> waiter_;
   double* d_partials_ = nullptr;            // reduction scratch: kMaxReduceBlocks doubles...
   unsigned long long* d_counts_ = nullptr;  // ...and counters
   double* d_sum_ = nullptr;                 // pass-2 outputs

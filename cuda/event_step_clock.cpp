@@ -9,7 +9,7 @@ namespace {
 
 class EventStepClock final : public StepClock {
  public:
-  explicit EventStepClock(cudaStream_t stream) : stream_(stream) {}
+  EventStepClock(cudaStream_t stream, HostWaitGuard guard) : stream_(stream), waiter_(stream, std::move(guard)) {}
   ~EventStepClock() override {
     for (cudaEvent_t e : events_) CUDA_WARN(cudaEventDestroy(e));
   }
@@ -28,7 +28,7 @@ class EventStepClock final : public StepClock {
 
   void resolve(std::span<double> gaps) override {
     // Events on one stream complete in order: once the last is done, every gap can be read.
-    CUDA_CHECK(cudaEventSynchronize(events_[gaps.size()]));
+    waiter_.wait(events_[gaps.size()]);
     for (size_t i = 0; i < gaps.size(); ++i) {
       float ms = 0;
       CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]));
@@ -38,11 +38,14 @@ class EventStepClock final : public StepClock {
 
  private:
   cudaStream_t stream_;
+  StreamWaiter waiter_;
   std::vector<cudaEvent_t> events_;
 };
 
 }  // namespace
 
-std::unique_ptr<StepClock> make_event_step_clock(cudaStream_t stream) { return std::make_unique<EventStepClock>(stream); }
+std::unique_ptr<StepClock> make_event_step_clock(cudaStream_t stream, HostWaitGuard guard) {
+  return std::make_unique<EventStepClock>(stream, std::move(guard));
+}
 
 }  // namespace zero

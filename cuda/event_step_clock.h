@@ -10,10 +10,12 @@
 #include <memory>
 
 #include "core/step_clock.h"
+#include "cuda/host_wait.h"
 
 namespace zero {
 
-// `stream`: the compute stream (CudaOps::stream()), on the current device.
-std::unique_ptr<StepClock> make_event_step_clock(cudaStream_t stream);
+// `stream`: the compute stream (CudaOps::stream()), on the current device; `guard`: its host waits'
+// (cuda/host_wait.h), as CudaOps::waiter() has.
+std::unique_ptr<StepClock> make_event_step_clock(cudaStream_t stream, HostWaitGuard guard = {});
 
 }  // namespace zero

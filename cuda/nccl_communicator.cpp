@@ -96,6 +96,12 @@ void NcclCommunicator::wait_event(cudaEvent_t ev, const WaitInfo& info) {
       });
 }
 
+HostWaitGuard NcclCommunicator::host_wait_guard() {
+  return [this](cudaEvent_t done) {
+    wait_event(done, WaitInfo{op_sequence(), fmt::format("the compute stream behind {}", op_description())});
+  };
+}
+
 void NcclCommunicator::sync_stream() {
   CUDA_CHECK(cudaEventRecord(drained_, stream_));
   wait_event(drained_, WaitInfo{op_sequence(), op_description()});

@@ -23,6 +23,7 @@
 
 #include "comm/communicator.h"
 #include "comm/peer_watch.h"
+#include "cuda/host_wait.h"
 
 namespace zero {
 
@@ -47,6 +48,11 @@ class NcclCommunicator final : public Communicator {
   void set_producer(cudaStream_t producer) { producer_ = producer; }
   // Host wait for `ev` under the peer timeout; a failed peer (async NCCL error) throws.
   void wait_event(cudaEvent_t ev, const WaitInfo& info);
+  // The guard for host waits on the producer (compute) stream, which may be stalled behind this
+  // communicator's collectives (cuda/host_wait.h): wait_event, described as waiting behind the latest
+  // collective. Valid while this communicator lives.
+  HostWaitGuard host_wait_guard();
+  PeerWatch& peer_watch() { return *watch_; }
 
  protected:
   CommHandle do_all_reduce(void* buf, size_t count, DType t, ReduceOp op) override;

@@ -25,9 +25,15 @@ BackendParts make_training(const CudaBackendOptions& o, int rank) {
   if (dev.shared) isolate_ranks_for_shared_gpu(rank);
   auto cuda_ops = make_cuda_ops();
   const cudaStream_t stream = cuda_ops->stream();
-  b.engine_comm = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, stream);
-  b.model_ops = model::make_cuda_model_ops({stream, o.activations, o.attention});
-  b.clock = make_event_step_clock(stream);
+  auto nccl = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, stream);
+  // The compute stream waits on NCCL's events, so every host wait on it is watched: a peer lost mid-step
+  // ends the job with its rank named instead of hanging in a stream synchronisation. (The stack destroys
+  // the communicator after the model and the clock; CudaOps waits no more once the step loop is over.)
+  const HostWaitGuard guard = nccl->host_wait_guard();
+  cuda_ops->waiter().set_guard(guard);
+  b.model_ops = model::make_cuda_model_ops({stream, o.activations, o.attention}, guard);
+  b.clock = make_event_step_clock(stream, guard);
+  b.engine_comm = std::move(nccl);
   b.ops = std::move(cuda_ops);
   b.alloc = std::make_unique<TrackingAllocator>(make_device_allocator());
   b.model_reads_backend_memory = true;

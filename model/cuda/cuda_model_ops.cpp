@@ -10,6 +10,7 @@
 #include "core/check.h"
 #include "core/math/bf16.h"
 #include "cuda/check.h"
+#include "cuda/host_wait.h"
 #include "model/cpu/rope.h"
 #include "model/cuda/attention_kernels.h"
 #include "model/cuda/batch_upload.h"
@@ -39,8 +40,9 @@ void check_norm_dim(int64_t dim, const char* what) {
 
 class CudaModelOpsImpl final : public CudaModelOps {
  public:
-  explicit CudaModelOpsImpl(const CudaModelOptions& o)
+  CudaModelOpsImpl(const CudaModelOptions& o, HostWaitGuard host_wait)
       : stream_(o.stream),
+        waiter_(o.stream, std::move(host_wait)),
         act_(o.activation_dtype),
         attention_path_(o.attention == AttentionKind::FlashFma ? cuda_attention::Path::Fma : cuda_attention::Path::Auto),
         gemm_(o.stream) {
@@ -80,13 +82,13 @@ class CudaModelOpsImpl final : public CudaModelOps {
     if (dst.empty()) return;
     if (src.dtype == DType::F32) {
       CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data, dst.size_bytes(), cudaMemcpyDeviceToHost, stream_));
-      CUDA_CHECK(cudaStreamSynchronize(stream_));
+      waiter_.wait();
       return;
     }
     ZERO_CHECK(src.dtype == DType::BF16, "to_host: {} tensor", dtype_name(src.dtype));
     std::vector<uint16_t> bits(dst.size());
     CUDA_CHECK(cudaMemcpyAsync(bits.data(), src.data, bits.size() * 2, cudaMemcpyDeviceToHost, stream_));
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    waiter_.wait();
     for (size_t i = 0; i < dst.size(); ++i) dst[i] = math::bf16_to_f32(bits[i]);
   }
 
@@ -100,7 +102,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
     rope_head_dim_ = rope.head_dim;
     num_ids_ = U;
     // The previous batch's upload must have left the pinned buffer before it is rewritten.
-    CUDA_CHECK(cudaEventSynchronize(uploaded_));
+    waiter_.wait(uploaded_);
     if (layout_.total > batch_capacity_) {
       if (d_batch_) CUDA_CHECK(cudaFree(d_batch_));  // synchronises: no kernel reads the old plan any more
       if (h_batch_) CUDA_CHECK(cudaFreeHost(h_batch_));
@@ -255,7 +257,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
     K::pair_loss(rewards.as<const float>(), d_mask_, P, drewards.empty() ? nullptr : drewards.as<float>(), d_sums_,
                  stream_);
     CUDA_CHECK(cudaMemcpyAsync(h_sums_, d_sums_, sizeof(K::PairLossSums), cudaMemcpyDeviceToHost, stream_));
-    CUDA_CHECK(cudaStreamSynchronize(stream_));  // once per micro-batch: the metrics are needed on the host
+    waiter_.wait();  // once per micro-batch: the metrics are needed on the host
     PairStats s;
     s.loss_sum = h_sums_->loss_sum;
     s.real_pairs = h_sums_->real_pairs;
@@ -327,6 +329,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
   }
 
   cudaStream_t stream_;
+  StreamWaiter waiter_;  // every host wait on stream_ (it may be stalled behind the engine's collectives)
   DType act_;
   cuda_attention::Path attention_path_;  // model.attention: flash_fma keeps the tensor cores out
   cuda_pool::ActivationPool pool_;  // before gemm_ and the buffers: destroyed last
@@ -345,8 +348,8 @@ class CudaModelOpsImpl final : public CudaModelOps {
 
 }  // namespace
 
-std::unique_ptr<CudaModelOps> make_cuda_model_ops(const CudaModelOptions& options) {
-  return std::make_unique<CudaModelOpsImpl>(options);
+std::unique_ptr<CudaModelOps> make_cuda_model_ops(const CudaModelOptions& options, HostWaitGuard host_wait) {
+  return std::make_unique<CudaModelOpsImpl>(options, std::move(host_wait));
 }
 
 }  // namespace zero::model

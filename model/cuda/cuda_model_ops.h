@@ -11,6 +11,7 @@
 
 #include <memory>
 
+#include "cuda/host_wait.h"
 #include "model/cuda/activation_pool.h"
 #include "model/model_ops.h"
 
@@ -29,6 +30,8 @@ class CudaModelOps : public ModelOps {
   virtual size_t gemm_plans() const = 0;  // cuBLASLt plans cached so far
 };
 
-std::unique_ptr<CudaModelOps> make_cuda_model_ops(const CudaModelOptions& options);
+// `host_wait`: the guard of its host waits on the stream (metrics, host copies; cuda/host_wait.h): the
+// communicator's when the stream waits on collectives, none otherwise.
+std::unique_ptr<CudaModelOps> make_cuda_model_ops(const CudaModelOptions& options, HostWaitGuard host_wait = {});
 
 }  // namespace zero::model

@@ -63,10 +63,10 @@ struct Dual {
 
 class Backends {
  public:
-  Backends(const Shape& s, DType act, AttentionKind attention = AttentionKind::Auto)
+  Backends(const Shape& s, DType act, AttentionKind attention = AttentionKind::Auto, HostWaitGuard host_wait = {})
       : shape(s), act(act), plan(make_plan(s, 7)) {
     cpu = make_cpu_model_ops();
-    gpu = make_cuda_model_ops({nullptr, act, attention});
+    gpu = make_cuda_model_ops({nullptr, act, attention}, std::move(host_wait));
     cpu->begin_batch(plan, {s.head_dim, 1e6});
     gpu->begin_batch(plan, {s.head_dim, 1e6});
   }
@@ -355,6 +355,32 @@ TEST(CudaModelOpsPool, SteadyStateAllocatesNothing) {
   const size_t mallocs = b.gpu->pool_stats().device_mallocs;
   pass();
   EXPECT_EQ(b.gpu->pool_stats().device_mallocs, mallocs);
+}
+
+// Each host wait of the model's ops (a batch's upload before its pinned buffer is rewritten, to_host, the
+// pair loss's metrics) goes through the guard it was given (cuda/host_wait.h), none around it: pmtrain
+// installs the NCCL communicator's, which watches them under the peer timeout. Counted at the guard.
+TEST(CudaModelOpsHostWaits, EveryOneGoesThroughTheGuard) {
+  ZERO_SKIP_WITHOUT_CUDA();
+  int waits = 0;
+  Backends b(kFixture, DType::BF16, AttentionKind::Auto, [&](cudaEvent_t done) {
+    ++waits;
+    CUDA_CHECK(cudaEventSynchronize(done));
+  });
+  EXPECT_EQ(waits, 1);  // begin_batch: the (first) upload's event
+  const int64_t S = b.plan.num_seqs();
+  Dual r = b.weight({S}, DType::F32, 4), x = b.tokens(b.shape.hidden, DType::BF16, 5);
+  const int after_setup = waits;  // filling the tensors may wait too (to_host of what they hold)
+  b.gpu_values(r, S);
+  EXPECT_EQ(waits, after_setup + 1);  // to_host, fp32
+  b.gpu_values(x, b.N() * b.shape.hidden);
+  EXPECT_EQ(waits, after_setup + 2);  // to_host, bf16
+  std::vector<uint8_t> mask(size_t(S / 2), 1);
+  Dual dr = b.out({S}, DType::F32);
+  b.gpu->pair_loss(r.gpu, mask, dr.gpu);
+  EXPECT_EQ(waits, after_setup + 3);
+  b.gpu->begin_batch(b.plan, {b.shape.head_dim, 1e6});
+  EXPECT_EQ(waits, after_setup + 4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaModelOpsTest,

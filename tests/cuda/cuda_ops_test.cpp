@@ -284,6 +284,35 @@ TEST_F(CudaOpsTest, HostTransfersConvert) {
   }
 }
 
+// Each op that returns after the stream's work waits through the waiter's guard (cuda/host_wait.h), and
+// only there: pmtrain installs the NCCL communicator's, which watches every such wait under the peer
+// timeout. Counted at the guard, one wait per call.
+TEST_F(CudaOpsTest, EveryHostWaitGoesThroughTheGuard) {
+  int waits = 0;
+  gpu->waiter().set_guard([&](cudaEvent_t done) {
+    ++waits;
+    CUDA_CHECK(cudaEventSynchronize(done));
+  });
+  const size_t n = 1024;
+  DeviceBuffer d(n * 4);
+  std::vector<float> h(n, 1.0f);
+  gpu->copy_from_host(d.get(), DType::BF16, h.data(), n);
+  EXPECT_EQ(waits, 1);
+  gpu->copy_to_host(h.data(), d.get(), DType::BF16, n);
+  EXPECT_EQ(waits, 2);
+  EXPECT_EQ(gpu->sum_squares(d.get(), DType::BF16, n), double(n));
+  EXPECT_EQ(gpu->count_nonfinite(d.get(), DType::BF16, n), 0u);
+  EXPECT_EQ(waits, 4);
+  double x = 0;
+  gpu->download(&x, d.get(), sizeof x);
+  gpu->upload(d.get(), &x, sizeof x);
+  gpu->synchronize();
+  EXPECT_EQ(waits, 7);
+  gpu->add(d.get(), DType::F32, d.get(), DType::F32, n);  // queued: no wait
+  EXPECT_EQ(waits, 7);
+  gpu->waiter().set_guard({});
+}
+
 TEST_F(CudaOpsTest, HostPointerIsRejectedNotFaulted) {
   std::vector<float> host(16, 1.0f);
   DeviceBuffer d(64);

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "comm/mpi_communicator.h"
 #include "core/splitmix.h"
@@ -280,4 +282,49 @@ TEST_F(NcclTest, CountersEqualTheMpiBackend) {
   EXPECT_STREQ(comm_->backend_name(), "nccl");
   EXPECT_TRUE(comm_->supports_reduction(DType::BF16));
   EXPECT_FALSE(comm_->supports_reduction(DType::I32));
+}
+
+// A rank that never joins a collective while the others' compute stream waits behind it (enqueue_wait, as
+// the engine completes a reduce-scatter): their host wait on that stream (CudaOps::download, as the step
+// reads its norm) must end in a verdict naming the missing rank, not block for ever in a stream
+// synchronisation. Own communicator and ops (the verdict aborts NCCL on the waiting ranks). Needs real
+// streams: the emulated NCCL completes each collective inside its call.
+struct VerdictThrown {
+  PeerVerdict v;
+};
+
+TEST_F(NcclTest, AHostWaitBehindALostPeerNamesIt) {
+#if defined(ZERO_EMULATED_CUDA)
+  GTEST_SKIP() << "emulated streams finish each call before it returns: no stream is ever left waiting";
+#endif
+  if (W < 2) GTEST_SKIP() << "needs 2 ranks";
+  const int stuck = 1;
+  // Both left to the process: after the verdict the waiting ranks' NCCL is aborted, and their compute
+  // stream waits on its event; the stuck rank's peers are gone.
+  CudaOps* ops = make_cuda_ops().release();
+  auto* nccl = new NcclCommunicator(MPI_COMM_WORLD, ops->stream());
+  ops->waiter().set_guard(nccl->host_wait_guard());
+  nccl->peer_watch().set_verdict_handler([](const PeerVerdict& v) { throw VerdictThrown{v}; });
+  nccl->peer_watch().set_grace(1.0);
+  nccl->set_peer_timeout(R == 0 ? 1.0 : 0.0);  // rank 0 asks; the others only answer
+  DeviceBuffer buf(4 * 1024);
+  if (R == stuck) {
+    std::this_thread::sleep_for(std::chrono::seconds(4));  // past rank 0's deadline and the grace period
+    return;
+  }
+  CommHandle h = nccl->all_reduce_async(buf.get(), 1024, DType::F32, ReduceOp::Sum, "probe");
+  h->enqueue_wait();  // the compute stream now waits on the all-reduce
+  const auto t0 = std::chrono::steady_clock::now();
+  double norm = 0;
+  bool thrown = false;
+  try {
+    ops->download(&norm, buf.get(), sizeof norm);
+  } catch (const VerdictThrown& t) {
+    thrown = true;
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 3.5);
+    EXPECT_EQ(t.v.missing, std::vector<int>{stuck});
+    EXPECT_EQ(t.v.waiting.what, "the compute stream behind all_reduce 'probe'");
+  }
+  EXPECT_TRUE(thrown) << "the download returned although rank " << stuck << " never joined";
+  (void)h.release();  // unfinished: destroying it would wait on the aborted collective
 }

@@ -138,8 +138,11 @@ TEST(StepClock, EveryOpOfARealStepIsCountedInItsCategory) {
         EXPECT_EQ(t.calls_of(TimeCategory::Comm), comm_scopes);
         // Stage 3 gathers every unit in forward and the whole groups again in backward; stages 1-2 gather
         // each group once after the step.
-        if (stage == 3) EXPECT_EQ(gathers, (G - 1 + pieces) + (G - 1));
-        if (stage == 1 || stage == 2) EXPECT_EQ(gathers, G);
+        if (stage == 3) {
+          EXPECT_EQ(gathers, (G - 1 + pieces) + (G - 1));
+        } else if (stage == 1 || stage == 2) {
+          EXPECT_EQ(gathers, G);
+        }
 
         for (size_t k = 0; k < kTimeCategories; ++k)
           EXPECT_GE(t.seconds[k], 0.0) << time_category_name(TimeCategory(k));
