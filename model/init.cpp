@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <thread>
+#include <vector>
 
 #include "core/check.h"
 #include "core/splitmix.h"
@@ -28,9 +30,12 @@ bool is_norm(const std::string& name) {
 
 }  // namespace
 
-void fill_normal(std::span<float> out, double mean, double stddev, uint64_t seed) {
-  uint64_t s = seed;
-  for (size_t i = 0; i < out.size(); i += 2) {
+namespace {
+
+// Pairs from element `begin` (even) of the stream to `end`.
+void fill_normal_range(std::span<float> out, size_t begin, size_t end, double mean, double stddev, uint64_t seed) {
+  uint64_t s = seed + uint64_t(begin) * kSplitmixGamma;  // the state after `begin` calls
+  for (size_t i = begin; i < end; i += 2) {
     // 53-bit uniforms in (0, 1]: u1 never 0, so log(u1) is finite.
     const double u1 = (double(splitmix64(s) >> 11) + 1.0) * 0x1.0p-53;
     const double u2 = double(splitmix64(s) >> 11) * 0x1.0p-53;
@@ -40,24 +45,39 @@ void fill_normal(std::span<float> out, double mean, double stddev, uint64_t seed
   }
 }
 
-void init_tensor(const TensorSpec& spec, const Qwen3Config& c, uint64_t seed, std::span<float> out) {
+}  // namespace
+
+void fill_normal(std::span<float> out, double mean, double stddev, uint64_t seed, int threads) {
+  constexpr size_t kMinPiece = size_t(1) << 20;  // below this a thread costs more than it saves
+  const size_t n = out.size();
+  const size_t pieces = std::clamp<size_t>(n / kMinPiece, 1, size_t(std::max(threads, 1)));
+  if (pieces == 1) return fill_normal_range(out, 0, n, mean, stddev, seed);
+  const size_t step = (n / pieces + 1) / 2 * 2;  // even: every piece starts on a pair
+  std::vector<std::thread> workers;
+  for (size_t b = step; b < n; b += step)
+    workers.emplace_back(fill_normal_range, out, b, std::min(n, b + step), mean, stddev, seed);
+  fill_normal_range(out, 0, std::min(n, step), mean, stddev, seed);
+  for (std::thread& w : workers) w.join();
+}
+
+void init_tensor(const TensorSpec& spec, const Qwen3Config& c, uint64_t seed, std::span<float> out, int threads) {
   ZERO_CHECK(int64_t(out.size()) == spec.numel(), "init of {}: {} elements, want {}", spec.name, out.size(),
              spec.numel());
   if (is_norm(spec.name)) {
     std::fill(out.begin(), out.end(), 1.0f);
     return;
   }
-  fill_normal(out, 0.0, c.initializer_range, seed ^ fnv1a(spec.name));
+  fill_normal(out, 0.0, c.initializer_range, seed ^ fnv1a(spec.name), threads);
   if (spec.name == "model.embed_tokens.weight" && c.pad_token_id >= 0) {
     const int64_t H = c.hidden_size;
     std::fill_n(out.begin() + c.pad_token_id * H, H, 0.0f);
   }
 }
 
-void init_random(DenseParams& params, const Qwen3Config& c, uint64_t seed) {
+void init_random(DenseParams& params, const Qwen3Config& c, uint64_t seed, int threads) {
   for (int g = 0; g < params.num_groups(); ++g) {
     const GroupSpec& gs = params.groups()[g];
-    for (int t = 0; t < int(gs.tensors.size()); ++t) init_tensor(gs.tensors[t], c, seed, params.param(g, t));
+    for (int t = 0; t < int(gs.tensors.size()); ++t) init_tensor(gs.tensors[t], c, seed, params.param(g, t), threads);
   }
 }
 

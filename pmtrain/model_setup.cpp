@@ -61,11 +61,11 @@ model::Qwen3Config resolve_model_config(const ModelSection& m, int64_t tokenizer
 }
 
 std::string init_model_parameters(Engine& engine, const ModelSection& m, const model::Qwen3Config& qc,
-                                  const std::vector<model::GroupSpec>& groups) {
+                                  const std::vector<model::GroupSpec>& groups, int threads) {
   if (m.hf_dir.empty()) {
     engine.init_params([&](int g, int t, float* dst) {
       const auto& spec = groups[g].tensors[t];
-      model::init_tensor(spec, qc, m.init_seed, {dst, size_t(spec.numel())});
+      model::init_tensor(spec, qc, m.init_seed, {dst, size_t(spec.numel())}, threads);
     });
     return fmt::format("random init (seed {})", m.init_seed);
   }

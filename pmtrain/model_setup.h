@@ -15,9 +15,10 @@ model::Qwen3Config resolve_model_config(const ModelSection& m, int64_t tokenizer
 // planning and scoring alike.
 model::RewardModelOptions reward_model_options(const ModelSection& m);
 
-// Fills the engine's parameters: from model.hf_dir when set (streamed), else a seeded random init.
+// Fills the engine's parameters: from model.hf_dir when set (streamed), else a seeded random init drawn on
+// `threads` host threads (the config's `threads`; the numbers do not depend on it).
 // Returns a one-line description for the log.
 std::string init_model_parameters(Engine& engine, const ModelSection& m, const model::Qwen3Config& qc,
-                                  const std::vector<model::GroupSpec>& groups);
+                                  const std::vector<model::GroupSpec>& groups, int threads);
 
 }  // namespace zero::pmtrain

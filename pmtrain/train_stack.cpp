@@ -36,7 +36,7 @@ TrainStack assemble_train_stack(const Config& cfg, Communicator& comm, const mod
   // 1.2k scopes in a 1.3 s tiny_cpu step, so < 0.01%) or two event records on the stream (CUDA).
   s.engine->set_step_clock(s.clock.get());
   s.model->ops().set_step_clock(s.clock.get());
-  s.init_description = init_model_parameters(*s.engine, cfg.model, qc, groups);
+  s.init_description = init_model_parameters(*s.engine, cfg.model, qc, groups, int(cfg.threads));
   s.access = std::make_unique<EngineParamAccess>(*s.engine, groups, backend.model_reads_backend_memory);
   return s;
 }

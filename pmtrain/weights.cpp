@@ -98,7 +98,7 @@ ScoringModel load_scoring_model(const WeightsChoice& w, const Config& cfg) {
       }
       s.config = resolve_model_config(cfg.model, data::Tokenizer::from_file(s.tokenizer).vocab_size());
       s.params = std::make_unique<model::DenseParams>(model::qwen3_rm_groups(s.config));
-      model::init_random(*s.params, s.config, cfg.model.init_seed);
+      model::init_random(*s.params, s.config, cfg.model.init_seed, int(cfg.threads));
       break;
   }
   return s;

@@ -12,8 +12,9 @@
 # (every cell's JSON and stderr) and OUT_DIR/speed.log. Cells run in order of priority; once
 # SPEED_BUDGET_S seconds (default 480, the build not counted) are spent the rest are not started and the
 # table names them, and a cell started late is stopped at the budget (a minute at least). Expect the
-# torch.compile cells (last: each compiles for a minute or more) and 4B without checkpointing (pmtrain
-# initialises 4B parameters on the host, ~1 minute, before its activations meet the 80 GiB) to be dropped.
+# torch.compile cells (last: each compiles for a minute or more) and 4B without checkpointing (its
+# activations do not fit the 80 GiB) to be dropped. pmtrain runs with threads = the host's cores, so the
+# random init of 4B parameters on the host (about a minute on one core) takes seconds.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:?usage: bench/gpu/speed.sh OUT_DIR}
@@ -31,6 +32,7 @@ if [ "$DRY" = 1 ]; then
   SHAPES=(tiny)
   SEQ=64; PAIRS=2; STEPS=3; WARMUP=1; REAL_STEPS=3; REAL_PAIRS=8; REAL_TOKENS=2048
   BACKEND=cpu
+  HOST_THREADS=1
   echo "# dry run: tiny shape on the CPU backend, the transformers baseline skipped"
 else
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || echo "nvidia-smi failed"
@@ -43,6 +45,7 @@ else
   SHAPES=(0.6b 1.7b 4b)
   SEQ=2048; PAIRS=2; STEPS=10; WARMUP=2; REAL_STEPS=12; REAL_PAIRS=16; REAL_TOKENS=16384
   BACKEND=cuda
+  HOST_THREADS=$(nproc)  # one rank: the random init of a model's parameters on every core
 fi
 [ -x "$PMTRAIN" ] || { echo "speed: no pmtrain at $PMTRAIN"; exit 1; }
 config_of() {  # the repository's config of a shape
@@ -86,7 +89,7 @@ cell() {
 
 ours() {  # ours SHAPE CKPT
   cell "ours_$1_ckpt$2" "$PMTRAIN" bench "$(config_of "$1")" --set backend=$BACKEND --set zero.stage=0 \
-    --set model.activation_checkpointing=$(bool "$2") --seq $SEQ --pairs-per-step $PAIRS --steps $STEPS --warmup $WARMUP --json
+    --set threads=$HOST_THREADS --set model.activation_checkpointing=$(bool "$2") --seq $SEQ --pairs-per-step $PAIRS --steps $STEPS --warmup $WARMUP --json
 }
 theirs() {  # theirs SHAPE CKPT COMPILE
   if [ "$DRY" = 1 ]; then
@@ -120,6 +123,7 @@ real_ours() {
   local dir=$OUT/cells/real_run
   rm -rf "$dir"
   "$PMTRAIN" train "$(config_of "$REAL_SHAPE")" --set backend=$BACKEND --set zero.stage=0 --set run.dir="$dir" \
+    --set threads=$HOST_THREADS \
     --set run.steps=$REAL_STEPS --set run.eval_every=0 --set run.save_every=0 \
     --set run.save_final=false --set data.test_files=[] --set data.cache_dir="$OUT/cells/cache" \
     --set batch.world=0 --set batch.global=$REAL_PAIRS --set batch.micro=0 --set batch.accum=0 \

@@ -2,6 +2,7 @@
 // pads are never computed, masked pairs contribute nothing, and the ParamAccess call order is the contract's.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -214,6 +215,24 @@ TEST_F(Layouts, TokenPlanPacksRealTokensOnce) {
       EXPECT_EQ(p.tokens[t], fb_.seqs[s][t - p.cu_seqlens[s]]);
       EXPECT_EQ(p.positions[t], t - p.cu_seqlens[s]);
     }
+  }
+}
+
+// The init stream against an independent reference (splitmix64 + Box-Muller written out in Python: pair j
+// from the state seed + 2j * 0x9E3779B97F4A7C15), at its start and deep inside, where a threaded fill
+// enters the stream in the middle; and threads change no bit.
+TEST(RandomInit, NormalStreamMatchesTheReferenceOnAnyThreadCount) {
+  const size_t n = 3 * (size_t(1) << 21) + 5;  // odd, several pieces of the threaded fill
+  std::vector<float> one(n), four(n);
+  fill_normal(one, 0.0, 1.0, 42, 1);
+  fill_normal(four, 0.0, 1.0, 42, 4);
+  EXPECT_EQ(std::memcmp(one.data(), four.data(), n * sizeof(float)), 0);
+  const std::pair<size_t, float> want[] = {{0, 0.41471976041793823f},        {1, 0.6526812314987183f},
+                                           {5000000, -0.8455151915550232f},  {5000001, -0.08592266589403152f},
+                                           {6291456, -0.33124056458473206f}, {6291457, -0.3088076412677765f}};
+  for (const auto& [i, v] : want) {
+    EXPECT_FLOAT_EQ(one[i], v) << i;
+    EXPECT_FLOAT_EQ(four[i], v) << i;
   }
 }
 
