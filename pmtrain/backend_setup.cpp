@@ -2,6 +2,8 @@
 // from the CUDA backend module.
 #include "pmtrain/backend_setup.h"
 
+#include <Eigen/Core>
+
 #include <cstring>
 
 #include "core/check.h"
@@ -51,6 +53,9 @@ size_t device_bytes_in_use(const Config& cfg) {
 
 BackendParts make_backend(const Config& cfg, Communicator& comm) {
   require_backend_here(cfg, comm.rank());
+  // The host's math threads per rank (`threads`; one when ranks share the cores): the CPU backend's
+  // model math, and whatever host math a CUDA run does.
+  Eigen::setNbThreads(int(cfg.threads));
   if (cfg.backend == Backend::Cuda) return load_cuda_backend().api->make_training(cuda_options(cfg), comm.rank());
   BackendParts b;
   b.ops = make_cpu_ops();

@@ -2,7 +2,6 @@
 
 #include <mpi.h>
 
-#include <Eigen/Core>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -94,7 +93,6 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
   const bool r0 = info.rank == 0;
   const Config cfg = bench_config(a, W);
   comm->set_peer_timeout(cfg.run.collective_timeout_s);
-  Eigen::setNbThreads(int(cfg.threads));  // as the trainer: math threads per rank
 
   const ResolvedBatch batch = run_batch(cfg, W);
   const model::Qwen3Config qc = bench_model_config(cfg);

@@ -308,10 +308,10 @@ std::string link_names() {
 }
 
 int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi) {
-  const Config cfg = a.config_path.empty() ? parse_config("{}", "pmtrain calibrate", a.overrides)
-                                           : load_config(existing_path(a.config_path, "config file"), a.overrides);
-  const int threads = a.threads > 0 ? a.threads : int(cfg.threads);
-  Eigen::setNbThreads(threads);
+  Config cfg = a.config_path.empty() ? parse_config("{}", "pmtrain calibrate", a.overrides)
+                                     : load_config(existing_path(a.config_path, "config file"), a.overrides);
+  if (a.threads > 0) cfg.threads = a.threads;
+  const int threads = int(cfg.threads);
   const std::unique_ptr<MpiCommunicator> world = mpi.world_communicator();
   BackendParts parts = make_backend(cfg, *world);
   Communicator& comm = parts.engine_comm ? *parts.engine_comm : *world;

@@ -2,7 +2,6 @@
 
 #include <mpi.h>
 
-#include <Eigen/Core>
 
 #include <cmath>
 #include <filesystem>
@@ -40,7 +39,6 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     cfg_.batch.accum = 0;  // as resolved (config.resolved.yaml)
   }
 
-  Eigen::setNbThreads(int(cfg_.threads));  // math threads per rank (one when ranks share the cores)
   tokenizer_ = std::make_unique<data::Tokenizer>(data::Tokenizer::from_file(cfg_.data.tokenizer));
   // Model and memory plan first: a run that cannot fit stops before any data is read.
   const int64_t micro_pairs = batch_.micro;
