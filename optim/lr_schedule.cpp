@@ -20,11 +20,4 @@ float LrSchedule::lr_at(int64_t t) const {
   return peak_lr;
 }
 
-ScheduleKind parse_schedule_kind(const std::string& s) {
-  if (s == "constant") return ScheduleKind::Constant;
-  if (s == "linear") return ScheduleKind::Linear;
-  if (s == "cosine") return ScheduleKind::Cosine;
-  throw ConfigError(fmt::format("optim.schedule: unknown schedule '{}' (expected constant, linear or cosine)", s));
-}
-
 }  // namespace zero::optim

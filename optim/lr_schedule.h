@@ -15,10 +15,10 @@ struct LrSchedule {
   int64_t total_steps = 1;
   float min_lr_ratio = 0.0f;
 
-  // lr for the 1-based optimizer step t.
+  // lr for the 1-based optimizer step t: warmup reaches the peak on step warmup_steps and decay the floor on
+  // step total_steps. (transformers' get_*_schedule_with_warmup give step t their value at t - 1: a first
+  // step at lr 0, the floor never reached; ours is that curve one step earlier.)
   float lr_at(int64_t t) const;
 };
-
-ScheduleKind parse_schedule_kind(const std::string& s);  // "constant" | "linear" | "cosine"
 
 }  // namespace zero::optim

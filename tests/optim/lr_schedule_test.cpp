@@ -64,12 +64,5 @@ TEST(LrSchedule, WithoutWarmupOrFloorDecayStartsAtTheFirstStepAndEndsAtZero) {
   EXPECT_NEAR(linear.lr_at(4), 0.0, kTol);
 }
 
-TEST(LrSchedule, KindsParseByName) {
-  EXPECT_EQ(parse_schedule_kind("constant"), ScheduleKind::Constant);
-  EXPECT_EQ(parse_schedule_kind("linear"), ScheduleKind::Linear);
-  EXPECT_EQ(parse_schedule_kind("cosine"), ScheduleKind::Cosine);
-  EXPECT_ANY_THROW(parse_schedule_kind("cosine_with_restarts"));
-}
-
 }  // namespace
 }  // namespace zero::optim
