@@ -96,7 +96,7 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
 
   const ResolvedBatch batch = run_batch(cfg, W);
   const model::Qwen3Config qc = bench_model_config(cfg);
-  const MemoryPlan plan = plan_and_check_run(cfg, qc, info.rank, W, info.local_world, batch.micro);
+  const MemoryPlan plan = plan_and_check_run(cfg, qc, info.rank, W, info.local_world, batch.micro, batch.accum);
   const data::PairDataset pairs = synthetic_pairs(a.pairs * a.steps, a.seq, qc.vocab_size, uint64_t(cfg.run.seed));
   data::PairSampler sampler(sampler_config(cfg, batch), pairs.num_pairs(), pairs.pair_lengths(), info.rank, W);
   const data::BatchConfig batch_cfg = batch_config(cfg.data);
@@ -104,7 +104,7 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
   TrainStack stack;
   {
     const Communicator::SlowPhase slow(*comm, cfg.run.slow_phase_timeout_s);  // set-up: one rank may lag
-    stack = assemble_train_stack(cfg, *comm, qc, engine_config(cfg, batch.accum, a.steps));
+    stack = assemble_train_stack(cfg, *comm, qc, engine_config(cfg, W, batch.accum, a.steps));
   }
   const int64_t params = int64_t(stack.engine->partition().total_numel);
   const int64_t non_embedding = non_embedding_params(stack.model->groups());

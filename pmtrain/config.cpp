@@ -62,6 +62,8 @@ const Choices<data::BatchLayout> kLayouts{{"padded", data::BatchLayout::Padded},
 const Choices<data::RemainderPolicy> kRemainders{{"drop", data::RemainderPolicy::Drop}, {"pad", data::RemainderPolicy::Pad}};
 // fp16 is a dtype the engine knows but cannot reduce in yet; it says so (with the reason) when it starts.
 const Choices<DType> kDTypes{{"fp32", DType::F32}, {"bf16", DType::BF16}, {"fp16", DType::F16}};
+const Choices<std::optional<DType>> kAccumDTypes{
+    {"auto", std::nullopt}, {"fp32", DType::F32}, {"bf16", DType::BF16}, {"fp16", DType::F16}};
 const Choices<optim::ScheduleKind> kSchedules{
     {"constant", optim::ScheduleKind::Constant}, {"linear", optim::ScheduleKind::Linear}, {"cosine", optim::ScheduleKind::Cosine}};
 
@@ -229,7 +231,7 @@ std::vector<Field> schema(Config& c) {
       field("zero.bucket_elements", z.bucket_elements, kAtLeastOne, "gradient reduction bucket size in elements"),
       field("zero.prefetch_depth", z.prefetch_depth, kNonNegative, "stage 3: groups all-gathered ahead of their use"),
       choice("zero.param_dtype", z.param_dtype, kDTypes, "dtype of the parameters the model computes with (masters stay fp32)"),
-      choice("zero.accum_dtype", z.accum_dtype, kDTypes, "dtype gradients accumulate in across micro-steps"),
+      choice("zero.accum_dtype", z.accum_dtype, kAccumDTypes, "dtype gradients accumulate in across micro-steps; auto = fp32, or the param dtype where nothing is summed (one rank, one micro-step a step, no token budget): the same bits in less memory"),
       choice("zero.reduce_dtype", z.reduce_dtype, kDTypes, "dtype of gradients on the wire"),
 
       field("optim.lr", o.lr, kPositive, "peak learning rate of AdamW"),

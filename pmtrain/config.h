@@ -9,6 +9,7 @@
 // the schema table (`pmtrain config-doc`).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -101,7 +102,7 @@ struct ZeroSection {
   int64_t bucket_elements = int64_t(EngineConfig{}.bucket_elements);
   int64_t prefetch_depth = EngineConfig{}.prefetch_depth;
   DType param_dtype = EngineConfig{}.param_dtype;
-  DType accum_dtype = EngineConfig{}.accum_dtype;
+  std::optional<DType> accum_dtype;  // unset: auto (accum_dtype_for in engine_assembly.h)
   DType reduce_dtype = EngineConfig{}.reduce_dtype;
 };
 

@@ -8,13 +8,19 @@
 
 namespace zero::pmtrain {
 
-EngineConfig engine_config(const Config& cfg, int64_t accum_steps, int64_t total_steps) {
+DType accum_dtype_for(const Config& cfg, int world, int64_t accum_steps) {
+  if (cfg.zero.accum_dtype) return *cfg.zero.accum_dtype;
+  const bool sums = world > 1 || accum_steps != 1 || cfg.batch.micro_tokens > 0;
+  return sums ? DType::F32 : cfg.zero.param_dtype;
+}
+
+EngineConfig engine_config(const Config& cfg, int world, int64_t accum_steps, int64_t total_steps) {
   EngineConfig ec;
   ec.stage = int(cfg.zero.stage);
   ec.bucket_elements = size_t(cfg.zero.bucket_elements);
   ec.prefetch_depth = int(cfg.zero.prefetch_depth);
   ec.param_dtype = cfg.zero.param_dtype;
-  ec.accum_dtype = cfg.zero.accum_dtype;
+  ec.accum_dtype = accum_dtype_for(cfg, world, accum_steps);
   ec.reduce_dtype = cfg.zero.reduce_dtype;
   ec.accum_steps = int(accum_steps);
   ec.clip_norm = float(cfg.optim.clip_norm);

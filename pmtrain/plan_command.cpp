@@ -127,7 +127,7 @@ void predict_time(const Setup& s, const Partition& part, Cell& c) {
   if (s.device == PlanDevice::Cpu) share = std::min(1.0, double(s.prof.cores) / double(c.per_node * s.prof.threads));
   c.compute_s = double(c.accum) * flops / (s.prof.gemm_flops * share);
 
-  const EngineConfig ec = engine_config(with_stage(s.cfg, c.stage), 1, 1);
+  const EngineConfig ec = engine_config(with_stage(s.cfg, c.stage), c.world, c.accum, 1);
   const double p = double(dtype_size(ec.param_dtype)), a = double(dtype_size(ec.accum_dtype));
   const model::ActivationPlan ap =
       model::plan_activations(q, int64_t(T), int64_t(seqs), s.cfg.model.activation_checkpointing,
@@ -189,7 +189,10 @@ Cell plan_cell(const Setup& s, int stage, int world, int per_node, size_t mem) {
   c.mem = mem;
   const Config cfg = with_stage(s.cfg, stage);
   const int64_t per_rank = s.global / world;
-  auto plan = [&](int64_t micro) { return plan_rank_memory(cfg, s.qc, s.groups, world, micro, s.device, s.baseline); };
+  auto plan = [&](int64_t micro) {
+    const int64_t accum = s.micro_tokens > 0 ? 1 : (per_rank + micro - 1) / micro;
+    return plan_rank_memory(cfg, s.qc, s.groups, world, micro, accum, s.device, s.baseline);
+  };
   c.m = plan(s.micro > 0 ? s.micro : 1);
   c.micro = s.micro > 0 ? s.micro : 1;
   if (s.micro_tokens > 0) {
@@ -205,7 +208,7 @@ Cell plan_cell(const Setup& s, int stage, int world, int per_node, size_t mem) {
     }
   }
   c.accum = (per_rank + c.micro - 1) / c.micro;  // exact for pair batching (micro divides per_rank)
-  const EngineConfig ec = engine_config(cfg, 1, 1);
+  const EngineConfig ec = engine_config(cfg, world, c.accum, 1);
   predict_time(s, make_partition(s.groups, world, ec.bucket_elements), c);
   return c;
 }

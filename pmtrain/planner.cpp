@@ -19,9 +19,10 @@ size_t cpu_process_baseline_bytes() { return resident_bytes() + kCpuRuntimeBeyon
 size_t host_memory_bytes() { return size_t(sysconf(_SC_PHYS_PAGES)) * size_t(sysconf(_SC_PAGE_SIZE)); }
 
 MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
-                            int world, int64_t micro_pairs, PlanDevice device, size_t process_baseline) {
-  // The engine's buffers by the engine's own arithmetic (accumulation and schedule do not change sizes).
-  const EngineConfig ec = engine_config(cfg, 1, 1);
+                            int world, int64_t micro_pairs, int64_t accum_steps, PlanDevice device,
+                            size_t process_baseline) {
+  // The engine's buffers by the engine's own arithmetic (the schedule does not change sizes).
+  const EngineConfig ec = engine_config(cfg, world, accum_steps, 1);
   const BufferPlan b = plan_buffers(ec, make_partition(groups, world, ec.bucket_elements));
   MemoryPlan m;
   m.params = b.bytes(MemCategory::Params);
@@ -54,10 +55,10 @@ MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, con
 }
 
 MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
-                       int world, int ranks_on_node, int64_t micro_pairs) {
+                       int world, int ranks_on_node, int64_t micro_pairs, int64_t accum_steps) {
   // The host's share only: on the CUDA backend the host holds the process, not the model (GPU memory
   // is `pmtrain plan`'s question).
-  MemoryPlan m = plan_rank_memory(cfg, qc, groups, world, micro_pairs, PlanDevice::Cpu);
+  MemoryPlan m = plan_rank_memory(cfg, qc, groups, world, micro_pairs, accum_steps, PlanDevice::Cpu);
   m.node_bytes = host_memory_bytes();
   m.ranks_on_node = ranks_on_node;
   return m;

@@ -40,13 +40,14 @@ struct MemoryPlan {
 };
 
 // One rank's plan at cfg's stage and dtypes, for `world` ranks and micro-batches of micro_pairs pairs at
-// data.max_len (the worst case). process_baseline: the CPU rank's resident bytes before the model.
+// data.max_len (the worst case), accum_steps of them a step (zero.accum_dtype auto depends on it).
+// process_baseline: the CPU rank's resident bytes before the model.
 MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
-                            int world, int64_t micro_pairs, PlanDevice device,
+                            int world, int64_t micro_pairs, int64_t accum_steps, PlanDevice device,
                             size_t process_baseline = cpu_process_baseline_bytes());
 // The config's backend on this node's host memory (train and --dry-run).
 MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
-                       int world, int ranks_on_node, int64_t micro_pairs);
+                       int world, int ranks_on_node, int64_t micro_pairs, int64_t accum_steps);
 bool fits_on_node(const MemoryPlan& plan);  // ranks_on_node x total within 90% of the node
 // Throws ConfigError with the plan when it does not fit; the advice never names a stage above 3.
 void require_fits(const MemoryPlan& plan, const Config& cfg);

@@ -7,9 +7,10 @@
 namespace zero::pmtrain {
 
 MemoryPlan plan_and_check_run(const Config& cfg, const model::Qwen3Config& qc, int rank, int world, int ranks_on_node,
-                              int64_t micro_pairs) {
+                              int64_t micro_pairs, int64_t accum_steps) {
   const model::Qwen3RewardModel planned(qc, reward_model_options(cfg.model));  // its groups, no parameters
-  const MemoryPlan plan = plan_memory(cfg, qc, engine_groups(planned.groups()), world, ranks_on_node, micro_pairs);
+  const MemoryPlan plan = plan_memory(cfg, qc, engine_groups(planned.groups()), world, ranks_on_node, micro_pairs,
+                                      accum_steps);
   require_backend_here(cfg, rank);  // no GPU: one line now, not after the data is read
   require_fits(plan, cfg);
   return plan;

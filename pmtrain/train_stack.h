@@ -36,10 +36,11 @@ struct TrainStack {
   size_t tracked_peak_bytes() const;
 };
 
-// One rank's memory plan for micro-batches of micro_pairs pairs, checked before any data is read or memory
-// allocated: ConfigError (one line, the plan in it) when the backend cannot run here or the plan does not fit.
+// One rank's memory plan for micro-batches of micro_pairs pairs, accum_steps a step, checked before any data
+// is read or memory allocated: ConfigError (one line, the plan in it) when the backend cannot run here or the
+// plan does not fit.
 MemoryPlan plan_and_check_run(const Config& cfg, const model::Qwen3Config& qc, int rank, int world, int ranks_on_node,
-                              int64_t micro_pairs);
+                              int64_t micro_pairs, int64_t accum_steps);
 
 // `comm`: the run's communicator (MPI_COMM_WORLD). Throws as make_backend does (one line) when the backend
 // cannot run here.

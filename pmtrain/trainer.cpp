@@ -46,7 +46,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   // Exported models must know their pad and end tokens (HF pools the rightmost non-pad token).
   if (model_cfg_.pad_token_id < 0) model_cfg_.pad_token_id = tokenizer_->pad_id();
   if (model_cfg_.eos_token_ids.empty() && tokenizer_->eos_id() >= 0) model_cfg_.eos_token_ids = {tokenizer_->eos_id()};
-  plan_ = plan_and_check_run(cfg_, model_cfg_, info_.rank, W, info_.local_world, micro_pairs);
+  plan_ = plan_and_check_run(cfg_, model_cfg_, info_.rank, W, info_.local_world, micro_pairs, batch_.accum);
 
   if (training) {
     ZERO_REQUIRE(!cfg_.data.train_files.empty(), ConfigError, "{}: data.train_files is empty", cfg_.source);
@@ -76,7 +76,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     total_steps_ = 1;  // the engine's LR schedule needs a length; evaluation never steps
   }
 
-  const EngineConfig ec = engine_config(cfg_, batch_.accum, total_steps_);
+  const EngineConfig ec = engine_config(cfg_, W, batch_.accum, total_steps_);
 
   stack_ = assemble_train_stack(cfg_, comm_, model_cfg_, ec);  // the same model, now on the backend's ops
   const std::string& init = stack_.init_description;
@@ -92,6 +92,9 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     std::ofstream(fs::path(cfg_.run.dir) / "config.resolved.yaml") << to_yaml(cfg_);
     printf("pmtrain: %s, world %d (%d nodes), stage %d, %s\n", cfg_.source.c_str(), W, info_.node_count, ec.stage,
            info_.launcher.c_str());
+    printf("pmtrain: params %s, gradients accumulated in %s%s, reduced in %s\n", dtype_name(ec.param_dtype),
+           dtype_name(ec.accum_dtype), cfg_.zero.accum_dtype ? "" : " (zero.accum_dtype auto)",
+           dtype_name(ec.reduce_dtype));
     printf("pmtrain: model %lld layers, hidden %lld, %zu parameters (%s)\n", (long long)model_cfg_.num_layers,
            (long long)model_cfg_.hidden_size, stack_.engine->partition().total_numel, init.c_str());
     printf("pmtrain: data %lld train pairs, %lld test pairs; %s\n", (long long)train_.num_pairs(),

@@ -139,7 +139,7 @@ print(json.dumps({"side": "pmtrain", "mode": "real", "tokens_per_s": n / t, "rea
 PY
 }
 export -f real_ours config_of  # cell runs it under timeout, in a child bash
-export PMTRAIN BACKEND OUT REAL_SHAPE REAL_STEPS REAL_PAIRS REAL_TOKENS WARMUP
+export PMTRAIN BACKEND OUT REAL_SHAPE REAL_STEPS REAL_PAIRS REAL_TOKENS WARMUP HOST_THREADS
 cell "ours_real" bash -c real_ours
 if [ "$DRY" = 1 ]; then
   echo '{"skipped": "dry run"}' > "$OUT/cells/hf_real.json"

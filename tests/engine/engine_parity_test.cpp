@@ -145,3 +145,26 @@ TEST(EngineParity, Bf16ParametersWithinTolerance) {
   c.reduce_dtype = DType::BF16;
   EXPECT_LT(rel_diff(run_engine(c).params, ref_params), 1e-2);
 }
+
+TEST(EngineParity, Bf16AccumulatorIsExactWhereNothingIsSummed) {
+  // One rank, one micro-step a step: the accumulator only carries each gradient the model produced in bf16
+  // from backward to the step, which bf16 holds exactly, so a bf16 accumulator gives the fp32 one's bits
+  // (what pmtrain's zero.accum_dtype auto relies on), at every stage. With two micro-steps it sums and
+  // rounds: the runs part.
+  if (Harness(base_config(0, 1)).world() != 1) GTEST_SKIP() << "one rank only";
+  auto run = [](int stage, int accum, DType acc) {
+    EngineConfig c = base_config(stage, accum);
+    c.param_dtype = DType::BF16;
+    c.accum_dtype = acc;
+    return run_engine(c);
+  };
+  for (int stage = 0; stage <= 3; ++stage) {
+    const EngineRun wide = run(stage, 1, DType::F32), narrow = run(stage, 1, DType::BF16);
+    EXPECT_EQ(wide.params, narrow.params) << "stage " << stage;
+    for (int s = 0; s < kSteps; ++s) {
+      EXPECT_EQ(wide.logs[s].loss, narrow.logs[s].loss) << "stage " << stage << " step " << s;
+      EXPECT_EQ(wide.logs[s].result.grad_norm, narrow.logs[s].result.grad_norm) << "stage " << stage << " step " << s;
+    }
+  }
+  EXPECT_NE(run(0, 2, DType::F32).params, run(0, 2, DType::BF16).params);
+}

@@ -20,6 +20,23 @@ std::string error_of(const std::string& yaml, const std::vector<std::string>& ov
 }
 }  // namespace
 
+// zero.accum_dtype auto: the param dtype only where the accumulator sums nothing (1 rank, accum 1, pair
+// batches), fp32 everywhere else; an explicit dtype is kept as given.
+TEST(PmtrainConfig, AutoAccumulationIsTheParamDtypeOnlyWhereNothingIsSummed) {
+  const Config bf16 = parse_config("zero:\n  param_dtype: bf16\n", "t.yaml");
+  EXPECT_EQ(accum_dtype_for(bf16, 1, 1), DType::BF16);
+  EXPECT_EQ(engine_config(bf16, 1, 1, 10).accum_dtype, DType::BF16);
+  EXPECT_EQ(accum_dtype_for(bf16, 2, 1), DType::F32);
+  EXPECT_EQ(accum_dtype_for(bf16, 1, 2), DType::F32);
+  EXPECT_EQ(engine_config(bf16, 2, 1, 10).accum_dtype, DType::F32);
+  const Config budget = parse_config("zero:\n  param_dtype: bf16\nbatch:\n  micro_tokens: 4096\n", "t.yaml");
+  EXPECT_EQ(accum_dtype_for(budget, 1, 1), DType::F32);  // token budgets vary the micro-steps
+  EXPECT_EQ(accum_dtype_for(parse_config("zero:\n  param_dtype: fp32\n", "t.yaml"), 1, 1), DType::F32);
+  const Config pinned = parse_config("zero:\n  param_dtype: bf16\n  accum_dtype: fp32\n", "t.yaml");
+  EXPECT_EQ(accum_dtype_for(pinned, 1, 1), DType::F32);
+  EXPECT_EQ(accum_dtype_for(parse_config("zero:\n  accum_dtype: bf16\n", "t.yaml"), 4, 8), DType::BF16);
+}
+
 TEST(PmtrainConfig, ParsesNestedSectionsAndKeepsDefaults) {
   const Config c = parse_config("run:\n  steps: 7\nzero:\n  stage: 3\ndata:\n  train_files: [a.jsonl, b.jsonl.gz]\n",
                                 "t.yaml");
@@ -160,7 +177,8 @@ TEST(PmtrainConfig, EnumKeysAreTypedAtLoad) {
   EXPECT_EQ(c.optim.schedule, optim::ScheduleKind::Linear);
   EXPECT_EQ(c.zero.reduce_dtype, DType::BF16);
   EXPECT_EQ(c.zero.param_dtype, DType::BF16);
-  EXPECT_EQ(c.zero.accum_dtype, DType::F32);
+  EXPECT_FALSE(c.zero.accum_dtype.has_value());  // auto
+  EXPECT_EQ(parse_config("zero:\n  accum_dtype: fp32\n", "t.yaml").zero.accum_dtype, DType::F32);
   // Printed back as written, and read back to the same values.
   const std::string y = to_yaml(c);
   EXPECT_NE(y.find("too_long: truncate_keep_start"), std::string::npos) << y;

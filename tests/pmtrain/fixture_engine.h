@@ -20,7 +20,7 @@ struct FixtureEngine {
                 checkpoint::SafetensorsReader& reader)
       : ops(make_cpu_ops()),
         alloc(make_host_allocator()),
-        engine(engine_config(c, 1, 5), engine_groups(model.groups()), comm, *ops, alloc),
+        engine(engine_config(c, comm.world(), 1, 5), engine_groups(model.groups()), comm, *ops, alloc),
         access(engine, model.groups()) {
     engine.init_params([&](int g, int t, float* dst) {
       const model::TensorSpec& s = model.groups()[g].tensors[t];
