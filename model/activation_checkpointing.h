@@ -12,4 +12,13 @@ namespace zero::model {
 // included) is recomputed in backward. All three give the same numbers bit for bit (same inputs, same ops).
 enum class ActivationCheckpointing : uint8_t { None, Selective, Full };
 
+// Between full and selective, layer by layer (model.selective_layers): under Full, the last
+// `selective_layers` of the `layers` layers are Selective instead, so a budget that holds some layers' GEMM
+// outputs recomputes only the rest's GEMMs. The mode of layer `layer`:
+constexpr ActivationCheckpointing layer_checkpointing(ActivationCheckpointing mode, int64_t selective_layers,
+                                                      int64_t layer, int64_t layers) {
+  return mode == ActivationCheckpointing::Full && layer >= layers - selective_layers ? ActivationCheckpointing::Selective
+                                                                                    : mode;
+}
+
 }  // namespace zero::model

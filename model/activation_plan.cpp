@@ -93,9 +93,10 @@ void layer_backward(Live& m, const Qwen3Config& c, int64_t R, const ActivationDT
 }  // namespace
 
 ActivationPlan plan_activations(const Qwen3Config& c, int64_t R, int64_t seqs, ActivationCheckpointing mode,
-                                const ActivationDTypes& dt) {
+                                const ActivationDTypes& dt, int64_t selective_layers) {
   const int64_t L = c.num_layers;
   const bool full = mode == ActivationCheckpointing::Full, selective = mode == ActivationCheckpointing::Selective;
+  auto mode_of = [&](int64_t l) { return layer_checkpointing(mode, selective_layers, l, L); };
   const size_t x = size_t(R) * size_t(c.hidden_size) * dtype_size(dt.residual);
   const LayerTensors t = layer_tensors(c, R, dt);
   const std::vector<Event> events = forward_events(t);
@@ -114,11 +115,20 @@ ActivationPlan plan_activations(const Qwen3Config& c, int64_t R, int64_t seqs, A
   // Forward: x; per layer y, the layer's activations (kept, selective's kept part, or full checkpointing's
   // one scratch slot); the input is kept for backward, y becomes x.
   m.alloc(x);
+  bool scratch = false;  // full checkpointing's slot holds a layer
   for (int64_t l = 0; l < L; ++l) {
-    m.alloc(x);                                        // y
-    layer_forward(m, events, selective, full && l > 0);  // scratch holds the previous layer from l = 1 on
+    const ActivationCheckpointing ml = mode_of(l);
+    if (ml != ActivationCheckpointing::Full && scratch) m.free(t.all()), scratch = false;  // past the full layers
+    m.alloc(x);  // y
+    if (ml == ActivationCheckpointing::Full) {
+      layer_forward(m, events, false, scratch);
+      scratch = true;
+    } else {
+      layer_forward(m, events, ml == ActivationCheckpointing::Selective, false);
+      p.recomputed += ml == ActivationCheckpointing::Selective ? t.elementwise() : 0;
+    }
   }
-  if (full && L > 0) m.free(t.all());  // scratch reset before the head
+  if (scratch) m.free(t.all());  // scratch reset before the head
   const size_t rewards = size_t(seqs) * 4;
   m.alloc(rewards), m.alloc(rewards);  // rewards, drewards (fp32)
 
@@ -126,17 +136,22 @@ ActivationPlan plan_activations(const Qwen3Config& c, int64_t R, int64_t seqs, A
   // element-wise tensors), dprev, the layer's temporaries, then the old dx, the layer's input and (unless
   // full) its activations go.
   m.alloc(x);  // dx
+  scratch = false;
   for (int64_t l = L - 1; l >= 0; --l) {
-    if (full) {
-      m.alloc(x);                                  // y of the recompute
-      layer_forward(m, events, false, l < L - 1);  // scratch is empty for the first recompute
+    const ActivationCheckpointing ml = mode_of(l);
+    if (ml == ActivationCheckpointing::Full) {
+      m.alloc(x);                                // y of the recompute
+      layer_forward(m, events, false, scratch);  // scratch is empty for the first recompute
+      scratch = true;
       m.free(x);
+      p.recomputed += t.all();
+      ++p.full_layers;
     }
-    if (selective) layer_rematerialise(m, t);
+    if (ml == ActivationCheckpointing::Selective) layer_rematerialise(m, t);
     m.alloc(x);  // dprev
     layer_backward(m, c, R, dt);
     m.free(x);   // the old dx
-    if (!full) m.free(t.all());
+    if (ml != ActivationCheckpointing::Full) m.free(t.all());
     m.free(x);   // inputs[l]
   }
   p.peak = m.peak;

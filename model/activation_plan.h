@@ -33,14 +33,17 @@ struct ActivationPlan {
   size_t per_layer_forward = 0;     // bytes one layer's forward writes (every LayerActivations field)
   size_t per_layer_kept = 0;        // of those, what stays until the layer's backward (0 under full)
   size_t per_layer_recomputed = 0;  // bytes one layer's backward writes again (selective: a, qr, kr, b, m)
+  size_t recomputed = 0;            // bytes every layer's backward writes again, with selective_layers
+  int64_t full_layers = 0;          // layers recomputed whole (GEMMs included)
   size_t backward_transient = 0;  // one layer's backward temporaries at their peak
   size_t peak = 0;                // the whole forward_backward's peak of live activation bytes
 };
 
 // rows: token rows of the micro-batch on the backend (ModelOps::token_rows: the CPU's real tokens, a
-// GPU's rounded up); seqs: sequences (2 x pairs).
+// GPU's rounded up); seqs: sequences (2 x pairs); selective_layers: model.selective_layers
+// (layer_checkpointing; per_layer_* are `mode`'s, recomputed and full_layers count the mix).
 ActivationPlan plan_activations(const Qwen3Config& c, int64_t rows, int64_t seqs, ActivationCheckpointing mode,
-                                const ActivationDTypes& dt);
+                                const ActivationDTypes& dt, int64_t selective_layers = 0);
 
 // The CPU backend's largest scratch inside one op, outside ModelOps: the attention scores of one
 // sequence and head (len x len fp32) or a bf16 weight widened to fp32, whichever is larger.

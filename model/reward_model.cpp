@@ -54,8 +54,10 @@ RewardOutput Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& pa
   const Qwen3Config& c = config_;
   const int64_t H = c.hidden_size, L = c.num_layers;
   const int head = head_group(c);
-  const bool full = options_.activation_checkpointing == ActivationCheckpointing::Full;
-  const bool selective = options_.activation_checkpointing == ActivationCheckpointing::Selective;
+  // Each layer's checkpointing (all alike unless model.selective_layers mixes full and selective).
+  auto mode_of = [&](int64_t l) {
+    return layer_checkpointing(options_.activation_checkpointing, options_.selective_layers, l, L);
+  };
   const float eps = float(c.rms_norm_eps);
   ModelOps& ops = *ops_;
 
@@ -85,14 +87,19 @@ RewardOutput Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& pa
     }
   }
   std::vector<Activation> inputs(backward ? L : 0);  // each layer's input, kept for backward
-  std::vector<LayerActivations> saved(backward && !full ? L : 0);
+  std::vector<LayerActivations> saved(backward ? L : 0);  // the layers not fully checkpointed
   LayerActivations scratch;  // forward-only and fully checkpointed layers
-  const LayerKeep keep = backward && selective ? LayerKeep::WithoutElementwise : LayerKeep::All;
   for (int64_t l = 0; l < L; ++l) {
     const int g = layer_group(int(l));
     const auto w = acquire_views(params, groups_[g], g);
+    const ActivationCheckpointing mode = mode_of(l);
+    // The fully checkpointed layers come first: the scratch they shared is not needed past them.
+    if (backward && mode != ActivationCheckpointing::Full) scratch = LayerActivations();
     Activation y = ops.alloc({R, H});
-    decoder_layer_forward(ops, c, w, x, y, saved.empty() ? scratch : saved[l], keep);
+    const LayerKeep keep = backward && mode == ActivationCheckpointing::Selective ? LayerKeep::WithoutElementwise
+                                                                                   : LayerKeep::All;
+    decoder_layer_forward(ops, c, w, x, y, backward && mode != ActivationCheckpointing::Full ? saved[l] : scratch,
+                          keep);
     params.release(g);
     if (backward) inputs[l] = std::move(x);
     x = std::move(y);
@@ -138,12 +145,14 @@ RewardOutput Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& pa
     const int g = layer_group(int(l));
     const auto w = acquire_views(params, groups_[g], g);
     // Recompute what forward did not keep: same inputs, same ops, so the same activations bit for bit.
+    const ActivationCheckpointing mode = mode_of(l);
+    const bool full = mode == ActivationCheckpointing::Full;
     const LayerActivations* acts = &scratch;
     if (full) {
       Activation y = ops.alloc({R, H});
       decoder_layer_forward(ops, c, w, inputs[l], y, scratch);
     } else {
-      if (selective) decoder_layer_rematerialise(ops, c, w, inputs[l], saved[l]);
+      if (mode == ActivationCheckpointing::Selective) decoder_layer_rematerialise(ops, c, w, inputs[l], saved[l]);
       acts = &saved[l];
     }
     const auto gw = grad_views(params, groups_[g], g);

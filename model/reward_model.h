@@ -22,6 +22,7 @@ struct RewardModelOptions {
   // What each layer keeps for backward (activation_checkpointing.h); Full recomputes the layer in backward
   // (acquiring its group once more, as the contract says). Same numbers in every mode, bit for bit.
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::None;
+  int64_t selective_layers = 0;  // under Full: the last this many layers are Selective (layer_checkpointing)
   DecayPolicy decay;  // weight-decay flags written into the group specs
   AttentionKind attention = AttentionKind::Auto;  // for the default (CPU) ops
 };

@@ -110,7 +110,9 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
   const int64_t non_embedding = non_embedding_params(stack.model->groups());
   const bool cuda = cfg.backend == Backend::Cuda;
   const double peak_tflops = a.peak_tflops > 0 ? a.peak_tflops : cuda ? kH100PeakTflops : 0;
-  const std::string ckpt = checkpointing_name(cfg.model.activation_checkpointing);
+  const std::string ckpt =
+      checkpointing_name(cfg.model.activation_checkpointing) +
+      (cfg.model.selective_layers > 0 ? fmt::format(" (last {} layers selective)", cfg.model.selective_layers) : "");
   const std::string head = fmt::format(
       "bench: {}, backend {}, world {}, stage {}, {} layers hidden {} ({} parameters, {} non-embedding), seq {}, "
       "{} pairs ({} sequences) per step, micro {}, checkpointing {}",

@@ -198,6 +198,9 @@ std::vector<Field> schema(Config& c) {
                      "what a layer keeps for backward: none = everything; selective = all but the element-wise tensors "
                      "(norm outputs, q/k after RoPE, the SwiGLU product), rebuilt in backward without repeating "
                      "a GEMM; full = only its input, the whole layer recomputed in backward"),
+      field("model.selective_layers", m.selective_layers, kNonNegative,
+            "with activation_checkpointing full: the last N layers checkpoint selectively instead (their GEMMs are not "
+            "recomputed): less recompute for more memory; `pmtrain plan` shows what fits"),
       choice("model.attention", m.attention, kAttention, "attention kernel: auto = reference on the CPU, flash on a GPU (tensor cores in bf16); flash_fma = flash on the GPU's fp32-FMA kernels only"),
       field("model.decay_norms", m.decay_norms, "apply weight decay to the norm weights"),
       field("model.decay_embedding", m.decay_embedding, "apply weight decay to the embedding"),

@@ -62,6 +62,7 @@ struct ModelSection {
   double rms_norm_eps = 1e-6;
   uint64_t init_seed = 0;
   model::ActivationCheckpointing activation_checkpointing = model::RewardModelOptions{}.activation_checkpointing;
+  int64_t selective_layers = model::RewardModelOptions{}.selective_layers;
   model::AttentionKind attention = model::RewardModelOptions{}.attention;  // auto: reference on the CPU, flash on a GPU
   bool decay_norms = model::DecayPolicy{}.norms;
   bool decay_embedding = model::DecayPolicy{}.embedding;

@@ -54,6 +54,15 @@ model::Qwen3Config resolve_model_config(const ModelSection& m, int64_t tokenizer
   if (m.rope_theta > 0) c.rope_theta = m.rope_theta;
   if (m.vocab_size) c.vocab_size = m.vocab_size;
   if (c.vocab_size == 0) c.vocab_size = tokenizer_vocab;
+  ZERO_REQUIRE(m.selective_layers == 0 || m.activation_checkpointing == model::ActivationCheckpointing::Full,
+               ConfigError,
+               "model.selective_layers {} makes some layers of full checkpointing selective, but "
+               "model.activation_checkpointing is {}: set it to full, or selective_layers to 0",
+               m.selective_layers, checkpointing_name(m.activation_checkpointing));
+  ZERO_REQUIRE(m.selective_layers <= c.num_layers, ConfigError,
+               "model.selective_layers {} is more than the model's {} layers (activation_checkpointing: selective keeps "
+               "them all)",
+               m.selective_layers, c.num_layers);
   ZERO_REQUIRE(c.vocab_size >= tokenizer_vocab, ConfigError,
                "model.vocab_size {} is smaller than the tokenizer's {} tokens", c.vocab_size, tokenizer_vocab);
   c.validate("model");
@@ -87,6 +96,7 @@ std::string init_model_parameters(Engine& engine, const ModelSection& m, const m
 model::RewardModelOptions reward_model_options(const ModelSection& m) {
   model::RewardModelOptions o;
   o.activation_checkpointing = m.activation_checkpointing;
+  o.selective_layers = m.selective_layers;
   o.decay.norms = m.decay_norms;
   o.decay.embedding = m.decay_embedding;
   o.attention = m.attention;

@@ -120,19 +120,20 @@ void predict_time(const Setup& s, const Partition& part, Cell& c) {
   const double n = double(s.cfg.data.max_len), seqs = 2.0 * double(c.micro), T = seqs * n, L = double(q.num_layers);
   const double mm = double(q.hidden_size) * (2.0 * q.q_dim() + 2.0 * q.kv_dim()) + 3.0 * q.hidden_size * q.intermediate_size;
   const double attn_fwd = L * seqs * 2.0 * n * (n + 1) * double(q.q_dim());
-  const bool full = s.cfg.model.activation_checkpointing == model::ActivationCheckpointing::Full;
+  const model::ActivationPlan ap =
+      model::plan_activations(q, int64_t(T), int64_t(seqs), s.cfg.model.activation_checkpointing,
+                              s.device == PlanDevice::Cpu ? model::kCpuActivations : model::kGpuActivations,
+                              s.cfg.model.selective_layers);
+  const double recomputed = double(ap.full_layers) / L;  // the share of layers whose forward runs twice
   const double fwd = 2.0 * T * L * mm;
-  const double flops = fwd * (3.0 + (full ? 1.0 : 0.0)) + attn_fwd * (3.5 + (full ? 1.0 : 0.0));
+  const double flops = fwd * (3.0 + recomputed) + attn_fwd * (3.5 + recomputed);
   double share = 1.0;
   if (s.device == PlanDevice::Cpu) share = std::min(1.0, double(s.prof.cores) / double(c.per_node * s.prof.threads));
   c.compute_s = double(c.accum) * flops / (s.prof.gemm_flops * share);
 
   const EngineConfig ec = engine_config(with_stage(s.cfg, c.stage), c.world, c.accum, 1);
   const double p = double(dtype_size(ec.param_dtype)), a = double(dtype_size(ec.accum_dtype));
-  const model::ActivationPlan ap =
-      model::plan_activations(q, int64_t(T), int64_t(seqs), s.cfg.model.activation_checkpointing,
-                              s.device == PlanDevice::Cpu ? model::kCpuActivations : model::kGpuActivations);
-  const double act = double(ap.per_layer_forward + ap.per_layer_recomputed) * L;
+  const double act = double(ap.per_layer_forward) * L + double(ap.recomputed);
   // Per micro-step: activations written and read in both passes, the embedding gradient zeroed, each
   // gradient view zeroed and added into the accumulator. Per step: the norm and finite count, AdamW
   // (master, m, v read and written, the gradient read), the cast back to parameters, the accumulator

@@ -35,7 +35,7 @@ MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, con
   const int64_t seqs = 2 * micro_pairs, tokens = seqs * cfg.data.max_len;
   const model::ActivationCheckpointing ckpt = cfg.model.activation_checkpointing;
   if (device == PlanDevice::Cpu) {
-    m.activations = model::plan_activations(qc, tokens, seqs, ckpt, model::kCpuActivations).peak;
+    m.activations = model::plan_activations(qc, tokens, seqs, ckpt, model::kCpuActivations, cfg.model.selective_layers).peak;
     // Besides the activations, the larger of an op's own scratch (during a step) and the engine's
     // init_params host scratch (one whole tensor in fp32, the embedding, before any activation exists).
     size_t largest = 0;
@@ -46,7 +46,7 @@ MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, con
     m.runtime = process_baseline + std::max(op_scratch, init_scratch > m.activations ? init_scratch - m.activations : 0);
   } else {
     const int64_t rows = (tokens + model::kTokenRowMultiple - 1) / model::kTokenRowMultiple * model::kTokenRowMultiple;
-    m.activations = model::plan_activations(qc, rows, seqs, ckpt, model::kGpuActivations).peak;
+    m.activations = model::plan_activations(qc, rows, seqs, ckpt, model::kGpuActivations, cfg.model.selective_layers).peak;
     const size_t used = m.params + m.grads + m.optimizer + m.comm_buffers + m.gathered + m.activations;
     m.runtime = kCudaContextBytes + size_t(kCudaPoolSlack * double(used));
   }

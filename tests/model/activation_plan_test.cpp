@@ -21,11 +21,13 @@ struct Shape {
   bool packed;
 };
 
-size_t measured_peak(const Qwen3Config& c, const data::PairBatch& batch, ActivationCheckpointing ckpt) {
+size_t measured_peak(const Qwen3Config& c, const data::PairBatch& batch, ActivationCheckpointing ckpt,
+                     int64_t selective_layers = 0) {
   auto owned = make_cpu_model_ops();
   ModelOps* ops = owned.get();
   RewardModelOptions o;
   o.activation_checkpointing = ckpt;
+  o.selective_layers = selective_layers;
   Qwen3RewardModel m(c, o, std::move(owned));
   DenseParams p(qwen3_rm_groups(c));
   init_random(p, c, 3);
@@ -64,6 +66,10 @@ TEST(ActivationPlan, EqualsTheCpuBackendsPeakAllocation) {
       EXPECT_EQ(plan.peak, measured_peak(c, batch, ckpt))
           << "layers " << s.layers << " hidden " << s.hidden << " tokens " << tokens << " checkpointing mode " << int(ckpt);
     }
+    for (int64_t sel = 1; sel < s.layers; ++sel)  // full with its last layers selective (model.selective_layers)
+      EXPECT_EQ(plan_activations(c, tokens, int64_t(seqs.size()), ActivationCheckpointing::Full, kCpuActivations, sel).peak,
+                measured_peak(c, batch, ActivationCheckpointing::Full, sel))
+          << "layers " << s.layers << " hidden " << s.hidden << " selective_layers " << sel;
   }
 }
 

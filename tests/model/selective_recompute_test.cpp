@@ -49,11 +49,13 @@ struct Outcome {
 };
 
 // One forward_backward on fresh CPU ops; parameters fp32 (dense) or bf16 (half, same values).
-Outcome run(const Qwen3Config& c, Mode mode, const data::PairBatch& batch, DenseParams& dense, testing::Bf16Params* half) {
+Outcome run(const Qwen3Config& c, Mode mode, const data::PairBatch& batch, DenseParams& dense, testing::Bf16Params* half,
+            int64_t selective_layers = 0) {
   auto owned = make_cpu_model_ops();
   const ModelOps* ops = owned.get();
   RewardModelOptions o;
   o.activation_checkpointing = mode;
+  o.selective_layers = selective_layers;
   const Qwen3RewardModel m(c, o, std::move(owned));
   const RewardOutput out = half ? m.forward_backward(batch, *half) : m.forward_backward(batch, dense);
   EXPECT_EQ(ops->live_bytes(), 0u) << "every activation is freed after forward_backward";
@@ -126,6 +128,13 @@ TEST(SelectiveRecompute, BitIdenticalToNoneAndFull) {
           ASSERT_EQ(r.grads.size(), none.grads.size());
           for (size_t t = 0; t < r.grads.size(); ++t) EXPECT_EQ(r.grads[t], none.grads[t]) << mode_name(mode) << " tensor " << t;
         }
+        // Full with its last layers selective (model.selective_layers), every split of the layers.
+        for (int64_t sel = 1; sel < k.config.num_layers; ++sel) {
+          const Outcome r = run(k.config, Mode::Full, *batch, *k.params, bf16_params ? &half : nullptr, sel);
+          EXPECT_EQ(r.rewards, none.rewards) << "selective_layers " << sel;
+          EXPECT_EQ(r.loss_sum, none.loss_sum) << "selective_layers " << sel;
+          for (size_t t = 0; t < r.grads.size(); ++t) EXPECT_EQ(r.grads[t], none.grads[t]) << "selective_layers " << sel << " tensor " << t;
+        }
       }
   }
 }
@@ -142,6 +151,18 @@ TEST(SelectiveRecompute, KeepsLessThanNoneAndMoreThanFullAsPlanned) {
   }
   EXPECT_LT(peak[int(Mode::Full)], peak[int(Mode::Selective)]);
   EXPECT_LT(peak[int(Mode::Selective)], peak[int(Mode::None)]);
+  // Full with its last layers selective: as planned, and more selective layers keep no less (3 layers here:
+  // with one, the kept part of the last layer is what full's backward rebuilds for it anyway).
+  size_t previous = peak[int(Mode::Full)];
+  for (int64_t sel = 1; sel < k.config.num_layers; ++sel) {
+    const size_t mixed = run(k.config, Mode::Full, batch, *k.params, nullptr, sel).peak;
+    EXPECT_EQ(mixed, plan_activations(k.config, k.tokens, int64_t(k.seqs.size()), Mode::Full, kCpuActivations, sel).peak)
+        << "selective_layers " << sel;
+    EXPECT_GE(mixed, previous) << "selective_layers " << sel;
+    EXPECT_LT(mixed, peak[int(Mode::Selective)] + size_t(k.tokens) * 1200 * 4) << "selective_layers " << sel;
+    previous = mixed;
+  }
+  EXPECT_GT(previous, peak[int(Mode::Full)]);
   // The dropped tensors, fp32 on the CPU: a and b [R, 96], qr [R, 96], kr [R, 32], m [R, 288].
   const size_t dropped_per_layer = size_t(k.tokens) * (96 + 96 + 96 + 32 + 288) * 4;
   EXPECT_GE(peak[int(Mode::None)] - peak[int(Mode::Selective)], size_t(k.config.num_layers - 1) * dropped_per_layer);

@@ -31,6 +31,11 @@ printf 'optim:\n  lr: 0.1\n  eps: 1e-8\n  lr: 0.2\n' > $TMP/twice.yaml
 expect_error "key given twice" "twice.yaml:4: key 'optim.lr' is given twice (lines 2 and 4)" \
   $MPIRUN -np 2 "$PMTRAIN" train $TMP/twice.yaml
 expect_error "unknown --set key" "did you mean 'zero.stage'" $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml --set zero.stag=1
+expect_error "selective_layers without full checkpointing" \
+  "model.selective_layers 1 makes some layers of full checkpointing selective, but model.activation_checkpointing is none" \
+  "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --dry-run --set model.selective_layers=1 --set model.activation_checkpointing=none
+expect_error "selective_layers above the layer count" "model.selective_layers 99 is more than the model's" \
+  "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --dry-run --set model.selective_layers=99 --set model.activation_checkpointing=full
 expect_error "missing data file" "nope.jsonl.gz" \
   $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set "data.train_files=[$TMP/nope.jsonl.gz]"
 printf 'not json\n' | gzip > $TMP/bad.jsonl.gz
