@@ -242,6 +242,31 @@ const Cell* best_of(const std::vector<Cell>& cells, int world, size_t mem) {
   return best;
 }
 
+// Under full checkpointing: the most layers model.selective_layers can make selective in plan b (its stage
+// and micro-batch, within its memory; the peak grows with them), and that plan's epoch time and peak.
+std::string selective_advice(const Setup& s, const Cell& b, int per_node) {
+  if (s.cfg.model.activation_checkpointing != model::ActivationCheckpointing::Full || s.cfg.model.selective_layers > 0)
+    return "";
+  Setup t = s;
+  Cell best;
+  int64_t lo = 0, hi = s.qc.num_layers;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi + 1) / 2;
+    t.cfg.model.selective_layers = mid;
+    const Cell c = plan_cell(t, b.stage, b.world, per_node, b.mem);
+    if (c.fits && c.micro == b.micro) {
+      lo = mid, best = c;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  if (lo == 0) return "";
+  const std::string knob = lo == s.qc.num_layers ? std::string("model.activation_checkpointing=selective")
+                                                 : fmt::format("model.selective_layers={}", lo);
+  return fmt::format("; with {} (fewer GEMMs recomputed) ~{}/epoch, peak {}", knob, time_text(best.epoch_s),
+                     bytes_text(double(best.m.total())));
+}
+
 std::string recommendation(const Setup& s, const std::vector<Cell>& cells, int world, size_t mem, int per_node) {
   const Cell* b = best_of(cells, world, mem);
   const Cell* any = nullptr;
@@ -254,8 +279,9 @@ std::string recommendation(const Setup& s, const std::vector<Cell>& cells, int w
                        who, b->stage, s.micro_tokens, b->micro, b->accum, time_text(b->epoch_s),
                        bytes_text(double(b->m.total())), bytes_text(double(b->mem)));
   if (b)
-    return fmt::format("{}: stage {}, micro {}, accum {}, ~{}/epoch (peak {} of {} per rank)", who, b->stage, b->micro,
-                       b->accum, time_text(b->epoch_s), bytes_text(double(b->m.total())), bytes_text(double(b->mem)));
+    return fmt::format("{}: stage {}, micro {}, accum {}, ~{}/epoch (peak {} of {} per rank){}", who, b->stage, b->micro,
+                       b->accum, time_text(b->epoch_s), bytes_text(double(b->m.total())), bytes_text(double(b->mem)),
+                       selective_advice(s, *b, per_node));
   // Nothing fits: what would, at stage 3 and micro 1.
   const Cell s3 = plan_cell(s, 3, world, per_node, mem);
   std::string more = "no world size up to 4096";

@@ -49,6 +49,24 @@ assert "stage 3" in j["recommendations"][0], j["recommendations"]
 print("ok: qwen3-8b, 8 x 24 GiB:", j["recommendations"][0])
 PY
 
+# Full checkpointing with memory to spare: the recommendation names the most model.selective_layers that
+# fit, and planning with them agrees (same stage and micro, fits, that peak); one more layer does not fit.
+"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 1 --gpu-mem 80GiB --global-batch 2 --set data.max_len=2048 \
+  --dataset-pairs 1000 > $TMP/sel.txt || { cat $TMP/sel.txt; fail "plan 4b on one GPU"; }
+sel=$(grep -oE 'model.selective_layers=[0-9]+' $TMP/sel.txt | head -1 | cut -d= -f2)
+[ -n "$sel" ] || { cat $TMP/sel.txt; fail "no model.selective_layers advice under full checkpointing"; }
+peak=$(grep -oE 'model.selective_layers=[0-9]+ .*peak [0-9.]+ GiB' $TMP/sel.txt | grep -oE '[0-9.]+ GiB$')
+"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 1 --gpu-mem 80GiB --global-batch 2 --set data.max_len=2048 \
+  --dataset-pairs 1000 --set model.selective_layers=$sel > $TMP/sel2.txt || { cat $TMP/sel2.txt; fail "plan with the advice"; }
+grep -qE "^0 +1 .* $peak +yes +2 +1 " $TMP/sel2.txt || { cat $TMP/sel.txt $TMP/sel2.txt; fail "the advised selective_layers=$sel: not a stage-0 fit at micro 2 with peak $peak"; }
+! grep -q "selective_layers=" $TMP/sel2.txt || fail "advice repeated when selective_layers is set"
+set +e
+"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 1 --gpu-mem 80GiB --global-batch 2 --set data.max_len=2048 \
+  --dataset-pairs 1000 --set model.selective_layers=$((sel + 1)) > $TMP/sel3.txt 2>&1
+set -e
+grep -qE "^0 +1 .* yes +2 +1 " $TMP/sel3.txt && { cat $TMP/sel3.txt; fail "selective_layers=$((sel + 1)) fits too: the advice is not the most"; }
+echo "ok: selective_layers advice: $sel layers, peak $peak"
+
 # Fits nowhere: exit 3, and the message says what would fit (more GPUs or larger ones).
 set +e
 "$PMTRAIN" plan configs/qwen3_8b_bs128.yaml --world 1 --gpu-mem 24GiB > $TMP/nowhere.txt 2> $TMP/nowhere.err
