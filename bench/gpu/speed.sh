@@ -5,7 +5,8 @@
 # Builds pmtrain as launch/gpu_check.sh does (launch/gpu_build.sh), then per shape (Qwen3 0.6B, 1.7B, 4B)
 # and checkpointing off/on: `pmtrain bench` (zero.stage 0 on the one GPU, seq 2048, 2 pairs = 4 sequences
 # per step, median of steps 3-10) and bench/torch/hf_reward_baseline.py eager and with torch.compile, back to
-# back, one process each. Then the real-data cell: `pmtrain train` on the bundled hh-rlhf pairs with
+# back, one process each; then 4B once more with full checkpointing on all but the last N layers, N the most
+# selective layers `pmtrain plan` says this GPU holds (model.selective_layers). Then the real-data cell: `pmtrain train` on the bundled hh-rlhf pairs with
 # batch.micro_tokens (real tokens/s from metrics.jsonl, steps after the first 2) against the baseline's
 # --real mode with the same budget, eager or compiled as was faster at 0.6B.
 # Writes OUT_DIR/speed.md (the table: tokens/s, MFU, peak GiB, ours / best transformers), OUT_DIR/cells/*
@@ -87,9 +88,23 @@ cell() {
   echo "cell $name: $(( $(date +%s) - t )) s: $(tail -c 300 "$json")"
 }
 
-ours() {  # ours SHAPE CKPT
+ours() {  # ours SHAPE CKPT [SELECTIVE_LAYERS]: CKPT off, on, or mix (on with the last N layers selective)
+  local ck=$2 sel=()
+  [ "$ck" = mix ] && ck=on sel=(--set model.selective_layers=$3)
   cell "ours_$1_ckpt$2" "$PMTRAIN" bench "$(config_of "$1")" --set backend=$BACKEND --set zero.stage=0 \
-    --set threads=$HOST_THREADS --set model.activation_checkpointing=$(bool "$2") --seq $SEQ --pairs-per-step $PAIRS --steps $STEPS --warmup $WARMUP --json
+    --set threads=$HOST_THREADS --set model.activation_checkpointing=$(bool "$ck") "${sel[@]}" --seq $SEQ \
+    --pairs-per-step $PAIRS --steps $STEPS --warmup $WARMUP --json
+}
+# The most layers of full checkpointing the planner lets this GPU keep selective at the bench's batch (none
+# when it names all or none): model.selective_layers from `pmtrain plan`'s recommendation.
+mix_layers() {  # mix_layers SHAPE
+  local mib
+  mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -1)
+  [ -n "$mib" ] || return 0
+  "$PMTRAIN" plan "$(config_of "$1")" --world 1 --gpu-mem "${mib}MiB" --global-batch $PAIRS --micro $PAIRS \
+    --dataset-pairs $PAIRS --set backend=$BACKEND --set zero.stage=0 --set batch.micro_tokens=0 \
+    --set data.max_len=$SEQ --set model.activation_checkpointing=true 2>/dev/null \
+    | grep -oE 'model.selective_layers=[0-9]+' | head -1 | cut -d= -f2
 }
 theirs() {  # theirs SHAPE CKPT COMPILE
   if [ "$DRY" = 1 ]; then
@@ -116,6 +131,10 @@ for shape in "${SHAPES[@]}"; do
     theirs "$shape" "$ckpt" off
   done
 done
+# The largest shape between full and selective recompute, as much selective as this GPU holds (the
+# issue's "selective recompute where it fits"); compared with the baseline's checkpointing-on cells.
+MIX=$([ "$DRY" = 1 ] || mix_layers "$LAST")
+[ -n "$MIX" ] && ours "$LAST" mix "$MIX"
 
 # Real data: pmtrain train on the bundled pairs with a token budget per micro-batch (0.6B, or tiny).
 REAL_SHAPE=${SHAPES[0]}
@@ -193,8 +212,11 @@ lines = ["| shape | ckpt | pmtrain tokens/s | MFU | peak GiB | HF eager tokens/s
          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
 skipped, versions = [], set()
 for s in shapes:
-    for ck in ("off", "on"):
-        o, e, c = load(f"ours_{s}_ckpt{ck}"), load(f"hf_{s}_ckpt{ck}_compileoff"), load(f"hf_{s}_ckpt{ck}_compileon")
+    for ck in ("off", "on", "mix"):
+        if ck == "mix" and not os.path.exists(f"{out}/cells/ours_{s}_ckptmix.json"):
+            continue
+        hf = "on" if ck == "mix" else ck  # mix: full recompute on the first layers only; against HF's checkpointing
+        o, e, c = load(f"ours_{s}_ckpt{ck}"), load(f"hf_{s}_ckpt{hf}_compileoff"), load(f"hf_{s}_ckpt{hf}_compileon")
         best = max([r.get("tokens_per_s", 0) for r in (e, c)])
         ratio = f"{o['tokens_per_s'] / best:.2f}" if best and "tokens_per_s" in o else "-"
         lines.append(f"| {s} | {ck} | {tps(o)} | {mfu(o)} | {gib(o)} | {tps(e)} | {mfu(e)} | {gib(e)} | "
