@@ -161,7 +161,8 @@ ActivationPlan plan_activations(const Qwen3Config& c, int64_t R, int64_t seqs, A
 size_t cpu_op_scratch_bytes(const Qwen3Config& c, int64_t max_seq_len, bool bf16_weights) {
   const size_t L = size_t(max_seq_len);
   const size_t scores = 2 * L * L * 4;  // backward: probabilities and their gradient, one sequence and head
-  const size_t widest = size_t(std::max(c.intermediate_size, std::max(c.q_dim(), c.hidden_size))) *
+  // gate_proj and up_proj widen as one [2I, H] weight when they are fused (decoder_layer.cpp).
+  const size_t widest = size_t(std::max(2 * c.intermediate_size, std::max(c.q_dim(), c.hidden_size))) *
                         size_t(c.hidden_size);
   const size_t widened = bf16_weights ? 2 * widest * 4 : 0;  // a weight widened + a weight gradient in fp32
   return std::max(scores, widened);

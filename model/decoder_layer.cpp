@@ -8,6 +8,25 @@ namespace zero::model {
 namespace {
 AttentionShape attention_shape(const Qwen3Config& c) { return {c.num_heads, c.num_kv_heads, c.head_dim}; }
 
+// [a; b] as one [rows_a + rows_b, cols] matrix when b's memory follows a's, as gate_proj and up_proj (and
+// their gradients) do inside a group's flat region (DenseParams, the engine's views): the gate and up
+// projections then run as one GEMM each way. Empty when they are apart (tensors staged one by one): two GEMMs.
+TensorRef stacked(const TensorRef& a, const TensorRef& b) {
+  if (a.rank != 2 || b.rank != 2 || a.dtype != b.dtype || a.dim(1) != b.dim(1) || !a.dense() || !b.dense()) return {};
+  if (static_cast<const char*>(a.data) + a.numel() * int64_t(dtype_size(a.dtype)) != b.data) return {};
+  return TensorRef(a.data, a.dtype, {a.dim(0) + b.dim(0), a.dim(1)});
+}
+
+// gate_proj(b) and up_proj(b): the halves of one [R, 2I] tensor in g when they came from one GEMM (u empty),
+// else g and u themselves.
+TensorRef gate_of(const LayerActivations& s) {
+  return s.u.ref().empty() ? s.g.ref().columns(0, s.g.ref().dim(1) / 2) : s.g.ref();
+}
+TensorRef up_of(const LayerActivations& s) {
+  const int64_t I = s.g.ref().dim(1) / 2;
+  return s.u.ref().empty() ? s.g.ref().columns(I, I) : s.u.ref();
+}
+
 // The element-wise steps selective recompute repeats: forward and decoder_layer_rematerialise both run
 // these, so the recomputed tensors are forward's by construction. Each allocates its output (the rstd
 // it writes is allocated by forward and rewritten with the same values on a recompute).
@@ -34,7 +53,7 @@ void normed_post(ModelOps& ops, const Qwen3Config& c, std::span<const TensorRef>
 // m = silu(g) * u
 void gated(ModelOps& ops, const Qwen3Config& c, LayerActivations& s) {
   s.m = ops.alloc({s.g.ref().rows(), c.intermediate_size}, ops.activation_dtype());
-  ops.swiglu_forward(s.g, s.u, s.m);
+  ops.swiglu_forward(gate_of(s), up_of(s), s.m);
 }
 }  // namespace
 
@@ -67,10 +86,15 @@ void decoder_layer_forward(ModelOps& ops, const Qwen3Config& c, std::span<const 
 
   s.rstd_post = ops.alloc({R});
   normed_post(ops, c, w, s);
-  s.g = ops.alloc({R, I}, act);
-  s.u = ops.alloc({R, I}, act);
-  ops.linear_forward(s.b, w[kGateProj], s.g);
-  ops.linear_forward(s.b, w[kUpProj], s.u);
+  if (const TensorRef gate_up = stacked(w[kGateProj], w[kUpProj]); !gate_up.empty()) {
+    s.g = ops.alloc({R, 2 * I}, act);  // [gate | up]
+    ops.linear_forward(s.b, gate_up, s.g);
+  } else {
+    s.g = ops.alloc({R, I}, act);
+    s.u = ops.alloc({R, I}, act);
+    ops.linear_forward(s.b, w[kGateProj], s.g);
+    ops.linear_forward(s.b, w[kUpProj], s.u);
+  }
   if (drop) s.b.reset();
   gated(ops, c, s);
   ops.linear_forward(s.m, w[kDownProj], y);
@@ -92,17 +116,32 @@ void decoder_layer_backward(ModelOps& ops, const Qwen3Config& c, std::span<const
   const int64_t H = c.hidden_size, I = c.intermediate_size, R = x.rows();
   const DType act = ops.activation_dtype();  // gradients of activations in their dtype; dh and dx fp32
 
-  // y = h + down(m), m = silu(g) * u: dh = dy + post_norm^T(gate^T dg + up^T du).
-  Activation dm = ops.alloc({R, I}, act), dg = ops.alloc({R, I}, act), du = ops.alloc({R, I}, act);
+  // y = h + down(m), m = silu(g) * u: dh = dy + post_norm^T(gate^T dg + up^T du). One GEMM each way for
+  // gate and up when forward fused them and their weights and gradients lie back to back ([dg | du]).
+  const TensorRef gate_up = stacked(w[kGateProj], w[kUpProj]), gate_up_grad = stacked(gw[kGateProj], gw[kUpProj]);
+  const bool fused = s.u.ref().empty() && !gate_up.empty() && !gate_up_grad.empty();
+  Activation dm = ops.alloc({R, I}, act), dg, du;
+  if (fused) {
+    dg = ops.alloc({R, 2 * I}, act);  // [dg | du]
+  } else {
+    dg = ops.alloc({R, I}, act);
+    du = ops.alloc({R, I}, act);
+  }
   ops.linear_input_grad(dy, w[kDownProj], dm, false);
   ops.linear_weight_grad(s.m, dy, gw[kDownProj]);
-  ops.swiglu_backward(s.g, s.u, dm, dg, du);
+  ops.swiglu_backward(gate_of(s), up_of(s), dm, fused ? dg.ref().columns(0, I) : dg.ref(),
+                      fused ? dg.ref().columns(I, I) : du.ref());
   dm.reset();
   Activation db = ops.alloc({R, H}, act);
-  ops.linear_input_grad(dg, w[kGateProj], db, false);
-  ops.linear_weight_grad(s.b, dg, gw[kGateProj]);
-  ops.linear_input_grad(du, w[kUpProj], db, true);
-  ops.linear_weight_grad(s.b, du, gw[kUpProj]);
+  if (fused) {
+    ops.linear_input_grad(dg, gate_up, db, false);
+    ops.linear_weight_grad(s.b, dg, gate_up_grad);
+  } else {
+    ops.linear_input_grad(dg, w[kGateProj], db, false);
+    ops.linear_weight_grad(s.b, dg, gw[kGateProj]);
+    ops.linear_input_grad(du, w[kUpProj], db, true);
+    ops.linear_weight_grad(s.b, du, gw[kUpProj]);
+  }
   dg.reset();
   du.reset();
   Activation dh = ops.alloc({R, H});

@@ -24,7 +24,8 @@ struct LayerActivations {
   Activation h;            // [R, H] residual after attention
   Activation rstd_post;    // [R]
   Activation b;            // [R, H] post_attention_layernorm(h)
-  Activation g, u, m;      // [R, I] gate_proj(b), up_proj(b), silu(g) * u
+  Activation g, u, m;      // [R, I] gate_proj(b), up_proj(b), silu(g) * u; when one GEMM made both (their
+                           // weights back to back), g is [R, 2I] = [gate | up] and u is empty
 };
 
 // What decoder_layer_forward leaves in LayerActivations: everything backward reads, or everything but

@@ -93,6 +93,8 @@ void ModelOps::check_tokens(const TensorRef& t, int64_t features, const char* wh
   ZERO_CHECK(t.rows() == token_rows(plan()) && t.row_elems() == features,
              "{}: expected [{}, {}] (token rows of this batch), got [{}, {}]", what, token_rows(plan()), features,
              t.rows(), t.row_elems());
+  ZERO_CHECK(t.dense(), "{}: a strided view (row stride {}, {} columns); only the SwiGLU ops take those", what,
+             t.stride(), t.row_elems());
 }
 
 void ModelOps::linear_forward(const TensorRef& x, const TensorRef& w, const TensorRef& y) {
@@ -198,6 +200,7 @@ void ModelOps::attention_backward(const TensorRef& q, const TensorRef& k, const 
 void ModelOps::swiglu_forward(const TensorRef& g, const TensorRef& u, const TensorRef& m) {
   check_same(g, u, "swiglu_forward u");
   check_same(g, m, "swiglu_forward m");
+  ZERO_CHECK(m.dense(), "swiglu_forward: m is a strided view");
   const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
   do_swiglu_forward(g, u, m);
 }
@@ -208,6 +211,7 @@ void ModelOps::swiglu_backward(const TensorRef& g, const TensorRef& u, const Ten
   check_same(g, dm, "swiglu_backward dm");
   check_same(g, dg, "swiglu_backward dg");
   check_same(g, du, "swiglu_backward du");
+  ZERO_CHECK(dm.dense(), "swiglu_backward: dm is a strided view");
   const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
   do_swiglu_backward(g, u, dm, dg, du);
 }

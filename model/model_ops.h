@@ -127,6 +127,8 @@ class ModelOps {
                           const TensorRef& dk, const TensorRef& dv);
 
   // ---- SwiGLU gate: m = silu(g) * u, element-wise -------------------------------------------------------
+  // g, u, dg, du may be column views (TensorRef::columns: the halves of the fused gate/up GEMM's output
+  // and its gradient); m and dm are packed.
   void swiglu_forward(const TensorRef& g, const TensorRef& u, const TensorRef& m);
   void swiglu_backward(const TensorRef& g, const TensorRef& u, const TensorRef& dm, const TensorRef& dg,
                        const TensorRef& du);

@@ -19,6 +19,9 @@ struct TensorRef {
   DType dtype = DType::F32;
   int rank = 0;
   std::array<int64_t, kMaxRank> dims{};
+  // Elements from one row's start to the next; 0: the rows are packed (row_elems()). Only columns() makes
+  // other strides, and only the SwiGLU ops take such views (the gate and up halves of one fused GEMM's output).
+  int64_t row_stride = 0;
 
   TensorRef() = default;
   TensorRef(void* d, DType t, std::span<const int64_t> shape) : data(d), dtype(t), rank(int(shape.size())) {
@@ -40,8 +43,21 @@ struct TensorRef {
   bool empty() const { return data == nullptr; }
   template <class T> T* as() const { return static_cast<T*>(data); }
 
+  int64_t stride() const { return row_stride ? row_stride : row_elems(); }
+  bool dense() const { return stride() == row_elems(); }
+
+  // Columns [begin, begin + count) of a [rows, cols] tensor: the same rows, `count` elements each.
+  TensorRef columns(int64_t begin, int64_t count) const {
+    ZERO_CHECK(rank == 2 && begin >= 0 && count >= 0 && begin + count <= dims[1],
+               "columns [{}, {}) of a rank-{} tensor of {} columns", begin, begin + count, rank, rank == 2 ? dims[1] : 0);
+    TensorRef r(static_cast<char*>(data) + begin * int64_t(dtype_size(dtype)), dtype, {dims[0], count});
+    r.row_stride = stride();
+    return r;
+  }
+
   // The same memory under another shape with as many elements.
   TensorRef reshaped(std::initializer_list<int64_t> shape) const {
+    ZERO_CHECK(dense(), "reshape of a strided view");
     TensorRef r(data, dtype, shape);
     ZERO_CHECK(r.numel() == numel(), "reshape of {} elements into {}", numel(), r.numel());
     return r;

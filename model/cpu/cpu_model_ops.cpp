@@ -160,23 +160,30 @@ class CpuModelOps final : public ModelOps {
                                  f32(dv));
   }
 
+  // Row by row: g, u, dg and du may be strided column views.
   void do_swiglu_forward(const TensorRef& g_, const TensorRef& u_, const TensorRef& m_) override {
-    const float* g = f32(g_);
-    const float* u = f32(u_);
-    float* m = f32(m_);
-    for (int64_t i = 0, n = g_.numel(); i < n; ++i) m[i] = math::silu(g[i]) * u[i];
+    const int64_t cols = g_.row_elems();
+    for (int64_t r = 0; r < g_.rows(); ++r) {
+      const float* g = f32(g_) + r * g_.stride();
+      const float* u = f32(u_) + r * u_.stride();
+      float* m = f32(m_) + r * cols;
+      for (int64_t i = 0; i < cols; ++i) m[i] = math::silu(g[i]) * u[i];
+    }
   }
 
   void do_swiglu_backward(const TensorRef& g_, const TensorRef& u_, const TensorRef& dm_, const TensorRef& dg_,
                           const TensorRef& du_) override {
-    const float* g = f32(g_);
-    const float* u = f32(u_);
-    const float* dm = f32(dm_);
-    float* dg = f32(dg_);
-    float* du = f32(du_);
-    for (int64_t i = 0, n = g_.numel(); i < n; ++i) {
-      du[i] = dm[i] * math::silu(g[i]);
-      dg[i] = dm[i] * u[i] * math::silu_grad(g[i]);
+    const int64_t cols = g_.row_elems();
+    for (int64_t r = 0; r < g_.rows(); ++r) {
+      const float* g = f32(g_) + r * g_.stride();
+      const float* u = f32(u_) + r * u_.stride();
+      const float* dm = f32(dm_) + r * cols;
+      float* dg = f32(dg_) + r * dg_.stride();
+      float* du = f32(du_) + r * du_.stride();
+      for (int64_t i = 0; i < cols; ++i) {
+        du[i] = dm[i] * math::silu(g[i]);
+        dg[i] = dm[i] * u[i] * math::silu_grad(g[i]);
+      }
     }
   }
 

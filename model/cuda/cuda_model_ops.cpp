@@ -201,12 +201,13 @@ class CudaModelOpsImpl final : public CudaModelOps {
 
   // ---- element-wise -----------------------------------------------------------------------------------
   void do_swiglu_forward(const TensorRef& g, const TensorRef& u, const TensorRef& m) override {
-    K::swiglu_forward(g.data, u.data, m.data, elem(g.dtype), plan().num_tokens() * g.row_elems(), stream_);
+    K::swiglu_forward({plan().num_tokens(), g.row_elems(), g.stride(), u.stride(), 0, 0}, g.data, u.data, m.data,
+                      elem(g.dtype), stream_);
   }
   void do_swiglu_backward(const TensorRef& g, const TensorRef& u, const TensorRef& dm, const TensorRef& dg,
                           const TensorRef& du) override {
-    K::swiglu_backward(g.data, u.data, dm.data, dg.data, du.data, elem(g.dtype), plan().num_tokens() * g.row_elems(),
-                       stream_);
+    K::swiglu_backward({plan().num_tokens(), g.row_elems(), g.stride(), u.stride(), dg.stride(), du.stride()}, g.data,
+                       u.data, dm.data, dg.data, du.data, elem(g.dtype), stream_);
   }
   void do_add(const TensorRef& a, const TensorRef& b, const TensorRef& out) override {
     K::add(a.data, b.data, out.data, elem(a.dtype), plan().num_tokens() * a.row_elems(), stream_);

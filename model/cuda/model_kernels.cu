@@ -150,16 +150,21 @@ __global__ void column_sum_kernel(const float* partials, int64_t blocks, int64_t
 #define ZERO_GRID_LOOP(i, n) \
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
 
-__global__ void swiglu_forward_kernel(const void* g, const void* u, void* m, Elem t, int64_t n) {
-  ZERO_GRID_LOOP(i, n) st(m, t, i, mul_rn(math::silu(ld(g, t, i)), ld(u, t, i)));
+// A block per row (grid-stride over rows), its threads across the row: g, u, dg and du may be column views
+// of wider rows (SwigluRows), m and dm are packed.
+__global__ void swiglu_forward_kernel(SwigluRows r, const void* g, const void* u, void* m, Elem t) {
+  for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x)
+    for (int64_t c = threadIdx.x; c < r.cols; c += blockDim.x)
+      st(m, t, row * r.cols + c, mul_rn(math::silu(ld(g, t, row * r.ld_g + c)), ld(u, t, row * r.ld_u + c)));
 }
-__global__ void swiglu_backward_kernel(const void* g, const void* u, const void* dm, void* dg, void* du, Elem t,
-                                       int64_t n) {
-  ZERO_GRID_LOOP(i, n) {
-    const float gi = ld(g, t, i), dmi = ld(dm, t, i);
-    st(du, t, i, mul_rn(dmi, math::silu(gi)));
-    st(dg, t, i, mul_rn(mul_rn(dmi, ld(u, t, i)), math::silu_grad(gi)));
-  }
+__global__ void swiglu_backward_kernel(SwigluRows r, const void* g, const void* u, const void* dm, void* dg, void* du,
+                                       Elem t) {
+  for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x)
+    for (int64_t c = threadIdx.x; c < r.cols; c += blockDim.x) {
+      const float gi = ld(g, t, row * r.ld_g + c), dmi = ld(dm, t, row * r.cols + c);
+      st(du, t, row * r.ld_du + c, mul_rn(dmi, math::silu(gi)));
+      st(dg, t, row * r.ld_dg + c, mul_rn(mul_rn(dmi, ld(u, t, row * r.ld_u + c)), math::silu_grad(gi)));
+    }
 }
 __global__ void add_kernel(const void* a, const void* b, void* out, Elem t, int64_t n) {
   ZERO_GRID_LOOP(i, n) st(out, t, i, add_rn(ld(a, t, i), ld(b, t, i)));
@@ -292,15 +297,15 @@ void norm_backward(const void* x, Elem xt, const void* w, Elem wt, const float* 
   check_launch();
 }
 
-void swiglu_forward(const void* g, const void* u, void* m, Elem t, int64_t n, cudaStream_t s) {
-  if (n == 0) return;
-  ZERO_LAUNCH(swiglu_forward_kernel, grid_for(n), kThreads, 0, s, g, u, m, t, n);
+void swiglu_forward(const SwigluRows& r, const void* g, const void* u, void* m, Elem t, cudaStream_t s) {
+  if (r.rows == 0 || r.cols == 0) return;
+  ZERO_LAUNCH(swiglu_forward_kernel, row_grid(r.rows), kThreads, 0, s, r, g, u, m, t);
   check_launch();
 }
-void swiglu_backward(const void* g, const void* u, const void* dm, void* dg, void* du, Elem t, int64_t n,
+void swiglu_backward(const SwigluRows& r, const void* g, const void* u, const void* dm, void* dg, void* du, Elem t,
                      cudaStream_t s) {
-  if (n == 0) return;
-  ZERO_LAUNCH(swiglu_backward_kernel, grid_for(n), kThreads, 0, s, g, u, dm, dg, du, t, n);
+  if (r.rows == 0 || r.cols == 0) return;
+  ZERO_LAUNCH(swiglu_backward_kernel, row_grid(r.rows), kThreads, 0, s, r, g, u, dm, dg, du, t);
   check_launch();
 }
 void add(const void* a, const void* b, void* out, Elem t, int64_t n, cudaStream_t s) {

@@ -32,9 +32,15 @@ void norm_backward(const void* x, Elem xt, const void* w, Elem wt, const float* 
                    int64_t rows, int64_t dim, void* dx, Elem dxt, float* partials, void* dw, Elem dwt,
                    const float* cos, const float* sin, int64_t heads, cudaStream_t s);
 
-// m = silu(g) * u; its backward du = dm * silu(g), dg = dm * u * silu'(g). One type for all.
-void swiglu_forward(const void* g, const void* u, void* m, Elem t, int64_t n, cudaStream_t s);
-void swiglu_backward(const void* g, const void* u, const void* dm, void* dg, void* du, Elem t, int64_t n,
+// m = silu(g) * u; its backward du = dm * silu(g), dg = dm * u * silu'(g). One type for all. Over `rows` rows
+// of `cols` elements; g, u, dg and du rows start ld_* elements apart (the halves of the fused gate/up GEMM's
+// output: ld 2 * cols), m and dm rows are packed (ld cols).
+struct SwigluRows {
+  int64_t rows = 0, cols = 0;
+  int64_t ld_g = 0, ld_u = 0, ld_dg = 0, ld_du = 0;
+};
+void swiglu_forward(const SwigluRows& r, const void* g, const void* u, void* m, Elem t, cudaStream_t s);
+void swiglu_backward(const SwigluRows& r, const void* g, const void* u, const void* dm, void* dg, void* du, Elem t,
                      cudaStream_t s);
 // out = a + b (out may alias a or b).
 void add(const void* a, const void* b, void* out, Elem t, int64_t n, cudaStream_t s);

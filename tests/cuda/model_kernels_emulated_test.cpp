@@ -139,7 +139,7 @@ TEST(ModelKernelsEmulated, RmsNormForwardAndBackward) {
 }
 
 TEST(ModelKernelsEmulated, SwiGluAddAndConvert) {
-  const int64_t n = 256 * 4096 / 1024 + 777;  // past one pass of a small grid, not a block multiple
+  const int64_t n = 333 * 9;  // rows wider than a block
   const std::vector<float> g = draw(n, 4.0f, 21), u = draw(n, 2.0f, 22), dm = draw(n, 1.0f, 23);
   std::vector<double> m(n), dg(n), du(n), sum(n);
   for (int64_t i = 0; i < n; ++i) {
@@ -150,13 +150,30 @@ TEST(ModelKernelsEmulated, SwiGluAddAndConvert) {
     sum[i] = double(g[i]) + u[i];
   }
   std::vector<float> mf(n, NAN), dgf(n, NAN), duf(n, NAN), sf(n, NAN);
-  swiglu_forward(g.data(), u.data(), mf.data(), Elem::F32, n, nullptr);
-  swiglu_backward(g.data(), u.data(), dm.data(), dgf.data(), duf.data(), Elem::F32, n, nullptr);
+  // Packed g, u: n elements as rows of `cols` (a row wider than the block).
+  const int64_t cols = 333, rows = n / cols;
+  ASSERT_EQ(rows * cols, n);
+  swiglu_forward({rows, cols, cols, cols, 0, 0}, g.data(), u.data(), mf.data(), Elem::F32, nullptr);
+  swiglu_backward({rows, cols, cols, cols, cols, cols}, g.data(), u.data(), dm.data(), dgf.data(), duf.data(), Elem::F32,
+                  nullptr);
   add(g.data(), u.data(), sf.data(), Elem::F32, n, nullptr);
   expect_close("swiglu m", mf, m, 1e-6);
   expect_close("swiglu dg", dgf, dg, 1e-6);
   expect_close("swiglu du", duf, du, 1e-6);
   expect_close("add", sf, sum, 1e-7);
+  // The fused gate/up layout: each row [g | u] of 2 x cols, and its gradient [dg | du] likewise.
+  std::vector<float> gu(2 * n), dgu(2 * n, NAN), m2(n, NAN);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) gu[r * 2 * cols + c] = g[r * cols + c], gu[r * 2 * cols + cols + c] = u[r * cols + c];
+  swiglu_forward({rows, cols, 2 * cols, 2 * cols, 0, 0}, gu.data(), gu.data() + cols, m2.data(), Elem::F32, nullptr);
+  swiglu_backward({rows, cols, 2 * cols, 2 * cols, 2 * cols, 2 * cols}, gu.data(), gu.data() + cols, dm.data(),
+                  dgu.data(), dgu.data() + cols, Elem::F32, nullptr);
+  std::vector<float> dg2(n), du2(n);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) dg2[r * cols + c] = dgu[r * 2 * cols + c], du2[r * cols + c] = dgu[r * 2 * cols + cols + c];
+  expect_close("swiglu m (fused gate/up rows)", m2, m, 1e-6);
+  expect_close("swiglu dg (fused gate/up rows)", dg2, dg, 1e-6);
+  expect_close("swiglu du (fused gate/up rows)", du2, du, 1e-6);
   // In place (out aliases a), as the residual stream uses it.
   std::vector<float> acc = g;
   add(acc.data(), u.data(), acc.data(), Elem::F32, n, nullptr);

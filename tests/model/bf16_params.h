@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "core/dtype.h"
@@ -17,38 +18,47 @@ inline uint16_t bits(bf16 v) {
   return b;
 }
 
+// Each group one flat bf16 buffer, its tensors back to back in GroupSpec order, as the engine hands them out
+// (so the layer fuses gate and up exactly as on the engine's views).
 class Bf16Params final : public ParamAccess {
  public:
   explicit Bf16Params(const DenseParams& src) : groups_(src.groups()) {
     for (int g = 0; g < src.num_groups(); ++g) {
-      params_.emplace_back();
-      grads_.emplace_back();
+      offsets_.emplace_back();
+      params_.emplace_back(), grads_.emplace_back();
       for (size_t t = 0; t < groups_[g].tensors.size(); ++t) {
-        std::vector<bf16> v;
-        for (float x : src.param(g, int(t))) v.push_back(bf16(x));
-        grads_[g].emplace_back(v.size());
-        params_[g].push_back(std::move(v));
+        offsets_[g].push_back(params_[g].size());
+        for (float x : src.param(g, int(t))) params_[g].push_back(bf16(x));
       }
+      grads_[g].resize(params_[g].size());
     }
   }
   std::vector<TensorRef> acquire(int g) override { return views(g, params_); }
   void release(int) override {}
   void begin_backward() override {}
   std::vector<TensorRef> grad_buffers(int g) override {
-    for (auto& t : grads_[g]) std::fill(t.begin(), t.end(), bf16(12345.0f));  // the model must overwrite all
+    std::fill(grads_[g].begin(), grads_[g].end(), bf16(12345.0f));  // the model must overwrite all
     return views(g, grads_);
   }
   void grad_ready(int) override {}
 
-  std::vector<std::vector<std::vector<bf16>>> params_, grads_;  // [group][tensor][element]
+  std::span<bf16> param(int g, size_t t) { return span(g, t, params_); }
+  std::span<bf16> grad(int g, size_t t) { return span(g, t, grads_); }
 
  private:
-  std::vector<TensorRef> views(int g, std::vector<std::vector<std::vector<bf16>>>& s) const {
+  std::span<bf16> span(int g, size_t t, std::vector<std::vector<bf16>>& s) {
+    const size_t n = size_t(groups_[g].tensors[t].numel());
+    return {s[g].data() + offsets_[g][t], n};
+  }
+  std::vector<TensorRef> views(int g, std::vector<std::vector<bf16>>& s) const {
     std::vector<TensorRef> out;
-    for (size_t t = 0; t < s[g].size(); ++t) out.emplace_back(s[g][t].data(), DType::BF16, groups_[g].tensors[t].shape);
+    for (size_t t = 0; t < groups_[g].tensors.size(); ++t)
+      out.emplace_back(s[g].data() + offsets_[g][t], DType::BF16, groups_[g].tensors[t].shape);
     return out;
   }
   std::vector<GroupSpec> groups_;
+  std::vector<std::vector<size_t>> offsets_;           // [group][tensor]
+  std::vector<std::vector<bf16>> params_, grads_;      // [group][flat element]
 };
 
 }  // namespace zero::model::testing

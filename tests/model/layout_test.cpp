@@ -94,6 +94,65 @@ class Layouts : public ::testing::Test {
   std::vector<std::string> log_;
 };
 
+// The parameters copied tensor by tensor into storage of their own (as staged views are): no two tensors
+// back to back, so the layer cannot fuse gate and up.
+class PerTensorParams final : public ParamAccess {
+ public:
+  explicit PerTensorParams(const DenseParams& src) : src_(src) {
+    for (int g = 0; g < src.num_groups(); ++g) {
+      params_.emplace_back(), grads_.emplace_back();
+      for (size_t t = 0; t < src.groups()[g].tensors.size(); ++t) {
+        auto p = src.param(g, int(t));
+        params_[g].emplace_back(p.begin(), p.end());
+        grads_[g].emplace_back(p.size());
+      }
+    }
+  }
+  std::vector<TensorRef> acquire(int g) override { return views(g, params_); }
+  void release(int) override {}
+  void begin_backward() override {}
+  std::vector<TensorRef> grad_buffers(int g) override { return views(g, grads_); }
+  void grad_ready(int) override {}
+  std::vector<std::vector<std::vector<float>>> params_, grads_;
+
+ private:
+  std::vector<TensorRef> views(int g, std::vector<std::vector<std::vector<float>>>& s) const {
+    std::vector<TensorRef> out;
+    for (size_t t = 0; t < s[g].size(); ++t)
+      out.emplace_back(s[g][t].data(), DType::F32, src_.groups()[g].tensors[t].shape);
+    return out;
+  }
+  const DenseParams& src_;
+};
+
+// gate_proj and up_proj back to back (DenseParams' flat groups, the engine's views): one GEMM each way for
+// both, counted at the ops' clock (per layer forward q, k, v, o, gate+up, down; backward two each); apart,
+// two. The same numbers either way to fp32 rounding (the GEMMs block the sums by their own shapes).
+TEST_F(Layouts, GateAndUpAreOneGemmWhenBackToBack) {
+  const data::PairBatch batch = testing::padded_batch(fb_.seqs, 0, fb_.row_len);
+  auto gemms = [&](ParamAccess& access, Result& res, auto grad_of) {
+    Qwen3RewardModel m(config_, RewardModelOptions{});
+    HostStepClock clock;
+    m.ops().set_step_clock(&clock);
+    const RewardOutput out = m.forward_backward(batch, access);
+    res = {out.rewards, out.loss_sum, {}};
+    for (int g = 0; g < params_->num_groups(); ++g)
+      for (size_t t = 0; t < params_->groups()[g].tensors.size(); ++t) res.grads.push_back(grad_of(g, t));
+    return clock.take().calls_of(TimeCategory::Gemm);
+  };
+  Result fused, apart;
+  PerTensorParams separate(*params_);
+  const uint64_t fused_gemms = gemms(*params_, fused, [&](int g, size_t t) {
+    auto s = params_->grad(g, int(t));
+    return std::vector<float>(s.begin(), s.end());
+  });
+  const uint64_t apart_gemms = gemms(separate, apart, [&](int g, size_t t) { return separate.grads_[g][t]; });
+  const uint64_t L = uint64_t(config_.num_layers);
+  EXPECT_EQ(fused_gemms, L * (6 + 2 * 6));
+  EXPECT_EQ(apart_gemms, L * (7 + 2 * 7));
+  expect_close(fused, apart, 1e-5);
+}
+
 TEST_F(Layouts, PackedEqualsPadded) {
   const data::PairBatch padded = testing::padded_batch(fb_.seqs, 0, fb_.row_len);
   // Rows of 32 columns, sequences placed out of order so that rows mix pairs: [17+12], [9+17+5], [3].

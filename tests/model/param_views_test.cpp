@@ -44,7 +44,7 @@ TEST_F(ParamViews, Bf16ViewsAreWidenedAndGradientsRoundedOnce) {
   for (int g = 0; g < params_->num_groups(); ++g)  // the fp32 run sees the same (bf16) values
     for (size_t t = 0; t < params_->groups()[g].tensors.size(); ++t) {
       std::span<float> p = params_->param(g, int(t));
-      for (size_t i = 0; i < p.size(); ++i) p[i] = float(half.params_[g][t][i]);
+      for (size_t i = 0; i < p.size(); ++i) p[i] = float(half.param(g, t)[i]);
     }
   const Qwen3RewardModel m(config_);
   const RewardOutput full = m.forward_backward(batch_, *params_);
@@ -55,7 +55,7 @@ TEST_F(ParamViews, Bf16ViewsAreWidenedAndGradientsRoundedOnce) {
     for (size_t t = 0; t < params_->groups()[g].tensors.size(); ++t) {
       std::span<const float> want = params_->grad(g, int(t));
       int64_t differ = 0;
-      for (size_t i = 0; i < want.size(); ++i) differ += bits(half.grads_[g][t][i]) != bits(bf16(want[i]));
+      for (size_t i = 0; i < want.size(); ++i) differ += bits(half.grad(g, t)[i]) != bits(bf16(want[i]));
       EXPECT_EQ(differ, 0) << params_->groups()[g].tensors[t].name;
     }
 }

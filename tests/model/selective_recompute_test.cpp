@@ -62,7 +62,7 @@ Outcome run(const Qwen3Config& c, Mode mode, const data::PairBatch& batch, Dense
   Outcome r{bit_patterns(out.rewards), out.loss_sum, {}, ops->peak_bytes()};
   for (int g = 0; g < dense.num_groups(); ++g)
     for (size_t t = 0; t < dense.groups()[g].tensors.size(); ++t)
-      r.grads.push_back(half ? bit_patterns(std::span<const bf16>(half->grads_[g][t])) : bit_patterns(dense.grad(g, int(t))));
+      r.grads.push_back(half ? bit_patterns(std::span<const bf16>(half->grad(g, t))) : bit_patterns(dense.grad(g, int(t))));
   return r;
 }
 
