@@ -81,8 +81,7 @@ void decoder_layer_forward(ModelOps& ops, const Qwen3Config& c, std::span<const 
   ops.attention_forward(s.qr, s.kr, s.v, attention_shape(c), s.o, s.lse);
   if (drop) s.qr.reset(), s.kr.reset();
   s.h = ops.alloc({R, c.hidden_size});
-  ops.linear_forward(s.o, w[kOProj], s.h);
-  ops.add(s.h, x, s.h);
+  ops.linear_forward_add(s.o, w[kOProj], x, s.h);
 
   s.rstd_post = ops.alloc({R});
   normed_post(ops, c, w, s);
@@ -97,8 +96,7 @@ void decoder_layer_forward(ModelOps& ops, const Qwen3Config& c, std::span<const 
   }
   if (drop) s.b.reset();
   gated(ops, c, s);
-  ops.linear_forward(s.m, w[kDownProj], y);
-  ops.add(y, s.h, y);
+  ops.linear_forward_add(s.m, w[kDownProj], s.h, y);
   if (drop) s.m.reset();
 }
 

@@ -106,6 +106,24 @@ void ModelOps::linear_forward(const TensorRef& x, const TensorRef& w, const Tens
   do_linear_forward(x, w, y);
 }
 
+void ModelOps::linear_forward_add(const TensorRef& x, const TensorRef& w, const TensorRef& residual,
+                                  const TensorRef& y) {
+  ZERO_CHECK(w.rank == 2, "linear: weight of rank {}", w.rank);
+  check_weight(w, w.dim(0) * w.dim(1), "linear_forward_add");
+  check_tokens(x, w.dim(1), "linear_forward_add x");
+  check_tokens(y, w.dim(0), "linear_forward_add y");
+  check_same(residual, y, "linear_forward_add residual");
+  const StepClock::Scope timed(clock_, TimeCategory::Gemm);
+  do_linear_forward_add(x, w, residual, y);
+}
+
+void ModelOps::do_linear_forward_add(const TensorRef& x, const TensorRef& w, const TensorRef& residual,
+                                     const TensorRef& y) {
+  do_linear_forward(x, w, y);
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
+  do_add(y, residual, y);
+}
+
 void ModelOps::linear_input_grad(const TensorRef& dy, const TensorRef& w, const TensorRef& dx, bool accumulate) {
   ZERO_CHECK(w.rank == 2, "linear: weight of rank {}", w.rank);
   check_weight(w, w.dim(0) * w.dim(1), "linear_input_grad");

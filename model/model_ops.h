@@ -100,6 +100,9 @@ class ModelOps {
 
   // ---- linear layers (torch's F.linear without bias), w [out, in] ------------------------------------
   void linear_forward(const TensorRef& x, const TensorRef& w, const TensorRef& y);  // y = x w^T
+  // y = x w^T + residual (o_proj and down_proj into the fp32 residual stream; y may be residual): on CUDA
+  // one GEMM whose epilogue adds the residual, elsewhere linear_forward then add.
+  void linear_forward_add(const TensorRef& x, const TensorRef& w, const TensorRef& residual, const TensorRef& y);
   void linear_input_grad(const TensorRef& dy, const TensorRef& w, const TensorRef& dx, bool accumulate);  // dx (+)= dy w
   void linear_weight_grad(const TensorRef& x, const TensorRef& dy, const TensorRef& dw);  // dw = dy^T x
 
@@ -165,6 +168,9 @@ class ModelOps {
   virtual void do_to_host(const TensorRef& src, std::span<float> dst) = 0;
   virtual void do_begin_batch(const TokenPlan& plan, const RopeSpec& rope) = 0;
   virtual void do_linear_forward(const TensorRef& x, const TensorRef& w, const TensorRef& y) = 0;
+  // Default: do_linear_forward into y, then do_add (the add timed as element-wise work).
+  virtual void do_linear_forward_add(const TensorRef& x, const TensorRef& w, const TensorRef& residual,
+                                     const TensorRef& y);
   virtual void do_linear_input_grad(const TensorRef& dy, const TensorRef& w, const TensorRef& dx, bool accumulate) = 0;
   virtual void do_linear_weight_grad(const TensorRef& x, const TensorRef& dy, const TensorRef& dw) = 0;
   virtual void do_rmsnorm_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y,

@@ -133,6 +133,18 @@ class CudaModelOpsImpl final : public CudaModelOps {
     if (N == 0) return;
     gemm(cuda_gemm::linear_forward_shape(N, w.dim(1), w.dim(0)), w, x, y, false);
   }
+  // The residual added in the GEMM's epilogue (C = residual, D = y) when cuBLASLt writes y's dtype from
+  // these inputs (the fp32 residual stream from bf16 or fp32 activations); otherwise GEMM, then add.
+  void do_linear_forward_add(const TensorRef& x, const TensorRef& w, const TensorRef& residual,
+                             const TensorRef& y) override {
+    const int64_t N = plan().num_tokens();
+    const GemmShape shape = cuda_gemm::linear_forward_shape(N, w.dim(1), w.dim(0));
+    if (N == 0 || x.dtype != act_ || w.dtype != act_ || cuda_gemm::gemm_output_type(act_, y.dtype) != y.dtype) {
+      ModelOps::do_linear_forward_add(x, w, residual, y);
+      return;
+    }
+    gemm_.run(GemmKey{shape, act_, y.dtype}, w.data, x.data, residual.data, y.data, 1.0f);
+  }
   void do_linear_input_grad(const TensorRef& dy, const TensorRef& w, const TensorRef& dx, bool accumulate) override {
     const int64_t N = plan().num_tokens();
     if (N == 0) return;

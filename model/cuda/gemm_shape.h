@@ -67,7 +67,7 @@ struct GemmKey {
   GemmShape shape;
   DType in = DType::F32;   // A and B
   DType out = DType::F32;  // C and D
-  uint32_t align_a = 256, align_b = 256, align_d = 256;  // bytes (C is D)
+  uint32_t align_a = 256, align_b = 256, align_c = 256, align_d = 256;  // bytes (C: D's layout, its own address)
   bool operator==(const GemmKey&) const = default;
 };
 
@@ -77,7 +77,8 @@ struct GemmKeyHash {
     auto mix = [&h](int64_t v) { h ^= std::hash<int64_t>()(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
     const GemmShape& s = k.shape;
     for (int64_t v : {int64_t(s.trans_a), int64_t(s.trans_b), s.m, s.n, s.k, s.lda, s.ldb, s.ldd, int64_t(k.in),
-                      int64_t(k.out), int64_t(k.align_a), int64_t(k.align_b), int64_t(k.align_d)})
+                      int64_t(k.out), int64_t(k.align_a), int64_t(k.align_b), int64_t(k.align_c),
+                      int64_t(k.align_d)})
       mix(v);
     return h;
   }

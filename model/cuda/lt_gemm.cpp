@@ -77,7 +77,7 @@ struct LtGemm::Impl {
     const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_a},
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_d},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_c},
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d}};
     for (const auto& [attr, bytes] : aligns)
       CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &bytes, sizeof bytes));
@@ -91,8 +91,8 @@ struct LtGemm::Impl {
       cublasLtMatrixLayoutDestroy(p.d);
       cublasLtMatmulDescDestroy(p.desc);
       throw Error(fmt::format("cuBLASLt has no algorithm for the GEMM m={} n={} k={} lda={} ldb={} ldd={} ({} inputs, "
-                              "{} output; operands aligned to {}/{}/{} bytes): {}", s.m, s.n, s.k, s.lda, s.ldb, s.ldd,
-                              dtype_name(key.in), dtype_name(key.out), key.align_a, key.align_b, key.align_d,
+                              "{} output; operands aligned to {}/{}/{}/{} bytes): {}", s.m, s.n, s.k, s.lda, s.ldb, s.ldd,
+                              dtype_name(key.in), dtype_name(key.out), key.align_a, key.align_b, key.align_c, key.align_d,
                               found == 0 && st == CUBLAS_STATUS_SUCCESS ? "no result" : cublasGetStatusString(st)));
     }
     p.algo = result.algo;
@@ -108,12 +108,13 @@ LtGemm::LtGemm(cudaStream_t stream) : impl_(std::make_unique<Impl>()) {
 
 LtGemm::~LtGemm() = default;
 
-void LtGemm::run(const GemmKey& key, const void* a, const void* b, void* d, float beta) {
+void LtGemm::run(const GemmKey& key, const void* a, const void* b, const void* c, void* d, float beta) {
   GemmKey aligned = key;
-  aligned.align_a = pointer_alignment(a), aligned.align_b = pointer_alignment(b), aligned.align_d = pointer_alignment(d);
+  aligned.align_a = pointer_alignment(a), aligned.align_b = pointer_alignment(b);
+  aligned.align_c = pointer_alignment(c), aligned.align_d = pointer_alignment(d);
   const Plan& p = impl_->plan(aligned);
   const float alpha = 1.0f;
-  CUBLAS_CHECK(cublasLtMatmul(impl_->handle, p.desc, &alpha, a, p.a, b, p.b, &beta, d, p.d, d, p.d, &p.algo,
+  CUBLAS_CHECK(cublasLtMatmul(impl_->handle, p.desc, &alpha, a, p.a, b, p.b, &beta, c, p.d, d, p.d, &p.algo,
                               impl_->workspace, kWorkspaceBytes, impl_->stream));
 }
 

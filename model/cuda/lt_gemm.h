@@ -22,9 +22,10 @@ class LtGemm {
   LtGemm(const LtGemm&) = delete;
   LtGemm& operator=(const LtGemm&) = delete;
 
-  // D = op(A) op(B) + beta D; A, B of type key.in, D of type key.out (gemm_output_type). The key's
-  // alignment fields are ignored: run() reads them off a, b and d.
-  void run(const GemmKey& key, const void* a, const void* b, void* d, float beta);
+  // D = op(A) op(B) + beta C; A, B of type key.in, C and D of type key.out (gemm_output_type) in one layout;
+  // C may be D. The key's alignment fields are ignored: run() reads them off a, b, c and d.
+  void run(const GemmKey& key, const void* a, const void* b, const void* c, void* d, float beta);
+  void run(const GemmKey& key, const void* a, const void* b, void* d, float beta) { run(key, a, b, d, d, beta); }
   size_t cached_plans() const;
 
  private:

@@ -176,6 +176,16 @@ TEST_P(CudaModelOpsTest, Linear) {
   Dual m = b.tokens(I, a, 3), wd = b.weight({H, I}, a, 4, 0.05f), r = b.out_tokens(H, F);
   b.cpu->linear_forward(m.cpu, wd.cpu, r.cpu);
   b.check("linear_forward (fp32 out)", [&] { b.gpu->linear_forward(m.gpu, wd.gpu, r.gpu); }, {{&r, N * H}}, tol);
+  // With the residual added: in the GEMM's epilogue on CUDA (no element-wise op runs), GEMM then add on the CPU.
+  Dual res = b.tokens(H, F, 8), ra = b.out_tokens(H, F);
+  b.cpu->linear_forward_add(m.cpu, wd.cpu, res.cpu, ra.cpu);
+  HostStepClock clock;
+  b.gpu->set_step_clock(&clock);
+  b.check("linear_forward_add", [&] { b.gpu->linear_forward_add(m.gpu, wd.gpu, res.gpu, ra.gpu); }, {{&ra, N * H}}, tol);
+  b.gpu->set_step_clock(nullptr);
+  const StepTimes t = clock.take();
+  EXPECT_EQ(t.calls_of(TimeCategory::Gemm), 2u);
+  EXPECT_EQ(t.calls_of(TimeCategory::Elementwise), 0u) << "the residual add ran as its own kernel";
   // Input grads: overwrite, then accumulate (dy from the fp32 residual gradient).
   Dual dy = b.tokens(H, F, 5), dx = b.tokens(I, a, 6);
   b.cpu->linear_input_grad(dy.cpu, wd.cpu, dx.cpu, false);
