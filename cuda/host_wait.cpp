@@ -25,4 +25,11 @@ void StreamWaiter::wait(cudaEvent_t ev) const {
   }
 }
 
+void StreamWaiter::wait_if_pending(cudaEvent_t ev) const {
+  const cudaError_t e = cudaEventQuery(ev);
+  if (e == cudaSuccess) return;
+  if (e != cudaErrorNotReady) CUDA_CHECK(e);
+  wait(ev);
+}
+
 }  // namespace zero

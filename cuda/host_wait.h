@@ -28,6 +28,9 @@ class StreamWaiter {
   void wait();
   // Returns when `ev`, recorded on any stream by the caller, has completed.
   void wait(cudaEvent_t ev) const;
+  // The same for an event that has usually completed long before (a staging buffer's previous upload):
+  // a query, and the (watched) wait only when it has not.
+  void wait_if_pending(cudaEvent_t ev) const;
 
  private:
   cudaStream_t stream_;

@@ -281,11 +281,17 @@ void ModelOps::pooled_head_backward(const TensorRef& x, const TensorRef& norm_w,
   do_pooled_head_backward(x, norm_w, score, eps, drewards, dx, d_norm_w, d_score);
 }
 
-PairStats ModelOps::pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask, const TensorRef& drewards) {
+void ModelOps::pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask, const TensorRef& drewards) {
   check_f32(rewards, 2 * int64_t(pair_mask.size()), "pair_loss rewards");
   if (!drewards.empty()) check_f32(drewards, rewards.numel(), "pair_loss drewards");
   const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
-  return do_pair_loss(rewards, pair_mask, drewards);
+  do_pair_loss(rewards, pair_mask, drewards);
+  ++pending_pair_losses_;
+}
+
+PairStats ModelOps::take_pair_stats() {
+  pending_pair_losses_ = 0;
+  return do_take_pair_stats();
 }
 
 }  // namespace zero::model

@@ -55,6 +55,14 @@ struct PairStats {
   int64_t correct_pairs = 0;         // real pairs with r_chosen > r_rejected (ties count as wrong)
   double chosen_reward_sum = 0.0;    // over real pairs
   double rejected_reward_sum = 0.0;  // over real pairs
+
+  void add(const PairStats& o) {
+    loss_sum += o.loss_sum;
+    real_pairs += o.real_pairs;
+    correct_pairs += o.correct_pairs;
+    chosen_reward_sum += o.chosen_reward_sum;
+    rejected_reward_sum += o.rejected_reward_sum;
+  }
 };
 
 struct RopeSpec {
@@ -158,7 +166,14 @@ class ModelOps {
 
   // ---- the pairwise loss: softplus(r_rejected - r_chosen) summed over real pairs -----------------------
   // rewards [2P] (sequence 2i chosen, 2i + 1 rejected); drewards (empty or [2P]): d loss_sum / d reward.
-  PairStats pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask, const TensorRef& drewards);
+  // The metrics are not returned: they are kept by the backend (on the device on CUDA) so that queuing a
+  // micro-batch's loss and backward never waits for the device; take_pair_stats() reads them.
+  void pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask, const TensorRef& drewards);
+  // The metrics of every pair_loss since the last take, summed in call order (each call's sums as the
+  // CPU computes them, then added up in double); one host wait on a GPU backend.
+  PairStats take_pair_stats();
+  // pair_loss calls whose metrics were not taken yet.
+  int64_t pending_pair_losses() const { return pending_pair_losses_; }
 
  protected:
   const TokenPlan& plan() const;  // the current batch's
@@ -197,8 +212,9 @@ class ModelOps {
   virtual void do_pooled_head_backward(const TensorRef& x, const TensorRef& norm_w, const TensorRef& score, float eps,
                                        const TensorRef& drewards, const TensorRef& dx, const TensorRef& d_norm_w,
                                        const TensorRef& d_score) = 0;
-  virtual PairStats do_pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask,
-                                 const TensorRef& drewards) = 0;
+  virtual void do_pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask,
+                            const TensorRef& drewards) = 0;
+  virtual PairStats do_take_pair_stats() = 0;
 
  private:
   friend class Activation;
@@ -207,6 +223,7 @@ class ModelOps {
 
   const TokenPlan* plan_ = nullptr;
   size_t live_bytes_ = 0, peak_bytes_ = 0;
+  int64_t pending_pair_losses_ = 0;
   StepClock* clock_ = nullptr;
 };
 

@@ -42,15 +42,23 @@ Qwen3RewardModel::Qwen3RewardModel(Qwen3Config config, RewardModelOptions option
       ops_(ops ? std::move(ops) : make_cpu_model_ops(options_.attention)) {}
 
 RewardOutput Qwen3RewardModel::forward_backward(const data::PairBatch& batch, ParamAccess& params) const {
-  return run(batch, params, true, nullptr);
+  RewardOutput out;
+  run(batch, params, true, nullptr, &out);
+  return out;
+}
+
+int64_t Qwen3RewardModel::queue_forward_backward(const data::PairBatch& batch, ParamAccess& params) const {
+  return run(batch, params, true, nullptr, nullptr);
 }
 
 RewardOutput Qwen3RewardModel::forward(const data::PairBatch& batch, ParamAccess& params, ForwardTrace* trace) const {
-  return run(batch, params, false, trace);
+  RewardOutput out;
+  run(batch, params, false, trace, &out);
+  return out;
 }
 
-RewardOutput Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& params, bool backward,
-                                   ForwardTrace* trace) const {
+int64_t Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& params, bool backward, ForwardTrace* trace,
+                              RewardOutput* out) const {
   const Qwen3Config& c = config_;
   const int64_t H = c.hidden_size, L = c.num_layers;
   const int head = head_group(c);
@@ -60,6 +68,9 @@ RewardOutput Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& pa
   };
   const float eps = float(c.rms_norm_eps);
   ModelOps& ops = *ops_;
+  ZERO_CHECK(!out || ops.pending_pair_losses() == 0,
+             "a micro-batch's results asked for while {} queued micro-batches' metrics were not taken "
+             "(take_pair_stats)", ops.pending_pair_losses());
 
   const TokenPlan plan = make_token_plan(batch, c.vocab_size);
   ops.begin_batch(plan, {c.head_dim, c.rope_theta});
@@ -107,7 +118,6 @@ RewardOutput Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& pa
   }
   scratch = LayerActivations();  // free the last forward-only layer's activations before the head
 
-  RewardOutput out;
   Activation rewards = ops.alloc({S});
   {
     const auto w = acquire_views(params, groups_[head], head);
@@ -120,63 +130,67 @@ RewardOutput Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& pa
     params.release(head);
   }
   Activation drewards = backward ? ops.alloc({S}) : Activation();
-  const PairStats st = ops.pair_loss(rewards, batch.pair_mask, drewards);
-  out.rewards.resize(size_t(S));
-  ops.to_host(rewards, out.rewards);
-  out.loss_sum = st.loss_sum;
-  out.real_pairs = st.real_pairs;
-  out.correct_pairs = st.correct_pairs;
-  out.chosen_reward_sum = st.chosen_reward_sum;
-  out.rejected_reward_sum = st.rejected_reward_sum;
-  out.real_tokens = N;
-  if (!backward) return out;
-
-  // ---- backward ------------------------------------------------------------------------------------
-  params.begin_backward();
-  Activation dx = ops.alloc({R, H});  // d loss / d residual stream
-  {
-    const auto w = acquire_views(params, groups_[head], head);
-    const auto gw = grad_views(params, groups_[head], head);
-    ops.pooled_head_backward(x, w[kFinalNorm], w[kScore], eps, drewards, dx, gw[kFinalNorm], gw[kScore]);
-    params.grad_ready(head);
-    params.release(head);
-  }
-  for (int64_t l = L - 1; l >= 0; --l) {
-    const int g = layer_group(int(l));
-    const auto w = acquire_views(params, groups_[g], g);
-    // Recompute what forward did not keep: same inputs, same ops, so the same activations bit for bit.
-    const ActivationCheckpointing mode = mode_of(l);
-    const bool full = mode == ActivationCheckpointing::Full;
-    const LayerActivations* acts = &scratch;
-    if (full) {
-      Activation y = ops.alloc({R, H});
-      decoder_layer_forward(ops, c, w, inputs[l], y, scratch);
+  ops.pair_loss(rewards, batch.pair_mask, drewards);
+  if (backward) {  // ---- backward ----------------------------------------------------------------------
+    params.begin_backward();
+    Activation dx = ops.alloc({R, H});  // d loss / d residual stream
+    {
+      const auto w = acquire_views(params, groups_[head], head);
+      const auto gw = grad_views(params, groups_[head], head);
+      ops.pooled_head_backward(x, w[kFinalNorm], w[kScore], eps, drewards, dx, gw[kFinalNorm], gw[kScore]);
+      params.grad_ready(head);
+      params.release(head);
+    }
+    for (int64_t l = L - 1; l >= 0; --l) {
+      const int g = layer_group(int(l));
+      const auto w = acquire_views(params, groups_[g], g);
+      // Recompute what forward did not keep: same inputs, same ops, so the same activations bit for bit.
+      const ActivationCheckpointing mode = mode_of(l);
+      const bool full = mode == ActivationCheckpointing::Full;
+      const LayerActivations* acts = &scratch;
+      if (full) {
+        Activation y = ops.alloc({R, H});
+        decoder_layer_forward(ops, c, w, inputs[l], y, scratch);
+      } else {
+        if (mode == ActivationCheckpointing::Selective) decoder_layer_rematerialise(ops, c, w, inputs[l], saved[l]);
+        acts = &saved[l];
+      }
+      const auto gw = grad_views(params, groups_[g], g);
+      Activation dprev = ops.alloc({R, H});
+      decoder_layer_backward(ops, c, w, gw, inputs[l], *acts, dx, dprev);
+      dx = std::move(dprev);
+      params.grad_ready(g);
+      params.release(g);
+      if (!full) saved[l] = LayerActivations();  // done with this layer's activations
+      inputs[l] = Activation();
+    }
+    if (params.num_pieces(0) == 1) {
+      acquire_views(params, groups_[0], 0);
+      const auto gw = grad_views(params, groups_[0], 0);
+      ops.embedding_backward(dx, c.vocab_size, whole(gw[0]));
+      params.grad_ready(0);
+      params.release(0);
     } else {
-      if (mode == ActivationCheckpointing::Selective) decoder_layer_rematerialise(ops, c, w, inputs[l], saved[l]);
-      acts = &saved[l];
-    }
-    const auto gw = grad_views(params, groups_[g], g);
-    Activation dprev = ops.alloc({R, H});
-    decoder_layer_backward(ops, c, w, gw, inputs[l], *acts, dx, dprev);
-    dx = std::move(dprev);
-    params.grad_ready(g);
-    params.release(g);
-    if (!full) saved[l] = LayerActivations();  // done with this layer's activations
-    inputs[l] = Activation();
-  }
-  if (params.num_pieces(0) == 1) {
-    acquire_views(params, groups_[0], 0);
-    const auto gw = grad_views(params, groups_[0], 0);
-    ops.embedding_backward(dx, c.vocab_size, whole(gw[0]));
-    params.grad_ready(0);
-    params.release(0);
-  } else {
-    for (int k = 0; k < params.num_pieces(0); ++k) {
-      ops.embedding_backward(dx, c.vocab_size, params.grad_piece(0, k));
-      params.piece_ready(0, k);
+      for (int k = 0; k < params.num_pieces(0); ++k) {
+        ops.embedding_backward(dx, c.vocab_size, params.grad_piece(0, k));
+        params.piece_ready(0, k);
+      }
     }
   }
-  return out;
+
+  // Read back only now, once the backward is queued: the device runs it while the host waits.
+  if (out) {
+    out->rewards.resize(size_t(S));
+    ops.to_host(rewards, out->rewards);
+    const PairStats st = ops.take_pair_stats();
+    out->loss_sum = st.loss_sum;
+    out->real_pairs = st.real_pairs;
+    out->correct_pairs = st.correct_pairs;
+    out->chosen_reward_sum = st.chosen_reward_sum;
+    out->rejected_reward_sum = st.rejected_reward_sum;
+    out->real_tokens = N;
+  }
+  return N;
 }
 
 }  // namespace zero::model

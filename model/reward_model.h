@@ -59,14 +59,20 @@ class Qwen3RewardModel {
   ModelOps& ops() const { return *ops_; }  // the backend (its step clock, its byte counts)
 
   // Forward, loss and backward of one micro-batch; each group's gradient buffers receive the gradient of
-  // loss_sum (the SUM over real pairs: the step divides by the global pair count).
+  // loss_sum (the SUM over real pairs: the step divides by the global pair count). Returns once its
+  // results are on the host (one wait for the device, after the backward is queued).
   RewardOutput forward_backward(const data::PairBatch& batch, ParamAccess& params) const;
+  // Training's form: the same work, queued without waiting for the device; nothing is read back (the pair
+  // metrics stay with the ops until ops().take_pair_stats(), once a step). Returns the real tokens computed.
+  int64_t queue_forward_backward(const data::PairBatch& batch, ParamAccess& params) const;
 
   // Forward only (eval, scoring): acquire/release per group, no begin_backward, nothing kept.
   RewardOutput forward(const data::PairBatch& batch, ParamAccess& params, ForwardTrace* trace = nullptr) const;
 
  private:
-  RewardOutput run(const data::PairBatch& batch, ParamAccess& params, bool backward, ForwardTrace* trace) const;
+  // Queues the micro-batch's work; with `out`, then reads its rewards and metrics back into it.
+  int64_t run(const data::PairBatch& batch, ParamAccess& params, bool backward, ForwardTrace* trace,
+              RewardOutput* out) const;
 
   Qwen3Config config_;
   RewardModelOptions options_;

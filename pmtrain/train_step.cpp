@@ -6,6 +6,7 @@ StepResult train_step(Engine& engine, const model::Qwen3RewardModel& model, mode
                       size_t micro_steps, const std::function<std::optional<data::PairBatch>(size_t)>& micro_batch,
                       int64_t global_real_pairs, PairStats& local) {
   engine.set_accum_steps(int(micro_steps));  // fixed by pairs, or varying by token budget
+  int64_t tokens = 0;
   for (size_t i = 0; i < micro_steps; ++i) {
     engine.begin_micro_step();
     const std::optional<data::PairBatch> batch = micro_batch(i);
@@ -13,10 +14,12 @@ StepResult train_step(Engine& engine, const model::Qwen3RewardModel& model, mode
       engine.empty_micro_step();
       continue;
     }
-    const model::RewardOutput out = model.forward_backward(*batch, access);
-    local.add({out.loss_sum, out.chosen_reward_sum, out.rejected_reward_sum, double(out.real_pairs),
-               double(out.correct_pairs), double(out.real_tokens)});
+    tokens += model.queue_forward_backward(*batch, access);
   }
+  // The step's one wait for the model's metrics: the micro-batches above queued without reading back.
+  const model::PairStats st = model.ops().take_pair_stats();
+  local.add({st.loss_sum, st.chosen_reward_sum, st.rejected_reward_sum, double(st.real_pairs),
+             double(st.correct_pairs), double(tokens)});
   // The gradients are of summed pair losses; dividing by every rank's real pairs gives the mean's.
   return engine.step(double(global_real_pairs));
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "core/math/activations.h"
@@ -275,12 +276,12 @@ class CpuModelOps final : public ModelOps {
     for (int64_t s = 0; s < Sq; ++s) DX.col(plan().pooled[s]) += dhp.col(s);
   }
 
-  PairStats do_pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask,
-                         const TensorRef& drewards) override {
+  void do_pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask, const TensorRef& drewards) override {
     const std::span<const float> r(f32(rewards), size_t(rewards.numel()));
-    if (drewards.empty()) return cpu::pair_loss(r, pair_mask);
-    return cpu::pair_loss(r, pair_mask, std::span<float>(f32(drewards), size_t(drewards.numel())));
+    pair_sums_.add(drewards.empty() ? cpu::pair_loss(r, pair_mask)
+                                    : cpu::pair_loss(r, pair_mask, std::span<float>(f32(drewards), size_t(drewards.numel()))));
   }
+  PairStats do_take_pair_stats() override { return std::exchange(pair_sums_, {}); }
 
  private:
   // The head's input: the pooled tokens' residual stream and its final norm (recomputed in backward,
@@ -307,6 +308,7 @@ class CpuModelOps final : public ModelOps {
   bool tiled_;  // model.attention: flash
   RopeTable rope_;
   TokensById by_id_;  // the batch's tokens grouped by id (embedding backward)
+  PairStats pair_sums_;  // since the last take_pair_stats
 };
 
 }  // namespace

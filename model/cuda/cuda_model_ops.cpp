@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/check.h"
@@ -52,8 +53,9 @@ class CudaModelOpsImpl final : public CudaModelOps {
                  "model.attention: reference is the CPU backend's attention; the CUDA backend runs flash or flash_fma "
                  "(or auto)");
     CUDA_CHECK(cudaEventCreateWithFlags(&uploaded_, cudaEventDisableTiming));
-    CUDA_CHECK(cudaMalloc(&d_sums_, sizeof(K::PairLossSums)));
-    CUDA_CHECK(cudaMallocHost(&h_sums_, sizeof(K::PairLossSums)));
+    CUDA_CHECK(cudaEventCreateWithFlags(&mask_uploaded_, cudaEventDisableTiming));
+    CUDA_CHECK(cudaMalloc(&d_sums_, sizeof(K::PairLossSums) * kSumSlots));
+    CUDA_CHECK(cudaMallocHost(&h_sums_, sizeof(K::PairLossSums) * kSumSlots));
   }
   ~CudaModelOpsImpl() override {
     // Not cudaStreamSynchronize(stream_): the stream is borrowed (CudaOps owns it), and pmtrain's Trainer
@@ -62,7 +64,9 @@ class CudaModelOpsImpl final : public CudaModelOps {
     if (uploaded_) CUDA_WARN(cudaEventDestroy(uploaded_));
     if (d_batch_) CUDA_WARN(cudaFree(d_batch_));
     if (h_batch_) CUDA_WARN(cudaFreeHost(h_batch_));
+    if (mask_uploaded_) CUDA_WARN(cudaEventDestroy(mask_uploaded_));
     if (d_mask_) CUDA_WARN(cudaFree(d_mask_));
+    if (h_mask_) CUDA_WARN(cudaFreeHost(h_mask_));
     if (d_sums_) CUDA_WARN(cudaFree(d_sums_));
     if (h_sums_) CUDA_WARN(cudaFreeHost(h_sums_));
   }
@@ -101,8 +105,9 @@ class CudaModelOpsImpl final : public CudaModelOps {
     layout_ = cuda_batch::batch_layout(N, S, U, rope.head_dim);
     rope_head_dim_ = rope.head_dim;
     num_ids_ = U;
-    // The previous batch's upload must have left the pinned buffer before it is rewritten.
-    waiter_.wait(uploaded_);
+    // The previous batch's upload must have left the pinned buffer before it is rewritten (long done unless
+    // the host runs a whole micro-batch ahead of the device).
+    waiter_.wait_if_pending(uploaded_);
     if (layout_.total > batch_capacity_) {
       if (d_batch_) CUDA_CHECK(cudaFree(d_batch_));  // synchronises: no kernel reads the old plan any more
       if (h_batch_) CUDA_CHECK(cudaFreeHost(h_batch_));
@@ -257,30 +262,46 @@ class CudaModelOpsImpl final : public CudaModelOps {
                             elem(d_norm_w.dtype), d_score.data, elem(d_score.dtype), stream_);
   }
 
-  PairStats do_pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask,
-                         const TensorRef& drewards) override {
+  void do_pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask, const TensorRef& drewards) override {
     const int64_t P = int64_t(pair_mask.size());
     if (size_t(P) > mask_capacity_) {
-      if (d_mask_) CUDA_CHECK(cudaFree(d_mask_));
-      d_mask_ = nullptr;
+      if (d_mask_) CUDA_CHECK(cudaFree(d_mask_));  // synchronises: no kernel reads the old mask any more
+      if (h_mask_) CUDA_CHECK(cudaFreeHost(h_mask_));
+      d_mask_ = nullptr, h_mask_ = nullptr, mask_capacity_ = 0;
       CUDA_CHECK(cudaMalloc(&d_mask_, size_t(P)));
+      CUDA_CHECK(cudaMallocHost(&h_mask_, size_t(P)));
       mask_capacity_ = size_t(P);
     }
-    if (P) CUDA_CHECK(cudaMemcpyAsync(d_mask_, pair_mask.data(), size_t(P), cudaMemcpyHostToDevice, stream_));
-    K::pair_loss(rewards.as<const float>(), d_mask_, P, drewards.empty() ? nullptr : drewards.as<float>(), d_sums_,
-                 stream_);
-    CUDA_CHECK(cudaMemcpyAsync(h_sums_, d_sums_, sizeof(K::PairLossSums), cudaMemcpyDeviceToHost, stream_));
-    waiter_.wait();  // once per micro-batch: the metrics are needed on the host
-    PairStats s;
-    s.loss_sum = h_sums_->loss_sum;
-    s.real_pairs = h_sums_->real_pairs;
-    s.correct_pairs = h_sums_->correct_pairs;
-    s.chosen_reward_sum = h_sums_->chosen_sum;
-    s.rejected_reward_sum = h_sums_->rejected_sum;
-    return s;
+    // From pinned memory: a pageable source may make the driver synchronise with the stream.
+    if (P) {
+      waiter_.wait_if_pending(mask_uploaded_);  // the previous mask has left the staging buffer
+      std::memcpy(h_mask_, pair_mask.data(), size_t(P));
+      CUDA_CHECK(cudaMemcpyAsync(d_mask_, h_mask_, size_t(P), cudaMemcpyHostToDevice, stream_));
+      CUDA_CHECK(cudaEventRecord(mask_uploaded_, stream_));
+    }
+    if (sums_used_ == kSumSlots) fold_pair_sums();  // a long accumulation: read the slots back, go on
+    K::pair_loss(rewards.as<const float>(), d_mask_, P, drewards.empty() ? nullptr : drewards.as<float>(),
+                 d_sums_ + sums_used_++, stream_);
+  }
+
+  PairStats do_take_pair_stats() override {
+    fold_pair_sums();
+    return std::exchange(pair_sums_, {});
   }
 
  private:
+  void fold_pair_sums() {
+    if (sums_used_ == 0) return;
+    CUDA_CHECK(cudaMemcpyAsync(h_sums_, d_sums_, sizeof(K::PairLossSums) * size_t(sums_used_), cudaMemcpyDeviceToHost,
+                               stream_));
+    waiter_.wait();
+    for (int i = 0; i < sums_used_; ++i) {
+      const K::PairLossSums& h = h_sums_[i];
+      pair_sums_.add({h.loss_sum, h.real_pairs, h.correct_pairs, h.chosen_sum, h.rejected_sum});
+    }
+    sums_used_ = 0;
+  }
+
   // Device scratch from the pool for the length of one op (the stream orders its reuse).
   class Scratch {
    public:
@@ -353,10 +374,17 @@ class CudaModelOpsImpl final : public CudaModelOps {
   char* h_batch_ = nullptr;  // its pinned staging copy
   size_t batch_capacity_ = 0;
   cudaEvent_t uploaded_ = nullptr;  // recorded after the upload of h_batch_
-  uint8_t* d_mask_ = nullptr;
+  uint8_t* d_mask_ = nullptr;  // the pair mask on the device
+  uint8_t* h_mask_ = nullptr;  // its pinned staging copy
   size_t mask_capacity_ = 0;
+  cudaEvent_t mask_uploaded_ = nullptr;
+  // Each pair_loss writes its sums into the next slot; take_pair_stats (or a full set of slots) reads them
+  // back at once and adds them up in call order, so a step's micro-batches queue without a host wait.
+  static constexpr int kSumSlots = 64;
   K::PairLossSums* d_sums_ = nullptr;
   K::PairLossSums* h_sums_ = nullptr;
+  int sums_used_ = 0;
+  PairStats pair_sums_;  // folded slots since the last take
 };
 
 }  // namespace

@@ -294,13 +294,28 @@ TEST_P(CudaModelOpsTest, PooledHeadAndPairLoss) {
   std::vector<uint8_t> mask(size_t(S / 2), 1);
   mask.back() = 0;  // one padding pair: no loss, zero gradient
   Dual dr = b.out({S}, F);
-  const PairStats cs = b.cpu->pair_loss(r.cpu, mask, dr.cpu);
-  PairStats gs;
-  b.check("pair_loss", [&] { gs = b.gpu->pair_loss(r.gpu, mask, dr.gpu); }, {{&dr, S}}, tol);
+  b.cpu->pair_loss(r.cpu, mask, dr.cpu);
+  const PairStats cs = b.cpu->take_pair_stats();
+  EXPECT_EQ(cs.real_pairs, S / 2 - 1);
+  b.check("pair_loss", [&] { b.gpu->pair_loss(r.gpu, mask, dr.gpu); }, {{&dr, S}}, tol);
+  EXPECT_EQ(b.gpu->pending_pair_losses(), 2);  // check() runs the op twice
+  b.gpu->take_pair_stats();
+  EXPECT_EQ(b.gpu->pending_pair_losses(), 0);
+  b.gpu->pair_loss(r.gpu, mask, dr.gpu);
+  const PairStats gs = b.gpu->take_pair_stats();
   EXPECT_NEAR(gs.loss_sum, cs.loss_sum, tol * std::abs(cs.loss_sum) + 1e-6);
   EXPECT_EQ(gs.real_pairs, cs.real_pairs);
   EXPECT_NEAR(gs.chosen_reward_sum, cs.chosen_reward_sum, tol * 10 + 1e-6);
   EXPECT_NEAR(gs.rejected_reward_sum, cs.rejected_reward_sum, tol * 10 + 1e-6);
+  // Metrics add up over the calls until taken, past the device's slots (64) too, in call order: the sum of
+  // 100 identical calls' sums, each call's as one call gives them.
+  for (int i = 0; i < 100; ++i) b.gpu->pair_loss(r.gpu, mask, {});
+  const PairStats many = b.gpu->take_pair_stats();
+  double loss = 0;
+  for (int i = 0; i < 100; ++i) loss += gs.loss_sum;
+  EXPECT_EQ(many.loss_sum, loss);
+  EXPECT_EQ(many.real_pairs, 100 * cs.real_pairs);
+  EXPECT_EQ(b.gpu->take_pair_stats().real_pairs, 0);  // taken: nothing left
   // The same drewards on both sides for the head's backward (the CPU's).
   Dual drs = b.weight({S}, F, 9);
   Dual dx = b.out_tokens(H, F), dn = b.out({H}, F), ds = b.out({1, H}, F);
@@ -368,7 +383,7 @@ TEST(CudaModelOpsPool, SteadyStateAllocatesNothing) {
 }
 
 // Each host wait of the model's ops (a batch's upload before its pinned buffer is rewritten, to_host, the
-// pair loss's metrics) goes through the guard it was given (cuda/host_wait.h), none around it: pmtrain
+// pair loss's metrics when taken) goes through the guard it was given (cuda/host_wait.h), none around it: pmtrain
 // installs the NCCL communicator's, which watches them under the peer timeout. Counted at the guard.
 TEST(CudaModelOpsHostWaits, EveryOneGoesThroughTheGuard) {
   ZERO_SKIP_WITHOUT_CUDA();
@@ -377,7 +392,9 @@ TEST(CudaModelOpsHostWaits, EveryOneGoesThroughTheGuard) {
     ++waits;
     CUDA_CHECK(cudaEventSynchronize(done));
   });
-  EXPECT_EQ(waits, 1);  // begin_batch: the (first) upload's event
+  // begin_batch and the pair mask wait only for their staging buffer's previous upload, and only while it
+  // is in flight (the first upload has none).
+  EXPECT_EQ(waits, 0);
   const int64_t S = b.plan.num_seqs();
   Dual r = b.weight({S}, DType::F32, 4), x = b.tokens(b.shape.hidden, DType::BF16, 5);
   const int after_setup = waits;  // filling the tensors may wait too (to_host of what they hold)
@@ -388,9 +405,13 @@ TEST(CudaModelOpsHostWaits, EveryOneGoesThroughTheGuard) {
   std::vector<uint8_t> mask(size_t(S / 2), 1);
   Dual dr = b.out({S}, DType::F32);
   b.gpu->pair_loss(r.gpu, mask, dr.gpu);
-  EXPECT_EQ(waits, after_setup + 3);
-  b.gpu->begin_batch(b.plan, {b.shape.head_dim, 1e6});
-  EXPECT_EQ(waits, after_setup + 4);
+  // The test's own wait, not the ops': the mask's first upload is done, so the second call's staging buffer
+  // is free on a GPU too.
+  CUDA_CHECK(cudaDeviceSynchronize());
+  b.gpu->pair_loss(r.gpu, mask, dr.gpu);
+  EXPECT_EQ(waits, after_setup + 2);  // queued: the metrics stay on the device
+  b.gpu->take_pair_stats();
+  EXPECT_EQ(waits, after_setup + 3);  // both calls' metrics in one read
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaModelOpsTest,

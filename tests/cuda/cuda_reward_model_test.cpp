@@ -116,5 +116,54 @@ TEST(CudaRewardModel, CheckpointingModesAgreeBitForBitInBf16Mode) {
   EXPECT_LT(peak[1], peak[0]);
 }
 
+// Training's form (queue_forward_backward) reads nothing back: micro-batches queue without a host wait for
+// the device (counted at the ops' wait guard), and one take_pair_stats gives what forward_backward reports
+// for each of them, summed, bit for bit.
+TEST(CudaRewardModel, QueuedMicroBatchesWaitOnlyWhenTheirMetricsAreTaken) {
+  ZERO_SKIP_WITHOUT_CUDA();
+  checkpoint::SafetensorsReader reader(testing::fixture_file());
+  const Qwen3Config config = load_hf_config(testing::fixture_dir() + "/config.json");
+  DenseParams host(qwen3_rm_groups(config));
+  for (const GroupSpec& g : host.groups())
+    for (const TensorSpec& t : g.tensors) reader.read_f32(t.name, host.param(t.name));
+  const testing::FixtureBatch fb = testing::fixture_batch(reader);
+  const std::vector<data::PairBatch> batches = {
+      testing::padded_batch(fb.seqs, int32_t(config.pad_token_id), fb.row_len),
+      testing::packed_batch(fb.seqs, int32_t(config.pad_token_id), 40, {5, 3, 1, 4, 0, 2}),
+      testing::padded_batch(std::vector<std::vector<int32_t>>(fb.seqs.begin(), fb.seqs.begin() + 2), int32_t(config.pad_token_id), fb.row_len)};
+  DeviceParams dev(host, DType::BF16);
+  int waits = 0;
+  const Qwen3RewardModel gpu(config, {}, make_cuda_model_ops({nullptr, DType::BF16, AttentionKind::Auto},
+                                                             [&](cudaEvent_t done) {
+                                                               ++waits;
+                                                               CUDA_CHECK(cudaEventSynchronize(done));
+                                                             }));
+  double loss = 0;
+  int64_t pairs = 0, correct = 0, tokens = 0;
+  for (const data::PairBatch& b : batches) {
+    const RewardOutput out = gpu.forward_backward(b, dev);
+    loss += out.loss_sum, pairs += out.real_pairs, correct += out.correct_pairs, tokens += out.real_tokens;
+  }
+  waits = 0;
+  int64_t queued_tokens = 0;
+  for (const data::PairBatch& b : batches) queued_tokens += gpu.queue_forward_backward(b, dev);
+  EXPECT_EQ(gpu.ops().pending_pair_losses(), 3);
+#ifdef ZERO_EMULATED_CUDA
+  EXPECT_EQ(waits, 0);  // every upload is complete on the fake runtime: a wait here is a drain
+#else
+  EXPECT_LE(waits, 2 * 2);  // on a GPU, at most the staging buffers' (batch and mask) of the previous batch
+#endif
+  const int queued_waits = waits;
+  const PairStats st = gpu.ops().take_pair_stats();
+  EXPECT_EQ(waits, queued_waits + 1);
+  EXPECT_EQ(st.loss_sum, loss);
+  EXPECT_EQ(st.real_pairs, pairs);
+  EXPECT_EQ(st.correct_pairs, correct);
+  EXPECT_EQ(queued_tokens, tokens);
+  // Results asked for with metrics not taken: refused, not mixed in.
+  gpu.queue_forward_backward(batches[0], dev);
+  EXPECT_THROW(gpu.forward(batches[0], dev), Error);
+}
+
 }  // namespace
 }  // namespace zero::model
