@@ -77,15 +77,18 @@ void layer_backward(Live& m, const Qwen3Config& c, int64_t R, const ActivationDT
                Q = n * size_t(c.q_dim()) * e, K = n * size_t(c.kv_dim()) * e,
                dh = n * size_t(c.hidden_size) * r;
   const size_t start = m.cur;
-  m.alloc(I), m.alloc(I), m.alloc(I);  // dm, dg, du
+  // The fused projections' order (their weights and gradients back to back, as on the engine's views):
+  // one [dg | du] and one [dq | dk | dv] buffer.
+  m.alloc(I), m.alloc(2 * I);          // dm, [dg | du]
   m.free(I);                           // dm
   m.alloc(H);                          // db
-  m.free(I), m.free(I);                // dg, du
+  m.free(2 * I);                       // [dg | du]
   m.alloc(dh);                         // dh
   m.alloc(Q);                          // d_o
-  m.alloc(Q), m.alloc(K), m.alloc(K);  // dqr, dkr, dv
+  m.alloc(Q), m.alloc(K);              // dqr, dkr
+  m.alloc(Q + 2 * K);                  // [dq | dk | dv]
   m.free(Q);                           // d_o
-  m.alloc(Q), m.alloc(K);              // dq, dk
+  m.free(Q), m.free(K);                // dqr, dkr
   m.alloc(H);                          // da
   m.cur = start;                       // all freed at scope exit
 }
@@ -161,8 +164,9 @@ ActivationPlan plan_activations(const Qwen3Config& c, int64_t R, int64_t seqs, A
 size_t cpu_op_scratch_bytes(const Qwen3Config& c, int64_t max_seq_len, bool bf16_weights) {
   const size_t L = size_t(max_seq_len);
   const size_t scores = 2 * L * L * 4;  // backward: probabilities and their gradient, one sequence and head
-  // gate_proj and up_proj widen as one [2I, H] weight when they are fused (decoder_layer.cpp).
-  const size_t widest = size_t(std::max(2 * c.intermediate_size, std::max(c.q_dim(), c.hidden_size))) *
+  // gate_proj and up_proj widen as one [2I, H] weight, q/k/v_proj as one [q + 2 kv, H], when they are fused
+  // (decoder_layer.cpp).
+  const size_t widest = size_t(std::max({2 * c.intermediate_size, c.q_dim() + 2 * c.kv_dim(), c.hidden_size})) *
                         size_t(c.hidden_size);
   const size_t widened = bf16_weights ? 2 * widest * 4 : 0;  // a weight widened + a weight gradient in fp32
   return std::max(scores, widened);

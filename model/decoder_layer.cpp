@@ -1,6 +1,8 @@
 // Qwen3 decoder layer forward/backward from its ops (norms, projections, q/k norm + RoPE, attention, SwiGLU).
 #include "model/decoder_layer.h"
 
+#include <initializer_list>
+
 #include "model/param_layout.h"
 
 namespace zero::model {
@@ -8,13 +10,31 @@ namespace zero::model {
 namespace {
 AttentionShape attention_shape(const Qwen3Config& c) { return {c.num_heads, c.num_kv_heads, c.head_dim}; }
 
-// [a; b] as one [rows_a + rows_b, cols] matrix when b's memory follows a's, as gate_proj and up_proj (and
-// their gradients) do inside a group's flat region (DenseParams, the engine's views): the gate and up
-// projections then run as one GEMM each way. Empty when they are apart (tensors staged one by one): two GEMMs.
-TensorRef stacked(const TensorRef& a, const TensorRef& b) {
-  if (a.rank != 2 || b.rank != 2 || a.dtype != b.dtype || a.dim(1) != b.dim(1) || !a.dense() || !b.dense()) return {};
-  if (static_cast<const char*>(a.data) + a.numel() * int64_t(dtype_size(a.dtype)) != b.data) return {};
-  return TensorRef(a.data, a.dtype, {a.dim(0) + b.dim(0), a.dim(1)});
+// The weights [w0; w1; ...] as one [sum of rows, cols] matrix when each one's memory follows the one
+// before, as q/k/v_proj and gate/up_proj (and their gradients) do inside a group's flat region
+// (DenseParams, the engine's views): those projections then run as one GEMM each way. Empty when they lie
+// apart (tensors staged one by one): a GEMM each.
+TensorRef stacked(std::initializer_list<TensorRef> ws) {
+  const TensorRef& first = *ws.begin();
+  int64_t rows = 0;
+  const char* next = static_cast<const char*>(first.data);
+  for (const TensorRef& w : ws) {
+    if (w.rank != 2 || w.dtype != first.dtype || w.dim(1) != first.dim(1) || !w.dense() || w.data != next) return {};
+    rows += w.dim(0);
+    next += w.numel() * int64_t(dtype_size(w.dtype));
+  }
+  return TensorRef(first.data, first.dtype, {rows, first.dim(1)});
+}
+
+// q_proj(a), k_proj(a), v_proj(a): column views of one [R, q + 2 kv] tensor in q when one GEMM made them (k
+// empty), else the three tensors.
+struct Qkv {
+  TensorRef q, k, v;
+};
+Qkv qkv_of(const Qwen3Config& c, const LayerActivations& s) {
+  if (!s.k.ref().empty()) return {s.q, s.k, s.v};
+  const TensorRef& t = s.q.ref();
+  return {t.columns(0, c.q_dim()), t.columns(c.q_dim(), c.kv_dim()), t.columns(c.q_dim() + c.kv_dim(), c.kv_dim())};
 }
 
 // gate_proj(b) and up_proj(b): the halves of one [R, 2I] tensor in g when they came from one GEMM (u empty),
@@ -40,10 +60,11 @@ void normed_input(ModelOps& ops, const Qwen3Config& c, std::span<const TensorRef
 // qr, kr = rope(q_norm(q)), rope(k_norm(k))
 void rotated_qk(ModelOps& ops, const Qwen3Config& c, std::span<const TensorRef> w, LayerActivations& s) {
   const int64_t R = s.q.ref().rows();
+  const Qkv p = qkv_of(c, s);
   s.qr = ops.alloc({R, c.q_dim()}, ops.activation_dtype());
   s.kr = ops.alloc({R, c.kv_dim()}, ops.activation_dtype());
-  ops.qk_norm_rope_forward(s.q, w[kQNorm], float(c.rms_norm_eps), s.qr, s.rstd_q);
-  ops.qk_norm_rope_forward(s.k, w[kKNorm], float(c.rms_norm_eps), s.kr, s.rstd_k);
+  ops.qk_norm_rope_forward(p.q, w[kQNorm], float(c.rms_norm_eps), s.qr, s.rstd_q);
+  ops.qk_norm_rope_forward(p.k, w[kKNorm], float(c.rms_norm_eps), s.kr, s.rstd_k);
 }
 // b = post_attention_layernorm(h)
 void normed_post(ModelOps& ops, const Qwen3Config& c, std::span<const TensorRef> w, LayerActivations& s) {
@@ -65,12 +86,17 @@ void decoder_layer_forward(ModelOps& ops, const Qwen3Config& c, std::span<const 
 
   s.rstd_in = ops.alloc({R});
   normed_input(ops, c, w, x, s);
-  s.q = ops.alloc({R, c.q_dim()}, act);
-  s.k = ops.alloc({R, c.kv_dim()}, act);
-  s.v = ops.alloc({R, c.kv_dim()}, act);
-  ops.linear_forward(s.a, w[kQProj], s.q);
-  ops.linear_forward(s.a, w[kKProj], s.k);
-  ops.linear_forward(s.a, w[kVProj], s.v);
+  if (const TensorRef qkv = stacked({w[kQProj], w[kKProj], w[kVProj]}); !qkv.empty()) {
+    s.q = ops.alloc({R, c.q_dim() + 2 * c.kv_dim()}, act);  // [q | k | v]
+    ops.linear_forward(s.a, qkv, s.q);
+  } else {
+    s.q = ops.alloc({R, c.q_dim()}, act);
+    s.k = ops.alloc({R, c.kv_dim()}, act);
+    s.v = ops.alloc({R, c.kv_dim()}, act);
+    ops.linear_forward(s.a, w[kQProj], s.q);
+    ops.linear_forward(s.a, w[kKProj], s.k);
+    ops.linear_forward(s.a, w[kVProj], s.v);
+  }
   if (drop) s.a.reset();
 
   s.rstd_q = ops.alloc({R * c.num_heads});
@@ -78,14 +104,14 @@ void decoder_layer_forward(ModelOps& ops, const Qwen3Config& c, std::span<const 
   rotated_qk(ops, c, w, s);
   s.o = ops.alloc({R, c.q_dim()}, act);
   s.lse = ops.alloc({R, c.num_heads});
-  ops.attention_forward(s.qr, s.kr, s.v, attention_shape(c), s.o, s.lse);
+  ops.attention_forward(s.qr, s.kr, qkv_of(c, s).v, attention_shape(c), s.o, s.lse);
   if (drop) s.qr.reset(), s.kr.reset();
   s.h = ops.alloc({R, c.hidden_size});
   ops.linear_forward_add(s.o, w[kOProj], x, s.h);
 
   s.rstd_post = ops.alloc({R});
   normed_post(ops, c, w, s);
-  if (const TensorRef gate_up = stacked(w[kGateProj], w[kUpProj]); !gate_up.empty()) {
+  if (const TensorRef gate_up = stacked({w[kGateProj], w[kUpProj]}); !gate_up.empty()) {
     s.g = ops.alloc({R, 2 * I}, act);  // [gate | up]
     ops.linear_forward(s.b, gate_up, s.g);
   } else {
@@ -116,7 +142,7 @@ void decoder_layer_backward(ModelOps& ops, const Qwen3Config& c, std::span<const
 
   // y = h + down(m), m = silu(g) * u: dh = dy + post_norm^T(gate^T dg + up^T du). One GEMM each way for
   // gate and up when forward fused them and their weights and gradients lie back to back ([dg | du]).
-  const TensorRef gate_up = stacked(w[kGateProj], w[kUpProj]), gate_up_grad = stacked(gw[kGateProj], gw[kUpProj]);
+  const TensorRef gate_up = stacked({w[kGateProj], w[kUpProj]}), gate_up_grad = stacked({gw[kGateProj], gw[kUpProj]});
   const bool fused = s.u.ref().empty() && !gate_up.empty() && !gate_up_grad.empty();
   Activation dm = ops.alloc({R, I}, act), dg, du;
   if (fused) {
@@ -150,22 +176,39 @@ void decoder_layer_backward(ModelOps& ops, const Qwen3Config& c, std::span<const
   Activation d_o = ops.alloc({R, c.q_dim()}, act);
   ops.linear_input_grad(dh, w[kOProj], d_o, false);
   ops.linear_weight_grad(s.o, dh, gw[kOProj]);
-  Activation dqr = ops.alloc({R, c.q_dim()}, act), dkr = ops.alloc({R, c.kv_dim()}, act),
-             dv = ops.alloc({R, c.kv_dim()}, act);
-  ops.attention_backward(s.qr, s.kr, s.v, s.o, d_o, s.lse, attention_shape(c), dqr, dkr, dv);
+  // Attention, then RoPE and the per-head norms undone, then the projections: one GEMM each way for q, k
+  // and v when forward fused them and their gradients lie back to back too ([dq | dk | dv]).
+  const TensorRef qkv = stacked({w[kQProj], w[kKProj], w[kVProj]}), qkv_grad = stacked({gw[kQProj], gw[kKProj], gw[kVProj]});
+  const bool qkv_fused = s.k.ref().empty() && !qkv.empty() && !qkv_grad.empty();
+  const Qkv p = qkv_of(c, s);
+  Activation dqr = ops.alloc({R, c.q_dim()}, act), dkr = ops.alloc({R, c.kv_dim()}, act), dqkv, dk, dv;
+  Qkv d;  // dq, dk, dv
+  if (qkv_fused) {
+    dqkv = ops.alloc({R, c.q_dim() + 2 * c.kv_dim()}, act);
+    d = {dqkv.ref().columns(0, c.q_dim()), dqkv.ref().columns(c.q_dim(), c.kv_dim()),
+         dqkv.ref().columns(c.q_dim() + c.kv_dim(), c.kv_dim())};
+  } else {
+    dqkv = ops.alloc({R, c.q_dim()}, act), dk = ops.alloc({R, c.kv_dim()}, act), dv = ops.alloc({R, c.kv_dim()}, act);
+    d = {dqkv, dk, dv};
+  }
+  ops.attention_backward(s.qr, s.kr, p.v, s.o, d_o, s.lse, attention_shape(c), dqr, dkr, d.v);
   d_o.reset();
-
-  // Undo RoPE and the per-head norms, then the projections.
-  Activation dq = ops.alloc({R, c.q_dim()}, act), dk = ops.alloc({R, c.kv_dim()}, act);
-  ops.qk_norm_rope_backward(s.q, w[kQNorm], s.rstd_q, dqr, dq, gw[kQNorm]);
-  ops.qk_norm_rope_backward(s.k, w[kKNorm], s.rstd_k, dkr, dk, gw[kKNorm]);
+  ops.qk_norm_rope_backward(p.q, w[kQNorm], s.rstd_q, dqr, d.q, gw[kQNorm]);
+  ops.qk_norm_rope_backward(p.k, w[kKNorm], s.rstd_k, dkr, d.k, gw[kKNorm]);
+  dqr.reset();
+  dkr.reset();
   Activation da = ops.alloc({R, H}, act);
-  ops.linear_input_grad(dq, w[kQProj], da, false);
-  ops.linear_weight_grad(s.a, dq, gw[kQProj]);
-  ops.linear_input_grad(dk, w[kKProj], da, true);
-  ops.linear_weight_grad(s.a, dk, gw[kKProj]);
-  ops.linear_input_grad(dv, w[kVProj], da, true);
-  ops.linear_weight_grad(s.a, dv, gw[kVProj]);
+  if (qkv_fused) {
+    ops.linear_input_grad(dqkv, qkv, da, false);
+    ops.linear_weight_grad(s.a, dqkv, qkv_grad);
+  } else {
+    ops.linear_input_grad(d.q, w[kQProj], da, false);
+    ops.linear_weight_grad(s.a, d.q, gw[kQProj]);
+    ops.linear_input_grad(d.k, w[kKProj], da, true);
+    ops.linear_weight_grad(s.a, d.k, gw[kKProj]);
+    ops.linear_input_grad(d.v, w[kVProj], da, true);
+    ops.linear_weight_grad(s.a, d.v, gw[kVProj]);
+  }
 
   ops.rmsnorm_backward(x, w[kInputNorm], s.rstd_in, da, dx, gw[kInputNorm]);
   ops.add(dx, dh, dx);

@@ -89,11 +89,11 @@ const TokenPlan& ModelOps::plan() const {
   return *plan_;
 }
 
-void ModelOps::check_tokens(const TensorRef& t, int64_t features, const char* what) const {
+void ModelOps::check_tokens(const TensorRef& t, int64_t features, const char* what, bool view_ok) const {
   ZERO_CHECK(t.rows() == token_rows(plan()) && t.row_elems() == features,
              "{}: expected [{}, {}] (token rows of this batch), got [{}, {}]", what, token_rows(plan()), features,
              t.rows(), t.row_elems());
-  ZERO_CHECK(t.dense(), "{}: a strided view (row stride {}, {} columns); only the SwiGLU ops take those", what,
+  ZERO_CHECK(view_ok || t.dense(), "{}: a strided view (row stride {}, {} columns) where packed rows are expected", what,
              t.stride(), t.row_elems());
 }
 
@@ -165,7 +165,8 @@ void ModelOps::rmsnorm_backward(const TensorRef& x, const TensorRef& w, const Te
 void ModelOps::qk_norm_rope_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y,
                                     const TensorRef& rstd) {
   const int64_t d = w.numel(), heads = d > 0 ? x.row_elems() / d : 0;
-  check_tokens(x, heads * d, "qk_norm_rope_forward x");
+  check_tokens(x, heads * d, "qk_norm_rope_forward x", true);
+  check_tokens(y, heads * d, "qk_norm_rope_forward y");
   check_shape(x, y, "qk_norm_rope_forward");
   check_f32(rstd, x.rows() * heads, "qk_norm_rope_forward rstd");
   const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
@@ -175,7 +176,8 @@ void ModelOps::qk_norm_rope_forward(const TensorRef& x, const TensorRef& w, floa
 void ModelOps::qk_norm_rope_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd,
                                      const TensorRef& dy, const TensorRef& dx, const TensorRef& dw) {
   const int64_t d = w.numel(), heads = d > 0 ? x.row_elems() / d : 0;
-  check_tokens(x, heads * d, "qk_norm_rope_backward x");
+  check_tokens(x, heads * d, "qk_norm_rope_backward x", true);
+  check_tokens(dy, heads * d, "qk_norm_rope_backward dy");
   check_weight(dw, d, "qk_norm_rope_backward dw");
   check_shape(x, dy, "qk_norm_rope_backward dy");
   check_shape(x, dx, "qk_norm_rope_backward dx");
@@ -190,6 +192,8 @@ void ModelOps::attention_forward(const TensorRef& q, const TensorRef& k, const T
              s.heads, s.kv_heads);
   check_tokens(q, s.heads * s.head_dim, "attention_forward q");
   check_tokens(k, s.kv_heads * s.head_dim, "attention_forward k");
+  check_tokens(v, s.kv_heads * s.head_dim, "attention_forward v", true);
+  check_tokens(o, s.heads * s.head_dim, "attention_forward o");
   check_same(k, v, "attention_forward v");
   check_same(q, o, "attention_forward o");
   check_f32(lse, q.rows() * s.heads, "attention_forward lse");
@@ -204,6 +208,10 @@ void ModelOps::attention_backward(const TensorRef& q, const TensorRef& k, const 
              s.heads, s.kv_heads);
   check_tokens(q, s.heads * s.head_dim, "attention_backward q");
   check_tokens(k, s.kv_heads * s.head_dim, "attention_backward k");
+  check_tokens(v, s.kv_heads * s.head_dim, "attention_backward v", true);
+  for (const TensorRef* t : {&o, &d_o, &dq}) check_tokens(*t, s.heads * s.head_dim, "attention_backward o, d_o or dq");
+  check_tokens(dk, s.kv_heads * s.head_dim, "attention_backward dk");
+  check_tokens(dv, s.kv_heads * s.head_dim, "attention_backward dv", true);
   check_same(k, v, "attention_backward v");
   check_same(q, o, "attention_backward o");
   check_same(q, d_o, "attention_backward d_o");

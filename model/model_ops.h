@@ -122,6 +122,7 @@ class ModelOps {
 
   // ---- q_norm / k_norm then RoPE at each token's position, on a projection [rows, heads * head_dim] ----
   // RMSNorm per head over head_dim (w [head_dim], rstd [rows * heads]), then the rotate_half rotation.
+  // x and backward's dx may be column views (of the fused q/k/v projection and its gradient); y, dy packed.
   void qk_norm_rope_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y,
                             const TensorRef& rstd);
   void qk_norm_rope_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
@@ -129,7 +130,8 @@ class ModelOps {
 
   // ---- causal GQA attention within each sequence of the batch ----------------------------------------
   // q, o [rows, heads * d]; k, v [rows, kv_heads * d]; lse [rows, heads] fp32 (log-sum-exp of each query's
-  // scaled scores, what backward needs besides q, k, v, o).
+  // scaled scores, what backward needs besides q, k, v, o). v and backward's dv may be column views (of the
+  // fused q/k/v projection and its gradient); every other tensor is packed.
   void attention_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const AttentionShape& s,
                          const TensorRef& o, const TensorRef& lse);
   // dq, dk, dv overwritten.
@@ -218,8 +220,9 @@ class ModelOps {
 
  private:
   friend class Activation;
-  // Checks that t is a token activation of the current batch with `features` elements per row.
-  void check_tokens(const TensorRef& t, int64_t features, const char* what) const;
+  // Checks that t is a token activation of the current batch with `features` elements per row, packed
+  // unless view_ok (a column view of a wider row: the fused projections' outputs and gradients).
+  void check_tokens(const TensorRef& t, int64_t features, const char* what, bool view_ok = false) const;
 
   const TokenPlan* plan_ = nullptr;
   size_t live_bytes_ = 0, peak_bytes_ = 0;

@@ -20,7 +20,8 @@ struct TensorRef {
   int rank = 0;
   std::array<int64_t, kMaxRank> dims{};
   // Elements from one row's start to the next; 0: the rows are packed (row_elems()). Only columns() makes
-  // other strides, and only the SwiGLU ops take such views (the gate and up halves of one fused GEMM's output).
+  // other strides: the parts of a fused projection's output and gradient ([q | k | v], [gate | up]), which
+  // only the ops after those projections take (model_ops.h says which tensor of which op).
   int64_t row_stride = 0;
 
   TensorRef() = default;

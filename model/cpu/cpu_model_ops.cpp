@@ -61,6 +61,29 @@ class Fp32Grad {
   std::vector<float> scratch_;
 };
 
+// A token activation with packed rows: the tensor itself when it is packed; for a column view (the fused
+// q/k/v projection's q, k or v, or their gradients) a packed copy, read in (in) and written back by store().
+class PackedRows {
+ public:
+  enum Use { In, Out };
+  PackedRows(const TensorRef& t, Use use) : t_(t) {
+    if (t.dense()) return;
+    const int64_t cols = t.row_elems();
+    copy_.resize(size_t(t.rows() * cols));
+    if (use == In)
+      for (int64_t r = 0; r < t.rows(); ++r) std::copy_n(f32(t) + r * t.stride(), cols, copy_.data() + r * cols);
+  }
+  float* data() { return t_.dense() ? f32(t_) : copy_.data(); }
+  void store() {
+    if (t_.dense()) return;
+    const int64_t cols = t_.row_elems();
+    for (int64_t r = 0; r < t_.rows(); ++r) std::copy_n(copy_.data() + r * cols, cols, f32(t_) + r * t_.stride());
+  }
+
+ private:
+  TensorRef t_;
+  std::vector<float> copy_;
+};
 
 class CpuModelOps final : public ModelOps {
  public:
@@ -125,7 +148,8 @@ class CpuModelOps final : public ModelOps {
                                const TensorRef& rstd) override {
     const int64_t d = w.numel(), heads = x.row_elems() / d;
     const Fp32Weight W(w);
-    cpu::rmsnorm_forward(f32(x), W.data(), d, x.rows() * heads, eps, f32(y), f32(rstd));
+    PackedRows X(x, PackedRows::In);
+    cpu::rmsnorm_forward(X.data(), W.data(), d, x.rows() * heads, eps, f32(y), f32(rstd));
     rope_forward(f32(y), heads, rope_);
   }
 
@@ -136,29 +160,34 @@ class CpuModelOps final : public ModelOps {
     Fp32Grad G(dw);
     Mat dn = columns(dy);  // undo RoPE first, on a copy: dy stays as given
     rope_backward(dn.data(), heads, rope_);
-    cpu::rmsnorm_backward(f32(x), W.data(), f32(rstd), dn.data(), d, x.rows() * heads, f32(dx), G.data());
+    PackedRows X(x, PackedRows::In), DX(dx, PackedRows::Out);
+    cpu::rmsnorm_backward(X.data(), W.data(), f32(rstd), dn.data(), d, x.rows() * heads, DX.data(), G.data());
+    DX.store();
     G.store();
   }
 
   void do_attention_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const AttentionShape& s,
                             const TensorRef& o, const TensorRef& lse) override {
+    PackedRows V(v, PackedRows::In);
     if (tiled_) {
-      attention_tiled_forward(f32(q), f32(k), f32(v), s, plan().cu_seqlens, f32(o), f32(lse));
+      attention_tiled_forward(f32(q), f32(k), V.data(), s, plan().cu_seqlens, f32(o), f32(lse));
       return;
     }
-    attention_reference_forward(f32(q), f32(k), f32(v), s, plan().cu_seqlens, q.rows(), f32(o), f32(lse));
+    attention_reference_forward(f32(q), f32(k), V.data(), s, plan().cu_seqlens, q.rows(), f32(o), f32(lse));
   }
 
   void do_attention_backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
                              const TensorRef& d_o, const TensorRef& lse, const AttentionShape& s, const TensorRef& dq,
                              const TensorRef& dk, const TensorRef& dv) override {
+    PackedRows V(v, PackedRows::In), DV(dv, PackedRows::Out);
     if (tiled_) {
-      attention_tiled_backward(f32(q), f32(k), f32(v), f32(o), f32(d_o), f32(lse), s, plan().cu_seqlens, f32(dq),
-                               f32(dk), f32(dv));
-      return;
+      attention_tiled_backward(f32(q), f32(k), V.data(), f32(o), f32(d_o), f32(lse), s, plan().cu_seqlens, f32(dq),
+                               f32(dk), DV.data());
+    } else {
+      attention_reference_backward(f32(q), f32(k), V.data(), f32(d_o), s, plan().cu_seqlens, q.rows(), f32(dq),
+                                   f32(dk), DV.data());
     }
-    attention_reference_backward(f32(q), f32(k), f32(v), f32(d_o), s, plan().cu_seqlens, q.rows(), f32(dq), f32(dk),
-                                 f32(dv));
+    DV.store();
   }
 
   // Row by row: g, u, dg and du may be strided column views.

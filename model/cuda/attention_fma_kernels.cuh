@@ -24,15 +24,15 @@ using kernels::Bf16;
 using kernels::from_f32;
 using kernels::to_f32;
 
-// The predicated tile load of the emulation's load_rows: `valid` rows of head `head` (of `heads`) from
-// token t0 on into a row-major [rows, d] tile of row stride ld; rows past the sequence end are zero.
-// (Speed: 16-byte vector loads, or cp.async / TMA, would go here.)
+// The predicated tile load of the emulation's load_rows: `valid` rows of head `head` from token t0 on
+// (token rows `row_stride` elements apart: Params' ld_*) into a row-major [rows, d] tile of row stride ld;
+// rows past the sequence end are zero. (Speed: 16-byte vector loads, or cp.async / TMA, would go here.)
 template <class T>
-__device__ void load_tile(const T* __restrict__ x, int64_t heads, int64_t head, int d, int64_t t0, int valid, int rows,
-                          int ld, float* __restrict__ tile) {
+__device__ void load_tile(const T* __restrict__ x, int64_t row_stride, int64_t head, int d, int64_t t0, int valid,
+                          int rows, int ld, float* __restrict__ tile) {
   for (int e = threadIdx.x; e < rows * d; e += kThreads) {
     const int i = e / d, c = e % d;
-    tile[i * ld + c] = i < valid ? to_f32(x[((t0 + i) * heads + head) * d + c]) : 0.0f;
+    tile[i * ld + c] = i < valid ? to_f32(x[(t0 + i) * row_stride + head * d + c]) : 0.0f;
   }
 }
 
@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(kThreads)
   float *qs = smem + L.q, *ks = smem + L.k, *vs = smem + L.v, *s = smem + L.s;
   float *row_m = smem + L.row_a, *row_l = smem + L.row_b, *row_alpha = smem + L.row_c;
 
-  load_tile(q, p.heads, h, d, sq.start + q0, nq, kBlockQ, d, qs);
+  load_tile(q, p.ld_q, h, d, sq.start + q0, nq, kBlockQ, d, qs);
   if (threadIdx.x < kBlockQ) {
     row_m[threadIdx.x] = math::SoftmaxRow{}.m;
     row_l[threadIdx.x] = math::SoftmaxRow{}.l;
@@ -74,8 +74,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t k0 = 0; k0 < key_end(qr); k0 += kBlockK) {
     const int nk = int(tile_rows(k0 / kBlockK, kBlockK, sq.len).count);
     __syncthreads();  // the previous tile's readers are done (first pass: Q and the rows are written)
-    load_tile(k, p.kv_heads, g, d, sq.start + k0, nk, kBlockK, ld, ks);
-    load_tile(v, p.kv_heads, g, d, sq.start + k0, nk, kBlockK, ld, vs);
+    load_tile(k, p.ld_k, g, d, sq.start + k0, nk, kBlockK, ld, ks);
+    load_tile(v, p.ld_v, g, d, sq.start + k0, nk, kBlockK, ld, vs);
     __syncthreads();
 
     // S = scale * Q K^T, masked where key > query. MMA: a [64, 64] x d product.
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int m = 0; m < kAccSlots; ++m) {
     int i, c;
     if (!slot_element(m, d, i, c) || i >= nq) continue;
-    o[((sq.start + q0 + i) * p.heads + h) * d + c] = from_f32<T>(acc[m] / row_l[i]);
+    o[(sq.start + q0 + i) * p.ld_q + h * d + c] = from_f32<T>(acc[m] / row_l[i]);
   }
   if (int(threadIdx.x) < nq) {
     const int i = threadIdx.x;
@@ -169,8 +169,8 @@ template <class T>
 __device__ void load_query_block(const T* __restrict__ q, const T* __restrict__ d_o, const float* __restrict__ lse,
                                  const float* __restrict__ row_dot, const Params& p, int64_t h, int64_t t0, int nq,
                                  float* qs, float* dos, float* lse_s, float* rowdot_s) {
-  load_tile(q, p.heads, h, p.d, t0, nq, kBlockQ, p.d, qs);
-  load_tile(d_o, p.heads, h, p.d, t0, nq, kBlockQ, p.d, dos);
+  load_tile(q, p.ld_q, h, p.d, t0, nq, kBlockQ, p.d, qs);
+  load_tile(d_o, p.ld_q, h, p.d, t0, nq, kBlockQ, p.d, dos);
   if (int(threadIdx.x) < nq) {
     lse_s[threadIdx.x] = lse[(t0 + threadIdx.x) * p.heads + h];
     rowdot_s[threadIdx.x] = row_dot[(t0 + threadIdx.x) * p.heads + h];
@@ -195,8 +195,8 @@ __global__ void __launch_bounds__(kThreads)
   float *qs = smem + L.q, *dos = smem + L.d_o, *ks = smem + L.k, *vs = smem + L.v;
   float *ps = smem + L.s, *dss = smem + L.ds, *lse_s = smem + L.row_a, *rowdot_s = smem + L.row_b;
 
-  load_tile(k, p.kv_heads, g, d, sq.start + k0, nk, kBlockK, ld, ks);
-  load_tile(v, p.kv_heads, g, d, sq.start + k0, nk, kBlockK, ld, vs);
+  load_tile(k, p.ld_k, g, d, sq.start + k0, nk, kBlockK, ld, ks);
+  load_tile(v, p.ld_v, g, d, sq.start + k0, nk, kBlockK, ld, vs);
   float dk_acc[kAccSlots], dv_acc[kAccSlots];
 #pragma unroll
   for (int m = 0; m < kAccSlots; ++m) dk_acc[m] = dv_acc[m] = 0.0f;
@@ -230,9 +230,9 @@ __global__ void __launch_bounds__(kThreads)
   for (int m = 0; m < kAccSlots; ++m) {
     int j, c;
     if (!slot_element(m, d, j, c) || j >= nk) continue;
-    const int64_t at = ((sq.start + k0 + j) * p.kv_heads + g) * d + c;
-    dk[at] = from_f32<T>(dk_acc[m]);
-    dv[at] = from_f32<T>(dv_acc[m]);
+    const int64_t t = sq.start + k0 + j;
+    dk[t * p.ld_k + g * d + c] = from_f32<T>(dk_acc[m]);
+    dv[t * p.ld_dv + g * d + c] = from_f32<T>(dv_acc[m]);
   }
 }
 
@@ -262,8 +262,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t k0 = 0; k0 < key_end(qr); k0 += kBlockK) {
     const int nk = int(tile_rows(k0 / kBlockK, kBlockK, sq.len).count);
     __syncthreads();
-    load_tile(k, p.kv_heads, g, d, sq.start + k0, nk, kBlockK, ld, ks);
-    load_tile(v, p.kv_heads, g, d, sq.start + k0, nk, kBlockK, ld, vs);
+    load_tile(k, p.ld_k, g, d, sq.start + k0, nk, kBlockK, ld, ks);
+    load_tile(v, p.ld_v, g, d, sq.start + k0, nk, kBlockK, ld, vs);
     __syncthreads();
     probs_and_dscores(qs, dos, ks, vs, lse_s, rowdot_s, d, nq, q0, k0, p.scale, nullptr, dss);
     __syncthreads();
@@ -282,7 +282,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int m = 0; m < kAccSlots; ++m) {
     int i, c;
     if (!slot_element(m, d, i, c) || i >= nq) continue;
-    dq[((sq.start + q0 + i) * p.heads + h) * d + c] = from_f32<T>(acc[m]);
+    dq[(sq.start + q0 + i) * p.ld_q + h * d + c] = from_f32<T>(acc[m]);
   }
 }
 

@@ -40,12 +40,13 @@ bool empty(const VarlenBatch& b) { return b.num_seqs == 0 || b.num_tokens == 0 |
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // Path::Auto resolved, and Path::Mma checked: the tensor-core kernels copy 16-byte vectors, so every
-// tensor they read or write must start on a 16-byte boundary (rows of 64 or 128 bf16 keep it after).
-bool use_mma(Path path, Elem t, const AttentionShape& s, std::initializer_list<const void*> tensors) {
+// tensor they read or write must start on a 16-byte boundary (packed rows of 64 or 128 bf16 keep it after;
+// rows_aligned: so do v's, whatever its stride).
+bool use_mma(Path path, Elem t, const AttentionShape& s, std::initializer_list<const void*> tensors, bool rows_aligned) {
   ZERO_REQUIRE(path == Path::Auto || path == Path::Fma || path == Path::Mma, ConfigError,
                "attention kernels: unknown path {}", int(path));
   if (path == Path::Fma) return false;
-  bool aligned = true;
+  bool aligned = rows_aligned;
   for (const void* x : tensors) aligned = aligned && aligned16(x);
   const bool fits = mma_supported(t, s) && aligned;
   ZERO_REQUIRE(fits || path == Path::Auto, ConfigError,
@@ -55,14 +56,33 @@ bool use_mma(Path path, Elem t, const AttentionShape& s, std::initializer_list<c
   return fits;
 }
 
-detail::Geometry geometry(const AttentionShape& s, const VarlenBatch& b, Elem t) {
+detail::Geometry geometry(const AttentionShape& s, const VarlenBatch& b, Elem t, int64_t v_stride,
+                          int64_t dv_stride = 0) {
   ZERO_REQUIRE(t == Elem::F32 || t == Elem::BF16, ConfigError, "attention kernels: unknown element type {}", int(t));
   constexpr int64_t kMaxGrid = std::numeric_limits<int32_t>::max();
   const int64_t blocks = row_grid_size(b.num_seqs, s.heads, b.max_seqlen);
   ZERO_REQUIRE(blocks <= kMaxGrid && b.num_tokens * s.heads / 256 < kMaxGrid, ConfigError,
                "attention kernels: {} sequences x {} heads x {} query blocks is too large a grid", b.num_seqs,
                s.heads, blocks_of(b.max_seqlen, kBlockQ));
-  return {b.cu_seqlens, b.num_seqs, b.max_seqlen, b.num_tokens, s.heads, s.kv_heads, s.head_dim, t == Elem::BF16};
+  for (const int64_t stride : {v_stride, dv_stride})
+    ZERO_REQUIRE(stride == 0 || stride >= s.kv_heads * s.head_dim, ConfigError,
+                 "attention kernels: a v or dv row stride of {} is shorter than its {} x {} elements a row", stride,
+                 s.kv_heads, s.head_dim);
+  detail::Geometry g;
+  g.cu_seqlens = b.cu_seqlens;
+  g.num_seqs = b.num_seqs, g.max_seqlen = b.max_seqlen, g.num_tokens = b.num_tokens;
+  g.heads = s.heads, g.kv_heads = s.kv_heads, g.head_dim = s.head_dim;
+  g.v_stride = v_stride, g.dv_stride = dv_stride;
+  g.bf16 = t == Elem::BF16;
+  return g;
+}
+
+// The tensor-core kernels' 16-byte loads and stores stay aligned from row to row only if the row strides
+// keep them.
+bool rows_aligned(std::initializer_list<int64_t> strides, Elem t) {
+  bool ok = true;
+  for (const int64_t stride : strides) ok = ok && stride * (t == Elem::BF16 ? 2 : 4) % 16 == 0;
+  return ok;
 }
 
 }  // namespace
@@ -70,14 +90,14 @@ detail::Geometry geometry(const AttentionShape& s, const VarlenBatch& b, Elem t)
 bool mma_supported(Elem t, const AttentionShape& s) { return t == Elem::BF16 && mma_head_dim(s.head_dim); }
 
 void forward(const void* q, const void* k, const void* v, Elem t, const AttentionShape& s, const VarlenBatch& b,
-             void* o, float* lse, cudaStream_t stream, Path path) {
+             void* o, float* lse, cudaStream_t stream, Path path, int64_t v_stride) {
   check_shape(s);
   check_batch(b);
-  detail::Geometry g = geometry(s, b, t);
+  detail::Geometry g = geometry(s, b, t, v_stride);
   if (empty(b)) return;
   ZERO_REQUIRE(q && k && v && o && lse, ConfigError, "attention forward: a null tensor (q {}, k {}, v {}, o {}, lse {})",
                q != nullptr, k != nullptr, v != nullptr, o != nullptr, lse != nullptr);
-  g.mma = use_mma(path, t, s, {q, k, v, o});
+  g.mma = use_mma(path, t, s, {q, k, v, o}, rows_aligned({v_stride}, t));
   detail::launch_forward(g, q, k, v, o, lse, stream);
 }
 
@@ -90,9 +110,9 @@ size_t backward_workspace_bytes(const AttentionShape& s, const VarlenBatch& b) {
 
 void backward(const void* q, const void* k, const void* v, const void* o, const void* d_o, const float* lse, Elem t,
               const AttentionShape& s, const VarlenBatch& b, void* dq, void* dk, void* dv, void* workspace,
-              size_t workspace_bytes, cudaStream_t stream, Path path) {
+              size_t workspace_bytes, cudaStream_t stream, Path path, int64_t v_stride, int64_t dv_stride) {
   const size_t need = backward_workspace_bytes(s, b);
-  detail::Geometry g = geometry(s, b, t);
+  detail::Geometry g = geometry(s, b, t, v_stride, dv_stride);
   if (empty(b)) return;
   ZERO_REQUIRE(q && k && v && o && d_o && lse && dq && dk && dv, ConfigError,
                "attention backward: a null tensor (q {}, k {}, v {}, o {}, d_o {}, lse {}, dq {}, dk {}, dv {})",
@@ -103,7 +123,7 @@ void backward(const void* q, const void* k, const void* v, const void* o, const 
                need);
   ZERO_REQUIRE(reinterpret_cast<uintptr_t>(workspace) % kWorkspaceAlign == 0, ConfigError,
                "attention backward: workspace {} is not {}-byte aligned", workspace, kWorkspaceAlign);
-  g.mma = use_mma(path, t, s, {q, k, v, o, d_o, dq, dk, dv});
+  g.mma = use_mma(path, t, s, {q, k, v, o, d_o, dq, dk, dv}, rows_aligned({v_stride, dv_stride}, t));
   detail::launch_backward(g, q, k, v, o, d_o, lse, static_cast<float*>(workspace), dq, dk, dv, stream);
 }
 

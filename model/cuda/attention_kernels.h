@@ -36,17 +36,20 @@ struct VarlenBatch {
   int32_t max_seqlen = 0;
   int64_t num_tokens = 0;               // cu_seqlens[num_seqs]
 };
-// o [N, heads*d], lse [N, heads] fp32. Scale 1/sqrt(d).
+// o [N, heads*d], lse [N, heads] fp32. Scale 1/sqrt(d). v (and backward's dv) may be a column view of a
+// wider row (the fused q/k/v projection and its gradient): v_stride (dv_stride) elements from one token's
+// row to the next (0: packed).
 // Throws zero::ConfigError for an unsupported shape (heads not a multiple of kv_heads, head_dim outside
 // [1, 128]), batch or path, before anything is launched. lse is the same quantity on both paths (the
 // natural log-sum-exp of the scaled scores), so a backward may take another path than its forward.
 void forward(const void* q, const void* k, const void* v, Elem t, const AttentionShape& s, const VarlenBatch& b,
-             void* o, float* lse, cudaStream_t stream, Path path = Path::Auto);
+             void* o, float* lse, cudaStream_t stream, Path path = Path::Auto, int64_t v_stride = 0);
 // Device scratch the backward needs for this batch (D = rowsum(dO*O), fp32, one per (token, head); the
 // separate dQ kernel needs no fp32 dQ accumulator and no ordering counters), rounded up to 256 bytes.
 size_t backward_workspace_bytes(const AttentionShape& s, const VarlenBatch& b);
 // dq, dk, dv overwritten. workspace: backward_workspace_bytes(s, b) bytes of device memory, 256-byte aligned.
 void backward(const void* q, const void* k, const void* v, const void* o, const void* d_o, const float* lse, Elem t,
               const AttentionShape& s, const VarlenBatch& b, void* dq, void* dk, void* dv, void* workspace,
-              size_t workspace_bytes, cudaStream_t stream, Path path = Path::Auto);
+              size_t workspace_bytes, cudaStream_t stream, Path path = Path::Auto, int64_t v_stride = 0,
+              int64_t dv_stride = 0);
 }  // namespace zero::model::cuda_attention

@@ -14,6 +14,7 @@ struct Geometry {
   const int32_t* cu_seqlens = nullptr;
   int64_t num_seqs = 0, max_seqlen = 0, num_tokens = 0;
   int64_t heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t v_stride = 0, dv_stride = 0;  // elements between v's (dv's) token rows; 0: kv_heads * head_dim (packed)
   bool bf16 = false;
   bool mma = false;  // the tensor-core kernels (attention_mma.cu): bf16, head_dim 64 or 128, 16-byte aligned
 };

@@ -93,20 +93,20 @@ __device__ __forceinline__ void zero(float (&c)[N][4]) {
   for (int n = 0; n < N; ++n) c[n][0] = c[n][1] = c[n][2] = c[n][3] = 0.0f;
 }
 
-// Copies `valid` rows of head `head` (of `heads`) from token t0 on, each D bf16, into a row-major [64][D]
+// Copies `valid` rows of head `head` from token t0 on (token rows `row_stride` elements apart), each D bf16, into a row-major [64][D]
 // tile of stride ld and / or a transposed [D][64] tile of stride ldt (either may be null); rows past
 // `valid` are zero. 16-byte global loads: the host checked the tensors are 16-byte aligned. The 32 lanes
 // of a warp take 32 consecutive rows at one column group: the transposed tile's 16-bit stores then land
 // in 16 consecutive words (no bank conflict; with lanes along a row all 16 column groups would hit one
 // bank), and the row-major 16-byte stores of each 8-lane phase start 4 banks apart (tile_stride's pad).
 template <int D>
-__device__ void copy_rows(const u16* __restrict__ x, int64_t heads, int64_t head, int64_t t0, int valid,
+__device__ void copy_rows(const u16* __restrict__ x, int64_t row_stride, int64_t head, int64_t t0, int valid,
                           u16* __restrict__ tile, u16* __restrict__ tile_t) {
   constexpr int kVecs = D / 8, ld = mma::tile_stride(D), ldt = mma::tile_stride(kRows);
   for (int e = threadIdx.x; e < kRows * kVecs; e += kMmaThreads) {
     const int r = e % kRows, c = e / kRows * 8;
     uint4 w = make_uint4(0u, 0u, 0u, 0u);
-    if (r < valid) w = *reinterpret_cast<const uint4*>(x + ((t0 + r) * heads + head) * D + c);
+    if (r < valid) w = *reinterpret_cast<const uint4*>(x + (t0 + r) * row_stride + head * D + c);
     if (tile) *reinterpret_cast<uint4*>(tile + r * ld + c) = w;
     if (tile_t) {
       const uint32_t words[4] = {w.x, w.y, w.z, w.w};
@@ -143,12 +143,12 @@ __device__ SmemTiles tiles_of(const MmaSmem& L) {
 // bf16 into rows t0 + row0 .. of head `head`, rows < valid only.
 template <int D>
 __device__ void store_rows(const float (&acc)[D / 8][4], const float (&row_scale)[2], u16* __restrict__ out,
-                           int64_t heads, int64_t head, int64_t t0, int row0, int valid, int lane) {
+                           int64_t row_stride, int64_t head, int64_t t0, int row0, int valid, int lane) {
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int row = row0 + mma::c_index(lane, 2 * half).row;
     if (row >= valid) continue;
-    u16* dst = out + ((t0 + row) * heads + head) * D;
+    u16* dst = out + (t0 + row) * row_stride + head * D;
 #pragma unroll
     for (int nt = 0; nt < D / 8; ++nt)
       *reinterpret_cast<uint32_t*>(dst + nt * 8 + mma::c_index(lane, 2 * half).col) =
@@ -223,7 +223,7 @@ __global__ void __launch_bounds__(kMmaThreads)
   const int64_t h = bc.head, g = h / p.r, q0 = qr.first;
   const SmemTiles t = tiles_of(mma_smem(MmaKernel::Forward, D));
 
-  copy_rows<D>(q, p.heads, h, sq.start + q0, nq, t.q, nullptr);
+  copy_rows<D>(q, p.ld_q, h, sq.start + q0, nq, t.q, nullptr);
   __syncthreads();
   uint32_t qf[D / 16][4];
 #pragma unroll
@@ -235,8 +235,8 @@ __global__ void __launch_bounds__(kMmaThreads)
   for (int64_t k0 = 0; k0 < key_end(qr); k0 += kBlockK) {
     const int nk = int(tile_rows(k0 / kBlockK, kBlockK, sq.len).count);
     __syncthreads();  // the previous tile's readers are done
-    copy_rows<D>(k, p.kv_heads, g, sq.start + k0, nk, t.k, nullptr);
-    copy_rows<D>(v, p.kv_heads, g, sq.start + k0, nk, nullptr, t.vt);
+    copy_rows<D>(k, p.ld_k, g, sq.start + k0, nk, t.k, nullptr);
+    copy_rows<D>(v, p.ld_v, g, sq.start + k0, nk, nullptr, t.vt);
     __syncthreads();
 
     float s[kBlockK / 8][4];  // S = Q K^T for the warp's 16 rows x 64 keys
@@ -304,7 +304,7 @@ __global__ void __launch_bounds__(kMmaThreads)
 
   // Every live row saw key 0, so its sum is at least 1 (the max's own term).
   const float inv[2] = {1.0f / row_sum[0], 1.0f / row_sum[1]};
-  store_rows<D>(acc, inv, o, p.heads, h, sq.start + q0, row0, nq, lane);
+  store_rows<D>(acc, inv, o, p.ld_q, h, sq.start + q0, row0, nq, lane);
   if (mma::lane_quad(lane) == 0) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
@@ -329,8 +329,8 @@ __global__ void __launch_bounds__(kMmaThreads)
   const int64_t g = bc.head, k0 = kr.first;
   const SmemTiles t = tiles_of(mma_smem(MmaKernel::DkDv, D));
 
-  copy_rows<D>(k, p.kv_heads, g, sq.start + k0, nk, t.k, nullptr);
-  copy_rows<D>(v, p.kv_heads, g, sq.start + k0, nk, t.v, nullptr);
+  copy_rows<D>(k, p.ld_k, g, sq.start + k0, nk, t.k, nullptr);
+  copy_rows<D>(v, p.ld_v, g, sq.start + k0, nk, t.v, nullptr);
   float dk_acc[D / 8][4], dv_acc[D / 8][4];
   zero(dk_acc);
   zero(dv_acc);
@@ -339,8 +339,8 @@ __global__ void __launch_bounds__(kMmaThreads)
     for (int64_t q0 = first_query_start(k0); q0 < sq.len; q0 += kBlockQ) {
       const int nq = int(tile_rows(q0 / kBlockQ, kBlockQ, sq.len).count);
       __syncthreads();  // the previous query tile's readers are done (first pass: K, V are written)
-      copy_rows<D>(q, p.heads, h, sq.start + q0, nq, t.q, t.qt);
-      copy_rows<D>(d_o, p.heads, h, sq.start + q0, nq, t.d_o, t.d_ot);
+      copy_rows<D>(q, p.ld_q, h, sq.start + q0, nq, t.q, t.qt);
+      copy_rows<D>(d_o, p.ld_q, h, sq.start + q0, nq, t.d_o, t.d_ot);
       copy_row_stats(lse, row_dot, p, h, sq.start + q0, nq, t.lse, t.row_dot);
       __syncthreads();
 #pragma unroll 1
@@ -369,8 +369,8 @@ __global__ void __launch_bounds__(kMmaThreads)
     }
   }
   const float one[2] = {1.0f, 1.0f};
-  store_rows<D>(dk_acc, one, dk, p.kv_heads, g, sq.start + k0, key0, nk, lane);
-  store_rows<D>(dv_acc, one, dv, p.kv_heads, g, sq.start + k0, key0, nk, lane);
+  store_rows<D>(dk_acc, one, dk, p.ld_k, g, sq.start + k0, key0, nk, lane);
+  store_rows<D>(dv_acc, one, dv, p.ld_dv, g, sq.start + k0, key0, nk, lane);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -388,8 +388,8 @@ __global__ void __launch_bounds__(kMmaThreads)
   const int64_t h = bc.head, g = h / p.r, q0 = qr.first;
   const SmemTiles t = tiles_of(mma_smem(MmaKernel::Dq, D));
 
-  copy_rows<D>(q, p.heads, h, sq.start + q0, nq, t.q, nullptr);
-  copy_rows<D>(d_o, p.heads, h, sq.start + q0, nq, t.d_o, nullptr);
+  copy_rows<D>(q, p.ld_q, h, sq.start + q0, nq, t.q, nullptr);
+  copy_rows<D>(d_o, p.ld_q, h, sq.start + q0, nq, t.d_o, nullptr);
   copy_row_stats(lse, row_dot, p, h, sq.start + q0, nq, t.lse, t.row_dot);
   float acc[D / 8][4];
   zero(acc);
@@ -397,8 +397,8 @@ __global__ void __launch_bounds__(kMmaThreads)
   for (int64_t k0 = 0; k0 < key_end(qr); k0 += kBlockK) {
     const int nk = int(tile_rows(k0 / kBlockK, kBlockK, sq.len).count);
     __syncthreads();  // the previous tile's readers are done (first pass: Q, dO and the row stats are written)
-    copy_rows<D>(k, p.kv_heads, g, sq.start + k0, nk, t.k, t.kt);
-    copy_rows<D>(v, p.kv_heads, g, sq.start + k0, nk, t.v, nullptr);
+    copy_rows<D>(k, p.ld_k, g, sq.start + k0, nk, t.k, t.kt);
+    copy_rows<D>(v, p.ld_v, g, sq.start + k0, nk, t.v, nullptr);
     __syncthreads();
 #pragma unroll 1
     for (int kc = 0; kc < kRows / 16; ++kc) {
@@ -422,7 +422,7 @@ __global__ void __launch_bounds__(kMmaThreads)
     }
   }
   const float one[2] = {1.0f, 1.0f};
-  store_rows<D>(acc, one, dq, p.heads, h, sq.start + q0, row0, nq, lane);
+  store_rows<D>(acc, one, dq, p.ld_q, h, sq.start + q0, row0, nq, lane);
 }
 
 }  // namespace

@@ -15,14 +15,19 @@ struct Params {
   int64_t num_seqs, max_seqlen, num_tokens;
   int64_t heads, kv_heads, r;  // r = heads / kv_heads
   int d;
+  // Elements from one token's row to the next: q, o, d_o, dq (heads * d); k, dk (kv_heads * d); v and dv
+  // (kv_heads * d, or wider when they are column views of the fused q/k/v projection and its gradient).
+  int64_t ld_q, ld_k, ld_v, ld_dv;
   float scale;       // 1 / sqrt(d), as the emulation computes it
   float scale_log2;  // scale * log2(e): the tensor-core kernels' scores live in the exp2 domain
 };
 
 inline Params params_of(const Geometry& g) {
   const float scale = 1.0f / sqrtf(float(g.head_dim));
+  const int64_t ld_k = g.kv_heads * g.head_dim;
   return {g.cu_seqlens, g.num_seqs, g.max_seqlen, g.num_tokens, g.heads, g.kv_heads, g.heads / g.kv_heads,
-          int(g.head_dim), scale, scale * 1.4426950408889634f};
+          int(g.head_dim), g.heads * g.head_dim, ld_k, g.v_stride ? g.v_stride : ld_k, g.dv_stride ? g.dv_stride : ld_k, scale,
+          scale * 1.4426950408889634f};
 }
 
 // Sequence `seq`'s token range, checked against the host's promise (attention_kernels.h): a length over

@@ -187,7 +187,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
     check_rope(d, "qk_norm_rope_forward");
     K::norm_forward(x.data, elem(x.dtype), w.data, elem(w.dtype), plan().num_tokens() * heads, d, eps, y.data,
                     elem(y.dtype), rstd.as<float>(), batch<float>(layout_.cos), batch<float>(layout_.sin), heads,
-                    stream_);
+                    stream_, x.stride());
   }
   void do_qk_norm_rope_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
                                 const TensorRef& dx, const TensorRef& dw) override {
@@ -196,14 +196,15 @@ class CudaModelOpsImpl final : public CudaModelOps {
     Scratch partials(pool_, sizeof(float) * size_t(K::norm_partial_blocks(rows) * d));
     K::norm_backward(x.data, elem(x.dtype), w.data, elem(w.dtype), rstd.as<const float>(), dy.data, elem(dy.dtype),
                      rows, d, dx.data, elem(dx.dtype), partials.as<float>(), dw.data, elem(dw.dtype),
-                     batch<float>(layout_.cos), batch<float>(layout_.sin), heads, stream_);
+                     batch<float>(layout_.cos), batch<float>(layout_.sin), heads, stream_, x.stride(), dx.stride());
   }
 
   // ---- attention (the FlashAttention-2 kernels) --------------------------------------------------------
   void do_attention_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const AttentionShape& s,
                             const TensorRef& o, const TensorRef& lse) override {
     const cuda_attention::Elem t = attention_elem({&q, &k, &v, &o});
-    cuda_attention::forward(q.data, k.data, v.data, t, s, varlen(), o.data, lse.as<float>(), stream_, attention_path_);
+    cuda_attention::forward(q.data, k.data, v.data, t, s, varlen(), o.data, lse.as<float>(), stream_, attention_path_,
+                            v.stride());
   }
   void do_attention_backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
                              const TensorRef& d_o, const TensorRef& lse, const AttentionShape& s, const TensorRef& dq,
@@ -213,7 +214,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
     const size_t ws = cuda_attention::backward_workspace_bytes(s, b);
     Scratch workspace(pool_, ws);
     cuda_attention::backward(q.data, k.data, v.data, o.data, d_o.data, lse.as<const float>(), t, s, b, dq.data,
-                             dk.data, dv.data, workspace.get(), ws, stream_, attention_path_);
+                             dk.data, dv.data, workspace.get(), ws, stream_, attention_path_, v.stride(), dv.stride());
   }
 
   // ---- element-wise -----------------------------------------------------------------------------------

@@ -68,25 +68,25 @@ void check_launch() { CUDA_CHECK(kernels::last_launch_error()); }
 // Shared memory: kThreads floats for the sums, then `dim` floats for a row (rope only).
 __global__ void norm_forward_kernel(const void* x, Elem xt, const void* w, Elem wt, int64_t rows, int64_t dim,
                                     float eps, void* y, Elem yt, float* rstd, const float* cosv, const float* sinv,
-                                    int64_t heads) {
+                                    int64_t heads, int64_t x_ld) {
   float* sh = reinterpret_cast<float*>(kernels::dynamic_shared());
   float* red = sh;
   float* row = sh + kThreads;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const int64_t base = r * dim;
+    const int64_t base = r * dim, xbase = (r / heads) * x_ld + (r % heads) * dim;
     float acc = 0.0f;
     for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
-      const float v = ld(x, xt, base + i);
+      const float v = ld(x, xt, xbase + i);
       acc = fma_rn(v, v, acc);
     }
     const float rs = math::rmsnorm_rstd(block_sum(red, acc), dim, eps);
     if (threadIdx.x == 0) rstd[r] = rs;
     if (cosv == nullptr) {
       for (int64_t i = threadIdx.x; i < dim; i += blockDim.x)
-        st(y, yt, base + i, math::rmsnorm_y(ld(x, xt, base + i), ld(w, wt, i), rs));
+        st(y, yt, base + i, math::rmsnorm_y(ld(x, xt, xbase + i), ld(w, wt, i), rs));
       continue;
     }
-    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) row[i] = math::rmsnorm_y(ld(x, xt, base + i), ld(w, wt, i), rs);
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) row[i] = math::rmsnorm_y(ld(x, xt, xbase + i), ld(w, wt, i), rs);
     __syncthreads();
     const int64_t half = dim / 2, tok = r / heads;
     for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
@@ -101,14 +101,15 @@ __global__ void norm_forward_kernel(const void* x, Elem xt, const void* w, Elem 
 // Block b handles rows b, b + gridDim.x, ... and owns partials[b, :] (zeroed here first).
 __global__ void norm_backward_kernel(const void* x, Elem xt, const void* w, Elem wt, const float* rstd, const void* dy,
                                      Elem dyt, int64_t rows, int64_t dim, void* dx, Elem dxt, float* partials,
-                                     const float* cosv, const float* sinv, int64_t heads) {
+                                     const float* cosv, const float* sinv, int64_t heads, int64_t x_ld, int64_t dx_ld) {
   float* sh = reinterpret_cast<float*>(kernels::dynamic_shared());
   float* red = sh;
   float* dn = sh + kThreads;  // dy, rotated back when rope
   float* part = partials + int64_t(blockIdx.x) * dim;
   for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) part[i] = 0.0f;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const int64_t base = r * dim;
+    const int64_t base = r * dim, xbase = (r / heads) * x_ld + (r % heads) * dim,
+                  dxbase = (r / heads) * dx_ld + (r % heads) * dim;
     if (cosv == nullptr) {
       for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) dn[i] = ld(dy, dyt, base + i);
     } else {
@@ -124,14 +125,14 @@ __global__ void norm_backward_kernel(const void* x, Elem xt, const void* w, Elem
     const float rs = rstd[r];
     float acc = 0.0f;
     for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
-      const float xhat = mul_rn(ld(x, xt, base + i), rs);
+      const float xhat = mul_rn(ld(x, xt, xbase + i), rs);
       acc = fma_rn(xhat, mul_rn(dn[i], ld(w, wt, i)), acc);
       part[i] = fma_rn(dn[i], xhat, part[i]);
     }
     const float mean = math::div_rn(block_sum(red, acc), float(dim));
     for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
-      const float xhat = mul_rn(ld(x, xt, base + i), rs);
-      st(dx, dxt, base + i, math::rmsnorm_dx(xhat, mul_rn(dn[i], ld(w, wt, i)), mean, rs));
+      const float xhat = mul_rn(ld(x, xt, xbase + i), rs);
+      st(dx, dxt, dxbase + i, math::rmsnorm_dx(xhat, mul_rn(dn[i], ld(w, wt, i)), mean, rs));
     }
     __syncthreads();  // dn is rewritten by the next row
   }
@@ -277,21 +278,23 @@ __global__ void pair_loss_kernel(const float* rewards, const uint8_t* mask, int6
 int norm_partial_blocks(int64_t rows) { return int(std::max<int64_t>(1, std::min<int64_t>(rows, kMaxNormBlocks))); }
 
 void norm_forward(const void* x, Elem xt, const void* w, Elem wt, int64_t rows, int64_t dim, float eps, void* y,
-                  Elem yt, float* rstd, const float* cos, const float* sin, int64_t heads, cudaStream_t s) {
+                  Elem yt, float* rstd, const float* cos, const float* sin, int64_t heads, cudaStream_t s, int64_t x_ld) {
   if (rows == 0) return;
   const size_t shmem = sizeof(float) * size_t(kThreads + (cos ? dim : 0));
+  const int64_t row_heads = cos ? heads : 1;  // without RoPE every row is a token's
   ZERO_LAUNCH(norm_forward_kernel, row_grid(rows), row_threads(dim), shmem, s, x, xt, w, wt, rows, dim, eps, y, yt, rstd, cos,
-      sin, heads);
+      sin, row_heads, x_ld ? x_ld : row_heads * dim);
   check_launch();
 }
 
 void norm_backward(const void* x, Elem xt, const void* w, Elem wt, const float* rstd, const void* dy, Elem dyt,
                    int64_t rows, int64_t dim, void* dx, Elem dxt, float* partials, void* dw, Elem dwt,
-                   const float* cos, const float* sin, int64_t heads, cudaStream_t s) {
+                   const float* cos, const float* sin, int64_t heads, cudaStream_t s, int64_t x_ld, int64_t dx_ld) {
   const int blocks = norm_partial_blocks(rows);
   const size_t shmem = sizeof(float) * size_t(kThreads + dim);
+  const int64_t row_heads = cos ? heads : 1;
   ZERO_LAUNCH(norm_backward_kernel, blocks, row_threads(dim), shmem, s, x, xt, w, wt, rstd, dy, dyt, rows, dim, dx, dxt,
-      partials, cos, sin, heads);
+      partials, cos, sin, row_heads, x_ld ? x_ld : row_heads * dim, dx_ld ? dx_ld : row_heads * dim);
   check_launch();
   ZERO_LAUNCH(column_sum_kernel, grid_for(dim), kThreads, 0, s, partials, blocks, dim, dw, dwt);
   check_launch();

@@ -22,15 +22,19 @@ int norm_partial_blocks(int64_t rows);
 
 // RMSNorm of each row of `dim` elements: y = w * (x * rstd), rstd [rows] fp32. With rope (cos, sin not
 // null: [tokens, dim / 2] fp32 tables, row r is head r % heads of token r / heads), the normed row is then
-// rotated (rotate_half) before it is stored: q_norm / k_norm + RoPE in one pass.
+// rotated (rotate_half) before it is stored: q_norm / k_norm + RoPE in one pass. x_ld: elements from one
+// token's x row to the next (0: packed, heads * dim with RoPE, dim without); wider when x is a column view
+// of the fused q/k/v projection. y, dy are packed.
 void norm_forward(const void* x, Elem xt, const void* w, Elem wt, int64_t rows, int64_t dim, float eps, void* y,
-                  Elem yt, float* rstd, const float* cos, const float* sin, int64_t heads, cudaStream_t s);
+                  Elem yt, float* rstd, const float* cos, const float* sin, int64_t heads, cudaStream_t s,
+                  int64_t x_ld = 0);
 // Its backward: dx overwritten, dw = the sum over rows of dy * xhat (through `partials`,
 // norm_partial_blocks(rows) * dim floats of device scratch), stored in dw's type. With rope, dy is rotated
-// back first.
+// back first. dx_ld: dx's row stride as x_ld is x's.
 void norm_backward(const void* x, Elem xt, const void* w, Elem wt, const float* rstd, const void* dy, Elem dyt,
                    int64_t rows, int64_t dim, void* dx, Elem dxt, float* partials, void* dw, Elem dwt,
-                   const float* cos, const float* sin, int64_t heads, cudaStream_t s);
+                   const float* cos, const float* sin, int64_t heads, cudaStream_t s, int64_t x_ld = 0,
+                   int64_t dx_ld = 0);
 
 // m = silu(g) * u; its backward du = dm * silu(g), dg = dm * u * silu'(g). One type for all. Over `rows` rows
 // of `cols` elements; g, u, dg and du rows start ld_* elements apart (the halves of the fused gate/up GEMM's

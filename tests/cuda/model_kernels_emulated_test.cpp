@@ -66,6 +66,7 @@ Rope rope_tables(int64_t tokens, int64_t half) {
 
 struct NormCase {
   int64_t rows, dim, heads;  // heads > 0: rows are (token, head) rows with RoPE
+  int64_t pad = 0;           // x and dx as column views: each token's row `pad` elements wider
 };
 
 void check_norm(const NormCase& c, bool bf16_out) {
@@ -111,22 +112,35 @@ void check_norm(const NormCase& c, bool bf16_out) {
     }
   }
 
-  // Kernels: x, w, dy fp32; y, dx, dw fp32 or bf16.
+  // Kernels: x, w, dy fp32; y, dx, dw fp32 or bf16. With a pad, x and dx are columns [pad, pad + width) of
+  // token rows pad + width wide (width: the token's heads x dim), the columns around them never touched.
   const Elem ot = bf16_out ? Elem::BF16 : Elem::F32;
-  std::vector<float> yf(n, NAN), rs(c.rows, NAN), dxf(n, NAN), dwf(c.dim, NAN);
-  std::vector<uint16_t> yb(n, 0xffff), dxb(n, 0xffff), dwb(c.dim, 0xffff);
+  const int64_t width = (rope ? c.heads : 1) * c.dim, tokens = n / width, ld = width + c.pad;
+  std::vector<float> xw(size_t(tokens * ld), 1e30f);
+  for (int64_t t = 0; t < tokens; ++t) std::copy_n(x.data() + t * width, width, xw.data() + t * ld + c.pad);
+  std::vector<float> yf(n, NAN), rs(c.rows, NAN), dxf(size_t(tokens * ld), NAN), dwf(c.dim, NAN);
+  std::vector<uint16_t> yb(n, 0xffff), dxb(size_t(tokens * ld), 0xffff), dwb(c.dim, 0xffff);
   std::vector<float> partials(size_t(norm_partial_blocks(c.rows) * c.dim), NAN);
   void* yp = bf16_out ? static_cast<void*>(yb.data()) : yf.data();
   void* dxp = bf16_out ? static_cast<void*>(dxb.data()) : dxf.data();
   void* dwp = bf16_out ? static_cast<void*>(dwb.data()) : dwf.data();
-  norm_forward(x.data(), Elem::F32, w.data(), Elem::F32, c.rows, c.dim, eps, yp, ot, rs.data(), cos, sin, c.heads,
-               nullptr);
-  norm_backward(x.data(), Elem::F32, w.data(), Elem::F32, rs.data(), dy.data(), Elem::F32, c.rows, c.dim, dxp, ot,
-                partials.data(), dwp, ot, cos, sin, c.heads, nullptr);
+  const int64_t x_ld = c.pad ? ld : 0;
+  const int64_t dx_off = c.pad * (bf16_out ? 2 : 4);
+  norm_forward(xw.data() + c.pad, Elem::F32, w.data(), Elem::F32, c.rows, c.dim, eps, yp, ot, rs.data(), cos, sin,
+               c.heads, nullptr, x_ld);
+  norm_backward(xw.data() + c.pad, Elem::F32, w.data(), Elem::F32, rs.data(), dy.data(), Elem::F32, c.rows, c.dim,
+                static_cast<char*>(dxp) + dx_off, ot, partials.data(), dwp, ot, cos, sin, c.heads, nullptr, x_ld, x_ld);
   const double tol = bf16_out ? 1e-2 : 1e-6;
   expect_close(name + ": y", bf16_out ? from_bf16(yb) : yf, y, tol);
   expect_close(name + ": rstd", rs, rstd, 1e-6);
-  expect_close(name + ": dx", bf16_out ? from_bf16(dxb) : dxf, dx, tol);
+  // dx's columns back into packed rows; the pad columns still hold their sentinels.
+  const std::vector<float> dxw = bf16_out ? from_bf16(dxb) : dxf;
+  std::vector<float> dxg(n);
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::copy_n(dxw.data() + t * ld + c.pad, width, dxg.data() + t * width);
+    for (int64_t i = 0; i < c.pad; ++i) EXPECT_TRUE(std::isnan(dxw[t * ld + i])) << name << ": dx pad written";
+  }
+  expect_close(name + ": dx", dxg, dx, tol);
   expect_close(name + ": dw", bf16_out ? from_bf16(dwb) : dwf, dw, tol);
 }
 
@@ -136,6 +150,12 @@ TEST(ModelKernelsEmulated, RmsNormForwardAndBackward) {
   check_norm({7, 600, 0}, true);
   check_norm({12, 16, 4}, false);    // q/k-norm + RoPE: 3 tokens x 4 heads of head_dim 16
   check_norm({12, 128, 2}, true);
+  // x and dx as column views: k's columns of a fused [q | k | v] row (q: 8 heads of 16 before them, v after
+  // them: the pad here puts q's columns before and leaves v's beyond the last row's end), and a plain norm
+  // over a view.
+  check_norm({12, 16, 4, 8 * 16}, false);
+  check_norm({12, 128, 2, 3 * 128}, true);
+  check_norm({5, 96, 0, 40}, false);
 }
 
 TEST(ModelKernelsEmulated, SwiGluAddAndConvert) {

@@ -95,10 +95,11 @@ class Layouts : public ::testing::Test {
 };
 
 // The parameters copied tensor by tensor into storage of their own (as staged views are): no two tensors
-// back to back, so the layer cannot fuse gate and up.
+// back to back, so the layer cannot fuse q/k/v or gate/up. With shared_weights, the weights are src's own
+// (back to back) and only the gradients apart: forward fuses, backward cannot.
 class PerTensorParams final : public ParamAccess {
  public:
-  explicit PerTensorParams(const DenseParams& src) : src_(src) {
+  explicit PerTensorParams(DenseParams& src, bool shared_weights = false) : src_(src), shared_(shared_weights) {
     for (int g = 0; g < src.num_groups(); ++g) {
       params_.emplace_back(), grads_.emplace_back();
       for (size_t t = 0; t < src.groups()[g].tensors.size(); ++t) {
@@ -108,8 +109,10 @@ class PerTensorParams final : public ParamAccess {
       }
     }
   }
-  std::vector<TensorRef> acquire(int g) override { return views(g, params_); }
-  void release(int) override {}
+  std::vector<TensorRef> acquire(int g) override { return shared_ ? src_.acquire(g) : views(g, params_); }
+  void release(int g) override {
+    if (shared_) src_.release(g);
+  }
   void begin_backward() override {}
   std::vector<TensorRef> grad_buffers(int g) override { return views(g, grads_); }
   void grad_ready(int) override {}
@@ -122,13 +125,16 @@ class PerTensorParams final : public ParamAccess {
       out.emplace_back(s[g][t].data(), DType::F32, src_.groups()[g].tensors[t].shape);
     return out;
   }
-  const DenseParams& src_;
+  DenseParams& src_;
+  bool shared_;
 };
 
-// gate_proj and up_proj back to back (DenseParams' flat groups, the engine's views): one GEMM each way for
-// both, counted at the ops' clock (per layer forward q, k, v, o, gate+up, down; backward two each); apart,
-// two. The same numbers either way to fp32 rounding (the GEMMs block the sums by their own shapes).
-TEST_F(Layouts, GateAndUpAreOneGemmWhenBackToBack) {
+// q/k/v_proj and gate/up_proj back to back (DenseParams' flat groups, the engine's views): one GEMM each
+// way for each set, counted at the ops' clock (per layer forward q+k+v, o, gate+up, down; backward two
+// each); weights apart, a GEMM each way per tensor; weights together but gradients apart, forward fused and
+// backward per tensor (its ops then read the fused outputs' column views and write packed gradients). The
+// same numbers every way to fp32 rounding (the GEMMs block the sums by their own shapes).
+TEST_F(Layouts, FusedProjectionsAreOneGemmWhenBackToBack) {
   const data::PairBatch batch = testing::padded_batch(fb_.seqs, 0, fb_.row_len);
   auto gemms = [&](ParamAccess& access, Result& res, auto grad_of) {
     Qwen3RewardModel m(config_, RewardModelOptions{});
@@ -147,10 +153,15 @@ TEST_F(Layouts, GateAndUpAreOneGemmWhenBackToBack) {
     return std::vector<float>(s.begin(), s.end());
   });
   const uint64_t apart_gemms = gemms(separate, apart, [&](int g, size_t t) { return separate.grads_[g][t]; });
+  Result mixed;
+  PerTensorParams grads_apart(*params_, true);
+  const uint64_t mixed_gemms = gemms(grads_apart, mixed, [&](int g, size_t t) { return grads_apart.grads_[g][t]; });
   const uint64_t L = uint64_t(config_.num_layers);
-  EXPECT_EQ(fused_gemms, L * (6 + 2 * 6));
+  EXPECT_EQ(fused_gemms, L * (4 + 2 * 4));
   EXPECT_EQ(apart_gemms, L * (7 + 2 * 7));
+  EXPECT_EQ(mixed_gemms, L * (4 + 2 * 7));
   expect_close(fused, apart, 1e-5);
+  expect_close(fused, mixed, 1e-5);
 }
 
 TEST_F(Layouts, PackedEqualsPadded) {

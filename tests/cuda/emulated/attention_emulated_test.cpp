@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +45,9 @@ struct Case {
   std::vector<int32_t> lengths;
   int64_t heads, kv_heads, head_dim;
   int32_t extra_max_seqlen = 0;
+  // v and dv as the last columns of [q | k | v]-wide rows (the fused projection's layout, v_stride and
+  // dv_stride), the columns before them never to be touched.
+  bool fused_v = false;
 };
 
 // Kernel storage (fp32 or bf16), 256-byte aligned (the tensor-core kernels copy 16-byte vectors, the
@@ -91,9 +96,17 @@ Outputs run_kernels(const Case& c, Run run, const std::vector<float>& q, const s
   const bool bf16 = run != Run::Fp32Fma;
   const auto cu = cu_seqlens_of(c.lengths);
   const int64_t n = cu.back(), hq = c.heads, hkv = c.kv_heads;
-  Buffer qb(q.size(), bf16), kb(k.size(), bf16), vb(v.size(), bf16), dob(d_o.size(), bf16), ob(q.size(), bf16),
-      dqb(q.size(), bf16), dkb(k.size(), bf16), dvb(v.size(), bf16), lse(size_t(n * hq), false);
-  qb.put(q), kb.put(k), vb.put(v), dob.put(d_o);
+  const int64_t kv_cols = hkv * c.head_dim, width = c.fused_v ? (hq + 2 * hkv) * c.head_dim : kv_cols,
+                v_col = width - kv_cols;
+  std::vector<float> v_rows(size_t(n * width), NAN);
+  for (int64_t t = 0; t < n; ++t) std::copy_n(v.data() + t * kv_cols, kv_cols, v_rows.data() + t * width + v_col);
+  Buffer qb(q.size(), bf16), kb(k.size(), bf16), vb(v_rows.size(), bf16), dob(d_o.size(), bf16), ob(q.size(), bf16),
+      dqb(q.size(), bf16), dkb(k.size(), bf16), dvb(v_rows.size(), bf16), lse(size_t(n * hq), false);
+  qb.put(q), kb.put(k), vb.put(v_rows), dob.put(d_o);
+  const size_t v_at = size_t(v_col) * (bf16 ? 2 : 4);
+  void* v_data = static_cast<char*>(vb.data) + v_at;
+  void* dv_data = static_cast<char*>(dvb.data) + v_at;
+  const int64_t stride = c.fused_v ? width : 0;
   int32_t max_len = 0;
   for (int32_t len : c.lengths) max_len = std::max(max_len, len);
   const VarlenBatch b{cu.data(), int32_t(c.lengths.size()), max_len + c.extra_max_seqlen, n};
@@ -102,10 +115,16 @@ Outputs run_kernels(const Case& c, Run run, const std::vector<float>& q, const s
   const Path path = run == Run::Bf16Mma ? Path::Mma : Path::Fma;
   const size_t ws_bytes = backward_workspace_bytes(s, b);
   Buffer ws(ws_bytes / 4, false);
-  forward(qb.data, kb.data, vb.data, t, s, b, ob.data, lse.as<float>(), nullptr, path);
-  backward(qb.data, kb.data, vb.data, ob.data, dob.data, lse.as<float>(), t, s, b, dqb.data, dkb.data, dvb.data,
-           ws.data, ws_bytes, nullptr, path);
-  return {ob.get(), lse.get(), dqb.get(), dkb.get(), dvb.get()};
+  forward(qb.data, kb.data, v_data, t, s, b, ob.data, lse.as<float>(), nullptr, path, stride);
+  backward(qb.data, kb.data, v_data, ob.data, dob.data, lse.as<float>(), t, s, b, dqb.data, dkb.data, dv_data,
+           ws.data, ws_bytes, nullptr, path, stride, stride);
+  const std::vector<float> dv_rows = dvb.get();
+  std::vector<float> dv(v.size());
+  for (int64_t t = 0; t < n; ++t) {
+    std::copy_n(dv_rows.data() + t * width + v_col, kv_cols, dv.data() + t * kv_cols);
+    for (int64_t i = 0; i < v_col; ++i) EXPECT_TRUE(std::isnan(dv_rows[t * width + i])) << c.name << ": dv wrote outside its columns";
+  }
+  return {ob.get(), lse.get(), dqb.get(), dkb.get(), dv};
 }
 
 template <class Want>
@@ -167,10 +186,14 @@ const Case kFixtureDim{"d12_gqa2_fixture", {17, 64, 3, 70}, 6, 3, 12};  // tests
 const Case kDim64{"d64_gqa2_ragged", {1, 64, 65, 17}, 4, 2, 64, 7};
 const Case kDim128{"d128_gqa4_edges", {130, 63, 1}, 4, 1, 128};
 const Case kDim128Mha{"d128_mha_129", {129}, 1, 1, 128};
+// v and dv inside fused [q | k | v] rows, as the model's fused projection lays them out.
+const Case kFixtureDimFusedV{"d12_gqa2_fused_v", {17, 64, 3, 70}, 6, 3, 12, 0, true};
+const Case kDim128FusedV{"d128_gqa4_fused_v", {130, 63, 1}, 4, 1, 128, 0, true};
 
 TEST(AttentionEmulated, FmaPathInFp32) {
   check(kFixtureDim, Run::Fp32Fma);
   check(kDim64, Run::Fp32Fma);
+  check(kFixtureDimFusedV, Run::Fp32Fma);
 }
 
 TEST(AttentionEmulated, FmaPathInBf16) {
@@ -183,6 +206,7 @@ TEST(AttentionEmulated, TensorCorePathAtHeadDim64) { check(kDim64, Run::Bf16Mma)
 TEST(AttentionEmulated, TensorCorePathAtHeadDim128) {
   check(kDim128, Run::Bf16Mma);
   check(kDim128Mha, Run::Bf16Mma);
+  check(kDim128FusedV, Run::Bf16Mma);
   // Path::Mma reached the tensor-core kernels: the two paths sum in different orders, so equal outputs
   // would mean one path ran twice.
   const Inputs in = inputs_of(kDim128, true);
