@@ -125,6 +125,7 @@ void CudaOps::accumulate_nonfinite(const void* src, DType t, size_t n, double* a
 void CudaOps::download(void* host, const void* src, size_t bytes) {
   if (bytes == 0) return;
   require_device(src, "src", "download");
+  waiter_->before_pageable_copy();
   CUDA_CHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream_));
   waiter_->wait();
 }
@@ -132,6 +133,7 @@ void CudaOps::download(void* host, const void* src, size_t bytes) {
 void CudaOps::upload(void* dst, const void* host, size_t bytes) {
   if (bytes == 0) return;
   require_device(dst, "dst", "upload");
+  waiter_->before_pageable_copy();
   CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_));
   waiter_->wait();
 }
@@ -164,6 +166,7 @@ void CudaOps::copy_from_host(void* dst, DType dt, const float* src, size_t n) {
   if (n == 0) return;
   const auto d = elem(dt, "copy_from_host");
   require_device(dst, "dst", "copy_from_host");
+  waiter_->before_pageable_copy();
   if (dt == DType::F32) {  // straight into place
     CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyHostToDevice, stream_));
   } else {
@@ -181,6 +184,7 @@ void CudaOps::copy_to_host(float* dst, const void* src, DType st, size_t n) {
   if (n == 0) return;
   const auto s = elem(st, "copy_to_host");
   require_device(src, "src", "copy_to_host");
+  waiter_->before_pageable_copy();
   if (st == DType::F32) {
     CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
   } else {

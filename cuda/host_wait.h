@@ -28,7 +28,12 @@ class StreamWaiter {
   void wait();
   // Returns when `ev`, recorded on any stream by the caller, has completed.
   void wait(cudaEvent_t ev) const;
-  // The same for an event that has usually completed long before (a staging buffer's previous upload):
+  // Before a copy between the device and pageable (not pinned) host memory on the stream: a driver may wait
+  // for everything queued on the stream inside that cudaMemcpyAsync, where no guard watches it (a silent
+  // hang when the stream waits on a collective a lost peer never joins). Draining the stream first, watched,
+  // leaves the copy nothing to wait behind.
+  void before_pageable_copy() { wait(); }
+  // The same as wait(ev) for an event that has usually completed long before (a staging buffer's previous upload):
   // a query, and the (watched) wait only when it has not.
   void wait_if_pending(cudaEvent_t ev) const;
 

@@ -84,6 +84,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
 
   void do_to_host(const TensorRef& src, std::span<float> dst) override {
     if (dst.empty()) return;
+    waiter_.before_pageable_copy();
     if (src.dtype == DType::F32) {
       CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data, dst.size_bytes(), cudaMemcpyDeviceToHost, stream_));
       waiter_.wait();

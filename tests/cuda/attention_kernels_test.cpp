@@ -45,6 +45,7 @@ struct Case {
   std::vector<int32_t> lengths;
   int64_t heads, kv_heads, head_dim;
   int32_t extra_max_seqlen = 0;  // VarlenBatch.max_seqlen above the longest length
+  bool fused_v = false;  // v and dv as the last columns of [q | k | v] rows (the fused projection's layout)
 };
 
 const std::vector<Case>& cases() {
@@ -58,6 +59,8 @@ const std::vector<Case>& cases() {
       {"long_2048_d16", {2048, 5}, 2, 1, 16},
       {"r1_d128_1000", {1000, 64}, 2, 2, 128, 64},
       {"long_2048_gqa4_d128", {2048, 1, 130}, 4, 1, 128},  // Qwen3's head_dim at the longest length
+      {"fused_v_fixture_d12", {17, 64, 3, 70}, 6, 3, 12, 0, true},
+      {"fused_v_gqa4_d128", {2048, 1, 130}, 4, 1, 128, 0, true},
   };
   return all;
 }
@@ -117,10 +120,19 @@ Outputs run_gpu(const Case& c, const Host& in, bool bf16, ca::Path path = ca::Pa
   const Typed t{bf16};
   DeviceBuffer cu_d(cu.size() * sizeof(int32_t));
   cu_d.upload(cu);
-  DeviceBuffer q = t.make(in.q.size()), k = t.make(in.k.size()), v = t.make(in.v.size()), d_o = t.make(in.d_o.size());
-  t.put(q, in.q), t.put(k, in.k), t.put(v, in.v), t.put(d_o, in.d_o);
+  // v (and dv) in rows `width` wide from column v_col: packed, or the [q | k | v] rows of the fused
+  // projection (the columns before v NaN, and for dv checked untouched).
+  const int64_t kv_cols = c.kv_heads * d, width = c.fused_v ? (c.heads + 2 * c.kv_heads) * d : kv_cols,
+                v_col = width - kv_cols;
+  std::vector<float> v_rows(size_t(n * width), NAN);
+  for (int64_t i = 0; i < n; ++i) std::copy_n(in.v.data() + i * kv_cols, kv_cols, v_rows.data() + i * width + v_col);
+  DeviceBuffer q = t.make(in.q.size()), k = t.make(in.k.size()), v = t.make(v_rows.size()), d_o = t.make(in.d_o.size());
+  t.put(q, in.q), t.put(k, in.k), t.put(v, v_rows), t.put(d_o, in.d_o);
   DeviceBuffer o = t.make(n * c.heads * d), lse(n * c.heads * sizeof(float));
-  DeviceBuffer dq = t.make(n * c.heads * d), dk = t.make(n * c.kv_heads * d), dv = t.make(n * c.kv_heads * d);
+  DeviceBuffer dq = t.make(n * c.heads * d), dk = t.make(n * c.kv_heads * d), dv = t.make(v_rows.size());
+  const int64_t stride = c.fused_v ? width : 0;
+  void* v_at = static_cast<char*>(v.get()) + v_col * t.elem();
+  void* dv_at = static_cast<char*>(dv.get()) + v_col * t.elem();
   const AttentionShape s{c.heads, c.kv_heads, d};
   const int32_t max_len = *std::max_element(c.lengths.begin(), c.lengths.end()) + c.extra_max_seqlen;
   const ca::VarlenBatch b{cu_d.as<int32_t>(), int32_t(c.lengths.size()), max_len, n};
@@ -130,12 +142,18 @@ Outputs run_gpu(const Case& c, const Host& in, bool bf16, ca::Path path = ca::Pa
   // Outputs start as NaN bytes (0xff), so an element a kernel forgets to write shows up.
   for (const DeviceBuffer* x : {&o, &lse, &dq, &dk, &dv}) CUDA_CHECK(cudaMemset(x->get(), 0xff, x->bytes()));
 
-  ca::forward(q.get(), k.get(), v.get(), e, s, b, o.get(), lse.as<float>(), nullptr, path);
-  ca::backward(q.get(), k.get(), v.get(), o.get(), d_o.get(), lse.as<float>(), e, s, b, dq.get(), dk.get(), dv.get(),
-               ws.get(), ws_bytes, nullptr, path);
+  ca::forward(q.get(), k.get(), v_at, e, s, b, o.get(), lse.as<float>(), nullptr, path, stride);
+  ca::backward(q.get(), k.get(), v_at, o.get(), d_o.get(), lse.as<float>(), e, s, b, dq.get(), dk.get(), dv_at,
+               ws.get(), ws_bytes, nullptr, path, stride, stride);
   CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<float> dv_rows = t.get(dv, v_rows.size());
+  std::vector<float> dv_packed(size_t(n * kv_cols));
+  for (int64_t i = 0; i < n; ++i) {
+    std::copy_n(dv_rows.data() + i * width + v_col, kv_cols, dv_packed.data() + i * kv_cols);
+    for (int64_t j = 0; j < v_col; ++j) EXPECT_TRUE(std::isnan(dv_rows[i * width + j])) << c.name << ": dv wrote outside its columns";
+  }
   return {t.get(o, n * c.heads * d), testing::download<float>(lse.get(), n * c.heads), t.get(dq, n * c.heads * d),
-          t.get(dk, n * c.kv_heads * d), t.get(dv, n * c.kv_heads * d)};
+          t.get(dk, n * c.kv_heads * d), dv_packed};
 }
 
 // fp64 plain attention (tests/common/exact_attention.h).

@@ -398,10 +398,11 @@ TEST(CudaModelOpsHostWaits, EveryOneGoesThroughTheGuard) {
   const int64_t S = b.plan.num_seqs();
   Dual r = b.weight({S}, DType::F32, 4), x = b.tokens(b.shape.hidden, DType::BF16, 5);
   const int after_setup = waits;  // filling the tensors may wait too (to_host of what they hold)
+  // to_host: the stream drained before the copy into pageable memory (cuda/host_wait.h), then the copy.
   b.gpu_values(r, S);
-  EXPECT_EQ(waits, after_setup + 1);  // to_host, fp32
+  EXPECT_EQ(waits, after_setup + 2);  // fp32
   b.gpu_values(x, b.N() * b.shape.hidden);
-  EXPECT_EQ(waits, after_setup + 2);  // to_host, bf16
+  EXPECT_EQ(waits, after_setup + 4);  // bf16
   std::vector<uint8_t> mask(size_t(S / 2), 1);
   Dual dr = b.out({S}, DType::F32);
   b.gpu->pair_loss(r.gpu, mask, dr.gpu);
@@ -409,9 +410,9 @@ TEST(CudaModelOpsHostWaits, EveryOneGoesThroughTheGuard) {
   // is free on a GPU too.
   CUDA_CHECK(cudaDeviceSynchronize());
   b.gpu->pair_loss(r.gpu, mask, dr.gpu);
-  EXPECT_EQ(waits, after_setup + 2);  // queued: the metrics stay on the device
+  EXPECT_EQ(waits, after_setup + 4);  // queued: the metrics stay on the device
   b.gpu->take_pair_stats();
-  EXPECT_EQ(waits, after_setup + 3);  // both calls' metrics in one read
+  EXPECT_EQ(waits, after_setup + 5);  // both calls' metrics in one read (pinned: no drain before)
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaModelOpsTest,

@@ -67,10 +67,57 @@ bool inside(const std::map<uintptr_t, zero::simt::GuardedBuffer>& m, const void*
   return at < it->first + (it->second.size() == 0 ? 1 : it->second.size());
 }
 
+// What a real driver would do that a synchronous fake does not: a copy between the device and pageable
+// (not cudaMallocHost) host memory may wait inside cudaMemcpyAsync for everything queued on its stream,
+// where no host-wait guard watches (cuda/host_wait.h). Harmless on an idle stream; a silent hang on a
+// stream left waiting on another stream's event (NcclCommunicator::enqueue_wait) whose collective a lost
+// peer never joins. So each stream counts the cross-stream waits queued on it (cudaStreamWaitEvent) and
+// what the host has seen complete (an event recorded on it after them, synchronised or queried; a
+// stream or device synchronisation); a pageable copy on a stream still behind such a wait fails here,
+// naming the call, as the driver would hang there.
+struct StreamState {
+  uint64_t seq = 0;     // operations counted on the stream (cross-stream waits and event records)
+  uint64_t behind = 0;  // seq of the latest cross-stream wait
+  uint64_t seen = 0;    // the host has seen the stream complete up to this seq
+};
 struct FakeEvent {
   std::chrono::steady_clock::time_point at{};
+  cudaStream_t stream = nullptr;
+  uint64_t seq = 0;
 };
-int fake_stream_tag = 0;
+struct Streams {
+  std::mutex mu;
+  std::map<cudaStream_t, StreamState> state;
+};
+Streams& streams() {
+  static Streams s;
+  return s;
+}
+void seen_up_to(cudaStream_t s, uint64_t seq) {
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mu);
+  StreamState& st = all.state[s];
+  if (seq > st.seen) st.seen = seq;
+}
+bool pinned_or_device(const void* p) {
+  Allocations& a = allocations();
+  std::lock_guard<std::mutex> lock(a.mu);
+  return inside(a.pinned, p) || inside(a.device, p);
+}
+// cudaErrorNotPermitted (and a line naming it) for a pageable copy behind an unseen cross-stream wait.
+cudaError_t check_pageable_copy(void* dst, const void* src, cudaStream_t s) {
+  if (pinned_or_device(dst) && pinned_or_device(src)) return cudaSuccess;
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mu);
+  const StreamState& st = all.state[s];
+  if (st.behind <= st.seen) return cudaSuccess;
+  std::fprintf(stderr,
+               "emulated runtime: cudaMemcpyAsync between the device and pageable host memory (dst %p, src %p) on a "
+               "stream still waiting on another stream's event: a driver may wait for it inside the call, where no "
+               "guard watches (wait for the stream first, or copy through pinned memory)\n",
+               dst, src);
+  return cudaErrorNotPermitted;
+}
 
 }  // namespace
 
@@ -109,8 +156,10 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpy
   if (count) std::memmove(dst, src, count);
   return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind, cudaStream_t) {
-  if (count) std::memmove(dst, src, count);
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind, cudaStream_t s) {
+  if (count == 0) return cudaSuccess;
+  if (const cudaError_t rc = check_pageable_copy(dst, src, s); rc != cudaSuccess) return rc;
+  std::memmove(dst, src, count);
   return cudaSuccess;
 }
 cudaError_t cudaMemset(void* p, int value, size_t count) {
@@ -120,13 +169,37 @@ cudaError_t cudaMemset(void* p, int value, size_t count) {
 cudaError_t cudaMemsetAsync(void* p, int value, size_t count, cudaStream_t) { return cudaMemset(p, value, count); }
 
 cudaError_t cudaStreamCreate(cudaStream_t* s) {
-  *s = reinterpret_cast<cudaStream_t>(&fake_stream_tag);
+  *s = reinterpret_cast<cudaStream_t>(new char);  // a distinct handle a stream
   return cudaSuccess;
 }
-cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mu);
+  all.state.erase(s);
+  delete reinterpret_cast<char*>(s);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mu);
+  StreamState& st = all.state[s];
+  st.seen = st.seq;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
+  if (reinterpret_cast<FakeEvent*>(e)->stream == s) return cudaSuccess;  // its own event: no cross-stream wait
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mu);
+  StreamState& st = all.state[s];
+  st.behind = ++st.seq;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceSynchronize(void) {
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mu);
+  for (auto& [stream, st] : all.state) st.seen = st.seq;
+  return cudaSuccess;
+}
 
 cudaError_t cudaEventCreate(cudaEvent_t* e) {
   *e = reinterpret_cast<cudaEvent_t>(new FakeEvent);
@@ -137,12 +210,21 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
   delete reinterpret_cast<FakeEvent*>(e);
   return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
-  reinterpret_cast<FakeEvent*>(e)->at = std::chrono::steady_clock::now();
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  FakeEvent* ev = reinterpret_cast<FakeEvent*>(e);
+  ev->at = std::chrono::steady_clock::now();
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mu);
+  ev->stream = s;
+  ev->seq = ++all.state[s].seq;
   return cudaSuccess;
 }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
-cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  const FakeEvent* ev = reinterpret_cast<FakeEvent*>(e);
+  seen_up_to(ev->stream, ev->seq);
+  return cudaSuccess;
+}
+cudaError_t cudaEventQuery(cudaEvent_t e) { return cudaEventSynchronize(e); }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   *ms = std::chrono::duration<float, std::milli>(reinterpret_cast<FakeEvent*>(end)->at -
                                                  reinterpret_cast<FakeEvent*>(start)->at)

@@ -79,3 +79,43 @@ TEST_F(FakeCudartMemoryDeathTest, PinnedBuffersAreGuardedToo) {
 }
 
 }  // namespace
+
+namespace {
+
+// The hidden wait a real driver may make (fake_cudart.cpp): a copy to or from pageable host memory on a
+// stream still waiting on another stream's event is refused; once the host has seen the stream pass that
+// wait (an event recorded after it, synchronised), or through pinned memory, it goes.
+TEST(FakeCudartStreams, APageableCopyBehindACrossStreamWaitIsRefused) {
+  cudaStream_t compute = nullptr, comm = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&compute), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreate(&comm), cudaSuccess);
+  EXPECT_NE(compute, comm);
+  cudaEvent_t collective = nullptr, drained = nullptr;
+  ASSERT_EQ(cudaEventCreate(&collective), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&drained), cudaSuccess);
+  float* dev = nullptr;
+  float* pinned = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dev), sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&pinned), sizeof(float)), cudaSuccess);
+  float pageable = 0;
+  EXPECT_EQ(cudaMemcpyAsync(&pageable, dev, sizeof(float), cudaMemcpyDeviceToHost, compute), cudaSuccess);  // idle
+
+  ASSERT_EQ(cudaEventRecord(collective, comm), cudaSuccess);
+  ASSERT_EQ(cudaStreamWaitEvent(compute, collective, 0), cudaSuccess);
+  EXPECT_EQ(cudaMemcpyAsync(&pageable, dev, sizeof(float), cudaMemcpyDeviceToHost, compute), cudaErrorNotPermitted);
+  EXPECT_EQ(cudaMemcpyAsync(dev, &pageable, sizeof(float), cudaMemcpyHostToDevice, compute), cudaErrorNotPermitted);
+  EXPECT_EQ(cudaMemcpyAsync(pinned, dev, sizeof(float), cudaMemcpyDeviceToHost, compute), cudaSuccess);
+  EXPECT_EQ(cudaMemcpyAsync(&pageable, dev, sizeof(float), cudaMemcpyDeviceToHost, comm), cudaSuccess);  // not behind
+  ASSERT_EQ(cudaEventSynchronize(collective), cudaSuccess);  // the collective, not the compute stream
+  EXPECT_EQ(cudaMemcpyAsync(&pageable, dev, sizeof(float), cudaMemcpyDeviceToHost, compute), cudaErrorNotPermitted);
+  ASSERT_EQ(cudaEventRecord(drained, compute), cudaSuccess);
+  ASSERT_EQ(cudaEventSynchronize(drained), cudaSuccess);
+  EXPECT_EQ(cudaMemcpyAsync(&pageable, dev, sizeof(float), cudaMemcpyDeviceToHost, compute), cudaSuccess);
+
+  EXPECT_EQ(cudaFree(dev), cudaSuccess);
+  EXPECT_EQ(cudaFreeHost(pinned), cudaSuccess);
+  for (cudaEvent_t e : {collective, drained}) EXPECT_EQ(cudaEventDestroy(e), cudaSuccess);
+  for (cudaStream_t s : {compute, comm}) EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
+}  // namespace
