@@ -663,8 +663,10 @@ void Engine::sync_params() {
     }
   }
   if (handles.empty()) return;
+  // Whatever reads the parameters next (the next forward, a checkpoint's copy) runs on the compute queue:
+  // ordered after the all-gathers there, the host goes on to the next step (MPI: a wait, as before).
   const StepClock::Scope timed(clock_, TimeCategory::Comm);
-  for (auto& h : handles) h->wait();
+  for (auto& h : handles) h->enqueue_wait();
 }
 
 std::vector<float> Engine::full_optimizer_array(int g, OptimArray which) {
