@@ -30,6 +30,14 @@ double rel_l2(std::span<const float> got, std::span<const float> ref) {
   return std::sqrt(num / std::max(den, 1e-300));
 }
 
+// The fixture's weights in DenseParams' flat groups (the engine's layout: the fused projections'), fp32.
+DenseParams fixture_params(checkpoint::SafetensorsReader& reader, const Qwen3Config& config) {
+  DenseParams host(qwen3_rm_groups(config));
+  for (const GroupSpec& g : host.groups())
+    for (const TensorSpec& t : g.tensors) reader.read_f32(t.name, host.param(t.name));
+  return host;
+}
+
 TEST(CudaRewardModel, FixtureMatchesCpuInFp32Mode) {
   ZERO_SKIP_WITHOUT_CUDA();
   checkpoint::SafetensorsReader reader(testing::fixture_file());
@@ -75,9 +83,7 @@ TEST(CudaRewardModel, CheckpointingModesAgreeBitForBitInBf16Mode) {
   ZERO_SKIP_WITHOUT_CUDA();
   checkpoint::SafetensorsReader reader(testing::fixture_file());
   const Qwen3Config config = load_hf_config(testing::fixture_dir() + "/config.json");
-  DenseParams host(qwen3_rm_groups(config));
-  for (const GroupSpec& g : host.groups())
-    for (const TensorSpec& t : g.tensors) reader.read_f32(t.name, host.param(t.name));
+  DenseParams host = fixture_params(reader, config);
   const testing::FixtureBatch fb = testing::fixture_batch(reader);
   const data::PairBatch batch = testing::packed_batch(fb.seqs, int32_t(config.pad_token_id), 40, {5, 3, 1, 4, 0, 2});
   const TokenPlan plan = make_token_plan(batch, config.vocab_size);
@@ -123,9 +129,7 @@ TEST(CudaRewardModel, QueuedMicroBatchesWaitOnlyWhenTheirMetricsAreTaken) {
   ZERO_SKIP_WITHOUT_CUDA();
   checkpoint::SafetensorsReader reader(testing::fixture_file());
   const Qwen3Config config = load_hf_config(testing::fixture_dir() + "/config.json");
-  DenseParams host(qwen3_rm_groups(config));
-  for (const GroupSpec& g : host.groups())
-    for (const TensorSpec& t : g.tensors) reader.read_f32(t.name, host.param(t.name));
+  DenseParams host = fixture_params(reader, config);
   const testing::FixtureBatch fb = testing::fixture_batch(reader);
   const std::vector<data::PairBatch> batches = {
       testing::padded_batch(fb.seqs, int32_t(config.pad_token_id), fb.row_len),
