@@ -57,6 +57,10 @@ RewardOutput Qwen3RewardModel::forward(const data::PairBatch& batch, ParamAccess
   return out;
 }
 
+int64_t Qwen3RewardModel::queue_forward(const data::PairBatch& batch, ParamAccess& params) const {
+  return run(batch, params, false, nullptr, nullptr);
+}
+
 int64_t Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& params, bool backward, ForwardTrace* trace,
                               RewardOutput* out) const {
   const Qwen3Config& c = config_;

@@ -68,6 +68,8 @@ class Qwen3RewardModel {
 
   // Forward only (eval, scoring): acquire/release per group, no begin_backward, nothing kept.
   RewardOutput forward(const data::PairBatch& batch, ParamAccess& params, ForwardTrace* trace = nullptr) const;
+  // Evaluation's form: forward only, queued like queue_forward_backward (metrics to take_pair_stats()).
+  int64_t queue_forward(const data::PairBatch& batch, ParamAccess& params) const;
 
  private:
   // Queues the micro-batch's work; with `out`, then reads its rewards and metrics back into it.

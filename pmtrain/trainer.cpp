@@ -384,7 +384,7 @@ PairStats Trainer::evaluate() {
   const int64_t m = batch_.micro;
   const int64_t per_rank = (n + W - 1) / W;
   const int64_t batches = (per_rank + m - 1) / m;  // the same on every rank: stage 3 gathers are collective
-  PairStats local;
+  int64_t tokens = 0;
   for (int64_t b = 0; b < batches; ++b) {
     std::vector<int64_t> ids;
     std::vector<uint8_t> mask;
@@ -395,11 +395,11 @@ PairStats Trainer::evaluate() {
     if (ids.empty()) ids.push_back(0), mask.push_back(0);  // a masked filler keeps the collectives aligned
     const data::PairBatch batch = data::make_batch(test_, ids, mask, batch_cfg_);
     stack_.engine->begin_forward();
-    const model::RewardOutput out = stack_.model->forward(batch, *stack_.access);
-    local.add({out.loss_sum, out.chosen_reward_sum, out.rejected_reward_sum, double(out.real_pairs),
-               double(out.correct_pairs), double(out.real_tokens)});
+    tokens += stack_.model->queue_forward(batch, *stack_.access);  // read back once, below
   }
-  double sums[6] = {local.loss_sum, local.chosen_sum, local.rejected_sum, local.pairs, local.correct, local.tokens};
+  const model::PairStats st = stack_.model->ops().take_pair_stats();
+  double sums[6] = {st.loss_sum, st.chosen_reward_sum, st.rejected_reward_sum, double(st.real_pairs),
+                    double(st.correct_pairs), double(tokens)};
   comm_.all_reduce_scalars(sums, 6, ReduceOp::Sum);
   return {sums[0], sums[1], sums[2], sums[3], sums[4], sums[5]};
 }

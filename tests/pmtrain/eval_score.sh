@@ -63,6 +63,19 @@ paste -d' ' <(field chosen < $TMP/clean.out) <(field chosen < $TMP/reversed.out 
   || fail "the reversed file's rewards are not the clean file's in reverse: rows do not follow their input lines"
 echo "score: 15 lines -> 15 rows in order, 3 skipped (lines 3, 7, 10), rewards equal the clean file's"
 
+# eval's numbers against another path to them: `score` the eval set (the test file's first 16 pairs, one
+# rank, its own batches) and take the mean pair loss softplus(r_rejected - r_chosen) and the accuracy
+# from its rewards: the same to fp32 round-off.
+zcat data/assets/hh-rlhf/harmless-base/test.jsonl.gz | sed -n 1,16p > $TMP/eval_set.jsonl
+"$PMTRAIN" score $COMMON --data $TMP/eval_set.jsonl --out $TMP/eval_set.out 2> /dev/null
+paste -d' ' <(field chosen < $TMP/eval_set.out) <(field rejected < $TMP/eval_set.out) \
+  | awk -v loss="$(field loss <<<"$rec")" -v acc="$(field accuracy <<<"$rec")" '
+      { d = $2 - $1; s += (d > 0 ? d + log(1 + exp(-d)) : log(1 + exp(d))); n++; if ($1 > $2) c++ }
+      END { m = s / n; e = m - loss; if (e < 0) e = -e
+            printf "eval from score'"'"'s rewards: loss %.6f (eval %s), accuracy %.4f (eval %s), %d pairs\n", m, loss, c / n, acc, n
+            if (n != 16 || e > 1e-5 * loss + 1e-6 || (c / n - acc) ^ 2 > 1e-12) exit 1 }' \
+  || fail "eval's loss or accuracy is not what score's rewards give for the same pairs"
+
 set +e
 "$PMTRAIN" score $COMMON --data $TMP/dirty.jsonl --set data.bad_lines=fail > $TMP/fail.out 2> $TMP/fail.err
 rc=$?
