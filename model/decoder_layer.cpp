@@ -26,26 +26,29 @@ TensorRef stacked(std::initializer_list<TensorRef> ws) {
   return TensorRef(first.data, first.dtype, {rows, first.dim(1)});
 }
 
-// q_proj(a), k_proj(a), v_proj(a): column views of one [R, q + 2 kv] tensor in q when one GEMM made them (k
-// empty), else the three tensors.
+// The parts of a fused projection's output (or its gradient) as column views: [q | k | v], [gate | up].
 struct Qkv {
   TensorRef q, k, v;
 };
-Qkv qkv_of(const Qwen3Config& c, const LayerActivations& s) {
-  if (!s.k.ref().empty()) return {s.q, s.k, s.v};
-  const TensorRef& t = s.q.ref();
+Qkv qkv_columns(const Qwen3Config& c, const TensorRef& t) {
   return {t.columns(0, c.q_dim()), t.columns(c.q_dim(), c.kv_dim()), t.columns(c.q_dim() + c.kv_dim(), c.kv_dim())};
 }
+struct GateUp {
+  TensorRef gate, up;
+};
+GateUp gate_up_columns(const TensorRef& t) {
+  const int64_t I = t.dim(1) / 2;
+  return {t.columns(0, I), t.columns(I, I)};
+}
 
-// gate_proj(b) and up_proj(b): the halves of one [R, 2I] tensor in g when they came from one GEMM (u empty),
-// else g and u themselves.
-TensorRef gate_of(const LayerActivations& s) {
-  return s.u.ref().empty() ? s.g.ref().columns(0, s.g.ref().dim(1) / 2) : s.g.ref();
+// q_proj(a), k_proj(a), v_proj(a): the columns of one [R, q + 2 kv] tensor in q when one GEMM made them (k
+// empty), else the three tensors.
+Qkv qkv_of(const Qwen3Config& c, const LayerActivations& s) {
+  return s.k.ref().empty() ? qkv_columns(c, s.q) : Qkv{s.q, s.k, s.v};
 }
-TensorRef up_of(const LayerActivations& s) {
-  const int64_t I = s.g.ref().dim(1) / 2;
-  return s.u.ref().empty() ? s.g.ref().columns(I, I) : s.u.ref();
-}
+// gate_proj(b), up_proj(b): the halves of one [R, 2I] tensor in g when one GEMM made them (u empty), else g
+// and u themselves.
+GateUp gate_up_of(const LayerActivations& s) { return s.u.ref().empty() ? gate_up_columns(s.g) : GateUp{s.g, s.u}; }
 
 // The element-wise steps selective recompute repeats: forward and decoder_layer_rematerialise both run
 // these, so the recomputed tensors are forward's by construction. Each allocates its output (the rstd
@@ -74,7 +77,8 @@ void normed_post(ModelOps& ops, const Qwen3Config& c, std::span<const TensorRef>
 // m = silu(g) * u
 void gated(ModelOps& ops, const Qwen3Config& c, LayerActivations& s) {
   s.m = ops.alloc({s.g.ref().rows(), c.intermediate_size}, ops.activation_dtype());
-  ops.swiglu_forward(gate_of(s), up_of(s), s.m);
+  const GateUp p = gate_up_of(s);
+  ops.swiglu_forward(p.gate, p.up, s.m);
 }
 }  // namespace
 
@@ -153,8 +157,8 @@ void decoder_layer_backward(ModelOps& ops, const Qwen3Config& c, std::span<const
   }
   ops.linear_input_grad(dy, w[kDownProj], dm, false);
   ops.linear_weight_grad(s.m, dy, gw[kDownProj]);
-  ops.swiglu_backward(gate_of(s), up_of(s), dm, fused ? dg.ref().columns(0, I) : dg.ref(),
-                      fused ? dg.ref().columns(I, I) : du.ref());
+  const GateUp gu = gate_up_of(s), dgu = fused ? gate_up_columns(dg) : GateUp{dg, du};
+  ops.swiglu_backward(gu.gate, gu.up, dm, dgu.gate, dgu.up);
   dm.reset();
   Activation db = ops.alloc({R, H}, act);
   if (fused) {
@@ -185,8 +189,7 @@ void decoder_layer_backward(ModelOps& ops, const Qwen3Config& c, std::span<const
   Qkv d;  // dq, dk, dv
   if (qkv_fused) {
     dqkv = ops.alloc({R, c.q_dim() + 2 * c.kv_dim()}, act);
-    d = {dqkv.ref().columns(0, c.q_dim()), dqkv.ref().columns(c.q_dim(), c.kv_dim()),
-         dqkv.ref().columns(c.q_dim() + c.kv_dim(), c.kv_dim())};
+    d = qkv_columns(c, dqkv);
   } else {
     dqkv = ops.alloc({R, c.q_dim()}, act), dk = ops.alloc({R, c.kv_dim()}, act), dv = ops.alloc({R, c.kv_dim()}, act);
     d = {dqkv, dk, dv};

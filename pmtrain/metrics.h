@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/step_clock.h"
+#include "model/model_ops.h"
 
 namespace zero::pmtrain {
 
@@ -15,6 +16,11 @@ namespace zero::pmtrain {
 struct PairStats {
   double loss_sum = 0, chosen_sum = 0, rejected_sum = 0;
   double pairs = 0, correct = 0, tokens = 0;
+  // The model's pair metrics (ModelOps::take_pair_stats) over `tokens` computed tokens.
+  static PairStats of(const model::PairStats& s, int64_t tokens) {
+    return {s.loss_sum, s.chosen_reward_sum, s.rejected_reward_sum, double(s.real_pairs), double(s.correct_pairs),
+            double(tokens)};
+  }
   void add(const PairStats& o) {
     loss_sum += o.loss_sum, chosen_sum += o.chosen_sum, rejected_sum += o.rejected_sum;
     pairs += o.pairs, correct += o.correct, tokens += o.tokens;

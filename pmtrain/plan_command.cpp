@@ -190,9 +190,11 @@ Cell plan_cell(const Setup& s, int stage, int world, int per_node, size_t mem) {
   c.mem = mem;
   const Config cfg = with_stage(s.cfg, stage);
   const int64_t per_rank = s.global / world;
+  // Exact for pair batching (micro divides per_rank); under a token budget only "more than one" matters to
+  // what the accumulation plans (accum_dtype_for sums there anyway).
+  auto accum_of = [&](int64_t micro) { return (per_rank + micro - 1) / micro; };
   auto plan = [&](int64_t micro) {
-    const int64_t accum = s.micro_tokens > 0 ? 1 : (per_rank + micro - 1) / micro;
-    return plan_rank_memory(cfg, s.qc, s.groups, world, micro, accum, s.device, s.baseline);
+    return plan_rank_memory(cfg, s.qc, s.groups, world, micro, accum_of(micro), s.device, s.baseline);
   };
   c.m = plan(s.micro > 0 ? s.micro : 1);
   c.micro = s.micro > 0 ? s.micro : 1;
@@ -208,7 +210,7 @@ Cell plan_cell(const Setup& s, int stage, int world, int per_node, size_t mem) {
       }
     }
   }
-  c.accum = (per_rank + c.micro - 1) / c.micro;  // exact for pair batching (micro divides per_rank)
+  c.accum = accum_of(c.micro);
   const EngineConfig ec = engine_config(cfg, world, c.accum, 1);
   predict_time(s, make_partition(s.groups, world, ec.bucket_elements), c);
   return c;

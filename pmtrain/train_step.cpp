@@ -17,9 +17,7 @@ StepResult train_step(Engine& engine, const model::Qwen3RewardModel& model, mode
     tokens += model.queue_forward_backward(*batch, access);
   }
   // The step's one wait for the model's metrics: the micro-batches above queued without reading back.
-  const model::PairStats st = model.ops().take_pair_stats();
-  local.add({st.loss_sum, st.chosen_reward_sum, st.rejected_reward_sum, double(st.real_pairs),
-             double(st.correct_pairs), double(tokens)});
+  local.add(PairStats::of(model.ops().take_pair_stats(), tokens));
   // The gradients are of summed pair losses; dividing by every rank's real pairs gives the mean's.
   return engine.step(double(global_real_pairs));
 }

@@ -397,9 +397,8 @@ PairStats Trainer::evaluate() {
     stack_.engine->begin_forward();
     tokens += stack_.model->queue_forward(batch, *stack_.access);  // read back once, below
   }
-  const model::PairStats st = stack_.model->ops().take_pair_stats();
-  double sums[6] = {st.loss_sum, st.chosen_reward_sum, st.rejected_reward_sum, double(st.real_pairs),
-                    double(st.correct_pairs), double(tokens)};
+  const PairStats local = PairStats::of(stack_.model->ops().take_pair_stats(), tokens);
+  double sums[6] = {local.loss_sum, local.chosen_sum, local.rejected_sum, local.pairs, local.correct, local.tokens};
   comm_.all_reduce_scalars(sums, 6, ReduceOp::Sum);
   return {sums[0], sums[1], sums[2], sums[3], sums[4], sums[5]};
 }
