@@ -1,5 +1,8 @@
-// hh-rlhf line validation, bad-line accounting and the optional chat rendering.
+// Preference-pair line validation (strings or message lists, an optional prompt field), bad-line
+// accounting and the chat rendering.
 #include "data/hh_rlhf.h"
+
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +19,7 @@ const char* bad_line_kind_name(BadLineKind k) {
     case BadLineKind::NotString: return "not_string";
     case BadLineKind::Empty: return "empty";
     case BadLineKind::NotTranscript: return "not_transcript";
+    case BadLineKind::BadMessages: return "bad_messages";
   }
   return "?";
 }
@@ -54,29 +58,99 @@ ReadStats ReadStats::from_json(const nlohmann::json& j) {
   return s;
 }
 
+namespace {
+using nlohmann::json;
+
+// `field`'s value in `j`: a string or a list, else why not.
+std::optional<BadLine> find_field(json& j, const std::string& field, json*& value) {
+  const auto it = j.find(field);
+  if (it == j.end()) return BadLine{BadLineKind::MissingField, fmt::format("no field '{}'", field)};
+  if (!it->is_string() && !it->is_array())
+    return BadLine{BadLineKind::NotString, fmt::format("field '{}' is neither a string nor a list of messages", field)};
+  value = &*it;
+  return std::nullopt;
+}
+
+bool blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
+
+// Appends a list value's messages to `out`.
+std::optional<BadLine> append_messages(json& list, const std::string& field, std::vector<ChatMessage>& out) {
+  for (size_t k = 0; k < list.size(); ++k) {
+    json& m = list[k];
+    auto bad = [&](const std::string& why) {
+      return BadLine{BadLineKind::BadMessages, fmt::format("field '{}', message {}: {}", field, k, why)};
+    };
+    if (!m.is_object()) return bad("not a {\"role\", \"content\"} object");
+    const auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) return bad("no string 'role'");
+    const auto r = chat_role_named(role->get_ref<const std::string&>());
+    if (!r) return bad(fmt::format("role '{}' is not system, user or assistant", role->get_ref<const std::string&>()));
+    const auto content = m.find("content");
+    if (content == m.end() || !content->is_string()) return bad("no string 'content'");
+    if (const auto calls = m.find("tool_calls"); calls != m.end() && !calls->is_null() && !calls->empty())
+      return bad("tool calls are not supported");
+    std::optional<std::string> reasoning;
+    if (const auto rc = m.find("reasoning_content"); rc != m.end() && !rc->is_null()) {
+      if (!rc->is_string()) return bad("'reasoning_content' is not a string");
+      reasoning = std::move(rc->get_ref<std::string&>());
+    }
+    out.push_back({*r, std::move(content->get_ref<std::string&>()), std::move(reasoning)});
+  }
+  return std::nullopt;
+}
+}  // namespace
+
 std::optional<BadLine> parse_hh_line(const std::string& line, const HhReaderConfig& cfg, std::string& chosen,
                                      std::string& rejected) {
-  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return BadLine{BadLineKind::NotJson, "not a JSON object"};
   std::string* out[2] = {&chosen, &rejected};
   const std::string* field[2] = {&cfg.chosen_field, &cfg.rejected_field};
+  json* answer[2] = {nullptr, nullptr};
+  json* prompt = nullptr;
+  if (!cfg.prompt_field.empty())
+    if (auto bad = find_field(j, cfg.prompt_field, prompt)) return bad;
+  bool lists = prompt && prompt->is_array();
   for (int f = 0; f < 2; ++f) {
-    const auto it = j.find(*field[f]);
-    if (it == j.end()) return BadLine{BadLineKind::MissingField, fmt::format("no field '{}'", *field[f])};
-    if (!it->is_string())
-      return BadLine{BadLineKind::NotString, fmt::format("field '{}' is not a string", *field[f])};
-    std::string& text = it->get_ref<std::string&>();
-    if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    if (auto bad = find_field(j, *field[f], answer[f])) return bad;
+    if (answer[f]->is_string() ? blank(answer[f]->get_ref<const std::string&>()) : answer[f]->empty())
       return BadLine{BadLineKind::Empty, fmt::format("field '{}' is empty", *field[f])};
-    *out[f] = std::move(text);  // the parsed object is ours: no copy
+    lists |= answer[f]->is_array();
+  }
+
+  if (lists) {  // a conversation: the prompt's messages, then the answer's, in the chat layout
+    std::vector<ChatMessage> head;
+    if (prompt && prompt->is_array()) {
+      if (auto bad = append_messages(*prompt, cfg.prompt_field, head)) return bad;
+    } else if (prompt && !blank(prompt->get_ref<const std::string&>())) {
+      head.push_back({ChatRole::User, prompt->get_ref<const std::string&>(), {}});
+    }
+    for (int f = 0; f < 2; ++f) {
+      std::vector<ChatMessage> messages = head;
+      if (answer[f]->is_array()) {
+        if (auto bad = append_messages(*answer[f], *field[f], messages)) return bad;
+        if (std::none_of(messages.begin() + ptrdiff_t(head.size()), messages.end(),
+                         [](const ChatMessage& m) { return m.role == ChatRole::Assistant; }))
+          return BadLine{BadLineKind::BadMessages, fmt::format("field '{}' has no assistant message", *field[f])};
+      } else {
+        messages.push_back({ChatRole::Assistant, std::move(answer[f]->get_ref<std::string&>()), {}});
+      }
+      *out[f] = render_qwen3_chat(messages);
+    }
+    return std::nullopt;
+  }
+
+  for (int f = 0; f < 2; ++f) {  // strings: prompt + answer (the parsed object is ours: no copy without a prompt)
+    std::string& text = answer[f]->get_ref<std::string&>();
+    *out[f] = prompt ? prompt->get_ref<const std::string&>() + text : std::move(text);
   }
   if (cfg.mode == TextMode::Chat) {
     auto c = hh_to_qwen_chat(chosen);
     auto r = hh_to_qwen_chat(rejected);
     if (!c || !r)
       return BadLine{BadLineKind::NotTranscript,
-                     fmt::format("field '{}' is not a \"\\n\\nHuman: ...\\n\\nAssistant: ...\" transcript (chat mode)",
-                                 c ? *field[1] : *field[0])};
+                     fmt::format("{}field '{}' is not a \"\\n\\nHuman: ...\\n\\nAssistant: ...\" transcript (chat mode)",
+                                 prompt ? fmt::format("field '{}' + ", cfg.prompt_field) : "", c ? *field[1] : *field[0])};
     chosen = std::move(*c);
     rejected = std::move(*r);
   }

@@ -1,6 +1,15 @@
-// hh-rlhf pair reader: JSONL(.gz) lines {"chosen": str, "rejected": str} -> text pairs, raw or in the
-// Qwen chat layout (data/chat_format.h). Bad lines are counted by kind with the first file:line of each,
-// then skipped or turned into an InputError, as configured.
+// Preference pair reader: JSONL(.gz) lines -> (chosen text, rejected text), in the shapes preference data
+// comes in:
+//   hh-rlhf:             {"chosen": "\n\nHuman: ...\n\nAssistant: ...", "rejected": "..."}
+//   a prompt field:      {"prompt": "...", "chosen": "...", "rejected": "..."}  (prompt_field = "prompt")
+//   message lists:       {"chosen": [{"role": "user", "content": "..."}, {"role": "assistant", ...}], ...}
+//   both:                {"prompt": [{"role": "user", ...}], "chosen": [{"role": "assistant", ...}], ...}
+// Strings only: the text is prompt + answer, as it is (raw) or read as an hh transcript and rendered in the
+// Qwen3 chat layout (chat). Where any of the fields is a list of messages, the conversation is the prompt's
+// messages (a string: one user message) then the answer's (a string: one assistant message), always
+// rendered in the chat layout (data/chat_format.h); roles system, user and assistant, each message
+// {"role", "content"} and optionally "reasoning_content". Bad lines are counted by kind with the first
+// file:line of each, then skipped or turned into an InputError, as configured.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -18,14 +27,16 @@ enum class TextMode : uint8_t { Raw, Chat };
 enum class BadLinePolicy : uint8_t { Skip, Fail };
 
 struct HhReaderConfig {
+  std::string prompt_field;  // "" = none: the answers carry their prompt
   std::string chosen_field = "chosen";
   std::string rejected_field = "rejected";
   TextMode mode = TextMode::Raw;
   BadLinePolicy bad_lines = BadLinePolicy::Skip;
 };
 
-enum class BadLineKind : uint8_t { NotJson, MissingField, NotString, Empty, NotTranscript };
-inline constexpr size_t kNumBadLineKinds = 5;
+// NotString: neither a string nor a list; BadMessages: a list that is not messages this reader renders.
+enum class BadLineKind : uint8_t { NotJson, MissingField, NotString, Empty, NotTranscript, BadMessages };
+inline constexpr size_t kNumBadLineKinds = 6;
 const char* bad_line_kind_name(BadLineKind k);
 
 struct ReadStats {

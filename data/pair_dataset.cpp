@@ -23,7 +23,9 @@ const char* too_long_name(TooLongPolicy p) {
 }  // namespace
 
 nlohmann::json DataConfig::to_json() const {
-  return {{"format", 1},
+  // format 2: prompt fields, message lists and the bad_messages count (a format-1 cache is rebuilt).
+  return {{"format", 2},
+          {"prompt_field", reader.prompt_field},
           {"chosen_field", reader.chosen_field},
           {"rejected_field", reader.rejected_field},
           {"mode", reader.mode == TextMode::Chat ? "chat" : "raw"},

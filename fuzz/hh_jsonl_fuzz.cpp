@@ -1,28 +1,29 @@
-// Fuzz target: the hh-rlhf JSONL(.gz) pair reader (data/hh_rlhf.h over data/line_reader.h) on an
+// Fuzz target: the preference-pair JSONL(.gz) reader (data/hh_rlhf.h over data/line_reader.h) on an
 // arbitrary file (gzip is recognised by its magic bytes, so the fuzzer reaches zlib too), in raw and chat
-// mode. Bad lines are counted (skip) or an InputError naming the file (fail); every non-blank line is
-// either a pair or a bad line.
+// mode, without and with a prompt field (strings and message lists). Bad lines are counted (skip) or an
+// InputError naming the file (fail); every non-blank line is either a pair or a bad line.
 #include "data/hh_rlhf.h"
 #include "fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace zero;
   const std::string path = fuzz::write_scratch(".jsonl", data, size);
-  for (const data::TextMode mode : {data::TextMode::Raw, data::TextMode::Chat}) {
-    for (const data::BadLinePolicy policy : {data::BadLinePolicy::Skip, data::BadLinePolicy::Fail}) {
-      data::HhReaderConfig cfg;
-      cfg.mode = mode;
-      cfg.bad_lines = policy;
-      fuzz::expect_clean_error(path, [&] {
-        data::ReadStats stats;
-        int64_t pairs = 0;
-        data::read_hh_pairs({path}, cfg, stats, [&](std::string_view, std::string_view) { ++pairs; });
-        fuzz::require(stats.pairs == pairs && stats.pairs + stats.bad_total() == stats.lines,
-                      "line counts do not add up: " + stats.report());
-        if (policy == data::BadLinePolicy::Fail) fuzz::require(stats.bad_total() == 0, "a bad line passed under fail");
-      });
-    }
-  }
+  for (const data::TextMode mode : {data::TextMode::Raw, data::TextMode::Chat})
+    for (const data::BadLinePolicy policy : {data::BadLinePolicy::Skip, data::BadLinePolicy::Fail})
+      for (const char* prompt_field : {"", "prompt"}) {
+        data::HhReaderConfig cfg;
+        cfg.prompt_field = prompt_field;
+        cfg.mode = mode;
+        cfg.bad_lines = policy;
+        fuzz::expect_clean_error(path, [&] {
+          data::ReadStats stats;
+          int64_t pairs = 0;
+          data::read_hh_pairs({path}, cfg, stats, [&](std::string_view, std::string_view) { ++pairs; });
+          fuzz::require(stats.pairs == pairs && stats.pairs + stats.bad_total() == stats.lines,
+                        "line counts do not add up: " + stats.report());
+          if (policy == data::BadLinePolicy::Fail) fuzz::require(stats.bad_total() == 0, "a bad line passed under fail");
+        });
+      }
   std::remove(path.c_str());
   return 0;
 }

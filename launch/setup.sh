@@ -10,7 +10,7 @@ PACKAGES=(
   libeigen3-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   libpcre2-dev libutf8proc-dev libxxhash-dev zlib1g-dev
   libgtest-dev libbenchmark-dev
-  pybind11-dev python3-dev python3-torch
+  pybind11-dev python3-dev python3-torch python3-jinja2
   gnuplot-nox
   slurmctld slurmd slurm-client munge
 )

@@ -282,6 +282,21 @@ std::optional<int> parse_command_line(int argc, char** argv, bool speak, Command
       "Examples:\n  pmtrain score configs/tiny_cpu.yaml --data pairs.jsonl --out scores.jsonl\n"
       "  pmtrain score --model exports/rm --data pairs.jsonl.gz");
 
+  RenderArgs& rn = out.render;
+  CLI::App* render = app.add_subcommand(
+      "render", "the text of every pair of a JSONL file as training reads it: prompt field, chat template (no MPI)");
+  add_config(render, rn.config, /*required=*/false);
+  render->add_option("--data", rn.data, "pairs as .jsonl or .jsonl.gz, e.g. --data pairs.jsonl.gz")->required()->type_name("FILE");
+  render->add_option("--out", rn.out,
+                     "where the rows go, e.g. --out texts.jsonl (default stdout): {\"line\": N, \"chosen\": text, "
+                     "\"rejected\": text} per input line, or {\"line\": N, \"skipped\": why}")
+      ->type_name("FILE");
+  render->footer(
+      "Data settings come from data.* (CONFIG or --set): data.prompt_field, data.chosen_field, data.rejected_field, "
+      "data.format, data.bad_lines.\n"
+      "Examples:\n  pmtrain render configs/tiny_cpu.yaml --data data/assets/hh-rlhf/harmless-base/test.jsonl.gz | head -3\n"
+      "  pmtrain render --set data.prompt_field=prompt --data ultrafeedback.jsonl --out texts.jsonl");
+
   CLI::App* tok = app.add_subcommand("tokenize", "{\"text\"} JSONL lines on stdin -> {\"ids\"} lines on stdout (no MPI)");
   tok->add_option("--tokenizer", out.tokenizer, "tokenizer.json, e.g. --tokenizer data/assets/qwen3/tokenizer.json")
       ->required()

@@ -1,5 +1,5 @@
 // pmtrain's command line: one CLI11 parser for every command (train, eval, bench, plan, calibrate, export,
-// score, tokenize, sweep, plot, config-doc). Each option is defined once, in cli.cpp, with its help text and an example; `pmtrain
+// score, render, tokenize, sweep, plot, config-doc). Each option is defined once, in cli.cpp, with its help text and an example; `pmtrain
 // CONFIG.yaml ...` means `pmtrain train CONFIG.yaml ...`. Parsing needs no MPI, so help, --version and
 // usage errors never start a job.
 #pragma once
@@ -39,13 +39,19 @@ struct ScoreArgs {
   std::string data, out, tokenizer;
 };
 
+struct RenderArgs {
+  ConfigArgs config;  // optional: data.* settings
+  std::string data, out;
+};
+
 struct CommandLine {
-  std::string command;  // train | eval | bench | plan | calibrate | export | score | tokenize | sweep | plot | config-doc
+  std::string command;  // train | eval | bench | plan | calibrate | export | score | render | tokenize | sweep | plot | config-doc
   TrainArgs train;
   EvalArgs eval;
   BenchArgs bench;
   PlanArgs plan;
   CalibrateArgs calibrate;
+  RenderArgs render;
   ExportRequest export_request;
   ScoreArgs score;
   std::string tokenizer;  // tokenize --tokenizer

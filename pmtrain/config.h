@@ -73,6 +73,7 @@ struct DataSection {
   std::vector<std::string> train_files;
   std::vector<std::string> test_files;
   int64_t max_train_pairs = 0;  // 0 = all; else the first N pairs of the training files
+  std::string prompt_field = data::HhReaderConfig{}.prompt_field;
   std::string chosen_field = data::HhReaderConfig{}.chosen_field;
   std::string rejected_field = data::HhReaderConfig{}.rejected_field;
   data::TextMode format = data::HhReaderConfig{}.mode;

@@ -5,6 +5,7 @@ namespace zero::pmtrain {
 data::DataConfig data_config(const DataSection& d, const std::vector<std::string>& files) {
   data::DataConfig dc;
   dc.files = files;
+  dc.reader.prompt_field = d.prompt_field;
   dc.reader.chosen_field = d.chosen_field;
   dc.reader.rejected_field = d.rejected_field;
   dc.reader.mode = d.format;

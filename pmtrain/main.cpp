@@ -16,6 +16,7 @@
 #include "pmtrain/paths.h"
 #include "pmtrain/plan_command.h"
 #include "pmtrain/plot_command.h"
+#include "pmtrain/render_command.h"
 #include "pmtrain/score_command.h"
 #include "pmtrain/sweep_command.h"
 
@@ -28,6 +29,7 @@ int run_local(const CommandLine& cl) {
   if (cl.command == "plan") return run_plan(cl.plan);
   if (cl.command == "export") return run_export(cl.export_request);
   if (cl.command == "score") return run_score(cl.score);
+  if (cl.command == "render") return run_render(cl.render);
   if (cl.command == "sweep") return run_sweep(cl.sweep);
   if (cl.command == "plot") return run_plot(cl.plot);
   if (cl.command == "config-doc") return fputs(config_reference_markdown().c_str(), stdout) < 0;

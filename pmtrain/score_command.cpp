@@ -8,13 +8,13 @@
 
 #include "core/check.h"
 #include "data/batcher.h"
-#include "data/line_reader.h"
 #include "data/tokenizer.h"
 #include "pmtrain/model_setup.h"
 #include "model/reward_model.h"
 #include "pmtrain/backend_setup.h"
 #include "pmtrain/commands.h"
 #include "pmtrain/data_setup.h"
+#include "pmtrain/pair_lines.h"
 #include "pmtrain/paths.h"
 
 namespace zero::pmtrain {
@@ -62,7 +62,7 @@ int run_score(const ScoreArgs& a) {
   data::PairDataset pending;
   data::PairEncoder encoder(dc, tok, pending);
   std::vector<Row> rows;
-  int64_t lines = 0, scored = 0, skipped = 0;
+  int64_t scored = 0, skipped = 0;
   std::string first_skip;
   data::BatchConfig bc;
   bc.layout = data::BatchLayout::Packed;
@@ -94,29 +94,20 @@ int run_score(const ScoreArgs& a) {
     rows.push_back({line, -1, std::move(why)});
   };
 
-  data::LineReader reader(data_path);
-  std::string line, chosen, rejected;
-  while (reader.next(line)) {
-    const int64_t n = reader.line_number();
-    ++lines;
-    if (line.find_first_not_of(" \t") == std::string::npos) {
-      skip(n, "blank line");
-    } else if (const auto bad = data::parse_hh_line(line, dc.reader, chosen, rejected)) {
-      if (dc.reader.bad_lines == data::BadLinePolicy::Fail) {
-        flush();  // the rows before it are good
-        throw InputError(fmt::format(
-            "{}:{}: {} (data.bad_lines is fail; --set data.bad_lines=skip reports such lines and goes on)", data_path,
-            n, bad->why));
-      }
-      skip(n, bad->why);
-    } else if (!encoder.add(chosen, rejected)) {
-      skip(n, fmt::format("longer than data.max_len {} tokens (data.too_long is drop)", dc.max_len));
-    } else {
-      rows.push_back({n, pending.num_pairs() - 1, ""});
-      ++scored;
-    }
-    if (pending.num_pairs() == kMicroPairs) flush();
-  }
+  const int64_t lines = for_each_pair_line(
+      data_path, dc.reader,
+      {.on_pair =
+           [&](int64_t n, std::string& chosen, std::string& rejected) {
+             if (!encoder.add(chosen, rejected)) {
+               skip(n, fmt::format("longer than data.max_len {} tokens (data.too_long is drop)", dc.max_len));
+             } else {
+               rows.push_back({n, pending.num_pairs() - 1, ""});
+               ++scored;
+             }
+             if (pending.num_pairs() == kMicroPairs) flush();
+           },
+       .on_skip = [&](int64_t n, std::string why) { skip(n, std::move(why)); },
+       .before_fail = [&] { flush(); }});  // the rows before it are good
   flush();
   fprintf(stderr, "score: %lld lines of %s: %lld pairs scored, %lld lines skipped%s%s\n", (long long)lines,
           data_path.c_str(), (long long)scored, (long long)skipped, skipped ? fmt::format(" (first: {})", first_skip).c_str() : "",

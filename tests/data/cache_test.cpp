@@ -76,6 +76,14 @@ TEST(TokenCache, HitStaleAndCorrupt) {
   const PairDataset more = load_or_build_dataset(cfg, qwen(), cache, &st);
   EXPECT_EQ(st, CacheStatus::Stale);
   EXPECT_EQ(more.num_pairs(), 222);
+
+  // So does each reader setting that changes the texts.
+  DataConfig prompted = cfg;
+  prompted.reader.prompt_field = "prompt";
+  EXPECT_NE(dataset_cache_key(prompted, test::tokenizer_json()), k2);
+  DataConfig chat = cfg;
+  chat.reader.mode = TextMode::Chat;
+  EXPECT_NE(dataset_cache_key(chat, test::tokenizer_json()), k2);
 }
 
 TEST(TokenCache, GarbageFileIsCorruptNotACrash) {

@@ -84,7 +84,7 @@ TEST(Reader, MalformedLinesAreCountedWithTheirFirstLine) {
   EXPECT_EQ(stats.bad[size_t(BadLineKind::Empty)], 1);
   EXPECT_EQ(stats.first_bad[size_t(BadLineKind::NotJson)], path + ":2: not a JSON object");
   EXPECT_EQ(stats.first_bad[size_t(BadLineKind::MissingField)], path + ":3: no field 'rejected'");
-  EXPECT_EQ(stats.first_bad[size_t(BadLineKind::NotString)], path + ":4: field 'chosen' is not a string");
+  EXPECT_EQ(stats.first_bad[size_t(BadLineKind::NotString)], path + ":4: field 'chosen' is neither a string nor a list of messages");
   EXPECT_EQ(stats.first_bad[size_t(BadLineKind::Empty)], path + ":6: field 'rejected' is empty");
   EXPECT_NE(stats.report().find("not_json: 2 (first: " + path + ":2: not a JSON object)"), std::string::npos)
       << stats.report();
@@ -144,6 +144,116 @@ TEST(ChatFormat, RendersTheQwen3TemplateWithAnEmptyThinkBlock) {
   EXPECT_EQ(ids.front(), 151644);
   EXPECT_EQ(std::count(ids.begin(), ids.end(), 151667), 1);  // <think>
   EXPECT_EQ(std::count(ids.begin(), ids.end(), 151645), 3);  // three closed turns
+}
+
+// Preference data in the shapes it comes in: a prompt field, message lists, both, mixed. Expected texts
+// written by hand from tokenizer_config.json's chat_template (tests/pmtrain/chat_template_crosscheck.py
+// checks the renderer against the template itself, through jinja2).
+std::vector<std::pair<std::string, std::string>> read_lines(const TempDir& dir, const std::vector<nlohmann::json>& lines,
+                                                            const HhReaderConfig& cfg, ReadStats& stats) {
+  std::string body;
+  for (const auto& l : lines) body += l.dump() + "\n";
+  const std::string path = dir.file("pairs.jsonl");
+  test::write_text(path, body);
+  return read_all({path}, cfg, stats);
+}
+nlohmann::json msg(const char* role, const char* content) { return {{"role", role}, {"content", content}}; }
+constexpr const char* kThink = "<|im_start|>assistant\n<think>\n\n</think>\n\n";
+
+TEST(PreferenceShapes, PromptFieldWithStringsRawAndChat) {
+  TempDir dir;
+  const nlohmann::json line = {{"prompt", "\n\nHuman: Hi there\n\nAssistant:"}, {"chosen", " Hello!"}, {"rejected", " Go away."}};
+  HhReaderConfig cfg;
+  cfg.prompt_field = "prompt";
+  ReadStats stats;
+  auto pairs = read_lines(dir, {line}, cfg, stats);
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(pairs[0].first, "\n\nHuman: Hi there\n\nAssistant: Hello!");
+  EXPECT_EQ(pairs[0].second, "\n\nHuman: Hi there\n\nAssistant: Go away.");
+  cfg.mode = TextMode::Chat;
+  pairs = read_lines(dir, {line}, cfg, stats);
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(pairs[0].first, std::string("<|im_start|>user\nHi there<|im_end|>\n") + kThink + "Hello!");
+  EXPECT_EQ(pairs[0].second, std::string("<|im_start|>user\nHi there<|im_end|>\n") + kThink + "Go away.");
+}
+
+TEST(PreferenceShapes, MessageListsRenderInTheChatTemplate) {
+  TempDir dir;
+  HhReaderConfig cfg;  // raw mode: lists are rendered in the template all the same
+  cfg.prompt_field = "prompt";
+  ReadStats stats;
+  // A prompt list (system + user) with assistant answers; the rejected one thinks aloud.
+  auto pairs = read_lines(dir,
+                          {{{"prompt", {msg("system", "Be brief."), msg("user", "2+2?")}},
+                            {"chosen", {msg("assistant", "4")}},
+                            {"rejected", {msg("assistant", "<think>\nadd\n</think>\n\n5")}}},
+                           // A string prompt with a list answer and a string answer.
+                           {{"prompt", "What is up?"}, {"chosen", {msg("assistant", "Nothing")}}, {"rejected", "Sky"}}},
+                          cfg, stats);
+  ASSERT_EQ(pairs.size(), 2u) << stats.report();
+  const std::string head = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n2+2?<|im_end|>\n";
+  EXPECT_EQ(pairs[0].first, head + kThink + "4");
+  EXPECT_EQ(pairs[0].second, head + "<|im_start|>assistant\n<think>\nadd\n</think>\n\n5");
+  EXPECT_EQ(pairs[1].first, std::string("<|im_start|>user\nWhat is up?<|im_end|>\n") + kThink + "Nothing");
+  EXPECT_EQ(pairs[1].second, std::string("<|im_start|>user\nWhat is up?<|im_end|>\n") + kThink + "Sky");
+
+  // No prompt field: each answer is the whole conversation. An earlier assistant turn loses its reasoning.
+  cfg.prompt_field = "";
+  pairs = read_lines(dir,
+                     {{{"chosen", {msg("user", "a"), msg("assistant", "<think>r</think>\nb"), msg("user", "c"),
+                                   msg("assistant", "d")}},
+                       {"rejected", {msg("user", "a"), msg("assistant", "e")}}}},
+                     cfg, stats);
+  ASSERT_EQ(pairs.size(), 1u) << stats.report();
+  EXPECT_EQ(pairs[0].first, std::string("<|im_start|>user\na<|im_end|>\n<|im_start|>assistant\nb<|im_end|>\n"
+                                        "<|im_start|>user\nc<|im_end|>\n") + kThink + "d");
+  EXPECT_EQ(pairs[0].second, std::string("<|im_start|>user\na<|im_end|>\n") + kThink + "e");
+}
+
+TEST(PreferenceShapes, BadMessagesAndPromptsNameFieldAndMessage) {
+  TempDir dir;
+  HhReaderConfig cfg;
+  cfg.prompt_field = "prompt";
+  const nlohmann::json a = {msg("assistant", "x")};
+  ReadStats stats;
+  const auto pairs = read_lines(
+      dir,
+      {{{"chosen", "a"}, {"rejected", "b"}},                                                      // 1: no prompt
+       {{"prompt", 3}, {"chosen", "a"}, {"rejected", "b"}},                                       // 2: not a string
+       {{"prompt", "p"}, {"chosen", {1}}, {"rejected", a}},                                       // 3: not an object
+       {{"prompt", "p"}, {"chosen", a}, {"rejected", {msg("user", "u"), msg("tool", "t")}}},      // 4: role tool
+       {{"prompt", "p"}, {"chosen", {{{"role", "assistant"}}}}, {"rejected", a}},                 // 5: no content
+       {{"prompt", "p"}, {"chosen", {msg("user", "only a question")}}, {"rejected", a}},          // 6: no answer
+       {{"prompt", "p"}, {"chosen", a}, {"rejected", nlohmann::json::array()}},                   // 7: empty list
+       {{"prompt", "p"}, {"chosen", a}, {"rejected", a}}},                                        // 8: good
+      cfg, stats);
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(stats.bad[size_t(BadLineKind::MissingField)], 1);
+  EXPECT_EQ(stats.bad[size_t(BadLineKind::NotString)], 1);
+  EXPECT_EQ(stats.bad[size_t(BadLineKind::BadMessages)], 4);
+  EXPECT_EQ(stats.bad[size_t(BadLineKind::Empty)], 1);
+  const std::string f = dir.file("pairs.jsonl");
+  EXPECT_EQ(stats.first_bad[size_t(BadLineKind::MissingField)], f + ":1: no field 'prompt'");
+  EXPECT_EQ(stats.first_bad[size_t(BadLineKind::NotString)], f + ":2: field 'prompt' is neither a string nor a list of messages");
+  EXPECT_EQ(stats.first_bad[size_t(BadLineKind::BadMessages)], f + ":3: field 'chosen', message 0: not a {\"role\", \"content\"} object");
+  EXPECT_EQ(stats.first_bad[size_t(BadLineKind::Empty)], f + ":7: field 'rejected' is empty");
+  EXPECT_NE(stats.report().find("bad_messages: 4"), std::string::npos) << stats.report();
+
+  cfg.bad_lines = BadLinePolicy::Fail;
+  std::string body;
+  for (const auto& l : std::vector<nlohmann::json>{{{"prompt", "p"}, {"chosen", a}, {"rejected", {msg("user", "u"), msg("tool", "t")}}},
+                                                   {{"prompt", "p"}, {"chosen", {{{"role", "assistant"}}}}, {"rejected", a}},
+                                                   {{"prompt", "p"}, {"chosen", {msg("user", "q")}}, {"rejected", a}}})
+    body += l.dump() + "\n";
+  for (int line = 1; line <= 3; ++line) {
+    test::write_text(f, body.substr(0, body.find('\n') + 1));
+    body.erase(0, body.find('\n') + 1);
+    ReadStats s;
+    const std::string err = error_of([&] { read_all({f}, cfg, s); });
+    const char* want[] = {"field 'rejected', message 1: role 'tool' is not system, user or assistant",
+                          "field 'chosen', message 0: no string 'content'", "field 'chosen' has no assistant message"};
+    EXPECT_EQ(err.rfind(f + ":1: " + want[line - 1], 0), 0u) << err;
+  }
 }
 
 TEST(Dataset, EndTokenAndTooLongPolicies) {

@@ -20,8 +20,9 @@ help eval CONFIG --set --checkpoint --model --init
 help plan CONFIG --set --world --ranks-per-node
 help export RUN_DIR --step --to --dtype --tokenizer --no-verify
 help score CONFIG --set --checkpoint --model --init --data --out --tokenizer
+help render CONFIG --set --data --out
 help tokenize --tokenizer
-help "" train eval plan export score tokenize --version
+help "" train eval plan export score render tokenize --version
 
 "$PMTRAIN" --version > $TMP/version.txt
 grep -qE '^pmtrain [0-9.]+ \(git [0-9a-f]+(-dirty)?\), CUDA backend: (built|not built)$' $TMP/version.txt \
@@ -50,6 +51,8 @@ bad "train without CONFIG" "CONFIG" train
 bad "unknown option" "--bogus" train configs/tiny_cpu.yaml --bogus 1
 bad "two weight sources" "excludes" eval configs/tiny_cpu.yaml --init --model $TMP
 bad "score without weights" "which weights" score --data x.jsonl
+bad "render a missing file" "$TMP/none.jsonl" render --data $TMP/none.jsonl
+bad "render with a bad key" "did you mean 'data.prompt_field'" render --set data.promt_field=p --data x.jsonl
 bad "misplaced section" "did you mean 'optim'" plan <(printf 'optimizer:\n  lr: 0.1\n')
 bad "train --dry-run, bad --set value" "zero.stage" train configs/tiny_cpu.yaml --dry-run --set zero.stage=abc
 
