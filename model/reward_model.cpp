@@ -186,12 +186,7 @@ int64_t Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& params,
   if (out) {
     out->rewards.resize(size_t(S));
     ops.to_host(rewards, out->rewards);
-    const PairStats st = ops.take_pair_stats();
-    out->loss_sum = st.loss_sum;
-    out->real_pairs = st.real_pairs;
-    out->correct_pairs = st.correct_pairs;
-    out->chosen_reward_sum = st.chosen_reward_sum;
-    out->rejected_reward_sum = st.rejected_reward_sum;
+    out->pairs = ops.take_pair_stats();
     out->real_tokens = N;
   }
   return N;

@@ -29,13 +29,9 @@ struct RewardModelOptions {
 
 // One micro-batch's results. Pair metrics cover real pairs only; rewards cover every sequence.
 struct RewardOutput {
-  std::vector<float> rewards;        // [num_seqs]: sequence 2i = chosen, 2i+1 = rejected of pair i
-  double loss_sum = 0.0;             // sum over real pairs of softplus(r_rejected - r_chosen)
-  int64_t real_pairs = 0;
-  int64_t correct_pairs = 0;         // r_chosen > r_rejected
-  double chosen_reward_sum = 0.0;
-  double rejected_reward_sum = 0.0;
-  int64_t real_tokens = 0;           // tokens computed (pads are not)
+  std::vector<float> rewards;  // [num_seqs]: sequence 2i = chosen, 2i+1 = rejected of pair i
+  PairStats pairs;             // loss sum, real and correct pairs, reward sums (model_ops.h)
+  int64_t real_tokens = 0;     // tokens computed (pads are not)
 };
 
 // Activations captured by forward() for parity tests, copied to the host, over the real tokens in

@@ -58,11 +58,11 @@ TEST(CudaRewardModel, FixtureMatchesCpuInFp32Mode) {
     DeviceParams dev(host, DType::F32);
     const RewardOutput out = gpu.forward_backward(batch, dev);
     const double r = rel_l2(out.rewards, ref.rewards);
-    printf("  checkpointing mode %d: rewards rel L2 %.3e, loss %.9g vs %.9g\n", int(ckpt), r, out.loss_sum, ref.loss_sum);
+    printf("  checkpointing mode %d: rewards rel L2 %.3e, loss %.9g vs %.9g\n", int(ckpt), r, out.pairs.loss_sum, ref.pairs.loss_sum);
     EXPECT_LE(r, 1e-5);
-    EXPECT_NEAR(out.loss_sum, ref.loss_sum, 1e-5 * std::abs(ref.loss_sum));
-    EXPECT_EQ(out.real_pairs, ref.real_pairs);
-    EXPECT_EQ(out.correct_pairs, ref.correct_pairs);
+    EXPECT_NEAR(out.pairs.loss_sum, ref.pairs.loss_sum, 1e-5 * std::abs(ref.pairs.loss_sum));
+    EXPECT_EQ(out.pairs.real_pairs, ref.pairs.real_pairs);
+    EXPECT_EQ(out.pairs.correct_pairs, ref.pairs.correct_pairs);
     for (size_t g = 0; g < host.groups().size(); ++g)
       for (size_t t = 0; t < host.groups()[g].tensors.size(); ++t) {
         const std::vector<float> got = dev.grad(int(g), int(t));
@@ -112,7 +112,7 @@ TEST(CudaRewardModel, CheckpointingModesAgreeBitForBitInBf16Mode) {
     }
     ASSERT_EQ(out.rewards.size(), ref.rewards.size());
     EXPECT_EQ(0, std::memcmp(out.rewards.data(), ref.rewards.data(), out.rewards.size() * sizeof(float))) << int(mode);
-    EXPECT_EQ(out.loss_sum, ref.loss_sum) << int(mode);
+    EXPECT_EQ(out.pairs.loss_sum, ref.pairs.loss_sum) << int(mode);
     for (size_t i = 0; i < grads.size(); ++i)
       EXPECT_EQ(0, std::memcmp(grads[i].data(), ref_grads[i].data(), grads[i].size() * sizeof(float)))
           << "mode " << int(mode) << " tensor " << i;
@@ -146,7 +146,7 @@ TEST(CudaRewardModel, QueuedMicroBatchesWaitOnlyWhenTheirMetricsAreTaken) {
   int64_t pairs = 0, correct = 0, tokens = 0;
   for (const data::PairBatch& b : batches) {
     const RewardOutput out = gpu.forward_backward(b, dev);
-    loss += out.loss_sum, pairs += out.real_pairs, correct += out.correct_pairs, tokens += out.real_tokens;
+    loss += out.pairs.loss_sum, pairs += out.pairs.real_pairs, correct += out.pairs.correct_pairs, tokens += out.real_tokens;
   }
   waits = 0;
   int64_t queued_tokens = 0;

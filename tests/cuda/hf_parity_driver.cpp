@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     const model::RewardOutput out = m.forward_backward(batch, dev);
     CUDA_CHECK(cudaDeviceSynchronize());
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    const bool repeat = warm.rewards == out.rewards && warm.loss_sum == out.loss_sum;
+    const bool repeat = warm.rewards == out.rewards && warm.pairs.loss_sum == out.pairs.loss_sum;
     printf("hf_parity_driver %s: %lld pairs, %lld tokens, forward+backward %.1f ms, second run %s the first\n",
            argv[3], (long long)ds.num_pairs(), (long long)out.real_tokens, ms, repeat ? "repeats" : "DIFFERS FROM");
 
@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
       rewards[size_t(2 * batch.pair_ids[p])] = out.rewards[size_t(2 * p)];
       rewards[size_t(2 * batch.pair_ids[p] + 1)] = out.rewards[size_t(2 * p + 1)];
     }
-    const std::vector<float> loss{float(out.loss_sum)};
+    const std::vector<float> loss{float(out.pairs.loss_sum)};
     std::vector<checkpoint::SafetensorsDecl> decls{{"rewards", DType::F32, {int64_t(rewards.size())}},
                                                    {"loss", DType::F32, {1}}};
     for (const model::GroupSpec& g : dev.groups())

@@ -28,7 +28,7 @@ Result run(AttentionKind kind, const data::PairBatch& batch) {
   RewardModelOptions options;
   options.attention = kind;
   const RewardOutput out = Qwen3RewardModel(config, options).forward_backward(batch, params);
-  Result r{out.rewards, out.loss_sum, {}};
+  Result r{out.rewards, out.pairs.loss_sum, {}};
   for (int g = 0; g < params.num_groups(); ++g)
     for (size_t t = 0; t < params.groups()[g].tensors.size(); ++t) {
       const auto s = params.grad(g, int(t));

@@ -67,7 +67,7 @@ class Layouts : public ::testing::Test {
     Qwen3RewardModel m(config_, o);
     RecordingAccess acc(*params_);
     const RewardOutput out = m.forward_backward(b, acc);
-    Result res{out.rewards, out.loss_sum, {}};
+    Result res{out.rewards, out.pairs.loss_sum, {}};
     for (int g = 0; g < params_->num_groups(); ++g)
       for (size_t t = 0; t < params_->groups()[g].tensors.size(); ++t) {
         auto s = params_->grad(g, int(t));
@@ -141,7 +141,7 @@ TEST_F(Layouts, FusedProjectionsAreOneGemmWhenBackToBack) {
     HostStepClock clock;
     m.ops().set_step_clock(&clock);
     const RewardOutput out = m.forward_backward(batch, access);
-    res = {out.rewards, out.loss_sum, {}};
+    res = {out.rewards, out.pairs.loss_sum, {}};
     for (int g = 0; g < params_->num_groups(); ++g)
       for (size_t t = 0; t < params_->groups()[g].tensors.size(); ++t) res.grads.push_back(grad_of(g, t));
     return clock.take().calls_of(TimeCategory::Gemm);
@@ -224,7 +224,7 @@ TEST_F(Layouts, MaskedPairContributesNothing) {
   const data::PairBatch alone = testing::padded_batch(two, 0, fb_.row_len);
   Qwen3RewardModel m(config_);
   const RewardOutput om = m.forward(masked, *params_);
-  EXPECT_EQ(om.real_pairs, 2);
+  EXPECT_EQ(om.pairs.real_pairs, 2);
   EXPECT_EQ(om.rewards.size(), 6u);  // every sequence still gets its reward
   const Result rm = run(masked), ra = run(alone);
   EXPECT_NEAR(rm.loss_sum, ra.loss_sum, 1e-6);
@@ -241,8 +241,8 @@ TEST_F(Layouts, ForwardOnlyMatchesForwardBackward) {
   EXPECT_EQ(acc.log, (std::vector<std::string>{"a0", "r0", "a1", "r1", "a2", "r2", "a3", "r3"}));
   const Result fb = run(b);
   EXPECT_EQ(f.rewards, fb.rewards);
-  EXPECT_EQ(f.loss_sum, fb.loss_sum);
-  EXPECT_EQ(f.correct_pairs, 2);
+  EXPECT_EQ(f.pairs.loss_sum, fb.loss_sum);
+  EXPECT_EQ(f.pairs.correct_pairs, 2);
 }
 
 TEST_F(Layouts, BadBatchesAreInputErrors) {
@@ -336,14 +336,14 @@ TEST(RandomInit, DeterministicAndHfLike) {
   }
   const data::PairBatch batch = testing::packed_batch(seqs, 0, 64, {0, 1, 2, 3});
   Qwen3RewardModel m(c);
-  const double l0 = m.forward_backward(batch, a).loss_sum;
+  const double l0 = m.forward_backward(batch, a).pairs.loss_sum;
   for (int g = 0; g < a.num_groups(); ++g)
     for (size_t t = 0; t < a.groups()[g].tensors.size(); ++t) {
       auto p = a.param(g, int(t));
       auto gr = a.grad(g, int(t));
       for (size_t i = 0; i < p.size(); ++i) p[i] -= 0.5f * gr[i];
     }
-  const double l1 = m.forward(batch, a).loss_sum;
+  const double l1 = m.forward(batch, a).pairs.loss_sum;
   EXPECT_LT(l1, l0);
 }
 

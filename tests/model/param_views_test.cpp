@@ -50,7 +50,7 @@ TEST_F(ParamViews, Bf16ViewsAreWidenedAndGradientsRoundedOnce) {
   const RewardOutput full = m.forward_backward(batch_, *params_);
   const RewardOutput narrow = m.forward_backward(batch_, half);
   EXPECT_EQ(full.rewards, narrow.rewards);
-  EXPECT_EQ(full.loss_sum, narrow.loss_sum);
+  EXPECT_EQ(full.pairs.loss_sum, narrow.pairs.loss_sum);
   for (int g = 0; g < params_->num_groups(); ++g)
     for (size_t t = 0; t < params_->groups()[g].tensors.size(); ++t) {
       std::span<const float> want = params_->grad(g, int(t));
@@ -81,7 +81,7 @@ TEST_F(ParamViews, PiecesEqualTheWholeGroup) {
       }
     const RewardOutput r = m.forward_backward(batch_, split);
     EXPECT_EQ(r.rewards, whole.rewards);
-    EXPECT_EQ(r.loss_sum, whole.loss_sum);
+    EXPECT_EQ(r.pairs.loss_sum, whole.pairs.loss_sum);
     for (int g = 0; g < split.num_groups(); ++g)
       for (size_t t = 0; t < split.groups()[g].tensors.size(); ++t) {
         std::span<const float> a = split.grad(g, int(t)), b = params_->grad(g, int(t));

@@ -91,16 +91,16 @@ TEST_F(Qwen3Parity, RewardsLossAndGradients) {
     EXPECT_NEAR(out.rewards[s], ref, 1e-5 + 1e-5 * std::abs(ref)) << "sequence " << s;
   }
   const double ref_loss = reader_->read_f32("loss")[0];
-  const double loss = out.loss_sum / 3.0;  // the fixture's loss is the mean over its 3 pairs
+  const double loss = out.pairs.loss_sum / 3.0;  // the fixture's loss is the mean over its 3 pairs
   std::printf("rewards max abs %.3g; loss %.9g vs %.9g (rel %.3g)\n", worst, loss, ref_loss,
               std::abs(loss - ref_loss) / ref_loss);
   EXPECT_NEAR(loss, 0.45910826, 1e-6);
   EXPECT_NEAR(loss, ref_loss, 1e-5 + 1e-5 * ref_loss);
-  EXPECT_EQ(out.real_pairs, 3);
+  EXPECT_EQ(out.pairs.real_pairs, 3);
   // HF rewards: chosen 0.393, 0.298, 1.285 vs rejected 0.162, 0.456, -2.762: pairs 0 and 2 are right.
-  EXPECT_EQ(out.correct_pairs, 2);
-  EXPECT_NEAR(out.chosen_reward_sum, 0.39328781 + 0.29756886 + 1.28514719, 1e-5);
-  EXPECT_NEAR(out.rejected_reward_sum, 0.16220143 + 0.45643374 - 2.76152658, 1e-5);
+  EXPECT_EQ(out.pairs.correct_pairs, 2);
+  EXPECT_NEAR(out.pairs.chosen_reward_sum, 0.39328781 + 0.29756886 + 1.28514719, 1e-5);
+  EXPECT_NEAR(out.pairs.rejected_reward_sum, 0.16220143 + 0.45643374 - 2.76152658, 1e-5);
   EXPECT_EQ(out.real_tokens, 17 + 9 + 5 + 12 + 17 + 3);
 
   double worst_norm_rel = 0, worst_abs = 0;
@@ -155,7 +155,7 @@ TEST_F(Qwen3Parity, FiveClippedAdamWSteps) {
   const double pairs = 3.0;
   for (int step = 1; step <= 5; ++step) {
     const RewardOutput out = model_->forward_backward(batch_, *params_);
-    const double loss = out.loss_sum / pairs;
+    const double loss = out.pairs.loss_sum / pairs;
     double sq = 0;
     for (int g = 0; g < G; ++g)
       for (size_t t = 0; t < params_->groups()[g].tensors.size(); ++t)

@@ -59,7 +59,7 @@ Outcome run(const Qwen3Config& c, Mode mode, const data::PairBatch& batch, Dense
   const Qwen3RewardModel m(c, o, std::move(owned));
   const RewardOutput out = half ? m.forward_backward(batch, *half) : m.forward_backward(batch, dense);
   EXPECT_EQ(ops->live_bytes(), 0u) << "every activation is freed after forward_backward";
-  Outcome r{bit_patterns(out.rewards), out.loss_sum, {}, ops->peak_bytes()};
+  Outcome r{bit_patterns(out.rewards), out.pairs.loss_sum, {}, ops->peak_bytes()};
   for (int g = 0; g < dense.num_groups(); ++g)
     for (size_t t = 0; t < dense.groups()[g].tensors.size(); ++t)
       r.grads.push_back(half ? bit_patterns(std::span<const bf16>(half->grad(g, t))) : bit_patterns(dense.grad(g, int(t))));
