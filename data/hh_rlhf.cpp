@@ -147,10 +147,20 @@ std::optional<BadLine> parse_hh_line(const std::string& line, const HhReaderConf
   if (cfg.mode == TextMode::Chat) {
     auto c = hh_to_qwen_chat(chosen);
     auto r = hh_to_qwen_chat(rejected);
-    if (!c || !r)
+    if (!c || !r) {
+      // A plain prompt (no transcript of its own): the user's message, each answer the assistant's.
+      const std::string* p = prompt ? &prompt->get_ref<const std::string&>() : nullptr;
+      if (p && !blank(*p) && !hh_transcript_messages(*p)) {
+        for (int f = 0; f < 2; ++f) {
+          const ChatMessage conv[2] = {{ChatRole::User, *p, {}}, {ChatRole::Assistant, out[f]->substr(p->size()), {}}};
+          *out[f] = render_qwen3_chat(conv);
+        }
+        return std::nullopt;
+      }
       return BadLine{BadLineKind::NotTranscript,
                      fmt::format("{}field '{}' is not a \"\\n\\nHuman: ...\\n\\nAssistant: ...\" transcript (chat mode)",
                                  prompt ? fmt::format("field '{}' + ", cfg.prompt_field) : "", c ? *field[1] : *field[0])};
+    }
     chosen = std::move(*c);
     rejected = std::move(*r);
   }

@@ -5,7 +5,8 @@
 //   message lists:       {"chosen": [{"role": "user", "content": "..."}, {"role": "assistant", ...}], ...}
 //   both:                {"prompt": [{"role": "user", ...}], "chosen": [{"role": "assistant", ...}], ...}
 // Strings only: the text is prompt + answer, as it is (raw) or read as an hh transcript and rendered in the
-// Qwen3 chat layout (chat). Where any of the fields is a list of messages, the conversation is the prompt's
+// Qwen3 chat layout (chat); in chat mode a prompt that is plain text (no transcript of its own) is the
+// user's message and each answer the assistant's. Where any of the fields is a list of messages, the conversation is the prompt's
 // messages (a string: one user message) then the answer's (a string: one assistant message), always
 // rendered in the chat layout (data/chat_format.h); roles system, user and assistant, each message
 // {"role", "content"} and optionally "reasoning_content". Bad lines are counted by kind with the first

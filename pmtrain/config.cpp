@@ -212,7 +212,7 @@ std::vector<Field> schema(Config& c) {
       field("data.prompt_field", d.prompt_field, "JSON field of a prompt both answers follow (\"\" = none: each answer holds its prompt); a string, or a list of messages"),
       field("data.chosen_field", d.chosen_field, "JSON field of the chosen answer: a string, or a list of {\"role\", \"content\"} messages"),
       field("data.rejected_field", d.rejected_field, "JSON field of the rejected answer: a string, or a list of messages"),
-      choice("data.format", d.format, kTextModes, "strings: raw = prompt + answer as it is; chat = prompt + answer read as an hh-rlhf transcript, rendered in the chat template. Message lists are always rendered in the chat template"),
+      choice("data.format", d.format, kTextModes, "strings: raw = prompt + answer as it is; chat = prompt + answer read as an hh-rlhf transcript and rendered in the chat template (a plain-text prompt: the user's message, the answer the assistant's). Message lists are always rendered in the chat template"),
       field("data.max_len", d.max_len, kAtLeastOne, "tokens per sequence, the end token included"),
       choice("data.too_long", d.too_long, kTooLong, "a longer sequence: keep its last max_len tokens, its first ones, or drop the pair"),
       choice("data.bad_lines", d.bad_lines, kBadLines, "an unreadable input line: report and skip it, or stop with its file and line"),

@@ -175,6 +175,19 @@ TEST(PreferenceShapes, PromptFieldWithStringsRawAndChat) {
   ASSERT_EQ(pairs.size(), 1u);
   EXPECT_EQ(pairs[0].first, std::string("<|im_start|>user\nHi there<|im_end|>\n") + kThink + "Hello!");
   EXPECT_EQ(pairs[0].second, std::string("<|im_start|>user\nHi there<|im_end|>\n") + kThink + "Go away.");
+
+  // A plain prompt in chat mode: the user's message, each answer the assistant's (kept as written).
+  pairs = read_lines(dir, {{{"prompt", "Capital of France?"}, {"chosen", "Paris."}, {"rejected", " Lyon"}}}, cfg, stats);
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(pairs[0].first, std::string("<|im_start|>user\nCapital of France?<|im_end|>\n") + kThink + "Paris.");
+  EXPECT_EQ(pairs[0].second, std::string("<|im_start|>user\nCapital of France?<|im_end|>\n") + kThink + " Lyon");
+  // A transcript prompt whose answer breaks it is no plain prompt: a bad line, as without a prompt field.
+  ReadStats bad;
+  EXPECT_TRUE(read_lines(dir, {{{"prompt", ""}, {"chosen", "\n\nHuman: q\n\nAssistant: a"}, {"rejected", "plain"}}}, cfg,
+                         bad).empty());
+  EXPECT_EQ(bad.first_bad[size_t(BadLineKind::NotTranscript)],
+            dir.file("pairs.jsonl") + ":1: field 'prompt' + field 'rejected' is not a \"\\n\\nHuman: ...\\n\\nAssistant: ...\" "
+                                      "transcript (chat mode)");
 }
 
 TEST(PreferenceShapes, MessageListsRenderInTheChatTemplate) {

@@ -6,14 +6,17 @@ the loopcontrols extension; add_generation_prompt false, no tools).
   1. tests/data/chat_pairs.jsonl (message lists and strings, prompt field "prompt"): each answer's
      conversation is the prompt's messages (a string: one user message) then the answer's (a string: one
      assistant message).
-  2. The bundled hh-rlhf files in chat mode: each transcript's "\\n\\nHuman:" / "\\n\\nAssistant:" turns, their
+  2. tests/data/chat_strings.jsonl (strings only, prompt field "prompt", chat mode): prompt + answer as an
+     hh transcript where both answers make one, else a plain prompt as the user's message and the answer
+     as the assistant's.
+  3. The bundled hh-rlhf files in chat mode: each transcript's "\\n\\nHuman:" / "\\n\\nAssistant:" turns, their
      text stripped, as user and assistant messages.
 
 Expected text: the template's output less the closing "<|im_end|>\\n" of a final assistant message (the
 dataset appends <|im_end|> as a token id). Exit 0 when every text matches, 1 at the first difference
 (printed), 77 when python3 lacks jinja2.
 
-usage: chat_template_crosscheck.py PMTRAIN TOKENIZER_CONFIG CHAT_PAIRS HH.jsonl.gz...
+usage: chat_template_crosscheck.py PMTRAIN TOKENIZER_CONFIG CHAT_PAIRS CHAT_STRINGS HH.jsonl.gz...
 """
 import json
 import re
@@ -56,8 +59,10 @@ def as_messages(value, role):
 
 
 def hh_messages(transcript):
+    """The turns of an hh transcript, or None when it is not one."""
     parts = re.split(r"(\n\nHuman:|\n\nAssistant:)", transcript)
-    assert parts[0].strip() == "", "text before the first turn"
+    if len(parts) < 3 or parts[0].strip() != "":
+        return None
     return [{"role": "user" if marker == "\n\nHuman:" else "assistant", "content": text.strip(" \t\r\n")}
             for marker, text in zip(parts[1::2], parts[2::2])]
 
@@ -77,12 +82,28 @@ def compare(what, got, want):
     return False
 
 
-def main(pmtrain, tokenizer_config, chat_pairs, *hh_files):
+def read_jsonl(path):
+    import gzip
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def string_conversations(rec):
+    """Chat mode with a prompt field and string answers: the chosen and rejected message lists."""
+    turns = [hh_messages(rec["prompt"] + rec[side]) for side in ("chosen", "rejected")]
+    if all(t is not None for t in turns):
+        return turns
+    assert rec["prompt"].strip() and hh_messages(rec["prompt"]) is None, "neither a transcript nor a plain prompt"
+    return [[{"role": "user", "content": rec["prompt"]}, {"role": "assistant", "content": rec[side]}]
+            for side in ("chosen", "rejected")]
+
+
+def main(pmtrain, tokenizer_config, chat_pairs, chat_strings, *hh_files):
     tpl = template(tokenizer_config)
     checked = 0
     # 1. message lists and prompt fields
-    with open(chat_pairs, encoding="utf-8") as f:
-        records = [json.loads(line) for line in f if line.strip()]
+    records = read_jsonl(chat_pairs)
     rows = render(pmtrain, chat_pairs, "data.prompt_field=prompt")
     if len(rows) != len(records):
         print("FAIL: %d rows for %d lines of %s" % (len(rows), len(records), chat_pairs))
@@ -96,13 +117,24 @@ def main(pmtrain, tokenizer_config, chat_pairs, *hh_files):
             if not compare("%s:%d %s" % (chat_pairs, n, side), row[side], expected(tpl, msgs)):
                 return 1
             checked += 1
-    # 2. hh-rlhf transcripts in chat mode
+    # 2. strings with a prompt field in chat mode
+    records = read_jsonl(chat_strings)
+    rows = render(pmtrain, chat_strings, "data.prompt_field=prompt", "data.format=chat")
+    for n, (rec, row) in enumerate(zip(records, rows), 1):
+        if "skipped" in row:
+            print("FAIL: %s:%d skipped: %s" % (chat_strings, n, row["skipped"]))
+            return 1
+        for side, msgs in zip(("chosen", "rejected"), string_conversations(rec)):
+            if not compare("%s:%d %s" % (chat_strings, n, side), row[side], expected(tpl, msgs)):
+                return 1
+            checked += 1
+    # 3. hh-rlhf transcripts in chat mode
     for path in hh_files:
-        import gzip
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8") as f:
-            records = [json.loads(line) for line in f if line.strip()]
+        records = read_jsonl(path)
         rows = render(pmtrain, path, "data.format=chat")
+        if len(rows) != len(records):
+            print("FAIL: %d rows for %d lines of %s" % (len(rows), len(records), path))
+            return 1
         for n, (rec, row) in enumerate(zip(records, rows), 1):
             for side in ("chosen", "rejected"):
                 if not compare("%s:%d %s" % (path, n, side), row[side], expected(tpl, hh_messages(rec[side]))):
@@ -113,7 +145,7 @@ def main(pmtrain, tokenizer_config, chat_pairs, *hh_files):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 4:
+    if len(sys.argv) < 5:
         print(__doc__)
         sys.exit(2)
     sys.exit(main(*sys.argv[1:]))
