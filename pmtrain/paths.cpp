@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 
 #include "core/check.h"
 #include "data/line_reader.h"
@@ -28,6 +29,13 @@ std::string existing_path(const std::string& path, const std::string& what) {
   const std::string abs = absolute_path(path);
   ZERO_REQUIRE(fs::exists(abs), ConfigError, "{}: {} does not exist{}", what, abs, relative_note(path));
   return abs;
+}
+
+std::ostream& out_stream(const std::string& path, std::ofstream& file) {
+  if (path.empty()) return std::cout;
+  file.open(absolute_path(path));
+  ZERO_REQUIRE(file.good(), InputError, "--out: cannot open {} for writing", absolute_path(path));
+  return file;
 }
 
 std::string default_cache_dir() {

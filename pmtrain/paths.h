@@ -3,6 +3,8 @@
 // messages, the resolved config and checkpoints name what was really tried, whichever directory the
 // job was launched from.
 #pragma once
+#include <fstream>
+#include <ostream>
 #include <string>
 
 #include "pmtrain/config.h"
@@ -15,6 +17,10 @@ std::string absolute_path(const std::string& path);
 // The absolute path of an input that must exist; ConfigError otherwise, naming `what` (e.g. "--data",
 // "data.tokenizer"), the absolute path tried and, for a relative one, the current directory.
 std::string existing_path(const std::string& path, const std::string& what);
+
+// Where a command's --out rows go: `file` opened at `path` made absolute, or stdout when `path` is "";
+// InputError naming --out and the absolute path when it cannot be written.
+std::ostream& out_stream(const std::string& path, std::ofstream& file);
 
 // "$XDG_CACHE_HOME/pmtrain", else "$HOME/.cache/pmtrain": where tokenized datasets are cached when
 // data.cache_dir is not set (shared by every run of this user, keyed by content).

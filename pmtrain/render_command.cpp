@@ -19,11 +19,7 @@ int run_render(const RenderArgs& a) {
   const std::string data_path = existing_path(a.data, "--data");
   const data::DataConfig dc = data_config(cfg.data, {data_path});
   std::ofstream file;
-  if (!a.out.empty()) {
-    file.open(absolute_path(a.out));
-    ZERO_REQUIRE(file.good(), InputError, "--out: cannot open {} for writing", absolute_path(a.out));
-  }
-  std::ostream& out = a.out.empty() ? std::cout : file;
+  std::ostream& out = out_stream(a.out, file);
   int64_t pairs = 0, skipped = 0;
   // error_handler_t::replace: a text cut inside a UTF-8 sequence by the data is shown, not a crash.
   auto row = [&](const nlohmann::ordered_json& j) { out << j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n"; };

@@ -51,11 +51,7 @@ int run_score(const ScoreArgs& a) {
   if (cfg.backend != Backend::Cpu) fprintf(stderr, "score: backend %s\n", backend.description.c_str());
 
   std::ofstream file;
-  if (!a.out.empty()) {
-    file.open(absolute_path(a.out));
-    ZERO_REQUIRE(file.good(), InputError, "--out: cannot open {} for writing", absolute_path(a.out));
-  }
-  std::ostream& out = a.out.empty() ? std::cout : file;
+  std::ostream& out = out_stream(a.out, file);
 
   // Lines are read in order and held until their pairs are scored, so rows leave in input order however
   // a batch orders its pairs.

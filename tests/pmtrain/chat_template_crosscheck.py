@@ -99,47 +99,43 @@ def string_conversations(rec):
             for side in ("chosen", "rejected")]
 
 
+def check_file(pmtrain, tpl, path, settings, conversations):
+    """Renders `path` with `settings`; each row's texts against the template over conversations(record),
+    the chosen and the rejected message list. The number of texts checked, or None at the first failure."""
+    records = read_jsonl(path)
+    rows = render(pmtrain, path, *settings)
+    if len(rows) != len(records):
+        print("FAIL: %d rows for %d lines of %s" % (len(rows), len(records), path))
+        return None
+    for n, (rec, row) in enumerate(zip(records, rows), 1):
+        if "skipped" in row:
+            print("FAIL: %s:%d skipped: %s" % (path, n, row["skipped"]))
+            return None
+        for side, msgs in zip(("chosen", "rejected"), conversations(rec)):
+            if not compare("%s:%d %s" % (path, n, side), row[side], expected(tpl, msgs)):
+                return None
+    return 2 * len(rows)
+
+
 def main(pmtrain, tokenizer_config, chat_pairs, chat_strings, *hh_files):
     tpl = template(tokenizer_config)
-    checked = 0
-    # 1. message lists and prompt fields
-    records = read_jsonl(chat_pairs)
-    rows = render(pmtrain, chat_pairs, "data.prompt_field=prompt")
-    if len(rows) != len(records):
-        print("FAIL: %d rows for %d lines of %s" % (len(rows), len(records), chat_pairs))
-        return 1
-    for n, (rec, row) in enumerate(zip(records, rows), 1):
-        if "skipped" in row:
-            print("FAIL: %s:%d skipped: %s" % (chat_pairs, n, row["skipped"]))
-            return 1
-        for side in ("chosen", "rejected"):
-            msgs = as_messages(rec["prompt"], "user") + as_messages(rec[side], "assistant")
-            if not compare("%s:%d %s" % (chat_pairs, n, side), row[side], expected(tpl, msgs)):
-                return 1
-            checked += 1
-    # 2. strings with a prompt field in chat mode
-    records = read_jsonl(chat_strings)
-    rows = render(pmtrain, chat_strings, "data.prompt_field=prompt", "data.format=chat")
-    for n, (rec, row) in enumerate(zip(records, rows), 1):
-        if "skipped" in row:
-            print("FAIL: %s:%d skipped: %s" % (chat_strings, n, row["skipped"]))
-            return 1
-        for side, msgs in zip(("chosen", "rejected"), string_conversations(rec)):
-            if not compare("%s:%d %s" % (chat_strings, n, side), row[side], expected(tpl, msgs)):
-                return 1
-            checked += 1
+    cases = [
+        # 1. message lists and prompt fields
+        (chat_pairs, ["data.prompt_field=prompt"],
+         lambda rec: [as_messages(rec["prompt"], "user") + as_messages(rec[side], "assistant")
+                      for side in ("chosen", "rejected")]),
+        # 2. strings with a prompt field in chat mode
+        (chat_strings, ["data.prompt_field=prompt", "data.format=chat"], string_conversations),
+    ]
     # 3. hh-rlhf transcripts in chat mode
-    for path in hh_files:
-        records = read_jsonl(path)
-        rows = render(pmtrain, path, "data.format=chat")
-        if len(rows) != len(records):
-            print("FAIL: %d rows for %d lines of %s" % (len(rows), len(records), path))
+    cases += [(path, ["data.format=chat"], lambda rec: [hh_messages(rec[side]) for side in ("chosen", "rejected")])
+              for path in hh_files]
+    checked = 0
+    for path, settings, conversations in cases:
+        n = check_file(pmtrain, tpl, path, settings, conversations)
+        if n is None:
             return 1
-        for n, (rec, row) in enumerate(zip(records, rows), 1):
-            for side in ("chosen", "rejected"):
-                if not compare("%s:%d %s" % (path, n, side), row[side], expected(tpl, hh_messages(rec[side]))):
-                    return 1
-                checked += 1
+        checked += n
     print("chat template cross-check: %d texts identical to jinja2's rendering of %s" % (checked, tokenizer_config))
     return 0
 
