@@ -31,6 +31,7 @@ struct PairBatch {
 
   std::vector<int64_t> pair_ids;      // dataset index of each pair (for coverage checks and logs)
   std::vector<uint8_t> pair_mask;     // 1 = real pair, 0 = a masked filler pair (remainder policy pad)
+  std::vector<float> pair_margin;     // the pairs' margins (data with a margin field), else empty
 
   int64_t num_pairs() const { return static_cast<int64_t>(pair_ids.size()); }
   int64_t num_seqs() const { return static_cast<int64_t>(seq_len.size()); }

@@ -36,7 +36,12 @@ PairBatch make_batch(const PairDataset& data, std::span<const int64_t> pair_ids,
   for (int64_t p : pair_ids)
     ZERO_REQUIRE(p >= 0 && p < data.num_pairs(), InternalError, "pair id {} outside 0..{}", p, data.num_pairs());
   const size_t n = pair_ids.size();
-  auto mask_of = [&](size_t i) -> uint8_t { return pair_mask.empty() ? 1 : pair_mask[i]; };
+  // Pair i of the input joins the batch: its id, mask and margin (the sequences are placed by the caller).
+  auto add_pair = [&](size_t i, PairBatch& b) {
+    b.pair_ids.push_back(pair_ids[i]);
+    b.pair_mask.push_back(pair_mask.empty() ? 1 : pair_mask[i]);
+    if (!data.margins.empty()) b.pair_margin.push_back(data.margins[size_t(pair_ids[i])]);
+  };
 
   PairBatch b;
   b.layout = config.layout;
@@ -54,8 +59,7 @@ PairBatch make_batch(const PairDataset& data, std::span<const int64_t> pair_ids,
     for (size_t i = 0; i < n; ++i) {
       place(data, 2 * pair_ids[i], int64_t(2 * i), 0, b);
       place(data, 2 * pair_ids[i] + 1, int64_t(2 * i + 1), 0, b);
-      b.pair_ids.push_back(pair_ids[i]);
-      b.pair_mask.push_back(mask_of(i));
+      add_pair(i, b);
     }
     return b;
   }
@@ -95,8 +99,7 @@ PairBatch make_batch(const PairDataset& data, std::span<const int64_t> pair_ids,
       col += data.seq_len(2 * p);
       place(data, 2 * p + 1, r, col, b);
       col += data.seq_len(2 * p + 1);
-      b.pair_ids.push_back(p);
-      b.pair_mask.push_back(mask_of(i));
+      add_pair(i, b);
     }
   }
   return b;

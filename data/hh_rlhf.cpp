@@ -3,6 +3,7 @@
 #include "data/hh_rlhf.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,7 @@ const char* bad_line_kind_name(BadLineKind k) {
     case BadLineKind::Empty: return "empty";
     case BadLineKind::NotTranscript: return "not_transcript";
     case BadLineKind::BadMessages: return "bad_messages";
+    case BadLineKind::BadMargin: return "bad_margin";
   }
   return "?";
 }
@@ -98,12 +100,27 @@ std::optional<BadLine> append_messages(json& list, const std::string& field, std
   }
   return std::nullopt;
 }
+
+// The margin field's value, a finite number (as a float), else why not.
+std::optional<BadLine> read_margin(const json& j, const std::string& field, float& margin) {
+  const auto it = j.find(field);
+  if (it == j.end()) return BadLine{BadLineKind::MissingField, fmt::format("no field '{}'", field)};
+  margin = it->is_number() ? float(it->get<double>()) : NAN;
+  if (!std::isfinite(margin))
+    return BadLine{BadLineKind::BadMargin, fmt::format("field '{}' is not a finite number (a float's range): {}", field,
+                                                       it->dump().substr(0, 40))};
+  return std::nullopt;
+}
 }  // namespace
 
-std::optional<BadLine> parse_hh_line(const std::string& line, const HhReaderConfig& cfg, std::string& chosen,
-                                     std::string& rejected) {
+std::optional<BadLine> parse_hh_line(const std::string& line, const HhReaderConfig& cfg, PairText& pair) {
   json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return BadLine{BadLineKind::NotJson, "not a JSON object"};
+  pair.margin = 0.0f;
+  if (!cfg.margin_field.empty())
+    if (auto bad = read_margin(j, cfg.margin_field, pair.margin)) return bad;
+  std::string& chosen = pair.chosen;
+  std::string& rejected = pair.rejected;
   std::string* out[2] = {&chosen, &rejected};
   const std::string* field[2] = {&cfg.chosen_field, &cfg.rejected_field};
   json* answer[2] = {nullptr, nullptr};
@@ -168,22 +185,23 @@ std::optional<BadLine> parse_hh_line(const std::string& line, const HhReaderConf
 }
 
 void read_hh_pairs(const std::vector<std::string>& files, const HhReaderConfig& cfg, ReadStats& stats,
-                   const std::function<void(std::string_view, std::string_view)>& on_pair) {
-  std::string line, chosen, rejected;
+                   const std::function<void(PairText&)>& on_pair) {
+  std::string line;
+  PairText pair;
   for (const auto& path : files) {
     LineReader reader(path);
     ++stats.files;
     while (reader.next(line)) {
       if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are not records
       ++stats.lines;
-      if (const auto bad = parse_hh_line(line, cfg, chosen, rejected)) {
+      if (const auto bad = parse_hh_line(line, cfg, pair)) {
         const std::string msg = fmt::format("{}:{}: {}", path, reader.line_number(), bad->why);
         if (cfg.bad_lines == BadLinePolicy::Fail)
           throw InputError(msg + " (set the bad-line policy to skip to count and skip such lines)");
         if (stats.bad[size_t(bad->kind)]++ == 0) stats.first_bad[size_t(bad->kind)] = msg;
         continue;
       }
-      on_pair(chosen, rejected);
+      on_pair(pair);
       ++stats.pairs;
     }
   }

@@ -9,7 +9,8 @@
 // user's message and each answer the assistant's. Where any of the fields is a list of messages, the conversation is the prompt's
 // messages (a string: one user message) then the answer's (a string: one assistant message), always
 // rendered in the chat layout (data/chat_format.h); roles system, user and assistant, each message
-// {"role", "content"} and optionally "reasoning_content". Bad lines are counted by kind with the first
+// {"role", "content"} and optionally "reasoning_content". A margin field (margin_field, TRL's "margin"
+// column) gives each pair a number the loss asks the reward gap to exceed. Bad lines are counted by kind with the first
 // file:line of each, then skipped or turned into an InputError, as configured.
 #pragma once
 #include <array>
@@ -31,13 +32,15 @@ struct HhReaderConfig {
   std::string prompt_field;  // "" = none: the answers carry their prompt
   std::string chosen_field = "chosen";
   std::string rejected_field = "rejected";
+  std::string margin_field;  // "" = none: every margin 0
   TextMode mode = TextMode::Raw;
   BadLinePolicy bad_lines = BadLinePolicy::Skip;
 };
 
-// NotString: neither a string nor a list; BadMessages: a list that is not messages this reader renders.
-enum class BadLineKind : uint8_t { NotJson, MissingField, NotString, Empty, NotTranscript, BadMessages };
-inline constexpr size_t kNumBadLineKinds = 6;
+// NotString: neither a string nor a list; BadMessages: a list that is not messages this reader renders;
+// BadMargin: a margin that is not a finite number.
+enum class BadLineKind : uint8_t { NotJson, MissingField, NotString, Empty, NotTranscript, BadMessages, BadMargin };
+inline constexpr size_t kNumBadLineKinds = 7;
 const char* bad_line_kind_name(BadLineKind k);
 
 struct ReadStats {
@@ -58,14 +61,19 @@ struct BadLine {
   std::string why;  // e.g. "no field 'chosen'"
 };
 
-// One non-blank line: fills chosen/rejected (chat-rendered in chat mode) and returns nullopt, or says why
-// the line is bad. The reader below and `pmtrain score` (which reports every line) share it.
-std::optional<BadLine> parse_hh_line(const std::string& line, const HhReaderConfig& cfg, std::string& chosen,
-                                     std::string& rejected);
+// One pair as the model reads it.
+struct PairText {
+  std::string chosen, rejected;  // the texts (chat-rendered in chat mode), before the end token
+  float margin = 0.0f;           // the margin field's value; 0 without a margin field
+};
 
-// Calls on_pair(chosen_text, rejected_text) for every good line of every file, in file then line order.
+// One non-blank line: fills `out` and returns nullopt, or says why the line is bad. The reader below and
+// `pmtrain score` / `pmtrain render` (which report every line) share it.
+std::optional<BadLine> parse_hh_line(const std::string& line, const HhReaderConfig& cfg, PairText& out);
+
+// Calls on_pair for every good line of every file, in file then line order (the pair may be moved from).
 // `files` are paths (see expand_inputs for globs).
 void read_hh_pairs(const std::vector<std::string>& files, const HhReaderConfig& cfg, ReadStats& stats,
-                   const std::function<void(std::string_view, std::string_view)>& on_pair);
+                   const std::function<void(PairText&)>& on_pair);
 
 }  // namespace zero::data

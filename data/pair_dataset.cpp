@@ -23,9 +23,10 @@ const char* too_long_name(TooLongPolicy p) {
 }  // namespace
 
 nlohmann::json DataConfig::to_json() const {
-  // format 2: prompt fields, message lists and the bad_messages count (a format-1 cache is rebuilt).
-  return {{"format", 2},
+  // format 3: the margin field, the margins and the bad_margin count (a format-1 or 2 cache is rebuilt).
+  return {{"format", 3},
           {"prompt_field", reader.prompt_field},
+          {"margin_field", reader.margin_field},
           {"chosen_field", reader.chosen_field},
           {"rejected_field", reader.rejected_field},
           {"mode", reader.mode == TextMode::Chat ? "chat" : "raw"},
@@ -69,6 +70,13 @@ int32_t resolve_end_id(const DataConfig& config, const Tokenizer& tokenizer) {
   return id;
 }
 
+void PairDataset::keep_first(int64_t pairs) {
+  if (pairs >= num_pairs()) return;
+  offsets.resize(size_t(2 * pairs + 1));
+  tokens.resize(size_t(offsets.back()));
+  if (!margins.empty()) margins.resize(size_t(pairs));
+}
+
 PairEncoder::PairEncoder(const DataConfig& config, Tokenizer& tokenizer, PairDataset& out)
     : config_(config), tokenizer_(tokenizer), out_(out) {
   ZERO_REQUIRE(config.max_len >= 2, ConfigError, "data.max_len must be at least 2, got {}", config.max_len);
@@ -77,8 +85,8 @@ PairEncoder::PairEncoder(const DataConfig& config, Tokenizer& tokenizer, PairDat
   if (out_.offsets.empty()) out_.offsets.push_back(0);
 }
 
-bool PairEncoder::add(std::string_view chosen, std::string_view rejected) {
-  const std::string_view text[2] = {chosen, rejected};
+bool PairEncoder::add(const PairText& pair) {
+  const std::string_view text[2] = {pair.chosen, pair.rejected};
   bool truncated = false, too_long = false;
   for (int k = 0; k < 2; ++k) {
     std::vector<int32_t>& ids = ids_[k];
@@ -105,6 +113,7 @@ bool PairEncoder::add(std::string_view chosen, std::string_view rejected) {
     out_.tokens.insert(out_.tokens.end(), ids_[k].begin(), ids_[k].end());
     out_.offsets.push_back(int64_t(out_.tokens.size()));
   }
+  if (!config_.reader.margin_field.empty()) out_.margins.push_back(pair.margin);
   return true;
 }
 
@@ -112,7 +121,7 @@ PairDataset build_pair_dataset(const DataConfig& config, Tokenizer& tokenizer) {
   PairDataset ds;
   PairEncoder encoder(config, tokenizer, ds);
   read_hh_pairs(expand_inputs(config.files), config.reader, ds.stats.read,
-                [&](std::string_view chosen, std::string_view rejected) { encoder.add(chosen, rejected); });
+                [&](const PairText& pair) { encoder.add(pair); });
   return ds;
 }
 

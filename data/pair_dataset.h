@@ -43,6 +43,7 @@ struct DataStats {
 struct PairDataset {
   std::vector<int32_t> tokens;   // all sequences back to back
   std::vector<int64_t> offsets;  // [2 * num_pairs + 1]: sequence s is tokens[offsets[s], offsets[s+1])
+  std::vector<float> margins;    // [num_pairs] with a margin field (reader.margin_field), else empty
   int32_t end_id = -1;
   int32_t pad_id = -1;
   DataStats stats;
@@ -52,6 +53,8 @@ struct PairDataset {
   std::span<const int32_t> seq(int64_t s) const {
     return {tokens.data() + offsets[s], size_t(offsets[s + 1] - offsets[s])};
   }
+  // Keeps the first `pairs` pairs (all if fewer), their tokens and margins.
+  void keep_first(int64_t pairs);
   // Longer of the two sequences of each pair (the padded cost), for length bucketing.
   std::vector<int64_t> pair_lengths() const;
 };
@@ -63,7 +66,7 @@ class PairEncoder {
   // Sets out's end and pad ids (ConfigError as resolve_end_id); out must outlive the encoder.
   PairEncoder(const DataConfig& config, Tokenizer& tokenizer, PairDataset& out);
   // false when the pair was dropped as longer than max_len (TooLongPolicy::Drop); counted in out.stats.
-  bool add(std::string_view chosen, std::string_view rejected);
+  bool add(const PairText& pair);
 
  private:
   const DataConfig& config_;

@@ -1,7 +1,8 @@
 // Cache key hashing and the cache file format:
 //   "ZDTCACHE" | u32 version | u64 key | u64 payload_bytes | u64 XXH3-64(payload) | payload
 //   payload = u64 meta_len | meta JSON (end_id, pad_id, stats) | u64 n_offsets | i64 offsets[] |
-//             u64 n_tokens | i32 tokens[]     (little-endian, as the host writes it)
+//             u64 n_tokens | i32 tokens[] | u64 n_margins | f32 margins[]   (little-endian, as the host
+//             writes it; n_margins is 0 or the pair count)
 #include "data/token_cache.h"
 
 #include <cstring>
@@ -20,7 +21,7 @@ namespace zero::data {
 namespace {
 
 constexpr char kMagic[8] = {'Z', 'D', 'T', 'C', 'A', 'C', 'H', 'E'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: the margins
 
 void hash_file(XXH3_state_t* st, const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -126,10 +127,12 @@ bool load_dataset_cache(const std::string& path, uint64_t key, PairDataset& out,
   c.get_array(ds.offsets, n_off);
   const auto n_tok = c.get<uint64_t>();
   c.get_array(ds.tokens, n_tok);
+  const auto n_margins = c.get<uint64_t>();
+  c.get_array(ds.margins, n_margins);
   const nlohmann::json m = nlohmann::json::parse(meta.begin(), meta.end(), nullptr, false);
   // A payload that passed its checksum but does not hold a dataset was written by a broken build.
   if (!c.ok || m.is_discarded() || ds.offsets.empty() || ds.offsets.size() % 2 != 1 ||
-      ds.offsets.back() != int64_t(ds.tokens.size())) {
+      ds.offsets.back() != int64_t(ds.tokens.size()) || (n_margins != 0 && int64_t(n_margins) != ds.num_pairs())) {
     status = CacheStatus::Corrupt;
     return false;
   }
@@ -156,6 +159,8 @@ void save_dataset_cache(const std::string& path, uint64_t key, const PairDataset
   payload.append(reinterpret_cast<const char*>(data.offsets.data()), data.offsets.size() * sizeof(int64_t));
   put(payload, uint64_t(data.tokens.size()));
   payload.append(reinterpret_cast<const char*>(data.tokens.data()), data.tokens.size() * sizeof(int32_t));
+  put(payload, uint64_t(data.margins.size()));
+  payload.append(reinterpret_cast<const char*>(data.margins.data()), data.margins.size() * sizeof(float));
 
   std::string head(kMagic, 8);
   put(head, kVersion);

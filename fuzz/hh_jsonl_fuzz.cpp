@@ -1,7 +1,10 @@
 // Fuzz target: the preference-pair JSONL(.gz) reader (data/hh_rlhf.h over data/line_reader.h) on an
 // arbitrary file (gzip is recognised by its magic bytes, so the fuzzer reaches zlib too), in raw and chat
-// mode, without and with a prompt field (strings and message lists). Bad lines are counted (skip) or an
+// mode, without and with a prompt field (strings and message lists) and a margin field (every margin a
+// finite float). Bad lines are counted (skip) or an
 // InputError naming the file (fail); every non-blank line is either a pair or a bad line.
+#include <cmath>
+
 #include "data/hh_rlhf.h"
 #include "fuzz/fuzz_util.h"
 
@@ -13,12 +16,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (const char* prompt_field : {"", "prompt"}) {
         data::HhReaderConfig cfg;
         cfg.prompt_field = prompt_field;
+        cfg.margin_field = *prompt_field ? "margin" : "";  // the prompt's pass reads margins too
         cfg.mode = mode;
         cfg.bad_lines = policy;
         fuzz::expect_clean_error(path, [&] {
           data::ReadStats stats;
           int64_t pairs = 0;
-          data::read_hh_pairs({path}, cfg, stats, [&](std::string_view, std::string_view) { ++pairs; });
+          data::read_hh_pairs({path}, cfg, stats, [&](data::PairText& p) {
+            fuzz::require(std::isfinite(p.margin), "a margin that is not finite passed");
+            ++pairs;
+          });
           fuzz::require(stats.pairs == pairs && stats.pairs + stats.bad_total() == stats.lines,
                         "line counts do not add up: " + stats.report());
           if (policy == data::BadLinePolicy::Fail) fuzz::require(stats.bad_total() == 0, "a bad line passed under fail");

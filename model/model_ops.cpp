@@ -289,11 +289,13 @@ void ModelOps::pooled_head_backward(const TensorRef& x, const TensorRef& norm_w,
   do_pooled_head_backward(x, norm_w, score, eps, drewards, dx, d_norm_w, d_score);
 }
 
-void ModelOps::pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask, const TensorRef& drewards) {
-  check_f32(rewards, 2 * int64_t(pair_mask.size()), "pair_loss rewards");
+void ModelOps::pair_loss(const TensorRef& rewards, const PairLossInputs& in, const TensorRef& drewards) {
+  check_f32(rewards, 2 * int64_t(in.mask.size()), "pair_loss rewards");
+  ZERO_CHECK(in.margin.empty() || in.margin.size() == in.mask.size(), "pair_loss: {} margins for {} pairs",
+             in.margin.size(), in.mask.size());
   if (!drewards.empty()) check_f32(drewards, rewards.numel(), "pair_loss drewards");
   const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
-  do_pair_loss(rewards, pair_mask, drewards);
+  do_pair_loss(rewards, in, drewards);
   ++pending_pair_losses_;
 }
 

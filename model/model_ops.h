@@ -17,6 +17,7 @@
 #include <span>
 
 #include "core/dtype.h"
+#include "core/math/pair_loss_math.h"
 #include "core/step_clock.h"
 #include "model/attention.h"
 #include "model/param_access.h"
@@ -48,14 +49,24 @@ class Activation {
   TensorRef ref_;
 };
 
+// What the pair loss needs besides the rewards (core/math/pair_loss_math.h: the formula).
+struct PairLossInputs {
+  std::span<const uint8_t> mask;   // [P]: 1 = real pair, 0 = a masked filler pair
+  std::span<const float> margin;   // [P], or empty: no margins (0)
+  double center = 0.0;             // reward-centering coefficient (0 = off)
+};
+
 // What the pair loss reports (pair metrics over real pairs only).
 struct PairStats {
-  double loss_sum = 0.0;             // sum over real pairs of softplus(r_rejected - r_chosen)
+  double loss_sum = 0.0;             // sum over real pairs of the loss (softplus(r_r - r_c + margin) + centering)
   int64_t real_pairs = 0;
   int64_t correct_pairs = 0;         // real pairs with r_chosen > r_rejected (ties count as wrong)
   double chosen_reward_sum = 0.0;    // over real pairs
   double rejected_reward_sum = 0.0;  // over real pairs
 
+  static PairStats of(const math::PairLossSums& s) {
+    return {s.loss_sum, s.real_pairs, s.correct_pairs, s.chosen_sum, s.rejected_sum};
+  }
   void add(const PairStats& o) {
     loss_sum += o.loss_sum;
     real_pairs += o.real_pairs;
@@ -166,11 +177,11 @@ class ModelOps {
                             const TensorRef& drewards, const TensorRef& dx, const TensorRef& d_norm_w,
                             const TensorRef& d_score);
 
-  // ---- the pairwise loss: softplus(r_rejected - r_chosen) summed over real pairs -----------------------
+  // ---- the pairwise loss: softplus(r_rejected - r_chosen + margin) (+ centering) summed over real pairs ----
   // rewards [2P] (sequence 2i chosen, 2i + 1 rejected); drewards (empty or [2P]): d loss_sum / d reward.
   // The metrics are not returned: they are kept by the backend (on the device on CUDA) so that queuing a
   // micro-batch's loss and backward never waits for the device; take_pair_stats() reads them.
-  void pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask, const TensorRef& drewards);
+  void pair_loss(const TensorRef& rewards, const PairLossInputs& in, const TensorRef& drewards);
   // The metrics of every pair_loss since the last take, summed in call order (each call's sums as the
   // CPU computes them, then added up in double); one host wait on a GPU backend.
   PairStats take_pair_stats();
@@ -214,8 +225,7 @@ class ModelOps {
   virtual void do_pooled_head_backward(const TensorRef& x, const TensorRef& norm_w, const TensorRef& score, float eps,
                                        const TensorRef& drewards, const TensorRef& dx, const TensorRef& d_norm_w,
                                        const TensorRef& d_score) = 0;
-  virtual void do_pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask,
-                            const TensorRef& drewards) = 0;
+  virtual void do_pair_loss(const TensorRef& rewards, const PairLossInputs& in, const TensorRef& drewards) = 0;
   virtual PairStats do_take_pair_stats() = 0;
 
  private:

@@ -25,6 +25,7 @@ struct RewardModelOptions {
   int64_t selective_layers = 0;  // under Full: the last this many layers are Selective (layer_checkpointing)
   DecayPolicy decay;  // weight-decay flags written into the group specs
   AttentionKind attention = AttentionKind::Auto;  // for the default (CPU) ops
+  double center_rewards = 0.0;  // reward-centering coefficient of the pair loss (core/math/pair_loss_math.h)
 };
 
 // One micro-batch's results. Pair metrics cover real pairs only; rewards cover every sequence.
@@ -55,7 +56,8 @@ class Qwen3RewardModel {
   ModelOps& ops() const { return *ops_; }  // the backend (its step clock, its byte counts)
 
   // Forward, loss and backward of one micro-batch; each group's gradient buffers receive the gradient of
-  // loss_sum (the SUM over real pairs: the step divides by the global pair count). Returns once its
+  // loss_sum (the SUM over real pairs: the step divides by the global pair count), with the batch's
+  // margins (batch.pair_margin) and the options' centering. Returns once its
   // results are on the host (one wait for the device, after the backward is queued).
   RewardOutput forward_backward(const data::PairBatch& batch, ParamAccess& params) const;
   // Training's form: the same work, queued without waiting for the device; nothing is read back (the pair

@@ -35,7 +35,7 @@ namespace {
 // What the CUDA module needs of the config. zero.param_dtype picks the model's mode: bf16 parameters ->
 // bf16 activations (fp32 residual and statistics), fp32 -> everything fp32.
 CudaBackendOptions cuda_options(const Config& cfg) {
-  return {cfg.zero.param_dtype == DType::BF16 ? DType::BF16 : DType::F32, reward_model_options(cfg.model).attention};
+  return {cfg.zero.param_dtype == DType::BF16 ? DType::BF16 : DType::F32, reward_model_options(cfg).attention};
 }
 }  // namespace
 

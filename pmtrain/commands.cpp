@@ -23,7 +23,7 @@ namespace {
 void print_plan(const Config& cfg, int world, int per_node) {
   const auto tok = data::Tokenizer::from_file(cfg.data.tokenizer);
   const auto qc = resolve_model_config(cfg.model, tok.vocab_size());
-  const model::Qwen3RewardModel m(qc, reward_model_options(cfg.model));
+  const model::Qwen3RewardModel m(qc, reward_model_options(cfg));
   const ResolvedBatch b = run_batch(cfg, world);  // the trainer's batch (engine_assembly.h)
   const MemoryPlan plan = plan_memory(cfg, qc, engine_groups(m.groups()), world, per_node, b.micro, b.accum);
   printf("%s: world %d (%d per node), stage %lld, batch global %lld = micro %lld x accum %lld x world %d\n%s\n",

@@ -156,6 +156,7 @@ std::vector<Field> schema(Config& c) {
   auto& b = c.batch;
   auto& z = c.zero;
   auto& o = c.optim;
+  auto& l = c.loss;
   // 0 means "derived" or "off" for most counts, so they are only kept from going negative.
   return {
       choice("backend", c.backend, kBackends, "where the model and the engine compute: the CPU (Eigen + MPI) or CUDA GPUs (NCCL)"),
@@ -212,6 +213,7 @@ std::vector<Field> schema(Config& c) {
       field("data.prompt_field", d.prompt_field, "JSON field of a prompt both answers follow (\"\" = none: each answer holds its prompt); a string, or a list of messages"),
       field("data.chosen_field", d.chosen_field, "JSON field of the chosen answer: a string, or a list of {\"role\", \"content\"} messages"),
       field("data.rejected_field", d.rejected_field, "JSON field of the rejected answer: a string, or a list of messages"),
+      field("data.margin_field", d.margin_field, "JSON field of a per-pair margin, a number the chosen reward should exceed the rejected one by: the loss is -logsigmoid(r_chosen - r_rejected - margin) (TRL's \"margin\" column, Llama 2's margin; \"\" = none)"),
       choice("data.format", d.format, kTextModes, "strings: raw = prompt + answer as it is; chat = prompt + answer read as an hh-rlhf transcript and rendered in the chat template (a plain-text prompt: the user's message, the answer the assistant's). Message lists are always rendered in the chat template"),
       field("data.max_len", d.max_len, kAtLeastOne, "tokens per sequence, the end token included"),
       choice("data.too_long", d.too_long, kTooLong, "a longer sequence: keep its last max_len tokens, its first ones, or drop the pair"),
@@ -248,6 +250,8 @@ std::vector<Field> schema(Config& c) {
       field("optim.warmup_steps", o.warmup_steps, kNonNegative, "linear warmup steps (0 = from warmup_ratio)"),
       field("optim.min_lr_ratio", o.min_lr_ratio, kUnit, "the schedule ends at lr x this"),
       field("optim.clip_norm", o.clip_norm, kNonNegative, "clip the global gradient norm to this (0 = no clipping)"),
+
+      field("loss.center_rewards", l.center_rewards, kNonNegative, "reward centering: adds this x mean((r_chosen + r_rejected)^2) to the loss, keeping rewards near 0 (TRL's center_rewards_coefficient; 0.01 is usual; 0 = off)"),
   };
 }
 

@@ -76,6 +76,7 @@ struct DataSection {
   std::string prompt_field = data::HhReaderConfig{}.prompt_field;
   std::string chosen_field = data::HhReaderConfig{}.chosen_field;
   std::string rejected_field = data::HhReaderConfig{}.rejected_field;
+  std::string margin_field = data::HhReaderConfig{}.margin_field;
   data::TextMode format = data::HhReaderConfig{}.mode;
   int64_t max_len = 512;  // pmtrain's (the data library's 2048 is for long-context use)
   data::TooLongPolicy too_long = data::DataConfig{}.too_long;
@@ -121,6 +122,10 @@ struct OptimSection {
   double clip_norm = 1.0;
 };
 
+struct LossSection {
+  double center_rewards = model::RewardModelOptions{}.center_rewards;
+};
+
 struct Config {
   std::string source;   // the YAML file it came from
   Backend backend = Backend::Cpu;
@@ -131,6 +136,7 @@ struct Config {
   BatchSection batch;
   ZeroSection zero;
   OptimSection optim;
+  LossSection loss;
 };
 
 // Parses a YAML file, then applies "--set key=value" overrides (dotted keys), then checks each numeric

@@ -8,6 +8,7 @@ data::DataConfig data_config(const DataSection& d, const std::vector<std::string
   dc.reader.prompt_field = d.prompt_field;
   dc.reader.chosen_field = d.chosen_field;
   dc.reader.rejected_field = d.rejected_field;
+  dc.reader.margin_field = d.margin_field;
   dc.reader.mode = d.format;
   dc.reader.bad_lines = d.bad_lines;
   dc.end_token = d.end_token;

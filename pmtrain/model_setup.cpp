@@ -93,13 +93,15 @@ std::string init_model_parameters(Engine& engine, const ModelSection& m, const m
                      report.initialised.size(), names(report.initialised), report.ignored.size(), names(report.ignored));
 }
 
-model::RewardModelOptions reward_model_options(const ModelSection& m) {
+model::RewardModelOptions reward_model_options(const Config& cfg) {
+  const ModelSection& m = cfg.model;
   model::RewardModelOptions o;
   o.activation_checkpointing = m.activation_checkpointing;
   o.selective_layers = m.selective_layers;
   o.decay.norms = m.decay_norms;
   o.decay.embedding = m.decay_embedding;
   o.attention = m.attention;
+  o.center_rewards = cfg.loss.center_rewards;
   return o;
 }
 

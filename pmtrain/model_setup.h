@@ -11,9 +11,9 @@ namespace zero::pmtrain {
 
 // The Qwen3 architecture for this config; vocab_size 0 means the tokenizer's size (`tokenizer_vocab`).
 model::Qwen3Config resolve_model_config(const ModelSection& m, int64_t tokenizer_vocab);
-// The model's options from the model section (checkpointing, decay flags, model.attention), for training,
-// planning and scoring alike.
-model::RewardModelOptions reward_model_options(const ModelSection& m);
+// The model's options from the model and loss sections (checkpointing, decay flags, model.attention, the
+// loss's centering), for training, planning and scoring alike.
+model::RewardModelOptions reward_model_options(const Config& cfg);
 
 // Fills the engine's parameters: from model.hf_dir when set (streamed), else a seeded random init drawn on
 // `threads` host threads (the config's `threads`; the numbers do not depend on it).

@@ -7,14 +7,15 @@ namespace zero::pmtrain {
 
 int64_t for_each_pair_line(const std::string& path, const data::HhReaderConfig& cfg, const PairLineHandlers& h) {
   data::LineReader reader(path);
-  std::string line, chosen, rejected;
+  std::string line;
+  data::PairText pair;
   int64_t lines = 0;
   while (reader.next(line)) {
     const int64_t n = reader.line_number();
     ++lines;
     if (line.find_first_not_of(" \t") == std::string::npos) {
       h.on_skip(n, "blank line");
-    } else if (const auto bad = data::parse_hh_line(line, cfg, chosen, rejected)) {
+    } else if (const auto bad = data::parse_hh_line(line, cfg, pair)) {
       if (cfg.bad_lines == data::BadLinePolicy::Fail) {
         h.before_fail();
         throw InputError(fmt::format(
@@ -23,7 +24,7 @@ int64_t for_each_pair_line(const std::string& path, const data::HhReaderConfig& 
       }
       h.on_skip(n, bad->why);
     } else {
-      h.on_pair(n, chosen, rejected);
+      h.on_pair(n, pair);
     }
   }
   return lines;

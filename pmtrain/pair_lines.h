@@ -1,6 +1,6 @@
 // The lines of one pairs file as `pmtrain score` and `pmtrain render` report them: one row per input line,
-// in input order. on_pair(line, chosen, rejected) for a pair (the texts as the model reads them, before the
-// end token), on_skip(line, why) for a blank or malformed line; with data.bad_lines fail, the first
+// in input order. on_pair(line, pair) for a pair (the texts as the model reads them, before the end token,
+// and its margin), on_skip(line, why) for a blank or malformed line; with data.bad_lines fail, the first
 // malformed line calls before_fail() (so the rows before it are written) and throws an InputError naming
 // the file and line. Lines are 1-based.
 #pragma once
@@ -13,7 +13,7 @@
 namespace zero::pmtrain {
 
 struct PairLineHandlers {
-  std::function<void(int64_t line, std::string& chosen, std::string& rejected)> on_pair;
+  std::function<void(int64_t line, data::PairText& pair)> on_pair;
   std::function<void(int64_t line, std::string why)> on_skip;
   std::function<void()> before_fail = [] {};
 };

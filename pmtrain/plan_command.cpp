@@ -460,7 +460,7 @@ int run_plan(const PlanArgs& a) {
 
   const auto tok = data::Tokenizer::from_file(cfg.data.tokenizer);
   s.qc = resolve_model_config(cfg.model, tok.vocab_size());
-  const model::Qwen3RewardModel model(s.qc, reward_model_options(cfg.model));
+  const model::Qwen3RewardModel model(s.qc, reward_model_options(cfg));
   s.groups = engine_groups(model.groups());
 
   std::vector<Cell> cells;

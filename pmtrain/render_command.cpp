@@ -26,9 +26,11 @@ int run_render(const RenderArgs& a) {
   const int64_t lines = for_each_pair_line(
       data_path, dc.reader,
       {.on_pair =
-           [&](int64_t n, std::string& chosen, std::string& rejected) {
+           [&](int64_t n, data::PairText& pair) {
              ++pairs;
-             row({{"line", n}, {"chosen", chosen}, {"rejected", rejected}});
+             nlohmann::ordered_json j = {{"line", n}, {"chosen", pair.chosen}, {"rejected", pair.rejected}};
+             if (!dc.reader.margin_field.empty()) j["margin"] = pair.margin;
+             row(j);
            },
        .on_skip =
            [&](int64_t n, std::string why) {

@@ -46,7 +46,7 @@ int run_score(const ScoreArgs& a) {
   const data::DataConfig dc = data_config(cfg.data, {data_path});
   // The model on the config's backend (cuda: a device copy of the weights in zero.param_dtype's mode).
   ScoringBackend backend = make_scoring_backend(cfg, *sm.params);
-  const model::Qwen3RewardModel m(sm.config, reward_model_options(cfg.model), std::move(backend.model_ops));
+  const model::Qwen3RewardModel m(sm.config, reward_model_options(cfg), std::move(backend.model_ops));
   model::ParamAccess& weights = backend.params ? *backend.params : *sm.params;
   if (cfg.backend != Backend::Cpu) fprintf(stderr, "score: backend %s\n", backend.description.c_str());
 
@@ -82,8 +82,7 @@ int run_score(const ScoreArgs& a) {
     }
     out.flush();
     rows.clear();
-    pending.tokens.clear();
-    pending.offsets.assign(1, 0);
+    pending.keep_first(0);
   };
   auto skip = [&](int64_t line, std::string why) {
     if (skipped++ == 0) first_skip = fmt::format("line {}: {}", line, why);
@@ -93,8 +92,8 @@ int run_score(const ScoreArgs& a) {
   const int64_t lines = for_each_pair_line(
       data_path, dc.reader,
       {.on_pair =
-           [&](int64_t n, std::string& chosen, std::string& rejected) {
-             if (!encoder.add(chosen, rejected)) {
+           [&](int64_t n, data::PairText& pair) {
+             if (!encoder.add(pair)) {
                skip(n, fmt::format("longer than data.max_len {} tokens (data.too_long is drop)", dc.max_len));
              } else {
                rows.push_back({n, pending.num_pairs() - 1, ""});

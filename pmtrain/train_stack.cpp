@@ -8,7 +8,7 @@ namespace zero::pmtrain {
 
 MemoryPlan plan_and_check_run(const Config& cfg, const model::Qwen3Config& qc, int rank, int world, int ranks_on_node,
                               int64_t micro_pairs, int64_t accum_steps) {
-  const model::Qwen3RewardModel planned(qc, reward_model_options(cfg.model));  // its groups, no parameters
+  const model::Qwen3RewardModel planned(qc, reward_model_options(cfg));  // its groups, no parameters
   const MemoryPlan plan = plan_memory(cfg, qc, engine_groups(planned.groups()), world, ranks_on_node, micro_pairs,
                                       accum_steps);
   require_backend_here(cfg, rank);  // no GPU: one line now, not after the data is read
@@ -30,7 +30,7 @@ TrainStack assemble_train_stack(const Config& cfg, Communicator& comm, const mod
   s.clock = std::move(backend.clock);
   s.backend_description = std::move(backend.description);
   // The backend's model ops (null: the model's default, the CPU's).
-  s.model = std::make_unique<model::Qwen3RewardModel>(qc, reward_model_options(cfg.model), std::move(backend.model_ops));
+  s.model = std::make_unique<model::Qwen3RewardModel>(qc, reward_model_options(cfg), std::move(backend.model_ops));
   const std::vector<model::GroupSpec>& groups = s.model->groups();
   s.engine = std::make_unique<Engine>(ec, engine_groups(groups), s.engine_comm ? *s.engine_comm : comm, *s.ops, *s.alloc);
   // The step-time breakdown is always on: a scope costs two clock reads (CPU: ~55 ns a scope measured, about

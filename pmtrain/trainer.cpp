@@ -51,11 +51,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   if (training) {
     ZERO_REQUIRE(!cfg_.data.train_files.empty(), ConfigError, "{}: data.train_files is empty", cfg_.source);
     train_ = load_dataset(cfg_.data.train_files, "train");
-    if (cfg_.data.max_train_pairs > 0 && cfg_.data.max_train_pairs < train_.num_pairs()) {
-      const int64_t n = cfg_.data.max_train_pairs;  // keep the first n pairs (2n sequences)
-      train_.offsets.resize(size_t(2 * n + 1));
-      train_.tokens.resize(size_t(train_.offsets.back()));
-    }
+    if (cfg_.data.max_train_pairs > 0) train_.keep_first(cfg_.data.max_train_pairs);
     ZERO_REQUIRE(train_.num_pairs() >= W, ConfigError,
                  "{}: the training data has {} pairs, fewer than the {} ranks launched; use fewer ranks or more data",
                  cfg_.source, train_.num_pairs(), W);

@@ -64,9 +64,9 @@ int main(int argc, char** argv) {
                                           assets + "/hh-rlhf/harmless-base/test.jsonl.gz"};
   std::vector<std::string> texts;
   ReadStats stats;
-  read_hh_pairs(files, {}, stats, [&](std::string_view c, std::string_view r) {
-    texts.emplace_back(c);
-    texts.emplace_back(r);
+  read_hh_pairs(files, {}, stats, [&](PairText& p) {
+    texts.push_back(std::move(p.chosen));
+    texts.push_back(std::move(p.rejected));
   });
   size_t bytes = 0;
   for (const auto& t : texts) bytes += t.size();

@@ -305,10 +305,10 @@ class CpuModelOps final : public ModelOps {
     for (int64_t s = 0; s < Sq; ++s) DX.col(plan().pooled[s]) += dhp.col(s);
   }
 
-  void do_pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask, const TensorRef& drewards) override {
+  void do_pair_loss(const TensorRef& rewards, const PairLossInputs& in, const TensorRef& drewards) override {
     const std::span<const float> r(f32(rewards), size_t(rewards.numel()));
-    pair_sums_.add(drewards.empty() ? cpu::pair_loss(r, pair_mask)
-                                    : cpu::pair_loss(r, pair_mask, std::span<float>(f32(drewards), size_t(drewards.numel()))));
+    pair_sums_.add(drewards.empty() ? cpu::pair_loss(r, in)
+                                    : cpu::pair_loss(r, in, std::span<float>(f32(drewards), size_t(drewards.numel()))));
   }
   PairStats do_take_pair_stats() override { return std::exchange(pair_sums_, {}); }
 

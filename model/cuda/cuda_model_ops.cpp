@@ -53,7 +53,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
                  "model.attention: reference is the CPU backend's attention; the CUDA backend runs flash or flash_fma "
                  "(or auto)");
     CUDA_CHECK(cudaEventCreateWithFlags(&uploaded_, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventCreateWithFlags(&mask_uploaded_, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&pair_in_uploaded_, cudaEventDisableTiming));
     CUDA_CHECK(cudaMalloc(&d_sums_, sizeof(K::PairLossSums) * kSumSlots));
     CUDA_CHECK(cudaMallocHost(&h_sums_, sizeof(K::PairLossSums) * kSumSlots));
   }
@@ -64,9 +64,9 @@ class CudaModelOpsImpl final : public CudaModelOps {
     if (uploaded_) CUDA_WARN(cudaEventDestroy(uploaded_));
     if (d_batch_) CUDA_WARN(cudaFree(d_batch_));
     if (h_batch_) CUDA_WARN(cudaFreeHost(h_batch_));
-    if (mask_uploaded_) CUDA_WARN(cudaEventDestroy(mask_uploaded_));
-    if (d_mask_) CUDA_WARN(cudaFree(d_mask_));
-    if (h_mask_) CUDA_WARN(cudaFreeHost(h_mask_));
+    if (pair_in_uploaded_) CUDA_WARN(cudaEventDestroy(pair_in_uploaded_));
+    if (d_pair_in_) CUDA_WARN(cudaFree(d_pair_in_));
+    if (h_pair_in_) CUDA_WARN(cudaFreeHost(h_pair_in_));
     if (d_sums_) CUDA_WARN(cudaFree(d_sums_));
     if (h_sums_) CUDA_WARN(cudaFreeHost(h_sums_));
   }
@@ -264,26 +264,30 @@ class CudaModelOpsImpl final : public CudaModelOps {
                             elem(d_norm_w.dtype), d_score.data, elem(d_score.dtype), stream_);
   }
 
-  void do_pair_loss(const TensorRef& rewards, std::span<const uint8_t> pair_mask, const TensorRef& drewards) override {
-    const int64_t P = int64_t(pair_mask.size());
-    if (size_t(P) > mask_capacity_) {
-      if (d_mask_) CUDA_CHECK(cudaFree(d_mask_));  // synchronises: no kernel reads the old mask any more
-      if (h_mask_) CUDA_CHECK(cudaFreeHost(h_mask_));
-      d_mask_ = nullptr, h_mask_ = nullptr, mask_capacity_ = 0;
-      CUDA_CHECK(cudaMalloc(&d_mask_, size_t(P)));
-      CUDA_CHECK(cudaMallocHost(&h_mask_, size_t(P)));
-      mask_capacity_ = size_t(P);
+  void do_pair_loss(const TensorRef& rewards, const PairLossInputs& in, const TensorRef& drewards) override {
+    const int64_t P = int64_t(in.mask.size());
+    // One upload of [margins (P floats, when given) | mask (P bytes)]: the floats first, for their alignment.
+    const size_t margin_bytes = sizeof(float) * in.margin.size(), bytes = margin_bytes + size_t(P);
+    if (bytes > pair_in_capacity_) {
+      if (d_pair_in_) CUDA_CHECK(cudaFree(d_pair_in_));  // synchronises: no kernel reads the old inputs any more
+      if (h_pair_in_) CUDA_CHECK(cudaFreeHost(h_pair_in_));
+      d_pair_in_ = nullptr, h_pair_in_ = nullptr, pair_in_capacity_ = 0;
+      CUDA_CHECK(cudaMalloc(&d_pair_in_, bytes));
+      CUDA_CHECK(cudaMallocHost(&h_pair_in_, bytes));
+      pair_in_capacity_ = bytes;
     }
     // From pinned memory: a pageable source may make the driver synchronise with the stream.
     if (P) {
-      waiter_.wait_if_pending(mask_uploaded_);  // the previous mask has left the staging buffer
-      std::memcpy(h_mask_, pair_mask.data(), size_t(P));
-      CUDA_CHECK(cudaMemcpyAsync(d_mask_, h_mask_, size_t(P), cudaMemcpyHostToDevice, stream_));
-      CUDA_CHECK(cudaEventRecord(mask_uploaded_, stream_));
+      waiter_.wait_if_pending(pair_in_uploaded_);  // the previous inputs have left the staging buffer
+      if (margin_bytes) std::memcpy(h_pair_in_, in.margin.data(), margin_bytes);
+      std::memcpy(h_pair_in_ + margin_bytes, in.mask.data(), size_t(P));
+      CUDA_CHECK(cudaMemcpyAsync(d_pair_in_, h_pair_in_, bytes, cudaMemcpyHostToDevice, stream_));
+      CUDA_CHECK(cudaEventRecord(pair_in_uploaded_, stream_));
     }
     if (sums_used_ == kSumSlots) fold_pair_sums();  // a long accumulation: read the slots back, go on
-    K::pair_loss(rewards.as<const float>(), d_mask_, P, drewards.empty() ? nullptr : drewards.as<float>(),
-                 d_sums_ + sums_used_++, stream_);
+    K::pair_loss(rewards.as<const float>(), reinterpret_cast<const uint8_t*>(d_pair_in_ + margin_bytes),
+                 margin_bytes ? reinterpret_cast<const float*>(d_pair_in_) : nullptr, P, in.center,
+                 drewards.empty() ? nullptr : drewards.as<float>(), d_sums_ + sums_used_++, stream_);
   }
 
   PairStats do_take_pair_stats() override {
@@ -298,8 +302,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
                                stream_));
     waiter_.wait();
     for (int i = 0; i < sums_used_; ++i) {
-      const K::PairLossSums& h = h_sums_[i];
-      pair_sums_.add({h.loss_sum, h.real_pairs, h.correct_pairs, h.chosen_sum, h.rejected_sum});
+      pair_sums_.add(PairStats::of(h_sums_[i]));
     }
     sums_used_ = 0;
   }
@@ -376,10 +379,10 @@ class CudaModelOpsImpl final : public CudaModelOps {
   char* h_batch_ = nullptr;  // its pinned staging copy
   size_t batch_capacity_ = 0;
   cudaEvent_t uploaded_ = nullptr;  // recorded after the upload of h_batch_
-  uint8_t* d_mask_ = nullptr;  // the pair mask on the device
-  uint8_t* h_mask_ = nullptr;  // its pinned staging copy
-  size_t mask_capacity_ = 0;
-  cudaEvent_t mask_uploaded_ = nullptr;
+  char* d_pair_in_ = nullptr;  // the pair loss's margins and mask on the device
+  char* h_pair_in_ = nullptr;  // their pinned staging copy
+  size_t pair_in_capacity_ = 0;
+  cudaEvent_t pair_in_uploaded_ = nullptr;
   // Each pair_loss writes its sums into the next slot; take_pair_stats (or a full set of slots) reads them
   // back at once and adds them up in call order, so a step's micro-batches queue without a host wait.
   static constexpr int kSumSlots = 64;

@@ -251,26 +251,10 @@ __global__ void pooled_head_backward_kernel(const void* x, Elem xt, int64_t hidd
 }
 
 // ---- the pair loss ----------------------------------------------------------------------------------
-__global__ void pair_loss_kernel(const float* rewards, const uint8_t* mask, int64_t pairs, float* drewards,
-                                 PairLossSums* out) {
+__global__ void pair_loss_kernel(const float* rewards, const uint8_t* mask, const float* margin, int64_t pairs,
+                                 double center, float* drewards, PairLossSums* out) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
-  PairLossSums s{0.0, 0.0, 0.0, 0, 0};
-  for (int64_t i = 0; i < pairs; ++i) {
-    const double rc = rewards[2 * i], rr = rewards[2 * i + 1];
-    const bool real = mask[i] != 0;
-    if (drewards) {
-      const double sg = real ? math::sigmoid(rr - rc) : 0.0;
-      drewards[2 * i] = float(-sg);
-      drewards[2 * i + 1] = float(sg);
-    }
-    if (!real) continue;
-    s.loss_sum += math::softplus(rr - rc);
-    s.real_pairs += 1;
-    s.correct_pairs += rc > rr ? 1 : 0;
-    s.chosen_sum += rc;
-    s.rejected_sum += rr;
-  }
-  *out = s;
+  *out = math::pair_losses(rewards, mask, margin, pairs, center, drewards);
 }
 
 }  // namespace
@@ -364,9 +348,9 @@ void pooled_head_backward(const void* x, Elem xt, int64_t hidden, const int32_t*
   check_launch();
 }
 
-void pair_loss(const float* rewards, const uint8_t* pair_mask, int64_t pairs, float* drewards, PairLossSums* out,
-               cudaStream_t s) {
-  ZERO_LAUNCH(pair_loss_kernel, 1, 1, 0, s, rewards, pair_mask, pairs, drewards, out);
+void pair_loss(const float* rewards, const uint8_t* pair_mask, const float* margin, int64_t pairs, double center,
+               float* drewards, PairLossSums* out, cudaStream_t s) {
+  ZERO_LAUNCH(pair_loss_kernel, 1, 1, 0, s, rewards, pair_mask, margin, pairs, center, drewards, out);
   check_launch();
 }
 

@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/math/pair_loss_math.h"
+
 namespace zero::model::cuda_kernels {
 
 enum class Elem : int { F32 = 0, BF16 = 1 };  // each tensor in its own type; math is fp32
@@ -73,12 +75,10 @@ void pooled_head_backward(const void* x, Elem xt, int64_t hidden, const int32_t*
                           Elem dst, cudaStream_t s);
 
 // The pairwise loss over pairs (2i chosen, 2i + 1 rejected), in fp64 on one thread (a handful of pairs per
-// micro-batch), the CPU's formulas in the CPU's order. drewards may be null.
-struct PairLossSums {
-  double loss_sum, chosen_sum, rejected_sum;
-  long long real_pairs, correct_pairs;
-};
-void pair_loss(const float* rewards, const uint8_t* pair_mask, int64_t pairs, float* drewards, PairLossSums* out,
-               cudaStream_t s);
+// micro-batch): core/math/pair_loss_math.h's loop, the CPU's formulas in the CPU's order. margin and
+// drewards may be null.
+using PairLossSums = math::PairLossSums;
+void pair_loss(const float* rewards, const uint8_t* pair_mask, const float* margin, int64_t pairs, double center,
+               float* drewards, PairLossSums* out, cudaStream_t s);
 
 }  // namespace zero::model::cuda_kernels

@@ -293,15 +293,19 @@ TEST_P(CudaModelOpsTest, PooledHeadAndPairLoss) {
           {{&r, S}}, tol);
   std::vector<uint8_t> mask(size_t(S / 2), 1);
   mask.back() = 0;  // one padding pair: no loss, zero gradient
+  // With margins and centering (their upload beside the mask); the no-margin path below.
+  std::vector<float> margin(mask.size());
+  for (size_t i = 0; i < margin.size(); ++i) margin[i] = 0.25f * float(i % 3);
+  const PairLossInputs in{mask, margin, 0.01};
   Dual dr = b.out({S}, F);
-  b.cpu->pair_loss(r.cpu, mask, dr.cpu);
+  b.cpu->pair_loss(r.cpu, in, dr.cpu);
   const PairStats cs = b.cpu->take_pair_stats();
   EXPECT_EQ(cs.real_pairs, S / 2 - 1);
-  b.check("pair_loss", [&] { b.gpu->pair_loss(r.gpu, mask, dr.gpu); }, {{&dr, S}}, tol);
+  b.check("pair_loss", [&] { b.gpu->pair_loss(r.gpu, in, dr.gpu); }, {{&dr, S}}, tol);
   EXPECT_EQ(b.gpu->pending_pair_losses(), 2);  // check() runs the op twice
   b.gpu->take_pair_stats();
   EXPECT_EQ(b.gpu->pending_pair_losses(), 0);
-  b.gpu->pair_loss(r.gpu, mask, dr.gpu);
+  b.gpu->pair_loss(r.gpu, in, dr.gpu);
   const PairStats gs = b.gpu->take_pair_stats();
   EXPECT_NEAR(gs.loss_sum, cs.loss_sum, tol * std::abs(cs.loss_sum) + 1e-6);
   EXPECT_EQ(gs.real_pairs, cs.real_pairs);
@@ -309,10 +313,12 @@ TEST_P(CudaModelOpsTest, PooledHeadAndPairLoss) {
   EXPECT_NEAR(gs.rejected_reward_sum, cs.rejected_reward_sum, tol * 10 + 1e-6);
   // Metrics add up over the calls until taken, past the device's slots (64) too, in call order: the sum of
   // 100 identical calls' sums, each call's as one call gives them.
-  for (int i = 0; i < 100; ++i) b.gpu->pair_loss(r.gpu, mask, {});
+  b.gpu->pair_loss(r.gpu, {mask}, {});
+  const PairStats plain = b.gpu->take_pair_stats();
+  for (int i = 0; i < 100; ++i) b.gpu->pair_loss(r.gpu, {mask}, {});
   const PairStats many = b.gpu->take_pair_stats();
   double loss = 0;
-  for (int i = 0; i < 100; ++i) loss += gs.loss_sum;
+  for (int i = 0; i < 100; ++i) loss += plain.loss_sum;
   EXPECT_EQ(many.loss_sum, loss);
   EXPECT_EQ(many.real_pairs, 100 * cs.real_pairs);
   EXPECT_EQ(b.gpu->take_pair_stats().real_pairs, 0);  // taken: nothing left
@@ -405,11 +411,11 @@ TEST(CudaModelOpsHostWaits, EveryOneGoesThroughTheGuard) {
   EXPECT_EQ(waits, after_setup + 4);  // bf16
   std::vector<uint8_t> mask(size_t(S / 2), 1);
   Dual dr = b.out({S}, DType::F32);
-  b.gpu->pair_loss(r.gpu, mask, dr.gpu);
+  b.gpu->pair_loss(r.gpu, {mask}, dr.gpu);
   // The test's own wait, not the ops': the mask's first upload is done, so the second call's staging buffer
   // is free on a GPU too.
   CUDA_CHECK(cudaDeviceSynchronize());
-  b.gpu->pair_loss(r.gpu, mask, dr.gpu);
+  b.gpu->pair_loss(r.gpu, {mask}, dr.gpu);
   EXPECT_EQ(waits, after_setup + 4);  // queued: the metrics stay on the device
   b.gpu->take_pair_stats();
   EXPECT_EQ(waits, after_setup + 5);  // both calls' metrics in one read (pinned: no drain before)

@@ -286,28 +286,35 @@ TEST(ModelKernelsEmulated, PooledHeadAndPairLoss) {
   expect_close("pooled head d_norm", dnf, dnorm, 1e-6);
   expect_close("pooled head d_score", dsf, dscore, 1e-6);
 
-  // Pairs (0, 1), (2, 3), (4, 5); the middle one masked out.
+  // Pairs (0, 1), (2, 3), (4, 5); the middle one masked out. Without margins and centering, then with.
   const std::vector<uint8_t> mask = {1, 0, 1};
-  std::vector<float> drw(seqs, NAN);
-  PairLossSums sums{};
-  pair_loss(rf.data(), mask.data(), 3, drw.data(), &sums, nullptr);
-  double loss = 0, chosen = 0, rejected = 0;
-  long long correct = 0;
-  std::vector<double> dwant(seqs, 0.0);
-  for (int i = 0; i < 3; ++i) {
-    if (!mask[i]) continue;
-    const double z = double(rf[2 * i + 1]) - rf[2 * i];
-    loss += std::log1p(std::exp(z));
-    const double sg = 1.0 / (1.0 + std::exp(-z));
-    dwant[2 * i] = -sg, dwant[2 * i + 1] = sg;
-    chosen += rf[2 * i], rejected += rf[2 * i + 1], correct += rf[2 * i] > rf[2 * i + 1];
+  const std::vector<float> margins = {0.5f, -2.0f, 1.25f};
+  for (const double center : {0.0, 0.05}) {
+    const bool with_margin = center != 0.0;
+    std::vector<float> drw(seqs, NAN);
+    PairLossSums sums{};
+    pair_loss(rf.data(), mask.data(), with_margin ? margins.data() : nullptr, 3, center, drw.data(), &sums, nullptr);
+    // -logsigmoid(r_c - r_r - m) + center (r_c + r_r)^2, written out here.
+    double loss = 0, chosen = 0, rejected = 0;
+    long long correct = 0;
+    std::vector<double> dwant(seqs, 0.0);
+    for (int i = 0; i < 3; ++i) {
+      if (!mask[i]) continue;
+      const double rc = rf[2 * i], rr = rf[2 * i + 1], m = with_margin ? margins[i] : 0.0;
+      const double z = rr - rc + m;
+      loss += std::log1p(std::exp(z)) + center * (rc + rr) * (rc + rr);
+      const double sg = 1.0 / (1.0 + std::exp(-z));
+      dwant[2 * i] = -sg + 2 * center * (rc + rr), dwant[2 * i + 1] = sg + 2 * center * (rc + rr);
+      chosen += rc, rejected += rr, correct += rc > rr;
+    }
+    SCOPED_TRACE(with_margin ? "margins and centering" : "plain");
+    EXPECT_NEAR(sums.loss_sum, loss, 1e-12);
+    EXPECT_NEAR(sums.chosen_sum, chosen, 1e-12);
+    EXPECT_NEAR(sums.rejected_sum, rejected, 1e-12);
+    EXPECT_EQ(sums.real_pairs, 2);
+    EXPECT_EQ(sums.correct_pairs, correct);
+    expect_close("pair loss d_rewards (0 on the masked pair)", drw, dwant, 1e-7);
   }
-  EXPECT_NEAR(sums.loss_sum, loss, 1e-12);
-  EXPECT_NEAR(sums.chosen_sum, chosen, 1e-12);
-  EXPECT_NEAR(sums.rejected_sum, rejected, 1e-12);
-  EXPECT_EQ(sums.real_pairs, 2);
-  EXPECT_EQ(sums.correct_pairs, correct);
-  expect_close("pair loss d_rewards (0 on the masked pair)", drw, dwant, 1e-7);
 }
 
 }  // namespace

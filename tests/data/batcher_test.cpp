@@ -5,6 +5,7 @@
 
 #include "data/batcher.h"
 #include "data/sampler.h"
+#include "data/token_cache.h"
 #include "data/tokenizer.h"
 #include "test_util.h"
 
@@ -138,6 +139,43 @@ TEST(Batcher, EmptyAndSinglePair) {
   check_batch(ds, b, one);
   EXPECT_EQ(b.rows, 1);
   EXPECT_EQ(b.pair_mask, std::vector<uint8_t>{1});
+}
+
+// Margins travel with their pairs: dataset (in line order), its cache, keep_first, and every batch layout.
+TEST(Batcher, MarginsFollowTheirPairs) {
+  test::TempDir dir;
+  std::string body;
+  for (int i = 0; i < 6; ++i)
+    body += nlohmann::json{{"chosen", std::string(size_t(1 + i * 7), 'x')}, {"rejected", "no"}, {"gap", 0.5 * i}}.dump() + "\n";
+  test::write_text(dir.file("m.jsonl"), body);
+  DataConfig cfg;
+  cfg.files = {dir.file("m.jsonl")};
+  cfg.reader.margin_field = "gap";
+  Tokenizer tok = Tokenizer::from_file(test::tokenizer_json());
+  CacheStatus st;
+  const PairDataset built = load_or_build_dataset(cfg, tok, dir.file("c.bin"), &st);
+  EXPECT_EQ(built.margins, (std::vector<float>{0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 2.5f}));
+  const PairDataset cached = load_or_build_dataset(cfg, tok, dir.file("c.bin"), &st);
+  EXPECT_EQ(st, CacheStatus::Hit);
+  EXPECT_EQ(cached.margins, built.margins);
+  for (const BatchLayout layout : {BatchLayout::Padded, BatchLayout::Packed}) {
+    BatchConfig bc;
+    bc.layout = layout;
+    bc.pack_row_len = 64;  // several pairs a row, placed longest first: not the input order
+    const std::vector<int64_t> ids = {1, 5, 2, 0};
+    const PairBatch b = make_batch(cached, ids, {}, bc);
+    ASSERT_EQ(b.pair_margin.size(), ids.size());
+    for (int64_t i = 0; i < b.num_pairs(); ++i) EXPECT_EQ(b.pair_margin[i], 0.5f * float(b.pair_ids[i])) << i;
+  }
+  PairDataset first = cached;
+  first.keep_first(2);
+  EXPECT_EQ(first.margins, (std::vector<float>{0.0f, 0.5f}));
+  // Data without a margin field: no margins in the dataset or its batches (the loss takes 0).
+  cfg.reader.margin_field = "";
+  const PairDataset plain = load_or_build_dataset(cfg, tok, dir.file("c.bin"), &st);
+  EXPECT_EQ(st, CacheStatus::Stale);  // the margin field is part of the key
+  EXPECT_TRUE(plain.margins.empty());
+  EXPECT_TRUE(make_batch(plain, std::vector<int64_t>{0, 1}, {}, {}).pair_margin.empty());
 }
 
 }  // namespace

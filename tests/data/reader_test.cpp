@@ -21,7 +21,7 @@ using test::error_of;
 std::vector<std::pair<std::string, std::string>> read_all(const std::vector<std::string>& files,
                                                           const HhReaderConfig& cfg, ReadStats& stats) {
   std::vector<std::pair<std::string, std::string>> out;
-  read_hh_pairs(files, cfg, stats, [&](std::string_view c, std::string_view r) { out.emplace_back(c, r); });
+  read_hh_pairs(files, cfg, stats, [&](PairText& p) { out.emplace_back(p.chosen, p.rejected); });
   return out;
 }
 
@@ -267,6 +267,40 @@ TEST(PreferenceShapes, BadMessagesAndPromptsNameFieldAndMessage) {
                           "field 'chosen', message 0: no string 'content'", "field 'chosen' has no assistant message"};
     EXPECT_EQ(err.rfind(f + ":1: " + want[line - 1], 0), 0u) << err;
   }
+}
+
+// A margin field: each good line's number (integers too), as a float; a line without it, or with a value
+// that is no finite float, is a bad line naming the field.
+TEST(PreferenceShapes, MarginFieldIsReadAndCheckedPerLine) {
+  TempDir dir;
+  HhReaderConfig cfg;
+  cfg.margin_field = "margin";
+  std::string body;
+  for (const char* l : {R"({"chosen": "a", "rejected": "b", "margin": 0.75})",  // 1
+                        R"({"chosen": "a", "rejected": "b", "margin": 2})",     // 2
+                        R"({"chosen": "a", "rejected": "b"})",                  // 3: no margin
+                        R"({"chosen": "a", "rejected": "b", "margin": "1.5"})", // 4: a string
+                        R"({"chosen": "a", "rejected": "b", "margin": 1e39})",  // 5: past a float
+                        R"({"chosen": "a", "rejected": "b", "margin": null})",  // 6
+                        R"({"chosen": "a", "rejected": "b", "margin": -3.5})"}) // 7
+    body += std::string(l) + "\n";
+  const std::string f = dir.file("m.jsonl");
+  test::write_text(f, body);
+  ReadStats stats;
+  std::vector<float> margins;
+  read_hh_pairs({f}, cfg, stats, [&](PairText& p) { margins.push_back(p.margin); });
+  EXPECT_EQ(margins, (std::vector<float>{0.75f, 2.0f, -3.5f}));
+  EXPECT_EQ(stats.bad[size_t(BadLineKind::MissingField)], 1);
+  EXPECT_EQ(stats.bad[size_t(BadLineKind::BadMargin)], 3);
+  EXPECT_EQ(stats.first_bad[size_t(BadLineKind::MissingField)], f + ":3: no field 'margin'");
+  EXPECT_EQ(stats.first_bad[size_t(BadLineKind::BadMargin)],
+            f + ":4: field 'margin' is not a finite number (a float's range): \"1.5\"");
+  EXPECT_NE(stats.report().find("bad_margin: 3"), std::string::npos) << stats.report();
+  // Without a margin field the same lines read with margin 0, whatever they hold.
+  margins.clear();
+  ReadStats plain;
+  read_hh_pairs({f}, HhReaderConfig{}, plain, [&](PairText& p) { margins.push_back(p.margin); });
+  EXPECT_EQ(margins, std::vector<float>(7, 0.0f));
 }
 
 TEST(Dataset, EndTokenAndTooLongPolicies) {

@@ -64,8 +64,8 @@ TEST(Tokenizer, RoundTripIsNfcOnEveryBundledHhText) {
   int64_t texts = 0;
   std::string first_failure;
   read_hh_pairs({test::hh_train(), test::hh_test()}, HhReaderConfig{}, stats,
-                [&](std::string_view c, std::string_view r) {
-                  for (std::string_view t : {c, r}) {
+                [&](PairText& p) {
+                  for (std::string_view t : {p.chosen, p.rejected}) {
                     const std::string s(t);
                     if (qwen().decode(qwen().encode(s)) != nfc(s) && first_failure.empty()) first_failure = s;
                     ++texts;

@@ -4,7 +4,8 @@
 #    the run's final eval record (loss, accuracy, rewards, pairs); `--init` says so and differs; a run
 #    without checkpoints is an error that names the choices;
 #  - `pmtrain score` writes one row per input line in input order, with the input's line numbers, rows
-#    for bad lines saying why, the count of skipped lines on stderr; data.bad_lines=fail stops there.
+#    for bad lines saying why, the count of skipped lines on stderr; data.bad_lines=fail stops there;
+#  - eval's loss and accuracy equal what score's rewards give, plain and with margins and centering.
 source "$(dirname "$0")/common.sh"
 COMMON="configs/tiny_cpu.yaml --set run.dir=$TMP/run --set data.cache_dir=$TMP/cache --set run.steps=3
   --set batch.global=8 --set run.eval_every=0 --set run.eval_pairs=16"
@@ -75,6 +76,21 @@ paste -d' ' <(field chosen < $TMP/eval_set.out) <(field rejected < $TMP/eval_set
             printf "eval from score'"'"'s rewards: loss %.6f (eval %s), accuracy %.4f (eval %s), %d pairs\n", m, loss, c / n, acc, n
             if (n != 16 || e > 1e-5 * loss + 1e-6 || (c / n - acc) ^ 2 > 1e-12) exit 1 }' \
   || fail "eval's loss or accuracy is not what score's rewards give for the same pairs"
+
+# The loss with per-pair margins (data.margin_field) and reward centering (loss.center_rewards), the same
+# way: eval on the eval set with a margin on each line (0, 0.5, 1, 1.5, in turn) against the mean of
+# softplus(r_rejected - r_chosen + margin) + 0.01 (r_chosen + r_rejected)^2 over score's rewards.
+awk '{ sub(/}[ \t]*$/, ", \"margin\": " (NR % 4) * 0.5 "}"); print }' $TMP/eval_set.jsonl > $TMP/eval_margin.jsonl
+$MPIRUN -np 2 "$PMTRAIN" eval $COMMON --set "data.test_files=[$TMP/eval_margin.jsonl]" --set data.margin_field=margin \
+  --set loss.center_rewards=0.01 > $TMP/eval_margin.txt 2>&1 || { cat $TMP/eval_margin.txt; fail "eval with margins failed"; }
+mrec=$(grep '^{.*"type":"eval"' $TMP/eval_margin.txt) || { cat $TMP/eval_margin.txt; fail "no eval record with margins"; }
+paste -d' ' <(field chosen < $TMP/eval_set.out) <(field rejected < $TMP/eval_set.out) \
+  | awk -v loss="$(field loss <<<"$mrec")" -v plain="$(field loss <<<"$rec")" '
+      { m = (NR % 4) * 0.5; d = $2 - $1 + m; s += (d > 0 ? d + log(1 + exp(-d)) : log(1 + exp(d))) + 0.01 * ($1 + $2) ^ 2; n++ }
+      END { e = s / n - loss; if (e < 0) e = -e
+            printf "eval with margins and centering from score'"'"'s rewards: loss %.6f (eval %s; without them %s)\n", s / n, loss, plain
+            if (n != 16 || e > 1e-5 * loss + 1e-6 || loss - plain < 0.1) exit 1 }' \
+  || fail "eval's loss with margins and centering is not what score's rewards give"
 
 set +e
 "$PMTRAIN" score $COMMON --data $TMP/dirty.jsonl --set data.bad_lines=fail > $TMP/fail.out 2> $TMP/fail.err
