@@ -24,6 +24,10 @@ std::string resolve_checkpoint_dir(const std::string& run_dir, std::optional<int
   std::error_code ec;
   ZERO_REQUIRE(fs::is_directory(run_dir, ec), InputError, "run directory {} does not exist", run_dir);
   if (fs::exists(fs::path(run_dir) / kManifestName, ec)) {  // a checkpoint directory given directly
+    if (fs::is_symlink(run_dir, ec)) {  // checkpoints/best: name the step_<N> it points at
+      const fs::path target = fs::read_symlink(run_dir, ec);
+      if (!ec) return resolve_checkpoint_dir((fs::path(run_dir).parent_path() / target).lexically_normal().string(), step);
+    }
     if (step) {
       const Manifest m = Manifest::read(run_dir);
       ZERO_REQUIRE(m.step == *step, InputError, "{} is the checkpoint of step {}, not step {}", run_dir, m.step, *step);

@@ -24,7 +24,7 @@ namespace zero::checkpoint {
 
 // The checkpoint directory of a run:
 //   - `run_dir` itself when it holds manifest.json (a step_<N> directory given directly; `step` must then
-//     be absent or equal its step);
+//     be absent or equal its step); a link to one (checkpoints/best) gives the directory it points at;
 //   - step: <run_dir>/checkpoints/step_<step> (InputError naming the run dir and listing the available
 //     steps when it does not exist);
 //   - no step: the one <run_dir>/checkpoints/latest names, else the highest complete step_<N>

@@ -4,6 +4,8 @@
 #include <csignal>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "checkpoint/file_io.h"
 #include "checkpoint/manifest.h"
 #include "core/check.h"
@@ -30,6 +32,7 @@ RunPaths::RunPaths(const std::string& run_dir) : root((fs::path(run_dir) / "chec
 std::string RunPaths::step_dir(int64_t step) const { return (fs::path(root) / fmt::format("step_{}", step)).string(); }
 std::string RunPaths::tmp_dir(int64_t step) const { return (fs::path(root) / fmt::format(".tmp_step_{}", step)).string(); }
 std::string RunPaths::latest_file() const { return (fs::path(root) / "latest").string(); }
+std::string RunPaths::best_link() const { return (fs::path(root) / "best").string(); }
 
 void prepare_tmp_dir(const RunPaths& p, int64_t step) {
   std::error_code ec;
@@ -125,20 +128,65 @@ std::optional<std::string> find_latest(const std::string& run_dir) {
   return dir;
 }
 
+std::optional<std::pair<int64_t, double>> best_checkpoint(const RunPaths& p, const BestMetric& best) {
+  std::optional<std::pair<int64_t, double>> found;
+  if (best.metric.empty()) return found;
+  const nlohmann::json::json_pointer at(best.metric);
+  for (int64_t step : list_steps(p)) {
+    // A manifest that cannot be read or lacks the metric makes no candidate (load reports what is wrong).
+    nlohmann::json m;
+    try {
+      m = nlohmann::json::parse(read_small_file((fs::path(p.step_dir(step)) / kManifestName).string()));
+    } catch (const std::exception&) {
+      continue;
+    }
+    const nlohmann::json* extra = m.contains("trainer") ? &m["trainer"] : nullptr;
+    if (!extra || !extra->contains("extra") || !(*extra)["extra"].contains(at) || !(*extra)["extra"][at].is_number()) continue;
+    const double v = (*extra)["extra"][at].get<double>();
+    if (!found || (best.higher_is_better ? v > found->second : v < found->second)) found = {step, v};
+  }
+  return found;
+}
+
+namespace {
+// Points <root>/best at step_<step> (a relative link, so the run directory can move), or removes it.
+void point_best_link(const RunPaths& p, std::optional<int64_t> step) {
+  std::error_code ec;
+  if (!step) {
+    fs::remove(p.best_link(), ec);
+    return;
+  }
+  const std::string tmp = p.best_link() + ".tmp";
+  fs::remove(tmp, ec);
+  fs::create_directory_symlink(fmt::format("step_{}", *step), tmp, ec);
+  fs_call("creating the link", tmp, ec);
+  fs::rename(tmp, p.best_link(), ec);
+  fs_call("renaming the link", tmp, ec);
+  fsync_dir(p.root);
+}
+}  // namespace
+
 std::vector<int64_t> apply_retention(const RunPaths& p, const Retention& r, int64_t protect) {
   ZERO_REQUIRE(r.keep_last >= 1, ConfigError, "checkpoint keep_last must be at least 1 (got {})", r.keep_last);
   ZERO_REQUIRE(r.keep_every >= 0, ConfigError, "checkpoint keep_every must be 0 or positive (got {})", r.keep_every);
+  std::optional<int64_t> best;
+  if (!r.best.metric.empty()) {
+    if (const auto b = best_checkpoint(p, r.best)) best = b->first;
+    point_best_link(p, best);
+  }
   const std::vector<int64_t> steps = list_steps(p);
   std::vector<int64_t> removed;
   for (size_t i = 0; i < steps.size(); ++i) {
     const bool recent = i + size_t(r.keep_last) >= steps.size();
     const bool milestone = r.keep_every > 0 && steps[i] % r.keep_every == 0;
-    if (recent || milestone || steps[i] == protect) continue;
+    if (recent || milestone || steps[i] == protect || steps[i] == best) continue;
     std::error_code ec;
     fs::remove_all(p.step_dir(steps[i]), ec);
     fs_call("removing old checkpoint", p.step_dir(steps[i]), ec);
     removed.push_back(steps[i]);
   }
+  std::error_code ec;  // a `best` left by an earlier policy whose checkpoint is gone now
+  if (fs::is_symlink(p.best_link(), ec) && !fs::exists(p.best_link(), ec)) fs::remove(p.best_link(), ec);
   return removed;
 }
 

@@ -2,11 +2,13 @@
 //   <run>/checkpoints/.tmp_step_<N>/   being written (any crash leaves only this; removed by the next save)
 //   <run>/checkpoints/step_<N>/        complete: renamed from the temp dir once every file is fsynced
 //   <run>/checkpoints/latest           "step_<N>\n", replaced by temp file + fsync + rename
+//   <run>/checkpoints/best             symlink to step_<N>, the best by an eval metric (Retention::best)
 // Retention removes old complete checkpoints. Filesystem only, no MPI: rank 0 calls these.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "checkpoint/fault.h"
@@ -19,6 +21,7 @@ struct RunPaths {
   std::string step_dir(int64_t step) const;
   std::string tmp_dir(int64_t step) const;
   std::string latest_file() const;
+  std::string best_link() const;  // <root>/best -> step_<N>, with Retention::best
 };
 
 // Creates root if needed, removes every stale .tmp_step_* (left by a crash), creates an empty tmp_dir(step).
@@ -39,12 +42,26 @@ std::optional<int64_t> latest_step(const RunPaths& p);
 // `latest`). InputError when `latest` names a directory that is missing or incomplete.
 std::optional<std::string> find_latest(const std::string& run_dir);
 
+// The checkpoint to keep by an evaluation metric: the one whose manifest holds the best value at `metric`,
+// a JSON pointer into the trainer's extra state (e.g. "/eval/accuracy"); checkpoints without a number
+// there are no candidates. Ties keep the earlier step (a later one must be strictly better).
+struct BestMetric {
+  std::string metric;  // "" = none
+  bool higher_is_better = true;
+};
+
 struct Retention {
   int keep_last = 3;   // the newest K complete checkpoints (at least 1)
   int keep_every = 0;  // and every one whose step is a multiple of M (0: none)
+  BestMetric best;     // and the best by an evaluation metric, which <root>/best (a symlink) names
 };
+// The step of the best complete checkpoint by `best` and its value; nullopt when none has the metric.
+std::optional<std::pair<int64_t, double>> best_checkpoint(const RunPaths& p, const BestMetric& best);
 // Removes complete checkpoints that the policy does not keep; never `protect` (the one `latest` names,
-// which may not be the highest step when a run was restarted from an older one). Returns their steps.
+// which may not be the highest step when a run was restarted from an older one). With a best metric,
+// points <root>/best at the best checkpoint first (replaced atomically: a new symlink renamed over it), so
+// `--checkpoint <run>/checkpoints/best` and `pmtrain export <run>/checkpoints/best` reach it. Returns the
+// removed steps.
 std::vector<int64_t> apply_retention(const RunPaths& p, const Retention& r, int64_t protect);
 
 }  // namespace zero::checkpoint

@@ -53,6 +53,7 @@ const Choices<model::AttentionKind> kAttention{
 const Choices<model::ActivationCheckpointing> kCheckpointing{{"none", model::ActivationCheckpointing::None},
                                                               {"selective", model::ActivationCheckpointing::Selective},
                                                               {"full", model::ActivationCheckpointing::Full}};
+const Choices<KeepBest> kKeepBest{{"none", KeepBest::None}, {"loss", KeepBest::Loss}, {"accuracy", KeepBest::Accuracy}};
 const Choices<data::TextMode> kTextModes{{"raw", data::TextMode::Raw}, {"chat", data::TextMode::Chat}};
 const Choices<data::TooLongPolicy> kTooLong{{"truncate", data::TooLongPolicy::TruncateKeepEnd},
                                             {"truncate_keep_start", data::TooLongPolicy::TruncateKeepStart},
@@ -173,6 +174,7 @@ std::vector<Field> schema(Config& c) {
       field("run.save_final", r.save_final, "save a checkpoint after the last step"),
       field("run.keep_last", r.keep_last, kAtLeastOne, "checkpoints kept: the newest N"),
       field("run.keep_every", r.keep_every, kNonNegative, "also keep every checkpoint whose step is a multiple of N (0 = none)"),
+      choice("run.keep_best", r.keep_best, kKeepBest, "also keep the checkpoint with the best evaluation at its step (lowest loss or highest accuracy), linked as run.dir/checkpoints/best; every saved step needs an evaluation (run.save_every a multiple of run.eval_every)"),
       field("run.async_save", r.async_save, "write checkpoints in the background while training goes on"),
       field("run.resume", r.resume, "\"\" = start fresh, auto = the newest complete checkpoint of run.dir, or a checkpoint path"),
       field("run.start_over", r.start_over, "train from scratch in a run.dir that already holds checkpoints (they are kept)"),
@@ -415,6 +417,7 @@ std::string to_yaml(const Config& const_c) {
 std::string backend_name(Backend b) { return choice_name(b, kBackends); }
 std::string checkpointing_name(model::ActivationCheckpointing mode) { return choice_name(mode, kCheckpointing); }
 std::string preset_name(ModelPreset preset) { return choice_name(preset, kPresets); }
+std::string keep_best_name(KeepBest metric) { return choice_name(metric, kKeepBest); }
 
 std::string config_reference_markdown() {
   Config defaults;

@@ -29,6 +29,8 @@ namespace zero::pmtrain {
 enum class Backend : uint8_t { Cpu, Cuda };
 // The named random-init shapes (model_setup.cpp holds each one's sizes); Custom = only the explicit keys.
 enum class ModelPreset : uint8_t { Tiny, Qwen3_0_6B, Qwen3_1_7B, Qwen3_4B, Qwen3_8B, Custom };
+// run.keep_best: the evaluation metric that picks the checkpoint kept as checkpoints/best.
+enum class KeepBest : uint8_t { None, Loss, Accuracy };
 
 struct RunSection {
   std::string dir = "runs/default";
@@ -42,6 +44,7 @@ struct RunSection {
   bool save_final = true;
   int64_t keep_last = 2;
   int64_t keep_every = 0;
+  KeepBest keep_best = KeepBest::None;  // also keep the best checkpoint by this eval metric
   bool async_save = false;
   std::string resume;       // "", "auto" or a checkpoint path
   bool start_over = false;  // train from scratch in a run.dir that already holds checkpoints (kept)
@@ -154,5 +157,6 @@ std::string config_reference_markdown();
 std::string backend_name(Backend b);
 std::string checkpointing_name(model::ActivationCheckpointing mode);
 std::string preset_name(ModelPreset preset);
+std::string keep_best_name(KeepBest metric);
 
 }  // namespace zero::pmtrain

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "core/check.h"
 #include "core/process_memory.h"
@@ -24,6 +25,27 @@ namespace fs = std::filesystem;
 
 namespace {
 double now() { return MPI_Wtime(); }
+
+// run.keep_best: the metric in the checkpoint's trainer state, and the check that every save gets one.
+checkpoint::BestMetric best_metric(KeepBest k) {
+  switch (k) {
+    case KeepBest::None: return {};
+    case KeepBest::Loss: return {"/eval/loss", false};
+    case KeepBest::Accuracy: return {"/eval/accuracy", true};
+  }
+  return {};
+}
+void check_keep_best(const Config& c) {
+  if (c.run.keep_best == KeepBest::None) return;
+  const std::string name = keep_best_name(c.run.keep_best);
+  ZERO_REQUIRE(!c.data.test_files.empty(), ConfigError,
+               "{}: run.keep_best is {}: checkpoints are ranked by their evaluation, but data.test_files is empty",
+               c.source, name);
+  ZERO_REQUIRE(c.run.save_every == 0 || (c.run.eval_every > 0 && c.run.save_every % c.run.eval_every == 0), ConfigError,
+               "{}: run.keep_best is {}: every saved step needs an evaluation, but run.save_every ({}) is not a "
+               "multiple of run.eval_every ({}); set run.eval_every to {} or a divisor of it",
+               c.source, name, c.run.save_every, c.run.eval_every, c.run.save_every);
+}
 }  // namespace
 
 Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, TrainerRole role)
@@ -31,6 +53,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   const auto slow = slow_phase();
   const bool training = role == TrainerRole::Train;
   const int W = comm_.world();
+  if (training) check_keep_best(cfg_);
   batch_ = run_batch(cfg_, W);  // the same batch `pmtrain plan` shows (engine_assembly.h)
   if (cfg_.batch.world > 0 && cfg_.batch.world != W) {
     if (info_.rank == 0)
@@ -112,7 +135,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   }
   checkpoint::CheckpointOptions co;
   co.run_dir = cfg_.run.dir;
-  co.retention = {int(cfg_.run.keep_last), int(cfg_.run.keep_every)};
+  co.retention = {int(cfg_.run.keep_last), int(cfg_.run.keep_every), best_metric(cfg_.run.keep_best)};
   co.async = cfg_.run.async_save;
   co.config_text = to_yaml(cfg_);
   ckpt_ = std::make_unique<checkpoint::Checkpointer>(*stack_.engine, co);
@@ -164,7 +187,7 @@ void Trainer::wait_for_saves(bool all) {
   }
 }
 
-void Trainer::save_checkpoint(int64_t step) {
+void Trainer::save_checkpoint(int64_t step, const PairStats* eval) {
   const auto slow = slow_phase();
   checkpoint::TrainState st;
   st.step = step;
@@ -173,6 +196,7 @@ void Trainer::save_checkpoint(int64_t step) {
   st.extra = {{"model_config", model::hf_config_json(model_cfg_)},
               {"tokenizer", cfg_.data.tokenizer},
               {"tokenizer_config", (fs::path(cfg_.data.tokenizer).parent_path() / "tokenizer_config.json").string()}};
+  if (eval) st.extra["eval"] = eval->to_json();
   ckpt_->save(st);
   if (info_.rank == 0 && !cfg_.run.async_save) printf("checkpoint: saved step_%lld\n", (long long)step);
 }
@@ -315,15 +339,12 @@ int Trainer::train_loop() {
       }
       return kExitStopped;
     }
-    if (cfg_.run.save_every > 0 && (s + 1) % cfg_.run.save_every == 0 && s + 1 < total_steps_) save_checkpoint(s + 1);
-    if (cfg_.run.eval_every > 0 && (s + 1) % cfg_.run.eval_every == 0 && s + 1 < total_steps_ && test_.num_pairs() > 0) {
-      PairStats ev = evaluate();
-      nlohmann::json e = ev.to_json();
-      e.update({{"type", "eval"}, {"step", s + 1}});
-      metrics_->write(e);
-      if (r0) printf("eval @ step %lld | loss %.4f | acc %.3f | chosen %.4f | rejected %.4f | margin %.4f\n",
-                     (long long)(s + 1), ev.loss(), ev.accuracy(), ev.chosen(), ev.rejected(), ev.chosen() - ev.rejected());
-    }
+    // Evaluate before saving, so the checkpoint carries its step's evaluation (run.keep_best).
+    std::optional<PairStats> ev;
+    if (cfg_.run.eval_every > 0 && (s + 1) % cfg_.run.eval_every == 0 && s + 1 < total_steps_ && test_.num_pairs() > 0)
+      ev = evaluate_and_log(s + 1, false);
+    if (cfg_.run.save_every > 0 && (s + 1) % cfg_.run.save_every == 0 && s + 1 < total_steps_)
+      save_checkpoint(s + 1, ev ? &*ev : nullptr);
   }
   if (last < total_steps_) {  // stopped early (run.stop_at): save so a later run can resume
     save_checkpoint(last);
@@ -332,16 +353,18 @@ int Trainer::train_loop() {
     return 0;
   }
   end_epoch(last);
-  if (cfg_.run.save_final && start_step_ < total_steps_) save_checkpoint(total_steps_);
+  const double t_eval = now();
+  std::optional<PairStats> ev;
+  if (test_.num_pairs() > 0) ev = evaluate_and_log(total_steps_, true);
+  const double eval_s = now() - t_eval;  // not training time
+  if (cfg_.run.save_final && start_step_ < total_steps_) save_checkpoint(total_steps_, ev ? &*ev : nullptr);
   wait_for_saves(true);
-  const double elapsed = now() - t_start;
-  if (test_.num_pairs() > 0) {
-    PairStats ev = evaluate();
-    nlohmann::json e = ev.to_json();
-    e.update({{"type", "eval"}, {"step", total_steps_}, {"final", true}});
-    metrics_->write(e);
-    if (r0) printf("final eval | loss %.4f | acc %.3f | chosen %.4f | rejected %.4f | margin %.4f | %lld pairs\n",
-                   ev.loss(), ev.accuracy(), ev.chosen(), ev.rejected(), ev.chosen() - ev.rejected(), (long long)ev.pairs);
+  const double elapsed = now() - t_start - eval_s;
+  if (r0 && cfg_.run.keep_best != KeepBest::None) {
+    if (const auto best = checkpoint::best_checkpoint(ckpt_->paths(), best_metric(cfg_.run.keep_best)))
+      printf("best checkpoint by eval %s: step_%lld (%s %.4f) -> %s\n", keep_best_name(cfg_.run.keep_best).c_str(),
+             (long long)best->first, keep_best_name(cfg_.run.keep_best).c_str(), best->second,
+             ckpt_->paths().best_link().c_str());
   }
   // The operating system's high-water mark of each rank (what really was held), the largest of them.
   double peak_rss = double(peak_resident_bytes());
@@ -361,6 +384,23 @@ int Trainer::train_loop() {
     fflush(stdout);
   }
   return 0;
+}
+
+PairStats Trainer::evaluate_and_log(int64_t step, bool final) {
+  const PairStats ev = evaluate();
+  nlohmann::json e = ev.to_json();
+  e.update({{"type", "eval"}, {"step", step}});
+  if (final) e["final"] = true;
+  metrics_->write(e);
+  if (info_.rank == 0) {
+    if (final)
+      printf("final eval | loss %.4f | acc %.3f | chosen %.4f | rejected %.4f | margin %.4f | %lld pairs\n", ev.loss(),
+             ev.accuracy(), ev.chosen(), ev.rejected(), ev.chosen() - ev.rejected(), (long long)ev.pairs);
+    else
+      printf("eval @ step %lld | loss %.4f | acc %.3f | chosen %.4f | rejected %.4f | margin %.4f\n", (long long)step,
+             ev.loss(), ev.accuracy(), ev.chosen(), ev.rejected(), ev.chosen() - ev.rejected());
+  }
+  return ev;
 }
 
 PairStats Trainer::evaluate() {

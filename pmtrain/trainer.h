@@ -45,7 +45,10 @@ class Trainer {
   int train_loop();
   PairStats run_train_step(data::StepPlan& plan, StepResult& result, double& pair_id_sum, bool& stop);
   void resume_if_asked();
-  void save_checkpoint(int64_t step);
+  // eval: the evaluation at this step, stored with the checkpoint (run.keep_best ranks checkpoints by it).
+  void save_checkpoint(int64_t step, const PairStats* eval = nullptr);
+  // Evaluates, writes the metrics record and prints the line (final: the run's last).
+  PairStats evaluate_and_log(int64_t step, bool final);
   void wait_for_saves(bool all);  // finish_pending (all = false) or wait for every save (all = true)
   // Set-up, data loading and checkpoint I/O: one rank may keep the others waiting long there
   // (run.slow_phase_timeout_s instead of run.collective_timeout_s).

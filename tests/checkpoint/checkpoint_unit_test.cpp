@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "checkpoint/fault.h"
+#include "checkpoint/full_tensors.h"
 #include "checkpoint/file_io.h"
 #include "checkpoint/manifest.h"
 #include "checkpoint/publish.h"
@@ -230,5 +231,42 @@ TEST(CheckpointPublish, LatestAndRetention) {
   // `latest` naming a missing directory is a clear error.
   fs::remove_all(p.step_dir(10));
   EXPECT_THROW(find_latest(run), InputError);
+  fs::remove_all(run);
+}
+
+// Retention by an eval metric: the best checkpoint survives keep_last, `best` links to it (ties keep the
+// earlier step; a checkpoint without the metric is no candidate), and the link resolves as a checkpoint.
+TEST(CheckpointPublish, RetentionKeepsTheBestByAMetric) {
+  const std::string run = temp_dir("best");
+  const RunPaths p(run);
+  auto save = [&](int64_t step, const char* extra) {
+    prepare_tmp_dir(p, step);
+    std::ofstream(p.tmp_dir(step) + "/" + kManifestName) << "{\"trainer\": {\"extra\": " << extra << "}}";
+    publish(p, step);
+  };
+  const Retention by_accuracy{1, 0, {"/eval/accuracy", true}};
+  save(1, R"({"eval": {"accuracy": 0.5, "loss": 0.7}})");
+  apply_retention(p, by_accuracy, 1);
+  EXPECT_EQ(fs::read_symlink(p.best_link()), "step_1");
+  save(2, R"({"eval": {"accuracy": 0.75, "loss": 0.69}})");
+  apply_retention(p, by_accuracy, 2);
+  save(3, R"({"eval": {"accuracy": 0.75, "loss": 0.6}})");  // a tie: the earlier stays the best
+  apply_retention(p, by_accuracy, 3);
+  save(4, R"({"model": "no eval at this step"})");
+  apply_retention(p, by_accuracy, 4);
+  EXPECT_EQ(list_steps(p), (std::vector<int64_t>{2, 4}));  // the last one, and the best
+  EXPECT_EQ(fs::read_symlink(p.best_link()), "step_2");
+  EXPECT_EQ(best_checkpoint(p, by_accuracy.best)->second, 0.75);
+  EXPECT_EQ(resolve_checkpoint_dir(p.best_link()), p.step_dir(2));
+  // Lower is better for a loss; the link moves, and the old best goes under keep_last.
+  save(5, R"({"eval": {"accuracy": 0.25, "loss": 0.5}})");
+  apply_retention(p, {1, 0, {"/eval/loss", false}}, 5);
+  EXPECT_EQ(fs::read_symlink(p.best_link()), "step_5");
+  EXPECT_EQ(list_steps(p), (std::vector<int64_t>{5}));
+  // Without a best metric the link is left alone until its checkpoint is removed.
+  save(6, "{}");
+  apply_retention(p, {1, 0, {}}, 6);
+  EXPECT_FALSE(fs::exists(p.best_link()));
+  EXPECT_FALSE(fs::is_symlink(p.best_link()));
   fs::remove_all(run);
 }

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# run.keep_best: with an evaluation and a checkpoint at every step and run.keep_last 1, a run keeps its last
+# checkpoint and the one whose evaluation was best by the run's own eval records in metrics.jsonl (lowest
+# loss; the earliest of equals), links it as checkpoints/best, and `pmtrain eval --checkpoint .../best`
+# gives that step's record again; export takes the link too. A save without an evaluation is refused
+# before any data is read.
+source "$(dirname "$0")/common.sh"
+# A learning rate high enough that the eval loss rises again after its first steps, so the best is not
+# simply the last (checked below: otherwise the test would not show retention keeping it).
+RUN="configs/tiny_cpu.yaml --set run.dir=$TMP/run --set data.cache_dir=$TMP/cache --set run.steps=8
+  --set batch.global=8 --set run.eval_every=1 --set run.save_every=1 --set run.keep_last=1 --set run.eval_pairs=24
+  --set optim.lr=0.03 --set optim.warmup_steps=1 --set optim.schedule=constant --set run.keep_best=loss"
+$MPIRUN -np 2 "$PMTRAIN" train $RUN > $TMP/train.txt 2>&1 || { cat $TMP/train.txt; fail "training failed"; }
+paste -d' ' <(grep '"type":"eval"' $TMP/run/metrics.jsonl | sed -E 's/.*"step":([0-9]+).*/\1/') \
+            <(json_field $TMP/run/metrics.jsonl eval loss) > $TMP/evals.txt
+[ $(wc -l < $TMP/evals.txt) = 8 ] || { cat $TMP/evals.txt; fail "expected an eval record at each of 8 steps"; }
+want=$(awk 'NR == 1 || $2 < best { best = $2; step = $1 } END { print step }' $TMP/evals.txt)
+[ "$want" != 8 ] || { cat $TMP/evals.txt; fail "the best eval is the last step's: pick settings where it is not"; }
+[ "$(readlink $TMP/run/checkpoints/best)" = "step_$want" ] \
+  || { cat $TMP/evals.txt; ls -l $TMP/run/checkpoints; fail "checkpoints/best does not link step_$want"; }
+[ "$(ls $TMP/run/checkpoints | grep '^step_' | sort | tr '\n' ' ')" = "step_$want step_8 " ] \
+  || { ls $TMP/run/checkpoints; fail "expected exactly step_$want (best) and step_8 (last) kept"; }
+grep -qF "best checkpoint by eval loss: step_$want" $TMP/train.txt || { tail -5 $TMP/train.txt; fail "no best-checkpoint line"; }
+echo "keep_best loss: evals $(awk '{printf "%s:%.4f ", $1, $2}' $TMP/evals.txt)-> step_$want kept and linked"
+
+$MPIRUN -np 2 "$PMTRAIN" eval $RUN --checkpoint $TMP/run/checkpoints/best > $TMP/eval.txt 2>&1 \
+  || { cat $TMP/eval.txt; fail "eval of checkpoints/best failed"; }
+head -1 $TMP/eval.txt | grep -qxF "eval: weights: checkpoint $TMP/run/checkpoints/step_$want (step $want)" \
+  || { cat $TMP/eval.txt; fail "eval does not name step_$want"; }
+got=$(grep '^{.*"type":"eval"' $TMP/eval.txt | sed -E 's/.*"loss":([^,}]+).*/\1/')
+[ "$got" = "$(awk -v s=$want '$1 == s { print $2 }' $TMP/evals.txt)" ] || fail "eval of best: loss $got, not step $want's record"
+"$PMTRAIN" export $TMP/run/checkpoints/best --to $TMP/hf > $TMP/export.txt 2>&1 || { cat $TMP/export.txt; fail "export of best failed"; }
+grep -q "\"source_checkpoint\": *\"$TMP/run/checkpoints/step_$want\"" $TMP/hf/*.json \
+  || { cat $TMP/export.txt; fail "export's provenance does not name step_$want"; }
+echo "eval and export of checkpoints/best: step_$want, loss $got"
+
+bad "keep_best without an eval at a save" "run.save_every (2) is not a multiple of run.eval_every (3)" \
+  train $RUN --set run.save_every=2 --set run.eval_every=3
+bad "keep_best without test data" "data.test_files is empty" train $RUN --set "data.test_files=[]"
