@@ -35,7 +35,12 @@ checkpoint::BestMetric best_metric(KeepBest k) {
   }
   return {};
 }
+double metric_of(KeepBest k, const PairStats& ev) { return k == KeepBest::Accuracy ? ev.accuracy() : ev.loss(); }
 void check_keep_best(const Config& c) {
+  ZERO_REQUIRE(c.run.early_stop == 0 || (c.run.keep_best != KeepBest::None && c.run.eval_every > 0), ConfigError,
+               "{}: run.early_stop {} counts evaluations of run.keep_best's metric: set run.keep_best (loss or "
+               "accuracy) and run.eval_every (now {})",
+               c.source, c.run.early_stop, c.run.eval_every);
   if (c.run.keep_best == KeepBest::None) return;
   const std::string name = keep_best_name(c.run.keep_best);
   ZERO_REQUIRE(!c.data.test_files.empty(), ConfigError,
@@ -136,6 +141,8 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   checkpoint::CheckpointOptions co;
   co.run_dir = cfg_.run.dir;
   co.retention = {int(cfg_.run.keep_last), int(cfg_.run.keep_every), best_metric(cfg_.run.keep_best)};
+  early_.patience = cfg_.run.early_stop;
+  early_.higher_is_better = best_metric(cfg_.run.keep_best).higher_is_better;
   co.async = cfg_.run.async_save;
   co.config_text = to_yaml(cfg_);
   ckpt_ = std::make_unique<checkpoint::Checkpointer>(*stack_.engine, co);
@@ -170,6 +177,7 @@ void Trainer::resume_if_asked() {
   const checkpoint::LoadResult r = ckpt_->load(*path);
   sampler_->restore(data::SamplerCursor::from_json(r.state.data_cursor));
   start_step_ = r.state.step;
+  if (r.state.extra.is_object() && r.state.extra.contains("early_stop")) early_.restore(r.state.extra["early_stop"]);
   ZERO_REQUIRE(start_step_ <= total_steps_, ConfigError,
                "{}: checkpoint {} is at step {}, past this run's {} steps", cfg_.source, *path, start_step_, total_steps_);
   if (info_.rank == 0)
@@ -197,7 +205,9 @@ void Trainer::save_checkpoint(int64_t step, const PairStats* eval) {
               {"tokenizer", cfg_.data.tokenizer},
               {"tokenizer_config", (fs::path(cfg_.data.tokenizer).parent_path() / "tokenizer_config.json").string()}};
   if (eval) st.extra["eval"] = eval->to_json();
+  if (early_.patience > 0) st.extra["early_stop"] = early_.to_json();
   ckpt_->save(st);
+  last_saved_step_ = step;
   if (info_.rank == 0 && !cfg_.run.async_save) printf("checkpoint: saved step_%lld\n", (long long)step);
 }
 
@@ -290,7 +300,10 @@ int Trainer::train_loop() {
     epoch_stats = {};
   };
   const int64_t last = cfg_.run.stop_at > 0 ? std::min(cfg_.run.stop_at, total_steps_) : total_steps_;
-  for (int64_t s = start_step_; s < last; ++s) {
+  int64_t end_step = total_steps_;  // where training ends: earlier after an early stop
+  bool early_stopped = early_.exhausted();  // a resumed run that had stopped early: nothing more to train
+  if (early_stopped) end_step = start_step_;
+  for (int64_t s = start_step_; s < last && !early_stopped; ++s) {
     const double t0 = now();
     stack_.clock->discard();  // what ran since the last step (checkpoint loads, say) is not this step's
     data::StepPlan plan = sampler_->next_step();
@@ -343,21 +356,27 @@ int Trainer::train_loop() {
     std::optional<PairStats> ev;
     if (cfg_.run.eval_every > 0 && (s + 1) % cfg_.run.eval_every == 0 && s + 1 < total_steps_ && test_.num_pairs() > 0)
       ev = evaluate_and_log(s + 1, false);
+    if (ev && early_.patience > 0 && early_.record(metric_of(cfg_.run.keep_best, *ev))) early_stopped = true, end_step = s + 1;
     if (cfg_.run.save_every > 0 && (s + 1) % cfg_.run.save_every == 0 && s + 1 < total_steps_)
       save_checkpoint(s + 1, ev ? &*ev : nullptr);
   }
-  if (last < total_steps_) {  // stopped early (run.stop_at): save so a later run can resume
+  if (early_stopped && r0)
+    printf("early stop: eval %s did not improve on %.4f for %lld evaluations; training ends at step %lld of %lld\n",
+           keep_best_name(cfg_.run.keep_best).c_str(), *early_.best, (long long)early_.evals_since_best,
+           (long long)end_step, (long long)total_steps_);
+  if (!early_stopped && last < total_steps_) {  // stopped early (run.stop_at): save so a later run can resume
     save_checkpoint(last);
     wait_for_saves(true);
     if (r0) printf("stopped at step %lld of %lld (run.stop_at)\n", (long long)last, (long long)total_steps_);
     return 0;
   }
-  end_epoch(last);
+  end_epoch(end_step);
   const double t_eval = now();
   std::optional<PairStats> ev;
-  if (test_.num_pairs() > 0) ev = evaluate_and_log(total_steps_, true);
+  if (test_.num_pairs() > 0) ev = evaluate_and_log(end_step, true);
   const double eval_s = now() - t_eval;  // not training time
-  if (cfg_.run.save_final && start_step_ < total_steps_) save_checkpoint(total_steps_, ev ? &*ev : nullptr);
+  if (cfg_.run.save_final && start_step_ < end_step && last_saved_step_ != end_step)
+    save_checkpoint(end_step, ev ? &*ev : nullptr);
   wait_for_saves(true);
   const double elapsed = now() - t_start - eval_s;
   if (r0 && cfg_.run.keep_best != KeepBest::None) {
@@ -369,15 +388,16 @@ int Trainer::train_loop() {
   // The operating system's high-water mark of each rank (what really was held), the largest of them.
   double peak_rss = double(peak_resident_bytes());
   comm_.all_reduce_scalars(&peak_rss, 1, ReduceOp::Max);
-  nlohmann::json summary = {{"type", "summary"},   {"steps", total_steps_}, {"seconds", elapsed},
+  nlohmann::json summary = {{"type", "summary"},   {"steps", end_step}, {"seconds", elapsed},
                             {"tokens", tokens_total}, {"tokens_per_s", tokens_total / elapsed},
                             {"world", comm_.world()}, {"skipped_steps", skipped},
                             {"peak_rss_bytes_max_rank", int64_t(peak_rss)},
-                            {"train_step_s", step_s_total}, {"time_s", time_breakdown_json(times_total, step_s_total)}};
+                            {"train_step_s", step_s_total}, {"time_s", time_breakdown_json(times_total, step_s_total)},
+                            {"early_stopped", early_stopped}};
   metrics_->write(summary);
   if (r0) {
     printf("done: %lld steps in %s, %.0f tokens/s over all ranks, world %d, peak RSS %.1f MiB (largest rank)\n",
-           (long long)total_steps_, format_duration(elapsed).c_str(), tokens_total / elapsed, comm_.world(),
+           (long long)end_step, format_duration(elapsed).c_str(), tokens_total / elapsed, comm_.world(),
            peak_rss / (1 << 20));
     printf("time in train steps (rank 0, %s): %s\n", format_duration(step_s_total).c_str(),
            time_shares_line(times_total, step_s_total).c_str());

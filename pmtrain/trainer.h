@@ -12,6 +12,7 @@
 #include "data/tokenizer.h"
 #include "model/reward_model.h"
 #include "pmtrain/config.h"
+#include "pmtrain/early_stop.h"
 #include "pmtrain/engine_params.h"
 #include "pmtrain/metrics.h"
 #include "pmtrain/planner.h"
@@ -70,6 +71,8 @@ class Trainer {
   MemoryPlan plan_;
   int64_t total_steps_ = 0;
   int64_t start_step_ = 0;  // steps already done (resume)
+  int64_t last_saved_step_ = -1;
+  EarlyStop early_;  // run.early_stop's count, restored on resume
 };
 
 }  // namespace zero::pmtrain

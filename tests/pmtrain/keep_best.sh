@@ -2,8 +2,8 @@
 # run.keep_best: with an evaluation and a checkpoint at every step and run.keep_last 1, a run keeps its last
 # checkpoint and the one whose evaluation was best by the run's own eval records in metrics.jsonl (lowest
 # loss; the earliest of equals), links it as checkpoints/best, and `pmtrain eval --checkpoint .../best`
-# gives that step's record again; export takes the link too. A save without an evaluation is refused
-# before any data is read.
+# gives that step's record again; export takes the link too. run.early_stop ends a run by the same
+# records. A save without an evaluation is refused before any data is read.
 source "$(dirname "$0")/common.sh"
 # A learning rate high enough that the eval loss rises again after its first steps, so the best is not
 # simply the last (checked below: otherwise the test would not show retention keeping it).
@@ -34,6 +34,32 @@ grep -q "\"source_checkpoint\": *\"$TMP/run/checkpoints/step_$want\"" $TMP/hf/*.
   || { cat $TMP/export.txt; fail "export's provenance does not name step_$want"; }
 echo "eval and export of checkpoints/best: step_$want, loss $got"
 
+# run.early_stop 2 on the same run: training ends at the first eval that makes two in a row without a better
+# loss (from the records above: HF's patience count), saved there, the final eval at that step; a resumed
+# run with the same patience has nothing left to train; with more patience it goes on from there and its
+# evals equal the uninterrupted run's bit for bit.
+stop_at=$(awk '{ if (NR == 1 || $2 < best) { best = $2; since = 0 } else if (++since >= 2) { print $1; exit } }' $TMP/evals.txt)
+[ -n "$stop_at" ] && [ "$stop_at" -lt 8 ] || { cat $TMP/evals.txt; fail "the records give no early stop at patience 2"; }
+ES="$RUN --set run.dir=$TMP/es --set run.early_stop=2"
+$MPIRUN -np 2 "$PMTRAIN" train $ES > $TMP/es.txt 2>&1 || { cat $TMP/es.txt; fail "early-stop run failed"; }
+grep -qF "training ends at step $stop_at of 8" $TMP/es.txt || { tail -8 $TMP/es.txt; fail "no early stop at step $stop_at"; }
+[ "$(json_field $TMP/es/metrics.jsonl train step | tail -1)" = "$stop_at" ] || fail "train records past step $stop_at"
+grep -q "\"final\":true.*\"step\":$stop_at\|\"step\":$stop_at.*\"final\":true" $TMP/es/metrics.jsonl || fail "no final eval at step $stop_at"
+grep '"type":"summary"' $TMP/es/metrics.jsonl | grep -q '"early_stopped":true' || fail "summary does not say early_stopped"
+[ "$(cat $TMP/es/checkpoints/latest)" = "step_$stop_at" ] || fail "latest is not step_$stop_at"
+$MPIRUN -np 2 "$PMTRAIN" train $ES --resume auto > $TMP/es2.txt 2>&1 || { cat $TMP/es2.txt; fail "resume of a stopped run failed"; }
+grep -qF "training ends at step $stop_at of 8" $TMP/es2.txt && ! grep -q '^step ' $TMP/es2.txt \
+  || { cat $TMP/es2.txt; fail "a stopped run resumed with the same patience trained on"; }
+$MPIRUN -np 2 "$PMTRAIN" train $ES --set run.early_stop=100 --resume auto > $TMP/es3.txt 2>&1 \
+  || { cat $TMP/es3.txt; fail "resume with more patience failed"; }
+paste -d' ' <(grep '"type":"eval"' $TMP/es/metrics.jsonl | grep -v '"final":true' | sed -E 's/.*"step":([0-9]+).*/\1/') \
+            <(grep '"type":"eval"' $TMP/es/metrics.jsonl | grep -v '"final":true' | sed -E 's/.*"loss":([^,}]+).*/\1/') \
+  > $TMP/es_evals.txt
+diff <(grep -v '^8 ' $TMP/evals.txt) $TMP/es_evals.txt || fail "the resumed run's evals differ from the uninterrupted run's"
+echo "early_stop 2: ends at step $stop_at; resumed with patience 100: evals of steps $(cut -d' ' -f1 $TMP/es_evals.txt | tr '\n' ' ')= the uninterrupted run's"
+
+bad "early_stop without keep_best" "run.early_stop 2 counts evaluations of run.keep_best's metric" \
+  train $RUN --set run.keep_best=none --set run.early_stop=2
 bad "keep_best without an eval at a save" "run.save_every (2) is not a multiple of run.eval_every (3)" \
   train $RUN --set run.save_every=2 --set run.eval_every=3
 bad "keep_best without test data" "data.test_files is empty" train $RUN --set "data.test_files=[]"
