@@ -184,26 +184,38 @@ std::optional<BadLine> parse_hh_line(const std::string& line, const HhReaderConf
   return std::nullopt;
 }
 
-void read_hh_pairs(const std::vector<std::string>& files, const HhReaderConfig& cfg, ReadStats& stats,
-                   const std::function<void(PairText&)>& on_pair) {
+void for_each_hh_line(const std::string& path, const HhReaderConfig& cfg, const LineVisitor& on_line) {
+  LineReader reader(path);
   std::string line;
   PairText pair;
+  while (reader.next(line)) {
+    const int64_t n = reader.line_number();
+    if (line.find_first_not_of(" \t") == std::string::npos) {
+      on_line(n, true, nullptr, pair);
+    } else {
+      const std::optional<BadLine> bad = parse_hh_line(line, cfg, pair);
+      on_line(n, false, bad ? &*bad : nullptr, pair);
+    }
+  }
+}
+
+void read_hh_pairs(const std::vector<std::string>& files, const HhReaderConfig& cfg, ReadStats& stats,
+                   const std::function<void(PairText&)>& on_pair) {
   for (const auto& path : files) {
-    LineReader reader(path);
     ++stats.files;
-    while (reader.next(line)) {
-      if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are not records
+    for_each_hh_line(path, cfg, [&](int64_t n, bool blank, const BadLine* bad, PairText& pair) {
+      if (blank) return;  // blank lines are not records
       ++stats.lines;
-      if (const auto bad = parse_hh_line(line, cfg, pair)) {
-        const std::string msg = fmt::format("{}:{}: {}", path, reader.line_number(), bad->why);
+      if (bad) {
+        const std::string msg = fmt::format("{}:{}: {}", path, n, bad->why);
         if (cfg.bad_lines == BadLinePolicy::Fail)
           throw InputError(msg + " (set the bad-line policy to skip to count and skip such lines)");
         if (stats.bad[size_t(bad->kind)]++ == 0) stats.first_bad[size_t(bad->kind)] = msg;
-        continue;
+        return;
       }
       on_pair(pair);
       ++stats.pairs;
-    }
+    });
   }
 }
 

@@ -71,6 +71,12 @@ struct PairText {
 // `pmtrain score` / `pmtrain render` (which report every line) share it.
 std::optional<BadLine> parse_hh_line(const std::string& line, const HhReaderConfig& cfg, PairText& out);
 
+// Every line of one file, in order (1-based numbers): a pair (bad null, the pair in `pair`), a blank line
+// (blank true; not a record, never counted) or a bad line (`bad` says why). The policy is the caller's:
+// read_hh_pairs below, and `pmtrain score` / `pmtrain render`, which report every line.
+using LineVisitor = std::function<void(int64_t line, bool blank, const BadLine* bad, PairText& pair)>;
+void for_each_hh_line(const std::string& path, const HhReaderConfig& cfg, const LineVisitor& on_line);
+
 // Calls on_pair for every good line of every file, in file then line order (the pair may be moved from).
 // `files` are paths (see expand_inputs for globs).
 void read_hh_pairs(const std::vector<std::string>& files, const HhReaderConfig& cfg, ReadStats& stats,

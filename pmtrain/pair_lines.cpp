@@ -1,21 +1,16 @@
 #include "pmtrain/pair_lines.h"
 
 #include "core/check.h"
-#include "data/line_reader.h"
 
 namespace zero::pmtrain {
 
 int64_t for_each_pair_line(const std::string& path, const data::HhReaderConfig& cfg, const PairLineHandlers& h) {
-  data::LineReader reader(path);
-  std::string line;
-  data::PairText pair;
   int64_t lines = 0;
-  while (reader.next(line)) {
-    const int64_t n = reader.line_number();
+  data::for_each_hh_line(path, cfg, [&](int64_t n, bool blank, const data::BadLine* bad, data::PairText& pair) {
     ++lines;
-    if (line.find_first_not_of(" \t") == std::string::npos) {
+    if (blank) {
       h.on_skip(n, "blank line");
-    } else if (const auto bad = data::parse_hh_line(line, cfg, pair)) {
+    } else if (bad) {
       if (cfg.bad_lines == data::BadLinePolicy::Fail) {
         h.before_fail();
         throw InputError(fmt::format(
@@ -26,7 +21,7 @@ int64_t for_each_pair_line(const std::string& path, const data::HhReaderConfig& 
     } else {
       h.on_pair(n, pair);
     }
-  }
+  });
   return lines;
 }
 

@@ -2,7 +2,7 @@
 // in input order. on_pair(line, pair) for a pair (the texts as the model reads them, before the end token,
 // and its margin), on_skip(line, why) for a blank or malformed line; with data.bad_lines fail, the first
 // malformed line calls before_fail() (so the rows before it are written) and throws an InputError naming
-// the file and line. Lines are 1-based.
+// the file and line. Lines are 1-based; the reading is data::for_each_hh_line, the reader's own.
 #pragma once
 #include <cstdint>
 #include <functional>
