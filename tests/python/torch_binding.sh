@@ -13,6 +13,10 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 export PYTHONPATH=$(dirname "$MODULE_DIR")
 $PY -c "import torch" 2>/dev/null || { echo "SKIP: $PY has no torch (apt-get install python3-torch)"; exit 77; }
 for n in 1 2 3; do "${MPIRUN[@]}" -np $n $PY "$HERE/torch_parity.py" 0 1 2 3; done
+# A fixed mmap threshold: glibc's adaptive one (raised after each large free) lets freed blocks stay in the
+# heap or not from run to run, which moved the high-water marks by +-50 MiB (a 76% run on an idle machine);
+# fixed, every large block goes back to the system when freed and the marks repeat to the byte.
+export MALLOC_MMAP_THRESHOLD_=1048576
 s0=$("${MPIRUN[@]}" -np 3 $PY "$HERE/torch_memory.py" 0 | tail -1)
 s3=$("${MPIRUN[@]}" -np 3 $PY "$HERE/torch_memory.py" 3 | tail -1)
 echo "$s0"; echo "$s3"
