@@ -131,18 +131,17 @@ std::optional<std::string> find_latest(const std::string& run_dir) {
 std::optional<std::pair<int64_t, double>> best_checkpoint(const RunPaths& p, const BestMetric& best) {
   std::optional<std::pair<int64_t, double>> found;
   if (best.metric.empty()) return found;
-  const nlohmann::json::json_pointer at(best.metric);
+  const nlohmann::json::json_pointer at("/trainer/extra" + best.metric);
   for (int64_t step : list_steps(p)) {
     // A manifest that cannot be read or lacks the metric makes no candidate (load reports what is wrong).
-    nlohmann::json m;
+    double v = 0;
     try {
-      m = nlohmann::json::parse(read_small_file((fs::path(p.step_dir(step)) / kManifestName).string()));
+      const auto m = nlohmann::json::parse(read_small_file((fs::path(p.step_dir(step)) / kManifestName).string()));
+      if (!m.contains(at) || !m[at].is_number()) continue;
+      v = m[at].get<double>();
     } catch (const std::exception&) {
       continue;
     }
-    const nlohmann::json* extra = m.contains("trainer") ? &m["trainer"] : nullptr;
-    if (!extra || !extra->contains("extra") || !(*extra)["extra"].contains(at) || !(*extra)["extra"][at].is_number()) continue;
-    const double v = (*extra)["extra"][at].get<double>();
     if (!found || (best.higher_is_better ? v > found->second : v < found->second)) found = {step, v};
   }
   return found;

@@ -301,6 +301,7 @@ int Trainer::train_loop() {
   };
   const int64_t last = cfg_.run.stop_at > 0 ? std::min(cfg_.run.stop_at, total_steps_) : total_steps_;
   int64_t end_step = total_steps_;  // where training ends: earlier after an early stop
+  std::optional<PairStats> stop_eval;  // the evaluation that ended it
   bool early_stopped = early_.exhausted();  // a resumed run that had stopped early: nothing more to train
   if (early_stopped) end_step = start_step_;
   for (int64_t s = start_step_; s < last && !early_stopped; ++s) {
@@ -355,8 +356,12 @@ int Trainer::train_loop() {
     // Evaluate before saving, so the checkpoint carries its step's evaluation (run.keep_best).
     std::optional<PairStats> ev;
     if (cfg_.run.eval_every > 0 && (s + 1) % cfg_.run.eval_every == 0 && s + 1 < total_steps_ && test_.num_pairs() > 0)
-      ev = evaluate_and_log(s + 1, false);
-    if (ev && early_.patience > 0 && early_.record(metric_of(cfg_.run.keep_best, *ev))) early_stopped = true, end_step = s + 1;
+      log_eval(*(ev = evaluate()), s + 1, false);
+    if (ev && early_.patience > 0 && early_.record(metric_of(cfg_.run.keep_best, *ev))) {
+      early_stopped = true;
+      end_step = s + 1;
+      stop_eval = ev;  // the weights the run ends with: the final eval is this one
+    }
     if (cfg_.run.save_every > 0 && (s + 1) % cfg_.run.save_every == 0 && s + 1 < total_steps_)
       save_checkpoint(s + 1, ev ? &*ev : nullptr);
   }
@@ -373,7 +378,7 @@ int Trainer::train_loop() {
   end_epoch(end_step);
   const double t_eval = now();
   std::optional<PairStats> ev;
-  if (test_.num_pairs() > 0) ev = evaluate_and_log(end_step, true);
+  if (test_.num_pairs() > 0) log_eval(*(ev = stop_eval ? stop_eval : evaluate()), end_step, true);
   const double eval_s = now() - t_eval;  // not training time
   if (cfg_.run.save_final && start_step_ < end_step && last_saved_step_ != end_step)
     save_checkpoint(end_step, ev ? &*ev : nullptr);
@@ -406,8 +411,7 @@ int Trainer::train_loop() {
   return 0;
 }
 
-PairStats Trainer::evaluate_and_log(int64_t step, bool final) {
-  const PairStats ev = evaluate();
+void Trainer::log_eval(const PairStats& ev, int64_t step, bool final) {
   nlohmann::json e = ev.to_json();
   e.update({{"type", "eval"}, {"step", step}});
   if (final) e["final"] = true;
@@ -420,7 +424,6 @@ PairStats Trainer::evaluate_and_log(int64_t step, bool final) {
       printf("eval @ step %lld | loss %.4f | acc %.3f | chosen %.4f | rejected %.4f | margin %.4f\n", (long long)step,
              ev.loss(), ev.accuracy(), ev.chosen(), ev.rejected(), ev.chosen() - ev.rejected());
   }
-  return ev;
 }
 
 PairStats Trainer::evaluate() {

@@ -48,8 +48,8 @@ class Trainer {
   void resume_if_asked();
   // eval: the evaluation at this step, stored with the checkpoint (run.keep_best ranks checkpoints by it).
   void save_checkpoint(int64_t step, const PairStats* eval = nullptr);
-  // Evaluates, writes the metrics record and prints the line (final: the run's last).
-  PairStats evaluate_and_log(int64_t step, bool final);
+  // Writes an evaluation's metrics record and prints its line (final: the run's last).
+  void log_eval(const PairStats& ev, int64_t step, bool final);
   void wait_for_saves(bool all);  // finish_pending (all = false) or wait for every save (all = true)
   // Set-up, data loading and checkpoint I/O: one rank may keep the others waiting long there
   // (run.slow_phase_timeout_s instead of run.collective_timeout_s).
