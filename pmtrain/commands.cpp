@@ -81,10 +81,9 @@ int run_eval(const EvalArgs& a, MpiRuntime& mpi) {
   comm->set_peer_timeout(cfg.run.collective_timeout_s);
   Trainer trainer(cfg, mpi.info(), *comm, TrainerRole::Evaluate);
   if (w.kind == WeightsChoice::Kind::Checkpoint) trainer.load_weights(w.path);
-  const PairStats ev = trainer.evaluate();
+  const EvalStats ev = trainer.evaluate();
   if (r0) {
-    printf("eval | loss %.4f | acc %.3f | chosen %.4f | rejected %.4f | margin %.4f | %lld pairs\n", ev.loss(),
-           ev.accuracy(), ev.chosen(), ev.rejected(), ev.chosen() - ev.rejected(), (long long)ev.pairs);
+    printf("eval | %s\n%s", ev.all.summary().c_str(), ev.sets_text().c_str());
     // The same record (and number format) as the run's eval lines in metrics.jsonl, for scripts.
     nlohmann::json j = ev.to_json();
     j.update({{"type", "eval"}, {"weights", w.description}});

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cctype>
 #include <charconv>
 #include <fstream>
 #include <functional>
@@ -89,6 +90,7 @@ std::string type_name() {
   else if constexpr (std::is_integral_v<T>) return "integer";
   else if constexpr (std::is_floating_point_v<T>) return "number";
   else if constexpr (std::is_same_v<T, std::vector<std::string>>) return "list of strings";
+  else if constexpr (std::is_same_v<T, std::map<std::string, std::vector<std::string>>>) return "map of name: list of strings";
   else return "string";
 }
 
@@ -150,6 +152,25 @@ Field choice_or_bool(std::string key, E& ref, const Choices<E>& options, E if_tr
   return f;
 }
 
+// A map of named file lists (data.test_sets). A name is printed in reports and is a JSON key of the eval
+// records, so it is kept to letters, digits, '_', '-' and '.'; a set without files is a mistake.
+Field named_file_sets(std::string key, std::map<std::string, std::vector<std::string>>& ref, std::string doc) {
+  Field f = field(std::move(key), ref, std::move(doc));
+  f.set = [&ref, k = f.key](const YAML::Node& n) {
+    auto sets = n.IsNull() ? std::map<std::string, std::vector<std::string>>{}
+                           : n.as<std::map<std::string, std::vector<std::string>>>();
+    for (const auto& [name, files] : sets) {
+      const bool plain = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
+      });
+      ZERO_REQUIRE(plain, ConfigError, "key '{}': set name '{}' must be letters, digits, '_', '-' or '.'", k, name);
+      ZERO_REQUIRE(!files.empty(), ConfigError, "key '{}': set '{}' has no files", k, name);
+    }
+    ref = std::move(sets);
+  };
+  return f;
+}
+
 std::vector<Field> schema(Config& c) {
   auto& r = c.run;
   auto& m = c.model;
@@ -169,7 +190,7 @@ std::vector<Field> schema(Config& c) {
       field("run.epochs", r.epochs, kAtLeastOne, "passes over the training data (when run.steps is 0)"),
       field("run.log_every", r.log_every, kNonNegative, "print a progress line every N steps (0 = never; metrics.jsonl gets every step)"),
       field("run.eval_every", r.eval_every, kNonNegative, "evaluate on the test split every N steps (0 = only at the end)"),
-      field("run.eval_pairs", r.eval_pairs, kNonNegative, "test pairs an evaluation uses (0 = the whole test split)"),
+      field("run.eval_pairs", r.eval_pairs, kNonNegative, "test pairs an evaluation uses from data.test_files and from each data.test_sets set (0 = all of them)"),
       field("run.save_every", r.save_every, kNonNegative, "save a checkpoint every N steps (0 = only at the end)"),
       field("run.save_final", r.save_final, "save a checkpoint after the last step"),
       field("run.keep_last", r.keep_last, kAtLeastOne, "checkpoints kept: the newest N"),
@@ -212,6 +233,7 @@ std::vector<Field> schema(Config& c) {
       field("data.tokenizer", d.tokenizer, "tokenizer.json (Qwen2/Qwen3 byte-level BPE)"),
       field("data.train_files", d.train_files, "training pairs: .jsonl or .jsonl.gz files or globs"),
       field("data.test_files", d.test_files, "test pairs for evaluation (empty = no evaluation)"),
+      named_file_sets("data.test_sets", d.test_sets, "named test sets, name: [files or globs] (HF's dict of eval datasets): each is evaluated and reported on its own (metrics.jsonl: the eval record's \"sets\"), and with data.test_files they make the test split that run.keep_best and run.early_stop read"),
       field("data.max_train_pairs", d.max_train_pairs, kNonNegative, "use the first N training pairs (0 = all)"),
       field("data.prompt_field", d.prompt_field, "JSON field of a prompt both answers follow (\"\" = none: each answer holds its prompt); a string, or a list of messages"),
       field("data.chosen_field", d.chosen_field, "JSON field of the chosen answer: a string, or a list of {\"role\", \"content\"} messages"),
@@ -303,10 +325,11 @@ void assign(Field& f, const YAML::Node& value, const std::string& at) {
     throw ConfigError(fmt::format("{}: {}", at, e.what()));
   } catch (const YAML::Exception&) {
     const YAML::Node expect = f.get();
-    const char* kind = expect.IsSequence() ? "a list" : "a value like '" ;
-    throw ConfigError(fmt::format("{}: key '{}': cannot use {} here (expected {}{})", at, f.key,
-                                  value.IsScalar() ? "'" + value.Scalar() + "'" : std::string("this value"), kind,
-                                  expect.IsSequence() ? "" : YAML::Dump(expect) + "'"));
+    const std::string expected = expect.IsSequence() ? "a list"
+                                 : expect.IsMap() ? "a mapping like {name: [a.jsonl]}"
+                                                  : "a value like '" + YAML::Dump(expect) + "'";
+    throw ConfigError(fmt::format("{}: key '{}': cannot use {} here (expected {})", at, f.key,
+                                  value.IsScalar() ? "'" + value.Scalar() + "'" : std::string("this value"), expected));
   }
 }
 

@@ -9,6 +9,7 @@
 // the schema table (`pmtrain config-doc`).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -76,6 +77,9 @@ struct DataSection {
   std::string tokenizer = "data/assets/qwen3/tokenizer.json";
   std::vector<std::string> train_files;
   std::vector<std::string> test_files;
+  // Named test sets (name -> files or globs): each evaluated and reported on its own, and all of them
+  // together with test_files make the test split. Names are ordered (std::map): reports list them so.
+  std::map<std::string, std::vector<std::string>> test_sets;
   int64_t max_train_pairs = 0;  // 0 = all; else the first N pairs of the training files
   std::string prompt_field = data::HhReaderConfig{}.prompt_field;
   std::string chosen_field = data::HhReaderConfig{}.chosen_field;

@@ -13,6 +13,23 @@ nlohmann::json PairStats::to_json() const {
           {"rejected_reward", rejected()}, {"margin", chosen() - rejected()}, {"pairs", int64_t(pairs)}};
 }
 
+std::string PairStats::summary() const {
+  return fmt::format("loss {:.4f} | acc {:.3f} | chosen {:.4f} | rejected {:.4f} | margin {:.4f} | {} pairs", loss(),
+                     accuracy(), chosen(), rejected(), chosen() - rejected(), int64_t(pairs));
+}
+
+nlohmann::json EvalStats::to_json() const {
+  nlohmann::json j = all.to_json();
+  for (const auto& [name, st] : sets) j["sets"][name] = st.to_json();
+  return j;
+}
+
+std::string EvalStats::sets_text() const {
+  std::string text;
+  for (const auto& [name, st] : sets) text += fmt::format("  set {} | {}\n", name, st.summary());
+  return text;
+}
+
 MetricsLog::MetricsLog(const std::string& path, bool active, int64_t keep_through_step) {
   if (!active) return;
   std::error_code ec;

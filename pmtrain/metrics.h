@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +32,19 @@ struct PairStats {
   double chosen() const { return pairs ? chosen_sum / pairs : 0; }
   double rejected() const { return pairs ? rejected_sum / pairs : 0; }
   nlohmann::json to_json() const;
+  // "loss L | acc A | chosen C | rejected R | margin M | N pairs": every eval line prints this.
+  std::string summary() const;
+};
+
+// One evaluation: the whole test split (data.test_files and every data.test_sets set together; what
+// run.keep_best and run.early_stop read) and each named set on its own, in data.test_sets' order.
+struct EvalStats {
+  PairStats all;
+  std::vector<std::pair<std::string, PairStats>> sets;
+  // all's fields at the top, as before named sets existed, and "sets": {name: its fields} when there are any.
+  nlohmann::json to_json() const;
+  // "  set NAME | <summary>\n" for each named set (printed under the eval line).
+  std::string sets_text() const;
 };
 
 class MetricsLog {

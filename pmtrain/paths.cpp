@@ -51,20 +51,24 @@ void resolve_paths(Config& cfg) {
   if (!cfg.run.resume.empty() && cfg.run.resume != "auto") cfg.run.resume = existing_path(cfg.run.resume, "run.resume");
   if (!cfg.model.hf_dir.empty()) cfg.model.hf_dir = existing_path(cfg.model.hf_dir, "model.hf_dir");
   cfg.data.tokenizer = existing_path(cfg.data.tokenizer, "data.tokenizer");
-  for (auto* files : {&cfg.data.train_files, &cfg.data.test_files})
-    for (std::string& f : *files) {
+  auto resolve_files = [](std::vector<std::string>& files, const std::string& key) {
+    for (std::string& f : files) {
       const std::string given = f;
       f = absolute_path(f);
       if (!is_glob(f)) {
-        f = existing_path(given, files == &cfg.data.train_files ? "data.train_files" : "data.test_files");
+        f = existing_path(given, key);
         continue;
       }
       try {
         data::expand_inputs({f});  // a pattern must match something
       } catch (const Error& e) {
-        throw ConfigError(e.what() + relative_note(given));
+        throw ConfigError(fmt::format("{}: {}{}", key, e.what(), relative_note(given)));
       }
     }
+  };
+  resolve_files(cfg.data.train_files, "data.train_files");
+  resolve_files(cfg.data.test_files, "data.test_files");
+  for (auto& [name, files] : cfg.data.test_sets) resolve_files(files, "data.test_sets." + name);
   cfg.data.cache_dir = cfg.data.cache_dir.empty() ? default_cache_dir() : absolute_path(cfg.data.cache_dir);
 }
 

@@ -1,5 +1,6 @@
 #include "pmtrain/plot_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -42,11 +43,23 @@ std::vector<std::string> run_names(const std::vector<std::string>& dirs) {
   return names;
 }
 
-PlotSeries series(const std::string& title, const std::vector<nlohmann::json>& records, const char* field) {
+// The value at `where` (a JSON pointer: "/loss", "/sets/NAME/loss") of each record that has a number there.
+PlotSeries series(const std::string& title, const std::vector<nlohmann::json>& records, const std::string& where) {
   PlotSeries s{title, {}};
+  const nlohmann::json::json_pointer at(where);
   for (const nlohmann::json& r : records)
-    if (r.contains(field) && r[field].is_number()) s.points.emplace_back(r["step"].get<double>(), r[field].get<double>());
+    if (r.contains(at) && r[at].is_number()) s.points.emplace_back(r["step"].get<double>(), r[at].get<double>());
   return s;
+}
+
+// The named test sets (data.test_sets) a run's eval records report, in their order.
+std::vector<std::string> eval_set_names(const std::vector<nlohmann::json>& evals) {
+  std::vector<std::string> names;
+  for (const nlohmann::json& r : evals)
+    if (r.contains("sets") && r["sets"].is_object())
+      for (const auto& [name, _] : r["sets"].items())
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  return names;
 }
 }  // namespace
 
@@ -66,9 +79,13 @@ int run_plot(const PlotArgs& a) {
     p.title = m.title;
     p.xlabel = "step";
     p.ylabel = m.field;
+    const std::string field = std::string("/") + m.field;
     for (const Run& r : runs) {
-      p.series.push_back(series(m.has_eval ? r.name + " train" : r.name, r.train, m.field));
-      if (m.has_eval) p.series.push_back(series(r.name + " eval", r.eval, m.field));
+      p.series.push_back(series(m.has_eval ? r.name + " train" : r.name, r.train, field));
+      if (!m.has_eval) continue;
+      p.series.push_back(series(r.name + " eval", r.eval, field));
+      for (const std::string& set : eval_set_names(r.eval))  // one curve per named test set
+        p.series.push_back(series(r.name + " eval " + set, r.eval, "/sets/" + set + field));
     }
     const std::string png = (fs::path(a.out) / (std::string(m.field) + ".png")).string();
     render_line_plot(p, png);

@@ -26,7 +26,10 @@ namespace fs = std::filesystem;
 namespace {
 double now() { return MPI_Wtime(); }
 
-// run.keep_best: the metric in the checkpoint's trainer state, and the check that every save gets one.
+// What a checkpoint's trainer state says of its step's evaluation.
+nlohmann::json eval_extra(const EvalStats& ev) { return {{"eval", ev.to_json()}}; }
+// run.keep_best: the metric in the checkpoint's trainer state (a pointer into eval_extra) and which way
+// is better; early_stop reads an evaluation's value through the same pointer (metric_value).
 checkpoint::BestMetric best_metric(KeepBest k) {
   switch (k) {
     case KeepBest::None: return {};
@@ -35,7 +38,10 @@ checkpoint::BestMetric best_metric(KeepBest k) {
   }
   return {};
 }
-double metric_of(KeepBest k, const PairStats& ev) { return k == KeepBest::Accuracy ? ev.accuracy() : ev.loss(); }
+double metric_value(KeepBest k, const EvalStats& ev) {
+  return eval_extra(ev).at(nlohmann::json::json_pointer(best_metric(k).metric)).get<double>();
+}
+// The checks that every save gets an evaluation, and that early_stop has a metric to count.
 void check_keep_best(const Config& c) {
   ZERO_REQUIRE(c.run.early_stop == 0 || (c.run.keep_best != KeepBest::None && c.run.eval_every > 0), ConfigError,
                "{}: run.early_stop {} counts evaluations of run.keep_best's metric: set run.keep_best (loss or "
@@ -43,8 +49,9 @@ void check_keep_best(const Config& c) {
                c.source, c.run.early_stop, c.run.eval_every);
   if (c.run.keep_best == KeepBest::None) return;
   const std::string name = keep_best_name(c.run.keep_best);
-  ZERO_REQUIRE(!c.data.test_files.empty(), ConfigError,
-               "{}: run.keep_best is {}: checkpoints are ranked by their evaluation, but data.test_files is empty",
+  ZERO_REQUIRE(!c.data.test_files.empty() || !c.data.test_sets.empty(), ConfigError,
+               "{}: run.keep_best is {}: checkpoints are ranked by their evaluation, but data.test_files and "
+               "data.test_sets are empty",
                c.source, name);
   ZERO_REQUIRE(c.run.save_every == 0 || (c.run.eval_every > 0 && c.run.save_every % c.run.eval_every == 0), ConfigError,
                "{}: run.keep_best is {}: every saved step needs an evaluation, but run.save_every ({}) is not a "
@@ -87,9 +94,10 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
                  "{}: batch.global is {} pairs but the training data has only {}", cfg_.source, batch_.global,
                  train_.num_pairs());
   }
-  if (!cfg_.data.test_files.empty()) test_ = load_dataset(cfg_.data.test_files, "test");
-  ZERO_REQUIRE(training || test_.num_pairs() > 0, ConfigError, "{}: eval: data.test_files gives no test pairs",
-               cfg_.source);
+  if (!cfg_.data.test_files.empty()) test_sets_.push_back({"", load_dataset(cfg_.data.test_files, "test")});
+  for (const auto& [name, files] : cfg_.data.test_sets) test_sets_.push_back({name, load_dataset(files, "test", name)});
+  ZERO_REQUIRE(training || test_pairs() > 0, ConfigError,
+               "{}: eval: data.test_files and data.test_sets give no test pairs", cfg_.source);
   batch_cfg_ = batch_config(cfg_.data);
 
   if (training) {
@@ -106,9 +114,10 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   const std::string& init = stack_.init_description;
 
   if (info_.rank == 0 && !training) {
-    const int64_t n = cfg_.run.eval_pairs > 0 ? std::min(cfg_.run.eval_pairs, test_.num_pairs()) : test_.num_pairs();
+    int64_t n = 0;
+    for (const TestSet& t : test_sets_) n += eval_count(t.pairs);
     printf("pmtrain: eval of %lld of %lld test pairs, world %d, stage %d, micro-batch %lld\n", (long long)n,
-           (long long)test_.num_pairs(), W, ec.stage, (long long)batch_.micro);
+           (long long)test_pairs(), W, ec.stage, (long long)batch_.micro);
     fflush(stdout);
   }
   if (info_.rank == 0 && training) {
@@ -122,7 +131,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     printf("pmtrain: model %lld layers, hidden %lld, %zu parameters (%s)\n", (long long)model_cfg_.num_layers,
            (long long)model_cfg_.hidden_size, stack_.engine->partition().total_numel, init.c_str());
     printf("pmtrain: data %lld train pairs, %lld test pairs; %s\n", (long long)train_.num_pairs(),
-           (long long)test_.num_pairs(), train_.stats.report().c_str());
+           (long long)test_pairs(), train_.stats.report().c_str());
     if (cfg_.batch.micro_tokens > 0)
       printf("pmtrain: batch global %lld pairs per step over %d ranks, micro-batches of at most %lld tokens "
              "(accumulation varies per step); %lld steps (%lld per epoch)\n",
@@ -195,7 +204,7 @@ void Trainer::wait_for_saves(bool all) {
   }
 }
 
-void Trainer::save_checkpoint(int64_t step, const PairStats* eval) {
+void Trainer::save_checkpoint(int64_t step, const EvalStats* eval) {
   const auto slow = slow_phase();
   checkpoint::TrainState st;
   st.step = step;
@@ -204,14 +213,15 @@ void Trainer::save_checkpoint(int64_t step, const PairStats* eval) {
   st.extra = {{"model_config", model::hf_config_json(model_cfg_)},
               {"tokenizer", cfg_.data.tokenizer},
               {"tokenizer_config", (fs::path(cfg_.data.tokenizer).parent_path() / "tokenizer_config.json").string()}};
-  if (eval) st.extra["eval"] = eval->to_json();
+  if (eval) st.extra.update(eval_extra(*eval));
   if (early_.patience > 0) st.extra["early_stop"] = early_.to_json();
   ckpt_->save(st);
   last_saved_step_ = step;
   if (info_.rank == 0 && !cfg_.run.async_save) printf("checkpoint: saved step_%lld\n", (long long)step);
 }
 
-data::PairDataset Trainer::load_dataset(const std::vector<std::string>& files, const char* split) {
+data::PairDataset Trainer::load_dataset(const std::vector<std::string>& files, const char* split,
+                                        const std::string& set_name) {
   const data::DataConfig dc = data_config(cfg_.data, files);
   const uint64_t key = data::dataset_cache_key(dc, cfg_.data.tokenizer);
   const std::string cache = (fs::path(cfg_.data.cache_dir) / fmt::format("{}_{:016x}.bin", split, key)).string();
@@ -223,7 +233,8 @@ data::PairDataset Trainer::load_dataset(const std::vector<std::string>& files, c
       fs::create_directories(cfg_.data.cache_dir);
       data::CacheStatus st;
       ds = data::load_or_build_dataset(dc, *tokenizer_, cache, &st);
-      printf("pmtrain: %s split: %lld pairs (cache %s: %s)\n", split, (long long)ds.num_pairs(),
+      const std::string what = set_name.empty() ? fmt::format("{} split", split) : fmt::format("test set '{}'", set_name);
+      printf("pmtrain: %s: %lld pairs (cache %s: %s)\n", what.c_str(), (long long)ds.num_pairs(),
              data::cache_status_name(st), cache.c_str());
     } catch (const Error& e) {
       error = e.what();
@@ -301,7 +312,7 @@ int Trainer::train_loop() {
   };
   const int64_t last = cfg_.run.stop_at > 0 ? std::min(cfg_.run.stop_at, total_steps_) : total_steps_;
   int64_t end_step = total_steps_;  // where training ends: earlier after an early stop
-  std::optional<PairStats> stop_eval;  // the evaluation that ended it
+  std::optional<EvalStats> stop_eval;  // the evaluation that ended it
   bool early_stopped = early_.exhausted();  // a resumed run that had stopped early: nothing more to train
   if (early_stopped) end_step = start_step_;
   for (int64_t s = start_step_; s < last && !early_stopped; ++s) {
@@ -354,10 +365,10 @@ int Trainer::train_loop() {
       return kExitStopped;
     }
     // Evaluate before saving, so the checkpoint carries its step's evaluation (run.keep_best).
-    std::optional<PairStats> ev;
-    if (cfg_.run.eval_every > 0 && (s + 1) % cfg_.run.eval_every == 0 && s + 1 < total_steps_ && test_.num_pairs() > 0)
+    std::optional<EvalStats> ev;
+    if (cfg_.run.eval_every > 0 && (s + 1) % cfg_.run.eval_every == 0 && s + 1 < total_steps_ && test_pairs() > 0)
       log_eval(*(ev = evaluate()), s + 1, false);
-    if (ev && early_.patience > 0 && early_.record(metric_of(cfg_.run.keep_best, *ev))) {
+    if (ev && early_.patience > 0 && early_.record(metric_value(cfg_.run.keep_best, *ev))) {
       early_stopped = true;
       end_step = s + 1;
       stop_eval = ev;  // the weights the run ends with: the final eval is this one
@@ -377,8 +388,8 @@ int Trainer::train_loop() {
   }
   end_epoch(end_step);
   const double t_eval = now();
-  std::optional<PairStats> ev;
-  if (test_.num_pairs() > 0) log_eval(*(ev = stop_eval ? stop_eval : evaluate()), end_step, true);
+  std::optional<EvalStats> ev;
+  if (test_pairs() > 0) log_eval(*(ev = stop_eval ? stop_eval : evaluate()), end_step, true);
   const double eval_s = now() - t_eval;  // not training time
   if (cfg_.run.save_final && start_step_ < end_step && last_saved_step_ != end_step)
     save_checkpoint(end_step, ev ? &*ev : nullptr);
@@ -411,22 +422,29 @@ int Trainer::train_loop() {
   return 0;
 }
 
-void Trainer::log_eval(const PairStats& ev, int64_t step, bool final) {
+void Trainer::log_eval(const EvalStats& ev, int64_t step, bool final) {
   nlohmann::json e = ev.to_json();
   e.update({{"type", "eval"}, {"step", step}});
   if (final) e["final"] = true;
   metrics_->write(e);
   if (info_.rank == 0) {
-    if (final)
-      printf("final eval | loss %.4f | acc %.3f | chosen %.4f | rejected %.4f | margin %.4f | %lld pairs\n", ev.loss(),
-             ev.accuracy(), ev.chosen(), ev.rejected(), ev.chosen() - ev.rejected(), (long long)ev.pairs);
-    else
-      printf("eval @ step %lld | loss %.4f | acc %.3f | chosen %.4f | rejected %.4f | margin %.4f\n", (long long)step,
-             ev.loss(), ev.accuracy(), ev.chosen(), ev.rejected(), ev.chosen() - ev.rejected());
+    const std::string head = final ? "final eval" : fmt::format("eval @ step {}", step);
+    printf("%s | %s\n%s", head.c_str(), ev.all.summary().c_str(), ev.sets_text().c_str());
+    fflush(stdout);
   }
 }
 
-PairStats Trainer::evaluate() {
+int64_t Trainer::eval_count(const data::PairDataset& pairs) const {
+  return cfg_.run.eval_pairs > 0 ? std::min(cfg_.run.eval_pairs, pairs.num_pairs()) : pairs.num_pairs();
+}
+
+int64_t Trainer::test_pairs() const {
+  int64_t n = 0;
+  for (const TestSet& t : test_sets_) n += t.pairs.num_pairs();
+  return n;
+}
+
+EvalStats Trainer::evaluate() {
   // Not a train step: its ops stay off the step clock (and out of a device clock's event pool).
   stack_.model->ops().set_step_clock(nullptr);
   stack_.engine->set_step_clock(nullptr);
@@ -437,9 +455,26 @@ PairStats Trainer::evaluate() {
       t.stack_.engine->set_step_clock(t.stack_.clock.get());
     }
   } retime{*this};
+  // Each part on its own batches (the model's sums are read per part), then one reduction for all.
+  std::vector<double> sums;
+  for (const TestSet& t : test_sets_) {
+    const PairStats local = evaluate_locally(t.pairs);
+    sums.insert(sums.end(), {local.loss_sum, local.chosen_sum, local.rejected_sum, local.pairs, local.correct, local.tokens});
+  }
+  comm_.all_reduce_scalars(sums.data(), sums.size(), ReduceOp::Sum);
+  EvalStats ev;
+  for (size_t i = 0; i < test_sets_.size(); ++i) {
+    const double* v = &sums[6 * i];
+    const PairStats st{v[0], v[1], v[2], v[3], v[4], v[5]};
+    ev.all.add(st);
+    if (!test_sets_[i].name.empty()) ev.sets.emplace_back(test_sets_[i].name, st);
+  }
+  return ev;
+}
+
+PairStats Trainer::evaluate_locally(const data::PairDataset& pairs) {
   const int W = comm_.world(), R = info_.rank;
-  int64_t n = test_.num_pairs();
-  if (cfg_.run.eval_pairs > 0) n = std::min(n, cfg_.run.eval_pairs);
+  const int64_t n = eval_count(pairs);
   const int64_t m = batch_.micro;
   const int64_t per_rank = (n + W - 1) / W;
   const int64_t batches = (per_rank + m - 1) / m;  // the same on every rank: stage 3 gathers are collective
@@ -452,14 +487,11 @@ PairStats Trainer::evaluate() {
       if (i < n) ids.push_back(i), mask.push_back(1);
     }
     if (ids.empty()) ids.push_back(0), mask.push_back(0);  // a masked filler keeps the collectives aligned
-    const data::PairBatch batch = data::make_batch(test_, ids, mask, batch_cfg_);
+    const data::PairBatch batch = data::make_batch(pairs, ids, mask, batch_cfg_);
     stack_.engine->begin_forward();
     tokens += stack_.model->queue_forward(batch, *stack_.access);  // read back once, below
   }
-  const PairStats local = PairStats::of(stack_.model->ops().take_pair_stats(), tokens);
-  double sums[6] = {local.loss_sum, local.chosen_sum, local.rejected_sum, local.pairs, local.correct, local.tokens};
-  comm_.all_reduce_scalars(sums, 6, ReduceOp::Sum);
-  return {sums[0], sums[1], sums[2], sums[3], sums[4], sums[5]};
+  return PairStats::of(stack_.model->ops().take_pair_stats(), tokens);
 }
 
 }  // namespace zero::pmtrain

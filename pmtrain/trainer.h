@@ -31,8 +31,9 @@ class Trainer {
   // Trains run.steps (or run.epochs) optimizer steps; evaluates every run.eval_every and at the end.
   // Returns the process exit code: 0, or kExitStopped after a signal (checkpoint saved).
   int train();  // an out-of-memory during the run is reported with the memory plan and what to change
-  // Loss, accuracy, mean chosen/rejected reward and margin on the test split (collective).
-  PairStats evaluate();
+  // Loss, accuracy, mean chosen/rejected reward and margin on the test split, and on each named test set
+  // (data.test_sets) on its own (collective).
+  EvalStats evaluate();
   // Replaces the parameters with a checkpoint's, as --resume does (collective; any saved world size and stage).
   checkpoint::LoadResult load_weights(const std::string& checkpoint_dir) {
     const auto slow = slow_phase();
@@ -42,14 +43,20 @@ class Trainer {
   int64_t total_steps() const { return total_steps_; }
 
  private:
-  data::PairDataset load_dataset(const std::vector<std::string>& files, const char* split);
+  // set_name: a named test set (data.test_sets), for the message.
+  data::PairDataset load_dataset(const std::vector<std::string>& files, const char* split,
+                                 const std::string& set_name = "");
+  // The local sums of one test set's first run.eval_pairs pairs, round-robin over the ranks.
+  PairStats evaluate_locally(const data::PairDataset& pairs);
+  int64_t eval_count(const data::PairDataset& pairs) const;  // pairs of it an evaluation reads
+  int64_t test_pairs() const;  // over every part of the test split
   int train_loop();
   PairStats run_train_step(data::StepPlan& plan, StepResult& result, double& pair_id_sum, bool& stop);
   void resume_if_asked();
   // eval: the evaluation at this step, stored with the checkpoint (run.keep_best ranks checkpoints by it).
-  void save_checkpoint(int64_t step, const PairStats* eval = nullptr);
-  // Writes an evaluation's metrics record and prints its line (final: the run's last).
-  void log_eval(const PairStats& ev, int64_t step, bool final);
+  void save_checkpoint(int64_t step, const EvalStats* eval = nullptr);
+  // Writes an evaluation's metrics record and prints its lines (final: the run's last).
+  void log_eval(const EvalStats& ev, int64_t step, bool final);
   void wait_for_saves(bool all);  // finish_pending (all = false) or wait for every save (all = true)
   // Set-up, data loading and checkpoint I/O: one rank may keep the others waiting long there
   // (run.slow_phase_timeout_s instead of run.collective_timeout_s).
@@ -60,7 +67,13 @@ class Trainer {
   LaunchInfo info_;
   Communicator& comm_;
   std::unique_ptr<data::Tokenizer> tokenizer_;
-  data::PairDataset train_, test_;
+  data::PairDataset train_;
+  // The test split in parts: data.test_files (name "") if given, then each data.test_sets set by name.
+  struct TestSet {
+    std::string name;
+    data::PairDataset pairs;
+  };
+  std::vector<TestSet> test_sets_;
   data::BatchConfig batch_cfg_;
   ResolvedBatch batch_{};
   std::unique_ptr<data::PairSampler> sampler_;

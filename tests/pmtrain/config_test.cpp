@@ -144,6 +144,23 @@ TEST(PmtrainConfig, AKeyGivenTwiceNamesBothLines) {
   EXPECT_NE(s.find("test.yaml:5: key 'optim' is given twice (lines 1 and 5)"), std::string::npos) << s;
 }
 
+TEST(PmtrainConfig, NamedTestSetsFromAFileRoundTripAndNameTheirLine) {
+  const std::string yaml = "data:\n  test_sets:\n    helpful: [h1.jsonl, h2.jsonl]\n    harmless: [x.jsonl]\n";
+  const Config c = parse_config(yaml, "t.yaml");
+  ASSERT_EQ(c.data.test_sets.size(), 2u);
+  EXPECT_EQ(c.data.test_sets.at("helpful"), (std::vector<std::string>{"h1.jsonl", "h2.jsonl"}));
+  EXPECT_EQ(c.data.test_sets.begin()->first, "harmless");  // reported in name order
+  EXPECT_EQ(parse_config(to_yaml(c), "resolved.yaml").data.test_sets, c.data.test_sets);
+  EXPECT_TRUE(parse_config("data:\n  test_sets:\n", "t.yaml").data.test_sets.empty());
+  const std::string twice = error_of("data:\n  test_sets:\n    a: [x]\n    a: [y]\n");
+  EXPECT_NE(twice.find("'data.test_sets.a' is given twice (lines 3 and 4)"), std::string::npos) << twice;
+  const std::string empty = error_of("data:\n  test_sets:\n    a: []\n");
+  EXPECT_NE(empty.find("test.yaml:2: key 'data.test_sets': set 'a' has no files"), std::string::npos) << empty;
+  const std::string list = error_of("data:\n  test_sets: [x.jsonl]\n");
+  EXPECT_NE(list.find("test.yaml:2: key 'data.test_sets': cannot use this value here (expected a mapping"),
+            std::string::npos) << list;
+}
+
 TEST(PmtrainConfig, MisnamedSectionSuggestsTheSection) {
   EXPECT_NE(error_of("optimizer:\n  lr: 0.1\n").find("did you mean 'optim'?"), std::string::npos)
       << error_of("optimizer:\n  lr: 0.1\n");

@@ -62,4 +62,4 @@ bad "early_stop without keep_best" "run.early_stop 2 counts evaluations of run.k
   train $RUN --set run.keep_best=none --set run.early_stop=2
 bad "keep_best without an eval at a save" "run.save_every (2) is not a multiple of run.eval_every (3)" \
   train $RUN --set run.save_every=2 --set run.eval_every=3
-bad "keep_best without test data" "data.test_files is empty" train $RUN --set "data.test_files=[]"
+bad "keep_best without test data" "data.test_files and data.test_sets are empty" train $RUN --set "data.test_files=[]"

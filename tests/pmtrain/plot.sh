@@ -5,12 +5,17 @@
 # record. Bad run directories get a clear error naming the file (and line).
 source "$(dirname "$0")/common.sh"
 command -v gnuplot >/dev/null || fail "gnuplot is not installed (launch/setup.sh installs gnuplot-nox)"
-run() {  # run NAME LR
-  "$PMTRAIN" train configs/tiny_cpu.yaml --set run.dir=$TMP/$1 --set data.cache_dir=$TMP/cache --set run.steps=4 \
+run() {  # run NAME LR [--set ...]
+  local name=$1 lr=$2; shift 2
+  "$PMTRAIN" train configs/tiny_cpu.yaml --set run.dir=$TMP/$name --set data.cache_dir=$TMP/cache --set run.steps=4 \
     --set data.max_train_pairs=32 --set data.max_len=128 --set batch.global=4 --set run.eval_every=2 \
-    --set run.eval_pairs=8 --set run.save_final=false --set optim.lr=$2 > $TMP/$1.txt 2>&1 || { cat $TMP/$1.txt; fail "run $1"; }
+    --set run.eval_pairs=8 --set run.save_final=false --set optim.lr=$lr "$@" > $TMP/$name.txt 2>&1 \
+    || { cat $TMP/$name.txt; fail "run $name"; }
 }
-run lr_a 3e-3
+# lr_a evaluates two named test sets as well: a curve each beside its eval curve.
+zcat data/assets/hh-rlhf/harmless-base/test.jsonl.gz | sed -n 1,6p > $TMP/first.jsonl
+zcat data/assets/hh-rlhf/harmless-base/test.jsonl.gz | sed -n 7,16p > $TMP/second.jsonl
+run lr_a 3e-3 --set "data.test_sets={first: [$TMP/first.jsonl], second: [$TMP/second.jsonl]}"
 run lr_b 1e-4
 # A step written twice (as an old resumed run left it): the plot must keep the later record.
 cp -r $TMP/lr_b $TMP/dup
@@ -42,6 +47,11 @@ for field, has_eval in (("loss", 1), ("accuracy", 1), ("margin", 1), ("grad_norm
         title = f"{name} {kind}" if has_eval else name
         pts = [(float(s), float(r[field])) for s, r in sorted(recs.items()) if field in r]
         if pts: expected[title] = pts
+        if kind == "eval" and has_eval:
+            for set_name in sorted({n for r in recs.values() for n in r.get("sets", {})}):
+                expected[f"{title} {set_name}"] = [(float(s), float(r["sets"][set_name][field]))
+                                                   for s, r in sorted(recs.items()) if set_name in r.get("sets", {})]
+    if has_eval and not any(t.endswith(" eval first") for t in expected): fail("no curve of the named test sets")
     check_points(field, read_points(f"{tmp}/plots/{field}.points.txt"), expected, "metrics.jsonl")
     print(f"{field}: {len(expected)} curves, {sum(map(len, expected.values()))} points match metrics.jsonl")
 PY
