@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
+#include <utf8proc.h>
 
 #include "core/check.h"
 #include "data/chat_format.h"
@@ -63,6 +65,28 @@ ReadStats ReadStats::from_json(const nlohmann::json& j) {
 namespace {
 using nlohmann::json;
 
+// Input text quoted in a bad-line reason, which goes into logs and into score's JSON rows (nlohmann
+// refuses to write invalid UTF-8): valid UTF-8 characters are kept, control characters and bytes that
+// are not UTF-8 become \xNN, and at most max_chars characters are kept ("..." marks the cut).
+std::string excerpt(std::string_view text, size_t max_chars) {
+  std::string out;
+  size_t chars = 0;
+  for (size_t i = 0; i < text.size(); ++chars) {
+    if (chars == max_chars) return out + "...";
+    utf8proc_int32_t cp = -1;
+    const utf8proc_ssize_t n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(text.data() + i),
+                                                utf8proc_ssize_t(text.size() - i), &cp);
+    if (n <= 0 || cp < 0x20 || cp == 0x7f) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(text[i]));
+      ++i;
+      continue;
+    }
+    out.append(text, i, size_t(n));
+    i += size_t(n);
+  }
+  return out;
+}
+
 // `field`'s value in `j`: a string or a list, else why not.
 std::optional<BadLine> find_field(json& j, const std::string& field, json*& value) {
   const auto it = j.find(field);
@@ -86,7 +110,8 @@ std::optional<BadLine> append_messages(json& list, const std::string& field, std
     const auto role = m.find("role");
     if (role == m.end() || !role->is_string()) return bad("no string 'role'");
     const auto r = chat_role_named(role->get_ref<const std::string&>());
-    if (!r) return bad(fmt::format("role '{}' is not system, user or assistant", role->get_ref<const std::string&>()));
+    if (!r)
+      return bad(fmt::format("role '{}' is not system, user or assistant", excerpt(role->get_ref<const std::string&>(), 40)));
     const auto content = m.find("content");
     if (content == m.end() || !content->is_string()) return bad("no string 'content'");
     if (const auto calls = m.find("tool_calls"); calls != m.end() && !calls->is_null() && !calls->empty())
@@ -108,14 +133,29 @@ std::optional<BadLine> read_margin(const json& j, const std::string& field, floa
   margin = it->is_number() ? float(it->get<double>()) : NAN;
   if (!std::isfinite(margin))
     return BadLine{BadLineKind::BadMargin, fmt::format("field '{}' is not a finite number (a float's range): {}", field,
-                                                       it->dump().substr(0, 40))};
+                                                       excerpt(it->dump(), 40))};
   return std::nullopt;
+}
+
+// Why a line is not a JSON object, for its bad-line message: nlohmann's own reason for malformed JSON
+// (parsed again, with exceptions, only for such a line) without its exception tag, or the kind of JSON it
+// is. The reason quotes the line: an excerpt of it.
+std::string not_an_object_reason(const std::string& line, const json& parsed) {
+  if (!parsed.is_discarded()) return fmt::format("not a JSON object: the line is a JSON {}", parsed.type_name());
+  std::string why = "malformed";
+  try {
+    (void)json::parse(line);
+  } catch (const json::exception& e) {
+    why = e.what();
+    if (why.starts_with("[json.exception.") && why.find("] ") != std::string::npos) why.erase(0, why.find("] ") + 2);
+  }
+  return "not a JSON object: " + excerpt(why, 160);
 }
 }  // namespace
 
 std::optional<BadLine> parse_hh_line(const std::string& line, const HhReaderConfig& cfg, PairText& pair) {
   json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return BadLine{BadLineKind::NotJson, "not a JSON object"};
+  if (j.is_discarded() || !j.is_object()) return BadLine{BadLineKind::NotJson, not_an_object_reason(line, j)};
   pair.margin = 0.0f;
   if (!cfg.margin_field.empty())
     if (auto bad = read_margin(j, cfg.margin_field, pair.margin)) return bad;

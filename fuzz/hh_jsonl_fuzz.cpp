@@ -2,8 +2,11 @@
 // arbitrary file (gzip is recognised by its magic bytes, so the fuzzer reaches zlib too), in raw and chat
 // mode, without and with a prompt field (strings and message lists) and a margin field (every margin a
 // finite float). Bad lines are counted (skip) or an
-// InputError naming the file (fail); every non-blank line is either a pair or a bad line.
+// InputError naming the file (fail); every non-blank line is either a pair or a bad line, and every
+// reason can be written as JSON.
 #include <cmath>
+
+#include <nlohmann/json.hpp>
 
 #include "data/hh_rlhf.h"
 #include "fuzz/fuzz_util.h"
@@ -29,6 +32,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           fuzz::require(stats.pairs == pairs && stats.pairs + stats.bad_total() == stats.lines,
                         "line counts do not add up: " + stats.report());
           if (policy == data::BadLinePolicy::Fail) fuzz::require(stats.bad_total() == 0, "a bad line passed under fail");
+          // Reasons quote the input and end up in JSON (score's rows): they must be valid UTF-8.
+          for (const std::string& why : stats.first_bad) {
+            bool writable = true;
+            try {
+              (void)nlohmann::json(why).dump();
+            } catch (const nlohmann::json::exception&) {
+              writable = false;
+            }
+            fuzz::require(writable, "a bad-line reason is not valid UTF-8: " + why);
+          }
         });
       }
   std::remove(path.c_str());

@@ -82,18 +82,21 @@ TEST(Reader, MalformedLinesAreCountedWithTheirFirstLine) {
   EXPECT_EQ(stats.bad[size_t(BadLineKind::MissingField)], 1);
   EXPECT_EQ(stats.bad[size_t(BadLineKind::NotString)], 1);
   EXPECT_EQ(stats.bad[size_t(BadLineKind::Empty)], 1);
-  EXPECT_EQ(stats.first_bad[size_t(BadLineKind::NotJson)], path + ":2: not a JSON object");
+  // The reason is nlohmann's (the line ends inside a string), without its exception tag.
+  EXPECT_EQ(stats.first_bad[size_t(BadLineKind::NotJson)],
+            path + ":2: not a JSON object: parse error at line 1, column 19: syntax error while parsing value - "
+                   "invalid string: missing closing quote; last read: '\"broken'");
   EXPECT_EQ(stats.first_bad[size_t(BadLineKind::MissingField)], path + ":3: no field 'rejected'");
   EXPECT_EQ(stats.first_bad[size_t(BadLineKind::NotString)], path + ":4: field 'chosen' is neither a string nor a list of messages");
   EXPECT_EQ(stats.first_bad[size_t(BadLineKind::Empty)], path + ":6: field 'rejected' is empty");
-  EXPECT_NE(stats.report().find("not_json: 2 (first: " + path + ":2: not a JSON object)"), std::string::npos)
+  EXPECT_NE(stats.report().find("not_json: 2 (first: " + path + ":2: not a JSON object: parse error"), std::string::npos)
       << stats.report();
 
   HhReaderConfig fail;
   fail.bad_lines = BadLinePolicy::Fail;
   ReadStats s2;
   const std::string msg = error_of([&] { read_all({path}, fail, s2); });
-  EXPECT_EQ(msg.rfind(path + ":2: not a JSON object", 0), 0u) << msg;
+  EXPECT_EQ(msg.rfind(path + ":2: not a JSON object: parse error", 0), 0u) << msg;
 
   // Chat mode also rejects text that is not a transcript.
   HhReaderConfig chat;
@@ -102,6 +105,45 @@ TEST(Reader, MalformedLinesAreCountedWithTheirFirstLine) {
   EXPECT_EQ(read_all({path}, chat, s3).size(), 1u);
   EXPECT_EQ(s3.first_bad[size_t(BadLineKind::NotTranscript)].rfind(path + ":8: field 'chosen' is not a", 0), 0u)
       << s3.first_bad[size_t(BadLineKind::NotTranscript)];
+}
+
+// What a line that is no JSON object says: the kind of JSON it is, or why it does not parse, in printable
+// ASCII (the reason goes into logs and score's JSON rows) and cut short.
+TEST(Reader, NotAnObjectSaysWhy) {
+  const auto why = [](const std::string& line) {
+    PairText pair;
+    const std::optional<BadLine> bad = parse_hh_line(line, HhReaderConfig{}, pair);
+    EXPECT_TRUE(bad.has_value()) << line;
+    EXPECT_EQ(bad ? bad->kind : BadLineKind::Empty, BadLineKind::NotJson) << line;
+    return bad ? bad->why : std::string();
+  };
+  EXPECT_EQ(why("[1, 2]"), "not a JSON object: the line is a JSON array");
+  EXPECT_EQ(why("\"text\""), "not a JSON object: the line is a JSON string");
+  EXPECT_EQ(why(R"({"chosen": "a", "rejected": "b", "margin": 1e400})"),
+            "not a JSON object: number overflow parsing '1e400'");
+  EXPECT_EQ(why("\xff\xfe{}"), "not a JSON object: parse error at line 1, column 1: syntax error while parsing value - "
+                                "invalid literal; last read: '\\xff'");
+  // Text quoted from a line stays valid UTF-8 (score writes it into JSON): whole characters, cut at 40.
+  HhReaderConfig with_margin;
+  with_margin.margin_field = "margin";
+  std::string e50, e39, u39;
+  for (int i = 0; i < 50; ++i) e50 += "\xc3\xa9";  // é
+  for (int i = 0; i < 39; ++i) e39 += "\xc3\xa9", u39 += "\xc3\xbc";  // é, ü
+  PairText pair;
+  auto bad = parse_hh_line(R"({"chosen": "a", "rejected": "b", "margin": ")" + e50 + "\"}", with_margin, pair);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->why, "field 'margin' is not a finite number (a float's range): \"" + e39 + "...")
+      << bad->why;
+  std::string u50;
+  for (int i = 0; i < 50; ++i) u50 += "\xc3\xbc";
+  bad = parse_hh_line(R"({"chosen": [{"role": "\u0001)" + u50 + R"(", "content": "x"}], "rejected": "b"})", {}, pair);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->why, "field 'chosen', message 0: role '\\x01" + u39 + "...' is not system, user or assistant")
+      << bad->why;
+  const std::string long_line = "{\"chosen\": \"" + std::string(500, 'x');
+  const std::string cut = why(long_line);
+  EXPECT_EQ(cut.size(), std::string("not a JSON object: ").size() + 160 + 3) << cut;
+  EXPECT_TRUE(cut.ends_with("xxx...")) << cut;
 }
 
 TEST(Reader, ConfigurableFieldNamesAndGlobs) {

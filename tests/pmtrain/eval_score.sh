@@ -49,7 +49,8 @@ head -1 $TMP/score.err | grep -qxF "score: weights: checkpoint $TMP/run/checkpoi
   || { cat $TMP/score.err; fail "score's first line does not name the checkpoint"; }
 grep -q "12 pairs scored, 3 lines skipped" $TMP/score.err || { cat $TMP/score.err; fail "skipped count not on stderr"; }
 [ "$(field line < $TMP/dirty.out | tr '\n' ' ')" = "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 " ] || fail "rows not one per line in order"
-grep -qxF '{"line":3,"skipped":"not a JSON object"}' $TMP/dirty.out || fail "line 3 not reported as malformed"
+grep -qxF '{"line":3,"skipped":"not a JSON object: parse error at line 1, column 2: syntax error while parsing value - invalid literal; last read: '"'no'"'"}' \
+  $TMP/dirty.out || { cat $TMP/dirty.out; fail "line 3 not reported as malformed, with the parser's reason"; }
 grep -qxF '{"line":7,"skipped":"blank line"}' $TMP/dirty.out || fail "line 7 not reported as blank"
 grep -qxF "{\"line\":10,\"skipped\":\"no field 'rejected'\"}" $TMP/dirty.out || fail "line 10 not reported"
 # The scored rows carry the clean file's rewards in the clean file's order.
@@ -99,3 +100,18 @@ set -e
 [ $rc -ne 0 ] && grep -qF "dirty.jsonl:3: not a JSON object" $TMP/fail.err || { cat $TMP/fail.err; fail "bad_lines=fail did not stop at line 3"; }
 [ "$(field line < $TMP/fail.out | tr '\n' ' ')" = "1 2 " ] || fail "bad_lines=fail: rows before line 3 expected"
 echo "score with data.bad_lines=fail: stopped at line 3 ($(tail -1 $TMP/fail.err))"
+
+# Reasons quote the input; a row must stay valid JSON whatever bytes the line holds: a margin of 50
+# non-ASCII characters (cut at 40, whole characters) and a line that is not UTF-8 (its bytes as \xNN).
+{ printf '{"chosen": "a", "rejected": "b", "margin": "'; for i in $(seq 50); do printf '\xc3\xa9'; done; printf '"}\n'
+  printf '\xff\xfe{}\n'; } > $TMP/bytes.jsonl
+"$PMTRAIN" score $COMMON --data $TMP/bytes.jsonl --set data.margin_field=margin --out $TMP/bytes.out 2> $TMP/bytes.err \
+  || { cat $TMP/bytes.err; fail "score of lines with non-ASCII and non-UTF-8 reasons failed"; }
+python3 - $TMP/bytes.out <<'PY' || fail "score rows of non-ASCII reasons"
+import sys, json
+rows = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+want = ["field 'margin' is not a finite number (a float's range): \"" + "\u00e9" * 39 + "...",
+        "not a JSON object: parse error at line 1, column 1: syntax error while parsing value - invalid literal; last read: '\\xff'"]
+if [r.get("skipped") for r in rows] != want: sys.exit(f"FAIL: rows {rows}")
+print("score rows quote non-ASCII input as valid JSON:", [r["skipped"][:60] for r in rows])
+PY
