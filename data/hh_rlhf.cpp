@@ -144,7 +144,7 @@ std::string not_an_object_reason(const std::string& line, const json& parsed) {
   if (!parsed.is_discarded()) return fmt::format("not a JSON object: the line is a JSON {}", parsed.type_name());
   std::string why = "malformed";
   try {
-    (void)json::parse(line);
+    [[maybe_unused]] const json again = json::parse(line);
   } catch (const json::exception& e) {
     why = e.what();
     if (why.starts_with("[json.exception.") && why.find("] ") != std::string::npos) why.erase(0, why.find("] ") + 2);

@@ -22,6 +22,7 @@
 #include "pmtrain/engine_params.h"
 #include "pmtrain/model_setup.h"
 #include "pmtrain/planner.h"
+#include "pmtrain/stop_signals.h"
 #include "zero/comm_plan.h"
 
 namespace zero::pmtrain {
@@ -350,6 +351,10 @@ nlohmann::json cell_json(const Cell& c) {
           {"epoch_seconds", c.epoch_s}};
 }
 
+// Seconds before an sbatch job's time limit at which its ranks are told to stop: the step under way, a
+// checkpoint of the largest presets and Slurm's signal coming up to 60 s early fit in it.
+constexpr int kSbatchStopBeforeLimitS = 300;
+
 void write_sbatch(const PlanArgs& a, const Setup& s, const Cell& c) {
   ZERO_REQUIRE(a.launcher == "srun" || a.launcher == "mpirun", ConfigError, "--launcher is srun or mpirun, not '{}'",
                a.launcher);
@@ -387,15 +392,33 @@ void write_sbatch(const PlanArgs& a, const Setup& s, const Cell& c) {
   out << "#SBATCH --cpus-per-task=" << (gpu ? int64_t(8) : std::max<int64_t>(1, s.cfg.threads)) << "\n"
       << "#SBATCH --mem=" << mem_gib << "G\n"
       << fmt::format("#SBATCH --time={:02d}:{:02d}:00\n", mins / 60, mins % 60)
+      // The time limit: the job's steps (the ranks, not this shell) get SIGTERM this long before it, save a
+      // checkpoint and exit with kExitStopped; below, the job then requeues itself and resumes there.
+      << fmt::format("#SBATCH --signal=TERM@{}\n", kSbatchStopBeforeLimitS)
+      << "#SBATCH --requeue\n"
+      << "#SBATCH --open-mode=append\n"
       << "#SBATCH --output=runs/slurm-%j.out\n"
       << "set -euo pipefail\n"
       << "export OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}\n"
-      << "PMTRAIN=${PMTRAIN:-build/pmtrain/pmtrain}\n";
+      << "PMTRAIN=${PMTRAIN:-build/pmtrain/pmtrain}\n"
+      << "# A requeued job (time limit, preemption, node failure) continues from its newest checkpoint; a new\n"
+      << "# submission into a run.dir with checkpoints is refused as ever (pass --resume auto to continue one).\n"
+      << "RESUME=\"\"\n"
+      << "if [ \"${SLURM_RESTART_COUNT:-0}\" -gt 0 ]; then RESUME=\"--resume auto\"; fi\n"
+      << "set +e\n";
   if (a.launcher == "srun")
-    out << fmt::format("srun --mpi=pmix \"$PMTRAIN\" train {} {} \"$@\"\n", a.config_path, sets);
+    out << fmt::format("srun --mpi=pmix \"$PMTRAIN\" train {} {} $RESUME \"$@\"\n", a.config_path, sets);
   else
-    out << fmt::format("mpirun -np {} --map-by ppr:{}:node \"$PMTRAIN\" train {} {} \"$@\"\n", c.world, c.per_node,
-                       a.config_path, sets);
+    out << fmt::format("mpirun -np {} --map-by ppr:{}:node \"$PMTRAIN\" train {} {} $RESUME \"$@\"\n",
+                       c.world, c.per_node, a.config_path, sets);
+  out << "rc=$?\n"
+      << fmt::format("# {}: every rank stopped on a signal after saving a checkpoint: run the rest as this job again.\n",
+                     kExitStopped)
+      << fmt::format("if [ $rc -eq {} ] && [ -n \"${{SLURM_JOB_ID:-}}\" ]; then\n", kExitStopped)
+      << "  echo \"pmtrain: stopped before the time limit; requeueing job $SLURM_JOB_ID to resume\"\n"
+      << "  scontrol requeue \"$SLURM_JOB_ID\"\n"
+      << "fi\n"
+      << "exit $rc\n";
   ZERO_REQUIRE(out.good(), ConfigError, "--sbatch {}: write failed", a.sbatch);
 }
 

@@ -80,7 +80,8 @@ echo "ok: fits nowhere: $(cat $TMP/nowhere.err)"
 # sbatch: 2 nodes x 8 GPUs (16 x 24 GiB) with srun; one CPU node with mpirun.
 "$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 16 --gpu-mem 24GiB --sbatch $TMP/job.sbatch > /dev/null
 bash -n $TMP/job.sbatch || fail "sbatch script: syntax"
-for want in "--nodes=2" "--ntasks-per-node=8" "--gpus-per-node=8" "--cpus-per-task=8" "--job-name=pmtrain-qwen3_4b_bs128"; do
+for want in "--nodes=2" "--ntasks-per-node=8" "--gpus-per-node=8" "--cpus-per-task=8" "--job-name=pmtrain-qwen3_4b_bs128" \
+    "--signal=TERM@300" "--requeue" "--open-mode=append"; do
   grep -q "^#SBATCH $want\$" $TMP/job.sbatch || { cat $TMP/job.sbatch; fail "sbatch lacks $want"; }
 done
 grep -qE '^#SBATCH --time=[0-9]{2,}:[0-5][0-9]:00$' $TMP/job.sbatch || { cat $TMP/job.sbatch; fail "sbatch: --time"; }
@@ -100,7 +101,7 @@ TOK=(--set batch.micro_tokens=1024 --set batch.micro=0 --set batch.accum=0 --set
 grep -q "^recommended: .*stage [0-3], micro_tokens 1024 (2 pairs at max_len), at most 4 micro-steps" $TMP/tok.txt \
   || { cat $TMP/tok.txt; fail "token-budget plan: recommendation"; }
 ! grep -q "batch.micro=" $TMP/tok.sbatch || { cat $TMP/tok.sbatch; fail "token-budget sbatch sets batch.micro"; }
-line=$(grep '^mpirun ' $TMP/tok.sbatch | sed -E 's/^mpirun -np 2 --map-by ppr:2:node "\$PMTRAIN" train //; s/ "\$@"$//')
+line=$(grep '^mpirun ' $TMP/tok.sbatch | sed -E 's/^mpirun -np 2 --map-by ppr:2:node "\$PMTRAIN" train //; s/ \$RESUME "\$@"$//')
 "$PMTRAIN" train $line "${TOK[@]:0:6}" --set data.max_len=256 --dry-run > $TMP/tok_dry.txt 2>&1 \
   || { cat $TMP/tok.sbatch $TMP/tok_dry.txt; fail "the token-budget sbatch's train line is refused"; }
 bad "--micro with a token budget" "drop --micro" plan configs/tiny_cpu.yaml "${TOK[@]}" --micro 2
