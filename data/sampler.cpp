@@ -173,7 +173,7 @@ std::vector<StepPlan> PairSampler::next_step_all_ranks() {
     p.micro.resize(cfg_.accum);
   }
   if (cfg_.micro_tokens > 0) {
-    cut_by_tokens(ids, plans);
+    cut_by_tokens(ids, lengths_, cfg_.micro_tokens, plans);
     cursor_.position += take;
     ++cursor_.step;
     return plans;
@@ -196,23 +196,26 @@ std::vector<StepPlan> PairSampler::next_step_all_ranks() {
   return plans;
 }
 
-void PairSampler::cut_by_tokens(const std::vector<int64_t>& ids, std::vector<StepPlan>& plans) const {
-  std::vector<std::vector<int64_t>> mine(world_);
-  for (int64_t id : ids) {  // each pair to the least loaded rank, in the step's order
-    int r = 0;
-    for (int q = 1; q < world_; ++q)
+void cut_by_tokens(const std::vector<int64_t>& ids, const std::vector<int64_t>& pair_lengths, int64_t micro_tokens,
+                   std::vector<StepPlan>& plans) {
+  const auto pair_tokens = [&](int64_t id) { return pair_lengths.empty() ? int64_t(1) : 2 * pair_lengths[size_t(id)]; };
+  const size_t world = plans.size();
+  std::vector<std::vector<int64_t>> mine(world);
+  for (int64_t id : ids) {  // each pair to the least loaded rank, in the given order
+    size_t r = 0;
+    for (size_t q = 1; q < world; ++q)
       if (plans[q].tokens < plans[r].tokens) r = q;
     mine[r].push_back(id);
     plans[r].tokens += pair_tokens(id);
   }
   size_t most = 1;
-  for (int r = 0; r < world_; ++r) {
+  for (size_t r = 0; r < world; ++r) {
     auto& micro = plans[r].micro;
     micro.clear();
     int64_t filled = 0;
     for (int64_t id : mine[r]) {
       const int64_t t = pair_tokens(id);
-      if (micro.empty() || (filled + t > cfg_.micro_tokens && !micro.back().pair_ids.empty())) {
+      if (micro.empty() || (filled + t > micro_tokens && !micro.back().pair_ids.empty())) {
         micro.emplace_back();
         filled = 0;
       }

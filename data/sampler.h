@@ -71,6 +71,15 @@ struct StepPlan {
   int64_t tokens = 0;                 // this rank's token cost (token budgets: what the greedy balanced)
 };
 
+// Token budgets for pairs in a given order (the rule above): each pair to the rank with the fewest tokens
+// so far (ties: lowest rank), each rank's pairs cut in order into micro-batches of at most micro_tokens
+// tokens (a pair over the budget alone), every rank the same number of them (the others end with empty
+// ones). plans has one entry per rank; their micro and tokens are set. pair_lengths[id]: the longer
+// answer's tokens (a pair costs two rows of it); empty = every pair costs 1. The sampler's steps and
+// pmtrain's evaluation batch this way.
+void cut_by_tokens(const std::vector<int64_t>& ids, const std::vector<int64_t>& pair_lengths, int64_t micro_tokens,
+                   std::vector<StepPlan>& plans);
+
 class PairSampler {
  public:
   // pair_lengths: one per pair (for bucketing and the filler choice), or empty (no bucketing).
@@ -91,9 +100,6 @@ class PairSampler {
   const std::vector<int64_t>& permutation(int64_t epoch);
   // The pairs of the step starting at cursor_.position when bucket_window > 1 (full steps only).
   std::vector<int64_t> windowed_step(const std::vector<int64_t>& perm);
-  // Fills plans' micro-batches from the step's real pairs by token budget (see above).
-  void cut_by_tokens(const std::vector<int64_t>& ids, std::vector<StepPlan>& plans) const;
-  int64_t pair_tokens(int64_t id) const { return lengths_.empty() ? 1 : 2 * lengths_[id]; }
 
   SamplerConfig cfg_;
   int64_t n_;

@@ -256,7 +256,7 @@ std::vector<Field> schema(Config& c) {
       field("batch.micro", b.micro, kNonNegative, "pairs per micro-batch per rank (0 = derived)"),
       field("batch.accum", b.accum, kNonNegative, "micro-batches per rank per step (0 = derived)"),
       field("batch.world", b.world, kNonNegative, "pin the world size the batch is planned for (0 = whatever the launcher starts)"),
-      field("batch.micro_tokens", b.micro_tokens, kNonNegative, "> 0: micro-batches filled to this many tokens per rank instead of batch.micro pairs"),
+      field("batch.micro_tokens", b.micro_tokens, kNonNegative, "> 0: micro-batches filled to this many tokens per rank instead of batch.micro pairs (evaluation batches too)"),
 
       field("zero.stage", z.stage, Range{0, 3}, "ZeRO stage: 0 = replicated, 1 = + sharded optimizer state, 2 = + sharded gradients, 3 = + sharded parameters"),
       field("zero.bucket_elements", z.bucket_elements, kAtLeastOne, "gradient reduction bucket size in elements"),

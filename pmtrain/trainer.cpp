@@ -114,10 +114,13 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   const std::string& init = stack_.init_description;
 
   if (info_.rank == 0 && !training) {
-    int64_t n = 0;
-    for (const TestSet& t : test_sets_) n += eval_count(t.pairs);
-    printf("pmtrain: eval of %lld of %lld test pairs, world %d, stage %d, micro-batch %lld\n", (long long)n,
-           (long long)test_pairs(), W, ec.stage, (long long)batch_.micro);
+    int64_t n = 0, per_rank = 0;
+    for (const TestSet& t : test_sets_) n += eval_count(t.pairs), per_rank += int64_t(eval_batches(t.pairs).size());
+    const std::string batches = cfg_.batch.micro_tokens > 0
+                                    ? fmt::format("micro-batches of at most {} tokens", cfg_.batch.micro_tokens)
+                                    : fmt::format("micro-batch {}", batch_.micro);
+    printf("pmtrain: eval of %lld of %lld test pairs, world %d, stage %d, %s (%lld per rank)\n", (long long)n,
+           (long long)test_pairs(), W, ec.stage, batches.c_str(), (long long)per_rank);
     fflush(stdout);
   }
   if (info_.rank == 0 && training) {
@@ -472,22 +475,36 @@ EvalStats Trainer::evaluate() {
   return ev;
 }
 
-PairStats Trainer::evaluate_locally(const data::PairDataset& pairs) {
+std::vector<data::MicroBatchPlan> Trainer::eval_batches(const data::PairDataset& pairs) const {
   const int W = comm_.world(), R = info_.rank;
   const int64_t n = eval_count(pairs);
+  if (cfg_.batch.micro_tokens > 0) {  // the training budget, longest pairs first (each batch similar lengths)
+    const std::vector<int64_t> lengths = pairs.pair_lengths();
+    std::vector<int64_t> ids(size_t(n), 0);
+    for (int64_t i = 0; i < n; ++i) ids[size_t(i)] = i;
+    std::stable_sort(ids.begin(), ids.end(), [&](int64_t a, int64_t b) { return lengths[size_t(a)] > lengths[size_t(b)]; });
+    std::vector<data::StepPlan> plans(static_cast<size_t>(W));
+    data::cut_by_tokens(ids, lengths, cfg_.batch.micro_tokens, plans);
+    return std::move(plans[size_t(R)].micro);
+  }
   const int64_t m = batch_.micro;
   const int64_t per_rank = (n + W - 1) / W;
-  const int64_t batches = (per_rank + m - 1) / m;  // the same on every rank: stage 3 gathers are collective
-  int64_t tokens = 0;
-  for (int64_t b = 0; b < batches; ++b) {
-    std::vector<int64_t> ids;
-    std::vector<uint8_t> mask;
+  std::vector<data::MicroBatchPlan> batches(size_t((per_rank + m - 1) / m));
+  for (size_t b = 0; b < batches.size(); ++b)
     for (int64_t j = 0; j < m; ++j) {
-      const int64_t i = (b * m + j) * W + R;  // round-robin over ranks
-      if (i < n) ids.push_back(i), mask.push_back(1);
+      const int64_t i = (int64_t(b) * m + j) * W + R;  // round-robin over ranks
+      if (i < n) batches[b].pair_ids.push_back(i), batches[b].pair_mask.push_back(1);
     }
-    if (ids.empty()) ids.push_back(0), mask.push_back(0);  // a masked filler keeps the collectives aligned
-    const data::PairBatch batch = data::make_batch(pairs, ids, mask, batch_cfg_);
+  return batches;
+}
+
+PairStats Trainer::evaluate_locally(const data::PairDataset& pairs) {
+  int64_t tokens = 0;
+  // The same number of batches on every rank (stage 3 gathers are collective); an empty one runs a
+  // masked filler pair.
+  for (data::MicroBatchPlan& mb : eval_batches(pairs)) {
+    if (mb.pair_ids.empty()) mb.pair_ids.push_back(0), mb.pair_mask.push_back(0);
+    const data::PairBatch batch = data::make_batch(pairs, mb.pair_ids, mb.pair_mask, batch_cfg_);
     stack_.engine->begin_forward();
     tokens += stack_.model->queue_forward(batch, *stack_.access);  // read back once, below
   }

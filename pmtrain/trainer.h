@@ -46,7 +46,11 @@ class Trainer {
   // set_name: a named test set (data.test_sets), for the message.
   data::PairDataset load_dataset(const std::vector<std::string>& files, const char* split,
                                  const std::string& set_name = "");
-  // The local sums of one test set's first run.eval_pairs pairs, round-robin over the ranks.
+  // This rank's eval micro-batches of one test set's first run.eval_pairs pairs, as many on every rank:
+  // by batch.micro_tokens when set (data::cut_by_tokens over the pairs, longest first), else batch.micro
+  // pairs, round-robin over the ranks.
+  std::vector<data::MicroBatchPlan> eval_batches(const data::PairDataset& pairs) const;
+  // The local sums of one test set's eval batches.
   PairStats evaluate_locally(const data::PairDataset& pairs);
   int64_t eval_count(const data::PairDataset& pairs) const;  // pairs of it an evaluation reads
   int64_t test_pairs() const;  // over every part of the test split

@@ -2,7 +2,8 @@
 # batch.micro_tokens: micro-batches filled to a token budget, the global batch still 8 pairs a step.
 # At 2 ranks against pair batching (micro 2 x accum 2): the same pairs every step (pair_id_sum), the
 # same loss within fp32 summation order (1e-5), a number of micro-steps that follows the budget; and a
-# run stopped mid-epoch and resumed gives the uninterrupted token-budget run's losses bit for bit.
+# run stopped mid-epoch and resumed gives the uninterrupted token-budget run's losses bit for bit; the
+# evaluation batches by the budget as well.
 source "$(dirname "$0")/common.sh"
 RUN="--set data.cache_dir=$TMP/cache --set run.steps=6 --set run.eval_every=0 --set run.save_final=false --set batch.global=8"
 TOK="--set batch.micro=0 --set batch.micro_tokens=500"
@@ -27,3 +28,21 @@ $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN $TOK --set run.dir=$TM
 diff <(json_field $TMP/tok/metrics.jsonl train loss) <(json_field $TMP/cut/metrics.jsonl train loss) \
   || fail "token-budget resume is not bit-exact"
 echo "ok: same pairs and losses as pair batching; micro-steps per step: $micro; resume bit-exact"
+
+# Evaluation batches by the budget too (longest pairs first, cut as a step is): the same 40 pairs in fewer
+# micro-batches than micro 2 round-robin gives, and the same numbers to fp32 summation order.
+EV="--init --set run.eval_pairs=40 --set data.test_files=[data/assets/hh-rlhf/harmless-base/test.jsonl.gz]"
+$MPIRUN -np 2 "$PMTRAIN" eval configs/tiny_cpu.yaml $RUN $EV > $TMP/ev_pairs.txt 2>&1 || { cat $TMP/ev_pairs.txt; fail "eval by pairs"; }
+$MPIRUN -np 2 "$PMTRAIN" eval configs/tiny_cpu.yaml $RUN $EV --set batch.micro=0 --set batch.micro_tokens=3000 \
+  > $TMP/ev_tok.txt 2>&1 || { cat $TMP/ev_tok.txt; fail "eval by tokens"; }
+grep -q "^pmtrain: eval of 40 of .* micro-batch 2 (10 per rank)$" $TMP/ev_pairs.txt || { cat $TMP/ev_pairs.txt; fail "eval by pairs: batches"; }
+per_rank=$(sed -nE 's/^pmtrain: eval of 40 of .*, micro-batches of at most 3000 tokens \(([0-9]+) per rank\)$/\1/p' $TMP/ev_tok.txt)
+[ -n "$per_rank" ] && [ "$per_rank" -lt 10 ] || { cat $TMP/ev_tok.txt; fail "eval by tokens: expected fewer than 10 batches per rank"; }
+python3 - "$(grep '^{' $TMP/ev_pairs.txt)" "$(grep '^{' $TMP/ev_tok.txt)" <<'PY' || fail "eval by tokens differs from eval by pairs"
+import json, sys
+a, b = (json.loads(x) for x in sys.argv[1:])
+if a["pairs"] != 40 or b["pairs"] != 40: sys.exit(f"pairs {a['pairs']} {b['pairs']}")
+for f in ("loss", "accuracy", "chosen_reward", "rejected_reward"):
+    if abs(a[f] - b[f]) > 1e-5 * max(1e-3, abs(a[f])): sys.exit(f"{f}: {a[f]} vs {b[f]}")
+PY
+echo "ok: eval by the token budget: $per_rank micro-batches per rank instead of 10, the same loss and accuracy"
