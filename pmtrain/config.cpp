@@ -190,6 +190,7 @@ std::vector<Field> schema(Config& c) {
       field("run.epochs", r.epochs, kAtLeastOne, "passes over the training data (when run.steps is 0)"),
       field("run.log_every", r.log_every, kNonNegative, "print a progress line every N steps (0 = never; metrics.jsonl gets every step)"),
       field("run.eval_every", r.eval_every, kNonNegative, "evaluate on the test split every N steps (0 = only at the end)"),
+      field("run.eval_at_start", r.eval_at_start, "also evaluate the starting weights before the first step of a fresh run (an eval record at step 0; HF's eval_on_start); run.early_stop counts it"),
       field("run.eval_pairs", r.eval_pairs, kNonNegative, "test pairs an evaluation uses from data.test_files and from each data.test_sets set (0 = all of them)"),
       field("run.save_every", r.save_every, kNonNegative, "save a checkpoint every N steps (0 = only at the end)"),
       field("run.save_final", r.save_final, "save a checkpoint after the last step"),

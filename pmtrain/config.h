@@ -40,6 +40,7 @@ struct RunSection {
   int64_t epochs = 1;
   int64_t log_every = 1;
   int64_t eval_every = 0;   // 0 = only at the end
+  bool eval_at_start = false;  // also evaluate the starting weights (step 0) of a fresh run
   int64_t eval_pairs = 0;   // 0 = the whole test split
   int64_t save_every = 0;   // 0 = only at the end (when checkpoints are on)
   bool save_final = true;

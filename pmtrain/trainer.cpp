@@ -160,8 +160,9 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   ckpt_ = std::make_unique<checkpoint::Checkpointer>(*stack_.engine, co);
   if (!training) return;
   resume_if_asked();
+  // A fresh run keeps no step's record (-1: not even the step-0 eval of run.eval_at_start).
   metrics_ = std::make_unique<MetricsLog>((fs::path(cfg_.run.dir) / "metrics.jsonl").string(), info_.rank == 0,
-                                          start_step_);
+                                          start_step_ > 0 ? start_step_ : -1);
 }
 
 // The checkpointer holds the engine: end it first (the stack then ends in its own order).
@@ -294,6 +295,12 @@ int Trainer::train_loop() {
   const bool r0 = info_.rank == 0;
   PairStats epoch_stats;
   int64_t epoch = -1;
+  // The weights before any step (not training time: before the clock starts).
+  if (cfg_.run.eval_at_start && start_step_ == 0 && test_pairs() > 0) {
+    const EvalStats ev = evaluate();
+    log_eval(ev, 0, false);
+    if (early_.patience > 0) early_.record(metric_value(cfg_.run.keep_best, ev));
+  }
   const double t_start = now();
   double tokens_total = 0;
   int64_t skipped = 0;

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # eval and score take the trained weights, not the random init:
 #  - `pmtrain eval CONFIG` on a finished run (2 ranks) says which checkpoint it evaluates and gives exactly
-#    the run's final eval record (loss, accuracy, rewards, pairs); `--init` says so and differs; a run
-#    without checkpoints is an error that names the choices;
+#    the run's final eval record (loss, accuracy, rewards, pairs); `--init` says so and differs, and
+#    equals the run's step-0 record (run.eval_at_start); a run without checkpoints is an error that names
+#    the choices;
 #  - `pmtrain score` writes one row per input line in input order, with the input's line numbers, rows
 #    for bad lines saying why, the count of skipped lines on stderr; data.bad_lines=fail stops there;
 #  - eval's loss and accuracy equal what score's rewards give, plain and with margins and centering.
 source "$(dirname "$0")/common.sh"
 COMMON="configs/tiny_cpu.yaml --set run.dir=$TMP/run --set data.cache_dir=$TMP/cache --set run.steps=3
   --set batch.global=8 --set run.eval_every=0 --set run.eval_pairs=16"
-$MPIRUN -np 2 "$PMTRAIN" train $COMMON > $TMP/train.txt 2>&1 || { cat $TMP/train.txt; fail "training failed"; }
+$MPIRUN -np 2 "$PMTRAIN" train $COMMON --set run.eval_at_start=true > $TMP/train.txt 2>&1 \
+  || { cat $TMP/train.txt; fail "training failed"; }
 # field NAME: the value of "NAME" in a one-line JSON record on stdin
 field() { sed -E "s/.*\"$1\":([^,}]*).*/\1/"; }
 final=$(grep '"final":true' $TMP/run/metrics.jsonl) || fail "no final eval record"
@@ -30,6 +32,15 @@ head -1 $TMP/init.txt | grep -q "^eval: weights: the config's initial weights: r
 init_loss=$(grep '^{.*"type":"eval"' $TMP/init.txt | field loss)
 [ "$init_loss" != "$(field loss <<<"$rec")" ] || fail "eval --init gives the trained loss"
 echo "eval --init: loss $init_loss (untrained)"
+# run.eval_at_start: the run's step-0 record is the evaluation of its starting weights, eval --init's.
+start=$(grep '"type":"eval"' $TMP/run/metrics.jsonl | grep '"step":0,') || fail "no step-0 eval record (run.eval_at_start)"
+init_rec=$(grep '^{.*"type":"eval"' $TMP/init.txt)
+for f in loss accuracy chosen_reward rejected_reward pairs; do
+  [ "$(field $f <<<"$start")" = "$(field $f <<<"$init_rec")" ] \
+    || fail "run.eval_at_start: $f $(field $f <<<"$start") differs from eval --init's $(field $f <<<"$init_rec")"
+done
+grep -q "^eval @ step 0 | loss " $TMP/train.txt || fail "no 'eval @ step 0' line"
+echo "run.eval_at_start: step-0 record = eval --init (loss $(field loss <<<"$start"))"
 
 set +e
 "$PMTRAIN" eval configs/tiny_cpu.yaml --set run.dir=$TMP/empty --set data.cache_dir=$TMP/cache > $TMP/none.txt 2>&1
