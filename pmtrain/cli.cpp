@@ -144,7 +144,12 @@ std::optional<int> parse_command_line(int argc, char** argv, bool speak, Command
   CLI::App* eval = app.add_subcommand("eval", "loss, accuracy, rewards and margin of a model on the test split");
   add_config(eval, out.eval.config);
   add_weights(eval, out.eval.weights, "the newest complete checkpoint of the config's run.dir");
-  eval->footer("Examples:\n  mpirun -np 2 pmtrain eval configs/tiny_cpu.yaml\n  pmtrain eval configs/tiny_cpu.yaml --init");
+  eval->add_option("--data", out.eval.data,
+                   "evaluate these pair files (.jsonl or .jsonl.gz) instead of the config's test split "
+                   "(data.test_files and data.test_sets), e.g. --data helpful_test.jsonl.gz")
+      ->type_name("FILE");
+  eval->footer("Examples:\n  mpirun -np 2 pmtrain eval configs/tiny_cpu.yaml\n  pmtrain eval configs/tiny_cpu.yaml --init\n"
+               "  pmtrain eval configs/tiny_cpu.yaml --data pairs.jsonl.gz");
 
   // ---- bench (pmtrain/bench_command.h) ----
   BenchArgs& be = out.bench;

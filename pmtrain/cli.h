@@ -31,6 +31,7 @@ struct TrainArgs {
 struct EvalArgs {
   ConfigArgs config;
   WeightsArgs weights;
+  std::vector<std::string> data;  // evaluate these files instead of the config's test split (empty: the config's)
 };
 
 struct ScoreArgs {

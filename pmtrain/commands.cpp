@@ -70,6 +70,11 @@ int run_dry_run(const TrainArgs& a) {
 
 int run_eval(const EvalArgs& a, MpiRuntime& mpi) {
   Config cfg = load_resolved_config(a.config);
+  if (!a.data.empty()) {  // these files are the test split
+    cfg.data.test_files.clear();
+    cfg.data.test_sets.clear();
+    for (const std::string& f : a.data) cfg.data.test_files.push_back(existing_path(f, "--data"));
+  }
   const WeightsChoice w = choose_weights(a.weights, cfg);
   const bool r0 = mpi.info().rank == 0;
   if (r0) {

@@ -96,6 +96,11 @@ awk '{ sub(/}[ \t]*$/, ", \"margin\": " (NR % 4) * 0.5 "}"); print }' $TMP/eval_
 $MPIRUN -np 2 "$PMTRAIN" eval $COMMON --set "data.test_files=[$TMP/eval_margin.jsonl]" --set data.margin_field=margin \
   --set loss.center_rewards=0.01 > $TMP/eval_margin.txt 2>&1 || { cat $TMP/eval_margin.txt; fail "eval with margins failed"; }
 mrec=$(grep '^{.*"type":"eval"' $TMP/eval_margin.txt) || { cat $TMP/eval_margin.txt; fail "no eval record with margins"; }
+# eval --data FILE: that file instead of the config's test split, the same record as data.test_files=[FILE].
+$MPIRUN -np 2 "$PMTRAIN" eval $COMMON --data $TMP/eval_margin.jsonl --set data.margin_field=margin \
+  --set loss.center_rewards=0.01 > $TMP/eval_data.txt 2>&1 || { cat $TMP/eval_data.txt; fail "eval --data failed"; }
+[ "$(grep '^{.*"type":"eval"' $TMP/eval_data.txt)" = "$mrec" ] || { cat $TMP/eval_data.txt; fail "eval --data differs from data.test_files"; }
+bad "eval --data of a missing file" "--data: $TMP/none.jsonl does not exist" eval $COMMON --data $TMP/none.jsonl
 paste -d' ' <(field chosen < $TMP/eval_set.out) <(field rejected < $TMP/eval_set.out) \
   | awk -v loss="$(field loss <<<"$mrec")" -v plain="$(field loss <<<"$rec")" '
       { m = (NR % 4) * 0.5; d = $2 - $1 + m; s += (d > 0 ? d + log(1 + exp(-d)) : log(1 + exp(d))) + 0.01 * ($1 + $2) ^ 2; n++ }
