@@ -144,7 +144,7 @@ real_ours() {
   "$PMTRAIN" train "$(config_of "$REAL_SHAPE")" --set backend=$BACKEND --set zero.stage=0 --set run.dir="$dir" \
     --set threads=$HOST_THREADS \
     --set run.steps=$REAL_STEPS --set run.eval_every=0 --set run.save_every=0 \
-    --set run.save_final=false --set data.test_files=[] --set data.cache_dir="$OUT/cells/cache" \
+    --set run.save_final=false --set data.test_files=[] --set data.test_sets={} --set data.cache_dir="$OUT/cells/cache" \
     --set batch.world=0 --set batch.global=$REAL_PAIRS --set batch.micro=0 --set batch.accum=0 \
     --set batch.micro_tokens=$REAL_TOKENS --set model.activation_checkpointing=false --set run.log_every=0 >&2 || return 1
   python3 - "$dir/metrics.jsonl" "$WARMUP" <<'PY'

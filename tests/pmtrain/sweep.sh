@@ -9,10 +9,15 @@ command -v gnuplot >/dev/null || fail "gnuplot is not installed (launch/setup.sh
 COMMON=(--mpirun "$MPIRUN" --set data.cache_dir=$TMP/cache --set data.max_train_pairs=16 --set data.max_len=64)
 
 OUT=$TMP/sweep
+# The config as a user trains it (named test sets, an eval at the start, the best checkpoint kept): the
+# cells still run without evaluation or checkpoints.
 "$PMTRAIN" sweep configs/tiny_cpu.yaml --ranks 1,2 --stages 0,3 --steps 2 --out $OUT "${COMMON[@]}" \
-  --set batch.global=4 > $TMP/out.txt 2>&1 || { cat $TMP/out.txt; fail "sweep failed"; }
+  --set batch.global=4 --set run.keep_best=loss --set run.eval_at_start=true \
+  --set "data.test_sets={a: [data/assets/hh-rlhf/harmless-base/test.jsonl.gz]}" > $TMP/out.txt 2>&1 \
+  || { cat $TMP/out.txt; fail "sweep failed"; }
 cat $TMP/out.txt
 [ "$(grep -c '^sweep: \[[0-9]/4\]' $TMP/out.txt)" = 4 ] || fail "expected one progress line per cell"
+! grep -l '"type":"eval"' $OUT/r*_s*/metrics.jsonl || fail "sweep cells evaluated"
 
 # check_sweep DIR "R,S R,S ..." (the cells that must be ok) "R,S ..." (the cells that must have failed)
 check_sweep() {
