@@ -38,10 +38,13 @@ MetricsLog::MetricsLog(const std::string& path, bool active, int64_t keep_throug
     const std::string tmp = path + ".tmp";
     std::ofstream out(tmp, std::ios::trunc);
     std::string line;
-    while (std::getline(in, line)) {
+    while (keep_through_step >= 0 && std::getline(in, line)) {
       const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (j.is_object() && j.contains("step") && j["step"].is_number() && j["step"].get<int64_t>() > keep_through_step)
-        continue;
+      const bool later = j.is_object() && j.contains("step") && j["step"].is_number() &&
+                         j["step"].get<int64_t>() > keep_through_step;
+      // A run that goes on past its old end (more steps, more early-stop patience) ends again itself.
+      const bool old_end = j.is_object() && (j.value("type", "") == "summary" || j.value("final", false));
+      if (later || old_end) continue;
       out << line << "\n";
     }
     out.close();

@@ -50,7 +50,9 @@ struct EvalStats {
 class MetricsLog {
  public:
   // Continues the file, first dropping the records of steps after `keep_through_step` (a resumed run repeats
-  // them; a run started over keeps none), so a step appears once. Every record gets "time" (Unix seconds).
+  // them, so a step appears once) and the records of an earlier end (the summary, the final eval: a resumed
+  // run writes its own); keep_through_step < 0 (a fresh run) keeps nothing. Every record gets "time" (Unix
+  // seconds).
   MetricsLog(const std::string& path, bool active, int64_t keep_through_step);
   ~MetricsLog();
   void write(const nlohmann::json& record);

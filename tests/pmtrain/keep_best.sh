@@ -56,6 +56,11 @@ paste -d' ' <(grep '"type":"eval"' $TMP/es/metrics.jsonl | grep -v '"final":true
             <(grep '"type":"eval"' $TMP/es/metrics.jsonl | grep -v '"final":true' | sed -E 's/.*"loss":([^,}]+).*/\1/') \
   > $TMP/es_evals.txt
 diff <(grep -v '^8 ' $TMP/evals.txt) $TMP/es_evals.txt || fail "the resumed run's evals differ from the uninterrupted run's"
+# The first end's records (its summary, its final eval) gave way to the resumed run's own.
+[ "$(grep -c '"type":"summary"' $TMP/es/metrics.jsonl)" = 1 ] && ! grep '"type":"summary"' $TMP/es/metrics.jsonl | grep -q '"early_stopped":true' \
+  || fail "the early stop's summary is still in metrics.jsonl after the run went on"
+[ "$(grep '"final":true' $TMP/es/metrics.jsonl | sed -E 's/.*"step":([0-9]+).*/\1/' | tr '\n' ' ')" = "8 " ] \
+  || fail "final eval records other than the resumed run's at step 8"
 echo "early_stop 2: ends at step $stop_at; resumed with patience 100: evals of steps $(cut -d' ' -f1 $TMP/es_evals.txt | tr '\n' ' ')= the uninterrupted run's"
 
 bad "early_stop without keep_best" "run.early_stop 2 counts evaluations of run.keep_best's metric" \
