@@ -197,6 +197,7 @@ std::vector<Field> schema(Config& c) {
       field("run.keep_last", r.keep_last, kAtLeastOne, "checkpoints kept: the newest N"),
       field("run.keep_every", r.keep_every, kNonNegative, "also keep every checkpoint whose step is a multiple of N (0 = none)"),
       choice("run.keep_best", r.keep_best, kKeepBest, "also keep the checkpoint with the best evaluation at its step (lowest loss or highest accuracy), linked as run.dir/checkpoints/best; every saved step needs an evaluation (run.save_every a multiple of run.eval_every)"),
+      field("run.keep_best_set", r.keep_best_set, "rank checkpoints (and count run.early_stop) by run.keep_best's metric on this data.test_sets set instead of the whole test split (HF's metric_for_best_model eval_NAME_loss; \"\" = the whole split)"),
       field("run.early_stop", r.early_stop, kNonNegative, "stop training once this many evaluations in a row did not improve run.keep_best's metric (HF's early_stopping_patience; 0 = never); the run ends as if finished there"),
       field("run.async_save", r.async_save, "write checkpoints in the background while training goes on"),
       field("run.resume", r.resume, "\"\" = start fresh, auto = the newest complete checkpoint of run.dir, or a checkpoint path"),

@@ -47,6 +47,7 @@ struct RunSection {
   int64_t keep_last = 2;
   int64_t keep_every = 0;
   KeepBest keep_best = KeepBest::None;  // also keep the best checkpoint by this eval metric
+  std::string keep_best_set;            // of this data.test_sets set ("" = the whole test split)
   int64_t early_stop = 0;  // stop after this many evaluations without a better keep_best metric (0 = never)
   bool async_save = false;
   std::string resume;       // "", "auto" or a checkpoint path

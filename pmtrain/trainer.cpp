@@ -28,18 +28,20 @@ double now() { return MPI_Wtime(); }
 
 // What a checkpoint's trainer state says of its step's evaluation.
 nlohmann::json eval_extra(const EvalStats& ev) { return {{"eval", ev.to_json()}}; }
-// run.keep_best: the metric in the checkpoint's trainer state (a pointer into eval_extra) and which way
-// is better; early_stop reads an evaluation's value through the same pointer (metric_value).
-checkpoint::BestMetric best_metric(KeepBest k) {
-  switch (k) {
-    case KeepBest::None: return {};
-    case KeepBest::Loss: return {"/eval/loss", false};
-    case KeepBest::Accuracy: return {"/eval/accuracy", true};
-  }
-  return {};
+// run.keep_best (of run.keep_best_set): the metric in the checkpoint's trainer state (a pointer into
+// eval_extra; the metric's config spelling is its JSON key, PairStats::to_json) and which way is better;
+// early_stop reads an evaluation's value through the same pointer (metric_value).
+checkpoint::BestMetric best_metric(const RunSection& r) {
+  if (r.keep_best == KeepBest::None) return {};
+  const std::string of = r.keep_best_set.empty() ? "/eval" : "/eval/sets/" + r.keep_best_set;
+  return {of + "/" + keep_best_name(r.keep_best), r.keep_best == KeepBest::Accuracy};
 }
-double metric_value(KeepBest k, const EvalStats& ev) {
-  return eval_extra(ev).at(nlohmann::json::json_pointer(best_metric(k).metric)).get<double>();
+double metric_value(const RunSection& r, const EvalStats& ev) {
+  return eval_extra(ev).at(nlohmann::json::json_pointer(best_metric(r).metric)).get<double>();
+}
+// "loss", or "loss of set NAME", for the run's lines.
+std::string best_metric_name(const RunSection& r) {
+  return keep_best_name(r.keep_best) + (r.keep_best_set.empty() ? "" : " of set " + r.keep_best_set);
 }
 // The checks that every save gets an evaluation, and that early_stop has a metric to count.
 void check_keep_best(const Config& c) {
@@ -47,6 +49,15 @@ void check_keep_best(const Config& c) {
                "{}: run.early_stop {} counts evaluations of run.keep_best's metric: set run.keep_best (loss or "
                "accuracy) and run.eval_every (now {})",
                c.source, c.run.early_stop, c.run.eval_every);
+  ZERO_REQUIRE(c.run.keep_best_set.empty() || c.run.keep_best != KeepBest::None, ConfigError,
+               "{}: run.keep_best_set '{}' names the set run.keep_best ranks by, but run.keep_best is none", c.source,
+               c.run.keep_best_set);
+  if (!c.run.keep_best_set.empty() && !c.data.test_sets.contains(c.run.keep_best_set)) {
+    std::string names;
+    for (const auto& [n, files] : c.data.test_sets) names += (names.empty() ? "" : ", ") + n;
+    throw ConfigError(fmt::format("{}: run.keep_best_set '{}' is not a data.test_sets set (the sets: {})", c.source,
+                                  c.run.keep_best_set, names.empty() ? "none" : names));
+  }
   if (c.run.keep_best == KeepBest::None) return;
   const std::string name = keep_best_name(c.run.keep_best);
   ZERO_REQUIRE(!c.data.test_files.empty() || !c.data.test_sets.empty(), ConfigError,
@@ -152,9 +163,9 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   }
   checkpoint::CheckpointOptions co;
   co.run_dir = cfg_.run.dir;
-  co.retention = {int(cfg_.run.keep_last), int(cfg_.run.keep_every), best_metric(cfg_.run.keep_best)};
+  co.retention = {int(cfg_.run.keep_last), int(cfg_.run.keep_every), best_metric(cfg_.run)};
   early_.patience = cfg_.run.early_stop;
-  early_.higher_is_better = best_metric(cfg_.run.keep_best).higher_is_better;
+  early_.higher_is_better = best_metric(cfg_.run).higher_is_better;
   co.async = cfg_.run.async_save;
   co.config_text = to_yaml(cfg_);
   ckpt_ = std::make_unique<checkpoint::Checkpointer>(*stack_.engine, co);
@@ -299,7 +310,7 @@ int Trainer::train_loop() {
   if (cfg_.run.eval_at_start && start_step_ == 0 && test_pairs() > 0) {
     const EvalStats ev = evaluate();
     log_eval(ev, 0, false);
-    if (early_.patience > 0) early_.record(metric_value(cfg_.run.keep_best, ev));
+    if (early_.patience > 0) early_.record(metric_value(cfg_.run, ev));
   }
   const double t_start = now();
   double tokens_total = 0;
@@ -378,7 +389,7 @@ int Trainer::train_loop() {
     std::optional<EvalStats> ev;
     if (cfg_.run.eval_every > 0 && (s + 1) % cfg_.run.eval_every == 0 && s + 1 < total_steps_ && test_pairs() > 0)
       log_eval(*(ev = evaluate()), s + 1, false);
-    if (ev && early_.patience > 0 && early_.record(metric_value(cfg_.run.keep_best, *ev))) {
+    if (ev && early_.patience > 0 && early_.record(metric_value(cfg_.run, *ev))) {
       early_stopped = true;
       end_step = s + 1;
       stop_eval = ev;  // the weights the run ends with: the final eval is this one
@@ -388,7 +399,7 @@ int Trainer::train_loop() {
   }
   if (early_stopped && r0)
     printf("early stop: eval %s did not improve on %.4f for %lld evaluations; training ends at step %lld of %lld\n",
-           keep_best_name(cfg_.run.keep_best).c_str(), *early_.best, (long long)early_.evals_since_best,
+           best_metric_name(cfg_.run).c_str(), *early_.best, (long long)early_.evals_since_best,
            (long long)end_step, (long long)total_steps_);
   if (!early_stopped && last < total_steps_) {  // stopped early (run.stop_at): save so a later run can resume
     save_checkpoint(last);
@@ -406,8 +417,8 @@ int Trainer::train_loop() {
   wait_for_saves(true);
   const double elapsed = now() - t_start - eval_s;
   if (r0 && cfg_.run.keep_best != KeepBest::None) {
-    if (const auto best = checkpoint::best_checkpoint(ckpt_->paths(), best_metric(cfg_.run.keep_best)))
-      printf("best checkpoint by eval %s: step_%lld (%s %.4f) -> %s\n", keep_best_name(cfg_.run.keep_best).c_str(),
+    if (const auto best = checkpoint::best_checkpoint(ckpt_->paths(), best_metric(cfg_.run)))
+      printf("best checkpoint by eval %s: step_%lld (%s %.4f) -> %s\n", best_metric_name(cfg_.run).c_str(),
              (long long)best->first, keep_best_name(cfg_.run.keep_best).c_str(), best->second,
              ckpt_->paths().best_link().c_str());
   }

@@ -63,6 +63,30 @@ diff <(grep -v '^8 ' $TMP/evals.txt) $TMP/es_evals.txt || fail "the resumed run'
   || fail "final eval records other than the resumed run's at step 8"
 echo "early_stop 2: ends at step $stop_at; resumed with patience 100: evals of steps $(cut -d' ' -f1 $TMP/es_evals.txt | tr '\n' ' ')= the uninterrupted run's"
 
+# run.keep_best_set: the best by one named test set's loss (the run's own records of it), not the whole
+# split's; the set must be one of data.test_sets.
+zcat data/assets/hh-rlhf/harmless-base/test.jsonl.gz | sed -n 1,12p > $TMP/a.jsonl
+zcat data/assets/hh-rlhf/harmless-base/test.jsonl.gz | sed -n 13,24p > $TMP/b.jsonl
+SETS="data.test_sets={a: [$TMP/a.jsonl], b: [$TMP/b.jsonl]}"
+$MPIRUN -np 2 "$PMTRAIN" train $RUN --set run.dir=$TMP/bs --set "data.test_files=[]" --set "$SETS" \
+  --set run.keep_best_set=b > $TMP/bs.txt 2>&1 || { cat $TMP/bs.txt; fail "keep_best_set run failed"; }
+want_b=$(python3 - $TMP/bs/metrics.jsonl <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if '"type":"eval"' in l and '"final":true' not in l]
+best_b = min(recs, key=lambda r: (r["sets"]["b"]["loss"], r["step"]))["step"]
+best_all = min(recs, key=lambda r: (r["loss"], r["step"]))["step"]
+print(best_b, best_all, " ".join(f"{r['step']}:{r['sets']['b']['loss']:.4f}" for r in recs))
+PY
+)
+read best_b best_all evals_b <<<"$want_b"
+[ "$best_b" != "$best_all" ] || { echo "$want_b"; fail "set b's best is the whole split's: pick sets where it is not"; }
+[ "$(readlink $TMP/bs/checkpoints/best)" = "step_$best_b" ] \
+  || { echo "$want_b"; ls -l $TMP/bs/checkpoints; fail "keep_best_set b: checkpoints/best is not step_$best_b"; }
+grep -qF "best checkpoint by eval loss of set b: step_$best_b" $TMP/bs.txt || { tail -3 $TMP/bs.txt; fail "no best line for set b"; }
+echo "keep_best_set b: best step_$best_b by set b ($want_b), step_$best_all by the whole split"
+bad "keep_best_set not a set" "run.keep_best_set 'c' is not a data.test_sets set (the sets: a, b)" \
+  train $RUN --set "$SETS" --set run.keep_best_set=c
+
 bad "early_stop without keep_best" "run.early_stop 2 counts evaluations of run.keep_best's metric" \
   train $RUN --set run.keep_best=none --set run.early_stop=2
 bad "keep_best without an eval at a save" "run.save_every (2) is not a multiple of run.eval_every (3)" \
