@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -13,6 +14,7 @@ namespace zero::pmtrain {
 struct EarlyStop {
   int64_t patience = 0;  // 0 = off
   bool higher_is_better = false;
+  std::string metric;    // what the values are (the keep_best pointer): a count of another metric is not resumed
   std::optional<double> best;
   int64_t evals_since_best = 0;
 
@@ -20,7 +22,9 @@ struct EarlyStop {
   bool record(double value);
   bool exhausted() const { return patience > 0 && evals_since_best >= patience; }
   nlohmann::json to_json() const;
-  void restore(const nlohmann::json& j);  // from to_json(); keeps this patience (the config's)
+  // From to_json(); keeps this patience (the config's). False, and nothing restored, when the saved count
+  // is of another metric than this one (run.keep_best or keep_best_set changed): the count starts afresh.
+  bool restore(const nlohmann::json& j);
 };
 
 }  // namespace zero::pmtrain

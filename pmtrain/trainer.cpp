@@ -166,6 +166,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   co.retention = {int(cfg_.run.keep_last), int(cfg_.run.keep_every), best_metric(cfg_.run)};
   early_.patience = cfg_.run.early_stop;
   early_.higher_is_better = best_metric(cfg_.run).higher_is_better;
+  early_.metric = best_metric(cfg_.run).metric;
   co.async = cfg_.run.async_save;
   co.config_text = to_yaml(cfg_);
   ckpt_ = std::make_unique<checkpoint::Checkpointer>(*stack_.engine, co);
@@ -201,7 +202,10 @@ void Trainer::resume_if_asked() {
   const checkpoint::LoadResult r = ckpt_->load(*path);
   sampler_->restore(data::SamplerCursor::from_json(r.state.data_cursor));
   start_step_ = r.state.step;
-  if (r.state.extra.is_object() && r.state.extra.contains("early_stop")) early_.restore(r.state.extra["early_stop"]);
+  if (r.state.extra.is_object() && r.state.extra.contains("early_stop") && !early_.restore(r.state.extra["early_stop"]) &&
+      info_.rank == 0)
+    printf("pmtrain: run.early_stop counts %s afresh: the checkpoint's count is of another metric (%s)\n",
+           best_metric_name(cfg_.run).c_str(), r.state.extra["early_stop"].value("metric", std::string("?")).c_str());
   ZERO_REQUIRE(start_step_ <= total_steps_, ConfigError,
                "{}: checkpoint {} is at step {}, past this run's {} steps", cfg_.source, *path, start_step_, total_steps_);
   if (info_.rank == 0)

@@ -50,6 +50,12 @@ grep '"type":"summary"' $TMP/es/metrics.jsonl | grep -q '"early_stopped":true' |
 $MPIRUN -np 2 "$PMTRAIN" train $ES --resume auto > $TMP/es2.txt 2>&1 || { cat $TMP/es2.txt; fail "resume of a stopped run failed"; }
 grep -qF "training ends at step $stop_at of 8" $TMP/es2.txt && ! grep -q '^step ' $TMP/es2.txt \
   || { cat $TMP/es2.txt; fail "a stopped run resumed with the same patience trained on"; }
+# The stopped run resumed to rank by accuracy instead: the saved count is of the loss, so it starts afresh.
+cp -r $TMP/es $TMP/es_acc
+$MPIRUN -np 2 "$PMTRAIN" train $ES --set run.dir=$TMP/es_acc --set run.keep_best=accuracy --resume auto > $TMP/es_acc.txt 2>&1 \
+  || { cat $TMP/es_acc.txt; fail "resume with another keep_best metric failed"; }
+grep -qF "run.early_stop counts accuracy afresh: the checkpoint's count is of another metric (/eval/loss)" $TMP/es_acc.txt \
+  && grep -q "^eval @ step $((stop_at + 1)) " $TMP/es_acc.txt || { cat $TMP/es_acc.txt; fail "a count of the loss stopped a run ranked by accuracy"; }
 $MPIRUN -np 2 "$PMTRAIN" train $ES --set run.early_stop=100 --resume auto > $TMP/es3.txt 2>&1 \
   || { cat $TMP/es3.txt; fail "resume with more patience failed"; }
 paste -d' ' <(grep '"type":"eval"' $TMP/es/metrics.jsonl | grep -v '"final":true' | sed -E 's/.*"step":([0-9]+).*/\1/') \
