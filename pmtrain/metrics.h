@@ -1,6 +1,7 @@
 // Run metrics: a JSONL file (<run>/metrics.jsonl, one object per line) and rank 0's progress line
 // `step n/N | loss | acc | grad-norm | lr | tokens/s | mem | ETA`. Only rank 0 writes.
 #pragma once
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -23,6 +24,10 @@ struct PairStats {
     return {s.loss_sum, s.chosen_reward_sum, s.rejected_reward_sum, double(s.real_pairs), double(s.correct_pairs),
             double(tokens)};
   }
+  // The fields as one all-reduce carries them across ranks, and back: the one order of that packing.
+  static constexpr size_t kNumSums = 6;
+  std::array<double, kNumSums> sums() const { return {loss_sum, chosen_sum, rejected_sum, pairs, correct, tokens}; }
+  static PairStats from_sums(const double* v) { return {v[0], v[1], v[2], v[3], v[4], v[5]}; }
   void add(const PairStats& o) {
     loss_sum += o.loss_sum, chosen_sum += o.chosen_sum, rejected_sum += o.rejected_sum;
     pairs += o.pairs, correct += o.correct, tokens += o.tokens;

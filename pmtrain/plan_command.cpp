@@ -415,7 +415,7 @@ void write_sbatch(const PlanArgs& a, const Setup& s, const Cell& c) {
       << fmt::format("# {}: every rank stopped on a signal after saving a checkpoint: run the rest as this job again.\n",
                      kExitStopped)
       << fmt::format("if [ $rc -eq {} ] && [ -n \"${{SLURM_JOB_ID:-}}\" ]; then\n", kExitStopped)
-      << "  echo \"pmtrain: stopped before the time limit; requeueing job $SLURM_JOB_ID to resume\"\n"
+      << "  echo \"pmtrain: stopped on a signal after saving; requeueing job $SLURM_JOB_ID to resume\"\n"
       << "  scontrol requeue \"$SLURM_JOB_ID\"\n"
       << "fi\n"
       << "exit $rc\n";

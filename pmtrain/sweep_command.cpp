@@ -56,8 +56,8 @@ std::vector<std::string> cell_command(const SweepArgs& a, const std::string& lau
   std::vector<std::string> sets = a.overrides;
   sets.insert(sets.end(), {"run.dir=" + c.dir, "zero.stage=" + std::to_string(c.stage), "run.resume=''",
                            "run.start_over=true", "run.save_final=false", "run.save_every=0", "run.eval_every=0",
-                           "run.eval_at_start=false", "data.test_files=[]", "data.test_sets={}", "run.keep_best=none", "run.keep_best_set=''",
-                           "run.early_stop=0", "batch.world=0"});
+                           "run.eval_at_start=false", "data.test_files=[]", "data.test_sets={}", "run.keep_best=none",
+                           "run.keep_best_set=''", "run.early_stop=0", "batch.world=0"});
   if (c.micro > 0) sets.push_back("batch.micro=" + std::to_string(c.micro));
   if (a.steps > 0) sets.push_back("run.steps=" + std::to_string(a.steps));
   for (const std::string& s : sets) cmd.insert(cmd.end(), {"--set", s});

@@ -284,15 +284,19 @@ PairStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result, doub
       },
       plan.global_real_pairs, local);
   // The metrics reduction also carries the stop vote: any rank that got SIGTERM/SIGINT stops them all here.
-  double sums[8] = {local.loss_sum, local.chosen_sum, local.rejected_sum, local.pairs, local.correct, local.tokens, ids,
-                    stop_requested() ? 1.0 : 0.0};
+  constexpr size_t N = PairStats::kNumSums;
+  double sums[N + 2];
+  const auto stats = local.sums();
+  std::copy(stats.begin(), stats.end(), sums);
+  sums[N] = ids;
+  sums[N + 1] = stop_requested() ? 1.0 : 0.0;
   {
     const StepClock::Scope waiting(stack_.clock.get(), TimeCategory::Comm);  // a slower rank shows up here
-    comm_.all_reduce_scalars(sums, 8, ReduceOp::Sum);
+    comm_.all_reduce_scalars(sums, N + 2, ReduceOp::Sum);
   }
-  pair_id_sum = sums[6];
-  stop = sums[7] > 0;
-  return {sums[0], sums[1], sums[2], sums[3], sums[4], sums[5]};
+  pair_id_sum = sums[N];
+  stop = sums[N + 1] > 0;
+  return PairStats::from_sums(sums);
 }
 
 int Trainer::train() {
@@ -483,14 +487,13 @@ EvalStats Trainer::evaluate() {
   // Each part on its own batches (the model's sums are read per part), then one reduction for all.
   std::vector<double> sums;
   for (const TestSet& t : test_sets_) {
-    const PairStats local = evaluate_locally(t.pairs);
-    sums.insert(sums.end(), {local.loss_sum, local.chosen_sum, local.rejected_sum, local.pairs, local.correct, local.tokens});
+    const auto local = evaluate_locally(t.pairs).sums();
+    sums.insert(sums.end(), local.begin(), local.end());
   }
   comm_.all_reduce_scalars(sums.data(), sums.size(), ReduceOp::Sum);
   EvalStats ev;
   for (size_t i = 0; i < test_sets_.size(); ++i) {
-    const double* v = &sums[6 * i];
-    const PairStats st{v[0], v[1], v[2], v[3], v[4], v[5]};
+    const PairStats st = PairStats::from_sums(&sums[PairStats::kNumSums * i]);
     ev.all.add(st);
     if (!test_sets_[i].name.empty()) ev.sets.emplace_back(test_sets_[i].name, st);
   }
