@@ -5,6 +5,10 @@
 // Every sequence knows its row, start column and length; positions restart at 0 per sequence;
 // cu_seqlens lists sequence boundaries over the flattened grid as varlen attention kernels take them.
 // Pairs stay whole: sequence 2*i is the chosen answer of pair i, sequence 2*i + 1 the rejected one.
+// Shared prompts (packed only, data.share_prompt): when the two answers of pair i begin with the same
+// shared[i] tokens, those are stored once, as the chosen sequence's first tokens, and the rejected sequence
+// holds only its rest, placed right after the chosen one in the same row with positions from shared[i] on;
+// its attention sees the shared tokens and not the chosen's rest (core/math/attention_mask.h).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -24,7 +28,8 @@ struct PairBatch {
   // Per sequence (2 * num_pairs() entries).
   std::vector<int64_t> seq_row;
   std::vector<int64_t> seq_start;     // column of the first token in its row
-  std::vector<int64_t> seq_len;       // real tokens (the end token included)
+  std::vector<int64_t> seq_len;       // tokens stored (the end token included; a rejected sequence that
+                                      // shares its first tokens: only its rest)
   std::vector<int64_t> last_index;    // flat index row * row_len + start + len - 1: the pooled token
   std::vector<int32_t> cu_seqlens;    // [num_seqs + 1] offsets into the flattened real tokens when
                                       // each row's padding is dropped (varlen attention layout)
@@ -32,6 +37,8 @@ struct PairBatch {
   std::vector<int64_t> pair_ids;      // dataset index of each pair (for coverage checks and logs)
   std::vector<uint8_t> pair_mask;     // 1 = real pair, 0 = a masked filler pair (remainder policy pad)
   std::vector<float> pair_margin;     // the pairs' margins (data with a margin field), else empty
+  std::vector<int64_t> shared;        // per pair: leading tokens the rejected answer shares with the chosen
+                                      // one, stored once (above); empty: none shared
 
   int64_t num_pairs() const { return static_cast<int64_t>(pair_ids.size()); }
   int64_t num_seqs() const { return static_cast<int64_t>(seq_len.size()); }
@@ -40,6 +47,7 @@ struct PairBatch {
     for (uint8_t m : pair_mask) n += m;
     return n;
   }
+  // Tokens stored and computed (a shared prompt once).
   int64_t real_tokens() const {
     int64_t n = 0;
     for (int64_t l : seq_len) n += l;

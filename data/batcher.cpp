@@ -12,13 +12,14 @@ namespace {
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
-// Writes sequence s of the dataset into row `row` at column `start` and records its metadata.
-void place(const PairDataset& data, int64_t s, int64_t row, int64_t start, PairBatch& b) {
-  const auto toks = data.seq(s);
+// Writes sequence s of the dataset, less its first `skip` tokens (a shared prompt stored with the chosen
+// answer), into row `row` at column `start` and records its metadata; positions go on from skip.
+void place(const PairDataset& data, int64_t s, int64_t skip, int64_t row, int64_t start, PairBatch& b) {
+  const auto toks = data.seq(s).subspan(size_t(skip));
   const int64_t len = int64_t(toks.size());
   const int64_t base = row * b.row_len + start;
   std::copy(toks.begin(), toks.end(), b.tokens.begin() + base);
-  for (int64_t k = 0; k < len; ++k) b.positions[base + k] = int32_t(k);
+  for (int64_t k = 0; k < len; ++k) b.positions[base + k] = int32_t(skip + k);
   b.seq_row.push_back(row);
   b.seq_start.push_back(start);
   b.seq_len.push_back(len);
@@ -26,7 +27,20 @@ void place(const PairDataset& data, int64_t s, int64_t row, int64_t start, PairB
   b.cu_seqlens.push_back(b.cu_seqlens.back() + int32_t(len));
 }
 
+int64_t shared_of(const PairDataset& data, int64_t p, const BatchConfig& config) {
+  return config.layout == BatchLayout::Packed && config.share_prompt ? data.common_prefix(p) : 0;
+}
+
 }  // namespace
+
+std::vector<int64_t> pair_tokens(const PairDataset& data, const BatchConfig& config) {
+  std::vector<int64_t> t(size_t(data.num_pairs()));
+  for (int64_t p = 0; p < data.num_pairs(); ++p) {
+    const int64_t c = data.seq_len(2 * p), r = data.seq_len(2 * p + 1);
+    t[size_t(p)] = config.layout == BatchLayout::Padded ? 2 * std::max(c, r) : c + r - shared_of(data, p, config);
+  }
+  return t;
+}
 
 PairBatch make_batch(const PairDataset& data, std::span<const int64_t> pair_ids, std::span<const uint8_t> pair_mask,
                      const BatchConfig& config) {
@@ -57,18 +71,19 @@ PairBatch make_batch(const PairDataset& data, std::span<const int64_t> pair_ids,
     b.tokens.assign(b.rows * b.row_len, b.pad_id);
     b.positions.assign(b.rows * b.row_len, 0);
     for (size_t i = 0; i < n; ++i) {
-      place(data, 2 * pair_ids[i], int64_t(2 * i), 0, b);
-      place(data, 2 * pair_ids[i] + 1, int64_t(2 * i + 1), 0, b);
+      place(data, 2 * pair_ids[i], 0, int64_t(2 * i), 0, b);
+      place(data, 2 * pair_ids[i] + 1, 0, int64_t(2 * i + 1), 0, b);
       add_pair(i, b);
     }
     return b;
   }
 
   // Packed: first-fit decreasing over pairs (longest first, ties by input order for determinism).
-  std::vector<int64_t> plen(n);
+  std::vector<int64_t> plen(n), shared(n);
   int64_t longest_pair = 1;
   for (size_t i = 0; i < n; ++i) {
-    plen[i] = data.seq_len(2 * pair_ids[i]) + data.seq_len(2 * pair_ids[i] + 1);
+    shared[i] = shared_of(data, pair_ids[i], config);
+    plen[i] = data.seq_len(2 * pair_ids[i]) + data.seq_len(2 * pair_ids[i] + 1) - shared[i];
     longest_pair = std::max(longest_pair, plen[i]);
   }
   const int64_t capacity = std::max(config.pack_row_len, longest_pair);
@@ -95,11 +110,12 @@ PairBatch make_batch(const PairDataset& data, std::span<const int64_t> pair_ids,
     int64_t col = 0;
     for (size_t i : members[r]) {
       const int64_t p = pair_ids[i];
-      place(data, 2 * p, r, col, b);
+      place(data, 2 * p, 0, r, col, b);
       col += data.seq_len(2 * p);
-      place(data, 2 * p + 1, r, col, b);
-      col += data.seq_len(2 * p + 1);
+      place(data, 2 * p + 1, shared[i], r, col, b);
+      col += data.seq_len(2 * p + 1) - shared[i];
       add_pair(i, b);
+      if (config.share_prompt) b.shared.push_back(shared[i]);
     }
   }
   return b;

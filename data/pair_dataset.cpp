@@ -54,10 +54,10 @@ DataStats DataStats::from_json(const nlohmann::json& j) {
   return s;
 }
 
-std::vector<int64_t> PairDataset::pair_lengths() const {
-  std::vector<int64_t> l(num_pairs());
-  for (int64_t i = 0; i < num_pairs(); ++i) l[i] = std::max(seq_len(2 * i), seq_len(2 * i + 1));
-  return l;
+int64_t PairDataset::common_prefix(int64_t p) const {
+  const auto c = seq(2 * p), r = seq(2 * p + 1);
+  const size_t most = std::min(c.size(), r.size()) - 1;
+  return std::mismatch(c.begin(), c.begin() + most, r.begin()).first - c.begin();
 }
 
 int32_t resolve_end_id(const DataConfig& config, const Tokenizer& tokenizer) {

@@ -55,8 +55,9 @@ struct PairDataset {
   }
   // Keeps the first `pairs` pairs (all if fewer), their tokens and margins.
   void keep_first(int64_t pairs);
-  // Longer of the two sequences of each pair (the padded cost), for length bucketing.
-  std::vector<int64_t> pair_lengths() const;
+  // The first tokens the two answers of pair p have in common (their prompt, typically), at most the shorter
+  // answer's length - 1, so each keeps a token of its own (the end token its reward is read at).
+  int64_t common_prefix(int64_t p) const;
 };
 
 // Appends tokenized pairs to a dataset under the config's end token and length policy, one pair at a

@@ -57,9 +57,9 @@ SamplerCursor SamplerCursor::from_json(const nlohmann::json& j) {
   }
 }
 
-PairSampler::PairSampler(const SamplerConfig& config, int64_t num_pairs, std::vector<int64_t> pair_lengths,
+PairSampler::PairSampler(const SamplerConfig& config, int64_t num_pairs, std::vector<int64_t> pair_tokens,
                          int rank, int world)
-    : cfg_(config), n_(num_pairs), lengths_(std::move(pair_lengths)), rank_(rank), world_(world) {
+    : cfg_(config), n_(num_pairs), pair_tokens_(std::move(pair_tokens)), rank_(rank), world_(world) {
   ZERO_REQUIRE(n_ > 0, ConfigError, "sampler: the dataset has no pairs");
   ZERO_REQUIRE(world_ >= 1 && rank_ >= 0 && rank_ < world_, ConfigError, "sampler: rank {} of world {}", rank_,
                world_);
@@ -71,11 +71,11 @@ PairSampler::PairSampler(const SamplerConfig& config, int64_t num_pairs, std::ve
   ZERO_REQUIRE(cfg_.remainder == RemainderPolicy::Pad || cfg_.global_batch <= n_, ConfigError,
                "global_batch {} exceeds the {} pairs of the dataset with remainder policy drop", cfg_.global_batch,
                n_);
-  ZERO_REQUIRE(lengths_.empty() || int64_t(lengths_.size()) == n_, InternalError, "{} lengths for {} pairs",
-               lengths_.size(), n_);
+  ZERO_REQUIRE(pair_tokens_.empty() || int64_t(pair_tokens_.size()) == n_, InternalError, "{} lengths for {} pairs",
+               pair_tokens_.size(), n_);
   ZERO_REQUIRE(cfg_.bucket_window >= 1, ConfigError, "sampler: bucket_window must be >= 1, got {}",
                cfg_.bucket_window);
-  if (!lengths_.empty()) filler_ = std::min_element(lengths_.begin(), lengths_.end()) - lengths_.begin();
+  if (!pair_tokens_.empty()) filler_ = std::min_element(pair_tokens_.begin(), pair_tokens_.end()) - pair_tokens_.begin();
   cursor_.seed = cfg_.seed;
   cursor_.num_pairs = n_;
   cursor_.global_batch = cfg_.global_batch;
@@ -124,7 +124,7 @@ std::vector<int64_t> PairSampler::windowed_step(const std::vector<int64_t>& perm
     const int64_t full = std::min(window_pairs, (n_ - start) / G * G);
     window_.assign(perm.begin() + start, perm.begin() + start + full);
     std::sort(window_.begin(), window_.end(), [&](int64_t a, int64_t b) {
-      return lengths_[a] != lengths_[b] ? lengths_[a] > lengths_[b] : a < b;
+      return pair_tokens_[a] != pair_tokens_[b] ? pair_tokens_[a] > pair_tokens_[b] : a < b;
     });
     // Shuffle the order of the window's steps so long and short steps interleave.
     const int64_t steps = full / G;
@@ -156,13 +156,13 @@ std::vector<StepPlan> PairSampler::next_step_all_ranks() {
   }
   const auto& perm = permutation(cursor_.epoch);
   const int64_t take = std::min(G, n_ - cursor_.position);
-  const bool windowed = cfg_.bucket_by_length && !lengths_.empty() && cfg_.bucket_window > 1 && take == G;
+  const bool windowed = cfg_.bucket_by_length && !pair_tokens_.empty() && cfg_.bucket_window > 1 && take == G;
   std::vector<int64_t> ids = windowed ? windowed_step(perm)
                                       : std::vector<int64_t>(perm.begin() + cursor_.position,
                                                              perm.begin() + cursor_.position + take);
-  if (cfg_.bucket_by_length && !lengths_.empty())
+  if (cfg_.bucket_by_length && !pair_tokens_.empty())
     std::sort(ids.begin(), ids.end(), [&](int64_t a, int64_t b) {
-      return lengths_[a] != lengths_[b] ? lengths_[a] > lengths_[b] : a < b;
+      return pair_tokens_[a] != pair_tokens_[b] ? pair_tokens_[a] > pair_tokens_[b] : a < b;
     });
   std::vector<StepPlan> plans(world_);
   for (auto& p : plans) {
@@ -173,7 +173,7 @@ std::vector<StepPlan> PairSampler::next_step_all_ranks() {
     p.micro.resize(cfg_.accum);
   }
   if (cfg_.micro_tokens > 0) {
-    cut_by_tokens(ids, lengths_, cfg_.micro_tokens, plans);
+    cut_by_tokens(ids, pair_tokens_, cfg_.micro_tokens, plans);
     cursor_.position += take;
     ++cursor_.step;
     return plans;
@@ -196,9 +196,9 @@ std::vector<StepPlan> PairSampler::next_step_all_ranks() {
   return plans;
 }
 
-void cut_by_tokens(const std::vector<int64_t>& ids, const std::vector<int64_t>& pair_lengths, int64_t micro_tokens,
+void cut_by_tokens(const std::vector<int64_t>& ids, const std::vector<int64_t>& pair_costs, int64_t micro_tokens,
                    std::vector<StepPlan>& plans) {
-  const auto pair_tokens = [&](int64_t id) { return pair_lengths.empty() ? int64_t(1) : 2 * pair_lengths[size_t(id)]; };
+  const auto pair_tokens = [&](int64_t id) { return pair_costs.empty() ? int64_t(1) : pair_costs[size_t(id)]; };
   const size_t world = plans.size();
   std::vector<std::vector<int64_t>> mine(world);
   for (int64_t id : ids) {  // each pair to the least loaded rank, in the given order

@@ -16,8 +16,8 @@
 // step with masked copies of the shortest pair (pair_mask 0).
 // Token budgets (micro_tokens > 0): the step's pairs (the same pairs as above) go to ranks greedily,
 // each to the rank with the fewest tokens so far (ties: lowest rank), in the step's order; each rank
-// cuts its pairs, in order, into micro-batches of at most micro_tokens tokens (a pair costs two rows of
-// its longer answer; a pair over the budget goes alone, never split). Every rank gets the same number of
+// cuts its pairs, in order, into micro-batches of at most micro_tokens tokens (a pair costs what the batch
+// layout makes it take, data/batcher.h's pair_tokens; a pair over the budget goes alone, never split). Every rank gets the same number of
 // micro-batches (the largest over ranks; the others end with empty ones), so every rank issues the
 // same collectives. Fillers are not needed and not made: global_pairs is the real pair count.
 #pragma once
@@ -74,16 +74,17 @@ struct StepPlan {
 // Token budgets for pairs in a given order (the rule above): each pair to the rank with the fewest tokens
 // so far (ties: lowest rank), each rank's pairs cut in order into micro-batches of at most micro_tokens
 // tokens (a pair over the budget alone), every rank the same number of them (the others end with empty
-// ones). plans has one entry per rank; their micro and tokens are set. pair_lengths[id]: the longer
-// answer's tokens (a pair costs two rows of it); empty = every pair costs 1. The sampler's steps and
-// pmtrain's evaluation batch this way.
-void cut_by_tokens(const std::vector<int64_t>& ids, const std::vector<int64_t>& pair_lengths, int64_t micro_tokens,
+// ones). plans has one entry per rank; their micro and tokens are set. pair_tokens[id]: what pair id costs
+// (data/batcher.h's pair_tokens); empty = every pair costs 1. The sampler's steps and pmtrain's evaluation
+// batch this way.
+void cut_by_tokens(const std::vector<int64_t>& ids, const std::vector<int64_t>& pair_tokens, int64_t micro_tokens,
                    std::vector<StepPlan>& plans);
 
 class PairSampler {
  public:
-  // pair_lengths: one per pair (for bucketing and the filler choice), or empty (no bucketing).
-  PairSampler(const SamplerConfig& config, int64_t num_pairs, std::vector<int64_t> pair_lengths, int rank,
+  // pair_tokens: each pair's cost in a micro-batch (data/batcher.h's pair_tokens: token budgets, length
+  // bucketing, the filler choice), or empty (no bucketing).
+  PairSampler(const SamplerConfig& config, int64_t num_pairs, std::vector<int64_t> pair_tokens, int rank,
               int world);
 
   // This rank's micro-batches for the next optimizer step; advances the cursor.
@@ -103,7 +104,7 @@ class PairSampler {
 
   SamplerConfig cfg_;
   int64_t n_;
-  std::vector<int64_t> lengths_;
+  std::vector<int64_t> pair_tokens_;
   int rank_, world_;
   int64_t filler_ = 0;
   SamplerCursor cursor_;

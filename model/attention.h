@@ -1,7 +1,7 @@
 // The shape of the reward model's attention, shared by the model and its backends: causal grouped-query
 // softmax attention over variable-length sequences laid end to end in a token buffer (the real tokens of
-// a batch, pads dropped), each sequence attending only within itself. Inputs are already projected,
-// normed and rotated.
+// a batch, pads dropped), each sequence attending only within itself, minus its hidden span if it has one
+// (a shared-prompt pair: core/math/attention_mask.h). Inputs are already projected, normed and rotated.
 #pragma once
 #include <cstdint>
 

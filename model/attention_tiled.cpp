@@ -8,21 +8,28 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/math/attention_mask.h"
 #include "core/math/online_softmax.h"
 #include "core/math/softmax_backward.h"
+#include "model/hidden_span.h"
 
 namespace zero::model {
 
 namespace {
 
-void check_inputs(const AttentionShape& s, std::span<const int32_t> cu_seqlens, const AttentionTiles& tiles) {
+void check_inputs(const AttentionShape& s, std::span<const int32_t> cu_seqlens, std::span<const int32_t> hidden,
+                  const AttentionTiles& tiles) {
   ZERO_CHECK(s.heads > 0 && s.kv_heads > 0 && s.head_dim > 0 && s.heads % s.kv_heads == 0,
              "attention shape: heads {} kv_heads {} head_dim {}", s.heads, s.kv_heads, s.head_dim);
   ZERO_CHECK(tiles.block_q > 0 && tiles.block_k > 0, "attention tiles {}x{}", tiles.block_q, tiles.block_k);
   ZERO_CHECK(!cu_seqlens.empty() && cu_seqlens[0] == 0, "cu_seqlens must start at 0");
   for (size_t i = 1; i < cu_seqlens.size(); ++i)
     ZERO_CHECK(cu_seqlens[i] >= cu_seqlens[i - 1], "cu_seqlens decreases at {}", i);
+  ZERO_CHECK(hidden.empty() || hidden.size() == 2 * (cu_seqlens.size() - 1), "{} hidden entries for {} sequences",
+             hidden.size(), cu_seqlens.size() - 1);
 }
+
+
 
 // The kernel's predicated tile load: `valid` rows of head h from token t0 on, as a row-major [rows, d]
 // tile; rows past the sequence end are zero (never read from the next sequence).
@@ -98,25 +105,30 @@ void add_tile(const float* __restrict partial, int64_t n, float* __restrict acc)
 }
 
 // The scaled scores of a tile, query rows q0.. against keys k0.. (positions within the sequence), with
-// the causal mask where the tile crosses the diagonal. Forward and backward call exactly this, so the
-// probabilities backward recomputes from lse are forward's to the last bit.
+// the mask (core/math/attention_mask.h) where the tile crosses the diagonal or the hidden span. Forward and
+// backward call exactly this, so the probabilities backward recomputes from lse are forward's to the last bit.
 void score_tile(const float* q_tile, const float* kt_tile, int64_t rows, int64_t block_k, int64_t d, float scale,
-                int64_t q0, int64_t k0, float* scores) {
+                int64_t q0, int64_t k0, HiddenSpan hidden, float* scores) {
   tile_product_abt(q_tile, kt_tile, rows, block_k, d, scores);
   for (int64_t i = 0; i < rows * block_k; ++i) scores[i] *= scale;
-  // Only a tile whose last key lies past its first query has a masked element. Keys past the sequence
-  // end are past every query, so the same test and mask cover them (zero-filled keys would score 0).
-  if (k0 + block_k - 1 > q0) {
+  // Only a tile whose last key lies past its first query, or whose keys meet the hidden span while its last
+  // query lies at or past the span's end, has a masked element. Keys past the sequence end are past every
+  // query, so the same test and mask cover them (zero-filled keys would score 0).
+  const bool crosses_diagonal = k0 + block_k - 1 > q0;
+  const bool meets_hidden = k0 < hidden.end && k0 + block_k > hidden.begin && q0 + rows - 1 >= hidden.end;
+  if (crosses_diagonal || meets_hidden) {
     for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = std::max<int64_t>(0, q0 + i - k0 + 1); j < block_k; ++j) scores[i * block_k + j] = -INFINITY;
+      for (int64_t j = 0; j < block_k; ++j)
+        if (math::attention_masked(q0 + i, k0 + j, hidden.begin, hidden.end)) scores[i * block_k + j] = -INFINITY;
   }
 }
 
 }  // namespace
 
 void attention_tiled_forward(const float* q, const float* k, const float* v, const AttentionShape& s,
-                             std::span<const int32_t> cu_seqlens, float* o, float* lse, const AttentionTiles& tiles) {
-  check_inputs(s, cu_seqlens, tiles);
+                             std::span<const int32_t> cu_seqlens, std::span<const int32_t> hidden, float* o,
+                             float* lse, const AttentionTiles& tiles) {
+  check_inputs(s, cu_seqlens, hidden, tiles);
   const int64_t d = s.head_dim, r = s.heads / s.kv_heads, bq = tiles.block_q, bk = tiles.block_k;
   const float scale = 1.0f / std::sqrt(float(d));
 
@@ -129,6 +141,7 @@ void attention_tiled_forward(const float* q, const float* k, const float* v, con
   // Grid: (sequence, query head, query block).
   for (size_t seq = 0; seq + 1 < cu_seqlens.size(); ++seq) {
     const int64_t start = cu_seqlens[seq], len = cu_seqlens[seq + 1] - start;
+    const HiddenSpan hid = hidden_span(hidden, seq);
     for (int64_t h = 0; h < s.heads; ++h) {
       const int64_t g = h / r;
       for (int64_t q0 = 0; q0 < len; q0 += bq) {
@@ -144,7 +157,7 @@ void attention_tiled_forward(const float* q, const float* k, const float* v, con
           const int64_t nk = std::min(bk, len - k0);
           load_rows_transposed(k, s.kv_heads, g, d, start + k0, nk, bk, kt_tile.data());
           load_rows(v, s.kv_heads, g, d, start + k0, nk, bk, v_tile.data());
-          score_tile(q_tile.data(), kt_tile.data(), nq, bk, d, scale, q0, k0, scores.data());
+          score_tile(q_tile.data(), kt_tile.data(), nq, bk, d, scale, q0, k0, hid, scores.data());
 
           for (int64_t i = 0; i < nq; ++i) {
             float* si = scores.data() + i * bk;
@@ -176,8 +189,9 @@ void attention_tiled_forward(const float* q, const float* k, const float* v, con
 
 void attention_tiled_backward(const float* q, const float* k, const float* v, const float* o, const float* d_o,
                               const float* lse, const AttentionShape& s, std::span<const int32_t> cu_seqlens,
-                              float* dq, float* dk, float* dv, const AttentionTiles& tiles) {
-  check_inputs(s, cu_seqlens, tiles);
+                              std::span<const int32_t> hidden, float* dq, float* dk, float* dv,
+                              const AttentionTiles& tiles) {
+  check_inputs(s, cu_seqlens, hidden, tiles);
   const int64_t d = s.head_dim, r = s.heads / s.kv_heads, bq = tiles.block_q, bk = tiles.block_k;
   const int64_t n = cu_seqlens.back();
   const float scale = 1.0f / std::sqrt(float(d));
@@ -202,6 +216,7 @@ void attention_tiled_backward(const float* q, const float* k, const float* v, co
   // Pass 2. Grid: (sequence, kv head, key block).
   for (size_t seq = 0; seq + 1 < cu_seqlens.size(); ++seq) {
     const int64_t start = cu_seqlens[seq], len = cu_seqlens[seq + 1] - start;
+    const HiddenSpan hid = hidden_span(hidden, seq);
     for (int64_t g = 0; g < s.kv_heads; ++g) {
       for (int64_t k0 = 0; k0 < len; k0 += bk) {
         const int64_t nk = std::min(bk, len - k0);
@@ -220,7 +235,7 @@ void attention_tiled_backward(const float* q, const float* k, const float* v, co
             load_rows(q, s.heads, h, d, start + q0, nq, bq, q_tile.data());
             load_rows(d_o, s.heads, h, d, start + q0, nq, bq, do_tile.data());
 
-            score_tile(q_tile.data(), kt_tile.data(), nq, bk, d, scale, q0, k0, p.data());
+            score_tile(q_tile.data(), kt_tile.data(), nq, bk, d, scale, q0, k0, hid, p.data());
             for (int64_t i = 0; i < nq; ++i) {
               const float row_lse = lse[(start + q0 + i) * s.heads + h];
               for (int64_t j = 0; j < bk; ++j) p[i * bk + j] = math::softmax_prob_from_lse(p[i * bk + j], row_lse);

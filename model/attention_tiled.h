@@ -7,15 +7,17 @@
 // Layout (token-major: the memory of torch's [N, heads, head_dim], as every ModelOps activation):
 //   q, o, dq: q[(t*heads + h)*d + i];  k, v, dk, dv: k[(t*kv_heads + g)*d + i];  lse: lse[t*heads + h].
 // Query head h reads kv head g = h / r, r = heads / kv_heads. cu_seqlens (S+1 offsets, cu_seqlens[0] = 0)
-// lays S sequences end to end in N = cu_seqlens[S] tokens; each attends causally within itself. Positions
+// lays S sequences end to end in N = cu_seqlens[S] tokens; each attends causally within itself, minus its
+// hidden span (hidden: begin, end per sequence, or empty for none; core/math/attention_mask.h). Positions
 // below are within the sequence; a sequence of length L has ceil(L / block_q) query blocks.
 //
 // Forward. One CUDA thread block per (sequence, query head h, query block qb); it owns the Q tile
 // [block_q, d], the output accumulator acc [block_q, d] and one SoftmaxRow (m, l) per query row:
 //   for kb = 0 .. the key block holding the block's last query (later key blocks are fully masked: skipped)
 //     S = scale * Q K^T                               [block_q, block_k], K and V of kv head h / r
-//     if the tile crosses the diagonal: S = -inf where key > query (this also masks keys past the
-//       sequence end, which only a diagonal tile can hold; their loads are zero-filled)
+//     if the tile crosses the diagonal or meets the hidden span: S = -inf where the mask says (this also
+//       masks keys past the sequence end, which only a diagonal tile can hold; their loads are zero-filled;
+//       a row the mask hides a whole tile from rescales by exp(0) and adds zeros)
 //     per row: alpha = online_softmax_rescale(row, max S); P = online_softmax_accept(row, S)
 //     acc = alpha * acc + P V
 //   O = acc / l; lse = m + log(l)                    (rows past the sequence end are neither computed
@@ -65,13 +67,14 @@ struct AttentionTiles {
 
 // o: [N*heads*d], lse: [N*heads] (both overwritten). Scale 1/sqrt(head_dim).
 void attention_tiled_forward(const float* q, const float* k, const float* v, const AttentionShape& s,
-                             std::span<const int32_t> cu_seqlens, float* o, float* lse,
-                             const AttentionTiles& tiles = {});
+                             std::span<const int32_t> cu_seqlens, std::span<const int32_t> hidden, float* o,
+                             float* lse, const AttentionTiles& tiles = {});
 
 // From forward's o and lse and the output gradient d_o: dq [N*heads*d], dk, dv [N*kv_heads*d] (all
 // overwritten).
 void attention_tiled_backward(const float* q, const float* k, const float* v, const float* o, const float* d_o,
                               const float* lse, const AttentionShape& s, std::span<const int32_t> cu_seqlens,
-                              float* dq, float* dk, float* dv, const AttentionTiles& tiles = {});
+                              std::span<const int32_t> hidden, float* dq, float* dk, float* dv,
+                              const AttentionTiles& tiles = {});
 
 }  // namespace zero::model

@@ -22,8 +22,9 @@ TokenPlan make_token_plan(const data::PairBatch& b, int64_t vocab_size) {
                b.seq_row.size(), b.seq_start.size(), S, b.last_index.size());
   ZERO_REQUIRE(int64_t(b.cu_seqlens.size()) == S + 1 && b.cu_seqlens[0] == 0, InputError,
                "batch: cu_seqlens must hold {} offsets starting at 0 (it has {})", S + 1, b.cu_seqlens.size());
+  ZERO_REQUIRE(b.shared.empty() || b.shared.size() == b.pair_mask.size(), InputError,
+               "batch: shared has {} entries for {} pairs", b.shared.size(), b.pair_mask.size());
   TokenPlan p;
-  p.cu_seqlens = b.cu_seqlens;
   p.tokens.reserve(b.real_tokens());
   p.positions.reserve(b.real_tokens());
   for (int64_t s = 0; s < S; ++s) {
@@ -46,7 +47,37 @@ TokenPlan make_token_plan(const data::PairBatch& b, int64_t vocab_size) {
       p.positions.push_back(b.positions[first + j]);
     }
     p.pooled.push_back(int32_t(b.cu_seqlens[s] + (b.last_index[s] - first)));
-    p.max_seqlen = std::max(p.max_seqlen, int32_t(len));
+  }
+
+  // Attention sequences: each answer on its own, or a pair that shares its first P tokens as one sequence
+  // [shared | chosen's rest | rejected's rest] whose hidden span is the chosen's rest.
+  const bool any_shared = std::any_of(b.shared.begin(), b.shared.end(), [](int64_t n) { return n > 0; });
+  p.cu_seqlens.push_back(0);
+  auto add_sequence = [&](int32_t end, int32_t hidden_begin, int32_t hidden_end) {
+    p.max_seqlen = std::max(p.max_seqlen, end - p.cu_seqlens.back());
+    p.cu_seqlens.push_back(end);
+    if (any_shared) p.hidden.insert(p.hidden.end(), {hidden_begin, hidden_end});
+  };
+  for (int64_t i = 0; 2 * i < S; ++i) {
+    const int64_t c = 2 * i, r = c + 1, shared = b.shared.empty() ? 0 : b.shared[i];
+    if (shared == 0) {
+      add_sequence(b.cu_seqlens[c + 1], 0, 0);
+      add_sequence(b.cu_seqlens[r + 1], 0, 0);
+      continue;
+    }
+    const int64_t chosen_first = b.seq_row[c] * b.row_len + b.seq_start[c];
+    ZERO_REQUIRE(shared >= 1 && shared < b.seq_len[c], InputError,
+                 "batch: pair {} shares {} tokens, but its chosen sequence stores {} (a shared prompt needs a "
+                 "chosen rest of at least one token)",
+                 i, shared, b.seq_len[c]);
+    ZERO_REQUIRE(b.seq_row[r] == b.seq_row[c] && b.seq_start[r] == b.seq_start[c] + b.seq_len[c], InputError,
+                 "batch: pair {} shares its prompt, but its rejected rest (row {}, start {}) does not follow the "
+                 "chosen sequence (row {}, start {}, len {})",
+                 i, b.seq_row[r], b.seq_start[r], b.seq_row[c], b.seq_start[c], b.seq_len[c]);
+    ZERO_REQUIRE(b.positions[chosen_first + b.seq_len[c]] == shared, InputError,
+                 "batch: pair {} shares {} tokens, but its rejected rest starts at position {}", i, shared,
+                 b.positions[chosen_first + b.seq_len[c]]);
+    add_sequence(b.cu_seqlens[r + 1], int32_t(shared), int32_t(b.seq_len[c]));
   }
   p.padded_tokens = (p.num_tokens() + kTokenRowMultiple - 1) / kTokenRowMultiple * kTokenRowMultiple;
   return p;

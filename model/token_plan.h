@@ -1,6 +1,7 @@
 // The token plan of a micro-batch, made once and shared by every layer and both backends: the batch's real
-// tokens packed sequence after sequence (pads dropped, either layout), their RoPE positions, the sequence
-// boundaries as varlen attention kernels take them, and each sequence's pooled token. Validates the batch.
+// tokens packed sequence after sequence (pads dropped, either layout), their RoPE positions, the attention
+// sequences as varlen attention kernels take them (each answer, or a shared-prompt pair as one sequence with a
+// hidden span), and each answer's pooled token. Validates the batch.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -16,13 +17,19 @@ inline constexpr int64_t kTokenRowMultiple = 64;
 struct TokenPlan {
   std::vector<int32_t> tokens;      // [N] real token ids, sequence 0 first
   std::vector<int32_t> positions;   // [N] RoPE positions (batch.positions at those tokens)
-  std::vector<int32_t> cu_seqlens;  // [S + 1] sequence s is tokens [cu_seqlens[s], cu_seqlens[s + 1]) (batch's)
-  std::vector<int32_t> pooled;      // [S] token index of each sequence's pooled token (batch.last_index's)
-  int32_t max_seqlen = 0;           // the longest sequence
+  // [A + 1] attention sequence a is tokens [cu_seqlens[a], cu_seqlens[a + 1]): an answer, or a pair whose
+  // answers share their first tokens (batch.shared) as [shared | chosen's rest | rejected's rest].
+  std::vector<int32_t> cu_seqlens;
+  // [2 A] each attention sequence's hidden span (begin, end: core/math/attention_mask.h; a shared pair's
+  // chosen rest, else 0, 0), or empty when no pair of the batch shares.
+  std::vector<int32_t> hidden;
+  std::vector<int32_t> pooled;      // [S] token index of each answer's pooled token (batch.last_index's)
+  int32_t max_seqlen = 0;           // the longest attention sequence
   int64_t padded_tokens = 0;        // N rounded up to kTokenRowMultiple
 
   int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()); }
-  int64_t num_seqs() const { return static_cast<int64_t>(pooled.size()); }
+  int64_t num_seqs() const { return static_cast<int64_t>(pooled.size()); }  // answers: 2 per pair
+  int64_t num_attention_seqs() const { return static_cast<int64_t>(cu_seqlens.size()) - 1; }
 };
 
 // The plan's tokens grouped by id, for the embedding's deterministic backward (both backends): each used
@@ -35,7 +42,8 @@ struct TokensById {
 TokensById group_tokens_by_id(const std::vector<int32_t>& tokens);
 
 // Throws InputError when the batch is inconsistent (sizes, a sequence outside its row, cu_seqlens that
-// disagree with the sequence lengths, last_index outside its sequence, a token id outside [0, vocab_size)).
+// disagree with the sequence lengths, last_index outside its sequence, a token id outside [0, vocab_size), a
+// shared prompt whose rejected rest does not follow its chosen sequence).
 TokenPlan make_token_plan(const data::PairBatch& batch, int64_t vocab_size);
 
 }  // namespace zero::model

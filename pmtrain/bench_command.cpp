@@ -98,8 +98,9 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
   const model::Qwen3Config qc = bench_model_config(cfg);
   const MemoryPlan plan = plan_and_check_run(cfg, qc, info.rank, W, info.local_world, batch.micro, batch.accum);
   const data::PairDataset pairs = synthetic_pairs(a.pairs * a.steps, a.seq, qc.vocab_size, uint64_t(cfg.run.seed));
-  data::PairSampler sampler(sampler_config(cfg, batch), pairs.num_pairs(), pairs.pair_lengths(), info.rank, W);
   const data::BatchConfig batch_cfg = batch_config(cfg.data);
+  data::PairSampler sampler(sampler_config(cfg, batch), pairs.num_pairs(), data::pair_tokens(pairs, batch_cfg), info.rank,
+                            W);
 
   TrainStack stack;
   {

@@ -249,6 +249,7 @@ std::vector<Field> schema(Config& c) {
       choice("data.layout", d.layout, kLayouts, "micro-batch layout: padded rows, or sequences packed back to back (only real tokens computed)"),
       field("data.pad_to", d.pad_to, kAtLeastOne, "rows are a multiple of N tokens long"),
       field("data.pack_row_len", d.pack_row_len, kNonNegative, "packed layout: row capacity in tokens (0, or less than the longest pair: the longest pair)"),
+      field("data.share_prompt", d.share_prompt, "packed layout: the first tokens a pair's two answers have in common (the prompt) are stored and computed once; the rejected answer attends to them and not to the chosen one, so rewards are those of the answers alone (hh-rlhf: about a third fewer tokens)"),
       field("data.bucket_by_length", d.bucket_by_length, "group pairs of similar length into the same micro-batches"),
       field("data.shuffle", d.shuffle, "shuffle the pairs every epoch (seeded by run.seed)"),
       choice("data.remainder", d.remainder, kRemainders, "the last partial batch of an epoch: drop it, or pad it with masked pairs"),

@@ -95,6 +95,7 @@ struct DataSection {
   data::BatchLayout layout = data::BatchLayout::Packed;  // pmtrain's: only real tokens are computed
   int64_t pad_to = data::BatchConfig{}.pad_to;
   int64_t pack_row_len = data::BatchConfig{}.pack_row_len;
+  bool share_prompt = data::BatchConfig{}.share_prompt;
   bool bucket_by_length = data::SamplerConfig{}.bucket_by_length;
   bool shuffle = data::SamplerConfig{}.shuffle;
   data::RemainderPolicy remainder = data::SamplerConfig{}.remainder;

@@ -22,6 +22,7 @@ data::BatchConfig batch_config(const DataSection& d) {
   bc.layout = d.layout;
   bc.pad_to = d.pad_to;
   bc.pack_row_len = d.pack_row_len;
+  bc.share_prompt = d.share_prompt;
   return bc;
 }
 

@@ -14,7 +14,7 @@ namespace zero::pmtrain {
 
 // Reader and length policy for `files`.
 data::DataConfig data_config(const DataSection& d, const std::vector<std::string>& files);
-// How micro-batches are laid out (data.layout, pad_to, pack_row_len).
+// How micro-batches are laid out (data.layout, pad_to, pack_row_len, share_prompt).
 data::BatchConfig batch_config(const DataSection& d);
 // The training sampler's settings: run.seed, the resolved batch, data.shuffle / bucket_by_length /
 // remainder, batch.micro_tokens.

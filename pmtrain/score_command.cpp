@@ -60,8 +60,8 @@ int run_score(const ScoreArgs& a) {
   std::vector<Row> rows;
   int64_t scored = 0, skipped = 0;
   std::string first_skip;
-  data::BatchConfig bc;
-  bc.layout = data::BatchLayout::Packed;
+  data::BatchConfig bc = batch_config(cfg.data);
+  bc.layout = data::BatchLayout::Packed;  // only real tokens computed, whatever the training layout
   auto flush = [&] {
     std::vector<float> rewards(size_t(2 * pending.num_pairs()));
     for (int64_t first = 0; first < pending.num_pairs(); first += kMicroPairs) {

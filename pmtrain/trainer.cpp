@@ -112,7 +112,8 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   batch_cfg_ = batch_config(cfg_.data);
 
   if (training) {
-    sampler_ = std::make_unique<data::PairSampler>(sampler_config(cfg_, batch_), train_.num_pairs(), train_.pair_lengths(), info_.rank, W);
+    sampler_ = std::make_unique<data::PairSampler>(sampler_config(cfg_, batch_), train_.num_pairs(),
+                                                   data::pair_tokens(train_, batch_cfg_), info_.rank, W);
     total_steps_ = cfg_.run.steps > 0 ? cfg_.run.steps : cfg_.run.epochs * sampler_->steps_per_epoch();
     ZERO_REQUIRE(total_steps_ > 0, ConfigError, "{}: nothing to train (run.steps and run.epochs give 0 steps)", cfg_.source);
   } else {
@@ -504,12 +505,12 @@ std::vector<data::MicroBatchPlan> Trainer::eval_batches(const data::PairDataset&
   const int W = comm_.world(), R = info_.rank;
   const int64_t n = eval_count(pairs);
   if (cfg_.batch.micro_tokens > 0) {  // the training budget, longest pairs first (each batch similar lengths)
-    const std::vector<int64_t> lengths = pairs.pair_lengths();
+    const std::vector<int64_t> cost = data::pair_tokens(pairs, batch_cfg_);
     std::vector<int64_t> ids(size_t(n), 0);
     for (int64_t i = 0; i < n; ++i) ids[size_t(i)] = i;
-    std::stable_sort(ids.begin(), ids.end(), [&](int64_t a, int64_t b) { return lengths[size_t(a)] > lengths[size_t(b)]; });
+    std::stable_sort(ids.begin(), ids.end(), [&](int64_t a, int64_t b) { return cost[size_t(a)] > cost[size_t(b)]; });
     std::vector<data::StepPlan> plans(static_cast<size_t>(W));
-    data::cut_by_tokens(ids, lengths, cfg_.batch.micro_tokens, plans);
+    data::cut_by_tokens(ids, cost, cfg_.batch.micro_tokens, plans);
     return std::move(plans[size_t(R)].micro);
   }
   const int64_t m = batch_.micro;

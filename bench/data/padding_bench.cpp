@@ -1,6 +1,6 @@
 // Padding fraction of the batch layouts over one epoch of the bundled hh-rlhf pairs (train + test):
 // padded without bucketing, padded with length bucketing (within each global batch, or windows of
-// several steps), and packed rows.
+// several steps), and packed rows, with and without shared prompts (real_tokens: the tokens computed).
 // Micro-batches of 8 pairs on one rank; global batch 8, 64 or 128 pairs (accum = global / 8).
 // usage: data_padding_bench [--chat]
 #include <cstdio>
@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
     int64_t window;  // bucket_window in steps
     BatchLayout layout;
     int64_t pack_row_len;
+    bool share_prompt = false;
   };
   const Mode modes[] = {
       {"padded, shuffled (no bucketing)", false, 1, BatchLayout::Padded, 0},
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
       {"padded, bucketed, window = epoch", true, 1 << 20, BatchLayout::Padded, 0},
       {"packed, row 2048, shuffled", false, 1, BatchLayout::Packed, 2048},
       {"packed, row 4096, shuffled", false, 1, BatchLayout::Packed, 4096},
+      {"packed, row 2048, shared prompts", false, 1, BatchLayout::Packed, 2048, true},
   };
   for (const int64_t global : {8, 64, 128}) {
     for (const Mode& m : modes) {
@@ -55,10 +57,11 @@ int main(int argc, char** argv) {
       sc.bucket_by_length = m.bucket;
       sc.bucket_window = m.window;
       sc.remainder = RemainderPolicy::Pad;
-      PairSampler sampler(sc, ds.num_pairs(), ds.pair_lengths(), 0, 1);
       BatchConfig bc;
       bc.layout = m.layout;
       bc.pack_row_len = m.pack_row_len;
+      bc.share_prompt = m.share_prompt;
+      PairSampler sampler(sc, ds.num_pairs(), pair_tokens(ds, bc), 0, 1);
       int64_t real = 0, grid = 0;
       for (int64_t s = 0; s < sampler.steps_per_epoch(); ++s)
         for (const auto& mb : sampler.next_step().micro) {

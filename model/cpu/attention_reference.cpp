@@ -3,25 +3,32 @@
 
 #include <cmath>
 
+#include "core/math/attention_mask.h"
 #include "model/cpu/eigen_views.h"
+#include "model/hidden_span.h"
 
 namespace zero::model::cpu {
 
 namespace {
 
-// p [L keys, L queries]: column i is query i's softmax over keys 0..i of scale * k^T q, zero above the
-// diagonal. lse (optional, lse_stride apart): each query's log-sum-exp of its scaled scores.
+// p [L keys, L queries]: column i is query i's softmax over the keys it sees (keys 0..i outside the hidden
+// span) of scale * k^T q, zero elsewhere. lse (optional, lse_stride apart): each query's log-sum-exp of
+// its scaled scores.
 template <class Block>
-void causal_probs(const Block& qh, const Block& kh, float scale, Mat& p, float* lse, int64_t lse_stride) {
+void causal_probs(const Block& qh, const Block& kh, float scale, HiddenSpan hidden, Mat& p, float* lse,
+                  int64_t lse_stride) {
   const int64_t L = qh.cols();
   p.resize(L, L);
   p.noalias() = (kh.transpose() * qh) * scale;  // [keys, queries]
   for (int64_t i = 0; i < L; ++i) {
     auto col = p.col(i);
-    const float mx = col.head(i + 1).maxCoeff();
+    auto sees = [&](int64_t j) { return !math::attention_masked(i, j, hidden.begin, hidden.end); };
+    float mx = -INFINITY;
+    for (int64_t j = 0; j <= i; ++j)
+      if (sees(j)) mx = std::fmax(mx, col(j));
     float sum = 0.0f;
     for (int64_t j = 0; j <= i; ++j) {
-      const float e = std::exp(col(j) - mx);
+      const float e = sees(j) ? std::exp(col(j) - mx) : 0.0f;
       col(j) = e;
       sum += e;
     }
@@ -34,7 +41,8 @@ void causal_probs(const Block& qh, const Block& kh, float scale, Mat& p, float* 
 }  // namespace
 
 void attention_reference_forward(const float* q, const float* k, const float* v, const AttentionShape& s,
-                                 std::span<const int32_t> cu_seqlens, int64_t n, float* o, float* lse) {
+                                 std::span<const int32_t> cu_seqlens, std::span<const int32_t> hidden, int64_t n,
+                                 float* o, float* lse) {
   const int64_t d = s.head_dim, r = s.heads / s.kv_heads;
   const float scale = 1.0f / std::sqrt(float(d));
   const ConstMatMap Q(q, s.heads * d, n), K(k, s.kv_heads * d, n), V(v, s.kv_heads * d, n);
@@ -44,16 +52,16 @@ void attention_reference_forward(const float* q, const float* k, const float* v,
     const int64_t off = cu_seqlens[si], L = cu_seqlens[si + 1] - off;
     for (int64_t h = 0; h < s.heads; ++h) {
       const int64_t kvh = h / r;
-      causal_probs(Q.block(h * d, off, d, L), K.block(kvh * d, off, d, L), scale, p, lse + off * s.heads + h,
-                   s.heads);
+      causal_probs(Q.block(h * d, off, d, L), K.block(kvh * d, off, d, L), scale, hidden_span(hidden, si), p,
+                   lse + off * s.heads + h, s.heads);
       O.block(h * d, off, d, L).noalias() = V.block(kvh * d, off, d, L) * p;  // [d, L]
     }
   }
 }
 
 void attention_reference_backward(const float* q, const float* k, const float* v, const float* d_o,
-                                  const AttentionShape& s, std::span<const int32_t> cu_seqlens, int64_t n, float* dq,
-                                  float* dk, float* dv) {
+                                  const AttentionShape& s, std::span<const int32_t> cu_seqlens,
+                                  std::span<const int32_t> hidden, int64_t n, float* dq, float* dk, float* dv) {
   const int64_t d = s.head_dim, r = s.heads / s.kv_heads;
   const float scale = 1.0f / std::sqrt(float(d));
   const ConstMatMap Q(q, s.heads * d, n), K(k, s.kv_heads * d, n), V(v, s.kv_heads * d, n), DO(d_o, s.heads * d, n);
@@ -70,7 +78,7 @@ void attention_reference_backward(const float* q, const float* k, const float* v
       auto kh = K.block(kvh * d, off, d, L);
       auto vh = V.block(kvh * d, off, d, L);
       auto doh = DO.block(h * d, off, d, L);
-      causal_probs(qh, kh, scale, p, nullptr, 0);  // [L keys, L queries], as in forward
+      causal_probs(qh, kh, scale, hidden_span(hidden, si), p, nullptr, 0);  // [L keys, L queries], as in forward
       // o = v p: dv += do p^T, dp = v^T do.
       DV.block(kvh * d, off, d, L).noalias() += doh * p.transpose();
       dp.resize(L, L);

@@ -170,10 +170,11 @@ class CpuModelOps final : public ModelOps {
                             const TensorRef& o, const TensorRef& lse) override {
     PackedRows V(v, PackedRows::In);
     if (tiled_) {
-      attention_tiled_forward(f32(q), f32(k), V.data(), s, plan().cu_seqlens, f32(o), f32(lse));
+      attention_tiled_forward(f32(q), f32(k), V.data(), s, plan().cu_seqlens, plan().hidden, f32(o), f32(lse));
       return;
     }
-    attention_reference_forward(f32(q), f32(k), V.data(), s, plan().cu_seqlens, q.rows(), f32(o), f32(lse));
+    attention_reference_forward(f32(q), f32(k), V.data(), s, plan().cu_seqlens, plan().hidden, q.rows(), f32(o),
+                                f32(lse));
   }
 
   void do_attention_backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
@@ -181,11 +182,11 @@ class CpuModelOps final : public ModelOps {
                              const TensorRef& dk, const TensorRef& dv) override {
     PackedRows V(v, PackedRows::In), DV(dv, PackedRows::Out);
     if (tiled_) {
-      attention_tiled_backward(f32(q), f32(k), V.data(), f32(o), f32(d_o), f32(lse), s, plan().cu_seqlens, f32(dq),
-                               f32(dk), DV.data());
+      attention_tiled_backward(f32(q), f32(k), V.data(), f32(o), f32(d_o), f32(lse), s, plan().cu_seqlens,
+                               plan().hidden, f32(dq), f32(dk), DV.data());
     } else {
-      attention_reference_backward(f32(q), f32(k), V.data(), f32(d_o), s, plan().cu_seqlens, q.rows(), f32(dq),
-                                   f32(dk), DV.data());
+      attention_reference_backward(f32(q), f32(k), V.data(), f32(d_o), s, plan().cu_seqlens, plan().hidden, q.rows(),
+                                   f32(dq), f32(dk), DV.data());
     }
     DV.store();
   }

@@ -78,13 +78,13 @@ __global__ void __launch_bounds__(kThreads)
     load_tile(v, p.ld_v, g, d, sq.start + k0, nk, kBlockK, ld, vs);
     __syncthreads();
 
-    // S = scale * Q K^T, masked where key > query. MMA: a [64, 64] x d product.
+    // S = scale * Q K^T, masked where key > query or hidden. MMA: a [64, 64] x d product.
     for (int e = threadIdx.x; e < kBlockQ * kBlockK; e += kThreads) {
       const int i = e / kBlockK, j = e % kBlockK;
       if (i >= nq) continue;
       float dot = 0.0f;
       for (int c = 0; c < d; ++c) dot = fmaf(qs[i * d + c], ks[j * ld + c], dot);
-      s[e] = masked(q0 + i, k0 + j) ? -INFINITY : dot * p.scale;
+      s[e] = masked(sq, q0 + i, k0 + j) ? -INFINITY : dot * p.scale;
     }
     __syncthreads();
 
@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(kThreads)
 __device__ void probs_and_dscores(const float* __restrict__ qs, const float* __restrict__ dos,
                                   const float* __restrict__ ks, const float* __restrict__ vs,
                                   const float* __restrict__ lse_s, const float* __restrict__ rowdot_s, int d, int nq,
-                                  int64_t q0, int64_t k0, float scale, float* __restrict__ p_out,
+                                  int64_t q0, int64_t k0, const Sequence& sq, float scale, float* __restrict__ p_out,
                                   float* __restrict__ ds_out) {
   const int ld = kv_stride(d);
   for (int e = threadIdx.x; e < kBlockQ * kBlockK; e += kThreads) {
@@ -157,7 +157,7 @@ __device__ void probs_and_dscores(const float* __restrict__ qs, const float* __r
     float dot = 0.0f, dp = 0.0f;
     for (int c = 0; c < d; ++c) dot = fmaf(qs[i * d + c], ks[j * ld + c], dot);
     for (int c = 0; c < d; ++c) dp = fmaf(dos[i * d + c], vs[j * ld + c], dp);
-    const float score = masked(q0 + i, k0 + j) ? -INFINITY : dot * scale;
+    const float score = masked(sq, q0 + i, k0 + j) ? -INFINITY : dot * scale;
     const float prob = math::softmax_prob_from_lse(score, lse_s[i]);
     if (p_out) p_out[e] = prob;
     ds_out[e] = scale * math::softmax_grad(prob, dp, rowdot_s[i]);
@@ -207,7 +207,7 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();  // the previous query block's readers are done (first pass: K, V are written)
       load_query_block(q, d_o, lse, row_dot, p, h, sq.start + q0, nq, qs, dos, lse_s, rowdot_s);
       __syncthreads();
-      probs_and_dscores(qs, dos, ks, vs, lse_s, rowdot_s, d, nq, q0, k0, p.scale, ps, dss);
+      probs_and_dscores(qs, dos, ks, vs, lse_s, rowdot_s, d, nq, q0, k0, sq, p.scale, ps, dss);
       __syncthreads();
       // dV += P^T dO and dK += dS^T Q (each a fresh partial over the block's query rows ascending, then
       // added). MMA: two [64, 64]^T x [64, d] products.
@@ -265,7 +265,7 @@ __global__ void __launch_bounds__(kThreads)
     load_tile(k, p.ld_k, g, d, sq.start + k0, nk, kBlockK, ld, ks);
     load_tile(v, p.ld_v, g, d, sq.start + k0, nk, kBlockK, ld, vs);
     __syncthreads();
-    probs_and_dscores(qs, dos, ks, vs, lse_s, rowdot_s, d, nq, q0, k0, p.scale, nullptr, dss);
+    probs_and_dscores(qs, dos, ks, vs, lse_s, rowdot_s, d, nq, q0, k0, sq, p.scale, nullptr, dss);
     __syncthreads();
     // dQ += dS K. MMA: a [64, 64] x [64, d] product.
 #pragma unroll

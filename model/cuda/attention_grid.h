@@ -1,7 +1,9 @@
 // The index arithmetic of the CUDA attention kernels (attention_*_kernels.cuh), as ZERO_HD functions so the
 // kernels and a host test (tests/cuda/attention_grid_test.cpp, runs without a GPU) share one definition:
-// tile sizes, the grid -> (sequence, head, block) mapping, each block's rows and loop bounds, the causal
-// mask, and the shared-memory layout. The loops themselves follow model/attention_tiled.h (the CPU
+// tile sizes, the grid -> (sequence, head, block) mapping, each block's rows and loop bounds, and the
+// shared-memory layout. The loop bounds are the causal mask's (core/math/attention_mask.h, which also masks
+// the zero-filled keys past the sequence end: they lie past every query); a hidden span only masks more
+// elements of the tiles they visit. The loops themselves follow model/attention_tiled.h (the CPU
 // emulation, which is the kernels' specification).
 #pragma once
 #include <cstdint>
@@ -75,10 +77,6 @@ ZERO_HD TileRows tile_rows(int64_t block, int64_t tile, int64_t len) {
 ZERO_HD int64_t key_end(const TileRows& queries) { return queries.first + queries.count; }
 // dK/dV: the first query block that sees key k0 (earlier query blocks see none of the key block).
 ZERO_HD int64_t first_query_start(int64_t k0) { return k0 / kBlockQ * kBlockQ; }
-
-// The causal mask (positions within the sequence); also masks the zero-filled keys past the sequence
-// end, which lie past every query.
-ZERO_HD bool masked(int64_t query_pos, int64_t key_pos) { return key_pos > query_pos; }
 
 // K and V tiles are stored [rows, head_dim + 1]: in Q K^T and dO V^T the 32 lanes of a warp read 32
 // consecutive keys at one column, and an odd row stride puts them in 32 different banks.

@@ -70,6 +70,7 @@ detail::Geometry geometry(const AttentionShape& s, const VarlenBatch& b, Elem t,
                  s.kv_heads, s.head_dim);
   detail::Geometry g;
   g.cu_seqlens = b.cu_seqlens;
+  g.hidden = b.hidden;
   g.num_seqs = b.num_seqs, g.max_seqlen = b.max_seqlen, g.num_tokens = b.num_tokens;
   g.heads = s.heads, g.kv_heads = s.kv_heads, g.head_dim = s.head_dim;
   g.v_stride = v_stride, g.dv_stride = dv_stride;

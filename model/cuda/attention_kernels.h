@@ -1,4 +1,5 @@
-// FlashAttention-2-style causal GQA attention kernels over variable-length sequences (cu_seqlens), fp32
+// FlashAttention-2-style causal GQA attention kernels over variable-length sequences (cu_seqlens, each minus
+// its hidden span if it has one: a shared-prompt pair, core/math/attention_mask.h), fp32
 // or bf16 storage, fp32 math. They transcribe model/attention_tiled.h (the CPU emulation, which is their
 // specification: the same 64 x 64 tiles, loop order, online softmax and two-level tile sums), so the
 // emulation's comment describes what runs here. Differences, both numerically invisible:
@@ -35,6 +36,8 @@ struct VarlenBatch {
   int32_t num_seqs = 0;
   int32_t max_seqlen = 0;
   int64_t num_tokens = 0;               // cu_seqlens[num_seqs]
+  // device, 2 per sequence: its hidden span (begin, end; core/math/attention_mask.h), or null for none
+  const int32_t* hidden = nullptr;
 };
 // o [N, heads*d], lse [N, heads] fp32. Scale 1/sqrt(d). v (and backward's dv) may be a column view of a
 // wider row (the fused q/k/v projection and its gradient): v_stride (dv_stride) elements from one token's

@@ -12,6 +12,7 @@ namespace zero::model::cuda_attention::detail {
 // num_seqs, max_seqlen, num_tokens > 0, every grid within 2^31 - 1 blocks).
 struct Geometry {
   const int32_t* cu_seqlens = nullptr;
+  const int32_t* hidden = nullptr;  // 2 per sequence, or null
   int64_t num_seqs = 0, max_seqlen = 0, num_tokens = 0;
   int64_t heads = 0, kv_heads = 0, head_dim = 0;
   int64_t v_stride = 0, dv_stride = 0;  // elements between v's (dv's) token rows; 0: kv_heads * head_dim (packed)

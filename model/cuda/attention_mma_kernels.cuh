@@ -258,7 +258,7 @@ __global__ void __launch_bounds__(kMmaThreads)
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const mma::FragIndex e = mma::c_index(lane, i);
-        const float x = masked(q0 + row0 + e.row, k0 + nt * 8 + e.col) ? -INFINITY : s[nt][i] * p.scale_log2;
+        const float x = masked(sq, q0 + row0 + e.row, k0 + nt * 8 + e.col) ? -INFINITY : s[nt][i] * p.scale_log2;
         s[nt][i] = x;
         tile_max[i / 2] = fmaxf(tile_max[i / 2], x);
       }
@@ -354,7 +354,7 @@ __global__ void __launch_bounds__(kMmaThreads)
           for (int i = 0; i < 4; ++i) {
             const mma::FragIndex e = mma::c_index(lane, i);
             const int query = qc * 16 + j * 8 + e.col;
-            const ProbGrad r = prob_and_dscore(st[j][i], dpt[j][i], masked(q0 + query, k0 + key0 + e.row),
+            const ProbGrad r = prob_and_dscore(st[j][i], dpt[j][i], masked(sq, q0 + query, k0 + key0 + e.row),
                                                t.lse[query], t.row_dot[query], p);
             st[j][i] = r.prob;
             dpt[j][i] = r.ds;
@@ -411,7 +411,7 @@ __global__ void __launch_bounds__(kMmaThreads)
         for (int i = 0; i < 4; ++i) {
           const mma::FragIndex e = mma::c_index(lane, i);
           const int row = row0 + e.row;
-          s[j][i] = prob_and_dscore(s[j][i], dp[j][i], masked(q0 + row, k0 + kc * 16 + j * 8 + e.col), t.lse[row],
+          s[j][i] = prob_and_dscore(s[j][i], dp[j][i], masked(sq, q0 + row, k0 + kc * 16 + j * 8 + e.col), t.lse[row],
                                     t.row_dot[row], p)
                         .ds;
         }

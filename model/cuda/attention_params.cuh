@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "core/math/attention_mask.h"
 #include "model/cuda/attention_launch.h"
 
 namespace zero::model::cuda_attention::detail {
@@ -12,6 +13,7 @@ namespace zero::model::cuda_attention::detail {
 // What every kernel needs to find its rows (by value: kernel parameters).
 struct Params {
   const int32_t* cu_seqlens;
+  const int32_t* hidden;  // 2 per sequence (core/math/attention_mask.h), or null
   int64_t num_seqs, max_seqlen, num_tokens;
   int64_t heads, kv_heads, r;  // r = heads / kv_heads
   int d;
@@ -25,15 +27,17 @@ struct Params {
 inline Params params_of(const Geometry& g) {
   const float scale = 1.0f / sqrtf(float(g.head_dim));
   const int64_t ld_k = g.kv_heads * g.head_dim;
-  return {g.cu_seqlens, g.num_seqs, g.max_seqlen, g.num_tokens, g.heads, g.kv_heads, g.heads / g.kv_heads,
+  return {g.cu_seqlens, g.hidden, g.num_seqs, g.max_seqlen, g.num_tokens, g.heads, g.kv_heads, g.heads / g.kv_heads,
           int(g.head_dim), g.heads * g.head_dim, ld_k, g.v_stride ? g.v_stride : ld_k, g.dv_stride ? g.dv_stride : ld_k, scale,
           scale * 1.4426950408889634f};
 }
 
-// Sequence `seq`'s token range, checked against the host's promise (attention_kernels.h): a length over
-// max_seqlen would silently leave query blocks unlaunched, so it stops the kernel with a message instead.
+// Sequence `seq`'s token range and hidden span, checked against the host's promise (attention_kernels.h):
+// a length over max_seqlen would silently leave query blocks unlaunched, and a hidden span from key 0 would
+// leave a row with no key, so either stops the kernel with a message instead.
 struct Sequence {
   int64_t start, len;
+  int64_t hidden_begin, hidden_end;  // 0, 0: none
 };
 __device__ inline Sequence sequence(const Params& p, int64_t seq) {
   const int64_t start = p.cu_seqlens[seq], end = p.cu_seqlens[seq + 1];
@@ -44,7 +48,19 @@ __device__ inline Sequence sequence(const Params& p, int64_t seq) {
              (long long)seq, (long long)start, (long long)end, (long long)p.max_seqlen, (long long)p.num_tokens);
     __trap();
   }
-  return {start, end - start};
+  const int64_t hb = p.hidden ? p.hidden[2 * seq] : 0, he = p.hidden ? p.hidden[2 * seq + 1] : 0;
+  if (he < hb || (he > hb && (hb < 1 || he > end - start))) {
+    if (threadIdx.x == 0)
+      printf("zero attention kernels: bad hidden span [%lld, %lld) of sequence %lld (length %lld)\n", (long long)hb,
+             (long long)he, (long long)seq, (long long)(end - start));
+    __trap();
+  }
+  return {start, end - start, hb, he};
+}
+
+// The mask within sequence sq (core/math/attention_mask.h; positions within the sequence).
+__device__ inline bool masked(const Sequence& sq, int64_t query_pos, int64_t key_pos) {
+  return math::attention_masked(query_pos, key_pos, sq.hidden_begin, sq.hidden_end);
 }
 
 }  // namespace zero::model::cuda_attention::detail

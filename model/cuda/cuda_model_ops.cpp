@@ -102,8 +102,9 @@ class CudaModelOpsImpl final : public CudaModelOps {
     const TokensById g = group_tokens_by_id(plan.tokens);
     // The CPU backend's tables (same angles, same bits), laid out [token, head_dim / 2].
     const cpu::RopeTable rt = cpu::make_rope_table(plan.positions, rope.head_dim, rope.theta);
-    const int64_t N = plan.num_tokens(), S = plan.num_seqs(), U = int64_t(g.ids.size());
-    layout_ = cuda_batch::batch_layout(N, S, U, rope.head_dim);
+    const int64_t N = plan.num_tokens(), S = plan.num_seqs(), A = plan.num_attention_seqs(), U = int64_t(g.ids.size());
+    const bool hidden = !plan.hidden.empty();
+    layout_ = cuda_batch::batch_layout(N, S, A, hidden, U, rope.head_dim);
     rope_head_dim_ = rope.head_dim;
     num_ids_ = U;
     // The previous batch's upload must have left the pinned buffer before it is rewritten (long done unless
@@ -121,7 +122,8 @@ class CudaModelOpsImpl final : public CudaModelOps {
       if (bytes) std::memcpy(h_batch_ + offset, src, bytes);
     };
     put(layout_.tokens, plan.tokens.data(), 4 * size_t(N));
-    put(layout_.cu_seqlens, plan.cu_seqlens.data(), 4 * size_t(S + 1));
+    put(layout_.cu_seqlens, plan.cu_seqlens.data(), 4 * size_t(A + 1));
+    if (hidden) put(layout_.hidden, plan.hidden.data(), 4 * size_t(2 * A));
     put(layout_.pooled, plan.pooled.data(), 4 * size_t(S));
     put(layout_.by_id, g.by_id.data(), 4 * size_t(N));
     put(layout_.ids, g.ids.data(), 4 * size_t(U));
@@ -332,7 +334,8 @@ class CudaModelOpsImpl final : public CudaModelOps {
 
   cuda_attention::VarlenBatch varlen() const {
     const TokenPlan& p = plan();
-    return {batch<int32_t>(layout_.cu_seqlens), int32_t(p.num_seqs()), p.max_seqlen, p.num_tokens()};
+    return {batch<int32_t>(layout_.cu_seqlens), int32_t(p.num_attention_seqs()), p.max_seqlen, p.num_tokens(),
+            p.hidden.empty() ? nullptr : batch<int32_t>(layout_.hidden)};
   }
   static cuda_attention::Elem attention_elem(std::initializer_list<const TensorRef*> ts) {
     const DType t = (*ts.begin())->dtype;

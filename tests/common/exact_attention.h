@@ -99,4 +99,65 @@ inline ExactAttention exact_attention(const std::vector<float>& q, const std::ve
   return e;
 }
 
+// The same for sequences with hidden spans (hidden: begin, end per sequence, or empty; a shared-prompt pair
+// [shared | chosen rest | rejected rest] with the chosen rest hidden from the rejected rest), computed without
+// any mask: each such sequence is split into the two sequences it stands for, [shared | chosen rest] and
+// [shared | rejected rest], those go through exact_attention, and the results are folded back. A shared
+// row is one query with one output gradient: the second copy's shared rows get dO = 0 (so they add nothing
+// to any gradient), and their o, lse and dq are the first copy's. Every key's dk and dv sum both copies',
+// since both answers' queries read the shared keys.
+inline ExactAttention exact_attention_hidden(const std::vector<float>& q, const std::vector<float>& k,
+                                             const std::vector<float>& v, const std::vector<float>& d_o,
+                                             const std::vector<int32_t>& lengths, const std::vector<int32_t>& hidden,
+                                             int64_t hq, int64_t hkv, int64_t d) {
+  if (hidden.empty()) return exact_attention(q, k, v, d_o, lengths, hq, hkv, d);
+  const auto cu = cu_seqlens_of(lengths);
+  const int64_t wq = hq * d, wk = hkv * d;
+  std::vector<float> uq, uk, uv, udo;
+  std::vector<int32_t> ulen;
+  std::vector<int64_t> src;  // the shared-layout token of each unshared token
+  auto copy_row = [&](int64_t t, bool again = false) {
+    uq.insert(uq.end(), q.begin() + t * wq, q.begin() + (t + 1) * wq);
+    if (again) {
+      udo.insert(udo.end(), size_t(wq), 0.0f);
+    } else {
+      udo.insert(udo.end(), d_o.begin() + t * wq, d_o.begin() + (t + 1) * wq);
+    }
+    uk.insert(uk.end(), k.begin() + t * wk, k.begin() + (t + 1) * wk);
+    uv.insert(uv.end(), v.begin() + t * wk, v.begin() + (t + 1) * wk);
+    src.push_back(t);
+  };
+  for (size_t s = 0; s < lengths.size(); ++s) {
+    const int64_t start = cu[s], len = lengths[s], b = hidden[2 * s], e = hidden[2 * s + 1];
+    if (b == e) {
+      for (int64_t t = start; t < start + len; ++t) copy_row(t);
+      ulen.push_back(int32_t(len));
+      continue;
+    }
+    for (int64_t t = start; t < start + e; ++t) copy_row(t);  // shared + chosen rest
+    for (int64_t t = start; t < start + b; ++t) copy_row(t, true);  // shared again + rejected rest
+    for (int64_t t = start + e; t < start + len; ++t) copy_row(t);
+    ulen.push_back(int32_t(e));
+    ulen.push_back(int32_t(b + len - e));
+  }
+  const ExactAttention u = exact_attention(uq, uk, uv, udo, ulen, hq, hkv, d);
+  const int64_t n = cu.back();
+  ExactAttention e;
+  e.o.assign(size_t(n * wq), 0.0), e.lse.assign(size_t(n * hq), 0.0), e.dq.assign(size_t(n * wq), 0.0);
+  e.dk.assign(size_t(n * wk), 0.0), e.dv.assign(size_t(n * wk), 0.0);
+  std::vector<bool> seen(size_t(n), false);
+  for (size_t ut = 0; ut < src.size(); ++ut) {
+    const int64_t t = src[ut];
+    for (int64_t x = 0; x < wk; ++x) {
+      e.dk[t * wk + x] += u.dk[ut * wk + x];
+      e.dv[t * wk + x] += u.dv[ut * wk + x];
+    }
+    if (seen[size_t(t)]) continue;
+    seen[size_t(t)] = true;
+    for (int64_t x = 0; x < wq; ++x) e.o[t * wq + x] = u.o[ut * wq + x], e.dq[t * wq + x] = u.dq[ut * wq + x];
+    for (int64_t h = 0; h < hq; ++h) e.lse[t * hq + h] = u.lse[ut * hq + h];
+  }
+  return e;
+}
+
 }  // namespace zero::testing

@@ -17,12 +17,16 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/math/attention_mask.h"
 #include "model/cuda/attention_grid.h"
 #include "model/cuda/attention_kernels.h"
 #include "model/cuda/mma_fragments.h"
 
 namespace zero::model::cuda_attention {
 namespace {
+
+// The causal mask alone: the loop bounds below are written for it (a hidden span only masks more).
+bool causal_masked(int64_t query, int64_t key) { return math::attention_masked(query, key, 0, 0); }
 
 // Ragged lengths with every tile edge, an empty sequence and one longer than 2048 / 64 blocks.
 const std::vector<int64_t> kLengths = {1, 63, 64, 65, 0, 127, 128, 129, 2, 300};
@@ -120,7 +124,7 @@ PairCount walk_row_kernel(const Batch& b, int64_t heads, std::map<std::tuple<int
       last_k0 = k0;
       for (int64_t i = 0; i < qr.count; ++i)
         for (int64_t j = 0; j < kBlockK; ++j)
-          if (!masked(qr.first + i, k0 + j)) {
+          if (!causal_masked(qr.first + i, k0 + j)) {
             EXPECT_LT(k0 + j, len) << "an unmasked key past the sequence end";
             ++got[{c.seq, c.head, qr.first + i, k0 + j}];
           }
@@ -162,7 +166,7 @@ TEST(AttentionGrid, ColumnKernelLoopsCoverTheCausalPatternOnce) {
         ASSERT_GT(qr.count, 0);
         for (int64_t i = 0; i < qr.count; ++i)
           for (int64_t j = 0; j < kBlockK; ++j)
-            if (!masked(q0 + i, kr.first + j)) {
+            if (!causal_masked(q0 + i, kr.first + j)) {
               EXPECT_LT(kr.first + j, len);
               ++got[{c.seq, h, q0 + i, kr.first + j}];
             }
@@ -179,10 +183,19 @@ TEST(AttentionGrid, ColumnKernelLoopsCoverTheCausalPatternOnce) {
   EXPECT_EQ(first_query_start(128), 128);
 }
 
-TEST(AttentionGrid, MaskIsCausal) {
-  EXPECT_FALSE(masked(5, 5));
-  EXPECT_FALSE(masked(5, 0));
-  EXPECT_TRUE(masked(5, 6));
+TEST(AttentionGrid, MaskIsCausalMinusTheHiddenSpan) {
+  EXPECT_FALSE(causal_masked(5, 5));
+  EXPECT_FALSE(causal_masked(5, 0));
+  EXPECT_TRUE(causal_masked(5, 6));
+  // A shared-prompt pair [shared 0-2 | chosen rest 3-5 | rejected rest 6-8]: hidden span [3, 6).
+  using math::attention_masked;
+  EXPECT_FALSE(attention_masked(4, 3, 3, 6));  // the chosen rest sees itself
+  EXPECT_FALSE(attention_masked(4, 2, 3, 6));  // and the shared tokens
+  EXPECT_TRUE(attention_masked(6, 3, 3, 6));   // the rejected rest does not see the chosen rest
+  EXPECT_TRUE(attention_masked(8, 5, 3, 6));
+  EXPECT_FALSE(attention_masked(8, 2, 3, 6));  // but sees the shared tokens
+  EXPECT_FALSE(attention_masked(8, 6, 3, 6));  // and itself
+  EXPECT_TRUE(attention_masked(6, 7, 3, 6));   // causally
 }
 
 TEST(AttentionGrid, SharedMemoryLayout) {

@@ -46,6 +46,7 @@ struct Case {
   int64_t heads, kv_heads, head_dim;
   int32_t extra_max_seqlen = 0;  // VarlenBatch.max_seqlen above the longest length
   bool fused_v = false;  // v and dv as the last columns of [q | k | v] rows (the fused projection's layout)
+  std::vector<int32_t> hidden = {};  // begin, end per sequence (shared-prompt pairs), or empty
 };
 
 const std::vector<Case>& cases() {
@@ -61,6 +62,9 @@ const std::vector<Case>& cases() {
       {"long_2048_gqa4_d128", {2048, 1, 130}, 4, 1, 128},  // Qwen3's head_dim at the longest length
       {"fused_v_fixture_d12", {17, 64, 3, 70}, 6, 3, 12, 0, true},
       {"fused_v_gqa4_d128", {513, 63, 1}, 4, 1, 128, 0, true},
+      // shared-prompt pairs [shared | chosen rest | rejected rest] between plain sequences
+      {"shared_fixture_d12", {40, 9, 200, 70, 3}, 6, 3, 12, 0, false, {10, 25, 0, 0, 60, 140, 1, 35, 1, 2}},
+      {"shared_gqa4_d128", {700, 130, 64}, 4, 1, 128, 0, true, {300, 520, 64, 129, 0, 0}},
   };
   return all;
 }
@@ -118,8 +122,9 @@ Outputs run_gpu(const Case& c, const Host& in, bool bf16, ca::Path path = ca::Pa
   const auto cu = cu_seqlens_of(c.lengths);
   const int64_t n = cu.back(), d = c.head_dim;
   const Typed t{bf16};
-  DeviceBuffer cu_d(cu.size() * sizeof(int32_t));
+  DeviceBuffer cu_d(cu.size() * sizeof(int32_t)), hidden_d(std::max<size_t>(1, c.hidden.size()) * sizeof(int32_t));
   cu_d.upload(cu);
+  if (!c.hidden.empty()) hidden_d.upload(c.hidden);
   // v (and dv) in rows `width` wide from column v_col: packed, or the [q | k | v] rows of the fused
   // projection (the columns before v NaN, and for dv checked untouched).
   const int64_t kv_cols = c.kv_heads * d, width = c.fused_v ? (c.heads + 2 * c.kv_heads) * d : kv_cols,
@@ -135,7 +140,8 @@ Outputs run_gpu(const Case& c, const Host& in, bool bf16, ca::Path path = ca::Pa
   void* dv_at = static_cast<char*>(dv.get()) + v_col * t.elem();
   const AttentionShape s{c.heads, c.kv_heads, d};
   const int32_t max_len = *std::max_element(c.lengths.begin(), c.lengths.end()) + c.extra_max_seqlen;
-  const ca::VarlenBatch b{cu_d.as<int32_t>(), int32_t(c.lengths.size()), max_len, n};
+  const ca::VarlenBatch b{cu_d.as<int32_t>(), int32_t(c.lengths.size()), max_len, n,
+                          c.hidden.empty() ? nullptr : hidden_d.as<int32_t>()};
   const ca::Elem e = bf16 ? ca::Elem::BF16 : ca::Elem::F32;
   const size_t ws_bytes = ca::backward_workspace_bytes(s, b);
   DeviceBuffer ws(ws_bytes);
@@ -156,9 +162,10 @@ Outputs run_gpu(const Case& c, const Host& in, bool bf16, ca::Path path = ca::Pa
           t.get(dk, n * c.kv_heads * d), dv_packed};
 }
 
-// fp64 plain attention (tests/common/exact_attention.h).
+// fp64 plain attention (tests/common/exact_attention.h; shared-prompt pairs as their answers apart).
 testing::ExactAttention run_exact(const Case& c, const Host& in) {
-  return testing::exact_attention(in.q, in.k, in.v, in.d_o, c.lengths, c.heads, c.kv_heads, c.head_dim);
+  return testing::exact_attention_hidden(in.q, in.k, in.v, in.d_o, c.lengths, c.hidden, c.heads, c.kv_heads,
+                                         c.head_dim);
 }
 
 // Per tensor: name, error; prints one line per case so a GPU log shows every number.
@@ -231,8 +238,9 @@ TEST_F(AttentionKernelsOnDevice, MatchTheCpuEmulation) {
     Outputs emu{std::vector<float>(n * c.heads * d), std::vector<float>(n * c.heads), std::vector<float>(n * c.heads * d),
                 std::vector<float>(n * c.kv_heads * d), std::vector<float>(n * c.kv_heads * d)};
     const AttentionShape s{c.heads, c.kv_heads, d};
-    attention_tiled_forward(in.q.data(), in.k.data(), in.v.data(), s, cu, emu.o.data(), emu.lse.data());
+    attention_tiled_forward(in.q.data(), in.k.data(), in.v.data(), s, cu, c.hidden, emu.o.data(), emu.lse.data());
     attention_tiled_backward(in.q.data(), in.k.data(), in.v.data(), emu.o.data(), in.d_o.data(), emu.lse.data(), s, cu,
+                             c.hidden,
                              emu.dq.data(), emu.dk.data(), emu.dv.data());
     expect_close(c.name + " fp32 vs emulation", got, emu, 1e-6);
   }

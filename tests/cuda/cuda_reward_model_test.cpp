@@ -1,13 +1,14 @@
 // The whole reward model on CudaModelOps (fp32 mode) against the same model on the CPU backend, on the
 // shared tiny Qwen3 fixture (tests/fixtures/qwen3_rm_tiny, the HF-parity fixture) and its batch: rewards,
 // loss and every parameter gradient within 1e-5 relative L2 in each activation-checkpointing mode (none,
-// selective, full); and the GPU run repeats itself bit for bit.
+// selective, full), and with shared prompts; and the GPU run repeats itself bit for bit.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 
 #include "checkpoint/safetensors.h"
+#include "data/batcher.h"
 #include "model/activation_plan.h"
 #include "model/cuda/cuda_model_ops.h"
 #include "model/cuda/device_params.h"
@@ -74,6 +75,45 @@ TEST(CudaRewardModel, FixtureMatchesCpuInFp32Mode) {
     const RewardOutput again = gpu.forward_backward(batch, dev);
     EXPECT_EQ(0, std::memcmp(again.rewards.data(), out.rewards.data(), out.rewards.size() * sizeof(float)));
   }
+}
+
+// data.share_prompt on the GPU path: pairs whose answers share a prompt, laid out with the prompt once and
+// run on CudaModelOps (fp32 mode: the attention kernels with hidden spans), give the CPU backend's rewards,
+// loss and gradients of the same pairs with each answer whole, within 1e-5 relative.
+TEST(CudaRewardModel, SharedPromptsGiveTheCpuResultsOfEachAnswerWhole) {
+  ZERO_SKIP_WITHOUT_CUDA();
+  checkpoint::SafetensorsReader reader(testing::fixture_file());
+  const Qwen3Config config = load_hf_config(testing::fixture_dir() + "/config.json");
+  const Qwen3RewardModel cpu(config, RewardModelOptions{});
+  DenseParams host = fixture_params(reader, config);
+  const data::PairDataset ds = testing::pairs_with_shared_prompts(config.vocab_size);
+  std::vector<int64_t> ids(size_t(ds.num_pairs()));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int64_t(i);
+  data::BatchConfig whole, shared;
+  whole.layout = shared.layout = data::BatchLayout::Packed;
+  whole.pack_row_len = shared.pack_row_len = 4096;  // every pair in one row
+  whole.share_prompt = false;
+  const data::PairBatch a = data::make_batch(ds, ids, {}, whole), b = data::make_batch(ds, ids, {}, shared);
+  ASSERT_LT(b.real_tokens(), a.real_tokens());
+  const RewardOutput ref = cpu.forward_backward(a, host);
+
+  const Qwen3RewardModel gpu(config, RewardModelOptions{}, make_cuda_model_ops({nullptr, DType::F32, AttentionKind::Auto}));
+  DeviceParams dev(host, DType::F32);
+  const RewardOutput out = gpu.forward_backward(b, dev);
+  // The layouts may order pairs differently: rewards by pair id.
+  std::vector<float> got(out.rewards.size()), want(ref.rewards.size());
+  for (int64_t i = 0; i < b.num_pairs(); ++i)
+    for (int k = 0; k < 2; ++k) {
+      got[size_t(2 * b.pair_ids[i] + k)] = out.rewards[size_t(2 * i + k)];
+      want[size_t(2 * a.pair_ids[i] + k)] = ref.rewards[size_t(2 * i + k)];
+    }
+  printf("  shared prompts: %lld tokens instead of %lld, rewards rel L2 %.3e\n", (long long)b.real_tokens(),
+         (long long)a.real_tokens(), rel_l2(got, want));
+  EXPECT_LE(rel_l2(got, want), 1e-5);
+  EXPECT_NEAR(out.pairs.loss_sum, ref.pairs.loss_sum, 1e-5 * std::abs(ref.pairs.loss_sum));
+  for (size_t g = 0; g < host.groups().size(); ++g)
+    for (size_t t = 0; t < host.groups()[g].tensors.size(); ++t)
+      EXPECT_LE(rel_l2(dev.grad(int(g), int(t)), host.grad(int(g), int(t))), 1e-5) << host.groups()[g].tensors[t].name;
 }
 
 // bf16 mode, the training path on a GPU: selective and full recompute give none's rewards, loss and

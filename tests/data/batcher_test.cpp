@@ -33,15 +33,23 @@ void check_batch(const PairDataset& ds, const PairBatch& b, const std::vector<in
   std::vector<uint8_t> used(b.tokens.size(), 0);
   ASSERT_EQ(int64_t(b.cu_seqlens.size()), b.num_seqs() + 1);
   EXPECT_EQ(b.cu_seqlens[0], 0);
+  ASSERT_TRUE(b.shared.empty() || b.shared.size() == size_t(b.num_pairs()));
   for (int64_t s = 0; s < b.num_seqs(); ++s) {
     const auto src = ds.seq(2 * b.pair_ids[s / 2] + s % 2);  // 2i chosen, 2i+1 rejected
-    ASSERT_EQ(b.seq_len[s], int64_t(src.size()));
+    // A rejected answer that shares its first tokens stores only its rest, at positions from `skip` on.
+    const int64_t skip = s % 2 == 1 && !b.shared.empty() ? b.shared[s / 2] : 0;
+    ASSERT_EQ(b.seq_len[s], int64_t(src.size()) - skip);
     const int64_t base = b.seq_row[s] * b.row_len + b.seq_start[s];
     ASSERT_LE(b.seq_start[s] + b.seq_len[s], b.row_len);
     for (int64_t k = 0; k < b.seq_len[s]; ++k) {
-      ASSERT_EQ(b.tokens[base + k], src[k]);
-      ASSERT_EQ(b.positions[base + k], k);
+      ASSERT_EQ(b.tokens[base + k], src[skip + k]);
+      ASSERT_EQ(b.positions[base + k], skip + k);
       ASSERT_EQ(used[base + k]++, 0) << "two sequences overlap";
+    }
+    if (skip > 0) {  // the shared tokens are the chosen answer's first ones, which sit right before
+      const int64_t chosen = b.seq_row[s - 1] * b.row_len + b.seq_start[s - 1];
+      ASSERT_EQ(base, chosen + b.seq_len[s - 1]);
+      for (int64_t k = 0; k < skip; ++k) ASSERT_EQ(b.tokens[chosen + k], src[k]);
     }
     EXPECT_EQ(b.last_index[s], base + b.seq_len[s] - 1);
     EXPECT_EQ(b.tokens[b.last_index[s]], ds.end_id);
@@ -74,6 +82,7 @@ TEST(Batcher, PaddedAndPackedLayoutsHoldEverySequence) {
   const auto& ds = dataset();
   ASSERT_EQ(ds.num_pairs(), 221);
   EXPECT_EQ(ds.pad_id, 151643);
+  for (const bool share : {false, true})
   for (const BatchLayout layout : {BatchLayout::Padded, BatchLayout::Packed}) {
     for (int64_t first = 0; first + 8 <= ds.num_pairs(); first += 37) {
       std::vector<int64_t> ids(8);
@@ -83,8 +92,11 @@ TEST(Batcher, PaddedAndPackedLayoutsHoldEverySequence) {
       BatchConfig cfg;
       cfg.layout = layout;
       cfg.pack_row_len = 1024;
+      cfg.share_prompt = share;
       const PairBatch b = make_batch(ds, ids, mask, cfg);
-      SCOPED_TRACE(layout == BatchLayout::Padded ? "padded" : "packed");
+      SCOPED_TRACE(layout == BatchLayout::Padded ? "padded" : share ? "packed, shared prompts" : "packed");
+      EXPECT_EQ(b.shared.empty(), layout == BatchLayout::Padded || !share);
+      for (size_t i = 0; i < b.shared.size(); ++i) EXPECT_EQ(b.shared[i], ds.common_prefix(b.pair_ids[i]));
       check_batch(ds, b, ids);
       EXPECT_EQ(b.real_pairs(), 7);
       if (layout == BatchLayout::Padded) {
@@ -110,9 +122,9 @@ TEST(Batcher, BucketingAndPackingCutPadding) {
     sc.global_batch = 64;  // 8 micro-batches of 8 pairs, as FACTS.md's measurement
     sc.accum = 8;
     sc.bucket_by_length = mode > 0;
-    PairSampler sampler(sc, ds.num_pairs(), ds.pair_lengths(), 0, 1);
     BatchConfig bc;
     bc.layout = mode == 2 ? BatchLayout::Packed : BatchLayout::Padded;
+    PairSampler sampler(sc, ds.num_pairs(), pair_tokens(ds, bc), 0, 1);
     int64_t real = 0, grid = 0;
     for (int64_t s = 0; s < sampler.steps_per_epoch(); ++s)
       for (const auto& m : sampler.next_step().micro) {
@@ -126,6 +138,44 @@ TEST(Batcher, BucketingAndPackingCutPadding) {
   EXPECT_GT(frac[0], 0.3);  // hh-rlhf lengths vary a lot (FACTS: 0.60 padding to the longest)
   EXPECT_LT(frac[1], frac[0] / 2);
   EXPECT_LT(frac[2], frac[1]);
+}
+
+// The shared prompt of a pair: the answers' common first tokens, leaving each at least one token of its own.
+// Worked by hand, then by definition over the bundled hh-rlhf pairs, whose answers share the conversation up
+// to the last assistant turn (hence the saving printed and required).
+TEST(Batcher, SharedPromptsAreTheAnswersCommonFirstTokens) {
+  PairDataset hand;
+  hand.tokens = {1, 2, 3, 9, 0, /**/ 1, 2, 3, 9, 0,  // identical answers: all but the last token shared
+                 1, 2, 0, /**/ 1, 5, 0,              // one token shared
+                 7, 0, /**/ 8, 0,                    // none
+                 4, 0, /**/ 4, 6, 0};                // the chosen answer is the rejected one's start
+  hand.offsets = {0, 5, 10, 13, 16, 18, 20, 22, 25};
+  EXPECT_EQ(hand.common_prefix(0), 4);
+  EXPECT_EQ(hand.common_prefix(1), 1);
+  EXPECT_EQ(hand.common_prefix(2), 0);
+  EXPECT_EQ(hand.common_prefix(3), 1);
+  BatchConfig padded, packed, shared;
+  padded.layout = BatchLayout::Padded;
+  packed.layout = shared.layout = BatchLayout::Packed;
+  packed.share_prompt = false;
+  EXPECT_EQ(pair_tokens(hand, padded), (std::vector<int64_t>{10, 6, 4, 6}));
+  EXPECT_EQ(pair_tokens(hand, packed), (std::vector<int64_t>{10, 6, 4, 5}));
+  EXPECT_EQ(pair_tokens(hand, shared), (std::vector<int64_t>{6, 5, 4, 4}));
+
+  const auto& ds = dataset();
+  int64_t all = 0, saved = 0;
+  for (int64_t p = 0; p < ds.num_pairs(); ++p) {
+    const auto c = ds.seq(2 * p), r = ds.seq(2 * p + 1);
+    const int64_t n = ds.common_prefix(p), most = int64_t(std::min(c.size(), r.size())) - 1;
+    ASSERT_LE(n, most) << p;
+    for (int64_t k = 0; k < n; ++k) ASSERT_EQ(c[k], r[k]) << p;
+    if (n < most) EXPECT_NE(c[n], r[n]) << p << ": a longer common prefix";
+    all += int64_t(c.size() + r.size());
+    saved += n;
+  }
+  std::printf("shared prompts: %lld of %lld tokens (%.1f%%) stored once instead of twice\n", (long long)saved,
+              (long long)all, 100.0 * double(saved) / double(all));
+  EXPECT_GT(double(saved) / double(all), 0.2);
 }
 
 TEST(Batcher, EmptyAndSinglePair) {

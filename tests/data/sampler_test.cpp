@@ -70,6 +70,13 @@ std::vector<int64_t> lengths_for(int64_t n) {
   return l;
 }
 
+// What the pairs cost in a padded micro-batch (data/batcher.h's pair_tokens): two rows of the longer answer.
+std::vector<int64_t> padded_costs(const std::vector<int64_t>& longer_answer) {
+  std::vector<int64_t> c = longer_answer;
+  for (int64_t& x : c) x *= 2;
+  return c;
+}
+
 struct Case {
   int64_t n, global_batch, accum;
   RemainderPolicy remainder;
@@ -301,7 +308,7 @@ TEST(SamplerTokenBudget, SamePairsPerStepNoSplitBudgetKeptEqualMicroCounts) {
     SamplerConfig tok_cfg = pairs_cfg;
     tok_cfg.micro_tokens = budget;
     PairSampler by_pairs(pairs_cfg, n, len, 0, 1);
-    PairSampler by_tokens(tok_cfg, n, len, 0, world);
+    PairSampler by_tokens(tok_cfg, n, padded_costs(len), 0, world);
     for (int64_t step = 0; step < 2 * by_pairs.steps_per_epoch(); ++step) {
       const std::vector<StepPlan> ref = by_pairs.next_step_all_ranks();
       const std::vector<StepPlan> got = by_tokens.next_step_all_ranks();
@@ -354,7 +361,7 @@ TEST(SamplerTokenBudget, APairOverTheBudgetGoesAloneAndAnEmptyRankStillStepsWith
   // Lengths 100 (cost 200) and 10 (cost 20), budget 50: the long pair alone, the short ones packed.
   std::vector<int64_t> len = {100, 10, 10, 10};
   SamplerConfig cfg{1, 4, 1, false, true, 1, RemainderPolicy::Drop, 50};
-  PairSampler s(cfg, 4, len, 0, 1);
+  PairSampler s(cfg, 4, padded_costs(len), 0, 1);
   const StepPlan p = s.next_step();
   ASSERT_EQ(p.micro.size(), 3u);
   EXPECT_EQ(p.micro[0].pair_ids, (std::vector<int64_t>{0}));
@@ -362,7 +369,7 @@ TEST(SamplerTokenBudget, APairOverTheBudgetGoesAloneAndAnEmptyRankStillStepsWith
   EXPECT_EQ(p.micro[2].pair_ids, (std::vector<int64_t>{3}));
   // Three ranks, two pairs: one rank has none and runs as many (empty) micro-steps as the others.
   SamplerConfig few{1, 2, 1, false, true, 1, RemainderPolicy::Drop, 1000};
-  PairSampler t(few, 4, len, 0, 3);
+  PairSampler t(few, 4, padded_costs(len), 0, 3);
   const auto all = t.next_step_all_ranks();
   EXPECT_EQ(all[2].micro.size(), 1u);
   EXPECT_TRUE(all[2].micro[0].pair_ids.empty());

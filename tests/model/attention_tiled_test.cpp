@@ -40,6 +40,7 @@ struct Case {
   // peaked one (the running max keeps moving).
   float q_spread = 3.0f;
   AttentionTiles tiles = {};
+  std::vector<int32_t> hidden = {};  // begin, end per sequence (shared-prompt pairs), or empty
 };
 
 Case make_case(std::string name, std::vector<int32_t> lengths, int64_t heads, int64_t kv_heads, int64_t head_dim,
@@ -78,9 +79,10 @@ Result run_tiled(const Case& c, const Tensors& in) {
   r.dq.resize(n * c.heads * d);
   r.dk.resize(n * c.kv_heads * d);
   r.dv.resize(n * c.kv_heads * d);
-  attention_tiled_forward(in.q.data(), in.k.data(), in.v.data(), shape_of(c), cu, r.o.data(), r.lse.data(), c.tiles);
+  attention_tiled_forward(in.q.data(), in.k.data(), in.v.data(), shape_of(c), cu, c.hidden, r.o.data(), r.lse.data(),
+                          c.tiles);
   attention_tiled_backward(in.q.data(), in.k.data(), in.v.data(), r.o.data(), in.d_o.data(), r.lse.data(), shape_of(c),
-                           cu, r.dq.data(), r.dk.data(), r.dv.data(), c.tiles);
+                           cu, c.hidden, r.dq.data(), r.dk.data(), r.dv.data(), c.tiles);
   return r;
 }
 
@@ -95,15 +97,17 @@ Result run_eager(const Case& c, const Tensors& in) {
   r.dk.resize(n * c.kv_heads * d);
   r.dv.resize(n * c.kv_heads * d);
   std::vector<float> lse(n * c.heads);
-  cpu::attention_reference_forward(in.q.data(), in.k.data(), in.v.data(), shape_of(c), cu, n, r.o.data(), lse.data());
-  cpu::attention_reference_backward(in.q.data(), in.k.data(), in.v.data(), in.d_o.data(), shape_of(c), cu, n,
+  cpu::attention_reference_forward(in.q.data(), in.k.data(), in.v.data(), shape_of(c), cu, c.hidden, n, r.o.data(),
+                                   lse.data());
+  cpu::attention_reference_backward(in.q.data(), in.k.data(), in.v.data(), in.d_o.data(), shape_of(c), cu, c.hidden, n,
                                     r.dq.data(), r.dk.data(), r.dv.data());
   return r;
 }
 
-// fp64 plain attention (tests/common/exact_attention.h).
+// fp64 plain attention (tests/common/exact_attention.h; shared-prompt pairs split into their two answers).
 ExactAttention run_exact(const Case& c, const Tensors& in) {
-  return exact_attention(in.q, in.k, in.v, in.d_o, c.lengths, c.heads, c.kv_heads, c.head_dim);
+  return testing::exact_attention_hidden(in.q, in.k, in.v, in.d_o, c.lengths, c.hidden, c.heads, c.kv_heads,
+                                         c.head_dim);
 }
 
 struct Errors {
@@ -169,6 +173,24 @@ TEST(AttentionTiled, MatchesPlainAttentionAtLength2048) {
   check_against_plain(make_case("2048 gqa2 d128", {2048}, 2, 1, 128), 8);
 }
 
+// Shared-prompt pairs (core/math/attention_mask.h): sequences [shared | chosen rest | rejected rest] whose
+// rejected rest does not see the chosen rest, against the fp64 attention of the two answers computed apart
+// (exact_attention_hidden: no mask code). Spans inside one tile, across tile edges and past 64-token tiles,
+// a one-token chosen rest, a one-token shared prompt, and plain sequences (span 0, 0) between them.
+TEST(AttentionTiled, SharedPromptPairsMatchTheirAnswersAlone) {
+  Case c = make_case("shared gqa2 d16", {40, 9, 200, 130, 70, 3}, 4, 2, 16);
+  c.hidden = {10, 25, 0, 0, 60, 140, 64, 65, 1, 35, 1, 2};
+  check_against_plain(c, 12);
+  for (const AttentionTiles tiles : {AttentionTiles{16, 32}, AttentionTiles{7, 3}, AttentionTiles{128, 128}}) {
+    Case t = c;
+    t.tiles = tiles;
+    check_against_plain(t, 12);
+  }
+  Case d = make_case("shared gqa4 d128 peaked", {700, 129}, 8, 2, 128, 4.0f);
+  d.hidden = {300, 520, 64, 128};
+  check_against_plain(d, 13);
+}
+
 // The result depends on the tiling only through rounding: every tiling within kTolerance of plain
 // attention, and of the default 64x64 tiling.
 TEST(AttentionTiled, TilingChangesOnlyRounding) {
@@ -208,8 +230,8 @@ TEST(AttentionTiled, TwoTokensWorkedByHand) {
        {AttentionTiles{}, AttentionTiles{1, 1}, AttentionTiles{1, 2}, AttentionTiles{2, 1}}) {
     Result r{std::vector<float>(4), std::vector<float>(2), std::vector<float>(4), std::vector<float>(4),
              std::vector<float>(4)};
-    attention_tiled_forward(q.data(), k.data(), v.data(), {1, 1, 2}, cu, r.o.data(), r.lse.data(), tiles);
-    attention_tiled_backward(q.data(), k.data(), v.data(), r.o.data(), d_o.data(), r.lse.data(), {1, 1, 2}, cu,
+    attention_tiled_forward(q.data(), k.data(), v.data(), {1, 1, 2}, cu, {}, r.o.data(), r.lse.data(), tiles);
+    attention_tiled_backward(q.data(), k.data(), v.data(), r.o.data(), d_o.data(), r.lse.data(), {1, 1, 2}, cu, {},
                              r.dq.data(), r.dk.data(), r.dv.data(), tiles);
     for (int i = 0; i < 4; ++i) {
       EXPECT_NEAR(r.o[i], o[i], 1e-7) << i;

@@ -119,10 +119,11 @@ TEST(CudaGemmShape, PointerAlignmentAndPlanKeys) {
 }
 
 TEST(CudaBatchUpload, LayoutIsAlignedAndSized) {
-  // 300 tokens, 6 sequences, 120 distinct ids, head_dim 128.
-  const cuda_batch::BatchLayout l = cuda_batch::batch_layout(300, 6, 120, 128);
+  // 300 tokens, 6 answers, 6 attention sequences (none shared), 120 distinct ids, head_dim 128.
+  const cuda_batch::BatchLayout l = cuda_batch::batch_layout(300, 6, 6, false, 120, 128);
   EXPECT_EQ(l.tokens, 0u);
   EXPECT_EQ(l.cu_seqlens, 1280u);  // 1200 bytes rounded up to 256
+  EXPECT_EQ(l.hidden, 1536u);      // no bytes
   EXPECT_EQ(l.pooled, 1536u);
   EXPECT_EQ(l.by_id, 1792u);
   EXPECT_EQ(l.ids, 3072u);
@@ -130,6 +131,11 @@ TEST(CudaBatchUpload, LayoutIsAlignedAndSized) {
   EXPECT_EQ(l.cos, 4096u);
   EXPECT_EQ(l.sin, 4096u + 76800u);
   EXPECT_EQ(l.total, 4096u + 2 * 76800u);
+  // The same answers as 3 shared-prompt pairs: 3 attention sequences and their hidden spans.
+  const cuda_batch::BatchLayout s = cuda_batch::batch_layout(300, 6, 3, true, 120, 128);
+  EXPECT_EQ(s.hidden, 1536u);
+  EXPECT_EQ(s.pooled, 1792u);
+  EXPECT_EQ(s.total, 4352u + 2 * 76800u);
 }
 
 TEST(CudaActivationPool, SizeClasses) {

@@ -1,6 +1,7 @@
 // Helpers for the model tests: PairBatch builders (padded and packed) and the HF fixture's batch in pair order.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <span>
@@ -9,7 +10,9 @@
 #include <vector>
 
 #include "checkpoint/safetensors.h"
+#include "core/splitmix.h"
 #include "data/batch.h"
+#include "data/pair_dataset.h"
 
 namespace zero::model::testing {
 
@@ -136,6 +139,34 @@ inline Err compare(std::span<const float> got, std::span<const float> ref, doubl
   }
   e.norm_rel = rn > 0 ? std::sqrt(dn / rn) : std::sqrt(dn);
   return e;
+}
+
+// Pairs of random tokens whose answers share a prompt, as {prompt, chosen rest, rejected rest} lengths:
+// prompts of 30, 0, 70 (across a 64-token tile), 1, 16 and 50 tokens, identical answers (pair 5), rests of
+// one token; every answer ends on end_id 1. For the data.share_prompt tests.
+inline data::PairDataset pairs_with_shared_prompts(int64_t vocab) {
+  const int32_t end_id = 1;
+  const std::vector<std::array<int64_t, 3>> shape = {
+      {30, 12, 25}, {0, 9, 14}, {70, 20, 40}, {1, 3, 5}, {16, 1, 1}, {50, 0, 0}, {5, 80, 2}};
+  uint64_t state = 0x5ba7;
+  auto token = [&] { return int32_t(2 + splitmix64(state) % uint64_t(vocab - 2)); };
+  data::PairDataset ds;
+  ds.end_id = end_id;
+  ds.pad_id = 0;
+  ds.offsets = {0};
+  for (const auto& [prompt, c_rest, r_rest] : shape) {
+    std::vector<int32_t> c, r;
+    for (int64_t i = 0; i < prompt; ++i) c.push_back(token());
+    r = c;
+    for (int64_t i = 0; i < c_rest; ++i) c.push_back(token());
+    for (int64_t i = 0; i < r_rest; ++i) r.push_back(token());
+    for (auto* s : {&c, &r}) {
+      s->push_back(end_id);
+      ds.tokens.insert(ds.tokens.end(), s->begin(), s->end());
+      ds.offsets.push_back(int64_t(ds.tokens.size()));
+    }
+  }
+  return ds;
 }
 
 }  // namespace zero::model::testing

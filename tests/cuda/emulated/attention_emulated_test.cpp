@@ -9,7 +9,8 @@
 //   - the CPU emulation of the tiling (model/attention_tiled.h), FMA path in fp32: <= 1e-6 (the same sums
 //     in the same order; the GPU test's bound).
 // Ragged lengths over tile edges (1, 17, 63, 64, 65, 129, 130), GQA ratios 1, 2 and 4, head_dim 12 (the HF
-// fixture's), 64 and 128; max_seqlen above the longest sequence once. Outputs start as NaN, so an element
+// fixture's), 64 and 128; max_seqlen above the longest sequence once; shared-prompt pairs (hidden spans)
+// against their answers computed apart (exact_attention_hidden). Outputs start as NaN, so an element
 // the kernels never write fails. What it cannot show: timing, the hardware's own rounding of exp/log and
 // its accumulation order inside mma.sync, and the code behind `#if !ZERO_SIMT_EMULATION` (the two inline
 // PTX instructions, whose operand layout is the one emulated here; the extern __shared__ declaration).
@@ -48,6 +49,7 @@ struct Case {
   // v and dv as the last columns of [q | k | v]-wide rows (the fused projection's layout, v_stride and
   // dv_stride), the columns before them never to be touched.
   bool fused_v = false;
+  std::vector<int32_t> hidden = {};  // begin, end per sequence (shared-prompt pairs), or empty
 };
 
 // Kernel storage (fp32 or bf16), 256-byte aligned (the tensor-core kernels copy 16-byte vectors, the
@@ -109,7 +111,8 @@ Outputs run_kernels(const Case& c, Run run, const std::vector<float>& q, const s
   const int64_t stride = c.fused_v ? width : 0;
   int32_t max_len = 0;
   for (int32_t len : c.lengths) max_len = std::max(max_len, len);
-  const VarlenBatch b{cu.data(), int32_t(c.lengths.size()), max_len + c.extra_max_seqlen, n};
+  const VarlenBatch b{cu.data(), int32_t(c.lengths.size()), max_len + c.extra_max_seqlen, n,
+                      c.hidden.empty() ? nullptr : c.hidden.data()};
   const AttentionShape s{hq, hkv, c.head_dim};
   const Elem t = bf16 ? Elem::BF16 : Elem::F32;
   const Path path = run == Run::Bf16Mma ? Path::Mma : Path::Fma;
@@ -167,7 +170,7 @@ void check(const Case& c, Run run) {
   const Outputs got = run_kernels(c, run, in.q, in.k, in.v, in.d_o);
   const char* name = run == Run::Fp32Fma ? "fp32 fma" : run == Run::Bf16Fma ? "bf16 fma" : "bf16 mma";
   expect_close(c.name + " " + name + " vs fp64", got,
-               testing::exact_attention(in.q, in.k, in.v, in.d_o, c.lengths, c.heads, c.kv_heads, D),
+               testing::exact_attention_hidden(in.q, in.k, in.v, in.d_o, c.lengths, c.hidden, c.heads, c.kv_heads, D),
                bf16 ? 1e-2 : 1e-5);
   if (run != Run::Fp32Fma) return;
   // fp32: the kernels compute what the tiling's CPU emulation computes.
@@ -176,8 +179,9 @@ void check(const Case& c, Run run) {
   Outputs emu{std::vector<float>(n * c.heads * D), std::vector<float>(n * c.heads), std::vector<float>(n * c.heads * D),
               std::vector<float>(n * c.kv_heads * D), std::vector<float>(n * c.kv_heads * D)};
   const AttentionShape s{c.heads, c.kv_heads, D};
-  attention_tiled_forward(in.q.data(), in.k.data(), in.v.data(), s, cu, emu.o.data(), emu.lse.data());
+  attention_tiled_forward(in.q.data(), in.k.data(), in.v.data(), s, cu, c.hidden, emu.o.data(), emu.lse.data());
   attention_tiled_backward(in.q.data(), in.k.data(), in.v.data(), emu.o.data(), in.d_o.data(), emu.lse.data(), s, cu,
+                           c.hidden,
                            emu.dq.data(), emu.dk.data(), emu.dv.data());
   expect_close(c.name + " fp32 fma vs emulation", got, emu, 1e-6);
 }
@@ -189,16 +193,22 @@ const Case kDim128Mha{"d128_mha_129", {129}, 1, 1, 128};
 // v and dv inside fused [q | k | v] rows, as the model's fused projection lays them out.
 const Case kFixtureDimFusedV{"d12_gqa2_fused_v", {17, 64, 3, 70}, 6, 3, 12, 0, true};
 const Case kDim128FusedV{"d128_gqa4_fused_v", {130, 63, 1}, 4, 1, 128, 0, true};
+// Shared-prompt pairs [shared | chosen rest | rejected rest] (hidden spans; plain sequences between them):
+// spans inside a tile, across tile edges, a one-token shared prompt, and a one-token chosen rest.
+const Case kFixtureDimShared{"d12_gqa2_shared", {40, 9, 200, 70, 3}, 6, 3, 12, 0, false, {10, 25, 0, 0, 60, 140, 1, 35, 1, 2}};
+const Case kDim128Shared{"d128_gqa4_shared", {200, 130}, 4, 1, 128, 0, true, {64, 129, 30, 100}};
 
 TEST(AttentionEmulated, FmaPathInFp32) {
   check(kFixtureDim, Run::Fp32Fma);
   check(kDim64, Run::Fp32Fma);
   check(kFixtureDimFusedV, Run::Fp32Fma);
+  check(kFixtureDimShared, Run::Fp32Fma);
 }
 
 TEST(AttentionEmulated, FmaPathInBf16) {
   check(kFixtureDim, Run::Bf16Fma);
   check(kDim128, Run::Bf16Fma);
+  check(kFixtureDimShared, Run::Bf16Fma);
 }
 
 TEST(AttentionEmulated, TensorCorePathAtHeadDim64) { check(kDim64, Run::Bf16Mma); }
@@ -207,6 +217,7 @@ TEST(AttentionEmulated, TensorCorePathAtHeadDim128) {
   check(kDim128, Run::Bf16Mma);
   check(kDim128Mha, Run::Bf16Mma);
   check(kDim128FusedV, Run::Bf16Mma);
+  check(kDim128Shared, Run::Bf16Mma);
   // Path::Mma reached the tensor-core kernels: the two paths sum in different orders, so equal outputs
   // would mean one path ran twice.
   const Inputs in = inputs_of(kDim128, true);

@@ -1,0 +1,21 @@
+// Which keys a query sees in the attention of one sequence (positions within the sequence), the one mask
+// every attention path applies: the CPU reference, the tiled emulation and both CUDA kernel paths.
+//
+// Causal, plus a hidden span for a pair whose answers share their first tokens (the prompt, data.share_prompt):
+// such a pair is one attention sequence [shared | chosen's rest | rejected's rest], the rejected answer's tokens
+// placed after the chosen's rest at the positions they would have alone. The rejected answer must not see the
+// chosen's rest: keys in [hidden_begin, hidden_end) (the chosen's rest) are masked for queries at hidden_end and
+// after. Every query still sees key 0 (hidden_begin >= 1, the token plan checks it), which keeps each online
+// softmax row finite from the first key tile on. hidden_begin == hidden_end: plain causal.
+#pragma once
+#include <cstdint>
+
+#include "core/math/hd.h"
+
+namespace zero::math {
+
+ZERO_HD bool attention_masked(int64_t query, int64_t key, int64_t hidden_begin, int64_t hidden_end) {
+  return key > query || (query >= hidden_end && key >= hidden_begin && key < hidden_end);
+}
+
+}  // namespace zero::math
