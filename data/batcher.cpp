@@ -27,17 +27,17 @@ void place(const PairDataset& data, int64_t s, int64_t skip, int64_t row, int64_
   b.cu_seqlens.push_back(b.cu_seqlens.back() + int32_t(len));
 }
 
-int64_t shared_of(const PairDataset& data, int64_t p, const BatchConfig& config) {
+}  // namespace
+
+int64_t shared_prompt(const PairDataset& data, int64_t p, const BatchConfig& config) {
   return config.layout == BatchLayout::Packed && config.share_prompt ? data.common_prefix(p) : 0;
 }
-
-}  // namespace
 
 std::vector<int64_t> pair_tokens(const PairDataset& data, const BatchConfig& config) {
   std::vector<int64_t> t(size_t(data.num_pairs()));
   for (int64_t p = 0; p < data.num_pairs(); ++p) {
     const int64_t c = data.seq_len(2 * p), r = data.seq_len(2 * p + 1);
-    t[size_t(p)] = config.layout == BatchLayout::Padded ? 2 * std::max(c, r) : c + r - shared_of(data, p, config);
+    t[size_t(p)] = config.layout == BatchLayout::Padded ? 2 * std::max(c, r) : c + r - shared_prompt(data, p, config);
   }
   return t;
 }
@@ -82,7 +82,7 @@ PairBatch make_batch(const PairDataset& data, std::span<const int64_t> pair_ids,
   std::vector<int64_t> plen(n), shared(n);
   int64_t longest_pair = 1;
   for (size_t i = 0; i < n; ++i) {
-    shared[i] = shared_of(data, pair_ids[i], config);
+    shared[i] = shared_prompt(data, pair_ids[i], config);
     plen[i] = data.seq_len(2 * pair_ids[i]) + data.seq_len(2 * pair_ids[i] + 1) - shared[i];
     longest_pair = std::max(longest_pair, plen[i]);
   }

@@ -23,6 +23,10 @@ struct BatchConfig {
   bool share_prompt = true;  // packed: the answers' common first tokens stored and computed once
 };
 
+// The first tokens of pair p stored once under config (PairDataset::common_prefix when packed with
+// share_prompt, else 0).
+int64_t shared_prompt(const PairDataset& data, int64_t p, const BatchConfig& config);
+
 // The tokens each pair takes in a micro-batch laid out by config: padded, two rows of its longer answer;
 // packed, both answers (a shared prompt once). Token budgets, length bucketing and the filler choice
 // (data/sampler.h) read these.

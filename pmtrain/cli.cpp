@@ -204,7 +204,9 @@ std::optional<int> parse_command_line(int argc, char** argv, bool speak, Command
       ->check(at_least(1))
       ->type_name("N");
   plan->add_option("--dataset-pairs", pl.dataset_pairs,
-                   "pairs per epoch for the epoch time, e.g. --dataset-pairs 160000; default: counted in data.train_files")
+                   "pairs per epoch for the epoch time, priced at max_len, without reading the data, e.g. --dataset-pairs "
+                   "160000; default: data.train_files read as training reads them (tokenized through data.cache_dir), the "
+                   "epoch priced at their own lengths")
       ->check(at_least(1))
       ->type_name("N");
   plan->add_option("--profile", pl.profile,

@@ -1,6 +1,17 @@
 #include "pmtrain/data_setup.h"
 
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "data/token_cache.h"
+
 namespace zero::pmtrain {
+
+std::string dataset_cache_file(const DataSection& d, const data::DataConfig& dc, const std::string& split) {
+  const uint64_t key = data::dataset_cache_key(dc, d.tokenizer);
+  return (std::filesystem::path(d.cache_dir) / fmt::format("{}_{:016x}.bin", split, key)).string();
+}
 
 data::DataConfig data_config(const DataSection& d, const std::vector<std::string>& files) {
   data::DataConfig dc;

@@ -11,13 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
-#include "data/line_reader.h"
+#include "data/token_cache.h"
 #include "data/tokenizer.h"
 #include "model/activation_plan.h"
 #include "model/reward_model.h"
 #include "pmtrain/calibrate.h"
 #include "pmtrain/cli.h"
 #include "pmtrain/commands.h"
+#include "pmtrain/data_setup.h"
 #include "pmtrain/engine_assembly.h"
 #include "pmtrain/engine_params.h"
 #include "pmtrain/model_setup.h"
@@ -71,6 +72,14 @@ std::string time_text(double s) {
   return fmt::format("{:.2f} s", s);
 }
 
+// The training data at its own lengths under the config's batch layout: what the epoch time prices.
+struct DataLengths {
+  int64_t pairs = 0;           // 0: not read (--dataset-pairs gave the count); the epoch is then at max_len
+  double tokens_per_pair = 0;  // tokens computed a pair: both answers, a shared prompt once
+  double scores_per_pair = 0;  // causal attention scores the kernels compute a pair
+  double shared = 0;           // the share of the answers' tokens stored once as shared prompts
+};
+
 // What every cell of the grid shares.
 struct Setup {
   Config cfg;
@@ -79,6 +88,7 @@ struct Setup {
   PlanDevice device = PlanDevice::Cpu;
   ComputeProfile prof;
   int64_t global = 0, pairs = 0;
+  DataLengths data;
   int64_t micro = 0;  // fixed by --micro or by a token budget, else searched
   // batch.micro_tokens > 0: micro-batches hold at most this many tokens; the plan takes every sequence at
   // data.max_len (the worst case), so a micro-batch is `micro` pairs and a step at most ceil(per rank /
@@ -102,6 +112,7 @@ struct Cell {
   int64_t micro = 1, accum = 1;
   StepTraffic traffic;
   double compute_s = 0, elementwise_s = 0, comm_s = 0, step_s = 0, epoch_s = 0;
+  double data_step_s = 0;  // a step at the data's own lengths (0: unknown, the epoch takes step_s)
   std::string link;
 };
 
@@ -111,18 +122,51 @@ Config with_stage(const Config& cfg, int stage) {
   return c;
 }
 
+// One micro-step's work as the time model prices it: tokens computed, answers pooled, and the causal
+// attention scores the kernels compute (the sum of L (L + 1) / 2 over attention sequences; a shared-prompt
+// pair is one sequence, its hidden span computed before it is masked).
+struct MicroWork {
+  double tokens = 0, seqs = 0, scores = 0;
+};
+
+// `micro` pairs with every sequence at data.max_len: the worst case the memory plan is made for.
+MicroWork max_len_work(const Setup& s, int64_t micro) {
+  const double n = double(s.cfg.data.max_len), seqs = 2.0 * double(micro);
+  return {seqs * n, seqs, seqs * n * (n + 1) / 2};
+}
+
+// The training data's pairs at their own lengths (DataLengths) in the micro-steps of cell c's step: under a
+// token budget as many as the rank's tokens need (at least one, at most one a pair), else c.accum.
+MicroWork data_work(const Setup& s, const Cell& c, int64_t& micro_steps) {
+  const double per_rank = double(s.global / c.world);
+  micro_steps = c.accum;
+  if (s.micro_tokens > 0)
+    micro_steps = std::clamp<int64_t>(int64_t(std::ceil(per_rank * s.data.tokens_per_pair / double(s.micro_tokens))), 1,
+                                      int64_t(per_rank));
+  const double pairs = per_rank / double(micro_steps);
+  return {pairs * s.data.tokens_per_pair, 2.0 * pairs, pairs * s.data.scores_per_pair};
+}
+
+struct StepTime {
+  double compute_s = 0, elementwise_s = 0, comm_s = 0;
+  StepTraffic traffic;
+  std::string link;
+  double total() const { return compute_s + elementwise_s + comm_s; }
+};
+
 // Step time: GEMM FLOPs (6 x matmul params x tokens, plus causal attention, plus a recomputed forward
 // with full checkpointing) at the profile's GEMM speed; element-wise passes (activations written and read,
 // those a checkpointed backward writes again (selective: the element-wise ones only, no GEMM) included,
 // the embedding gradient zeroed, the accumulator, the optimizer) at its bandwidth; the collectives at
 // the link's. Ranks beyond the cores of a CPU node share them. No overlap is assumed (an upper bound).
-void predict_time(const Setup& s, const Partition& part, Cell& c) {
+// `micro_steps` micro-steps of work w each, on cell c's stage, world and ranks per node.
+StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const MicroWork& w, int64_t micro_steps) {
   const model::Qwen3Config& q = s.qc;
-  const double n = double(s.cfg.data.max_len), seqs = 2.0 * double(c.micro), T = seqs * n, L = double(q.num_layers);
+  const double T = w.tokens, L = double(q.num_layers), steps = double(micro_steps);
   const double mm = double(q.hidden_size) * (2.0 * q.q_dim() + 2.0 * q.kv_dim()) + 3.0 * q.hidden_size * q.intermediate_size;
-  const double attn_fwd = L * seqs * 2.0 * n * (n + 1) * double(q.q_dim());
+  const double attn_fwd = 4.0 * L * w.scores * double(q.q_dim());
   const model::ActivationPlan ap =
-      model::plan_activations(q, int64_t(T), int64_t(seqs), s.cfg.model.activation_checkpointing,
+      model::plan_activations(q, int64_t(std::ceil(T)), int64_t(std::ceil(w.seqs)), s.cfg.model.activation_checkpointing,
                               s.device == PlanDevice::Cpu ? model::kCpuActivations : model::kGpuActivations,
                               s.cfg.model.selective_layers);
   const double recomputed = double(ap.full_layers) / L;  // the share of layers whose forward runs twice
@@ -130,9 +174,10 @@ void predict_time(const Setup& s, const Partition& part, Cell& c) {
   const double flops = fwd * (3.0 + recomputed) + attn_fwd * (3.5 + recomputed);
   double share = 1.0;
   if (s.device == PlanDevice::Cpu) share = std::min(1.0, double(s.prof.cores) / double(c.per_node * s.prof.threads));
-  c.compute_s = double(c.accum) * flops / (s.prof.gemm_flops * share);
+  StepTime t;
+  t.compute_s = steps * flops / (s.prof.gemm_flops * share);
 
-  const EngineConfig ec = engine_config(with_stage(s.cfg, c.stage), c.world, c.accum, 1);
+  const EngineConfig ec = engine_config(with_stage(s.cfg, c.stage), c.world, micro_steps, 1);
   const double p = double(dtype_size(ec.param_dtype)), a = double(dtype_size(ec.accum_dtype));
   const double act = double(ap.per_layer_forward) * L + double(ap.recomputed);
   // Per micro-step: activations written and read in both passes, the embedding gradient zeroed, each
@@ -144,43 +189,56 @@ void predict_time(const Setup& s, const Partition& part, Cell& c) {
   const double micro_bytes = 4.0 * act + double(q.vocab_size * q.hidden_size) * p + psi * (2 * p + 2 * a);
   const double step_bytes = shard * (2 * a + a + p + a) + (c.stage == 0 && c.world > 1 ? 2 * psi * (a + r) : 0);
   const double adamw_rate = s.prof.adamw_elements > 0 ? s.prof.adamw_elements : s.prof.elementwise_bytes / 36;
-  c.elementwise_s = (double(c.accum) * micro_bytes + step_bytes) / (s.prof.elementwise_bytes * share) +
-                    shard / (adamw_rate * share);
+  t.elementwise_s = (steps * micro_bytes + step_bytes) / (s.prof.elementwise_bytes * share) + shard / (adamw_rate * share);
   // SwiGLU at its own measured speed: a forward per layer, again before backward when the layer is
   // recomputed (full or selective), and a backward.
   if (s.prof.swiglu_forward_elements > 0 && s.prof.swiglu_backward_elements > 0) {
-    const double swiglu = double(c.accum) * T * L * double(q.intermediate_size);
+    const double swiglu = steps * T * L * double(q.intermediate_size);
     const double forwards = s.cfg.model.activation_checkpointing == model::ActivationCheckpointing::None ? 1.0 : 2.0;
-    c.elementwise_s += swiglu * (forwards / s.prof.swiglu_forward_elements + 1.0 / s.prof.swiglu_backward_elements) / share;
+    t.elementwise_s += swiglu * (forwards / s.prof.swiglu_forward_elements + 1.0 / s.prof.swiglu_backward_elements) / share;
   }
 
   double bw = 0;
   if (c.world == 1) {
-    c.link = "none";
+    t.link = "none";
   } else if (s.device == PlanDevice::Cpu) {
     bw = s.prof.elementwise_bytes / 2 * share;  // MPI over shared memory: a copy in and a copy out
-    c.link = "shared memory (from the profile)";
+    t.link = "shared memory (from the profile)";
   } else if (c.nodes == 1) {
     bw = s.intra(c.mem).bytes_per_s;
-    c.link = std::string(s.intra(c.mem).name) + " (assumed)";
+    t.link = std::string(s.intra(c.mem).name) + " (assumed)";
   } else {
     bw = std::min(s.intra(c.mem).bytes_per_s, s.inter.bytes_per_s);
-    c.link = std::string(s.inter.name) + " (assumed)";
+    t.link = std::string(s.inter.name) + " (assumed)";
   }
-  c.traffic = plan_step_traffic(ec, part, int(c.accum));
-  c.comm_s = bw > 0 ? c.traffic.wire_bytes / bw : 0;
+  t.traffic = plan_step_traffic(ec, part, int(micro_steps));
+  t.comm_s = bw > 0 ? t.traffic.wire_bytes / bw : 0;
   // Ranks on one node with the collectives measured at this world size (`mpirun -np W pmtrain calibrate`: MPI
   // on the CPU, NCCL on GPUs; at 1 rank the communicator still copies): the elements the step's collectives
   // move at that rate. Across nodes the link table stands (nothing here measures a network).
   if (c.nodes == 1 && s.prof.collectives.count(c.world)) {
-    const ComputeProfile::CollectiveRates& r = s.prof.collectives.at(c.world);
-    c.comm_s = double(c.traffic.all_reduce) / r.all_reduce + double(c.traffic.reduce_scatter) / r.reduce_scatter +
-               double(c.traffic.all_gather) / r.all_gather;
-    c.link = fmt::format("{}, measured at {} rank{}", s.device == PlanDevice::Cpu ? "MPI" : "NCCL", c.world,
+    const ComputeProfile::CollectiveRates& rates = s.prof.collectives.at(c.world);
+    t.comm_s = double(t.traffic.all_reduce) / rates.all_reduce + double(t.traffic.reduce_scatter) / rates.reduce_scatter +
+               double(t.traffic.all_gather) / rates.all_gather;
+    t.link = fmt::format("{}, measured at {} rank{}", s.device == PlanDevice::Cpu ? "MPI" : "NCCL", c.world,
                          c.world == 1 ? "" : "s");
   }
-  c.step_s = c.compute_s + c.elementwise_s + c.comm_s;
-  c.epoch_s = std::ceil(double(s.pairs) / double(s.global)) * c.step_s;
+  return t;
+}
+
+// Cell c's step at data.max_len (the worst case, what `step` shows) and, when the data's lengths are known,
+// at those (what the epoch time takes).
+void predict_time(const Setup& s, const Partition& part, Cell& c) {
+  const StepTime t = step_time(s, part, c, max_len_work(s, c.micro), c.accum);
+  c.compute_s = t.compute_s, c.elementwise_s = t.elementwise_s, c.comm_s = t.comm_s;
+  c.traffic = t.traffic, c.link = t.link;
+  c.step_s = t.total();
+  if (s.data.pairs > 0) {
+    int64_t micro_steps = 0;
+    const MicroWork w = data_work(s, c, micro_steps);
+    c.data_step_s = step_time(s, part, c, w, micro_steps).total();
+  }
+  c.epoch_s = std::ceil(double(s.pairs) / double(s.global)) * (c.data_step_s > 0 ? c.data_step_s : c.step_s);
 }
 
 // The largest micro-batch (dividing global / world, so micro x accum x world = global exactly) that fits.
@@ -217,19 +275,32 @@ Cell plan_cell(const Setup& s, int stage, int world, int per_node, size_t mem) {
   return c;
 }
 
-int64_t count_pairs(const Config& cfg) {
+// data.train_files tokenized as training reads them (through the same cache, so the run that follows
+// finds it), data.max_train_pairs applied, at the config's batch layout.
+DataLengths data_lengths(const Config& cfg, data::Tokenizer& tok) {
   ZERO_REQUIRE(!cfg.data.train_files.empty(), ConfigError,
                "{}: no data.train_files to count pairs from for the epoch time: give --dataset-pairs N", cfg.source);
-  int64_t n = 0;
-  std::string line;
-  for (const std::string& f : data::expand_inputs(cfg.data.train_files)) {
-    data::LineReader r(f);
-    while (r.next(line))
-      if (!line.empty()) ++n;
+  const data::DataConfig dc = data_config(cfg.data, cfg.data.train_files);
+  std::filesystem::create_directories(cfg.data.cache_dir);
+  data::PairDataset ds = data::load_or_build_dataset(dc, tok, dataset_cache_file(cfg.data, dc, "train"), nullptr);
+  if (cfg.data.max_train_pairs > 0) ds.keep_first(cfg.data.max_train_pairs);
+  ZERO_REQUIRE(ds.num_pairs() > 0, ConfigError, "{}: data.train_files hold no pairs: give --dataset-pairs N", cfg.source);
+  const data::BatchConfig bc = batch_config(cfg.data);
+  DataLengths d;
+  d.pairs = ds.num_pairs();
+  double tokens = 0, answers = 0, scores = 0;
+  auto causal = [](double n) { return n * (n + 1) / 2; };
+  for (int64_t p = 0; p < ds.num_pairs(); ++p) {
+    const double c = double(ds.seq_len(2 * p)), r = double(ds.seq_len(2 * p + 1));
+    const double shared = double(data::shared_prompt(ds, p, bc));
+    tokens += c + r - shared;
+    answers += c + r;
+    scores += shared > 0 ? causal(c + r - shared) : causal(c) + causal(r);
   }
-  if (cfg.data.max_train_pairs > 0) n = std::min(n, cfg.data.max_train_pairs);
-  ZERO_REQUIRE(n > 0, ConfigError, "{}: data.train_files hold no pairs: give --dataset-pairs N", cfg.source);
-  return n;
+  d.tokens_per_pair = tokens / double(d.pairs);
+  d.scores_per_pair = scores / double(d.pairs);
+  d.shared = 1.0 - tokens / answers;
+  return d;
 }
 
 std::string mem_label(const Setup& s, const Cell& c) {
@@ -237,11 +308,12 @@ std::string mem_label(const Setup& s, const Cell& c) {
                                      : fmt::format("{} ranks ({} per node)", c.world, c.per_node);
 }
 
-// The fastest plan that fits among a (world, memory)'s stages; ties go to the lower stage.
+// The fastest plan that fits among a (world, memory)'s stages (by the epoch: the data's own lengths where
+// known); ties go to the lower stage.
 const Cell* best_of(const std::vector<Cell>& cells, int world, size_t mem) {
   const Cell* best = nullptr;
   for (const Cell& c : cells)
-    if (c.world == world && c.mem == mem && c.fits && (!best || c.step_s < best->step_s * 0.999)) best = &c;
+    if (c.world == world && c.mem == mem && c.fits && (!best || c.epoch_s < best->epoch_s * 0.999)) best = &c;
   return best;
 }
 
@@ -348,6 +420,7 @@ nlohmann::json cell_json(const Cell& c) {
           {"compute_seconds", c.compute_s},
           {"elementwise_seconds", c.elementwise_s},
           {"comm_seconds", c.comm_s},
+          {"data_step_seconds", c.data_step_s},
           {"epoch_seconds", c.epoch_s}};
 }
 
@@ -476,12 +549,17 @@ int run_plan(const PlanArgs& a) {
                a.profile, s.prof.device == "gpu" ? "GPU" : "CPU", cfg.source, gpu ? "GPUs (backend cuda)" : "the CPU",
                cfg.source);
   if (s.prof.process_baseline_bytes > 0) s.baseline = size_t(s.prof.process_baseline_bytes);
-  s.pairs = a.dataset_pairs > 0 ? a.dataset_pairs : count_pairs(cfg);
   s.intra_name = a.intra_link;
   if (!a.intra_link.empty()) find_link(a.intra_link);  // a bad name is an error even for a CPU plan
   s.inter = find_link(a.inter_link);
 
-  const auto tok = data::Tokenizer::from_file(cfg.data.tokenizer);
+  auto tok = data::Tokenizer::from_file(cfg.data.tokenizer);
+  if (a.dataset_pairs > 0) {
+    s.pairs = a.dataset_pairs;
+  } else {
+    s.data = data_lengths(cfg, tok);
+    s.pairs = s.data.pairs;
+  }
   s.qc = resolve_model_config(cfg.model, tok.vocab_size());
   const model::Qwen3RewardModel model(s.qc, reward_model_options(cfg));
   s.groups = engine_groups(model.groups());
@@ -518,6 +596,8 @@ int run_plan(const PlanArgs& a) {
                         {"device", gpu ? "gpu" : "cpu"},
                         {"global_batch", s.global},
                         {"dataset_pairs", s.pairs},
+                        {"data_tokens_per_pair", s.data.tokens_per_pair},
+                        {"data_shared_prompt_share", s.data.shared},
                         {"max_len", cfg.data.max_len},
                         {"micro_tokens", s.micro_tokens},
                         {"activation_checkpointing", checkpointing_name(cfg.model.activation_checkpointing)},
@@ -533,6 +613,14 @@ int run_plan(const PlanArgs& a) {
            cfg.source.c_str(), params.c_str(), gpu ? "GPUs (backend cuda)" : "CPU ranks (host memory)",
            (long long)s.global, (long long)s.pairs, (long long)cfg.data.max_len,
            checkpointing_name(cfg.model.activation_checkpointing).c_str());
+    if (s.data.pairs > 0)
+      printf("epoch at the training data's own lengths: %.1f tokens computed a pair (%.0f%% of 2 x max_len%s); "
+             "memory and step at max_len\n",
+             s.data.tokens_per_pair, 100.0 * s.data.tokens_per_pair / (2.0 * double(cfg.data.max_len)),
+             s.data.shared > 0 ? fmt::format("; shared prompts save {:.0f}% of the answers' tokens", 100.0 * s.data.shared).c_str()
+                               : "");
+    else
+      printf("epoch at max_len (--dataset-pairs: the data is not read)\n");
     std::string measured;  // the world sizes whose collectives the profile measured
     for (const auto& [w, r] : s.prof.collectives) measured += (measured.empty() ? "" : ", ") + std::to_string(w);
     const std::string links =

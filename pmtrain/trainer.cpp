@@ -243,8 +243,7 @@ void Trainer::save_checkpoint(int64_t step, const EvalStats* eval) {
 data::PairDataset Trainer::load_dataset(const std::vector<std::string>& files, const char* split,
                                         const std::string& set_name) {
   const data::DataConfig dc = data_config(cfg_.data, files);
-  const uint64_t key = data::dataset_cache_key(dc, cfg_.data.tokenizer);
-  const std::string cache = (fs::path(cfg_.data.cache_dir) / fmt::format("{}_{:016x}.bin", split, key)).string();
+  const std::string cache = dataset_cache_file(cfg_.data, dc, split);
   // Rank 0 tokenizes (or finds the cache) first; the others then read the cache it wrote.
   data::PairDataset ds;
   std::string error;

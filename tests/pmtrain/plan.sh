@@ -8,7 +8,7 @@ source "$(dirname "$0")/common.sh"
 # The table: 4 stages x 3 worlds, every column, one recommendation per world.
 "$PMTRAIN" plan configs/tiny_cpu.yaml --world 1,2,4 > $TMP/table.txt || { cat $TMP/table.txt; fail "plan failed"; }
 for col in stage ranks mem/rank params grads optim commbuf gathered activ runtime peak fits micro accum wire/step step epoch; do
-  head -3 $TMP/table.txt | grep -qw -- "$col" || { cat $TMP/table.txt; fail "table lacks column $col"; }
+  head -4 $TMP/table.txt | grep -qw -- "$col" || { cat $TMP/table.txt; fail "table lacks column $col"; }
 done
 [ $(grep -cE '^[0-3] +[124] ' $TMP/table.txt) = 12 ] || { cat $TMP/table.txt; fail "expected 12 rows (4 stages x 3 worlds)"; }
 [ $(grep -c '^recommended: ' $TMP/table.txt) = 3 ] || { cat $TMP/table.txt; fail "expected one recommendation per world"; }
@@ -37,6 +37,49 @@ assert abs(cells[2]["wire_bytes_per_step"] - 0.75 * (k + 1) * psi * 4) < 1, cell
 assert j["profile"]["assumed"] is True
 print("ok: json: %d parameters, stage 0 params %d B, stage 3 %d B" % (n, p0, p3))
 PY
+
+# The epoch at the training data's own lengths: the tokens a pair computes equal what the bundled pairs hold
+# by a count written here (render, tokenize, the end token, truncation to max_len keeping the end, the
+# answers' common first tokens once), with and without shared prompts; the epoch prices a step at those
+# lengths, cheaper than the max_len step the table shows.
+"$PMTRAIN" render configs/tiny_cpu.yaml --data data/assets/hh-rlhf/harmless-base/train.jsonl.gz --out $TMP/render.jsonl \
+  2> /dev/null || fail "render"
+python3 -c "
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if 'chosen' in r:
+        print(json.dumps({'text': r['chosen']})); print(json.dumps({'text': r['rejected']}))" $TMP/render.jsonl > $TMP/texts.jsonl
+"$PMTRAIN" tokenize --tokenizer data/assets/qwen3/tokenizer.json < $TMP/texts.jsonl > $TMP/ids.jsonl || fail "tokenize"
+"$PMTRAIN" plan configs/tiny_cpu.yaml --world 2 --json --set data.cache_dir=$TMP/cache > $TMP/shared.json || fail "plan"
+"$PMTRAIN" plan configs/tiny_cpu.yaml --world 2 --json --set data.cache_dir=$TMP/cache --set data.share_prompt=false \
+  > $TMP/whole.json || fail "plan, data.share_prompt=false"
+python3 - $TMP/ids.jsonl $TMP/shared.json $TMP/whole.json <<'PY' || fail "plan: the data's lengths are wrong"
+import json, math, sys
+# <|im_end|> in the Qwen3 tokenizer; configs/tiny_cpu.yaml's data.max_len and data.max_train_pairs
+END, MAX_LEN, PAIRS = 151645, 384, 240
+seqs = [(json.loads(l)["ids"] + [END])[-MAX_LEN:] for l in open(sys.argv[1])]
+pairs = list(zip(seqs[0::2], seqs[1::2]))[:PAIRS]
+def common(c, r):
+    n = 0
+    while n < min(len(c), len(r)) - 1 and c[n] == r[n]: n += 1
+    return n
+whole = sum(len(c) + len(r) for c, r in pairs) / len(pairs)
+shared = sum(len(c) + len(r) - common(c, r) for c, r in pairs) / len(pairs)
+js, jw = (json.load(open(p)) for p in sys.argv[2:4])
+assert js["dataset_pairs"] == len(pairs), (js["dataset_pairs"], len(pairs))
+assert abs(js["data_tokens_per_pair"] - shared) < 1e-6 * shared, (js["data_tokens_per_pair"], shared)
+assert abs(jw["data_tokens_per_pair"] - whole) < 1e-6 * whole, (jw["data_tokens_per_pair"], whole)
+assert jw["data_shared_prompt_share"] == 0 and abs(js["data_shared_prompt_share"] - (1 - shared / whole)) < 1e-9
+steps = math.ceil(js["dataset_pairs"] / js["global_batch"])
+for a, b in zip(js["cells"], jw["cells"]):
+    assert 0 < a["data_step_seconds"] < b["data_step_seconds"] < a["step_seconds"], (a, b)
+    assert abs(a["epoch_seconds"] - steps * a["data_step_seconds"]) < 1e-9 * a["epoch_seconds"], a
+print(f"ok: {len(pairs)} pairs, {shared:.1f} tokens a pair with shared prompts, {whole:.1f} without; "
+      f"stage 0 step {js['cells'][0]['data_step_seconds']:.3f} s at the data's lengths, {js['cells'][0]['step_seconds']:.3f} s at max_len")
+PY
+grep -q "^epoch at the training data's own lengths: " <("$PMTRAIN" plan configs/tiny_cpu.yaml --world 2 --set data.cache_dir=$TMP/cache) \
+  || fail "the table does not say the epoch is at the data's lengths"
 
 # An 8B model on 8 GPUs of 24 GiB: only stage 3 fits.
 "$PMTRAIN" plan configs/qwen3_8b_bs128.yaml --world 8 --gpu-mem 24GiB --json > $TMP/4b.json
