@@ -53,6 +53,13 @@ struct PairBatch {
     for (int64_t l : seq_len) n += l;
     return n;
   }
+  // The tokens the answers hold whole (a shared prompt counted in both): what a layout without shared
+  // prompts computes.
+  int64_t answer_tokens() const {
+    int64_t n = real_tokens();
+    for (int64_t s : shared) n += s;
+    return n;
+  }
   double pad_fraction() const {
     const int64_t grid = rows * row_len;
     return grid ? 1.0 - double(real_tokens()) / double(grid) : 0.0;

@@ -19,18 +19,22 @@ namespace zero::pmtrain {
 struct PairStats {
   double loss_sum = 0, chosen_sum = 0, rejected_sum = 0;
   double pairs = 0, correct = 0, tokens = 0;
-  // The model's pair metrics (ModelOps::take_pair_stats) over `tokens` computed tokens.
-  static PairStats of(const model::PairStats& s, int64_t tokens) {
-    return {s.loss_sum, s.chosen_reward_sum, s.rejected_reward_sum, double(s.real_pairs), double(s.correct_pairs),
-            double(tokens)};
+  double answer_tokens = 0;  // the answers' tokens whole (shared prompts counted in both; data/batch.h)
+  // The model's pair metrics (ModelOps::take_pair_stats) over `tokens` computed tokens of batches whose
+  // answers hold `answer_tokens`.
+  static PairStats of(const model::PairStats& s, int64_t tokens, int64_t answer_tokens) {
+    return {s.loss_sum,          s.chosen_reward_sum,        s.rejected_reward_sum, double(s.real_pairs),
+            double(s.correct_pairs), double(tokens), double(answer_tokens)};
   }
   // The fields as one all-reduce carries them across ranks, and back: the one order of that packing.
-  static constexpr size_t kNumSums = 6;
-  std::array<double, kNumSums> sums() const { return {loss_sum, chosen_sum, rejected_sum, pairs, correct, tokens}; }
-  static PairStats from_sums(const double* v) { return {v[0], v[1], v[2], v[3], v[4], v[5]}; }
+  static constexpr size_t kNumSums = 7;
+  std::array<double, kNumSums> sums() const {
+    return {loss_sum, chosen_sum, rejected_sum, pairs, correct, tokens, answer_tokens};
+  }
+  static PairStats from_sums(const double* v) { return {v[0], v[1], v[2], v[3], v[4], v[5], v[6]}; }
   void add(const PairStats& o) {
     loss_sum += o.loss_sum, chosen_sum += o.chosen_sum, rejected_sum += o.rejected_sum;
-    pairs += o.pairs, correct += o.correct, tokens += o.tokens;
+    pairs += o.pairs, correct += o.correct, tokens += o.tokens, answer_tokens += o.answer_tokens;
   }
   double loss() const { return pairs ? loss_sum / pairs : 0; }
   double accuracy() const { return pairs ? correct / pairs : 0; }

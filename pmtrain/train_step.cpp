@@ -6,7 +6,7 @@ StepResult train_step(Engine& engine, const model::Qwen3RewardModel& model, mode
                       size_t micro_steps, const std::function<std::optional<data::PairBatch>(size_t)>& micro_batch,
                       int64_t global_real_pairs, PairStats& local) {
   engine.set_accum_steps(int(micro_steps));  // fixed by pairs, or varying by token budget
-  int64_t tokens = 0;
+  int64_t tokens = 0, answer_tokens = 0;
   for (size_t i = 0; i < micro_steps; ++i) {
     engine.begin_micro_step();
     const std::optional<data::PairBatch> batch = micro_batch(i);
@@ -15,9 +15,10 @@ StepResult train_step(Engine& engine, const model::Qwen3RewardModel& model, mode
       continue;
     }
     tokens += model.queue_forward_backward(*batch, access);
+    answer_tokens += batch->answer_tokens();
   }
   // The step's one wait for the model's metrics: the micro-batches above queued without reading back.
-  local.add(PairStats::of(model.ops().take_pair_stats(), tokens));
+  local.add(PairStats::of(model.ops().take_pair_stats(), tokens, answer_tokens));
   // The gradients are of summed pair losses; dividing by every rank's real pairs gives the mean's.
   return engine.step(double(global_real_pairs));
 }

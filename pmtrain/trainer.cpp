@@ -367,7 +367,8 @@ int Trainer::train_loop() {
     const double eta = elapsed / double(s + 1 - start_step_) * double(total_steps_ - s - 1);
     nlohmann::json j = st.to_json();
     j.update({{"type", "train"}, {"step", s + 1}, {"epoch", plan.epoch}, {"grad_norm", res.grad_norm},
-              {"lr", res.lr}, {"tokens", int64_t(st.tokens)}, {"tokens_per_s", st.tokens / dt}, {"step_s", dt},
+              {"lr", res.lr}, {"tokens", int64_t(st.tokens)}, {"tokens_per_s", st.tokens / dt},
+              {"answer_tokens", int64_t(st.answer_tokens)}, {"step_s", dt},
               {"applied", res.applied}, {"skipped_total", skipped}, {"pair_id_sum", int64_t(pair_id_sum)},
               {"micro_steps", int64_t(plan.micro.size())}, {"time_s", time_breakdown_json(times, dt)}});
     metrics_->write(j);
@@ -524,7 +525,7 @@ std::vector<data::MicroBatchPlan> Trainer::eval_batches(const data::PairDataset&
 }
 
 PairStats Trainer::evaluate_locally(const data::PairDataset& pairs) {
-  int64_t tokens = 0;
+  int64_t tokens = 0, answer_tokens = 0;
   // The same number of batches on every rank (stage 3 gathers are collective); an empty one runs a
   // masked filler pair.
   for (data::MicroBatchPlan& mb : eval_batches(pairs)) {
@@ -532,8 +533,9 @@ PairStats Trainer::evaluate_locally(const data::PairDataset& pairs) {
     const data::PairBatch batch = data::make_batch(pairs, mb.pair_ids, mb.pair_mask, batch_cfg_);
     stack_.engine->begin_forward();
     tokens += stack_.model->queue_forward(batch, *stack_.access);  // read back once, below
+    answer_tokens += batch.answer_tokens();
   }
-  return PairStats::of(stack_.model->ops().take_pair_stats(), tokens);
+  return PairStats::of(stack_.model->ops().take_pair_stats(), tokens, answer_tokens);
 }
 
 }  // namespace zero::pmtrain

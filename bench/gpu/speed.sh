@@ -7,7 +7,8 @@
 # per step, median of steps 3-10) and bench/torch/hf_reward_baseline.py eager and with torch.compile, back to
 # back, one process each; then 4B once more with full checkpointing on all but the last N layers, N the most
 # selective layers `pmtrain plan` says this GPU holds (model.selective_layers). Then the real-data cell: `pmtrain train` on the bundled hh-rlhf pairs with
-# batch.micro_tokens (real tokens/s from metrics.jsonl, steps after the first 2) against the baseline's
+# batch.micro_tokens (real tokens/s from metrics.jsonl's answer_tokens, both answers whole as the baseline
+# counts them though shared prompts run once, steps after the first 2) against the baseline's
 # --real mode with the same budget, eager or compiled as was faster at 0.6B.
 # Writes OUT_DIR/speed.md (the table: tokens/s, MFU, peak GiB, ours / best transformers), OUT_DIR/cells/*
 # (every cell's JSON and stderr) and OUT_DIR/speed.log. Cells run in order of priority; once
@@ -152,9 +153,11 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if '"type":"train"' in l.replace(" ", "")]
 w = int(sys.argv[2])
 t = sum(r["step_s"] for r in rows[w:])
-n = sum(r["tokens"] for r in rows[w:])
+# Real tokens as the baseline counts them: both answers whole (answer_tokens; with data.share_prompt a
+# shared prompt is computed once, so "tokens", what ran, is fewer).
+n = sum(r["answer_tokens"] for r in rows[w:])
 print(json.dumps({"side": "pmtrain", "mode": "real", "tokens_per_s": n / t, "real_tokens": n, "seconds": t,
-                  "steps": len(rows)}))
+                  "computed_tokens": sum(r["tokens"] for r in rows[w:]), "steps": len(rows)}))
 PY
 }
 export -f real_ours config_of  # cell runs it under timeout, in a child bash

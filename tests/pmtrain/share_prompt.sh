@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # data.share_prompt (on by default): each pair's common first tokens stored and computed once. On the bundled
 # hh-rlhf pairs at 2 ranks, against data.share_prompt=false: the same pairs every step and the same losses
-# within fp32 summation order (1e-5), with at least 20% fewer tokens computed; `pmtrain eval` and
+# within fp32 summation order (1e-5), with at least 20% fewer tokens computed and answer_tokens (the
+# answers whole) equal to what the run without sharing computes; `pmtrain eval` and
 # `pmtrain score` give the same loss and rewards (1e-5).
 source "$(dirname "$0")/common.sh"
 RUN="--set data.cache_dir=$TMP/cache --set run.steps=6 --set run.eval_every=0 --set run.save_final=false --set batch.global=8"
@@ -14,6 +15,11 @@ diff <(json_field $TMP/shared/metrics.jsonl train pair_id_sum) <(json_field $TMP
 paste <(json_field $TMP/whole/metrics.jsonl train loss) <(json_field $TMP/shared/metrics.jsonl train loss) \
   | awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * ($1 < 0 ? -$1 : $1)) { print "step " NR ": " $1 " vs " $2; bad = 1 } } END { exit bad }' \
   || fail "losses differ beyond summation order"
+# answer_tokens: the answers whole, what the run without sharing computes, step by step.
+diff <(json_field $TMP/whole/metrics.jsonl train tokens) <(json_field $TMP/whole/metrics.jsonl train answer_tokens) \
+  || fail "without shared prompts, the tokens computed are not the answers' tokens"
+diff <(json_field $TMP/whole/metrics.jsonl train tokens) <(json_field $TMP/shared/metrics.jsonl train answer_tokens) \
+  || fail "answer_tokens with shared prompts differ from the tokens the whole-answer run computes"
 tokens_whole=$(json_field $TMP/whole/metrics.jsonl train tokens | paste -sd+ | bc)
 tokens_shared=$(json_field $TMP/shared/metrics.jsonl train tokens | paste -sd+ | bc)
 [ "$tokens_shared" -lt $((tokens_whole * 8 / 10)) ] \
