@@ -147,6 +147,12 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
            (long long)model_cfg_.hidden_size, stack_.engine->partition().total_numel, init.c_str());
     printf("pmtrain: data %lld train pairs, %lld test pairs; %s\n", (long long)train_.num_pairs(),
            (long long)test_pairs(), train_.stats.report().c_str());
+    int64_t shared = 0;
+    for (int64_t p = 0; p < train_.num_pairs(); ++p) shared += data::shared_prompt(train_, p, batch_cfg_);
+    if (shared > 0)
+      printf("pmtrain: shared prompts (data.share_prompt): %lld of the training answers' %lld tokens computed once "
+             "(%.1f%% fewer)\n",
+             (long long)shared, (long long)train_.tokens.size(), 100.0 * double(shared) / double(train_.tokens.size()));
     if (cfg_.batch.micro_tokens > 0)
       printf("pmtrain: batch global %lld pairs per step over %d ranks, micro-batches of at most %lld tokens "
              "(accumulation varies per step); %lld steps (%lld per epoch)\n",

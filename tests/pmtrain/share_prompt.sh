@@ -24,6 +24,9 @@ tokens_whole=$(json_field $TMP/whole/metrics.jsonl train tokens | paste -sd+ | b
 tokens_shared=$(json_field $TMP/shared/metrics.jsonl train tokens | paste -sd+ | bc)
 [ "$tokens_shared" -lt $((tokens_whole * 8 / 10)) ] \
   || fail "expected at least 20% fewer tokens with shared prompts: $tokens_shared against $tokens_whole"
+grep -qE "^pmtrain: shared prompts \(data.share_prompt\): [0-9]+ of the training answers' [0-9]+ tokens computed once" \
+  $TMP/shared.log || fail "the header does not say what shared prompts save"
+grep -q "shared prompts" $TMP/whole.log && fail "data.share_prompt=false still reports shared prompts"
 echo "ok: same pairs and losses; $tokens_shared tokens computed instead of $tokens_whole"
 
 # eval and score of the same weights, with and without sharing.
