@@ -60,7 +60,8 @@ constexpr Link kLinks[] = {
 
 nlohmann::json ComputeProfile::to_json() const {
   nlohmann::json j = {{"source", source},         {"assumed", assumed},   {"device", device},
-                      {"gemm_flops", gemm_flops}, {"elementwise_bytes", elementwise_bytes},
+                      {"gemm_flops", gemm_flops}, {"attention_flops", attention_flops},
+                      {"elementwise_bytes", elementwise_bytes},
                       {"adamw_elements", adamw_elements},
                       {"swiglu_forward_elements", swiglu_forward_elements},
                       {"swiglu_backward_elements", swiglu_backward_elements},
@@ -114,6 +115,7 @@ ComputeProfile load_profile(const std::string& path) {
                "--profile {}: gemm_flops and elementwise_bytes must be > 0", path);
   num("process_baseline_bytes", p.process_baseline_bytes, false);
   num("adamw_elements", p.adamw_elements, false);
+  num("attention_flops", p.attention_flops, false);
   num("swiglu_forward_elements", p.swiglu_forward_elements, false);
   num("swiglu_backward_elements", p.swiglu_backward_elements, false);
   double threads = 1, cores = 1;
@@ -174,18 +176,21 @@ Sizes sizes_for(const DeviceOps& ops) {
   return {8192, 4096, size_t(256) << 20, size_t(16) << 20, 10};
 }
 
-// One sequence of T tokens: what the model ops check their token rows against.
-model::TokenPlan one_sequence(int64_t T) {
+// `count` sequences of T tokens each: what the model ops check their token rows against.
+model::TokenPlan sequences(int64_t count, int64_t T) {
   model::TokenPlan plan;
-  plan.tokens.assign(size_t(T), 0);
-  plan.positions.resize(size_t(T));
-  std::iota(plan.positions.begin(), plan.positions.end(), 0);
-  plan.cu_seqlens = {0, int32_t(T)};
-  plan.pooled = {int32_t(T - 1)};
+  plan.tokens.assign(size_t(count * T), 0);
+  plan.cu_seqlens = {0};
+  for (int64_t s = 0; s < count; ++s) {
+    for (int64_t j = 0; j < T; ++j) plan.positions.push_back(int32_t(j));
+    plan.cu_seqlens.push_back(int32_t((s + 1) * T));
+    plan.pooled.push_back(int32_t((s + 1) * T - 1));
+  }
   plan.max_seqlen = int32_t(T);
-  plan.padded_tokens = T;
+  plan.padded_tokens = (count * T + model::kTokenRowMultiple - 1) / model::kTokenRowMultiple * model::kTokenRowMultiple;
   return plan;
 }
+model::TokenPlan one_sequence(int64_t T) { return sequences(1, T); }
 
 // Seconds per call of f, timed z.reps calls at a time with the backend synchronised after them.
 template <class F>
@@ -214,6 +219,29 @@ ComputeProfile measure_compute(DeviceOps& ops, TrackingAllocator& alloc, model::
     const Buffer y(alloc, size_t(T * N), t, MemCategory::Other);
     const model::TensorRef xr(x.data(), t, {T, K}), wr(w.data(), t, {N, K}), yr(y.data(), t, {T, N});
     p.gemm_flops = 2.0 * double(T) * double(K) * double(N) / time_reps(ops, z, 2.0, [&] { mo.linear_forward(xr, wr, yr); });
+  }
+  {  // Attention: the model's forward and backward (model.attention's kind) over sequences of Qwen3 head shapes
+     // (CPU: 4 x 256 tokens, 8 query and 4 kv heads of 64; GPU: 2 x 2048 tokens, Qwen3-4B's 32 and 8 heads of
+     // 128), in attention_flops()'s counting.
+    const bool cpu = ops.host_addressable();
+    const model::AttentionShape s = cpu ? model::AttentionShape{8, 4, 64} : model::AttentionShape{32, 8, 128};
+    const int64_t len = cpu ? 256 : 2048, count = cpu ? 4 : 2;
+    const model::TokenPlan seqs = sequences(count, len);
+    mo.begin_batch(seqs, {s.head_dim, 1e6});
+    const DType t = mo.activation_dtype();
+    const int64_t rows = mo.token_rows(seqs), qw = s.heads * s.head_dim, kw = s.kv_heads * s.head_dim;
+    auto act = [&](int64_t width) { return filled_buffer(alloc, ops, size_t(rows * width), t); };
+    const Buffer q = act(qw), k = act(kw), v = act(kw), o = act(qw), d_o = act(qw), dq = act(qw), dk = act(kw),
+                 dv = act(kw), lse = filled_buffer(alloc, ops, size_t(rows * s.heads), DType::F32);
+    auto ref = [&](const Buffer& b, int64_t width, DType dt) { return model::TensorRef(b.data(), dt, {rows, width}); };
+    const double secs = time_reps(ops, z, 2.0, [&] {
+      mo.attention_forward(ref(q, qw, t), ref(k, kw, t), ref(v, kw, t), s, ref(o, qw, t), ref(lse, s.heads, DType::F32));
+      mo.attention_backward(ref(q, qw, t), ref(k, kw, t), ref(v, kw, t), ref(o, qw, t), ref(d_o, qw, t),
+                            ref(lse, s.heads, DType::F32), s, ref(dq, qw, t), ref(dk, kw, t), ref(dv, kw, t));
+    });
+    p.attention_flops =
+        attention_flops(double(count) * double(len) * double(len + 1) / 2, double(qw), kAttentionForwardBackwardPasses) /
+        secs;
   }
   // Element-wise: the model's memory-bound element-wise ops at a layer's width (H features, as many token
   // rows as fill the arrays): the residual add (fp32: out = a + b) and RMSNorm (fp32 in, the activation
@@ -338,12 +366,13 @@ int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi) {
   const Sizes z = sizes_for(*parts.ops);
   const char* dtype = dtype_name(mo.activation_dtype());
   printf("calibrate: %s\n  GEMM (the model's linear forward, %lld tokens x %lld -> %lld, %s): %.1f GFLOP/s\n"
+         "  attention (the model's forward and backward, counted as the planner counts it): %.1f GFLOP/s\n"
          "  element-wise (the model's residual add and RMSNorm, %zu M elements): %.1f GB/s; SwiGLU forward %.0f, "
          "backward %.0f M elements/s\n"
          "  AdamW step: %.0f M elements/s\n  collectives at %d rank%s (%s, %zu M-element fp32 messages, %d on the wire "
          "at once, M elements/s as counted): all-reduce %.0f, reduce-scatter %.0f, all-gather %.0f\n",
          p.source.c_str(), (long long)z.tokens, (long long)z.features, (long long)z.features, dtype, p.gemm_flops / 1e9,
-         z.elements >> 20, p.elementwise_bytes / 1e9, p.swiglu_forward_elements / 1e6,
+         p.attention_flops / 1e9, z.elements >> 20, p.elementwise_bytes / 1e9, p.swiglu_forward_elements / 1e6,
          p.swiglu_backward_elements / 1e6, p.adamw_elements / 1e6, W, W == 1 ? "" : "s", comm.backend_name(),
          z.message >> 20, kReductionsInFlight, coll.all_reduce / 1e6, coll.reduce_scatter / 1e6, coll.all_gather / 1e6);
   if (!a.out.empty()) {

@@ -19,6 +19,9 @@ struct ComputeProfile {
   bool assumed = true;
   std::string device = "cpu";      // cpu | gpu
   double gemm_flops = 0;           // FLOP/s of one rank's GEMMs (CPU: `threads` threads)
+  // The model's attention forward + backward in attention_flops()'s counting, per second (0: not measured;
+  // the planner then prices attention at gemm_flops).
+  double attention_flops = 0;
   double elementwise_bytes = 0;    // bytes/s read + written by memory-bound element-wise passes
   double adamw_elements = 0;       // elements/s of the optimizer step (0: from elementwise_bytes, 36 B each)
   // Elements/s of the model's SwiGLU forward and backward, priced apart from the bytes: on a CPU core its
@@ -38,6 +41,12 @@ struct ComputeProfile {
 
   nlohmann::json to_json() const;
 };
+
+// The FLOPs the planner counts for causal attention over `scores` query-key pairs (the sum of L (L + 1) / 2 over
+// attention sequences) at q_dim = heads x head_dim: Q K^T and P V forward (4 q_dim a score), and `passes`
+// times that (forward 1; forward and backward 3.5: backward recomputes P and takes four products).
+inline double attention_flops(double scores, double q_dim, double passes) { return 4.0 * scores * q_dim * passes; }
+constexpr double kAttentionForwardBackwardPasses = 3.5;
 
 // Built-in profiles, marked assumed: an H100 SXM at 60% of its 989 TFLOP/s dense bf16 and 70% of
 // 3.35 TB/s; a CPU core at 30 GFLOP/s and 8 GB/s.

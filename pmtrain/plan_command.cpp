@@ -164,18 +164,21 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
   const model::Qwen3Config& q = s.qc;
   const double T = w.tokens, L = double(q.num_layers), steps = double(micro_steps);
   const double mm = double(q.hidden_size) * (2.0 * q.q_dim() + 2.0 * q.kv_dim()) + 3.0 * q.hidden_size * q.intermediate_size;
-  const double attn_fwd = 4.0 * L * w.scores * double(q.q_dim());
+  const double attn_fwd = L * attention_flops(w.scores, double(q.q_dim()), 1.0);
   const model::ActivationPlan ap =
       model::plan_activations(q, int64_t(std::ceil(T)), int64_t(std::ceil(w.seqs)), s.cfg.model.activation_checkpointing,
                               s.device == PlanDevice::Cpu ? model::kCpuActivations : model::kGpuActivations,
                               s.cfg.model.selective_layers);
   const double recomputed = double(ap.full_layers) / L;  // the share of layers whose forward runs twice
   const double fwd = 2.0 * T * L * mm;
-  const double flops = fwd * (3.0 + recomputed) + attn_fwd * (3.5 + recomputed);
+  const double attn = attn_fwd * (kAttentionForwardBackwardPasses + recomputed);
   double share = 1.0;
   if (s.device == PlanDevice::Cpu) share = std::min(1.0, double(s.prof.cores) / double(c.per_node * s.prof.threads));
   StepTime t;
-  t.compute_s = steps * flops / (s.prof.gemm_flops * share);
+  // Attention at its own measured rate where the profile has one (short sequences and softmax make it slower
+  // than a GEMM of the same FLOPs), else at the GEMMs'.
+  const double attn_rate = s.prof.attention_flops > 0 ? s.prof.attention_flops : s.prof.gemm_flops;
+  t.compute_s = steps * (fwd * (3.0 + recomputed) / s.prof.gemm_flops + attn / attn_rate) / share;
 
   const EngineConfig ec = engine_config(with_stage(s.cfg, c.stage), c.world, micro_steps, 1);
   const double p = double(dtype_size(ec.param_dtype)), a = double(dtype_size(ec.accum_dtype));

@@ -152,8 +152,20 @@ echo "ok: token-budget plan"
 
 # calibrate: a profile the planner reads and names as measured.
 "$PMTRAIN" calibrate --out $TMP/prof.json > /dev/null
-python3 -c "import json,sys; p=json.load(open('$TMP/prof.json')); assert p['gemm_flops'] > 1e8 and p['elementwise_bytes'] > 1e8 and not p['assumed'], p"
+python3 -c "import json,sys; p=json.load(open('$TMP/prof.json')); assert p['gemm_flops'] > 1e8 and p['elementwise_bytes'] > 1e8 and p['attention_flops'] > 1e7 and not p['assumed'], p"
 "$PMTRAIN" plan configs/tiny_cpu.yaml --world 2 --profile $TMP/prof.json | grep -q "compute measured on" || fail "plan --profile: not used"
+# Attention is priced at its measured rate: a profile whose attention runs at the GEMMs' rate plans what one
+# without an attention rate does (priced at the GEMMs'), and a four times slower attention costs more.
+python3 -c "
+import json; p=json.load(open('$TMP/prof.json'))
+for name, rate in (('same', p['gemm_flops']), ('none', 0), ('slow', p['gemm_flops'] / 4)):
+    q = dict(p, attention_flops=rate)
+    if name == 'none': del q['attention_flops']
+    json.dump(q, open('$TMP/prof_' + name + '.json', 'w'))"
+compute_s() { "$PMTRAIN" plan configs/tiny_cpu.yaml --world 1 --json --profile $1 --set data.cache_dir=$TMP/cache \
+  | python3 -c "import json,sys; print(json.load(sys.stdin)['cells'][0]['compute_seconds'])"; }
+python3 -c "same, none, slow = $(compute_s $TMP/prof_same.json), $(compute_s $TMP/prof_none.json), $(compute_s $TMP/prof_slow.json)
+assert abs(same / none - 1) < 1e-12 and slow > same * 1.01, (same, none, slow)" || fail "plan: attention not priced at its rate"
 # Under mpirun calibrate measures the collectives at that world size and keeps the 1-rank ones already in the
 # file; the plan then takes a CPU cell's comm time from them: doubling every rate halves it.
 $MPIRUN -np 2 "$PMTRAIN" calibrate --out $TMP/prof.json > $TMP/cal2.txt || { cat $TMP/cal2.txt; fail "calibrate under mpirun"; }
