@@ -101,12 +101,8 @@ TEST(CudaRewardModel, SharedPromptsGiveTheCpuResultsOfEachAnswerWhole) {
   DeviceParams dev(host, DType::F32);
   const RewardOutput out = gpu.forward_backward(b, dev);
   // The layouts may order pairs differently: rewards by pair id.
-  std::vector<float> got(out.rewards.size()), want(ref.rewards.size());
-  for (int64_t i = 0; i < b.num_pairs(); ++i)
-    for (int k = 0; k < 2; ++k) {
-      got[size_t(2 * b.pair_ids[i] + k)] = out.rewards[size_t(2 * i + k)];
-      want[size_t(2 * a.pair_ids[i] + k)] = ref.rewards[size_t(2 * i + k)];
-    }
+  const std::vector<float> got = testing::rewards_by_pair_id(b, out.rewards);
+  const std::vector<float> want = testing::rewards_by_pair_id(a, ref.rewards);
   printf("  shared prompts: %lld tokens instead of %lld, rewards rel L2 %.3e\n", (long long)b.real_tokens(),
          (long long)a.real_tokens(), rel_l2(got, want));
   EXPECT_LE(rel_l2(got, want), 1e-5);

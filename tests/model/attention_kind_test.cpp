@@ -94,13 +94,7 @@ TEST(SharedPrompt, SameRewardsLossAndGradientsAsEachAnswerWhole) {
       const Result want = run(kind, a), got = run(kind, b);
       // Pair order may differ between the layouts: match rewards through pair ids.
       ASSERT_EQ(got.rewards.size(), want.rewards.size());
-      std::vector<float> got_by_id(got.rewards.size()), want_by_id(want.rewards.size());
-      for (int64_t i = 0; i < b.num_pairs(); ++i)
-        for (int k = 0; k < 2; ++k) {
-          got_by_id[size_t(2 * b.pair_ids[i] + k)] = got.rewards[size_t(2 * i + k)];
-          want_by_id[size_t(2 * a.pair_ids[i] + k)] = want.rewards[size_t(2 * i + k)];
-        }
-      EXPECT_LT(rel(got_by_id, want_by_id), 1e-5);
+      EXPECT_LT(rel(testing::rewards_by_pair_id(b, got.rewards), testing::rewards_by_pair_id(a, want.rewards)), 1e-5);
       EXPECT_NEAR(got.loss, want.loss, 1e-5 * std::abs(want.loss));
       ASSERT_EQ(got.grads.size(), want.grads.size());
       for (size_t t = 0; t < want.grads.size(); ++t) EXPECT_LT(rel(got.grads[t], want.grads[t]), 1e-5) << "tensor " << t;

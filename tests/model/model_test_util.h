@@ -141,6 +141,15 @@ inline Err compare(std::span<const float> got, std::span<const float> ref, doubl
   return e;
 }
 
+// A batch's rewards (sequence 2i chosen, 2i + 1 rejected of batch pair i) in dataset order: pair p's at
+// 2p and 2p + 1, so two layouts that order their pairs differently compare element by element.
+inline std::vector<float> rewards_by_pair_id(const data::PairBatch& b, const std::vector<float>& rewards) {
+  std::vector<float> out(rewards.size());
+  for (int64_t i = 0; i < b.num_pairs(); ++i)
+    for (int k = 0; k < 2; ++k) out.at(size_t(2 * b.pair_ids[i] + k)) = rewards.at(size_t(2 * i + k));
+  return out;
+}
+
 // Pairs of random tokens whose answers share a prompt, as {prompt, chosen rest, rejected rest} lengths:
 // prompts of 30, 0, 70 (across a 64-token tile), 1, 16 and 50 tokens, identical answers (pair 5), rests of
 // one token; every answer ends on end_id 1. For the data.share_prompt tests.
