@@ -150,6 +150,25 @@ line=$(grep '^mpirun ' $TMP/tok.sbatch | sed -E 's/^mpirun -np 2 --map-by ppr:2:
 bad "--micro with a token budget" "drop --micro" plan configs/tiny_cpu.yaml "${TOK[@]}" --micro 2
 echo "ok: token-budget plan"
 
+# Pair batching on data far shorter than max_len: the recommendation also names the token budget that fits
+# (k pairs at max_len, k at most the rank's pairs a step) when its epoch is faster, and planning with that
+# budget agrees: the same stage fits, with that epoch and peak.
+"$PMTRAIN" plan configs/tiny_cpu.yaml --world 2 --micro 1 --set data.cache_dir=$TMP/cache > $TMP/budget.txt \
+  || { cat $TMP/budget.txt; fail "plan at micro 1"; }
+advice=$(grep -oE 'with batch.micro_tokens=[0-9]+ \(micro-batches by tokens, micro 0\) ~[0-9.]+ s/epoch, peak [0-9.]+ [MG]iB' $TMP/budget.txt)
+[ -n "$advice" ] || { cat $TMP/budget.txt; fail "no batch.micro_tokens advice at micro 1 on short pairs"; }
+budget=$(echo "$advice" | grep -oE 'micro_tokens=[0-9]+' | cut -d= -f2)
+epoch=$(echo "$advice" | grep -oE '~[0-9.]+ s' | tr -d '~')
+peak=$(echo "$advice" | grep -oE '[0-9.]+ [MG]iB$')
+stage=$(grep -oE '^recommended: .*: stage [0-3]' $TMP/budget.txt | grep -oE '[0-3]$')
+[ $((budget % 768)) = 0 ] && [ $((budget / 768)) -le 12 ] || fail "budget $budget is not k x 2 x max_len (384), k <= 12 pairs a rank"
+"$PMTRAIN" plan configs/tiny_cpu.yaml --world 2 --set data.cache_dir=$TMP/cache --set batch.micro=0 \
+  --set batch.micro_tokens=$budget > $TMP/budget2.txt || { cat $TMP/budget2.txt; fail "plan with the advised budget"; }
+grep -qE "^$stage +2 .* $peak +yes .* $epoch\$" $TMP/budget2.txt \
+  || { cat $TMP/budget.txt $TMP/budget2.txt; fail "the advised budget $budget: not a stage-$stage fit with peak $peak, $epoch"; }
+! grep -q "with batch.micro_tokens=" $TMP/budget2.txt || fail "budget advice repeated under a budget"
+echo "ok: token-budget advice: $advice"
+
 # calibrate: a profile the planner reads and names as measured.
 "$PMTRAIN" calibrate --out $TMP/prof.json > /dev/null
 python3 -c "import json,sys; p=json.load(open('$TMP/prof.json')); assert p['gemm_flops'] > 1e8 and p['elementwise_bytes'] > 1e8 and p['attention_flops'] > 1e7 and not p['assumed'], p"
