@@ -149,6 +149,35 @@ void CudaOps::adamw(float* param, const void* grad, DType gt, float* m, float* v
   kernels::adamw(param, grad, elem(gt, "adamw"), m, v, n, optim::adamw_scalars(c, lr, t, decay, grad_scale), stream_);
 }
 
+void CudaOps::split_master(void* high, uint16_t* low, const float* src, size_t n) {
+  if (n == 0) return;
+  require_device(high, "high", "split_master");
+  if (low) require_device(low, "low", "split_master");
+  require_device(src, "src", "split_master");
+  kernels::split_master(high, low, src, n, stream_);
+}
+
+void CudaOps::join_master(float* dst, const void* high, const uint16_t* low, size_t n) {
+  if (n == 0) return;
+  require_device(dst, "dst", "join_master");
+  require_device(high, "high", "join_master");
+  require_device(low, "low", "join_master");
+  kernels::join_master(dst, high, low, n, stream_);
+}
+
+void CudaOps::adamw_split(void* high, uint16_t* low, const void* grad, DType gt, float* m, float* v, size_t n,
+                          const optim::AdamWConfig& c, float lr, int64_t t, bool decay, float grad_scale) {
+  if (n == 0) return;
+  ZERO_CHECK(gt == DType::F32 || gt == DType::BF16, "adamw_split: unsupported gradient dtype {}", dtype_name(gt));
+  require_device(high, "high", "adamw_split");
+  require_device(low, "low", "adamw_split");
+  require_device(grad, "grad", "adamw_split");
+  require_device(m, "m", "adamw_split");
+  require_device(v, "v", "adamw_split");
+  kernels::adamw_split(high, low, grad, elem(gt, "adamw_split"), m, v, n,
+                       optim::adamw_scalars(c, lr, t, decay, grad_scale), stream_);
+}
+
 float* CudaOps::staging(size_t n) {
   const size_t want = std::min(n, kStagingElems);
   if (staging_elems_ < want) {

@@ -41,6 +41,10 @@ class CudaOps final : public DeviceOps {
   void upload(void* dst, const void* host, size_t bytes) override;
   void adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n, const optim::AdamWConfig& c,
              float lr, int64_t t, bool decay, float grad_scale) override;
+  void split_master(void* high, uint16_t* low, const float* src, size_t n) override;
+  void join_master(float* dst, const void* high, const uint16_t* low, size_t n) override;
+  void adamw_split(void* high, uint16_t* low, const void* grad, DType gt, float* m, float* v, size_t n,
+                   const optim::AdamWConfig& c, float lr, int64_t t, bool decay, float grad_scale) override;
   // Host fp32 <-> device buffer of dtype dt, converted on the device (in chunks through a device
   // scratch); both return when the copy is done, so the host buffer may be reused at once.
   void copy_from_host(void* dst, DType dt, const float* src, size_t n) override;

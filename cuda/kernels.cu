@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "core/math/bf16.h"
+#include "core/math/split_master.h"
 #include "cuda/bf16_storage.cuh"
 #include "cuda/check.h"
 #include "cuda/kernel_launch.cuh"
@@ -91,6 +92,33 @@ __global__ void adamw_kernel(float* __restrict__ param, const G* __restrict__ gr
   }
 }
 
+// The same update on a split master: joined, updated, split again in registers.
+template <class G>
+__global__ void adamw_split_kernel(uint16_t* __restrict__ high, uint16_t* __restrict__ low, const G* __restrict__ grad,
+                                   float* __restrict__ m, float* __restrict__ v, size_t n, math::AdamWScalars k) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    const math::AdamWState s = math::adamw_update({math::split_join(high[i], low[i]), m[i], v[i]}, to_f32(grad[i]), k);
+    high[i] = math::split_high(s.param);
+    low[i] = math::split_low(s.param);
+    m[i] = s.m;
+    v[i] = s.v;
+  }
+}
+
+__global__ void split_master_kernel(uint16_t* __restrict__ high, uint16_t* __restrict__ low, const float* __restrict__ src,
+                                    size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    high[i] = math::split_high(src[i]);
+    if (low) low[i] = math::split_low(src[i]);
+  }
+}
+
+__global__ void join_master_kernel(float* __restrict__ dst, const uint16_t* __restrict__ high,
+                                   const uint16_t* __restrict__ low, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    dst[i] = math::split_join(high[i], low[i]);
+}
+
 // Calls f(T*) with the element type of e (a null pointer of that type: a tag).
 template <class F>
 void with_elem(Elem e, F&& f) {
@@ -165,6 +193,29 @@ void adamw(float* param, const void* grad, Elem gt, float* m, float* v, size_t n
   with_elem(gt, [&](auto* tag) {
     using G = std::remove_pointer_t<decltype(tag)>;
     ZERO_LAUNCH(adamw_kernel<G>, blocks_for(n), kThreads, 0, s, param, static_cast<const G*>(grad), m, v, n, k);
+  });
+  CUDA_CHECK(last_launch_error());
+}
+
+void split_master(void* high, uint16_t* low, const float* src, size_t n, cudaStream_t s) {
+  if (n == 0) return;
+  ZERO_LAUNCH(split_master_kernel, blocks_for(n), kThreads, 0, s, static_cast<uint16_t*>(high), low, src, n);
+  CUDA_CHECK(last_launch_error());
+}
+
+void join_master(float* dst, const void* high, const uint16_t* low, size_t n, cudaStream_t s) {
+  if (n == 0) return;
+  ZERO_LAUNCH(join_master_kernel, blocks_for(n), kThreads, 0, s, dst, static_cast<const uint16_t*>(high), low, n);
+  CUDA_CHECK(last_launch_error());
+}
+
+void adamw_split(void* high, uint16_t* low, const void* grad, Elem gt, float* m, float* v, size_t n,
+                 const math::AdamWScalars& k, cudaStream_t s) {
+  if (n == 0) return;
+  with_elem(gt, [&](auto* tag) {
+    using G = std::remove_pointer_t<decltype(tag)>;
+    ZERO_LAUNCH(adamw_split_kernel<G>, blocks_for(n), kThreads, 0, s, static_cast<uint16_t*>(high), low,
+                static_cast<const G*>(grad), m, v, n, k);
   });
   CUDA_CHECK(last_launch_error());
 }

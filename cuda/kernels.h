@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "core/math/adamw_math.h"
 
@@ -33,5 +34,11 @@ void accumulate_f64(double* acc, const double* x, cudaStream_t s);
 void accumulate_count(double* acc, const unsigned long long* x, cudaStream_t s);
 void adamw(float* param, const void* grad, Elem gt, float* m, float* v, size_t n, const math::AdamWScalars& k,
            cudaStream_t s);
+// A split master (core/math/split_master.h): high is bf16 storage, low its low halves (null in split_master:
+// the high halves only).
+void split_master(void* high, uint16_t* low, const float* src, size_t n, cudaStream_t s);
+void join_master(float* dst, const void* high, const uint16_t* low, size_t n, cudaStream_t s);
+void adamw_split(void* high, uint16_t* low, const void* grad, Elem gt, float* m, float* v, size_t n,
+                 const math::AdamWScalars& k, cudaStream_t s);
 
 }  // namespace zero::kernels

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <cstdio>
 #include <filesystem>
@@ -22,6 +23,7 @@
 #include "optim/adamw.h"
 #include "pmtrain/backend_setup.h"
 #include "pmtrain/config.h"
+#include "pmtrain/model_setup.h"
 #include "pmtrain/paths.h"
 #include "zero/buffer_plan.h"
 #include "zero/device_ops.h"
@@ -70,7 +72,30 @@ nlohmann::json ComputeProfile::to_json() const {
   for (const auto& [w, r] : collectives)
     c[std::to_string(w)] = {{"all_reduce", r.all_reduce}, {"reduce_scatter", r.reduce_scatter}, {"all_gather", r.all_gather}};
   j["collective_elements_per_s"] = c;
+  nlohmann::json g = nlohmann::json::array();
+  for (const GemmRate& r : gemm_rates) g.push_back({{"tokens", r.tokens}, {"in", r.in}, {"out", r.out}, {"flops", r.flops}});
+  j["gemm_rates"] = g;
   return j;
+}
+
+std::vector<std::pair<int64_t, int64_t>> projection_shapes(const model::Qwen3Config& q) {
+  const int64_t h = q.hidden_size;
+  return {{h, q.q_dim() + 2 * q.kv_dim()}, {q.q_dim(), h}, {h, 2 * q.intermediate_size}, {q.intermediate_size, h}};
+}
+
+double ComputeProfile::gemm_rate(double tokens, int64_t in, int64_t out) const {
+  std::vector<const GemmRate*> shape;  // this shape's, by tokens
+  for (const GemmRate& r : gemm_rates)
+    if (r.in == in && r.out == out) shape.push_back(&r);
+  if (shape.empty()) return gemm_flops;
+  std::sort(shape.begin(), shape.end(), [](const GemmRate* a, const GemmRate* b) { return a->tokens < b->tokens; });
+  if (tokens <= double(shape.front()->tokens)) return shape.front()->flops;
+  if (tokens >= double(shape.back()->tokens)) return shape.back()->flops;
+  size_t i = 1;
+  while (double(shape[i]->tokens) < tokens) ++i;
+  const GemmRate &a = *shape[i - 1], &b = *shape[i];
+  const double f = std::log(tokens / double(a.tokens)) / std::log(double(b.tokens) / double(a.tokens));
+  return a.flops + f * (b.flops - a.flops);
 }
 
 ComputeProfile assumed_profile(bool gpu) {
@@ -141,6 +166,18 @@ ComputeProfile load_profile(const std::string& path) {
       p.collectives[world] = {rate("all_reduce"), rate("reduce_scatter"), rate("all_gather")};
     }
   }
+  if (j.contains("gemm_rates")) {
+    const nlohmann::json& g = j["gemm_rates"];
+    ZERO_REQUIRE(g.is_array(), ConfigError, "--profile {}: 'gemm_rates' must be a list of {{tokens, in, out, flops}}", path);
+    for (const nlohmann::json& r : g) {
+      auto pos = [&](const char* key) {
+        ZERO_REQUIRE(r.is_object() && r.contains(key) && r[key].is_number() && r[key].get<double>() > 0, ConfigError,
+                     "--profile {}: each gemm_rates entry needs '{}' > 0 (got {})", path, key, r.dump());
+        return r[key].get<double>();
+      };
+      p.gemm_rates.push_back({int64_t(pos("tokens")), int64_t(pos("in")), int64_t(pos("out")), pos("flops")});
+    }
+  }
   p.device = j.value("device", std::string("cpu"));
   ZERO_REQUIRE(p.device == "cpu" || p.device == "gpu", ConfigError, "--profile {}: 'device' is cpu or gpu, not '{}'",
                path, p.device);
@@ -204,7 +241,14 @@ double time_reps(DeviceOps& ops, const Sizes& z, double budget, F&& f) {
   return s / z.reps;
 }
 
-ComputeProfile measure_compute(DeviceOps& ops, TrackingAllocator& alloc, model::ModelOps& mo) {
+// Token counts the projections are measured at: a CPU rank's micro-batches and a GPU's.
+std::vector<int64_t> gemm_token_counts(const DeviceOps& ops) {
+  if (ops.host_addressable()) return {256, 1024, 4096};
+  return {512, 2048, 8192, 32768};
+}
+
+ComputeProfile measure_compute(DeviceOps& ops, TrackingAllocator& alloc, model::ModelOps& mo,
+                               const std::vector<std::pair<int64_t, int64_t>>& shapes) {
   const Sizes z = sizes_for(ops);
   ComputeProfile p;
   p.assumed = false;
@@ -220,6 +264,17 @@ ComputeProfile measure_compute(DeviceOps& ops, TrackingAllocator& alloc, model::
     const model::TensorRef xr(x.data(), t, {T, K}), wr(w.data(), t, {N, K}), yr(y.data(), t, {T, N});
     p.gemm_flops = 2.0 * double(T) * double(K) * double(N) / time_reps(ops, z, 2.0, [&] { mo.linear_forward(xr, wr, yr); });
   }
+  for (const auto& [in, out] : shapes)  // the config's own projections, by token count
+    for (const int64_t tokens : gemm_token_counts(ops)) {
+      const DType t = mo.activation_dtype();
+      const model::TokenPlan rows = one_sequence(tokens);  // begin_batch keeps a reference
+      mo.begin_batch(rows, {128, 1e6});
+      const Buffer x = filled_buffer(alloc, ops, size_t(tokens * in), t), w = filled_buffer(alloc, ops, size_t(out * in), t);
+      const Buffer y(alloc, size_t(tokens * out), t, MemCategory::Other);
+      const model::TensorRef xr(x.data(), t, {tokens, in}), wr(w.data(), t, {out, in}), yr(y.data(), t, {tokens, out});
+      const double secs = time_reps(ops, z, 0.3, [&] { mo.linear_forward(xr, wr, yr); });
+      p.gemm_rates.push_back({tokens, in, out, 2.0 * double(tokens) * double(in) * double(out) / secs});
+    }
   {  // Attention: the model's forward and backward (model.attention's kind) over sequences of Qwen3 head shapes
      // (CPU: 4 x 256 tokens, 8 query and 4 kv heads of 64; GPU: 2 x 2048 tokens, Qwen3-4B's 32 and 8 heads of
      // 128), in attention_flops()'s counting.
@@ -348,7 +403,10 @@ int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi) {
   if (world->rank() != 0) return 0;
   std::unique_ptr<model::ModelOps> cpu_model_ops;
   model::ModelOps& mo = parts.model_ops ? *parts.model_ops : *(cpu_model_ops = model::make_cpu_model_ops());
-  ComputeProfile p = measure_compute(*parts.ops, *parts.alloc, mo);
+  // With a config: its model's projection shapes too (the planner prices each GEMM at its own shape's rate).
+  const std::vector<std::pair<int64_t, int64_t>> shapes =
+      a.config_path.empty() ? std::vector<std::pair<int64_t, int64_t>>{} : projection_shapes(resolve_model_config(cfg.model, 1));
+  ComputeProfile p = measure_compute(*parts.ops, *parts.alloc, mo, shapes);
   p.threads = threads;
   char host[256] = "this machine";
   gethostname(host, sizeof host - 1);
@@ -375,6 +433,14 @@ int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi) {
          p.attention_flops / 1e9, z.elements >> 20, p.elementwise_bytes / 1e9, p.swiglu_forward_elements / 1e6,
          p.swiglu_backward_elements / 1e6, p.adamw_elements / 1e6, W, W == 1 ? "" : "s", comm.backend_name(),
          z.message >> 20, kReductionsInFlight, coll.all_reduce / 1e6, coll.reduce_scatter / 1e6, coll.all_gather / 1e6);
+  for (size_t i = 0; i < p.gemm_rates.size(); ++i) {
+    const ComputeProfile::GemmRate& r = p.gemm_rates[i];
+    if (i == 0 || p.gemm_rates[i - 1].in != r.in || p.gemm_rates[i - 1].out != r.out)
+      printf("%s  GEMM %lld -> %lld (the config's projection), GFLOP/s by tokens:", i ? "\n" : "", (long long)r.in,
+             (long long)r.out);
+    printf(" %lld: %.1f", (long long)r.tokens, r.flops / 1e9);
+  }
+  if (!p.gemm_rates.empty()) printf("\n");
   if (!a.out.empty()) {
     std::ofstream out(a.out);
     ZERO_REQUIRE(out.good(), ConfigError, "--out {}: cannot write", a.out);

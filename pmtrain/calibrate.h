@@ -6,11 +6,13 @@
 #include <cstddef>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "comm/bootstrap.h"
+#include "model/qwen3_config.h"
 
 namespace zero::pmtrain {
 
@@ -38,9 +40,24 @@ struct ComputeProfile {
     double all_reduce = 0, reduce_scatter = 0, all_gather = 0;
   };
   std::map<int, CollectiveRates> collectives;
+  // The model's linear forward at the calibrated config's projection shapes (in -> out features: q/k/v and
+  // gate/up fused, o, down) at several token counts, FLOP/s: narrow GEMMs and few tokens run well below
+  // gemm_flops (measured at one large square shape). Empty: not measured (no config, or an older profile).
+  struct GemmRate {
+    int64_t tokens = 0, in = 0, out = 0;
+    double flops = 0;
+  };
+  std::vector<GemmRate> gemm_rates;
 
   nlohmann::json to_json() const;
+  // FLOP/s of a linear forward of `tokens` rows, in -> out: gemm_rates' entries of that shape interpolated
+  // linearly in log tokens (the nearest one outside their range), else gemm_flops.
+  double gemm_rate(double tokens, int64_t in, int64_t out) const;
 };
+
+// A decoder layer's projections as the GEMMs the model runs, in -> out features: q/k/v fused, o, gate/up
+// fused, down (what calibrate measures and the planner prices, one list for both).
+std::vector<std::pair<int64_t, int64_t>> projection_shapes(const model::Qwen3Config& q);
 
 // The FLOPs the planner counts for causal attention over `scores` query-key pairs (the sum of L (L + 1) / 2 over
 // attention sequences) at q_dim = heads x head_dim: Q K^T and P V forward (4 q_dim a score), and `passes`

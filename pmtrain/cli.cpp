@@ -146,10 +146,13 @@ std::optional<int> parse_command_line(int argc, char** argv, bool speak, Command
   add_weights(eval, out.eval.weights, "the newest complete checkpoint of the config's run.dir");
   eval->add_option("--data", out.eval.data,
                    "evaluate these pair files (.jsonl or .jsonl.gz) instead of the config's test split "
-                   "(data.test_files and data.test_sets), e.g. --data helpful_test.jsonl.gz")
+                   "(data.test_files and data.test_sets), e.g. --data helpful_test.jsonl.gz; NAME=FILE makes FILE "
+                   "(part of) a named set, reported on its own as data.test_sets are: --data helpful=h.jsonl.gz "
+                   "--data harmless=a.jsonl.gz")
       ->type_name("FILE");
   eval->footer("Examples:\n  mpirun -np 2 pmtrain eval configs/tiny_cpu.yaml\n  pmtrain eval configs/tiny_cpu.yaml --init\n"
-               "  pmtrain eval configs/tiny_cpu.yaml --data pairs.jsonl.gz");
+               "  pmtrain eval configs/tiny_cpu.yaml --data pairs.jsonl.gz\n"
+               "  pmtrain eval configs/tiny_cpu.yaml --data helpful=helpful.jsonl.gz --data harmless=harmless.jsonl.gz");
 
   // ---- bench (pmtrain/bench_command.h) ----
   BenchArgs& be = out.bench;

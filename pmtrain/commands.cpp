@@ -1,6 +1,7 @@
 #include "pmtrain/commands.h"
 
 #include <cstdio>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
@@ -70,10 +71,20 @@ int run_dry_run(const TrainArgs& a) {
 
 int run_eval(const EvalArgs& a, MpiRuntime& mpi) {
   Config cfg = load_resolved_config(a.config);
-  if (!a.data.empty()) {  // these files are the test split
+  if (!a.data.empty()) {  // these files are the test split: NAME=FILE a named set (data.test_sets), else test_files
     cfg.data.test_files.clear();
     cfg.data.test_sets.clear();
-    for (const std::string& f : a.data) cfg.data.test_files.push_back(existing_path(f, "--data"));
+    for (const std::string& f : a.data) {
+      const size_t eq = f.find('=');
+      if (eq == std::string::npos || std::filesystem::exists(f)) {
+        cfg.data.test_files.push_back(existing_path(f, "--data"));
+        continue;
+      }
+      const std::string name = f.substr(0, eq);
+      ZERO_REQUIRE(plain_set_name(name), ConfigError,
+                   "--data {}: set name '{}' must be letters, digits, '_', '-' or '.' (NAME=FILE)", f, name);
+      cfg.data.test_sets[name].push_back(existing_path(f.substr(eq + 1), "--data " + name));
+    }
   }
   const WeightsChoice w = choose_weights(a.weights, cfg);
   const bool r0 = mpi.info().rank == 0;

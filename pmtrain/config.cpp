@@ -66,6 +66,8 @@ const Choices<data::RemainderPolicy> kRemainders{{"drop", data::RemainderPolicy:
 const Choices<DType> kDTypes{{"fp32", DType::F32}, {"bf16", DType::BF16}, {"fp16", DType::F16}};
 const Choices<std::optional<DType>> kAccumDTypes{
     {"auto", std::nullopt}, {"fp32", DType::F32}, {"bf16", DType::BF16}, {"fp16", DType::F16}};
+// zero.master: whether the fp32 master is split (EngineConfig::split_master); auto = split under bf16 params.
+const Choices<std::optional<bool>> kMasters{{"auto", std::nullopt}, {"fp32", false}, {"split", true}};
 const Choices<optim::ScheduleKind> kSchedules{
     {"constant", optim::ScheduleKind::Constant}, {"linear", optim::ScheduleKind::Linear}, {"cosine", optim::ScheduleKind::Cosine}};
 
@@ -152,18 +154,25 @@ Field choice_or_bool(std::string key, E& ref, const Choices<E>& options, E if_tr
   return f;
 }
 
-// A map of named file lists (data.test_sets). A name is printed in reports and is a JSON key of the eval
-// records, so it is kept to letters, digits, '_', '-' and '.'; a set without files is a mistake.
+}  // namespace
+
+// A set name is printed in reports and is a JSON key of the eval records.
+bool plain_set_name(const std::string& name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
+  });
+}
+
+namespace {
+
+// A map of named file lists (data.test_sets): plain_set_name names; a set without files is a mistake.
 Field named_file_sets(std::string key, std::map<std::string, std::vector<std::string>>& ref, std::string doc) {
   Field f = field(std::move(key), ref, std::move(doc));
   f.set = [&ref, k = f.key](const YAML::Node& n) {
     auto sets = n.IsNull() ? std::map<std::string, std::vector<std::string>>{}
                            : n.as<std::map<std::string, std::vector<std::string>>>();
     for (const auto& [name, files] : sets) {
-      const bool plain = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
-        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
-      });
-      ZERO_REQUIRE(plain, ConfigError, "key '{}': set name '{}' must be letters, digits, '_', '-' or '.'", k, name);
+      ZERO_REQUIRE(plain_set_name(name), ConfigError, "key '{}': set name '{}' must be letters, digits, '_', '-' or '.'", k, name);
       ZERO_REQUIRE(!files.empty(), ConfigError, "key '{}': set '{}' has no files", k, name);
     }
     ref = std::move(sets);
@@ -264,9 +273,10 @@ std::vector<Field> schema(Config& c) {
       field("zero.stage", z.stage, Range{0, 3}, "ZeRO stage: 0 = replicated, 1 = + sharded optimizer state, 2 = + sharded gradients, 3 = + sharded parameters"),
       field("zero.bucket_elements", z.bucket_elements, kAtLeastOne, "gradient reduction bucket size in elements"),
       field("zero.prefetch_depth", z.prefetch_depth, kNonNegative, "stage 3: groups all-gathered ahead of their use"),
-      choice("zero.param_dtype", z.param_dtype, kDTypes, "dtype of the parameters the model computes with (masters stay fp32)"),
+      choice("zero.param_dtype", z.param_dtype, kDTypes, "dtype of the parameters the model computes with (masters stay fp32: zero.master)"),
       choice("zero.accum_dtype", z.accum_dtype, kAccumDTypes, "dtype gradients accumulate in across micro-steps; auto = fp32, or the param dtype where nothing is summed (one rank, one micro-step a step, no token budget): the same bits in less memory"),
       choice("zero.reduce_dtype", z.reduce_dtype, kDTypes, "dtype of gradients on the wire"),
+      choice("zero.master", z.master, kMasters, "how the fp32 master weights are kept: fp32 = an array of their own (4 bytes an element); split = as the bf16 params (their high halves, rounded half away from zero) plus their low 16 bits (2 bytes an element, the same fp32 values); auto = split with bf16 params, else fp32"),
 
       field("optim.lr", o.lr, kPositive, "peak learning rate of AdamW"),
       field("optim.beta1", o.beta1, kBelowOne, "AdamW beta1"),

@@ -118,6 +118,7 @@ struct ZeroSection {
   DType param_dtype = EngineConfig{}.param_dtype;
   std::optional<DType> accum_dtype;  // unset: auto (accum_dtype_for in engine_assembly.h)
   DType reduce_dtype = EngineConfig{}.reduce_dtype;
+  std::optional<bool> master;  // split master (EngineConfig::split_master); unset: auto (split under bf16 params)
 };
 
 struct OptimSection {
@@ -159,6 +160,8 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
 std::string to_yaml(const Config& c);
 // All known dotted keys (for help and did-you-mean).
 std::vector<std::string> known_keys();
+// A data.test_sets name: letters, digits, '_', '-' or '.' (printed in reports, a JSON key of eval records).
+bool plain_set_name(const std::string& name);
 // docs/CONFIG.md: every key with its type, default, accepted values and meaning, from the schema table.
 std::string config_reference_markdown();
 // The spelling of an enum value as the config writes it ("cuda", "packed", "bf16", ...).

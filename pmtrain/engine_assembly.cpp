@@ -22,6 +22,7 @@ EngineConfig engine_config(const Config& cfg, int world, int64_t accum_steps, in
   ec.param_dtype = cfg.zero.param_dtype;
   ec.accum_dtype = accum_dtype_for(cfg, world, accum_steps);
   ec.reduce_dtype = cfg.zero.reduce_dtype;
+  ec.split_master = cfg.zero.master.value_or(cfg.zero.param_dtype == DType::BF16);
   ec.accum_steps = int(accum_steps);
   ec.clip_norm = float(cfg.optim.clip_norm);
   ec.adamw = {float(cfg.optim.lr), float(cfg.optim.beta1), float(cfg.optim.beta2), float(cfg.optim.eps),

@@ -163,14 +163,17 @@ struct StepTime {
 StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const MicroWork& w, int64_t micro_steps) {
   const model::Qwen3Config& q = s.qc;
   const double T = w.tokens, L = double(q.num_layers), steps = double(micro_steps);
-  const double mm = double(q.hidden_size) * (2.0 * q.q_dim() + 2.0 * q.kv_dim()) + 3.0 * q.hidden_size * q.intermediate_size;
   const double attn_fwd = L * attention_flops(w.scores, double(q.q_dim()), 1.0);
   const model::ActivationPlan ap =
       model::plan_activations(q, int64_t(std::ceil(T)), int64_t(std::ceil(w.seqs)), s.cfg.model.activation_checkpointing,
                               s.device == PlanDevice::Cpu ? model::kCpuActivations : model::kGpuActivations,
                               s.cfg.model.selective_layers);
   const double recomputed = double(ap.full_layers) / L;  // the share of layers whose forward runs twice
-  const double fwd = 2.0 * T * L * mm;
+  // A forward's GEMMs, each projection at its own shape's rate for T tokens (the profile's measured shapes,
+  // else its one gemm_flops); backward's two GEMMs a projection at the forward's rate.
+  double fwd_s = 0;
+  for (const auto& [in, out] : projection_shapes(q))
+    fwd_s += 2.0 * T * L * double(in) * double(out) / s.prof.gemm_rate(T, in, out);
   const double attn = attn_fwd * (kAttentionForwardBackwardPasses + recomputed);
   double share = 1.0;
   if (s.device == PlanDevice::Cpu) share = std::min(1.0, double(s.prof.cores) / double(c.per_node * s.prof.threads));
@@ -178,7 +181,7 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
   // Attention at its own measured rate where the profile has one (short sequences and softmax make it slower
   // than a GEMM of the same FLOPs), else at the GEMMs'.
   const double attn_rate = s.prof.attention_flops > 0 ? s.prof.attention_flops : s.prof.gemm_flops;
-  t.compute_s = steps * (fwd * (3.0 + recomputed) / s.prof.gemm_flops + attn / attn_rate) / share;
+  t.compute_s = steps * (fwd_s * (3.0 + recomputed) + attn / attn_rate) / share;
 
   const EngineConfig ec = engine_config(with_stage(s.cfg, c.stage), c.world, micro_steps, 1);
   const double p = double(dtype_size(ec.param_dtype)), a = double(dtype_size(ec.accum_dtype));
@@ -190,7 +193,9 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
   const double r = double(dtype_size(ec.reduce_dtype));
   const double psi = double(part.total_padded), shard = double(c.stage == 0 ? part.total_padded : part.total_shard);
   const double micro_bytes = 4.0 * act + double(q.vocab_size * q.hidden_size) * p + psi * (2 * p + 2 * a);
-  const double step_bytes = shard * (2 * a + a + p + a) + (c.stage == 0 && c.world > 1 ? 2 * psi * (a + r) : 0);
+  // (A split master is its params: no cast.)
+  const double cast = ec.split_master ? 0 : p;
+  const double step_bytes = shard * (2 * a + a + cast + a) + (c.stage == 0 && c.world > 1 ? 2 * psi * (a + r) : 0);
   const double adamw_rate = s.prof.adamw_elements > 0 ? s.prof.adamw_elements : s.prof.elementwise_bytes / 36;
   t.elementwise_s = (steps * micro_bytes + step_bytes) / (s.prof.elementwise_bytes * share) + shard / (adamw_rate * share);
   // SwiGLU at its own measured speed: a forward per layer, again before backward when the layer is

@@ -140,9 +140,10 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     std::ofstream(fs::path(cfg_.run.dir) / "config.resolved.yaml") << to_yaml(cfg_);
     printf("pmtrain: %s, world %d (%d nodes), stage %d, %s\n", cfg_.source.c_str(), W, info_.node_count, ec.stage,
            info_.launcher.c_str());
-    printf("pmtrain: params %s, gradients accumulated in %s%s, reduced in %s\n", dtype_name(ec.param_dtype),
-           dtype_name(ec.accum_dtype), cfg_.zero.accum_dtype ? "" : " (zero.accum_dtype auto)",
-           dtype_name(ec.reduce_dtype));
+    printf("pmtrain: params %s, gradients accumulated in %s%s, reduced in %s; master weights %s\n",
+           dtype_name(ec.param_dtype), dtype_name(ec.accum_dtype), cfg_.zero.accum_dtype ? "" : " (zero.accum_dtype auto)",
+           dtype_name(ec.reduce_dtype),
+           ec.split_master ? "fp32 split: the bf16 params + their low 16 bits (zero.master)" : "fp32");
     printf("pmtrain: model %lld layers, hidden %lld, %zu parameters (%s)\n", (long long)model_cfg_.num_layers,
            (long long)model_cfg_.hidden_size, stack_.engine->partition().total_numel, init.c_str());
     printf("pmtrain: data %lld train pairs, %lld test pairs; %s\n", (long long)train_.num_pairs(),

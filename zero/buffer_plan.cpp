@@ -11,6 +11,7 @@ BufferPlan plan_buffers(const EngineConfig& cfg, const Partition& part) {
   b.param_dtype = cfg.param_dtype;
   b.accum_dtype = cfg.accum_dtype;
   b.reduce_dtype = cfg.reduce_dtype;
+  b.split_master = cfg.split_master;
   b.params = cfg.stage == 3 ? part.total_shard : part.total_padded;
   b.accum = cfg.stage >= 2 ? part.total_shard : part.total_padded;
   b.optimizer = cfg.stage == 0 ? part.total_padded : part.total_shard;
@@ -32,7 +33,7 @@ size_t BufferPlan::bytes(MemCategory c) const {
   switch (c) {
     case MemCategory::Params: return params * p;
     case MemCategory::Grads: return accum * a;
-    case MemCategory::Master:
+    case MemCategory::Master: return optimizer * (split_master ? 2 : 4);
     case MemCategory::OptimM:
     case MemCategory::OptimV: return optimizer * 4;
     case MemCategory::CommBuffers: return 2 * staging * p + kReductionsInFlight * (chunk * size_t(world) * r + chunk * r);

@@ -4,7 +4,8 @@
 //
 //   params      p * Psi           (stage 3: p * S)              compute dtype
 //   accumulator a * Psi           (stages 2-3: a * S)           gradient accumulation dtype
-//   master, m, v  4 * Psi each    (stages 1-3: 4 * S each)      fp32
+//   master, m, v  4 * Psi each    (stages 1-3: 4 * S each)      fp32; a split master (bf16 params) 2 * Psi
+//                                                               (2 * S): its low halves, the params its high
 //   bucket slots  2 * T * p       T = partition.max_staged (a bucket, or one piece of a split group)
 //   send / recv   F * (C * W * r + C * r)                       reduce dtype, C = chunk elements per rank,
 //                                                               F = kReductionsInFlight (2)
@@ -32,6 +33,7 @@ struct BufferPlan {
   size_t ring_slots = 0, ring_slot = 0;         // stage-3 gather ring: slots x elements
   size_t partials = 0;                          // fp64 step partials
   DType param_dtype = DType::F32, accum_dtype = DType::F32, reduce_dtype = DType::F32;
+  bool split_master = false;  // master elements of 2 bytes (the low halves), else 4
   int world = 1;
 
   size_t bytes(MemCategory c) const;  // by the allocator's categories

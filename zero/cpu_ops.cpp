@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/math/bf16.h"
+#include "core/math/split_master.h"
 #include "zero/device_ops.h"
 
 namespace zero {
@@ -107,6 +108,38 @@ class CpuOps final : public DeviceOps {
       const size_t len = std::min(kChunk, n - off);
       for (size_t i = 0; i < len; ++i) tmp[i] = to_f32(g[off + i]);
       optim::adamw_step(param + off, tmp, m + off, v + off, len, c, lr, t, decay, grad_scale);
+    }
+  }
+
+  // The high halves are bf16 storage: their bits, read and written through memcpy.
+  void split_master(void* high, uint16_t* low, const float* src, size_t n) override {
+    auto* h = static_cast<char*>(high);
+    for (size_t i = 0; i < n; ++i) {
+      const uint16_t b = math::split_high(src[i]);
+      std::memcpy(h + 2 * i, &b, 2);
+      if (low) low[i] = math::split_low(src[i]);
+    }
+  }
+  void join_master(float* dst, const void* high, const uint16_t* low, size_t n) override {
+    const auto* h = static_cast<const char*>(high);
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t b;
+      std::memcpy(&b, h + 2 * i, 2);
+      dst[i] = math::split_join(b, low[i]);
+    }
+  }
+  // Joined, updated by adamw above (the same loop) and split again, a chunk at a time.
+  void adamw_split(void* high, uint16_t* low, const void* grad, DType gt, float* m, float* v, size_t n,
+                   const optim::AdamWConfig& c, float lr, int64_t t, bool decay, float grad_scale) override {
+    constexpr size_t kChunk = 4096;
+    float master[kChunk];
+    const size_t gsz = dtype_size(gt);
+    for (size_t off = 0; off < n; off += kChunk) {
+      const size_t len = std::min(kChunk, n - off);
+      void* h = static_cast<char*>(high) + 2 * off;
+      join_master(master, h, low + off, len);
+      adamw(master, static_cast<const char*>(grad) + gsz * off, gt, m + off, v + off, len, c, lr, t, decay, grad_scale);
+      split_master(h, low + off, master, len);
     }
   }
 };

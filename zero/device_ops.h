@@ -31,6 +31,13 @@ class DeviceOps {
   // AdamW on an fp32 master shard; the gradient may be fp32 or bf16.
   virtual void adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n,
                      const optim::AdamWConfig& c, float lr, int64_t t, bool decay, float grad_scale) = 0;
+  // zero.master split (core/math/split_master.h): an fp32 master kept as bf16 params (the high halves) and
+  // their low 16 bits. split_master writes both from fp32 values in backend memory (low null: the high
+  // halves only, a replica's params); join_master is the reverse; adamw_split is adamw on a master kept so.
+  virtual void split_master(void* high, uint16_t* low, const float* src, size_t n) = 0;
+  virtual void join_master(float* dst, const void* high, const uint16_t* low, size_t n) = 0;
+  virtual void adamw_split(void* high, uint16_t* low, const void* grad, DType gt, float* m, float* v, size_t n,
+                           const optim::AdamWConfig& c, float lr, int64_t t, bool decay, float grad_scale) = 0;
   // Host <-> backend memory (imports, checksums, exports). The host backend's memory is host memory.
   virtual void copy_from_host(void* dst, DType dt, const float* src, size_t n) { copy(dst, dt, src, DType::F32, n); }
   virtual void copy_to_host(float* dst, const void* src, DType st, size_t n) { copy(dst, DType::F32, src, st, n); }

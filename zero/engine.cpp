@@ -32,7 +32,8 @@ Engine::Engine(const EngineConfig& cfg, std::vector<GroupInfo> groups, Communica
 
   params_ = Buffer(alloc_, plan_.params, cfg_.param_dtype, MemCategory::Params);
   accum_ = Buffer(alloc_, plan_.accum, cfg_.accum_dtype, MemCategory::Grads);
-  master_ = Buffer(alloc_, plan_.optimizer, DType::F32, MemCategory::Master);
+  // A split master's buffer holds the low halves: 16-bit patterns, stored as bf16 only for their size.
+  master_ = Buffer(alloc_, plan_.optimizer, cfg_.split_master ? DType::BF16 : DType::F32, MemCategory::Master);
   m_ = Buffer(alloc_, plan_.optimizer, DType::F32, MemCategory::OptimM);
   v_ = Buffer(alloc_, plan_.optimizer, DType::F32, MemCategory::OptimV);
   chunk_shard_ = plan_.chunk;
@@ -55,7 +56,7 @@ Engine::Engine(const EngineConfig& cfg, std::vector<GroupInfo> groups, Communica
   // Zeroed once: padding stays zero, and stages 0-2 never write the parameters' padding either.
   ops_.zero(params_.data(), cfg_.param_dtype, params_.count());
   ops_.zero(accum_.data(), cfg_.accum_dtype, accum_.count());
-  for (Buffer* b : {&master_, &m_, &v_}) ops_.zero(b->data(), DType::F32, b->count());
+  for (Buffer* b : {&master_, &m_, &v_}) ops_.zero(b->data(), b->dtype(), b->count());
 
   offset_in_bucket_.assign(G, 0);
   bucket_units_.assign(part_.buckets.size(), 0);
@@ -135,6 +136,15 @@ void Engine::set_tensor(int g, int t, const float* full) {
   // The optimizer's range of this group, and (stage 3) the compute-parameter shard, intersected with the tensor.
   const OptimizerShard s = optimizer_shard(g);
   size_t lo = std::max(t0, s.begin), hi = std::min(t1, s.begin + s.count);
+  if (cfg_.split_master) {
+    // The params round as the master's high halves (not to even), replicas included, so every rank's
+    // copy of a slice equals its owner's; the owner's range then gets both halves (its params again).
+    if (!sharded_params()) split_from_host(at(params_, L.full_offset + t0), nullptr, full, t1 - t0);
+    if (lo < hi)
+      split_from_host(static_cast<char*>(s.master_high) + (lo - s.begin) * 2, s.master_low + (lo - s.begin),
+                      full + (lo - t0), hi - lo);
+    return;
+  }
   if (lo < hi) ops_.copy_from_host(s.master + (lo - s.begin), DType::F32, full + (lo - t0), hi - lo);
   if (sharded_params()) {
     const size_t p0 = size_t(rank_) * L.shard;
@@ -159,10 +169,44 @@ OptimizerShard Engine::optimizer_shard(int g) const {
     s.count = L.shard;
     off = L.shard_offset;
   }
-  s.master = master_.as<float>() + off;
+  if (cfg_.split_master) {
+    s.master_high = own_params(g);
+    s.master_low = master_.as<uint16_t>() + off;
+  } else {
+    s.master = master_.as<float>() + off;
+  }
   s.m = m_.as<float>() + off;
   s.v = v_.as<float>() + off;
   return s;
+}
+
+void* Engine::own_params(int g) const {
+  const auto& L = part_.groups[g];
+  switch (cfg_.stage) {
+    case 0: return at(params_, L.full_offset);
+    case 3: return at(params_, L.shard_offset);
+    default: return at(params_, L.full_offset + size_t(rank_) * L.shard);  // stages 1-2: its own slice
+  }
+}
+
+void Engine::split_from_host(void* high, uint16_t* low, const float* src, size_t n) {
+  const size_t chunk = std::min(n, transfer_chunk());
+  Buffer tmp(alloc_, chunk, DType::F32, MemCategory::Other);
+  for (size_t a = 0; a < n; a += chunk) {
+    const size_t k = std::min(chunk, n - a);
+    ops_.copy_from_host(tmp.data(), DType::F32, src + a, k);
+    ops_.split_master(static_cast<char*>(high) + a * 2, low ? low + a : nullptr, tmp.as<float>(), k);
+  }
+}
+
+void Engine::join_to_host(float* dst, const void* high, const uint16_t* low, size_t n) const {
+  const size_t chunk = std::min(n, transfer_chunk());
+  Buffer tmp(alloc_, chunk, DType::F32, MemCategory::Other);
+  for (size_t a = 0; a < n; a += chunk) {
+    const size_t k = std::min(chunk, n - a);
+    ops_.join_master(tmp.as<float>(), static_cast<const char*>(high) + a * 2, low + a, k);
+    ops_.copy_to_host(dst + a, tmp.data(), DType::F32, k);
+  }
 }
 
 // ---- micro-step protocol -------------------------------------------------------------------------
@@ -630,8 +674,13 @@ StepResult Engine::step(double loss_divisor) {
     // Each tensor's part of this rank's range, with its own weight-decay flag; padding is skipped.
     for_each_tensor_in(int(g), s.begin, s.begin + s.count, [&](size_t t, size_t lo, size_t hi) {
       const size_t o = lo - s.begin;
-      ops_.adamw(s.master + o, grad + o * gsz, cfg_.accum_dtype, s.m + o, s.v + o, hi - lo, cfg_.adamw, r.lr, step_,
-                 groups_[g].tensors[t].weight_decay, grad_scale);
+      if (cfg_.split_master)
+        ops_.adamw_split(static_cast<char*>(s.master_high) + o * 2, s.master_low + o, grad + o * gsz, cfg_.accum_dtype,
+                         s.m + o, s.v + o, hi - lo, cfg_.adamw, r.lr, step_, groups_[g].tensors[t].weight_decay,
+                         grad_scale);
+      else
+        ops_.adamw(s.master + o, grad + o * gsz, cfg_.accum_dtype, s.m + o, s.v + o, hi - lo, cfg_.adamw, r.lr, step_,
+                   groups_[g].tensors[t].weight_decay, grad_scale);
     });
   }
   zero_accumulators();
@@ -652,15 +701,12 @@ void Engine::sync_params() {
   for (size_t g = 0; g < groups_.size(); ++g) {
     const OptimizerShard s = optimizer_shard(int(g));
     const auto& L = part_.groups[g];
-    switch (cfg_.stage) {
-      case 0: ops_.copy(at(params_, L.full_offset), cfg_.param_dtype, s.master, DType::F32, s.count); break;
-      case 3: ops_.copy(at(params_, L.shard_offset), cfg_.param_dtype, s.master, DType::F32, s.count); break;
-      default: {  // stages 1-2: own slice, then all-gather the group in place
-        void* mine = at(params_, L.full_offset + s.begin);
-        ops_.copy(mine, cfg_.param_dtype, s.master, DType::F32, s.count);
-        handles.push_back(start_timed([&] { return comm_.all_gather_async(mine, at(params_, L.full_offset), L.shard, cfg_.param_dtype, "ag"); }));
-      }
-    }
+    void* mine = own_params(int(g));
+    // A split master's high halves are the params already: nothing to cast.
+    if (!cfg_.split_master) ops_.copy(mine, cfg_.param_dtype, s.master, DType::F32, s.count);
+    if (cfg_.stage == 1 || cfg_.stage == 2)  // own slice in place: all-gather the group's params
+      handles.push_back(start_timed(
+          [&] { return comm_.all_gather_async(mine, at(params_, L.full_offset), L.shard, cfg_.param_dtype, "ag"); }));
   }
   if (handles.empty()) return;
   // Whatever reads the parameters next (the next forward, a checkpoint's copy) runs on the compute queue:
@@ -672,17 +718,22 @@ void Engine::sync_params() {
 std::vector<float> Engine::full_optimizer_array(int g, OptimArray which) {
   check_group(g, "full_optimizer_array");
   const auto& L = part_.groups[g];
-  const float* src = optimizer_shard(g).array(which);
+  const OptimizerShard s = optimizer_shard(g);
+  const float* src = s.array(which);  // null: a split master, joined a chunk at a time
   std::vector<float> full(L.padded);
   if (cfg_.stage == 0) {
-    ops_.copy_to_host(full.data(), src, DType::F32, L.padded);
+    if (src) ops_.copy_to_host(full.data(), src, DType::F32, L.padded);
+    else join_to_host(full.data(), s.master_high, s.master_low, L.padded);
   } else {  // all-gather the shards a chunk at a time through a send buffer, then bring each over
     const size_t W = size_t(world_);
     Buffer tmp(alloc_, chunk_shard_ * W, DType::F32, MemCategory::Other);
+    Buffer joined(alloc_, src ? 0 : chunk_shard_, DType::F32, MemCategory::Other);
     std::vector<float> host(chunk_shard_ * W);
     for (size_t a = 0; a < L.shard; a += chunk_shard_) {
       const size_t n = std::min(chunk_shard_, L.shard - a);
-      comm_.all_gather(src + a, tmp.data(), n, DType::F32);
+      if (!src)
+        ops_.join_master(joined.as<float>(), static_cast<const char*>(s.master_high) + a * 2, s.master_low + a, n);
+      comm_.all_gather(src ? src + a : joined.as<float>(), tmp.data(), n, DType::F32);
       ops_.copy_to_host(host.data(), tmp.data(), DType::F32, n * W);
       for (size_t r = 0; r < W; ++r) std::copy_n(host.data() + r * n, n, full.data() + r * L.shard + a);
     }
@@ -697,8 +748,11 @@ void Engine::read_optimizer_state(int g, size_t begin, size_t count, float* mast
              begin + count, s.count);
   const float* src[3] = {s.master, s.m, s.v};
   float* dst[3] = {master, m, v};
-  for (int i = 0; i < 3; ++i)
-    if (dst[i]) ops_.copy_to_host(dst[i], src[i] + begin, DType::F32, count);
+  for (int i = 0; i < 3; ++i) {
+    if (!dst[i]) continue;
+    if (src[i]) ops_.copy_to_host(dst[i], src[i] + begin, DType::F32, count);
+    else join_to_host(dst[i], static_cast<const char*>(s.master_high) + begin * 2, s.master_low + begin, count);
+  }
 }
 
 void Engine::write_optimizer_state(int g, size_t begin, size_t count, const float* master, const float* m,
@@ -708,8 +762,11 @@ void Engine::write_optimizer_state(int g, size_t begin, size_t count, const floa
              begin + count, s.count);
   float* dst[3] = {s.master, s.m, s.v};
   const float* src[3] = {master, m, v};
-  for (int i = 0; i < 3; ++i)
-    if (src[i]) ops_.copy_from_host(dst[i] + begin, DType::F32, src[i], count);
+  for (int i = 0; i < 3; ++i) {
+    if (!src[i]) continue;
+    if (dst[i]) ops_.copy_from_host(dst[i] + begin, DType::F32, src[i], count);
+    else split_from_host(static_cast<char*>(s.master_high) + begin * 2, s.master_low + begin, src[i], count);
+  }
 }
 
 }  // namespace zero

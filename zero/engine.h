@@ -72,7 +72,9 @@ struct StepResult {
 };
 
 // The rank's slice of one group's optimizer state: elements [begin, begin + count) of the group's
-// padded flat range (elements at or past the group's numel are padding and stay zero).
+// padded flat range (elements at or past the group's numel are padding and stay zero). A split master
+// (EngineConfig::split_master) has no fp32 array: master is null, and master_high (the rank's bf16 params
+// over the same range) with master_low hold it; read_optimizer_state and full_optimizer_array join it.
 enum class OptimArray : int { Master = 0, M = 1, V = 2 };
 
 struct OptimizerShard {
@@ -81,6 +83,8 @@ struct OptimizerShard {
   float* master = nullptr;
   float* m = nullptr;
   float* v = nullptr;
+  void* master_high = nullptr;
+  uint16_t* master_low = nullptr;
   float* array(OptimArray a) const { return a == OptimArray::Master ? master : a == OptimArray::M ? m : v; }
 };
 
@@ -169,6 +173,13 @@ class Engine {
   }
 
   bool sharded_params() const { return cfg_.stage == 3; }
+  // This rank's params over group g's optimizer range (what sync_params writes from the master).
+  void* own_params(int g) const;
+  // A split master's transfers: fp32 from host memory into (high, low) (low null: the high halves only),
+  // and joined back to the host, a transfer chunk of backend scratch at a time.
+  size_t transfer_chunk() const { return std::max<size_t>(1, chunk_shard_ * size_t(world_)); }
+  void split_from_host(void* high, uint16_t* low, const float* src, size_t n);
+  void join_to_host(float* dst, const void* high, const uint16_t* low, size_t n) const;
   bool sharded_grads() const { return cfg_.stage >= 2; }
   bool last_micro() const { return micro_ == cfg_.accum_steps - 1; }
   void* at(const Buffer& b, size_t elem) const { return b.at(elem); }

@@ -11,6 +11,10 @@ void validate(const EngineConfig& c) {
   ZERO_REQUIRE(c.prefetch_depth >= 0, ConfigError, "zero.prefetch_depth must be >= 0 (got {})", c.prefetch_depth);
   ZERO_REQUIRE(c.accum_steps >= 1, ConfigError, "batch.accum must be >= 1 (got {})", c.accum_steps);
   ZERO_REQUIRE(c.clip_norm >= 0, ConfigError, "optim.clip_norm must be >= 0 (got {})", c.clip_norm);
+  ZERO_REQUIRE(!c.split_master || c.param_dtype == DType::BF16, ConfigError,
+               "zero.master split keeps the master's high halves as the parameters: it needs zero.param_dtype bf16 "
+               "(got {})",
+               dtype_name(c.param_dtype));
 }
 
 ResolvedBatch resolve_batch(const BatchSpec& s, int world) {

@@ -17,6 +17,9 @@ struct EngineConfig {
   DType param_dtype = DType::F32;      // compute parameters (what the model reads)
   DType accum_dtype = DType::F32;      // gradient accumulation across micro-steps
   DType reduce_dtype = DType::F32;     // gradients on the wire
+  // bf16 params only: the fp32 master kept as the bf16 params (its high halves) plus its low 16 bits
+  // (core/math/split_master.h): the same fp32 values in 2 bytes a master element instead of 4.
+  bool split_master = false;
   int accum_steps = 1;                 // micro-steps per optimizer step (from the batch contract)
   float clip_norm = 0.0f;              // 0 = no clipping
   bool nan_guard = true;               // skip steps with non-finite gradients

@@ -75,6 +75,31 @@ class ScrambledOps final : public DeviceOps {
     store(m, mm.data(), mm.size());
     store(v, vv.data(), vv.size());
   }
+  void split_master(void* high, uint16_t* low, const float* src, size_t n) override {
+    auto s = plain(src, n * 4);
+    std::vector<char> h(n * 2), l(n * 2);
+    cpu_->split_master(h.data(), low ? reinterpret_cast<uint16_t*>(l.data()) : nullptr,
+                       reinterpret_cast<const float*>(s.data()), n);
+    store(high, h.data(), h.size());
+    if (low) store(low, l.data(), l.size());
+  }
+  void join_master(float* dst, const void* high, const uint16_t* low, size_t n) override {
+    auto h = plain(high, n * 2), l = plain(low, n * 2);
+    std::vector<char> d(n * 4);
+    cpu_->join_master(reinterpret_cast<float*>(d.data()), h.data(), reinterpret_cast<const uint16_t*>(l.data()), n);
+    store(dst, d.data(), d.size());
+  }
+  void adamw_split(void* high, uint16_t* low, const void* grad, DType gt, float* m, float* v, size_t n,
+                   const optim::AdamWConfig& c, float lr, int64_t t, bool decay, float grad_scale) override {
+    auto h = plain(high, n * 2), l = plain(low, n * 2), mm = plain(m, n * 4), vv = plain(v, n * 4),
+         g = plain(grad, n * dtype_size(gt));
+    cpu_->adamw_split(h.data(), reinterpret_cast<uint16_t*>(l.data()), g.data(), gt, reinterpret_cast<float*>(mm.data()),
+                      reinterpret_cast<float*>(vv.data()), n, c, lr, t, decay, grad_scale);
+    store(high, h.data(), h.size());
+    store(low, l.data(), l.size());
+    store(m, mm.data(), mm.size());
+    store(v, vv.data(), vv.size());
+  }
   void copy_from_host(void* dst, DType dt, const float* src, size_t n) override {
     std::vector<char> d(n * dtype_size(dt));
     cpu_->copy(d.data(), dt, src, DType::F32, n);

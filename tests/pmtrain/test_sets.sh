@@ -31,6 +31,10 @@ alone_b=$(eval_record --set "data.test_files=[$TMP/b.jsonl]")
 five=$(eval_record --set "data.test_files=[]" --set "$SETS" --set run.eval_pairs=5)
 five_a=$(eval_record --set "data.test_files=[$TMP/a.jsonl]" --set run.eval_pairs=5)
 mixed=$(eval_record --set "data.test_files=[$TMP/a.jsonl]" --set "data.test_sets={b: [$TMP/b.jsonl]}")
+# eval --data NAME=FILE names sets as data.test_sets does: the same record, and a plain FILE beside them.
+sets=$(eval_record --set "data.test_files=[]" --set "$SETS")
+[ "$(eval_record --data b=$TMP/b.jsonl --data a=$TMP/a.jsonl)" = "$sets" ] || fail "eval --data a=FILE --data b=FILE is not data.test_sets"
+[ "$(eval_record --data $TMP/a.jsonl --data b=$TMP/b.jsonl)" = "$mixed" ] || fail "eval --data FILE --data b=FILE is not test_files + a set"
 python3 - "$TMP/run/metrics.jsonl" "$final" "$alone_a" "$alone_b" "$five" "$five_a" "$mixed" <<'PY' || fail "test set records"
 import json, sys
 records = [json.loads(l) for l in open(sys.argv[1]) if '"type":"eval"' in l]
@@ -68,3 +72,5 @@ bad "set without files" "set 'a' has no files" $X --set "data.test_sets={a: []}"
 bad "set name with a space" "set name 'a b' must be" $X --set "data.test_sets={a b: [$TMP/a.jsonl]}"
 bad "missing file" "data.test_sets.b: $TMP/none.jsonl does not exist" $X --set "data.test_sets={b: [$TMP/none.jsonl]}"
 bad "list instead of mapping" "expected a mapping" $X --set "data.test_sets=[$TMP/a.jsonl]"
+bad "eval --data with a bad set name" "set name 'a b' must be" eval $COMMON --data "a b=$TMP/a.jsonl"
+bad "eval --data NAME=missing file" "--data a: $TMP/none.jsonl does not exist" eval $COMMON --data a=$TMP/none.jsonl
