@@ -73,7 +73,9 @@ nlohmann::json ComputeProfile::to_json() const {
     c[std::to_string(w)] = {{"all_reduce", r.all_reduce}, {"reduce_scatter", r.reduce_scatter}, {"all_gather", r.all_gather}};
   j["collective_elements_per_s"] = c;
   nlohmann::json g = nlohmann::json::array();
-  for (const GemmRate& r : gemm_rates) g.push_back({{"tokens", r.tokens}, {"in", r.in}, {"out", r.out}, {"flops", r.flops}});
+  for (const GemmRate& r : gemm_rates)
+    g.push_back({{"tokens", r.tokens}, {"in", r.in}, {"out", r.out}, {"flops", r.flops[0]}, {"input_grad_flops", r.flops[1]},
+                 {"weight_grad_flops", r.flops[2]}});
   j["gemm_rates"] = g;
   return j;
 }
@@ -83,19 +85,20 @@ std::vector<std::pair<int64_t, int64_t>> projection_shapes(const model::Qwen3Con
   return {{h, q.q_dim() + 2 * q.kv_dim()}, {q.q_dim(), h}, {h, 2 * q.intermediate_size}, {q.intermediate_size, h}};
 }
 
-double ComputeProfile::gemm_rate(double tokens, int64_t in, int64_t out) const {
+double ComputeProfile::gemm_rate(double tokens, int64_t in, int64_t out, GemmPass pass) const {
+  const int k = int(pass);
   std::vector<const GemmRate*> shape;  // this shape's, by tokens
   for (const GemmRate& r : gemm_rates)
     if (r.in == in && r.out == out) shape.push_back(&r);
   if (shape.empty()) return gemm_flops;
   std::sort(shape.begin(), shape.end(), [](const GemmRate* a, const GemmRate* b) { return a->tokens < b->tokens; });
-  if (tokens <= double(shape.front()->tokens)) return shape.front()->flops;
-  if (tokens >= double(shape.back()->tokens)) return shape.back()->flops;
+  if (tokens <= double(shape.front()->tokens)) return shape.front()->flops[k];
+  if (tokens >= double(shape.back()->tokens)) return shape.back()->flops[k];
   size_t i = 1;
   while (double(shape[i]->tokens) < tokens) ++i;
   const GemmRate &a = *shape[i - 1], &b = *shape[i];
   const double f = std::log(tokens / double(a.tokens)) / std::log(double(b.tokens) / double(a.tokens));
-  return a.flops + f * (b.flops - a.flops);
+  return a.flops[k] + f * (b.flops[k] - a.flops[k]);
 }
 
 ComputeProfile assumed_profile(bool gpu) {
@@ -168,14 +171,18 @@ ComputeProfile load_profile(const std::string& path) {
   }
   if (j.contains("gemm_rates")) {
     const nlohmann::json& g = j["gemm_rates"];
-    ZERO_REQUIRE(g.is_array(), ConfigError, "--profile {}: 'gemm_rates' must be a list of {{tokens, in, out, flops}}", path);
+    ZERO_REQUIRE(g.is_array(), ConfigError,
+                 "--profile {}: 'gemm_rates' must be a list of {{tokens, in, out, flops, input_grad_flops, "
+                 "weight_grad_flops}}",
+                 path);
     for (const nlohmann::json& r : g) {
       auto pos = [&](const char* key) {
         ZERO_REQUIRE(r.is_object() && r.contains(key) && r[key].is_number() && r[key].get<double>() > 0, ConfigError,
                      "--profile {}: each gemm_rates entry needs '{}' > 0 (got {})", path, key, r.dump());
         return r[key].get<double>();
       };
-      p.gemm_rates.push_back({int64_t(pos("tokens")), int64_t(pos("in")), int64_t(pos("out")), pos("flops")});
+      p.gemm_rates.push_back({int64_t(pos("tokens")), int64_t(pos("in")), int64_t(pos("out")),
+                              {pos("flops"), pos("input_grad_flops"), pos("weight_grad_flops")}});
     }
   }
   p.device = j.value("device", std::string("cpu"));
@@ -270,10 +277,15 @@ ComputeProfile measure_compute(DeviceOps& ops, TrackingAllocator& alloc, model::
       const model::TokenPlan rows = one_sequence(tokens);  // begin_batch keeps a reference
       mo.begin_batch(rows, {128, 1e6});
       const Buffer x = filled_buffer(alloc, ops, size_t(tokens * in), t), w = filled_buffer(alloc, ops, size_t(out * in), t);
-      const Buffer y(alloc, size_t(tokens * out), t, MemCategory::Other);
-      const model::TensorRef xr(x.data(), t, {tokens, in}), wr(w.data(), t, {out, in}), yr(y.data(), t, {tokens, out});
-      const double secs = time_reps(ops, z, 0.3, [&] { mo.linear_forward(xr, wr, yr); });
-      p.gemm_rates.push_back({tokens, in, out, 2.0 * double(tokens) * double(in) * double(out) / secs});
+      const Buffer y = filled_buffer(alloc, ops, size_t(tokens * out), t), dx(alloc, size_t(tokens * in), t, MemCategory::Other);
+      const Buffer dw(alloc, size_t(out * in), t, MemCategory::Other);
+      const model::TensorRef xr(x.data(), t, {tokens, in}), wr(w.data(), t, {out, in}), yr(y.data(), t, {tokens, out}),
+          dxr(dx.data(), t, {tokens, in}), dwr(dw.data(), t, {out, in});
+      const double flops = 2.0 * double(tokens) * double(in) * double(out);
+      p.gemm_rates.push_back({tokens, in, out,
+                              {flops / time_reps(ops, z, 0.2, [&] { mo.linear_forward(xr, wr, yr); }),
+                               flops / time_reps(ops, z, 0.2, [&] { mo.linear_input_grad(yr, wr, dxr, false); }),
+                               flops / time_reps(ops, z, 0.2, [&] { mo.linear_weight_grad(xr, yr, dwr); })}});
     }
   {  // Attention: the model's forward and backward (model.attention's kind) over sequences of Qwen3 head shapes
      // (CPU: 4 x 256 tokens, 8 query and 4 kv heads of 64; GPU: 2 x 2048 tokens, Qwen3-4B's 32 and 8 heads of
@@ -436,9 +448,9 @@ int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi) {
   for (size_t i = 0; i < p.gemm_rates.size(); ++i) {
     const ComputeProfile::GemmRate& r = p.gemm_rates[i];
     if (i == 0 || p.gemm_rates[i - 1].in != r.in || p.gemm_rates[i - 1].out != r.out)
-      printf("%s  GEMM %lld -> %lld (the config's projection), GFLOP/s by tokens:", i ? "\n" : "", (long long)r.in,
-             (long long)r.out);
-    printf(" %lld: %.1f", (long long)r.tokens, r.flops / 1e9);
+      printf("%s  GEMM %lld -> %lld (the config's projection), GFLOP/s forward / input grad / weight grad by tokens:",
+             i ? "\n" : "", (long long)r.in, (long long)r.out);
+    printf(" %lld: %.1f/%.1f/%.1f", (long long)r.tokens, r.flops[0] / 1e9, r.flops[1] / 1e9, r.flops[2] / 1e9);
   }
   if (!p.gemm_rates.empty()) printf("\n");
   if (!a.out.empty()) {

@@ -40,19 +40,22 @@ struct ComputeProfile {
     double all_reduce = 0, reduce_scatter = 0, all_gather = 0;
   };
   std::map<int, CollectiveRates> collectives;
-  // The model's linear forward at the calibrated config's projection shapes (in -> out features: q/k/v and
-  // gate/up fused, o, down) at several token counts, FLOP/s: narrow GEMMs and few tokens run well below
-  // gemm_flops (measured at one large square shape). Empty: not measured (no config, or an older profile).
+  // The model's linear layers at the calibrated config's projection shapes (in -> out features: q/k/v and
+  // gate/up fused, o, down) at several token counts, FLOP/s of each of a layer's three GEMMs: the forward,
+  // the input gradient and the weight gradient (on a CPU core the two backward ones ran at about half the
+  // forward's rate; few tokens and narrow shapes run below gemm_flops, measured at one large square forward).
+  // Empty: not measured (no config, or an older profile).
+  enum class GemmPass : int { Forward = 0, InputGrad = 1, WeightGrad = 2 };
   struct GemmRate {
     int64_t tokens = 0, in = 0, out = 0;
-    double flops = 0;
+    double flops[3] = {0, 0, 0};  // by GemmPass
   };
   std::vector<GemmRate> gemm_rates;
 
   nlohmann::json to_json() const;
-  // FLOP/s of a linear forward of `tokens` rows, in -> out: gemm_rates' entries of that shape interpolated
-  // linearly in log tokens (the nearest one outside their range), else gemm_flops.
-  double gemm_rate(double tokens, int64_t in, int64_t out) const;
+  // FLOP/s of GEMM `pass` of a linear layer over `tokens` rows, in -> out: gemm_rates' entries of that shape
+  // interpolated linearly in log tokens (the nearest one outside their range), else gemm_flops.
+  double gemm_rate(double tokens, int64_t in, int64_t out, GemmPass pass) const;
 };
 
 // A decoder layer's projections as the GEMMs the model runs, in -> out features: q/k/v fused, o, gate/up

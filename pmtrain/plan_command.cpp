@@ -169,11 +169,15 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
                               s.device == PlanDevice::Cpu ? model::kCpuActivations : model::kGpuActivations,
                               s.cfg.model.selective_layers);
   const double recomputed = double(ap.full_layers) / L;  // the share of layers whose forward runs twice
-  // A forward's GEMMs, each projection at its own shape's rate for T tokens (the profile's measured shapes,
-  // else its one gemm_flops); backward's two GEMMs a projection at the forward's rate.
-  double fwd_s = 0;
-  for (const auto& [in, out] : projection_shapes(q))
-    fwd_s += 2.0 * T * L * double(in) * double(out) / s.prof.gemm_rate(T, in, out);
+  // Each projection's three GEMMs (forward, input and weight gradient; the forward again where recomputed)
+  // at their own measured rates for T tokens of that shape (else the profile's one gemm_flops).
+  using Pass = ComputeProfile::GemmPass;
+  double fwd_s = 0, bwd_s = 0;
+  for (const auto& [in, out] : projection_shapes(q)) {
+    const double flops = 2.0 * T * L * double(in) * double(out);
+    fwd_s += flops / s.prof.gemm_rate(T, in, out, Pass::Forward);
+    bwd_s += flops / s.prof.gemm_rate(T, in, out, Pass::InputGrad) + flops / s.prof.gemm_rate(T, in, out, Pass::WeightGrad);
+  }
   const double attn = attn_fwd * (kAttentionForwardBackwardPasses + recomputed);
   double share = 1.0;
   if (s.device == PlanDevice::Cpu) share = std::min(1.0, double(s.prof.cores) / double(c.per_node * s.prof.threads));
@@ -181,7 +185,7 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
   // Attention at its own measured rate where the profile has one (short sequences and softmax make it slower
   // than a GEMM of the same FLOPs), else at the GEMMs'.
   const double attn_rate = s.prof.attention_flops > 0 ? s.prof.attention_flops : s.prof.gemm_flops;
-  t.compute_s = steps * (fwd_s * (3.0 + recomputed) + attn / attn_rate) / share;
+  t.compute_s = steps * (fwd_s * (1.0 + recomputed) + bwd_s + attn / attn_rate) / share;
 
   const EngineConfig ec = engine_config(with_stage(s.cfg, c.stage), c.world, micro_steps, 1);
   const double p = double(dtype_size(ec.param_dtype)), a = double(dtype_size(ec.accum_dtype));

@@ -22,11 +22,14 @@ common() {  # STAGE RANKS SHARE
        "--set data.cache_dir=$TMP/cache"
 }
 
-"$PMTRAIN" calibrate --out $TMP/profile.json > $TMP/calibrate.txt
-$MPIRUN -np 2 "$PMTRAIN" calibrate --out $TMP/profile.json > $TMP/calibrate_2.txt || { cat $TMP/calibrate_2.txt >&2; exit 1; }
+# Calibrated with the cells' config and model: its projections' GEMMs are measured at their own shapes.
+"$PMTRAIN" calibrate configs/tiny_cpu.yaml $MODEL --set threads=1 --out $TMP/profile.json > $TMP/calibrate.txt
+$MPIRUN -np 2 "$PMTRAIN" calibrate configs/tiny_cpu.yaml $MODEL --set threads=1 --out $TMP/profile.json > $TMP/calibrate_2.txt \
+  || { cat $TMP/calibrate_2.txt >&2; exit 1; }
 {
   echo "# planner step time at the data's own lengths (CPU backend, $(date -u +%F), $(getconf _NPROCESSORS_ONLN) cores): tiny_cpu's 240 hh-rlhf pairs, max_len 384, 42M parameters, global batch 8, one epoch (30 steps)"
   echo "# $(head -1 $TMP/calibrate.txt | sed 's/calibrate: //'); $(sed -n 2p $TMP/calibrate.txt | sed 's/^ *//'); $(sed -n 3p $TMP/calibrate.txt | sed 's/^ *//')"
+  grep "^  GEMM .* (the config's projection)" $TMP/calibrate.txt | sed 's/^ */# /'
   printf "%-5s %-5s %-6s %10s %12s %10s %9s %12s %9s\n" stage ranks share "tok/pair" "pred data s" "meas s" "data p/m" "pred maxlen" "maxlen p/m"
 } > $TMP/table.txt
 cat $TMP/table.txt

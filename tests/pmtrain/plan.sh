@@ -211,14 +211,15 @@ python3 -c "a, b = $(comm_s $TMP/prof.json), $(comm_s $TMP/prof2.json); assert a
 bad "a CPU profile for a cuda config" "was measured on the CPU" plan configs/qwen3_4b_bs128.yaml --profile $TMP/prof.json
 bad "calibrate: unknown key" "backendd" calibrate --set backendd=cuda
 # calibrate CONFIG also measures the config's own projections (q/k/v and gate/up fused, o, down) at 256, 1024
-# and 4096 tokens; the planner prices each GEMM at its shape's rate, interpolated in log tokens: rates of
-# the GEMMs' one rate at 4096 tokens and twice it at 256 price a 768-token micro-batch (micro 1, max_len 384)
-# at the rate log-interpolated between them, against the one rate everywhere without gemm_rates.
+# and 4096 tokens, each of its three GEMMs (forward, input grad, weight grad); the planner prices each GEMM at
+# its shape's and pass's rate, interpolated in log tokens: rates of the GEMMs' one rate at 4096 tokens and
+# twice it at 256 price a 768-token micro-batch (micro 1, max_len 384) at the rate log-interpolated between
+# them, against the one rate everywhere without gemm_rates; a weight gradient at half the rate costs a third more.
 SHAPE="--set model.hidden_size=128 --set model.intermediate_size=384 --set model.num_heads=4 --set model.num_kv_heads=2 --set model.head_dim=32"
 "$PMTRAIN" calibrate configs/tiny_cpu.yaml --set threads=1 $SHAPE --out $TMP/prof_shapes.json > $TMP/cal_shapes.txt \
   || { cat $TMP/cal_shapes.txt; fail "calibrate CONFIG"; }
 grep -q "linear forward, 1024 tokens x 1024 -> 1024, fp32" $TMP/cal_shapes.txt || { cat $TMP/cal_shapes.txt; fail "calibrate CONFIG: GEMM line"; }
-grep -q "GEMM 128 -> 768 (the config's projection), GFLOP/s by tokens: 256: " $TMP/cal_shapes.txt || { cat $TMP/cal_shapes.txt; fail "calibrate CONFIG: projection lines"; }
+grep -q "GEMM 128 -> 768 (the config's projection), GFLOP/s forward / input grad / weight grad by tokens: 256: " $TMP/cal_shapes.txt || { cat $TMP/cal_shapes.txt; fail "calibrate CONFIG: projection lines"; }
 python3 - $TMP/prof_shapes.json $TMP <<'PY2' || fail "calibrate: gemm_rates"
 import json, sys
 p = json.load(open(sys.argv[1]))
@@ -226,22 +227,28 @@ got = {(r["in"], r["out"], r["tokens"]) for r in p["gemm_rates"]}
 # hidden 128, 4 heads and 2 kv heads of 32, intermediate 384
 want = {(i, o, t) for i, o in ((128, 256), (128, 128), (128, 768), (384, 128)) for t in (256, 1024, 4096)}
 assert got == want and len(p["gemm_rates"]) == 12, sorted(got)
-assert all(r["flops"] > 1e7 for r in p["gemm_rates"]), p["gemm_rates"]
+assert all(r[k] > 1e7 for r in p["gemm_rates"] for k in ("flops", "input_grad_flops", "weight_grad_flops")), p["gemm_rates"]
 base = dict(p, attention_flops=1e30)  # attention free: compute is the GEMMs
 R = base["gemm_flops"]
 json.dump(dict(base, gemm_rates=[]), open(sys.argv[2] + "/prof_one.json", "w"))
-json.dump(dict(base, gemm_rates=[{"in": i, "out": o, "tokens": t, "flops": 2 * R if t == 256 else R}
+json.dump(dict(base, gemm_rates=[{"in": i, "out": o, "tokens": t, "flops": 2 * R if t == 256 else R,
+                                  "input_grad_flops": 2 * R if t == 256 else R, "weight_grad_flops": 2 * R if t == 256 else R}
                                  for i, o in ((128, 256), (128, 128), (128, 768), (384, 128)) for t in (256, 4096)]),
           open(sys.argv[2] + "/prof_interp.json", "w"))
+json.dump(dict(base, gemm_rates=[{"in": i, "out": o, "tokens": 256, "flops": R, "input_grad_flops": R, "weight_grad_flops": R / 2}
+                                 for i, o in ((128, 256), (128, 128), (128, 768), (384, 128))]),
+          open(sys.argv[2] + "/prof_wgrad.json", "w"))
 PY2
 gemm_s() { "$PMTRAIN" plan configs/tiny_cpu.yaml --world 1 --micro 1 --json --profile $1 $SHAPE --set data.max_len=384 \
-  --dataset-pairs 24 | python3 -c "import json,sys; c=json.load(sys.stdin)['cells'][0]; assert c['micro'] == 1; print(c['compute_seconds'])"; }
+  --set model.activation_checkpointing=false --dataset-pairs 24 | python3 -c "import json,sys; c=json.load(sys.stdin)['cells'][0]; assert c['micro'] == 1; print(c['compute_seconds'])"; }
 python3 -c "
 import math
-one, interp = $(gemm_s $TMP/prof_one.json), $(gemm_s $TMP/prof_interp.json)
+one, interp, wgrad = $(gemm_s $TMP/prof_one.json), $(gemm_s $TMP/prof_interp.json), $(gemm_s $TMP/prof_wgrad.json)
 f = math.log(768 / 256) / math.log(4096 / 256)
 rate = 2 + f * (1 - 2)  # in units of the one rate
 assert abs(interp / one - 1 / rate) < 1e-9, (one, interp, 1 / rate)
+# No recompute: forward, input grad and weight grad, 1 + 1 + 1 units of time; the weight grad at half rate: 1 + 1 + 2.
+assert abs(wgrad / one - 4 / 3) < 1e-9, (one, wgrad)
 print(f'ok: GEMMs at 768 tokens priced at {rate:.4f} x the one rate')" || fail "plan: GEMMs not priced at their shapes' rates"
 echo "ok: calibrate"
 
