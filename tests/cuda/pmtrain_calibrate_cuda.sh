@@ -12,12 +12,13 @@ skip() {
 }
 [[ "$("$PMTRAIN" --version)" == *"CUDA backend: built"* ]] || skip "this pmtrain has no CUDA backend"
 CUDA_SET="--set backend=cuda --set zero.param_dtype=bf16"
-if ! "$PMTRAIN" calibrate $CUDA_SET --out $TMP/gpu.json > $TMP/cal1.txt 2>&1; then
+# With Qwen3-4B's config: its projections' GEMMs too, at 512-32768 tokens, each pass.
+if ! "$PMTRAIN" calibrate configs/qwen3_4b_bs128.yaml $CUDA_SET --out $TMP/gpu.json > $TMP/cal1.txt 2>&1; then
   grep -q "no CUDA device is visible" $TMP/cal1.txt && skip "no CUDA device ($(head -1 $TMP/cal1.txt))"
   cat $TMP/cal1.txt; fail "calibrate on cuda"
 fi
 cat $TMP/cal1.txt
-"$MPIRUN" -np 2 "$PMTRAIN" calibrate $CUDA_SET --out $TMP/gpu.json > $TMP/cal2.txt 2>&1 || { cat $TMP/cal2.txt; fail "calibrate on cuda at 2 ranks"; }
+"$MPIRUN" -np 2 "$PMTRAIN" calibrate configs/qwen3_4b_bs128.yaml $CUDA_SET --out $TMP/gpu.json > $TMP/cal2.txt 2>&1 || { cat $TMP/cal2.txt; fail "calibrate on cuda at 2 ranks"; }
 grep "collectives at 2 ranks (nccl" $TMP/cal2.txt || { cat $TMP/cal2.txt; fail "calibrate at 2 ranks: no NCCL line"; }
 python3 - $TMP/gpu.json <<'PY' || fail "the GPU profile"
 import json, sys
@@ -29,6 +30,14 @@ assert p["adamw_elements"] > 1e9, f"AdamW {p['adamw_elements'] / 1e9:.2f} G elem
 # Our attention kernels, forward and backward at Qwen3-4B heads and 2048 tokens, in the planner's counting
 # (4 x q_dim FLOPs a causal score forward, 3.5 times that in all): within a GEMM's physical range.
 assert 9.89e12 <= p["attention_flops"] <= 989e12, f"attention {p['attention_flops'] / 1e12:.1f} TFLOP/s"
+# Qwen3-4B's projections (hidden 2560, 32/8 heads of 128, intermediate 9728), each GEMM pass within an H100's
+# range (a tenth of the square GEMM's floor: 512 tokens of a narrow one may run far below it).
+g = {(r["in"], r["out"], r["tokens"]): r for r in p["gemm_rates"]}
+shapes = ((2560, 4096 + 2048), (4096, 2560), (2560, 2 * 9728), (9728, 2560))
+assert set(g) == {(i, o, t) for i, o in shapes for t in (512, 2048, 8192, 32768)}, sorted(g)
+for r in g.values():
+    for k in ("flops", "input_grad_flops", "weight_grad_flops"):
+        assert 9.89e12 <= r[k] <= 989e12, f"GEMM {r['in']} -> {r['out']} at {r['tokens']} tokens, {k}: {r[k] / 1e12:.1f} TFLOP/s"
 c = p["collective_elements_per_s"]
 assert set(c) == {"1", "2"} and all(r > 0 for w in c.values() for r in w.values()), c
 print(f"ok: bf16 GEMM {p['gemm_flops'] / 1e12:.0f} TFLOP/s, {p['elementwise_bytes'] / 1e9:.0f} GB/s, "
