@@ -182,14 +182,34 @@ std::vector<StepPlan> PairSampler::next_step_all_ranks() {
   ids.resize(G, filler_);  // Pad policy: masked fillers at the end
   mask.resize(G, 0);
 
+  // Micro-step i takes the next slice of the step's pairs (its world chunks' worth); within the slice each
+  // pair goes, in order, to the rank with the fewest tokens in this micro-step that has room left (room:
+  // its chunk's size; ties: lowest rank). Sorted longest first, the ranks' loads come out nearly equal, and
+  // every micro-batch still holds similar lengths. (Cutting the sorted slice into contiguous chunks instead
+  // gave rank 0 the longest pairs of every step, and the others waited for it.)
   const int64_t chunks = int64_t(world_) * cfg_.accum;
+  const auto cost = [&](int64_t id) { return pair_tokens_.empty() ? int64_t(1) : pair_tokens_[size_t(id)]; };
   int64_t at = 0;
-  for (int64_t k = 0; k < chunks; ++k) {
-    const int64_t size = G / chunks + (k < G % chunks ? 1 : 0);
-    auto& mb = plans[k % world_].micro[k / world_];
-    mb.pair_ids.assign(ids.begin() + at, ids.begin() + at + size);
-    mb.pair_mask.assign(mask.begin() + at, mask.begin() + at + size);
-    at += size;
+  std::vector<int64_t> room(world_), load(world_);
+  for (int64_t i = 0; i < cfg_.accum; ++i) {
+    int64_t slice = 0;
+    for (int r = 0; r < world_; ++r) {
+      const int64_t k = i * world_ + r;
+      slice += room[r] = G / chunks + (k < G % chunks ? 1 : 0);
+      load[r] = 0;
+    }
+    for (int64_t j = at; j < at + slice; ++j) {
+      int r = -1;
+      for (int q = 0; q < world_; ++q)
+        if (room[q] > 0 && (r < 0 || load[q] < load[r])) r = q;
+      MicroBatchPlan& mb = plans[r].micro[i];
+      mb.pair_ids.push_back(ids[j]);
+      mb.pair_mask.push_back(mask[j]);
+      load[r] += cost(ids[j]);
+      plans[r].tokens += cost(ids[j]);
+      --room[r];
+    }
+    at += slice;
   }
   cursor_.position += take;
   ++cursor_.step;

@@ -1,11 +1,14 @@
 // Deterministic, resumable, rank-sharded pair sampler.
 //
 // Each epoch is a seeded permutation of all pairs that depends only on (seed, epoch), never on the
-// world size. Every optimizer step takes the next global_batch pairs of it; those are cut into
-// world * accum chunks (sizes differ by at most one) and chunk k goes to micro-batch k / world of
-// rank k % world. With length bucketing the step's pairs are first sorted by length (longest first,
-// ties by pair id), only within the step, so the set of pairs per step stays the same at any world size
-// and the ranks' i-th micro-batches hold similar lengths. The cursor (seed, epoch, position in pairs)
+// world size. Every optimizer step takes the next global_batch pairs of it. Micro-step i takes the next
+// slice of them, world chunks' worth (world * accum chunks over the step, sizes differing by at most one:
+// chunk i * world + r is the size of rank r's micro-batch i), and deals the slice in order, each pair to
+// the rank with the fewest tokens in this micro-step (its pairs' costs, pair_tokens) that has room left
+// (ties: lowest rank). With length bucketing the step's pairs are first sorted by length (longest first,
+// ties by pair id), only within the step, so the set of pairs per step stays the same at any world size,
+// the ranks' i-th micro-batches hold similar lengths, and the ranks' loads in a micro-step come out
+// nearly equal (the longest pairs spread over the ranks, not all on rank 0). The cursor (seed, epoch, position in pairs)
 // is global, so a run restored on another number of ranks continues with no repeat and no gap.
 // bucket_window > 1 widens bucketing to windows of that many steps: the window's pairs (a slice of the
 // permutation) are sorted by length, cut into steps of global_batch, and those steps run in a seeded
@@ -68,7 +71,7 @@ struct StepPlan {
   int64_t global_pairs = 0;        // pairs over all ranks, fillers included (= global_batch)
   int64_t global_real_pairs = 0;   // real pairs over all ranks: the loss-gradient divisor
   std::vector<MicroBatchPlan> micro;  // this rank's accum micro-batches (some may hold no pair)
-  int64_t tokens = 0;                 // this rank's token cost (token budgets: what the greedy balanced)
+  int64_t tokens = 0;                 // this rank's token cost (its pairs' pair_tokens: what the greedy balanced)
 };
 
 // Token budgets for pairs in a given order (the rule above): each pair to the rank with the fewest tokens
