@@ -30,13 +30,15 @@ $MPIRUN -np 2 "$PMTRAIN" calibrate configs/tiny_cpu.yaml $MODEL --set threads=1 
   echo "# planner step time at the data's own lengths (CPU backend, $(date -u +%F), $(getconf _NPROCESSORS_ONLN) cores): tiny_cpu's 240 hh-rlhf pairs, max_len 384, 42M parameters, global batch 8, one epoch (30 steps)"
   echo "# $(head -1 $TMP/calibrate.txt | sed 's/calibrate: //'); $(sed -n 2p $TMP/calibrate.txt | sed 's/^ *//'); $(sed -n 3p $TMP/calibrate.txt | sed 's/^ *//')"
   grep "^  GEMM .* (the config's projection)" $TMP/calibrate.txt | sed 's/^ */# /'
+  grep "ranks at once on this node" $TMP/calibrate_2.txt | sed 's/^ */# /' || true
   printf "%-5s %-5s %-6s %10s %12s %10s %9s %12s %9s\n" stage ranks share "tok/pair" "pred data s" "meas s" "data p/m" "pred maxlen" "maxlen p/m"
 } > $TMP/table.txt
 cat $TMP/table.txt
 for cell in 0:1:true 0:1:false 2:2:true 2:2:false; do
   IFS=: read -r s r share <<< "$cell"
-  pred=$("$PMTRAIN" plan configs/tiny_cpu.yaml --json --world $r --profile $TMP/profile.json $MODEL $(common $s $r $share) \
-    | python3 -c "import json,sys; j=json.load(sys.stdin); c=[c for c in j['cells'] if c['stage']==$s][0]; print(j['data_tokens_per_pair'], c['data_step_seconds'], c['step_seconds'], c['micro'])")
+  "$PMTRAIN" plan configs/tiny_cpu.yaml --json --world $r --profile $TMP/profile.json $MODEL $(common $s $r $share) \
+    > $TMP/plan_${s}_${r}_${share}.json
+  pred=$(python3 -c "import json,sys; j=json.load(sys.stdin); c=[c for c in j['cells'] if c['stage']==$s][0]; print(j['data_tokens_per_pair'], c['data_step_seconds'], c['step_seconds'], c['micro'])" < $TMP/plan_${s}_${r}_${share}.json)
   read -r tpp pdata pmax pmicro <<< "$pred"
   [ "$pmicro" = "$((8 / r))" ] || { echo "cell $cell: the planner chose micro $pmicro" >&2; exit 1; }
   nice -n 10 $MPIRUN -np $r "$PMTRAIN" train configs/tiny_cpu.yaml --set run.dir=$TMP/run_${s}_${r}_${share} $MODEL \
@@ -55,6 +57,24 @@ rows = [l.split() for l in open(sys.argv[1]) if l[0] != '#' and not l.startswith
 err = [abs(float(r[6]) - 1) for r in rows]
 print("# worst data-step error %.1f%% (target 20%%), cells within 20%%: %d/%d; the max_len step overestimates %.1f-%.1fx"
       % (100 * max(err), sum(e <= 0.20 for e in err), len(err), min(float(r[8]) for r in rows), max(float(r[8]) for r in rows)))
+PY
+# Where the time goes: the data step's parts as predicted against the measured step clock (rank 0, mean of
+# every step after the first): compute = gemm + attention, element-wise = elementwise + grad_buckets +
+# optimizer, comm; other is host work the planner does not price.
+python3 - $TMP <<'PY' | tee -a $TMP/table.txt
+import json, sys
+tmp = sys.argv[1]
+print("# parts, predicted / measured seconds a step:")
+print("%-5s %-5s %-6s %17s %17s %17s %8s" % ("stage", "ranks", "share", "compute", "element-wise", "comm", "other"))
+for cell in ("0_1_true", "0_1_false", "2_2_true", "2_2_false"):
+    s, r, share = cell.split("_")
+    c = [c for c in json.load(open(f"{tmp}/plan_{cell}.json"))["cells"] if c["stage"] == int(s)][0]
+    train = [json.loads(l) for l in open(f"{tmp}/run_{cell}/metrics.jsonl") if '"type":"train"' in l][1:]
+    m = {k: sum(t["time_s"][k] for t in train) / len(train) for k in train[0]["time_s"]}
+    parts = ((c["data_compute_seconds"], m["gemm"] + m["attention"]),
+             (c["data_elementwise_seconds"], m["elementwise"] + m["grad_buckets"] + m["optimizer"]),
+             (c["data_comm_seconds"], m["comm"]))
+    print("%-5s %-5s %-6s " % (s, r, share) + " ".join("%7.3f / %7.3f" % p for p in parts) + " %8.3f" % m["other"])
 PY
 mkdir -p "$(dirname "$OUT")"
 cp $TMP/table.txt "$OUT"
