@@ -61,10 +61,7 @@ class NcclRequest final : public CommRequest {
     const cudaError_t rc = cudaEventQuery(ev_);
     if (rc == cudaSuccess) return done_ = true;
     if (rc != cudaErrorNotReady) CUDA_CHECK(rc);
-    // Still running: surface a failed peer or network instead of waiting forever.
-    ncclResult_t async = ncclSuccess;
-    NCCL_CHECK(ncclCommGetAsyncError(owner_.nccl_comm(), &async));
-    NCCL_CHECK(async);
+    owner_.throw_if_async_error();  // still running: a failed peer or network is an error, not a hang
     return false;
   }
 
@@ -84,16 +81,29 @@ void NcclCommunicator::wait_event(cudaEvent_t ev, const WaitInfo& info) {
         const cudaError_t rc = cudaEventQuery(ev);
         if (rc == cudaSuccess) return true;
         if (rc != cudaErrorNotReady) CUDA_CHECK(rc);
-        ncclResult_t async = ncclSuccess;
-        NCCL_CHECK(ncclCommGetAsyncError(nccl_, &async));
-        NCCL_CHECK(async);  // a peer or the network failed: an error now, not a hang
+        throw_if_async_error();  // a peer or the network failed: an error now, not a hang
         return false;
       },
-      info, peer_timeout(), [&] {
-        // Frees this rank's stream from the collective its peer never joined; the job ends right after.
-        if (nccl_) ncclCommAbort(nccl_);
-        nccl_ = nullptr;
-      });
+      info, peer_timeout(), [&] { abort(); });  // the collective its peer never joined; the job ends right after
+}
+
+void NcclCommunicator::abort() {
+  // Ends this rank's NCCL kernels, so the streams behind them drain and the destructors' synchronisations
+  // return instead of hanging.
+  if (nccl_) ncclCommAbort(nccl_);
+  nccl_ = nullptr;
+}
+
+void NcclCommunicator::throw_if_async_error() {
+  if (!nccl_) return;
+  ncclResult_t async = ncclSuccess;
+  NCCL_CHECK(ncclCommGetAsyncError(nccl_, &async));
+  if (async == ncclSuccess || async == ncclInProgress) return;
+  // NCCL's rule after an asynchronous error: abort the communicator. Its kernels may still be stuck in
+  // the failed collective, with both streams behind them; unwinding with them stuck would hang in the
+  // destructors (stream and device synchronisation) instead of reporting.
+  abort();
+  NCCL_CHECK(async);
 }
 
 HostWaitGuard NcclCommunicator::host_wait_guard() {

@@ -48,6 +48,11 @@ class NcclCommunicator final : public Communicator {
   void set_producer(cudaStream_t producer) { producer_ = producer; }
   // Host wait for `ev` under the peer timeout; a failed peer (async NCCL error) throws.
   void wait_event(cudaEvent_t ev, const WaitInfo& info);
+  // Throws NCCL's asynchronous error (a failed peer or network) if there is one, after aborting the
+  // communicator (NCCL's rule: its kernels would otherwise stay stuck, and every stream behind them).
+  void throw_if_async_error();
+  // ncclCommAbort: this rank's NCCL kernels end, its collectives are lost; only destruction follows.
+  void abort();
   // The guard for host waits on the producer (compute) stream, which may be stalled behind this
   // communicator's collectives (cuda/host_wait.h): wait_event, described as waiting behind the latest
   // collective. Valid while this communicator lives.
