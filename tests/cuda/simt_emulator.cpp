@@ -5,6 +5,7 @@
 // (an order of magnitude slower: the norm kernels' block sums switch every thread at every tree level).
 #include "tests/cuda/simt_emulator.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -123,6 +124,14 @@ Block& block_for(unsigned threads, size_t smem_bytes) {
   return *cached;
 }
 
+static bool reverse_schedule() {
+  static const bool reverse = [] {
+    const char* s = std::getenv("ZERO_SIMT_SCHEDULE");
+    return s != nullptr && std::strcmp(s, "reverse") == 0;
+  }();
+  return reverse;
+}
+
 void barrier_wait(Barrier& b) {
   Block& blk = *current_block();
   if (blk.direct)
@@ -130,8 +139,17 @@ void barrier_wait(Barrier& b) {
                              " reached a barrier that thread 0 of its block did not (a divergent barrier)");
   if (++b.arrived == b.expected) {
     b.arrived = 0;
+    if (!reverse_schedule()) {  // the last to arrive goes on; the others follow in arrival order
+      for (unsigned t : b.parked) blk.runnable.push_back(t);
+      b.parked.clear();
+      return;
+    }
+    // Reverse: every thread past the barrier runs highest first, the last to arrive too.
+    b.parked.push_back(blk.current);
+    std::sort(b.parked.begin(), b.parked.end(), std::greater<unsigned>());
     for (unsigned t : b.parked) blk.runnable.push_back(t);
     b.parked.clear();
+    park(*blk.fibers[blk.current]);
     return;
   }
   b.parked.push_back(blk.current);
@@ -154,8 +172,9 @@ void run_grid(Block& block, unsigned grid) {
       block.direct = true;
       try {
         for (unsigned t = 1; t < block.threads; ++t) {
-          block.current = t;
-          threadIdx = {t, 0, 0};
+          const unsigned u = reverse_schedule() ? block.threads - t : t;
+          block.current = u;
+          threadIdx = {u, 0, 0};
           block.body();
         }
       } catch (...) {
@@ -166,8 +185,9 @@ void run_grid(Block& block, unsigned grid) {
       continue;
     }
     for (unsigned t = 1; t < block.threads; ++t) {
-      prepare(*block.fibers[t]);
-      block.runnable.push_back(t);
+      const unsigned u = reverse_schedule() ? block.threads - t : t;
+      prepare(*block.fibers[u]);
+      block.runnable.push_back(u);
     }
     while (!block.runnable.empty()) {
       block.current = block.runnable.front();

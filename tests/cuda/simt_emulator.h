@@ -11,7 +11,11 @@
 //     the PTX ISA lays them out (model/cuda/mma_fragments.h, itself checked against the ISA's figures in
 //     attention_grid_test), each output a double-precision sum of its 16 products added to C once.
 // A thread runs until it reaches a barrier, then the next runnable one; the last to arrive releases the
-// others. A block whose thread 0 reaches no barrier runs its other threads as plain calls (no fibers). One OS thread, a fixed schedule: the same run every time, whatever the machine's load. A block
+// others and goes on first, the rest following in arrival order (threads start in index order, thread 0
+// first). ZERO_SIMT_SCHEDULE=reverse runs them highest index first instead, after thread 0's start, and
+// every thread past a barrier highest first: ctest runs each emulated kernel test both ways, so a missing
+// barrier shows whichever side of it its reader stands. A block whose thread 0 reaches no barrier runs its
+// other threads as plain calls (no fibers). One OS thread, a fixed schedule: the same run every time, whatever the machine's load. A block
 // whose threads cannot all finish (a barrier some thread never reaches: divergent control flow around a
 // collective, as would hang a GPU) makes launch() throw, naming how many threads were left waiting.
 // A kernel file opts in with `#if defined(ZERO_SIMT_EMULATION)` around what only a GPU has (inline PTX;

@@ -236,6 +236,15 @@ void block_sum_kernel(const float* in, float* out) {
   __syncthreads();
   out[blockIdx.x * 64 + threadIdx.x] = sum + __shfl_xor_sync(0xffffffffu, float(threadIdx.x % 32), 1);
 }
+// A race: each thread reads its lower neighbour's slot with no barrier after the writes. Which reads see
+// an unwritten slot (NaN, as the emulator fills shared memory) depends on the schedule.
+void missing_barrier_kernel(float* out) {
+  float* sh = reinterpret_cast<float*>(kernels::dynamic_shared());
+  __syncthreads();
+  sh[threadIdx.x] = float(threadIdx.x);
+  out[threadIdx.x] = sh[(threadIdx.x + 63) % 64];
+  __syncthreads();
+}
 void divergent_barrier_kernel() {
   if (threadIdx.x < 16) __syncthreads();
 }
@@ -247,6 +256,21 @@ TEST(SimtEmulator, BarriersAndShufflesBehaveAsOnTheGpu) {
   for (int b = 0; b < 2; ++b)
     for (int t = 0; t < 64; ++t)
       EXPECT_EQ(out[b * 64 + t], float(64 * 63 / 2 + 64 * 64 * b) + float((t % 32) ^ 1)) << b << " " << t;
+}
+
+// The two schedules (simt_emulator.h) see the race from opposite sides: by default only thread 63 (the
+// last to reach the first barrier, so the first past it) reads before its neighbour wrote; highest first
+// (ZERO_SIMT_SCHEDULE=reverse, the _reverse ctest entries) every thread but 0 does.
+TEST(SimtEmulator, EachScheduleSeesAMissingBarrierFromItsSide) {
+  std::vector<float> out(64, 0.0f);
+  simt::launch(1, 64, 64 * sizeof(float), missing_barrier_kernel, out.data());
+  const char* schedule = std::getenv("ZERO_SIMT_SCHEDULE");
+  const bool reverse = schedule != nullptr && std::string(schedule) == "reverse";
+  for (int t = 0; t < 64; ++t) {
+    const bool unwritten = std::isnan(out[t]);
+    EXPECT_EQ(unwritten, reverse ? t != 0 : t == 63) << "thread " << t << (reverse ? " (reverse)" : "");
+    if (!unwritten) EXPECT_EQ(out[t], float((t + 63) % 64));
+  }
 }
 
 TEST(SimtEmulator, ABarrierSomeThreadsNeverReachIsAnError) {
