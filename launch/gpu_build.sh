@@ -6,6 +6,8 @@
 #                                     python module, fuzz drivers) cannot fail the check; "all" when none is found
 #   gpu_build BUILD_DIR [TARGET...]   configures and builds TARGETs (default: everything); 0 when built, 1 when
 #                                     configuring failed, 2 when the build failed (its errors are printed)
+#   ctest_counts CTEST_LOG            "PASSED FAILED": the tests ctest's log reports passed, and failed, skipped,
+#                                     timed out, not run or crashed (tests/cuda/gpu_check_counts.sh)
 # Dependencies the machine lacks (.gpudeps/*.deb from launch/gpu_deps.sh) are unpacked into a private root
 # (never into /) and put on the compiler's, CMake's and the loader's paths, which stay exported for what runs
 # next (the tests and benches load the same libraries).
@@ -57,4 +59,13 @@ gpu_build() {
   gpu_configure "$build" || return 1
   cmake --build "$build" -j "$(nproc)" "${targets[@]}" 2>&1 | grep -E "error|warning: unused|Error " | head -50
   cmake --build "$build" -j "$(nproc)" "${targets[@]}" > /dev/null 2>&1 || { echo "build failed"; return 2; }
+}
+
+ctest_counts() {
+  # ctest writes "12/15 Test #23: name ......***Failed  0.34 sec" (no space before the stars) and
+  # "  Passed" (spaces): one line per test that ran to an end.
+  local passed failed
+  passed=$(grep -cE "Test +#[0-9]+: .*[. ] +Passed +[0-9.]+ sec" "$1")
+  failed=$(grep -cE "Test +#[0-9]+: .*(\*\*\*Failed|\*\*\*Skipped|\*\*\*Timeout|\*\*\*Not Run|\*\*\*Exception)" "$1")
+  echo "$passed $failed"
 }

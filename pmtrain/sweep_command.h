@@ -6,6 +6,7 @@
 // failed with its reason, and the sweep goes on. The jobs inherit the environment (source
 // launch/mpi_env.sh first where ranks outnumber cores or run as root).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 

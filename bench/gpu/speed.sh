@@ -16,7 +16,8 @@
 # table names them, and a cell started late is stopped at the budget (a minute at least). Expect the
 # torch.compile cells (last: each compiles for a minute or more) and 4B without checkpointing (its
 # activations do not fit the 80 GiB) to be dropped. pmtrain runs with threads = the host's cores, so the
-# random init of 4B parameters on the host (about a minute on one core) takes seconds.
+# random init of 4B parameters on the host (about a minute on one core) takes seconds. SPEED_SHAPES (default
+# "0.6b 1.7b 4b") picks the shapes, in order; the first runs the real-data cell, the last the largest cells.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:?usage: bench/gpu/speed.sh OUT_DIR}
@@ -44,7 +45,7 @@ else
   gpu_build "$BUILD" pmtrain || exit 1
   echo "# built pmtrain in $(( $(date +%s) - T0 )) s"
   PMTRAIN=$BUILD/pmtrain/pmtrain
-  SHAPES=(0.6b 1.7b 4b)
+  read -r -a SHAPES <<< "${SPEED_SHAPES:-0.6b 1.7b 4b}"  # the first also runs the real-data cell
   SEQ=2048; PAIRS=2; STEPS=10; WARMUP=2; REAL_STEPS=12; REAL_PAIRS=16; REAL_TOKENS=16384
   BACKEND=cuda
   HOST_THREADS=$(nproc)  # one rank: the random init of a model's parameters on every core

@@ -48,3 +48,19 @@ if ! python3 -c "import torch" 2>/dev/null; then
     $TMP/row.json || { cat $TMP/row.json; fail "baseline without torch"; }
 fi
 echo "ok: hf_reward_baseline.py"
+
+# launch/gpu_check.sh's pass/fail count (ctest_counts) on a ctest log as ctest writes it: the stars follow the
+# dots with no space (a pattern that wanted one counted no failure at all, and the check passed).
+cat > $TMP/ctest.log <<'LOG'
+ 1/7 Test #12: cuda_device_sharing_test .........   Passed    0.00 sec
+ 2/7 Test #13: cuda_ops_test ....................***Failed    0.01 sec
+ 3/7 Test #14: nccl_comm_test_np2 ...............***Skipped   2.38 sec
+ 4/7 Test #16: cuda_engine_test_np1 .............***Timeout  300.01 sec
+ 5/7 Test #17: cuda_engine_test_np2 .............***Exception: SegFault  1.38 sec
+ 6/7 Test #18: core_math_device_test ............***Not Run   0.00 sec
+25: [  PASSED  ] 3 tests. Passed 1 sec
+ 7/7 Test #19: attention_grid_test ..............   Passed    0.46 sec
+LOG
+source launch/gpu_build.sh
+[ "$(ctest_counts $TMP/ctest.log)" = "2 5" ] || fail "gpu_check counts: got '$(ctest_counts $TMP/ctest.log)', want '2 5'"
+echo "ok: gpu_check's counts"

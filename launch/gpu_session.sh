@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# A GPU session's device work in ONE call (a session has 15 device minutes, the machine's start included, and
+# a call at most 600 s: there is room for one full call, not two): launch/gpu_check.sh (build, every GPU test
+# with skips as failures, transformers parity, NCCL and attention benches), then bench/gpu/speed.sh with
+# what is left, all under one deadline, and everything packed into OUT_DIR as at most 5 files (the device
+# tool brings back 8).
+#   here, first:  bash launch/gpu_deps.sh
+#   device run:   bash launch/gpu_session.sh $OUT      carry [".gpudeps"], timeout_s 600
+# Then copy $OUT's files under bench/results/ (gpu_check.log, its _hf_parity.txt, the ctest log, speed.tar.gz
+# with speed.md, speed.log and every cell) and commit them: a GPU claim counts only with a saved log.
+#   GPU_SESSION_S        the whole run's seconds (default 530)
+#   GPU_SESSION_CHECK_S  gpu_check's deadline, from the start (default 360: build, tests, parity, benches)
+#   SPEED_SHAPES         speed.sh's shapes (default here "1.7b": the GPU issue's cell, Qwen3-1.7B at 4 x 2048
+#                        tokens with checkpointing, beside PyTorch, comes first)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:?usage: launch/gpu_session.sh OUT_DIR}
+mkdir -p "$OUT"
+OUT=$(realpath "$OUT")
+START=$(date +%s)
+END=$((START + ${GPU_SESSION_S:-530}))
+
+GPU_CHECK_DEADLINE=$((START + ${GPU_SESSION_CHECK_S:-360})) bash launch/gpu_check.sh "$OUT/gpu_check.log"
+check_rc=$?
+cp "${BUILD_DIR:-build-gpu}.ctest.log" "$OUT/gpu_check_ctest.log" 2>/dev/null
+
+# speed.sh: a cell started late still gets a minute, so its budget keeps 80 s from the end.
+budget=$((END - $(date +%s) - 80))
+if [ "$budget" -ge 60 ]; then
+  SPEED_SHAPES=${SPEED_SHAPES:-1.7b} SPEED_BUDGET_S=$budget SPEED_CELL_TIMEOUT_S=$((budget < 240 ? budget : 240)) \
+    timeout -k 10 $((END - $(date +%s) - 10)) bash bench/gpu/speed.sh "$OUT/speed" > /dev/null 2>&1
+  echo "# speed.sh: exit code $?"
+else
+  echo "# speed.sh: not run, $budget s left of its budget"
+fi
+[ -d "$OUT/speed" ] && tar czf "$OUT/speed.tar.gz" -C "$OUT" speed && rm -rf "$OUT/speed"
+
+echo "# gpu_session took $(( $(date +%s) - START )) s; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"
+[ -f "$OUT/speed.tar.gz" ] && tar xzf "$OUT/speed.tar.gz" -O speed/speed.md 2>/dev/null | tail -25
+echo "gpu_check: $(tail -1 "$OUT/gpu_check.log" 2>/dev/null)"
+exit $check_rc
