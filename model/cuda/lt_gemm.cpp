@@ -32,19 +32,27 @@ struct LtGemm::Impl {
   std::unordered_map<GemmKey, Plan, GemmKeyHash> plans;
 
   ~Impl() {
+    drop_plans();
+    if (workspace) CUDA_WARN(cudaFree(workspace));
+    if (handle) cublasLtDestroy(handle);
+  }
+
+  void drop_plans() {
     for (auto& [key, p] : plans) {
       cublasLtMatrixLayoutDestroy(p.a);
       cublasLtMatrixLayoutDestroy(p.b);
       cublasLtMatrixLayoutDestroy(p.d);
       cublasLtMatmulDescDestroy(p.desc);
     }
-    if (workspace) CUDA_WARN(cudaFree(workspace));
-    if (handle) cublasLtDestroy(handle);
+    plans.clear();
   }
 
   const Plan& plan(const GemmKey& key) {
     auto it = plans.find(key);
     if (it != plans.end()) return it->second;
+    // Token-budget micro-batches give every GEMM a new token count now and then: past the bound the cache
+    // starts afresh (a plan made again is the same plan: the heuristic is deterministic).
+    if (plans.size() >= LtGemm::kMaxCachedPlans) drop_plans();
     const GemmShape& s = key.shape;
     ZERO_CHECK(s.m > 0 && s.n > 0 && s.k > 0, "gemm: empty problem m={} n={} k={}", s.m, s.n, s.k);
     ZERO_CHECK(key.out == gemm_output_type(key.in, key.out), "gemm: {} inputs cannot write {}", dtype_name(key.in),

@@ -1,5 +1,5 @@
 // cuBLASLt GEMMs for the model's linear layers, on one stream: a plan (matmul descriptor, layouts, algorithm)
-// per GemmKey, made on first use and cached. The algorithm is the first result of
+// per GemmKey, made on first use and cached (at most kMaxCachedPlans). The algorithm is the first result of
 // cublasLtMatmulAlgoGetHeuristic for a fixed workspace size; the heuristic is deterministic for a given GPU and
 // cuBLASLt version, so a shape always runs the same algorithm (never chosen by timing), and reductions that
 // use atomics are excluded, so two runs give the same bits. fp32 inputs compute in CUBLAS_COMPUTE_32F
@@ -16,6 +16,8 @@ namespace zero::model::cuda_gemm {
 class LtGemm {
  public:
   static constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+  // At most this many plans are kept (about 1 KiB of host memory each; the model has 21 GEMMs per token count).
+  static constexpr size_t kMaxCachedPlans = 4096;
 
   explicit LtGemm(cudaStream_t stream);  // allocates the workspace on the current device
   ~LtGemm();

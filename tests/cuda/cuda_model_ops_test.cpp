@@ -7,6 +7,7 @@
 // once which op is off and by how much.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -17,6 +18,7 @@
 #include "core/splitmix.h"
 #include "model/cpu/cpu_model_ops.h"
 #include "model/cuda/cuda_model_ops.h"
+#include "model/cuda/lt_gemm.h"
 #include "tests/cuda/cuda_test_util.h"
 
 using namespace zero;
@@ -386,6 +388,50 @@ TEST(CudaModelOpsPool, SteadyStateAllocatesNothing) {
   const size_t mallocs = b.gpu->pool_stats().device_mallocs;
   pass();
   EXPECT_EQ(b.gpu->pool_stats().device_mallocs, mallocs);
+}
+
+// The GEMM plan cache stays bounded (token budgets give the GEMMs new token counts all epoch long): past
+// LtGemm::kMaxCachedPlans distinct shapes it starts afresh, and a shape planned again computes as before.
+TEST(CudaModelOpsGemmPlans, TheCacheStaysBoundedAndReplansTheSame) {
+  ZERO_SKIP_WITHOUT_CUDA();
+  using cuda_gemm::LtGemm;
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreate(&stream));
+  {
+    LtGemm gemm(stream);
+    const int64_t in = 4, out = 4, max_rows = int64_t(LtGemm::kMaxCachedPlans) + 10;
+    std::vector<float> w(size_t(out * in)), x(size_t(max_rows * in));
+    for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 7) - 3);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 5) - 2);
+    float *dw = nullptr, *dx = nullptr, *dy = nullptr;
+    CUDA_CHECK(cudaMalloc(&dw, w.size() * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&dx, x.size() * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&dy, size_t(max_rows * out) * sizeof(float)));
+    CUDA_CHECK(cudaMemcpy(dw, w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(dx, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    const auto forward = [&](int64_t rows) {  // y = x w^T over the first `rows` rows; row rows - 1 read back
+      gemm.run({cuda_gemm::linear_forward_shape(rows, in, out), DType::F32, DType::F32}, dw, dx, dy, 0.0f);
+      std::vector<float> y(static_cast<size_t>(out));
+      CUDA_CHECK(cudaMemcpy(y.data(), dy + (rows - 1) * out, y.size() * sizeof(float), cudaMemcpyDeviceToHost));
+      for (int64_t o = 0; o < out; ++o) {
+        float want = 0;
+        for (int64_t i = 0; i < in; ++i) want += w[size_t(o * in + i)] * x[size_t((rows - 1) * in + i)];
+        EXPECT_EQ(y[size_t(o)], want) << "rows " << rows << " output " << o;  // small integers: exact
+      }
+    };
+    size_t most = 0;
+    for (int64_t rows = 1; rows <= max_rows; ++rows) {
+      forward(rows);
+      most = std::max(most, gemm.cached_plans());
+    }
+    EXPECT_LE(most, LtGemm::kMaxCachedPlans);
+    EXPECT_LT(gemm.cached_plans(), 20u);  // started afresh once, 10 shapes ago
+    forward(1);                           // planned again
+    CUDA_CHECK(cudaFree(dw));
+    CUDA_CHECK(cudaFree(dx));
+    CUDA_CHECK(cudaFree(dy));
+  }
+  CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
 // Each host wait of the model's ops (a batch's upload before its pinned buffer is rewritten, to_host, the
