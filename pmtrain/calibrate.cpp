@@ -74,9 +74,6 @@ nlohmann::json ComputeProfile::to_json() const {
   for (const auto& [w, r] : collectives)
     c[std::to_string(w)] = {{"all_reduce", r.all_reduce}, {"reduce_scatter", r.reduce_scatter}, {"all_gather", r.all_gather}};
   j["collective_elements_per_s"] = c;
-  nlohmann::json cc = nlohmann::json::object();
-  for (const auto& [w, r] : concurrent) cc[std::to_string(w)] = {{"gemm", r.gemm}, {"elementwise", r.elementwise}};
-  j["concurrent_speed"] = cc;
   nlohmann::json g = nlohmann::json::array();
   for (const GemmRate& r : gemm_rates)
     g.push_back({{"tokens", r.tokens}, {"in", r.in}, {"out", r.out}, {"flops", r.flops[0]}, {"input_grad_flops", r.flops[1]},
@@ -174,22 +171,6 @@ ComputeProfile load_profile(const std::string& path) {
       p.collectives[world] = {rate("all_reduce"), rate("reduce_scatter"), rate("all_gather")};
     }
   }
-  if (j.contains("concurrent_speed")) {
-    const nlohmann::json& c = j["concurrent_speed"];
-    ZERO_REQUIRE(c.is_object(), ConfigError, "--profile {}: 'concurrent_speed' must map world sizes to shares", path);
-    for (const auto& [w, r] : c.items()) {
-      int world = 0;
-      const auto [end, ec] = std::from_chars(w.data(), w.data() + w.size(), world);
-      auto share = [&](const char* kind) {
-        const bool ok = ec == std::errc() && end == w.data() + w.size() && world >= 1 && r.is_object() && r.contains(kind) &&
-                        r[kind].is_number() && r[kind].get<double>() > 0;
-        ZERO_REQUIRE(ok, ConfigError, "--profile {}: concurrent_speed['{}'] must give {} a share > 0 (world sizes >= 1)",
-                     path, w, kind);
-        return r[kind].get<double>();
-      };
-      p.concurrent[world] = {share("gemm"), share("elementwise")};
-    }
-  }
   if (j.contains("gemm_rates")) {
     const nlohmann::json& g = j["gemm_rates"];
     ZERO_REQUIRE(g.is_array(), ConfigError,
@@ -270,8 +251,7 @@ double time_reps(DeviceOps& ops, const Sizes& z, double budget, F&& f, B&& befor
 }
 
 // Evicts the CPU's caches (writes 64 MiB): a model's GEMM finds its inputs and weights in memory, written by
-// other ops since, not in the cache a repeated call leaves them in (measured at hidden 256: ~140 GFLOP/s
-// in a step against ~190 repeated). A no-op for device memory.
+// other ops since, not in the cache a repeated call leaves them in. A no-op for device memory.
 struct CacheEvictor {
   std::vector<char> junk;
   explicit CacheEvictor(bool host) : junk(host ? size_t(64) << 20 : 0) {}
@@ -286,33 +266,8 @@ std::vector<int64_t> gemm_token_counts(const DeviceOps& ops) {
   return {512, 2048, 8192, 32768};
 }
 
-// The reference GEMM and residual add (measure_compute's) on every rank of `comm` at once, started together:
-// seconds a call of each on the slowest rank. Collective.
-std::pair<double, double> time_concurrently(Communicator& comm, DeviceOps& ops, TrackingAllocator& alloc, model::ModelOps& mo) {
-  const Sizes z = sizes_for(ops);
-  const int64_t T = z.tokens, K = z.features, N = z.features;
-  const model::TokenPlan plan = one_sequence(T);
-  mo.begin_batch(plan, {128, 1e6});
-  const DType t = mo.activation_dtype();
-  const Buffer x = filled_buffer(alloc, ops, size_t(T * K), t), w = filled_buffer(alloc, ops, size_t(N * K), t);
-  const Buffer y(alloc, size_t(T * N), t, MemCategory::Other);
-  const model::TensorRef xr(x.data(), t, {T, K}), wr(w.data(), t, {N, K}), yr(y.data(), t, {T, N});
-  comm.barrier();
-  double secs[2] = {time_reps(ops, z, 1.0, [&] { mo.linear_forward(xr, wr, yr); }), 0};
-  const int64_t H = z.features, R = int64_t(z.elements) / H;
-  const model::TokenPlan rows = one_sequence(R);
-  mo.begin_batch(rows, {128, 1e6});
-  const Buffer a = filled_buffer(alloc, ops, z.elements, DType::F32), b = filled_buffer(alloc, ops, z.elements, DType::F32);
-  const Buffer c(alloc, z.elements, DType::F32, MemCategory::Other);
-  const model::TensorRef ar(a.data(), DType::F32, {R, H}), br(b.data(), DType::F32, {R, H}), cr(c.data(), DType::F32, {R, H});
-  comm.barrier();
-  secs[1] = time_reps(ops, z, 1.0, [&] { mo.add(ar, br, cr); });
-  comm.all_reduce_scalars(secs, 2, ReduceOp::Max);
-  return {secs[0], secs[1]};
-}
-
 ComputeProfile measure_compute(DeviceOps& ops, TrackingAllocator& alloc, model::ModelOps& mo,
-                               const std::vector<std::pair<int64_t, int64_t>>& shapes, double* add_seconds) {
+                               const std::vector<std::pair<int64_t, int64_t>>& shapes) {
   const Sizes z = sizes_for(ops);
   ComputeProfile p;
   p.assumed = false;
@@ -389,7 +344,6 @@ ComputeProfile measure_compute(DeviceOps& ops, TrackingAllocator& alloc, model::
     const model::TensorRef gr(g.data(), t, {R, H}), ur(u.data(), t, {R, H}), outr(out.data(), t, {R, H}),
         dgr(dg.data(), t, {R, H}), dur(du.data(), t, {R, H}), wr(w.data(), t, {H}), rr(rstd.data(), DType::F32, {R});
     const double t_add = time_reps(ops, z, 1.0, [&] { mo.add(ar, br, cr); });
-    *add_seconds = t_add;
     const double t_norm = time_reps(ops, z, 1.0, [&] { mo.rmsnorm_forward(ar, wr, 1e-6f, outr, rr); });
     p.elementwise_bytes = (12.0 + 4.0 + tb) * double(m) / (t_add + t_norm);
     p.swiglu_forward_elements = double(m) / time_reps(ops, z, 1.0, [&] { mo.swiglu_forward(gr, ur, outr); });
@@ -473,16 +427,11 @@ int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi) {
   const ComputeProfile::CollectiveRates coll = measure_collectives(comm, *parts.ops, *parts.alloc);
   std::unique_ptr<model::ModelOps> cpu_model_ops;
   model::ModelOps& mo = parts.model_ops ? *parts.model_ops : *(cpu_model_ops = model::make_cpu_model_ops());
-  // CPU ranks share the node: the reference GEMM and add with every rank running them at once.
-  const bool on_host = parts.ops->host_addressable();
-  const std::pair<double, double> together =
-      on_host && W > 1 ? time_concurrently(comm, *parts.ops, *parts.alloc, mo) : std::pair<double, double>{0, 0};
   if (world->rank() != 0) return 0;
   // With a config: its model's projection shapes too (the planner prices each GEMM at its own shape's rate).
   const std::vector<std::pair<int64_t, int64_t>> shapes =
       a.config_path.empty() ? std::vector<std::pair<int64_t, int64_t>>{} : projection_shapes(resolve_model_config(cfg.model, 1));
-  double add_alone_s = 0;  // the reference residual add alone, seconds a call
-  ComputeProfile p = measure_compute(*parts.ops, *parts.alloc, mo, shapes, &add_alone_s);
+  ComputeProfile p = measure_compute(*parts.ops, *parts.alloc, mo, shapes);
   p.threads = threads;
   char host[256] = "this machine";
   gethostname(host, sizeof host - 1);
@@ -491,17 +440,12 @@ int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi) {
   if (!a.out.empty() && std::filesystem::exists(a.out)) {  // keep the other world sizes' rates of this device
     try {
       const ComputeProfile old = load_profile(a.out);
-      if (old.device == p.device) p.collectives = old.collectives, p.concurrent = old.concurrent;
+      if (old.device == p.device) p.collectives = old.collectives;
     } catch (const ConfigError&) {
       // not a profile (or an older one): written anew
     }
   }
   p.collectives[W] = coll;
-  if (together.first > 0) {  // alone: measure_compute's, on this rank with the others idle
-    const Sizes zz = sizes_for(*parts.ops);
-    const double gemm_alone_s = 2.0 * double(zz.tokens) * double(zz.features) * double(zz.features) / p.gemm_flops;
-    p.concurrent[W] = {gemm_alone_s / together.first, add_alone_s / together.second};
-  }
   const Sizes z = sizes_for(*parts.ops);
   const char* dtype = dtype_name(mo.activation_dtype());
   printf("calibrate: %s\n  GEMM (the model's linear forward, %lld tokens x %lld -> %lld, %s): %.1f GFLOP/s\n"
@@ -514,9 +458,6 @@ int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi) {
          p.attention_flops / 1e9, z.elements >> 20, p.elementwise_bytes / 1e9, p.swiglu_forward_elements / 1e6,
          p.swiglu_backward_elements / 1e6, p.adamw_elements / 1e6, W, W == 1 ? "" : "s", comm.backend_name(),
          z.message >> 20, kReductionsInFlight, coll.all_reduce / 1e6, coll.reduce_scatter / 1e6, coll.all_gather / 1e6);
-  if (p.concurrent.count(W) && W > 1)
-    printf("  %d ranks at once on this node: each at %.2f of its GEMM speed alone, %.2f of its element-wise speed\n", W,
-           p.concurrent[W].gemm, p.concurrent[W].elementwise);
   for (size_t i = 0; i < p.gemm_rates.size(); ++i) {
     const ComputeProfile::GemmRate& r = p.gemm_rates[i];
     if (i == 0 || p.gemm_rates[i - 1].in != r.in || p.gemm_rates[i - 1].out != r.out)

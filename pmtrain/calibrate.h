@@ -40,14 +40,6 @@ struct ComputeProfile {
     double all_reduce = 0, reduce_scatter = 0, all_gather = 0;
   };
   std::map<int, CollectiveRates> collectives;
-  // CPU: one rank's GEMM and element-wise speed while W ranks of the node run them at once, as a share of its
-  // speed alone (SMT siblings, shared caches and memory bandwidth slow ranks of one node down; on the 2-vCPU
-  // CI VM two ranks each ran at 0.98 of one in the GEMM and 0.90 in the add), measured by `mpirun -np W
-  // pmtrain calibrate`, by W. Plans of W ranks a node divide their compute and element-wise time by it.
-  struct Concurrent {
-    double gemm = 1, elementwise = 1;
-  };
-  std::map<int, Concurrent> concurrent;
   // The model's linear layers at the calibrated config's projection shapes (in -> out features: q/k/v and
   // gate/up fused, o, down) at several token counts, FLOP/s of each of a layer's three GEMMs: the forward,
   // the input gradient and the weight gradient (on a CPU core the two backward ones ran at about half the

@@ -180,19 +180,13 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
     bwd_s += flops / s.prof.gemm_rate(T, in, out, Pass::InputGrad) + flops / s.prof.gemm_rate(T, in, out, Pass::WeightGrad);
   }
   const double attn = attn_fwd * (kAttentionForwardBackwardPasses + recomputed);
-  double share = 1.0, gemm_share = 1.0, elementwise_share = 1.0;
-  if (s.device == PlanDevice::Cpu) {
-    share = std::min(1.0, double(s.prof.cores) / double(c.per_node * s.prof.threads));
-    // Ranks of a node slow each other down (SMT siblings, caches, memory bandwidth) as calibrate measured at
-    // this many ranks at once.
-    if (const auto it = s.prof.concurrent.find(c.per_node); it != s.prof.concurrent.end())
-      gemm_share = it->second.gemm, elementwise_share = it->second.elementwise;
-  }
+  double share = 1.0;
+  if (s.device == PlanDevice::Cpu) share = std::min(1.0, double(s.prof.cores) / double(c.per_node * s.prof.threads));
   StepTime t;
   // Attention at its own measured rate where the profile has one (short sequences and softmax make it slower
   // than a GEMM of the same FLOPs), else at the GEMMs'.
   const double attn_rate = s.prof.attention_flops > 0 ? s.prof.attention_flops : s.prof.gemm_flops;
-  t.compute_s = steps * (fwd_s * (1.0 + recomputed) + bwd_s + attn / attn_rate) / (share * gemm_share);
+  t.compute_s = steps * (fwd_s * (1.0 + recomputed) + bwd_s + attn / attn_rate) / share;
 
   const EngineConfig ec = engine_config(with_stage(s.cfg, c.stage), c.world, micro_steps, 1);
   const double p = double(dtype_size(ec.param_dtype)), a = double(dtype_size(ec.accum_dtype));
@@ -208,15 +202,13 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
   const double cast = ec.split_master ? 0 : p;
   const double step_bytes = shard * (2 * a + a + cast + a) + (c.stage == 0 && c.world > 1 ? 2 * psi * (a + r) : 0);
   const double adamw_rate = s.prof.adamw_elements > 0 ? s.prof.adamw_elements : s.prof.elementwise_bytes / 36;
-  t.elementwise_s = ((steps * micro_bytes + step_bytes) / s.prof.elementwise_bytes + shard / adamw_rate) /
-                    (share * elementwise_share);
+  t.elementwise_s = ((steps * micro_bytes + step_bytes) / s.prof.elementwise_bytes + shard / adamw_rate) / share;
   // SwiGLU at its own measured speed: a forward per layer, again before backward when the layer is
   // recomputed (full or selective), and a backward.
   if (s.prof.swiglu_forward_elements > 0 && s.prof.swiglu_backward_elements > 0) {
     const double swiglu = steps * T * L * double(q.intermediate_size);
     const double forwards = s.cfg.model.activation_checkpointing == model::ActivationCheckpointing::None ? 1.0 : 2.0;
-    t.elementwise_s += swiglu * (forwards / s.prof.swiglu_forward_elements + 1.0 / s.prof.swiglu_backward_elements) /
-                       (share * elementwise_share);
+    t.elementwise_s += swiglu * (forwards / s.prof.swiglu_forward_elements + 1.0 / s.prof.swiglu_backward_elements) / share;
   }
 
   double bw = 0;

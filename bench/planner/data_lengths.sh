@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The planner's step time at the training data's own lengths (what `pmtrain plan` prices the epoch with)
 # against measured CPU runs on real hh-rlhf lengths: one epoch of configs/tiny_cpu.yaml's 240 pairs at its
-# data.max_len 384, a 42M-parameter model, with shared prompts (data.share_prompt, the default) and without.
+# data.max_len 384, a 42M-parameter model, with shared prompts (data.share_prompt, the default) and without,
+# at stages 0 (1 rank), 2 and 3 (2 ranks).
 # Per cell: the planner's data step and max_len step, the measured mean step (every step after the first,
 # all lengths as they come), and their ratios; target: the data step within 20%. The compute profile is
 # measured first, in the same run (pmtrain calibrate, and at 2 ranks for the collectives).
@@ -30,11 +31,11 @@ $MPIRUN -np 2 "$PMTRAIN" calibrate configs/tiny_cpu.yaml $MODEL --set threads=1 
   echo "# planner step time at the data's own lengths (CPU backend, $(date -u +%F), $(getconf _NPROCESSORS_ONLN) cores): tiny_cpu's 240 hh-rlhf pairs, max_len 384, 42M parameters, global batch 8, one epoch (30 steps)"
   echo "# $(head -1 $TMP/calibrate.txt | sed 's/calibrate: //'); $(sed -n 2p $TMP/calibrate.txt | sed 's/^ *//'); $(sed -n 3p $TMP/calibrate.txt | sed 's/^ *//')"
   grep "^  GEMM .* (the config's projection)" $TMP/calibrate.txt | sed 's/^ */# /'
-  grep "ranks at once on this node" $TMP/calibrate_2.txt | sed 's/^ */# /' || true
   printf "%-5s %-5s %-6s %10s %12s %10s %9s %12s %9s\n" stage ranks share "tok/pair" "pred data s" "meas s" "data p/m" "pred maxlen" "maxlen p/m"
 } > $TMP/table.txt
 cat $TMP/table.txt
-for cell in 0:1:true 0:1:false 2:2:true 2:2:false; do
+CELLS="0:1:true 0:1:false 2:2:true 2:2:false 3:2:true"  # stage:ranks:share_prompt
+for cell in $CELLS; do
   IFS=: read -r s r share <<< "$cell"
   "$PMTRAIN" plan configs/tiny_cpu.yaml --json --world $r --profile $TMP/profile.json $MODEL $(common $s $r $share) \
     > $TMP/plan_${s}_${r}_${share}.json
@@ -61,12 +62,12 @@ PY
 # Where the time goes: the data step's parts as predicted against the measured step clock (rank 0, mean of
 # every step after the first): compute = gemm + attention, element-wise = elementwise + grad_buckets +
 # optimizer, comm; other is host work the planner does not price.
-python3 - $TMP <<'PY' | tee -a $TMP/table.txt
+python3 - $TMP ${CELLS//:/_} <<'PY' | tee -a $TMP/table.txt
 import json, sys
 tmp = sys.argv[1]
 print("# parts, predicted / measured seconds a step:")
 print("%-5s %-5s %-6s %17s %17s %17s %8s" % ("stage", "ranks", "share", "compute", "element-wise", "comm", "other"))
-for cell in ("0_1_true", "0_1_false", "2_2_true", "2_2_false"):
+for cell in sys.argv[2:]:
     s, r, share = cell.split("_")
     c = [c for c in json.load(open(f"{tmp}/plan_{cell}.json"))["cells"] if c["stage"] == int(s)][0]
     train = [json.loads(l) for l in open(f"{tmp}/run_{cell}/metrics.jsonl") if '"type":"train"' in l][1:]

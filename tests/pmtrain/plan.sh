@@ -206,26 +206,6 @@ for r in p['collective_elements_per_s'].values():
 json.dump(p, open('$TMP/prof2.json', 'w'))"
 python3 -c "a, b = $(comm_s $TMP/prof.json), $(comm_s $TMP/prof2.json); assert a > 0 and abs(b / a - 0.5) < 1e-9, (a, b)" \
   || fail "plan: comm time not from the measured collectives"
-# Under mpirun calibrate also measures what ranks of one node cost each other (the reference GEMM and add
-# on every rank at once, against alone); a 2-rank-a-node cell divides its compute and element-wise time by
-# those shares: halved speeds take twice the time, a 1-rank cell and 2 ranks on 2 nodes are unchanged.
-grep -q "2 ranks at once on this node: each at [0-9.]* of its GEMM speed alone" $TMP/cal2.txt || { cat $TMP/cal2.txt; fail "calibrate: no concurrent speeds"; }
-python3 -c "
-import json; p=json.load(open('$TMP/prof.json'))
-c = p['concurrent_speed']['2']; assert 0.2 < c['gemm'] <= 1.5 and 0.2 < c['elementwise'] <= 1.5, c
-json.dump(dict(p, concurrent_speed={'2': {'gemm': 1, 'elementwise': 1}}), open('$TMP/prof_c1.json', 'w'))
-json.dump(dict(p, concurrent_speed={'2': {'gemm': 0.5, 'elementwise': 0.25}}), open('$TMP/prof_c2.json', 'w'))
-json.dump(dict(p, concurrent_speed={'2': {'gemm': 0}}), open('$TMP/prof_cbad.json', 'w'))"
-parts_s() { "$PMTRAIN" plan configs/tiny_cpu.yaml --world $2 --json --profile $1 ${@:3} \
-  | python3 -c "import json,sys; c=json.load(sys.stdin)['cells'][0]; print(c['compute_seconds'], c['elementwise_seconds'])"; }
-python3 -c "
-(c1, e1), (c2, e2) = ($(parts_s $TMP/prof_c1.json 2 | tr ' ' ,)), ($(parts_s $TMP/prof_c2.json 2 | tr ' ' ,))
-assert abs(c2 / c1 - 2) < 1e-9 and abs(e2 / e1 - 4) < 1e-9, (c1, c2, e1, e2)
-a, b = ($(parts_s $TMP/prof_c1.json 1 | tr ' ' ,)), ($(parts_s $TMP/prof_c2.json 1 | tr ' ' ,))
-assert a == b, (a, b)
-a, b = ($(parts_s $TMP/prof_c1.json 2 --ranks-per-node 1 | tr ' ' ,)), ($(parts_s $TMP/prof_c2.json 2 --ranks-per-node 1 | tr ' ' ,))
-assert a == b, (a, b)" || fail "plan: ranks of a node not priced at their concurrent speeds"
-bad "concurrent_speed 0" "concurrent_speed['2'] must give gemm a share > 0" plan configs/tiny_cpu.yaml --profile $TMP/prof_cbad.json
 # A profile is for the device it was measured on; calibrate reads a config (its backend, dtype, threads) like
 # every command, errors naming the key.
 bad "a CPU profile for a cuda config" "was measured on the CPU" plan configs/qwen3_4b_bs128.yaml --profile $TMP/prof.json
