@@ -85,6 +85,8 @@ struct FakeEvent {
   std::chrono::steady_clock::time_point at{};
   cudaStream_t stream = nullptr;
   uint64_t seq = 0;
+  bool timing = true;     // not created with cudaEventDisableTiming
+  bool recorded = false;
 };
 struct Streams {
   std::mutex mu;
@@ -206,7 +208,11 @@ cudaError_t cudaEventCreate(cudaEvent_t* e) {
   *e = reinterpret_cast<cudaEvent_t>(new FakeEvent);
   return cudaSuccess;
 }
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) { return cudaEventCreate(e); }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int flags) {
+  cudaEventCreate(e);
+  reinterpret_cast<FakeEvent*>(*e)->timing = (flags & cudaEventDisableTiming) == 0;
+  return cudaSuccess;
+}
 cudaError_t cudaEventDestroy(cudaEvent_t e) {
   delete reinterpret_cast<FakeEvent*>(e);
   return cudaSuccess;
@@ -218,6 +224,7 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   std::lock_guard<std::mutex> lock(all.mu);
   ev->stream = s;
   ev->seq = ++all.state[s].seq;
+  ev->recorded = true;
   return cudaSuccess;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
@@ -227,6 +234,11 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e) {
 }
 cudaError_t cudaEventQuery(cudaEvent_t e) { return cudaEventSynchronize(e); }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  // As the runtime: an event made with cudaEventDisableTiming, or never recorded, has no time to give.
+  for (const cudaEvent_t e : {start, end}) {
+    const FakeEvent* ev = reinterpret_cast<const FakeEvent*>(e);
+    if (!ev->timing || !ev->recorded) return cudaErrorInvalidResourceHandle;
+  }
   *ms = std::chrono::duration<float, std::milli>(reinterpret_cast<FakeEvent*>(end)->at -
                                                  reinterpret_cast<FakeEvent*>(start)->at)
             .count();

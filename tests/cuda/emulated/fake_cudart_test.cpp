@@ -119,3 +119,28 @@ TEST(FakeCudartStreams, APageableCopyBehindACrossStreamWaitIsRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+// Events as the runtime times them: only two recorded events that were created timing; one made with
+// cudaEventDisableTiming (what every event we only wait on is) or never recorded is an invalid handle.
+TEST(FakeCudartEvents, OnlyRecordedTimingEventsGiveAnElapsedTime) {
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  cudaEvent_t a = nullptr, b = nullptr, untimed = nullptr, unrecorded = nullptr;
+  ASSERT_EQ(cudaEventCreate(&a), cudaSuccess);
+  ASSERT_EQ(cudaEventCreateWithFlags(&b, cudaEventDefault), cudaSuccess);
+  ASSERT_EQ(cudaEventCreateWithFlags(&untimed, cudaEventDisableTiming), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&unrecorded), cudaSuccess);
+  for (cudaEvent_t e : {a, b, untimed}) ASSERT_EQ(cudaEventRecord(e, s), cudaSuccess);
+  float ms = -1;
+  EXPECT_EQ(cudaEventElapsedTime(&ms, a, b), cudaSuccess);
+  EXPECT_GE(ms, 0.0f);
+  EXPECT_EQ(cudaEventElapsedTime(&ms, a, untimed), cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(cudaEventElapsedTime(&ms, untimed, b), cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(cudaEventElapsedTime(&ms, a, unrecorded), cudaErrorInvalidResourceHandle);
+  for (cudaEvent_t e : {a, b, untimed, unrecorded}) EXPECT_EQ(cudaEventDestroy(e), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
+}  // namespace
