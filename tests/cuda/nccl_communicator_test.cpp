@@ -178,6 +178,31 @@ TEST_F(NcclTest, AllGatherOutOfPlaceAndInPlace) {
   check(full.download<float>(shard * W), "in place");
 }
 
+#if defined(ZERO_EMULATED_CUDA)
+// The emulated NCCL holds our collectives to NCCL's buffer rule (in place exactly, or apart), which the
+// real library does not check: overlapping buffers give undefined results there. Raw calls on the
+// communicator's own NCCL handle; the engine's buffers pass (every other test here and the engine suites).
+// Not built against the real NCCL (no skip either: under gpu_check a skipped test fails the check).
+TEST_F(NcclTest, EmulatedNcclRefusesOverlapOutsideTheInPlaceForms) {
+  const size_t n = 64;
+  DeviceBuffer buf(n * size_t(W + 1) * 4);
+  float* b = buf.as<float>();
+  ncclComm_t nc = comm_->nccl_comm();
+  cudaStream_t s = comm_->stream();
+  // reduce-scatter: in place is recv = send + rank * n; recv one element further overlaps.
+  EXPECT_EQ(ncclReduceScatter(b, b + size_t(R) * n, n, ncclFloat32, ncclSum, nc, s), ncclSuccess);
+  EXPECT_EQ(ncclReduceScatter(b, b + size_t(R) * n + 1, n, ncclFloat32, ncclSum, nc, s), ncclInvalidArgument);
+  EXPECT_EQ(ncclReduceScatter(b, b + size_t(W) * n, n, ncclFloat32, ncclSum, nc, s), ncclSuccess);  // apart
+  // all-gather: in place is send = recv + rank * n.
+  EXPECT_EQ(ncclAllGather(b + size_t(R) * n, b, n, ncclFloat32, nc, s), ncclSuccess);
+  EXPECT_EQ(ncclAllGather(b + size_t(R) * n + 1, b, n, ncclFloat32, nc, s), ncclInvalidArgument);
+  // all-reduce: the same buffer, or none shared.
+  EXPECT_EQ(ncclAllReduce(b, b, n, ncclFloat32, ncclSum, nc, s), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(b, b + n / 2, n, ncclFloat32, ncclSum, nc, s), ncclInvalidArgument);
+  EXPECT_EQ(ncclAllReduce(b, b + n, n, ncclFloat32, ncclSum, nc, s), ncclSuccess);
+}
+#endif
+
 TEST_F(NcclTest, BroadcastAndBarrier) {
   const size_t n = 1000;
   std::vector<double> h(n, double(R));

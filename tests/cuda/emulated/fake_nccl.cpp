@@ -84,6 +84,19 @@ size_t type_bytes(ncclDataType_t t) {
 }
 ncclResult_t result(int mpi_rc) { return mpi_rc == MPI_SUCCESS ? ncclSuccess : ncclSystemError; }
 
+// NCCL's buffer rule: send and receive buffers are the same (the in-place form, `in_place`) or do not
+// overlap; anything between is undefined there, and an error here. For reduce-scatter the in-place form is
+// recv = send + rank * recvcount, for all-gather send = recv + rank * sendcount.
+bool buffers_ok(const void* send, size_t send_bytes, const void* recv, size_t recv_bytes, bool in_place) {
+  if (in_place || send_bytes == 0 || recv_bytes == 0) return true;
+  const auto s = reinterpret_cast<uintptr_t>(send), r = reinterpret_cast<uintptr_t>(recv);
+  const bool apart = s + send_bytes <= r || r + recv_bytes <= s;
+  if (!apart)
+    std::fprintf(stderr, "emulated NCCL: send [%#zx, +%zu) and receive [%#zx, +%zu) overlap outside the in-place form\n",
+                 size_t(s), send_bytes, size_t(r), recv_bytes);
+  return apart;
+}
+
 }  // namespace
 
 extern "C" {
@@ -129,6 +142,8 @@ ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataT
                            ncclComm_t comm, cudaStream_t) {
   Mpi m;
   if (!mpi_of(t, op, m)) return ncclInvalidArgument;
+  const size_t bytes = count * type_bytes(t);
+  if (!buffers_ok(send, bytes, recv, bytes, send == recv)) return ncclInvalidArgument;
   return result(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, int(count), m.type, m.op, comm->mpi));
 }
 ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount, ncclDataType_t t, ncclRedOp_t op,
@@ -138,6 +153,9 @@ ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount, n
   // NCCL's in-place form (recv is this rank's slice of send) is not MPI's (which writes the slice at the
   // buffer's start): reduce into scratch, then copy.
   const size_t bytes = recvcount * type_bytes(t);
+  if (!buffers_ok(send, bytes * size_t(comm->nranks), recv, bytes,
+                  static_cast<const char*>(send) + size_t(comm->rank) * bytes == recv))
+    return ncclInvalidArgument;
   std::vector<char> scratch(bytes);
   const int rc = MPI_Reduce_scatter_block(send, scratch.data(), int(recvcount), m.type, m.op, comm->mpi);
   if (bytes) std::memcpy(recv, scratch.data(), bytes);
@@ -147,12 +165,14 @@ ncclResult_t ncclAllGather(const void* send, void* recv, size_t sendcount, ncclD
                            cudaStream_t) {
   const size_t bytes = sendcount * type_bytes(t);
   const bool in_place = static_cast<const char*>(recv) + comm->rank * bytes == send;
+  if (!buffers_ok(send, bytes, recv, bytes * size_t(comm->nranks), in_place)) return ncclInvalidArgument;
   return result(MPI_Allgather(in_place ? MPI_IN_PLACE : send, int(bytes), MPI_BYTE, recv, int(bytes), MPI_BYTE,
                               comm->mpi));
 }
 ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t t, int root, ncclComm_t comm,
                            cudaStream_t) {
   const size_t bytes = count * type_bytes(t);
+  if (comm->rank == root && !buffers_ok(send, bytes, recv, bytes, send == recv)) return ncclInvalidArgument;
   if (comm->rank == root && send != recv) std::memmove(recv, send, bytes);
   return result(MPI_Bcast(recv, int(bytes), MPI_BYTE, root, comm->mpi));
 }
