@@ -7,7 +7,7 @@
 #   gpu_build BUILD_DIR [TARGET...]   configures and builds TARGETs (default: everything); 0 when built, 1 when
 #                                     configuring failed, 2 when the build failed (its errors are printed)
 #   ctest_counts CTEST_LOG            "PASSED FAILED": the tests ctest's log reports passed, and failed, skipped,
-#                                     timed out, not run or crashed (tests/cuda/gpu_check_counts.sh)
+#                                     timed out, not run or crashed (checked in tests/pmtrain/speed_script.sh)
 # Dependencies the machine lacks (.gpudeps/*.deb from launch/gpu_deps.sh) are unpacked into a private root
 # (never into /) and put on the compiler's, CMake's and the loader's paths, which stay exported for what runs
 # next (the tests and benches load the same libraries).

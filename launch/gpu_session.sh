@@ -2,8 +2,8 @@
 # A GPU session's device work in ONE call (a session has 15 device minutes, the machine's start included, and
 # a call at most 600 s: there is room for one full call, not two): launch/gpu_check.sh (build, every GPU test
 # with skips as failures, transformers parity, NCCL and attention benches), then bench/gpu/speed.sh with
-# what is left, all under one deadline, and everything packed into OUT_DIR as at most 5 files (the device
-# tool brings back 8).
+# what is left, all under one deadline, and everything packed into OUT_DIR as 4 files (the device tool
+# brings back 8).
 #   here, first:  bash launch/gpu_deps.sh
 #   device run:   bash launch/gpu_session.sh $OUT      carry [".gpudeps"], timeout_s 600
 # Then copy $OUT's files under bench/results/ (gpu_check.log, its _hf_parity.txt, the ctest log, speed.tar.gz

@@ -202,7 +202,7 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
   const double cast = ec.split_master ? 0 : p;
   const double step_bytes = shard * (2 * a + a + cast + a) + (c.stage == 0 && c.world > 1 ? 2 * psi * (a + r) : 0);
   const double adamw_rate = s.prof.adamw_elements > 0 ? s.prof.adamw_elements : s.prof.elementwise_bytes / 36;
-  t.elementwise_s = ((steps * micro_bytes + step_bytes) / s.prof.elementwise_bytes + shard / adamw_rate) / share;
+  t.elementwise_s = (steps * micro_bytes + step_bytes) / (s.prof.elementwise_bytes * share) + shard / (adamw_rate * share);
   // SwiGLU at its own measured speed: a forward per layer, again before backward when the layer is
   // recomputed (full or selective), and a backward.
   if (s.prof.swiglu_forward_elements > 0 && s.prof.swiglu_backward_elements > 0) {

@@ -132,6 +132,11 @@ static bool reverse_schedule() {
   return reverse;
 }
 
+// The thread that starts t-th after thread 0 (t = 1 .. threads - 1): ascending, or highest first in reverse.
+static unsigned started_after_thread_0(const Block& block, unsigned t) {
+  return reverse_schedule() ? block.threads - t : t;
+}
+
 void barrier_wait(Barrier& b) {
   Block& blk = *current_block();
   if (blk.direct)
@@ -172,7 +177,7 @@ void run_grid(Block& block, unsigned grid) {
       block.direct = true;
       try {
         for (unsigned t = 1; t < block.threads; ++t) {
-          const unsigned u = reverse_schedule() ? block.threads - t : t;
+          const unsigned u = started_after_thread_0(block, t);
           block.current = u;
           threadIdx = {u, 0, 0};
           block.body();
@@ -185,7 +190,7 @@ void run_grid(Block& block, unsigned grid) {
       continue;
     }
     for (unsigned t = 1; t < block.threads; ++t) {
-      const unsigned u = reverse_schedule() ? block.threads - t : t;
+      const unsigned u = started_after_thread_0(block, t);
       prepare(*block.fibers[u]);
       block.runnable.push_back(u);
     }
