@@ -65,6 +65,7 @@ const char* safetensors_dtype_name(DType t) {
     case DType::F64: return "F64";
     case DType::I32: return "I32";
     case DType::I64: return "I64";
+    case DType::FX64: return "?";  // an engine accumulator dtype, never stored in safetensors
   }
   return "?";
 }

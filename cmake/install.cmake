@@ -9,7 +9,7 @@ include(CMakePackageConfigHelpers)
 
 set(ZERO_PUBLIC_HEADERS
   core/check.h core/dtype.h core/memory.h core/process_memory.h core/step_clock.h
-  core/math/hd.h core/math/rounding.h core/math/adamw_math.h
+  core/math/hd.h core/math/rounding.h core/math/adamw_math.h core/math/fixed_point.h
   comm/communicator.h comm/mpi_communicator.h comm/bootstrap.h comm/peer_watch.h
   optim/adamw.h optim/lr_schedule.h
   zero/engine.h zero/engine_config.h zero/partition.h zero/device_ops.h zero/buffer_plan.h

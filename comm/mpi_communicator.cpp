@@ -28,6 +28,7 @@ MPI_Datatype mpi_type(DType t) {
     case DType::F16: return MPI_UINT16_T;   // moved, never summed on the CPU backend
     case DType::I32: return MPI_INT32_T;
     case DType::I64: return MPI_INT64_T;
+    case DType::FX64: return MPI_INT64_T;  // fixed point: summed as the integers it is
   }
   return MPI_DATATYPE_NULL;
 }
@@ -107,7 +108,7 @@ MpiCommunicator::~MpiCommunicator() {
 }
 
 bool MpiCommunicator::supports_reduction(DType t) const {
-  return t == DType::F32 || t == DType::BF16 || t == DType::F64;
+  return t == DType::F32 || t == DType::BF16 || t == DType::F64 || t == DType::FX64;
 }
 
 MPI_Op MpiCommunicator::mpi_op(ReduceOp op, DType t) const {

@@ -12,6 +12,7 @@ const char* dtype_name(DType t) {
     case DType::F64: return "fp64";
     case DType::I32: return "int32";
     case DType::I64: return "int64";
+    case DType::FX64: return "fixed64";
   }
   return "?";
 }

@@ -9,7 +9,9 @@
 
 namespace zero {
 
-enum class DType : uint8_t { F32, BF16, F16, F64, I32, I64 };
+// FX64: an int64 counting units of 2^-32, the engine's gradient sums under zero.world_invariant
+// (core/math/fixed_point.h): exact, so the same in any order.
+enum class DType : uint8_t { F32, BF16, F16, F64, I32, I64, FX64 };
 using bf16 = Eigen::bfloat16;
 
 constexpr size_t dtype_size(DType t) {
@@ -20,6 +22,7 @@ constexpr size_t dtype_size(DType t) {
     case DType::F64: return 8;
     case DType::I32: return 4;
     case DType::I64: return 8;
+    case DType::FX64: return 8;
   }
   return 0;
 }

@@ -28,7 +28,7 @@ class CudaOps final : public DeviceOps {
 
   const char* name() const override { return "cuda"; }
   bool host_addressable() const override { return false; }
-  bool supports_storage(DType t) const override { return t == DType::F32 || t == DType::BF16; }
+  bool supports_storage(DType t) const override { return t == DType::F32 || t == DType::BF16 || t == DType::FX64; }
   void copy(void* dst, DType dt, const void* src, DType st, size_t n) override;
   void add(void* dst, DType dt, const void* src, DType st, size_t n) override;
   void zero(void* dst, DType dt, size_t n) override;
@@ -36,7 +36,8 @@ class CudaOps final : public DeviceOps {
   size_t count_nonfinite(const void* src, DType t, size_t n) override;
   // Queued on the stream, accumulating into device memory: no host wait.
   void accumulate_sum_squares(const void* src, DType t, size_t n, double* acc) override;
-  void accumulate_nonfinite(const void* src, DType t, size_t n, double* acc) override;
+  void accumulate_nonfinite(const void* src, DType t, size_t n, double* acc, float limit) override;
+  void accumulate_fixed_square_sum(const int64_t* src, size_t n, math::FixedSquareSum* acc) override;
   void download(void* host, const void* src, size_t bytes) override;
   void upload(void* dst, const void* host, size_t bytes) override;
   void adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n, const optim::AdamWConfig& c,
@@ -65,6 +66,7 @@ class CudaOps final : public DeviceOps {
   std::unique_ptr<StreamWaiter> waiter_;
   double* d_partials_ = nullptr;            // reduction scratch: kMaxReduceBlocks doubles...
   unsigned long long* d_counts_ = nullptr;  // ...and counters
+  math::FixedSquareSum* d_fixed_partials_ = nullptr;  // ...and exact sums of squares (fixed-point sums)
   double* d_sum_ = nullptr;                 // pass-2 outputs
   unsigned long long* d_count_ = nullptr;
   double* h_sum_ = nullptr;                 // pinned host copies of the outputs

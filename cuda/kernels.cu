@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "core/math/bf16.h"
+#include "core/math/fixed_point.h"
 #include "core/math/split_master.h"
 #include "cuda/bf16_storage.cuh"
 #include "cuda/check.h"
@@ -13,6 +14,15 @@
 #include "cuda/kernels.h"
 
 namespace zero::kernels {
+
+// A fixed-point sum (Elem::FX64, core/math/fixed_point.h) as a storage type: read as its value, written by
+// rounding to the fixed-point grid; add_kernel adds into one as integers.
+struct Fx64 {
+  int64_t q;
+};
+__device__ __forceinline__ float to_f32(Fx64 x) { return math::from_fixed(x.q); }
+template <> __device__ __forceinline__ Fx64 from_f32<Fx64>(float x) { return Fx64{math::to_fixed(x)}; }
+
 namespace {
 
 constexpr int kThreads = 256;
@@ -32,8 +42,14 @@ __global__ void copy_kernel(D* __restrict__ d, const S* __restrict__ s, size_t n
 
 template <class D, class S>
 __global__ void add_kernel(D* __restrict__ d, const S* __restrict__ s, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-    d[i] = from_f32<D>(__fadd_rn(to_f32(d[i]), to_f32(s[i])));
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    if constexpr (std::is_same_v<D, Fx64> && std::is_same_v<S, Fx64>)
+      d[i].q += s[i].q;  // exact: integers
+    else if constexpr (std::is_same_v<D, Fx64>)
+      d[i].q += math::to_fixed(to_f32(s[i]));
+    else
+      d[i] = from_f32<D>(__fadd_rn(to_f32(d[i]), to_f32(s[i])));
+  }
 }
 
 // Sums kReduceThreads values of shared memory in a fixed tree order; thread 0 holds the result.
@@ -60,12 +76,13 @@ __global__ void sum_squares_pass1(const T* __restrict__ s, size_t n, double* par
   if (threadIdx.x == 0) partials[blockIdx.x] = b;
 }
 
+// Counts the values not under `limit` in magnitude (NaN included; infinity: the non-finite ones).
 template <class T>
-__global__ void nonfinite_pass1(const T* __restrict__ s, size_t n, unsigned long long* partials) {
+__global__ void nonfinite_pass1(const T* __restrict__ s, size_t n, float limit, unsigned long long* partials) {
   __shared__ unsigned long long sh[kReduceThreads];
   unsigned long long bad = 0;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-    bad += (__float_as_uint(to_f32(s[i])) & 0x7f800000u) == 0x7f800000u;
+    bad += !(fabsf(to_f32(s[i])) < limit);
   const unsigned long long b = block_sum(sh, bad);
   if (threadIdx.x == 0) partials[blockIdx.x] = b;
 }
@@ -78,6 +95,36 @@ __global__ void reduce_pass2(const A* __restrict__ partials, int count, A* out) 
   for (int i = threadIdx.x; i < count; i += blockDim.x) acc += partials[i];
   const A b = block_sum(sh, acc);
   if (threadIdx.x == 0) *out = b;
+}
+
+// The exact sum of squares of fixed-point values: per thread, then the block's in a fixed tree (integer
+// sums: any order gives the same), one partial per block; pass 2 adds the partials into *acc.
+__device__ void block_fixed_sum(math::FixedSquareSum* sh, math::FixedSquareSum& x) {
+  sh[threadIdx.x] = x;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if (int(threadIdx.x) < w) sh[threadIdx.x].add(sh[threadIdx.x + w]);
+    __syncthreads();
+  }
+  x = sh[0];
+}
+
+__global__ void fixed_square_sum_pass1(const int64_t* __restrict__ s, size_t n, math::FixedSquareSum* partials) {
+  __shared__ math::FixedSquareSum sh[kReduceThreads];
+  math::FixedSquareSum acc;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    acc.add_square(s[i]);
+  block_fixed_sum(sh, acc);
+  if (threadIdx.x == 0) partials[blockIdx.x] = acc;
+}
+
+__global__ void fixed_square_sum_pass2(const math::FixedSquareSum* __restrict__ partials, int count,
+                                       math::FixedSquareSum* acc) {
+  __shared__ math::FixedSquareSum sh[kReduceThreads];
+  math::FixedSquareSum x;
+  for (int i = threadIdx.x; i < count; i += blockDim.x) x.add(partials[i]);
+  block_fixed_sum(sh, x);
+  if (threadIdx.x == 0) acc->add(x);
 }
 
 // The per-element update optim::adamw_step runs on the CPU (core/math/adamw_math.h).
@@ -123,8 +170,11 @@ __global__ void join_master_kernel(float* __restrict__ dst, const uint16_t* __re
 template <class F>
 void with_elem(Elem e, F&& f) {
   if (e == Elem::F32) f(static_cast<float*>(nullptr));
+  else if (e == Elem::FX64) f(static_cast<Fx64*>(nullptr));
   else f(static_cast<Bf16*>(nullptr));
 }
+
+size_t elem_size(Elem e) { return e == Elem::F32 ? 4 : e == Elem::FX64 ? 8 : 2; }
 
 }  // namespace
 
@@ -136,7 +186,7 @@ int reduce_blocks(size_t n) {
 void copy(void* dst, Elem dt, const void* src, Elem st, size_t n, cudaStream_t s) {
   if (n == 0) return;
   if (dt == st) {  // same type: a plain device copy
-    CUDA_CHECK(memcpy_async(dst, src, n * (dt == Elem::F32 ? 4 : 2), s));
+    CUDA_CHECK(memcpy_async(dst, src, n * elem_size(dt), s));
     return;
   }
   with_elem(dt, [&](auto* dtag) {
@@ -174,16 +224,27 @@ void sum_squares(const void* src, Elem t, size_t n, double* partials, double* ou
   CUDA_CHECK(last_launch_error());
 }
 
-void count_nonfinite(const void* src, Elem t, size_t n, unsigned long long* partials, unsigned long long* out,
-                     cudaStream_t s) {
+void count_nonfinite(const void* src, Elem t, size_t n, float limit, unsigned long long* partials,
+                     unsigned long long* out, cudaStream_t s) {
   const int blocks = reduce_blocks(n);
   with_elem(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    ZERO_LAUNCH(nonfinite_pass1<T>, blocks, kReduceThreads, 0, s, static_cast<const T*>(src), n, partials);
+    ZERO_LAUNCH(nonfinite_pass1<T>, blocks, kReduceThreads, 0, s, static_cast<const T*>(src), n, limit, partials);
   });
   CUDA_CHECK(last_launch_error());
   ZERO_LAUNCH(reduce_pass2<unsigned long long>, 1, kReduceThreads, 0, s,
               static_cast<const unsigned long long*>(partials), blocks, out);
+  CUDA_CHECK(last_launch_error());
+}
+
+void accumulate_fixed_square_sum(const int64_t* src, size_t n, math::FixedSquareSum* partials,
+                                 math::FixedSquareSum* acc, cudaStream_t s) {
+  if (n == 0) return;
+  const int blocks = reduce_blocks(n);
+  ZERO_LAUNCH(fixed_square_sum_pass1, blocks, kReduceThreads, 0, s, src, n, partials);
+  CUDA_CHECK(last_launch_error());
+  ZERO_LAUNCH(fixed_square_sum_pass2, 1, kReduceThreads, 0, s, static_cast<const math::FixedSquareSum*>(partials),
+              blocks, acc);
   CUDA_CHECK(last_launch_error());
 }
 

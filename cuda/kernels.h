@@ -10,10 +10,12 @@
 #include <cstdint>
 
 #include "core/math/adamw_math.h"
+#include "core/math/fixed_point.h"
 
 namespace zero::kernels {
 
-enum class Elem : int { F32 = 0, BF16 = 1 };
+// FX64: a fixed-point sum (core/math/fixed_point.h): converted like the others, added as integers.
+enum class Elem : int { F32 = 0, BF16 = 1, FX64 = 2 };
 
 // Reductions: pass 1 runs a grid fixed by n (reduce_blocks(n) blocks of kReduceThreads), each block
 // writing one partial; pass 2 sums the partials in one block. Same n, same order: deterministic.
@@ -26,9 +28,14 @@ void copy(void* dst, Elem dt, const void* src, Elem st, size_t n, cudaStream_t s
 void add(void* dst, Elem dt, const void* src, Elem st, size_t n, cudaStream_t s);   // dst = dt(f32(dst) + f32(src))
 // *out = sum of float(src[i])^2 in fp64. partials: kMaxReduceBlocks doubles of device scratch.
 void sum_squares(const void* src, Elem t, size_t n, double* partials, double* out, cudaStream_t s);
-// *out = number of NaN / inf elements. partials: kMaxReduceBlocks counters of device scratch.
-void count_nonfinite(const void* src, Elem t, size_t n, unsigned long long* partials, unsigned long long* out,
-                     cudaStream_t s);
+// *out = number of elements not under limit in magnitude (NaN included; limit = infinity: the NaN / inf
+// ones). partials: kMaxReduceBlocks counters of device scratch.
+void count_nonfinite(const void* src, Elem t, size_t n, float limit, unsigned long long* partials,
+                     unsigned long long* out, cudaStream_t s);
+// *acc += the exact sum of squares of n fixed-point values (device memory). partials: kMaxReduceBlocks
+// FixedSquareSums of device scratch.
+void accumulate_fixed_square_sum(const int64_t* src, size_t n, math::FixedSquareSum* partials,
+                                 math::FixedSquareSum* acc, cudaStream_t s);
 // *acc += *x on the device (the per-step partials stay in device memory until the step reads them).
 void accumulate_f64(double* acc, const double* x, cudaStream_t s);
 void accumulate_count(double* acc, const unsigned long long* x, cudaStream_t s);

@@ -18,6 +18,7 @@ ncclDataType_t nccl_type(DType t) {
     case DType::F64: return ncclFloat64;
     case DType::I32: return ncclInt32;
     case DType::I64: return ncclInt64;
+    case DType::FX64: return ncclInt64;  // fixed point: summed as the integers it is
   }
   throw InternalError("nccl_type: unknown dtype");
 }
@@ -153,7 +154,7 @@ NcclCommunicator::~NcclCommunicator() {
 }
 
 bool NcclCommunicator::supports_reduction(DType t) const {
-  return t == DType::F32 || t == DType::BF16 || t == DType::F16 || t == DType::F64;
+  return t == DType::F32 || t == DType::BF16 || t == DType::F16 || t == DType::F64 || t == DType::FX64;
 }
 
 void NcclCommunicator::follow_producer() {

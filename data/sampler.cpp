@@ -28,6 +28,23 @@ uint64_t bounded(uint64_t& s, uint64_t bound) {
   return uint64_t(m >> 64);
 }
 
+// World-invariant composition: whole micro-batches, in order (longest first), each to the least loaded rank
+// (its pairs' costs) that has room; every rank ends with the same count (empty ones last).
+template <class Cost>
+void deal_micro_batches(std::vector<MicroBatchPlan> batches, const Cost& cost, std::vector<StepPlan>& plans) {
+  const size_t world = plans.size();
+  const size_t room = std::max<size_t>(1, (batches.size() + world - 1) / world);
+  for (auto& p : plans) p.micro.clear();
+  for (MicroBatchPlan& mb : batches) {
+    size_t r = world;
+    for (size_t q = 0; q < world; ++q)
+      if (plans[q].micro.size() < room && (r == world || plans[q].tokens < plans[r].tokens)) r = q;
+    for (int64_t id : mb.pair_ids) plans[r].tokens += cost(id);
+    plans[r].micro.push_back(std::move(mb));
+  }
+  for (auto& p : plans) p.micro.resize(room);  // empty micro-batches: same collectives on every rank
+}
+
 }  // namespace
 
 nlohmann::json SamplerCursor::to_json() const {
@@ -172,8 +189,15 @@ std::vector<StepPlan> PairSampler::next_step_all_ranks() {
     p.global_real_pairs = take;
     p.micro.resize(cfg_.accum);
   }
-  if (cfg_.micro_tokens > 0) {
+  const auto cost = [&](int64_t id) { return pair_tokens_.empty() ? int64_t(1) : pair_tokens_[size_t(id)]; };
+  if (cfg_.micro_tokens > 0 && cfg_.world_invariant) {
+    std::vector<StepPlan> one(1);
+    cut_by_tokens(ids, pair_tokens_, cfg_.micro_tokens, one);
+    deal_micro_batches(std::move(one[0].micro), cost, plans);
+  } else if (cfg_.micro_tokens > 0) {
     cut_by_tokens(ids, pair_tokens_, cfg_.micro_tokens, plans);
+  }
+  if (cfg_.micro_tokens > 0) {
     cursor_.position += take;
     ++cursor_.step;
     return plans;
@@ -181,14 +205,27 @@ std::vector<StepPlan> PairSampler::next_step_all_ranks() {
   std::vector<uint8_t> mask(take, 1);
   ids.resize(G, filler_);  // Pad policy: masked fillers at the end
   mask.resize(G, 0);
+  const int64_t chunks = int64_t(world_) * cfg_.accum;
+
+  if (cfg_.world_invariant) {  // chunk k: the k-th run of the step's pairs, sizes as the chunks' below
+    std::vector<MicroBatchPlan> batches(static_cast<size_t>(chunks));
+    for (int64_t k = 0, at = 0; k < chunks; ++k) {
+      const int64_t size = G / chunks + (k < G % chunks ? 1 : 0);
+      batches[size_t(k)].pair_ids.assign(ids.begin() + at, ids.begin() + at + size);
+      batches[size_t(k)].pair_mask.assign(mask.begin() + at, mask.begin() + at + size);
+      at += size;
+    }
+    deal_micro_batches(std::move(batches), cost, plans);
+    cursor_.position += take;
+    ++cursor_.step;
+    return plans;
+  }
 
   // Micro-step i takes the next slice of the step's pairs (its world chunks' worth); within the slice each
   // pair goes, in order, to the rank with the fewest tokens in this micro-step that has room left (room:
   // its chunk's size; ties: lowest rank). Sorted longest first, the ranks' loads come out nearly equal, and
   // every micro-batch still holds similar lengths. (Cutting the sorted slice into contiguous chunks instead
   // gave rank 0 the longest pairs of every step, and the others waited for it.)
-  const int64_t chunks = int64_t(world_) * cfg_.accum;
-  const auto cost = [&](int64_t id) { return pair_tokens_.empty() ? int64_t(1) : pair_tokens_[size_t(id)]; };
   int64_t at = 0;
   std::vector<int64_t> room(world_), load(world_);
   for (int64_t i = 0; i < cfg_.accum; ++i) {

@@ -23,6 +23,12 @@
 // layout makes it take, data/batcher.h's pair_tokens; a pair over the budget goes alone, never split). Every rank gets the same number of
 // micro-batches (the largest over ranks; the others end with empty ones), so every rank issues the
 // same collectives. Fillers are not needed and not made: global_pairs is the real pair count.
+// World-invariant composition (world_invariant: pmtrain's zero.world_invariant): the step's micro-batches
+// are cut from the step's pairs as if one rank took them all (pair batching: world * accum consecutive
+// chunks, so a fixed batch.micro gives the same chunks at any world size; token budgets: cut_by_tokens for
+// one rank), then dealt whole, longest first, each to the rank with the fewest tokens that has room (the
+// same count for every rank, empty ones at the end). A micro-batch then holds the same pairs in the same
+// order at any world size: with fixed-point gradient sums the step's gradient is the same bits.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -43,6 +49,7 @@ struct SamplerConfig {
   int64_t bucket_window = 1;  // steps per bucketing window (1 = sort within each global batch only)
   RemainderPolicy remainder = RemainderPolicy::Drop;
   int64_t micro_tokens = 0;   // > 0: micro-batches filled to this many tokens; accum is then ignored
+  bool world_invariant = false;  // micro-batches composed over the whole step (see above)
 };
 
 struct SamplerCursor {

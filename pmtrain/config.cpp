@@ -276,6 +276,7 @@ std::vector<Field> schema(Config& c) {
       choice("zero.param_dtype", z.param_dtype, kDTypes, "dtype of the parameters the model computes with (masters stay fp32: zero.master)"),
       choice("zero.accum_dtype", z.accum_dtype, kAccumDTypes, "dtype gradients accumulate in across micro-steps; auto = fp32, or the param dtype where nothing is summed (one rank, one micro-step a step, no token budget): the same bits in less memory"),
       choice("zero.reduce_dtype", z.reduce_dtype, kDTypes, "dtype of gradients on the wire"),
+      field("zero.world_invariant", z.world_invariant, "the same weights, bit for bit, at any number of ranks and any stage, so a run resumed on another world size continues exactly: gradients are summed in 64-bit fixed point (exact in any order; 2^-32 resolution, terms under 16384: a larger one skips the step like a non-finite one) and each micro-batch is cut from the whole step's pairs (give batch.micro, or batch.micro_tokens). Costs: 8-byte gradient accumulators and wire elements"),
       choice("zero.master", z.master, kMasters, "how the fp32 master weights are kept: fp32 = an array of their own (4 bytes an element); split = as the bf16 params (their high halves, rounded half away from zero) plus their low 16 bits (2 bytes an element, the same fp32 values); auto = split with bf16 params, else fp32"),
 
       field("optim.lr", o.lr, kPositive, "peak learning rate of AdamW"),

@@ -46,6 +46,7 @@ data::SamplerConfig sampler_config(const Config& cfg, const ResolvedBatch& batch
   sc.bucket_by_length = cfg.data.bucket_by_length;
   sc.remainder = cfg.data.remainder;
   sc.micro_tokens = cfg.batch.micro_tokens;
+  sc.world_invariant = cfg.zero.world_invariant;
   return sc;
 }
 

@@ -9,6 +9,12 @@
 namespace zero::pmtrain {
 
 DType accum_dtype_for(const Config& cfg, int world, int64_t accum_steps) {
+  if (cfg.zero.world_invariant) {
+    ZERO_REQUIRE(!cfg.zero.accum_dtype, ConfigError,
+                 "{}: zero.world_invariant sums gradients in fixed point: leave zero.accum_dtype at auto (got {})",
+                 cfg.source, dtype_name(*cfg.zero.accum_dtype));
+    return DType::FX64;
+  }
   if (cfg.zero.accum_dtype) return *cfg.zero.accum_dtype;
   const bool sums = world > 1 || accum_steps != 1 || cfg.batch.micro_tokens > 0;
   return sums ? DType::F32 : cfg.zero.param_dtype;
@@ -22,6 +28,12 @@ EngineConfig engine_config(const Config& cfg, int world, int64_t accum_steps, in
   ec.param_dtype = cfg.zero.param_dtype;
   ec.accum_dtype = accum_dtype_for(cfg, world, accum_steps);
   ec.reduce_dtype = cfg.zero.reduce_dtype;
+  if (cfg.zero.world_invariant) {
+    ZERO_REQUIRE(cfg.zero.reduce_dtype == DType::F32, ConfigError,
+                 "{}: zero.world_invariant puts fixed-point sums on the wire: leave zero.reduce_dtype at fp32 (got {})",
+                 cfg.source, dtype_name(cfg.zero.reduce_dtype));
+    ec.reduce_dtype = DType::FX64;
+  }
   ec.split_master = cfg.zero.master.value_or(cfg.zero.param_dtype == DType::BF16);
   ec.accum_steps = int(accum_steps);
   ec.clip_norm = float(cfg.optim.clip_norm);
@@ -54,6 +66,12 @@ ResolvedBatch run_batch(const Config& cfg, int world) {
                  cfg.source, cfg.batch.micro, spec.accum);
     return {cfg.batch.global, std::max<int64_t>(1, cfg.batch.micro_tokens / (2 * cfg.data.max_len)), 1, world};
   }
+  // World-invariant micro-batches are chunks of batch.micro pairs at any world size; derived from
+  // global / (accum x world), they would change with it.
+  ZERO_REQUIRE(!cfg.zero.world_invariant || cfg.batch.micro > 0, ConfigError,
+               "{}: zero.world_invariant needs batch.micro (or batch.micro_tokens): a micro-batch's pairs must not "
+               "depend on the world size",
+               cfg.source);
   return resolve_batch(spec, world);
 }
 

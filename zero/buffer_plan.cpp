@@ -24,7 +24,8 @@ BufferPlan plan_buffers(const EngineConfig& cfg, const Partition& part) {
   }
   size_t tensors = 0;
   for (const GroupLayout& g : part.groups) tensors += g.tensor_offsets.size();
-  b.partials = 1 + tensors;
+  // Fixed-point sums add their exact sum of squares (math::FixedSquareSum, 3 words) after the counts.
+  b.partials = 1 + tensors + (cfg.accum_dtype == DType::FX64 ? kFixedSquareWords : 0);
   return b;
 }
 

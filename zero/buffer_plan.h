@@ -10,11 +10,13 @@
 //   send / recv   F * (C * W * r + C * r)                       reduce dtype, C = chunk elements per rank,
 //                                                               F = kReductionsInFlight (2)
 //   gather ring   (prefetch_depth + 1) * U * p at stage 3       U = partition.max_unit_padded
-//   step partials 8 * (1 + tensors)                             fp64: sum of squares, non-finite counts
+//   step partials 8 * (1 + tensors [+ 3])                       fp64: sum of squares, non-finite counts
+//                                                               [fixed-point sums: their exact sum of squares]
 // with Psi = partition.total_padded, S = Psi / W, C = min(max_bucket_padded, bucket_elements) / W.
 #pragma once
 #include <cstddef>
 
+#include "core/math/fixed_point.h"
 #include "core/memory.h"
 #include "zero/engine_config.h"
 #include "zero/partition.h"
@@ -25,6 +27,8 @@ namespace zero {
 // before starting another. Two keep the wire busy while one is packed or unpacked; more in flight at once
 // ran slower on MPI (bench numbers at Engine::launch_bucket).
 inline constexpr int kReductionsInFlight = 2;
+// 8-byte words of a math::FixedSquareSum, kept after the step partials under fixed-point sums.
+inline constexpr size_t kFixedSquareWords = sizeof(math::FixedSquareSum) / 8;
 
 struct BufferPlan {
   size_t params = 0, accum = 0, optimizer = 0;  // elements (optimizer: each of master, m, v)

@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/math/bf16.h"
+#include "core/math/fixed_point.h"
 #include "core/math/split_master.h"
 #include "zero/device_ops.h"
 
@@ -21,12 +22,33 @@ template <class T> T from_f32(float x);
 template <> float from_f32<float>(float x) { return x; }
 template <> bf16 from_f32<bf16>(float x) { return std::bit_cast<bf16>(math::f32_to_bf16(x)); }
 
+// A fixed-point sum (DType::FX64, core/math/fixed_point.h) as an element type: read as its value, written
+// by rounding to the fixed-point grid. Sums into one stay integer: add() below never goes through a float.
+struct Fixed64 {
+  int64_t q;
+};
+float to_f32(Fixed64 x) { return math::from_fixed(x.q); }
+template <> Fixed64 from_f32<Fixed64>(float x) { return {math::to_fixed(x)}; }
+
 template <class F>
 void dispatch(DType t, F&& f) {
   switch (t) {
     case DType::F32: f(static_cast<float*>(nullptr)); return;
     case DType::BF16: f(static_cast<bf16*>(nullptr)); return;
+    case DType::FX64: f(static_cast<Fixed64*>(nullptr)); return;
     default: throw ConfigError(fmt::format("the cpu backend does not support {} buffers (use fp32 or bf16)", dtype_name(t)));
+  }
+}
+
+// dst += src where dst is a fixed-point sum: exact integer addition of src's fixed-point value (src already
+// fixed point: its integers as they are).
+template <class S>
+void add_fixed(Fixed64* d, const S* s, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<S, Fixed64>)
+      d[i].q += s[i].q;
+    else
+      d[i].q += math::to_fixed(to_f32(s[i]));
   }
 }
 
@@ -45,9 +67,13 @@ void dispatch_pair(void* dst, DType dt, const void* src, DType st, F&& fn) {
 class CpuOps final : public DeviceOps {
  public:
   const char* name() const override { return "cpu"; }
-  bool supports_storage(DType t) const override { return t == DType::F32 || t == DType::BF16; }
+  bool supports_storage(DType t) const override { return t == DType::F32 || t == DType::BF16 || t == DType::FX64; }
 
   void copy(void* dst, DType dt, const void* src, DType st, size_t n) override {
+    if (dt == DType::FX64 && st == DType::FX64) {
+      std::memmove(dst, src, n * 8);
+      return;
+    }
     dispatch_pair(dst, dt, src, st, [n](auto* d, const auto* s) {
       using D = std::remove_pointer_t<decltype(d)>;
       for (size_t i = 0; i < n; ++i) d[i] = from_f32<D>(to_f32(s[i]));
@@ -57,7 +83,10 @@ class CpuOps final : public DeviceOps {
   void add(void* dst, DType dt, const void* src, DType st, size_t n) override {
     dispatch_pair(dst, dt, src, st, [n](auto* d, const auto* s) {
       using D = std::remove_pointer_t<decltype(d)>;
-      for (size_t i = 0; i < n; ++i) d[i] = from_f32<D>(to_f32(d[i]) + to_f32(s[i]));
+      if constexpr (std::is_same_v<D, Fixed64>)
+        add_fixed(d, s, n);
+      else
+        for (size_t i = 0; i < n; ++i) d[i] = from_f32<D>(to_f32(d[i]) + to_f32(s[i]));
     });
   }
 
@@ -87,8 +116,17 @@ class CpuOps final : public DeviceOps {
   }
 
   void accumulate_sum_squares(const void* src, DType t, size_t n, double* acc) override { *acc += sum_squares(src, t, n); }
-  void accumulate_nonfinite(const void* src, DType t, size_t n, double* acc) override {
-    *acc += double(count_nonfinite(src, t, n));
+  void accumulate_nonfinite(const void* src, DType t, size_t n, double* acc, float limit) override {
+    size_t bad = 0;
+    dispatch(t, [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      const T* s = static_cast<const T*>(src);
+      for (size_t i = 0; i < n; ++i) bad += !(std::fabs(to_f32(s[i])) < limit);
+    });
+    *acc += double(bad);
+  }
+  void accumulate_fixed_square_sum(const int64_t* src, size_t n, math::FixedSquareSum* acc) override {
+    for (size_t i = 0; i < n; ++i) acc->add_square(src[i]);
   }
   void download(void* host, const void* src, size_t bytes) override { std::memcpy(host, src, bytes); }
   void upload(void* dst, const void* host, size_t bytes) override { std::memcpy(dst, host, bytes); }
@@ -99,16 +137,19 @@ class CpuOps final : public DeviceOps {
       optim::adamw_step(param, static_cast<const float*>(grad), m, v, n, c, lr, t, decay, grad_scale);
       return;
     }
-    ZERO_CHECK(gt == DType::BF16, "adamw: unsupported gradient dtype {}", dtype_name(gt));
-    // Widen bf16 gradients chunk by chunk (no full-size scratch).
+    ZERO_CHECK(gt == DType::BF16 || gt == DType::FX64, "adamw: unsupported gradient dtype {}", dtype_name(gt));
+    // Widen bf16 (or fixed-point) gradients to fp32 chunk by chunk (no full-size scratch).
     constexpr size_t kChunk = 4096;
     float tmp[kChunk];
-    const bf16* g = static_cast<const bf16*>(grad);
-    for (size_t off = 0; off < n; off += kChunk) {
-      const size_t len = std::min(kChunk, n - off);
-      for (size_t i = 0; i < len; ++i) tmp[i] = to_f32(g[off + i]);
-      optim::adamw_step(param + off, tmp, m + off, v + off, len, c, lr, t, decay, grad_scale);
-    }
+    dispatch(gt, [&](auto* tag) {
+      using G = std::remove_pointer_t<decltype(tag)>;
+      const G* g = static_cast<const G*>(grad);
+      for (size_t off = 0; off < n; off += kChunk) {
+        const size_t len = std::min(kChunk, n - off);
+        for (size_t i = 0; i < len; ++i) tmp[i] = to_f32(g[off + i]);
+        optim::adamw_step(param + off, tmp, m + off, v + off, len, c, lr, t, decay, grad_scale);
+      }
+    });
   }
 
   // The high halves are bf16 storage: their bits, read and written through memcpy.

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "core/dtype.h"
+#include "core/math/fixed_point.h"
 #include "optim/adamw.h"
 
 namespace zero {
@@ -25,10 +26,14 @@ class DeviceOps {
   virtual double sum_squares(const void* src, DType t, size_t n) = 0;               // in fp64
   virtual size_t count_nonfinite(const void* src, DType t, size_t n) = 0;
   // The same, accumulated into one fp64 in backend memory (*acc += ...), so a step reads its norm and
-  // finite flags back once instead of once per tensor.
+  // finite flags back once instead of once per tensor. accumulate_nonfinite counts the values that are not
+  // under `limit` in magnitude: non-finite ones at limit = infinity; fixed-point sums pass
+  // math::kFixedTermLimit, the largest term they take.
   virtual void accumulate_sum_squares(const void* src, DType t, size_t n, double* acc) = 0;
-  virtual void accumulate_nonfinite(const void* src, DType t, size_t n, double* acc) = 0;
-  // AdamW on an fp32 master shard; the gradient may be fp32 or bf16.
+  virtual void accumulate_nonfinite(const void* src, DType t, size_t n, double* acc, float limit) = 0;
+  // The exact sum of squares of n fixed-point values (DType::FX64), added to *acc in backend memory.
+  virtual void accumulate_fixed_square_sum(const int64_t* src, size_t n, math::FixedSquareSum* acc) = 0;
+  // AdamW on an fp32 master shard; the gradient may be fp32, bf16 or fixed point (FX64).
   virtual void adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n,
                      const optim::AdamWConfig& c, float lr, int64_t t, bool decay, float grad_scale) = 0;
   // zero.master split (core/math/split_master.h): an fp32 master kept as bf16 params (the high halves) and

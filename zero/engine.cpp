@@ -3,6 +3,7 @@
 #include <cmath>
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "core/check.h"
@@ -26,6 +27,7 @@ Engine::Engine(const EngineConfig& cfg, std::vector<GroupInfo> groups, Communica
                dtype_name(cfg_.reduce_dtype), comm_.backend_name());
   rank_ = comm_.rank();
   world_ = comm_.world();
+  check_fixed_point_terms(cfg_.accum_steps);
   part_ = make_partition(groups_, world_, cfg_.bucket_elements);
   plan_ = plan_buffers(cfg_, part_);
   const size_t G = groups_.size();
@@ -374,12 +376,22 @@ const PieceView& Engine::grad_piece(int g, int k) {
 
 // Adds the non-finite count of n gradient values at flat offset flat_begin of group g to its tensors'
 // counters in backend memory (read once, at the step).
+// Under fixed-point sums a term past their limit counts as well (math::kFixedTermLimit).
 void Engine::count_nonfinite(int g, size_t flat_begin, const void* data, size_t n) {
   const size_t esz = dtype_size(cfg_.param_dtype);
+  const float limit = fixed_point_sums(cfg_) ? math::kFixedTermLimit : std::numeric_limits<float>::infinity();
   for_each_tensor_in(g, flat_begin, flat_begin + n, [&](size_t t, size_t lo, size_t hi) {
     ops_.accumulate_nonfinite(static_cast<const char*>(data) + (lo - flat_begin) * esz, cfg_.param_dtype, hi - lo,
-                              partials_.as<double>() + tensor_base_[g] + t);
+                              partials_.as<double>() + tensor_base_[g] + t, limit);
   });
+}
+
+void Engine::check_fixed_point_terms(int accum_steps) const {
+  if (!fixed_point_sums(cfg_)) return;
+  ZERO_REQUIRE(int64_t(accum_steps) * world_ <= math::kFixedMaxTerms, ConfigError,
+               "fixed-point gradient sums take at most {} micro-batches a step (accumulation {} x {} ranks): "
+               "use larger micro-batches",
+               math::kFixedMaxTerms, accum_steps, world_);
 }
 
 void Engine::grad_ready(int g) {
@@ -620,10 +632,19 @@ StepResult Engine::step(double loss_divisor) {
 
   // Norm of what this rank owns (stage 0 owns everything, identical on every rank) into the partials
   // that already hold the non-finite counts; one read back, then one scalar reduction for both.
+  // Fixed-point sums: the exact sum of squares, after the counts (buffer_plan.h).
   double* sq_dev = partials_.as<double>();
+  const bool fixed = fixed_point_sums(cfg_);
+  auto* fixed_sq_dev = fixed ? reinterpret_cast<math::FixedSquareSum*>(sq_dev + partials_.count() - kFixedSquareWords)
+                             : nullptr;
   if (cfg_.stage != 0 || rank_ == 0)
-    for (size_t g = 0; g < groups_.size(); ++g)
-      ops_.accumulate_sum_squares(grad_for_optimizer(int(g)), cfg_.accum_dtype, optimizer_shard(int(g)).count, sq_dev);
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      const size_t n = optimizer_shard(int(g)).count;
+      if (fixed)
+        ops_.accumulate_fixed_square_sum(static_cast<const int64_t*>(grad_for_optimizer(int(g))), n, fixed_sq_dev);
+      else
+        ops_.accumulate_sum_squares(grad_for_optimizer(int(g)), cfg_.accum_dtype, n, sq_dev);
+    }
   std::vector<double> partials(partials_.count());
   ops_.download(partials.data(), partials_.data(), partials_.bytes());
   ops_.zero(partials_.data(), DType::F64, partials_.count());
@@ -633,17 +654,26 @@ StepResult Engine::step(double loss_divisor) {
       const double bad = partials[tensor_base_[g] + t];
       if (bad == 0) continue;
       if (first_bad_group < 0) first_bad_group = int(g);
-      fprintf(stderr, "zero: rank %d: %.0f non-finite gradient values in group '%s' tensor '%s'; the step is skipped\n",
-              rank_, bad, groups_[g].name.c_str(), groups_[g].tensors[t].name.c_str());
+      fprintf(stderr, "zero: rank %d: %.0f %s gradient values in group '%s' tensor '%s'; the step is skipped\n",
+              rank_, bad, fixed ? "non-finite or out-of-range (|g| >= 16384: fixed-point sums)" : "non-finite",
+              groups_[g].name.c_str(), groups_[g].tensors[t].name.c_str());
     }
-  double sums[2] = {partials[0], first_bad_group >= 0 ? 1.0 : 0.0};
+  // One scalar all-reduce: [the bad flag, the sum of squares] (fixed point: its 16-bit limbs, summed
+  // exactly in doubles at any rank order).
+  constexpr int kLimbs = math::FixedSquareSum::kLimbs;
+  double sums[1 + kLimbs] = {first_bad_group >= 0 ? 1.0 : 0.0, partials[0]};
+  if (fixed) {
+    math::FixedSquareSum sq;
+    std::memcpy(sq.w, partials.data() + partials.size() - kFixedSquareWords, sizeof(sq.w));
+    sq.to_limbs(sums + 1);
+  }
   {
     const StepClock::Scope waiting(clock_, TimeCategory::Comm);
-    comm_.all_reduce_scalars(sums, 2, ReduceOp::Sum);
+    comm_.all_reduce_scalars(sums, fixed ? 1 + kLimbs : 2, ReduceOp::Sum);
   }
   StepResult r;
-  r.grad_norm = std::sqrt(sums[0]) / loss_divisor;
-  const bool any_bad = sums[1] > 0;
+  r.grad_norm = std::sqrt(fixed ? math::FixedSquareSum::limbs_to_value(sums + 1) : sums[1]) / loss_divisor;
+  const bool any_bad = sums[0] > 0;
   if (any_bad || !std::isfinite(r.grad_norm)) {
     if (any_bad) {  // name the lowest rank that saw it, and its group
       const double G = double(groups_.size());
@@ -693,6 +723,7 @@ StepResult Engine::step(double loss_divisor) {
 void Engine::set_accum_steps(int k) {
   ZERO_REQUIRE(k >= 1, ConfigError, "accumulation must be at least 1 micro-step (got {})", k);
   ZERO_REQUIRE(micro_ == -1, ConfigError, "set_accum_steps({}) in the middle of an accumulation window", k);
+  check_fixed_point_terms(k);
   cfg_.accum_steps = k;
 }
 

@@ -217,6 +217,8 @@ class Engine {
   PieceView make_piece_view(int g, int k, void* base, bool rank_major) const;
   GroupView make_view(void* base, DType t, int g) const;
   void count_nonfinite(int g, size_t flat_begin, const void* data, size_t n);
+  // Fixed-point sums hold at most math::kFixedMaxTerms micro-batches a step (ConfigError past it).
+  void check_fixed_point_terms(int accum_steps) const;
   void check_group(int g, const char* what) const;
   void* grad_for_optimizer(int g) const;
   void zero_accumulators();

@@ -15,6 +15,10 @@ void validate(const EngineConfig& c) {
                "zero.master split keeps the master's high halves as the parameters: it needs zero.param_dtype bf16 "
                "(got {})",
                dtype_name(c.param_dtype));
+  ZERO_REQUIRE((c.accum_dtype == DType::FX64) == (c.reduce_dtype == DType::FX64), ConfigError,
+               "fixed-point gradient sums need both zero.accum_dtype and zero.reduce_dtype fixed64 (got {} and {}): "
+               "a sum rounded on the way would not be exact",
+               dtype_name(c.accum_dtype), dtype_name(c.reduce_dtype));
 }
 
 ResolvedBatch resolve_batch(const BatchSpec& s, int world) {

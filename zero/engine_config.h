@@ -17,6 +17,8 @@ struct EngineConfig {
   DType param_dtype = DType::F32;      // compute parameters (what the model reads)
   DType accum_dtype = DType::F32;      // gradient accumulation across micro-steps
   DType reduce_dtype = DType::F32;     // gradients on the wire
+  // FX64 for both (fixed_point_sums): gradient sums exact in 64-bit fixed point (core/math/fixed_point.h),
+  // so a step's result does not depend on how its micro-batches are spread over ranks and micro-steps.
   // bf16 params only: the fp32 master kept as the bf16 params (its high halves) plus its low 16 bits
   // (core/math/split_master.h): the same fp32 values in 2 bytes a master element instead of 4.
   bool split_master = false;
@@ -26,6 +28,8 @@ struct EngineConfig {
   optim::AdamWConfig adamw;
   optim::LrSchedule schedule;
 };
+
+inline bool fixed_point_sums(const EngineConfig& c) { return c.accum_dtype == DType::FX64; }
 
 // Throws ConfigError naming the offending key for an unknown stage, a bucket size of 0, a negative
 // prefetch depth, accumulation below 1.

@@ -63,8 +63,18 @@ class ScrambledOps final : public DeviceOps {
   void accumulate_sum_squares(const void* src, DType t, size_t n, double* acc) override {
     add_to(acc, sum_squares(src, t, n));
   }
-  void accumulate_nonfinite(const void* src, DType t, size_t n, double* acc) override {
-    add_to(acc, double(count_nonfinite(src, t, n)));
+  void accumulate_nonfinite(const void* src, DType t, size_t n, double* acc, float limit) override {
+    auto s = plain(src, n * dtype_size(t));
+    double count = 0;
+    cpu_->accumulate_nonfinite(s.data(), t, n, &count, limit);
+    add_to(acc, count);
+  }
+  void accumulate_fixed_square_sum(const int64_t* src, size_t n, math::FixedSquareSum* acc) override {
+    auto s = plain(src, n * 8);
+    auto a = plain(acc, sizeof(*acc));
+    cpu_->accumulate_fixed_square_sum(reinterpret_cast<const int64_t*>(s.data()), n,
+                                      reinterpret_cast<math::FixedSquareSum*>(a.data()));
+    store(acc, a.data(), a.size());
   }
   void adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n, const optim::AdamWConfig& c,
              float lr, int64_t t, bool decay, float grad_scale) override {

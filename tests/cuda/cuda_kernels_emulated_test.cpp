@@ -5,8 +5,10 @@
 //   - copy and add in every (fp32, bf16) pair against the fp32 arithmetic and core/math's bf16 rounding;
 //   - AdamW against optim::adamw_step, the CPU backend's optimizer loop, over 3 steps, fp32 and bf16
 //     gradients: every master weight, m and v identical;
-//   - the two-pass reductions (fp64 sum of squares, non-finite count) against sums taken here, over
-//     more elements than the largest first-pass grid covers in one pass; the on-device accumulators.
+//   - the two-pass reductions (fp64 sum of squares, non-finite count, also under a limit) against sums taken
+//     here, over more elements than the largest first-pass grid covers in one pass; the on-device accumulators;
+//   - fixed-point sums (Elem::FX64): copies in and out, adds from fp32, bf16 and fixed point, AdamW on them,
+//     against the CPU backend's CpuOps bit for bit, and the exact sum of squares against 128-bit sums here.
 #include "tests/cuda/simt_emulator.h"  // first: the kernel file below compiles against it
 
 #include <gtest/gtest.h>
@@ -21,6 +23,7 @@
 #include "core/splitmix.h"
 #include "cuda/kernels.cu"  // NOLINT: the kernels' own source, launchers included
 #include "optim/adamw.h"
+#include "zero/device_ops.h"
 #include "tests/common/exact_attention.h"
 
 namespace zero::kernels {
@@ -95,11 +98,17 @@ TEST(CudaKernelsEmulated, ReductionsAndAccumulators) {
   std::vector<double> partials(kMaxReduceBlocks, NAN);
   std::vector<unsigned long long> counts(kMaxReduceBlocks, ~0ull);
   unsigned long long bad = ~0ull;
-  count_nonfinite(x.data(), Elem::F32, n, counts.data(), &bad, nullptr);
+  count_nonfinite(x.data(), Elem::F32, n, inf, counts.data(), &bad, nullptr);
   EXPECT_EQ(bad, 3u);
   const std::vector<uint16_t> x16 = bf16_of(x);
-  count_nonfinite(x16.data(), Elem::BF16, n, counts.data(), &bad, nullptr);
+  count_nonfinite(x16.data(), Elem::BF16, n, inf, counts.data(), &bad, nullptr);
   EXPECT_EQ(bad, 3u);
+  unsigned long long bad_or_large = ~0ull;
+  count_nonfinite(x.data(), Elem::F32, n, 1.5f, counts.data(), &bad_or_large, nullptr);  // and |x| >= 1.5
+  size_t over = 0;
+  for (float e : x) over += !(std::fabs(e) < 1.5f);
+  EXPECT_EQ(bad_or_large, over);
+  EXPECT_GT(over, 3u);
 
   x[5] = 1.0f, x[n / 2] = 2.0f, x[n - 1] = -3.0f;
   double want = 0;
@@ -114,6 +123,65 @@ TEST(CudaKernelsEmulated, ReductionsAndAccumulators) {
   EXPECT_EQ(acc, 1.5 + got + 3.0);
   sum_squares(x.data(), Elem::F32, 0, partials.data(), &got, nullptr);  // nothing: 0
   EXPECT_EQ(got, 0.0);
+}
+
+TEST(CudaKernelsEmulated, FixedPointSumsEqualTheCpuBackendBitForBit) {
+  const size_t n = 256 * 5 + 77;
+  const std::vector<float> a = draw(n, 3.0f, 21), b = draw(n, 3.0f, 22);
+  const std::vector<uint16_t> b16 = bf16_of(b);
+  const std::unique_ptr<DeviceOps> cpu = make_cpu_ops();
+  std::vector<int64_t> gpu(n, -1), ref(n, -2);
+  copy(gpu.data(), Elem::FX64, a.data(), Elem::F32, n, nullptr);
+  cpu->copy(ref.data(), DType::FX64, a.data(), DType::F32, n);
+  EXPECT_EQ(gpu, ref);
+  for (int k = 0; k < 3; ++k) {  // += fp32, bf16 and fixed point
+    add(gpu.data(), Elem::FX64, b.data(), Elem::F32, n, nullptr);
+    cpu->add(ref.data(), DType::FX64, b.data(), DType::F32, n);
+    add(gpu.data(), Elem::FX64, b16.data(), Elem::BF16, n, nullptr);
+    cpu->add(ref.data(), DType::FX64, b16.data(), DType::BF16, n);
+  }
+  const std::vector<int64_t> twice = gpu;
+  add(gpu.data(), Elem::FX64, twice.data(), Elem::FX64, n, nullptr);
+  cpu->add(ref.data(), DType::FX64, twice.data(), DType::FX64, n);
+  EXPECT_EQ(gpu, ref);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(ref[i], 2 * twice[i]) << i;  // integer adds, no rounding
+  std::vector<float> back(n, NAN), back_ref(n, NAN);
+  copy(back.data(), Elem::F32, gpu.data(), Elem::FX64, n, nullptr);
+  cpu->copy(back_ref.data(), DType::F32, ref.data(), DType::FX64, n);
+  EXPECT_EQ(0, std::memcmp(back.data(), back_ref.data(), n * 4));
+
+  // AdamW on fixed-point gradients: the CPU backend's, bit for bit.
+  std::vector<float> p_gpu = a, m_gpu(n, 0), v_gpu(n, 0), p_cpu = a, m_cpu(n, 0), v_cpu(n, 0);
+  const optim::AdamWConfig c{1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
+  for (int64_t t = 1; t <= 3; ++t) {
+    adamw(p_gpu.data(), gpu.data(), Elem::FX64, m_gpu.data(), v_gpu.data(), n, optim::adamw_scalars(c, 1e-3f, t, true, 0.25f),
+          nullptr);
+    cpu->adamw(p_cpu.data(), ref.data(), DType::FX64, m_cpu.data(), v_cpu.data(), n, c, 1e-3f, t, true, 0.25f);
+  }
+  EXPECT_EQ(0, std::memcmp(p_gpu.data(), p_cpu.data(), n * 4));
+  EXPECT_EQ(0, std::memcmp(m_gpu.data(), m_cpu.data(), n * 4));
+  EXPECT_EQ(0, std::memcmp(v_gpu.data(), v_cpu.data(), n * 4));
+
+  // The exact sum of squares, past one first-pass grid, with values near the fixed-point range's top.
+  const size_t big = size_t(kReduceThreads) * kMaxReduceBlocks + 3001;
+  std::vector<int64_t> q(big);
+  uint64_t state = 5;
+  for (int64_t& x : q) x = int64_t(splitmix64(state) >> 2) * ((splitmix64(state) & 1) ? 1 : -1);  // |x| < 2^62
+  std::vector<math::FixedSquareSum> partials(kMaxReduceBlocks);
+  math::FixedSquareSum got;
+  got.w[0] = 7;  // accumulated into, not overwritten
+  accumulate_fixed_square_sum(q.data(), big, partials.data(), &got, nullptr);
+  unsigned __int128 lo = 7;
+  uint64_t hi = 0;
+  for (int64_t x : q) {
+    const unsigned __int128 sq = (unsigned __int128)(x < 0 ? -x : x) * (unsigned __int128)(x < 0 ? -x : x);
+    lo += sq;
+    hi += lo < sq;
+  }
+  EXPECT_EQ(got.w[0], uint64_t(lo));
+  EXPECT_EQ(got.w[1], uint64_t(lo >> 64));
+  EXPECT_EQ(got.w[2], hi);
+  EXPECT_GT(hi, 0u);  // the sum did pass 128 bits
 }
 
 }  // namespace

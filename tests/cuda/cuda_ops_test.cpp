@@ -188,6 +188,50 @@ TEST_F(CudaOpsTest, CountNonfiniteExact) {
   EXPECT_EQ(gpu->count_nonfinite(db->get(), DType::BF16, 2), cpu->count_nonfinite(hb.data(), DType::BF16, 2));
 }
 
+TEST_F(CudaOpsTest, FixedPointSumsAndLimitedCountsEqualTheCpu) {
+  // zero.world_invariant's ops through CudaOps: terms into fixed point (copy and add from fp32 and bf16), the
+  // count of values not under the fixed-point limit (NaN and inf included), and the exact sum of squares
+  // accumulated in device memory: the CPU backend's results bit for bit.
+  for (size_t n : {size_t(1), size_t(777), kBig}) {
+    auto f = test_floats(n, 61 + n, true);
+    for (size_t i = 0; i < n; i += 97) f[i] = 20000.0f * ((i & 1) ? 1.0f : -1.0f);  // past the limit
+    // Sums take finite terms only (the engine skips a step with others before they reach one).
+    const auto finite = test_floats(n, 71 + n, false);
+    for (DType t : kTypes) {
+      const auto h = as_bytes(f, t);
+      auto d = to_device(h);
+      double want_bad = 0;
+      cpu->accumulate_nonfinite(h.data(), t, n, &want_bad, math::kFixedTermLimit);
+      DeviceBuffer acc(sizeof(double));
+      gpu->accumulate_nonfinite(d->get(), t, n, acc.as<double>(), math::kFixedTermLimit);
+      gpu->synchronize();
+      EXPECT_EQ(acc.download<double>(1)[0], want_bad) << dtype_name(t) << " n=" << n;
+      EXPECT_GE(want_bad, double(n / 97));
+
+      const auto hf = as_bytes(finite, t);
+      auto df = to_device(hf);
+      std::vector<int64_t> want(n);
+      cpu->copy(want.data(), DType::FX64, hf.data(), t, n);
+      cpu->add(want.data(), DType::FX64, hf.data(), t, n);
+      DeviceBuffer q(n * 8);
+      gpu->copy(q.get(), DType::FX64, df->get(), t, n);
+      gpu->add(q.get(), DType::FX64, df->get(), t, n);
+      gpu->synchronize();
+      EXPECT_EQ(q.download<int64_t>(n), want) << dtype_name(t) << " n=" << n;
+
+      math::FixedSquareSum want_sq;
+      cpu->accumulate_fixed_square_sum(want.data(), n, &want_sq);
+      DeviceBuffer sq(sizeof(math::FixedSquareSum));
+      gpu->accumulate_fixed_square_sum(q.as<int64_t>(), n, sq.as<math::FixedSquareSum>());
+      gpu->accumulate_fixed_square_sum(q.as<int64_t>(), n, sq.as<math::FixedSquareSum>());  // accumulates
+      want_sq.add(want_sq);
+      gpu->synchronize();
+      const auto got = sq.download<uint64_t>(3);
+      for (int w = 0; w < 3; ++w) EXPECT_EQ(got[size_t(w)], want_sq.w[w]) << dtype_name(t) << " n=" << n << " word " << w;
+    }
+  }
+}
+
 TEST_F(CudaOpsTest, SumSquaresFp64WithinTolerance) {
   // Stated tolerance: 1e-12 relative. Both sides add fp64 squares of the same fp32 values; only the
   // order differs (the CPU sequentially, the GPU in a fixed two-pass tree), so the difference is a

@@ -8,6 +8,7 @@
 #  4. reshard: a 2-rank stage-3 checkpoint resumed on 1 rank at stage 2 ("resharded"): the same pairs per step
 #     as the uninterrupted 1-rank run and the losses within 1e-4 (the CPU's reshard test compares the same
 #     things within 1e-5: other world sizes sum in other orders, so bits cannot match);
+#  4b. zero.world_invariant in bf16: 1 rank, 2 ranks and 2 ranks resumed on 1 give the same bits;
 #  5. bf16 mode (zero.param_dtype=bf16) trains: losses within 5e-2 of the fp32 run;
 #  6. eval on cuda (1 and 2 ranks) = eval on the CPU within 1e-4 (loss, rewards), same accuracy and pairs;
 #  7. score on cuda = score on the CPU within 1e-4 (checkpoint weights), and an fp32 HF export scored on cuda
@@ -120,6 +121,24 @@ diff <(json_field $TMP/gpu1/metrics.jsonl train pair_id_sum) <(json_field $TMP/r
   || fail "reshard: the pairs per step differ (a pair repeated or skipped)"
 json_field $TMP/re/metrics.jsonl train loss > $TMP/re.loss
 close $TMP/gpu1.loss $TMP/re.loss 1e-4 "reshard 2 ranks stage 3 -> 1 rank stage 2 vs the 1-rank run, per-step loss"
+
+# 4b. zero.world_invariant in bf16 (fixed-point gradient sums, micro-batches cut from the whole step): 1 rank at
+# stage 2 and 2 ranks at stage 3 give the same grad norms, pairs and final weights, bit for bit; a 2-rank
+# run stopped at step 2 and resumed on 1 rank continues as the uninterrupted 1-rank run.
+WI="--set backend=$GPU --set zero.param_dtype=bf16 --set zero.world_invariant=true"
+weights() { "$PMTRAIN" export $TMP/$1 --to $TMP/hf_$1 --dtype fp32 > /dev/null || fail "export of $1"; cat $TMP/hf_$1/model.safetensors; }
+# grad norm and pair ids (the logged loss is an fp64 sum of the ranks' sums: its last bits follow the world size)
+wfields() { paste -d' ' <(json_field $TMP/$1/metrics.jsonl train grad_norm) <(json_field $TMP/$1/metrics.jsonl train pair_id_sum); }
+train 1 wi1 $WI --set zero.stage=2
+train 2 wi2 $WI --set zero.stage=3
+diff <(wfields wi1) <(wfields wi2) || fail "world_invariant: 2 ranks differ from 1 rank"
+cmp -s <(weights wi1) <(weights wi2) || fail "world_invariant: the final weights at 2 ranks differ from 1 rank's"
+train 2 wicut $WI --set zero.stage=3 --set run.stop_at=2
+train 1 wicut $WI --set zero.stage=2 --set run.resume=auto
+grep -q "resharded" $TMP/wicut.txt || { tail -30 $TMP/wicut.txt; fail "world_invariant 2 -> 1 ranks: not resharded"; }
+diff <(wfields wi1) <(wfields wicut) || fail "world_invariant: resumed on 1 rank, the steps differ from the 1-rank run"
+cmp -s <(weights wi1) <(weights wicut) || fail "world_invariant: resumed on 1 rank, the final weights differ"
+echo "world_invariant bf16 on cuda: 1 rank = 2 ranks = 2 ranks resumed on 1, bit for bit ($(wfields wi1 | tail -1))"
 
 # 5. bf16 mode trains.
 train 1 bf16 --set backend=$GPU --set zero.param_dtype=bf16 --set run.save_final=false

@@ -392,6 +392,59 @@ TEST(SamplerTokenBudget, SamePairsPerStepNoSplitBudgetKeptEqualMicroCounts) {
   (void)env;
 }
 
+// world_invariant: a step's micro-batches (each an ordered list of pairs) are the same at any world size,
+// with pair batching (batch.micro fixed: world x accum constant) and with token budgets; each rank gets the
+// same count, pair batching no empty one. The default composition is the control: it cuts per world.
+using MicroBatches = std::multiset<std::vector<std::pair<int64_t, int>>>;
+MicroBatches micro_batches(const std::vector<StepPlan>& plans, size_t* per_rank) {
+  MicroBatches out;
+  *per_rank = plans[0].micro.size();
+  for (const auto& p : plans) {
+    EXPECT_EQ(p.micro.size(), *per_rank) << "ranks differ in micro-steps";
+    for (const auto& m : p.micro) {
+      std::vector<std::pair<int64_t, int>> b;
+      for (size_t i = 0; i < m.pair_ids.size(); ++i) b.push_back({m.pair_ids[i], m.pair_mask[i]});
+      if (!b.empty()) out.insert(b);
+    }
+  }
+  return out;
+}
+
+TEST(SamplerWorldInvariant, TheSameMicroBatchesAtAnyWorldSize) {
+  const int64_t n = 103, G = 12, micro = 2, budget = 160;
+  const auto len = lengths_for(n);
+  for (const int64_t tokens : {int64_t(0), budget}) {
+    for (bool invariant : {true, false}) {
+      SamplerConfig base{1234, G, G / micro, true, true, 1, RemainderPolicy::Pad, tokens, invariant};
+      PairSampler one(base, n, padded_costs(len), 0, 1);
+      std::vector<PairSampler> worlds;
+      for (int world : {2, 3, 6}) {  // the divisors of G / micro
+        SamplerConfig c = base;
+        c.accum = G / micro / world;
+        worlds.emplace_back(c, n, padded_costs(len), 0, world);
+      }
+      bool any_differs = false;
+      for (int64_t step = 0; step < 2 * one.steps_per_epoch(); ++step) {
+        size_t per_rank = 0;
+        const MicroBatches ref = micro_batches(one.next_step_all_ranks(), &per_rank);
+        for (PairSampler& w : worlds) {
+          const std::vector<StepPlan> plans = w.next_step_all_ranks();
+          size_t got_per_rank = 0;
+          const MicroBatches got = micro_batches(plans, &got_per_rank);
+          any_differs |= got != ref;
+          if (!invariant) continue;
+          EXPECT_EQ(got, ref) << plans.size() << " ranks, step " << step << ", micro_tokens " << tokens;
+          EXPECT_EQ(got_per_rank, (ref.size() + plans.size() - 1) / plans.size());
+          if (tokens == 0)
+            for (const auto& p : plans)
+              for (const auto& m : p.micro) EXPECT_EQ(int64_t(m.pair_ids.size()), micro);
+        }
+      }
+      if (!invariant) EXPECT_TRUE(any_differs) << "the control composes the same micro-batches at every world";
+    }
+  }
+}
+
 TEST(SamplerTokenBudget, ResumesExactlyMidEpoch) {
   Env env;
   const int64_t n = 103;

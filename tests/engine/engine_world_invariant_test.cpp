@@ -1,0 +1,189 @@
+// Fixed-point gradient sums (accum and reduce dtype FX64, core/math/fixed_point.h) make a step independent
+// of how its micro-batches are spread: the same 12 micro-batch gradients a step, dealt to 1, 2, 3 or 4
+// ranks (sub-communicators of the test's world) at stages 0-3, give the same masters, m and v bit for bit
+// and the same gradient norms, for fp32 and bf16 params; the reference is one rank at stage 0 on
+// MPI_COMM_SELF, in each process. fp32 sums of the same gradients are the control: at 3 ranks they differ
+// from one rank (the gradients span many magnitudes, so the order of the sums shows). Groups: a splittable
+// one larger than a bucket (pieces at every world size), a two-tensor group with a no-decay bias, and small
+// ones. Also: a term at the fixed-point limit skips the step on every rank and names its group.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "tests/engine/engine_harness.h"
+
+using namespace zero;
+using namespace zero::testing;
+
+namespace {
+
+constexpr int kMicroBatches = 12;  // a step's micro-batches, over all ranks: divisible by 1-4
+
+std::vector<GroupInfo> groups() {
+  return {{"embed", {{"embed.weight", 1000, true}}, true},
+          {"layer0", {{"layer0.weight", 300, true}, {"layer0.bias", 17, false}}, false},
+          {"layer1", {{"layer1.weight", 129, true}}, false},
+          {"head", {{"head.weight", 5, true}}, false}};
+}
+
+EngineConfig config(int stage, DType param, bool fixed, int accum) {
+  EngineConfig c = base_config(stage, accum);
+  c.param_dtype = param;
+  c.bucket_elements = 256;  // the embedding in pieces, the layers in several buckets
+  c.accum_dtype = c.reduce_dtype = fixed ? DType::FX64 : DType::F32;
+  return c;
+}
+
+// Micro-batch j's gradient of step s: magnitudes from 1e-7 to 10, so fp32 sums depend on their order.
+float grad_value(int s, int j, int g, size_t i) {
+  const uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull ^ uint64_t(s * 131 + j * 17 + g * 7919);
+  const float unit = float(int64_t(h >> 40 & 0xfffff) - 0x80000) / float(0x80000);  // [-1, 1)
+  return unit * std::pow(10.0f, float(int(h % 9)) - 7.0f);
+}
+
+struct Trained {
+  std::vector<float> master, m, v;
+  std::vector<double> norms;
+};
+
+// `steps` steps of kMicroBatches micro-batches on `comm`; rank r takes a contiguous block of them.
+Trained train(MPI_Comm mpi, int stage, DType param, bool fixed, int steps, float spike = 0) {
+  auto comm = make_test_comm(mpi);
+  auto ops = make_test_ops();
+  TrackingAllocator alloc{make_host_allocator()};
+  const int W = comm->world(), r = comm->rank(), accum = kMicroBatches / W;
+  Engine e(config(stage, param, fixed, accum), groups(), *comm, *ops, alloc);
+  e.init_params([](int g, int t, float* dst) {
+    const size_t n = groups()[size_t(g)].tensors[size_t(t)].numel;
+    for (size_t i = 0; i < n; ++i) dst[i] = 0.02f * float(int((i * 37 + size_t(g) * 11 + size_t(t)) % 101) - 50);
+  });
+  const int G = int(e.groups().size());
+  Trained out;
+  for (int s = 0; s < steps; ++s) {
+    for (int k = 0; k < accum; ++k) {
+      const int j = r * accum + k;  // the global micro-batch
+      // Fills n gradient values of group g starting at its flat element `begin`.
+      const auto fill = [&](int g, size_t begin, void* data, DType t, size_t n) {
+        std::vector<float> v(n);
+        for (size_t i = 0; i < n; ++i) v[i] = grad_value(s, j, g, begin + i);
+        if (spike != 0 && g == 2 && j == kMicroBatches - 1 && begin == 0) v[0] = spike;
+        ops->copy_from_host(data, t, v.data(), n);
+      };
+      e.begin_micro_step();
+      for (int g = 0; g < G; ++g)
+        for (int p = 0; p < e.num_pieces(g); ++p) {
+          if (e.num_pieces(g) > 1) {
+            e.gather_piece(g, p);
+            e.release_piece(g, p);
+          } else {
+            e.gather(g);
+            e.release(g);
+          }
+        }
+      e.begin_backward();
+      for (int g = G - 1; g >= 0; --g) {
+        if (e.num_pieces(g) > 1) {
+          for (int p = 0; p < e.num_pieces(g); ++p) {
+            const PieceView& piece = e.grad_piece(g, p);
+            for (const FlatRun& run : piece.runs) fill(g, run.begin, run.data, piece.dtype, run.count);
+            e.piece_ready(g, p);
+          }
+          continue;
+        }
+        e.gather(g);
+        size_t begin = 0;
+        for (const TensorView& t : e.grad_view(g)) {
+          fill(g, begin, t.data, t.dtype, t.numel);
+          begin += t.numel;
+        }
+        e.grad_ready(g);
+        e.release(g);
+      }
+    }
+    const StepResult res = e.step(24.0);
+    if (spike != 0 && math::fixed_term_in_range(spike)) {
+      EXPECT_TRUE(res.applied) << "a term of " << spike << " is inside the fixed-point range";
+      return out;
+    }
+    if (spike != 0) {
+      EXPECT_FALSE(res.applied);
+      EXPECT_EQ(res.bad_group, "layer1");
+      EXPECT_EQ(res.bad_rank, W - 1);  // the rank holding the last micro-batch
+      return out;
+    }
+    EXPECT_TRUE(res.applied);
+    out.norms.push_back(res.grad_norm);
+  }
+  for (int g = 0; g < G; ++g) {
+    for (auto [a, dst] : {std::pair{OptimArray::Master, &out.master}, {OptimArray::M, &out.m}, {OptimArray::V, &out.v}}) {
+      const std::vector<float> f = e.full_optimizer_array(g, a);
+      dst->insert(dst->end(), f.begin(), f.end());
+    }
+  }
+  return out;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Calls fn(sub-communicator) on the first w ranks of the world (others skip), for w = 1 .. world.
+template <class F>
+void for_each_world(F&& fn) {
+  int rank, world;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  for (int w = 1; w <= world; ++w) {
+    MPI_Comm sub;
+    MPI_Comm_split(MPI_COMM_WORLD, rank < w ? 0 : MPI_UNDEFINED, rank, &sub);
+    if (sub != MPI_COMM_NULL) {
+      fn(w, sub);
+      MPI_Comm_free(&sub);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+}
+
+}  // namespace
+
+TEST(EngineWorldInvariant, FixedPointSumsGiveTheSameBitsAtAnyWorldAndStage) {
+  for (DType param : {DType::F32, DType::BF16}) {
+    const Trained ref = train(MPI_COMM_SELF, 0, param, true, 3);
+    for_each_world([&](int w, MPI_Comm sub) {
+      for (int stage = 0; stage <= 3; ++stage) {
+        const Trained got = train(sub, stage, param, true, 3);
+        const std::string where = fmt::format("{} params, {} ranks, stage {}", dtype_name(param), w, stage);
+        EXPECT_TRUE(same_bits(got.master, ref.master)) << where << ": master differs by " << rel_diff(got.master, ref.master);
+        EXPECT_TRUE(same_bits(got.m, ref.m)) << where << ": m";
+        EXPECT_TRUE(same_bits(got.v, ref.v)) << where << ": v";
+        EXPECT_EQ(got.norms, ref.norms) << where;
+      }
+    });
+  }
+}
+
+TEST(EngineWorldInvariant, Fp32SumsDependOnTheWorld) {
+  int world;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (world < 3) GTEST_SKIP() << "the control needs 3 ranks";
+  const Trained ref = train(MPI_COMM_SELF, 0, DType::F32, false, 3);
+  for_each_world([&](int w, MPI_Comm sub) {
+    if (w != 3) return;
+    const Trained got = train(sub, 2, DType::F32, false, 3);
+    EXPECT_FALSE(same_bits(got.master, ref.master) && got.norms == ref.norms) << "fp32 sums at 3 ranks equal 1 rank's";
+    EXPECT_LT(rel_diff(got.master, ref.master), 1e-5);
+  });
+}
+
+TEST(EngineWorldInvariant, ATermAtTheFixedPointLimitSkipsTheStep) {
+  for_each_world([&](int, MPI_Comm sub) {
+    for (int stage = 0; stage <= 3; ++stage) train(sub, stage, DType::F32, true, 1, math::kFixedTermLimit);
+  });
+  // Just under the limit the step is taken.
+  for_each_world([&](int, MPI_Comm sub) {
+    train(sub, 0, DType::F32, true, 1, std::nextafter(math::kFixedTermLimit, 0.0f));
+  });
+}
