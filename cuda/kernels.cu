@@ -98,19 +98,28 @@ __global__ void reduce_pass2(const A* __restrict__ partials, int count, A* out) 
 }
 
 // The exact sum of squares of fixed-point values: per thread, then the block's in a fixed tree (integer
-// sums: any order gives the same), one partial per block; pass 2 adds the partials into *acc.
-__device__ void block_fixed_sum(math::FixedSquareSum* sh, math::FixedSquareSum& x) {
-  sh[threadIdx.x] = x;
+// sums: any order gives the same), one partial per block; pass 2 adds the partials into *acc. Shared memory
+// holds the sums as plain words (3 a thread): a __shared__ array of a type with member initializers would
+// need dynamic initialization, which CUDA does not do.
+__device__ void block_fixed_sum(uint64_t* sh, math::FixedSquareSum& x) {
+  for (int k = 0; k < 3; ++k) sh[3 * threadIdx.x + k] = x.w[k];
   __syncthreads();
   for (int w = blockDim.x / 2; w > 0; w /= 2) {
-    if (int(threadIdx.x) < w) sh[threadIdx.x].add(sh[threadIdx.x + w]);
+    if (int(threadIdx.x) < w) {
+      uint64_t* a = sh + 3 * threadIdx.x;
+      const uint64_t* b = sh + 3 * (threadIdx.x + w);
+      math::FixedSquareSum sum;
+      for (int k = 0; k < 3; ++k) sum.w[k] = a[k];
+      sum.add(b[0], b[1], b[2]);
+      for (int k = 0; k < 3; ++k) a[k] = sum.w[k];
+    }
     __syncthreads();
   }
-  x = sh[0];
+  for (int k = 0; k < 3; ++k) x.w[k] = sh[k];
 }
 
 __global__ void fixed_square_sum_pass1(const int64_t* __restrict__ s, size_t n, math::FixedSquareSum* partials) {
-  __shared__ math::FixedSquareSum sh[kReduceThreads];
+  __shared__ uint64_t sh[3 * kReduceThreads];
   math::FixedSquareSum acc;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
     acc.add_square(s[i]);
@@ -120,7 +129,7 @@ __global__ void fixed_square_sum_pass1(const int64_t* __restrict__ s, size_t n, 
 
 __global__ void fixed_square_sum_pass2(const math::FixedSquareSum* __restrict__ partials, int count,
                                        math::FixedSquareSum* acc) {
-  __shared__ math::FixedSquareSum sh[kReduceThreads];
+  __shared__ uint64_t sh[3 * kReduceThreads];
   math::FixedSquareSum x;
   for (int i = threadIdx.x; i < count; i += blockDim.x) x.add(partials[i]);
   block_fixed_sum(sh, x);

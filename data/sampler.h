@@ -26,8 +26,8 @@
 // World-invariant composition (world_invariant: pmtrain's zero.world_invariant): the step's micro-batches
 // are cut from the step's pairs as if one rank took them all (pair batching: world * accum consecutive
 // chunks, so a fixed batch.micro gives the same chunks at any world size; token budgets: cut_by_tokens for
-// one rank), then dealt whole, longest first, each to the rank with the fewest tokens that has room (the
-// same count for every rank, empty ones at the end). A micro-batch then holds the same pairs in the same
+// one rank), then dealt whole in the step's order (longest first under bucketing), each to the rank with
+// the fewest tokens that has room (the same count for every rank, empty ones at the end). A micro-batch then holds the same pairs in the same
 // order at any world size: with fixed-point gradient sums the step's gradient is the same bits.
 #pragma once
 #include <cstdint>

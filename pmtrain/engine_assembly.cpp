@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "core/dtype.h"
+#include "core/math/fixed_point.h"
 
 namespace zero::pmtrain {
 
@@ -56,6 +57,18 @@ ResolvedBatch run_batch(const Config& cfg, int world) {
                  "fixed; drop batch.accum to let it be derived",
                  cfg.source, cfg.batch.world, world);
     spec.accum = 0;
+  }
+  // Fixed-point sums hold a bounded number of micro-batches a step (core/math/fixed_point.h): checked here,
+  // before any data is read. A token-budget step has at most one micro-batch a pair, so world ranks make at
+  // most global + world - 1 micro-steps.
+  if (cfg.zero.world_invariant) {
+    const int64_t most = cfg.batch.micro_tokens > 0 ? cfg.batch.global + world - 1
+                         : cfg.batch.micro > 0    ? cfg.batch.global / cfg.batch.micro
+                                                  : 0;
+    ZERO_REQUIRE(most <= math::kFixedMaxTerms, ConfigError,
+                 "{}: zero.world_invariant sums at most {} micro-batches a step; batch.global {} could make {}: "
+                 "use a smaller batch.global or a larger batch.micro",
+                 cfg.source, math::kFixedMaxTerms, cfg.batch.global, most);
   }
   if (cfg.batch.micro_tokens > 0) {
     // Token budgets: a step is still `global` pairs; its micro-steps are as many as the budget needs (the

@@ -255,7 +255,8 @@ class Engine {
   std::vector<GroupView> param_views_, grad_views_;
   std::vector<PieceView> piece_views_, grad_piece_views_;  // per unit
 
-  Buffer partials_;                        // fp64 in backend memory: [0] sum of squares, [1 + tensor] non-finite counts
+  Buffer partials_;                        // fp64 in backend memory: [0] sum of squares, [1 + tensor] non-finite counts,
+                                           // then (fixed-point sums) the exact sum of squares' kFixedSquareWords words
   std::vector<size_t> tensor_base_;        // first partials_ index of each group's tensors
 
   std::vector<int> bucket_ready_;          // units (groups, pieces) ready in the current micro-step, per bucket

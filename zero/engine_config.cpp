@@ -19,6 +19,10 @@ void validate(const EngineConfig& c) {
                "fixed-point gradient sums need both zero.accum_dtype and zero.reduce_dtype fixed64 (got {} and {}): "
                "a sum rounded on the way would not be exact",
                dtype_name(c.accum_dtype), dtype_name(c.reduce_dtype));
+  // The guard's count at grad_ready is also the fixed-point range check: without it a term past the limit
+  // would be clamped into the sum.
+  ZERO_REQUIRE(c.accum_dtype != DType::FX64 || c.nan_guard, ConfigError,
+               "fixed-point gradient sums need the NaN guard on: it also refuses the terms past their range");
 }
 
 ResolvedBatch resolve_batch(const BatchSpec& s, int world) {

@@ -29,12 +29,14 @@ inline constexpr float kFixedUnit = 0x1p-32f;       // 2^-kFixedFractionBits
 static_assert(double(kFixedTermLimit) * kFixedOne * double(kFixedMaxTerms) == 0x1p62, "a step's sum fits in int64");
 
 // x * 2^32 rounded to nearest, ties to even (the product is exact in double). Out-of-range values are
-// clamped to +-2^62 and NaN becomes 0 (no undefined conversion): the engine counts such terms and skips
-// the step, so a clamped value never reaches the optimizer.
+// clamped to +-2^46 (the limit) and NaN becomes 0: no undefined conversion, and a step's sums of clamped
+// terms stay inside int64 too. The engine counts such terms and skips the step (it requires its NaN
+// guard with fixed-point sums), so a clamped value never reaches the optimizer.
 ZERO_HD int64_t to_fixed(float x) {
+  constexpr double kMax = double(kFixedTermLimit) * kFixedOne;  // 2^46
   double d = double(x) * kFixedOne;
   if (!(d == d)) return 0;
-  d = d > 0x1p62 ? 0x1p62 : d < -0x1p62 ? -0x1p62 : d;
+  d = d > kMax ? kMax : d < -kMax ? -kMax : d;
 #if defined(__CUDA_ARCH__)
   return __double2ll_rn(d);
 #else
@@ -50,9 +52,6 @@ ZERO_HD float from_fixed(int64_t q) {
   return float(q) * kFixedUnit;
 #endif
 }
-
-// Whether a term may enter a fixed-point sum (false for NaN and infinities too).
-ZERO_HD bool fixed_term_in_range(float x) { return std::fabs(x) < kFixedTermLimit; }
 
 // An exact sum of squares of fixed-point values: 192 bits, words little-endian.
 struct FixedSquareSum {

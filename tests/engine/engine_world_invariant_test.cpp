@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "core/check.h"
 #include "tests/engine/engine_harness.h"
 
 using namespace zero;
@@ -104,7 +105,7 @@ Trained train(MPI_Comm mpi, int stage, DType param, bool fixed, int steps, float
       }
     }
     const StepResult res = e.step(24.0);
-    if (spike != 0 && math::fixed_term_in_range(spike)) {
+    if (spike != 0 && std::fabs(spike) < math::kFixedTermLimit) {
       EXPECT_TRUE(res.applied) << "a term of " << spike << " is inside the fixed-point range";
       return out;
     }
@@ -186,4 +187,24 @@ TEST(EngineWorldInvariant, ATermAtTheFixedPointLimitSkipsTheStep) {
   for_each_world([&](int, MPI_Comm sub) {
     train(sub, 0, DType::F32, true, 1, std::nextafter(math::kFixedTermLimit, 0.0f));
   });
+}
+
+TEST(EngineWorldInvariant, RefusesFixedPointSumsThatCouldRoundOrOverflow) {
+  EngineConfig c = config(2, DType::F32, true, 1);
+  EXPECT_NO_THROW(validate(c));
+  c.reduce_dtype = DType::F32;  // a fixed-point accumulator fed by a float wire
+  EXPECT_THROW(validate(c), ConfigError);
+  c = config(2, DType::F32, true, 1);
+  c.nan_guard = false;  // nothing would refuse the terms past the range
+  EXPECT_THROW(validate(c), ConfigError);
+  // More micro-batches a step than the sums hold.
+  auto comm = make_test_comm(MPI_COMM_SELF);
+  auto ops = make_test_ops();
+  TrackingAllocator alloc{make_host_allocator()};
+  c = config(2, DType::F32, true, int(math::kFixedMaxTerms) + 1);
+  EXPECT_THROW(Engine(c, groups(), *comm, *ops, alloc), ConfigError);
+  c.accum_steps = 1;
+  Engine e(c, groups(), *comm, *ops, alloc);
+  EXPECT_THROW(e.set_accum_steps(int(math::kFixedMaxTerms) + 1), ConfigError);
+  EXPECT_NO_THROW(e.set_accum_steps(int(math::kFixedMaxTerms)));
 }

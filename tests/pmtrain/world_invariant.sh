@@ -48,3 +48,4 @@ echo "control: without zero.world_invariant the weights at 1 and 3 ranks differ"
 bad "accum dtype" "leave zero.accum_dtype at auto" train $COMMON --set zero.accum_dtype=fp32 --set run.dir=$TMP/bad
 bad "reduce dtype" "leave zero.reduce_dtype at fp32" train $COMMON --set zero.reduce_dtype=bf16 --set run.dir=$TMP/bad
 bad "no micro" "zero.world_invariant needs batch.micro" train $COMMON --set batch.micro=0 --set batch.accum=3 --set run.dir=$TMP/bad
+bad "too many micro-batches" "zero.world_invariant sums at most 65536 micro-batches a step" train $COMMON --set batch.global=262144 --set batch.micro=2 --set run.dir=$TMP/bad
