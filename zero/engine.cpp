@@ -654,9 +654,11 @@ StepResult Engine::step(double loss_divisor) {
       const double bad = partials[tensor_base_[g] + t];
       if (bad == 0) continue;
       if (first_bad_group < 0) first_bad_group = int(g);
+      const std::string what =
+          fixed ? fmt::format("non-finite or out-of-range (|g| >= {}: fixed-point sums)", math::kFixedTermLimit)
+                : "non-finite";
       fprintf(stderr, "zero: rank %d: %.0f %s gradient values in group '%s' tensor '%s'; the step is skipped\n",
-              rank_, bad, fixed ? "non-finite or out-of-range (|g| >= 16384: fixed-point sums)" : "non-finite",
-              groups_[g].name.c_str(), groups_[g].tensors[t].name.c_str());
+              rank_, bad, what.c_str(), groups_[g].name.c_str(), groups_[g].tensors[t].name.c_str());
     }
   // One scalar all-reduce: [the bad flag, the sum of squares] (fixed point: its 16-bit limbs, summed
   // exactly in doubles at any rank order).
