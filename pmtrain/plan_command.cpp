@@ -581,10 +581,14 @@ int run_plan(const PlanArgs& a) {
                  a.micro, cfg.source, s.micro_tokens);
     s.micro = run_batch(cfg, worlds[0]).micro;  // the pairs of max_len tokens a budget holds (engine_assembly.h)
   }
+  // zero.world_invariant: a micro-batch must hold the same pairs at every world size, so the plan keeps the
+  // config's batch.micro rather than searching one per cell.
+  const bool kept_micro = cfg.zero.world_invariant && a.micro == 0 && s.micro_tokens == 0 && cfg.batch.micro > 0;
+  if (kept_micro) s.micro = cfg.batch.micro;
   for (int w : worlds)
     ZERO_REQUIRE(s.micro == 0 || s.micro_tokens > 0 || (s.global / w) % s.micro == 0, ConfigError,
-                 "--micro {}: {} pairs per rank per step ({} over {} ranks) are not a whole number of micro-batches",
-                 s.micro, s.global / w, s.global, w);
+                 "{} {}: {} pairs per rank per step ({} over {} ranks) are not a whole number of micro-batches",
+                 kept_micro ? "batch.micro (kept: zero.world_invariant)" : "--micro", s.micro, s.global / w, s.global, w);
   if (!a.sbatch.empty())
     ZERO_REQUIRE(worlds.size() == 1 && mems.size() <= 1, ConfigError,
                  "--sbatch writes one job: give one --world and (for GPUs) one --gpu-mem");

@@ -261,3 +261,16 @@ bad "--global-batch 100 over 8" "use 96 or 104" plan configs/tiny_cpu.yaml --wor
 bad "--profile missing" "--profile $TMP/none.json" plan configs/tiny_cpu.yaml --profile $TMP/none.json
 bad "--intra-link" "known: pcie4" plan configs/qwen3_4b_bs128.yaml --world 8 --gpu-mem 24GiB --intra-link warp
 bad "--sbatch two worlds" "one --world" plan configs/tiny_cpu.yaml --world 1,2 --sbatch $TMP/x.sbatch
+
+# zero.world_invariant keeps the config's batch.micro (2) in every cell instead of searching one, and a world
+# size it does not divide is refused naming it.
+"$PMTRAIN" plan configs/tiny_cpu.yaml --world 1,2,4 --set zero.world_invariant=true --json > $TMP/wi.json \
+  || fail "plan with zero.world_invariant failed"
+python3 - $TMP/wi.json <<'PY' || fail "plan with zero.world_invariant: micro not kept"
+import json, sys
+cells = json.load(open(sys.argv[1]))["cells"]
+assert cells and all(c["micro"] == 2 for c in cells), sorted({c["micro"] for c in cells})
+assert all(c["accum"] * c["micro"] * c["world"] == 24 for c in cells), [(c["world"], c["accum"]) for c in cells]
+print("ok: world_invariant plan keeps micro 2 in all %d cells" % len(cells))
+PY
+bad "world_invariant micro" "batch.micro (kept: zero.world_invariant) 2" plan configs/tiny_cpu.yaml --world 5 --set zero.world_invariant=true --global-batch 25
