@@ -3,6 +3,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "core/check.h"
@@ -64,6 +65,17 @@ void dispatch_pair(void* dst, DType dt, const void* src, DType st, F&& fn) {
   });
 }
 
+// The values not under `limit` in magnitude: NaN always, and at limit = infinity exactly the non-finite ones.
+size_t count_not_under(const void* src, DType t, size_t n, float limit) {
+  size_t bad = 0;
+  dispatch(t, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    const T* s = static_cast<const T*>(src);
+    for (size_t i = 0; i < n; ++i) bad += !(std::fabs(to_f32(s[i])) < limit);
+  });
+  return bad;
+}
+
 class CpuOps final : public DeviceOps {
  public:
   const char* name() const override { return "cpu"; }
@@ -106,24 +118,12 @@ class CpuOps final : public DeviceOps {
   }
 
   size_t count_nonfinite(const void* src, DType t, size_t n) override {
-    size_t bad = 0;
-    dispatch(t, [&](auto* tag) {
-      using T = std::remove_pointer_t<decltype(tag)>;
-      const T* s = static_cast<const T*>(src);
-      for (size_t i = 0; i < n; ++i) bad += !std::isfinite(to_f32(s[i]));
-    });
-    return bad;
+    return count_not_under(src, t, n, std::numeric_limits<float>::infinity());
   }
 
   void accumulate_sum_squares(const void* src, DType t, size_t n, double* acc) override { *acc += sum_squares(src, t, n); }
   void accumulate_nonfinite(const void* src, DType t, size_t n, double* acc, float limit) override {
-    size_t bad = 0;
-    dispatch(t, [&](auto* tag) {
-      using T = std::remove_pointer_t<decltype(tag)>;
-      const T* s = static_cast<const T*>(src);
-      for (size_t i = 0; i < n; ++i) bad += !(std::fabs(to_f32(s[i])) < limit);
-    });
-    *acc += double(bad);
+    *acc += double(count_not_under(src, t, n, limit));
   }
   void accumulate_fixed_square_sum(const int64_t* src, size_t n, math::FixedSquareSum* acc) override {
     for (size_t i = 0; i < n; ++i) acc->add_square(src[i]);
