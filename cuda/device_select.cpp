@@ -52,6 +52,7 @@ DeviceChoice select_device(MPI_Comm comm) {
   std::vector<std::string> uuids;
   for (int r = 0; r < local_world; ++r) uuids.emplace_back(all.data() + size_t(r) * 32, 32);
   c.shared = any_gpu_shared(uuids);
+  c.ranks_on_device = ranks_on_same_gpu(uuids, local_rank);
   return c;
 }
 

@@ -17,6 +17,7 @@ struct DeviceChoice {
   int device_count = 0;   // devices this rank sees
   std::string uuid;       // of the chosen device
   bool shared = false;    // some GPU of this node serves two of its ranks (same UUID)
+  int ranks_on_device = 1;  // node-local ranks on this rank's GPU, itself included
 };
 
 // Collective over `comm`: splits it by node, picks local_rank % visible devices, makes it current

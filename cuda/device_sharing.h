@@ -14,5 +14,8 @@ int device_for_local_rank(int local_rank, int visible_devices);
 
 // Given each node-local rank's device UUID (index = local rank), whether any GPU serves two ranks.
 bool any_gpu_shared(const std::vector<std::string>& uuid_by_local_rank);
+// How many node-local ranks use the GPU of `local_rank` (itself included): the ranks whose memory plans
+// that device must hold together.
+int ranks_on_same_gpu(const std::vector<std::string>& uuid_by_local_rank, int local_rank);
 
 }  // namespace zero

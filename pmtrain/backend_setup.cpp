@@ -51,6 +51,14 @@ size_t device_bytes_in_use(const Config& cfg) {
   return cfg.backend == Backend::Cuda ? load_cuda_backend().api->device_bytes_in_use() : 0;
 }
 
+std::vector<DeviceMemory> probe_devices(const Config& cfg, int rank) {
+  if (cfg.backend != Backend::Cuda) return {};
+  require_backend_here(cfg, rank);
+  const CudaBackendLoad& cuda = load_cuda_backend();
+  ZERO_CHECK(cuda.api->probe_devices, "{}: the CUDA backend module {} has no probe_devices", cfg.source, cuda.path);
+  return cuda.api->probe_devices();
+}
+
 BackendParts make_backend(const Config& cfg, Communicator& comm) {
   require_backend_here(cfg, comm.rank());
   // The host's math threads per rank (`threads`; one when ranks share the cores): the CPU backend's

@@ -5,10 +5,12 @@
 // (cuda_backend_loader.h), so the CPU backend maps no CUDA library.
 #pragma once
 #include <exception>
+#include <vector>
 
 #include "model/param_access.h"
 #include "pmtrain/backend_parts.h"
 #include "pmtrain/config.h"
+#include "pmtrain/device_memory.h"
 
 namespace zero::pmtrain {
 
@@ -27,6 +29,11 @@ ScoringBackend make_scoring_backend(const Config& cfg, const model::DenseParams&
 // context, cuBLASLt workspaces, NCCL and the activation pool's cached blocks included, and on a shared GPU
 // the other processes' too); 0 on the CPU backend.
 size_t device_bytes_in_use(const Config& cfg);
+
+// Collective over MPI_COMM_WORLD (every rank calls it, cuda or not): on the CUDA backend picks each rank's GPU
+// as make_backend will and returns every rank's (index = rank: free and total memory, ranks sharing it), for
+// the memory check before any data is read; empty on the CPU backend. Throws as require_backend_here does.
+std::vector<DeviceMemory> probe_devices(const Config& cfg, int rank);
 
 // Whether an error is the device running out of memory (the model's activations or an engine buffer).
 bool is_out_of_memory(const std::exception& e);

@@ -19,17 +19,22 @@
 namespace zero::pmtrain {
 
 namespace {
-// What `train --dry-run` prints: the batch at this world size and the memory per rank on this node;
-// ConfigError (after the plan) when the node cannot hold its ranks.
+// What `train --dry-run` prints: the batch at this world size and the memory per rank on this node (on the
+// CUDA backend the host's share, then the plan per rank on its GPU, which a dry run does not check: it opens
+// no device); ConfigError (after the plan) when the node cannot hold its ranks.
 void print_plan(const Config& cfg, int world, int per_node) {
   const auto tok = data::Tokenizer::from_file(cfg.data.tokenizer);
   const auto qc = resolve_model_config(cfg.model, tok.vocab_size());
   const model::Qwen3RewardModel m(qc, reward_model_options(cfg));
   const ResolvedBatch b = run_batch(cfg, world);  // the trainer's batch (engine_assembly.h)
-  const MemoryPlan plan = plan_memory(cfg, qc, engine_groups(m.groups()), world, per_node, b.micro, b.accum);
-  printf("%s: world %d (%d per node), stage %lld, batch global %lld = micro %lld x accum %lld x world %d\n%s\n",
+  const std::vector<GroupInfo> groups = engine_groups(m.groups());
+  const MemoryPlan plan = plan_memory(cfg, qc, groups, world, per_node, b.micro, b.accum);
+  printf("%s: world %d (%d per node), stage %lld, batch global %lld = micro %lld x accum %lld x world %d\n%s%s\n",
          cfg.source.c_str(), world, per_node, (long long)cfg.zero.stage, (long long)b.global, (long long)b.micro,
-         (long long)b.accum, world, plan.describe().c_str());
+         (long long)b.accum, world, cfg.backend == Backend::Cuda ? "host memory " : "", plan.describe().c_str());
+  if (cfg.backend == Backend::Cuda)
+    printf("GPU memory %s (checked against the GPUs when the run starts)\n",
+           plan_gpu_memory(cfg, qc, groups, world, b.micro, b.accum, {}).describe().c_str());
   // The breakdown is printed above: the error says what to change, not the plan again.
   ZERO_REQUIRE(fits_on_node(plan), ConfigError,
                "{}: does not fit on this node (above); try {}{}a smaller batch.micro or more nodes, or compare stages "

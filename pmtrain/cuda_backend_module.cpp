@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+
+#include "comm/mpi_check.h"
 #include "cuda/check.h"
 #include "cuda/cuda_ops.h"
 #include "cuda/device_allocator.h"
@@ -48,6 +51,33 @@ size_t device_bytes_in_use() {
   return total_bytes - free_bytes;
 }
 
+std::vector<DeviceMemory> probe_devices() {
+  const DeviceChoice dev = select_device(MPI_COMM_WORLD);
+  // A fixed-size record per rank for one all-gather.
+  struct Record {
+    int64_t device, ranks_on_device;
+    uint64_t free_bytes, total_bytes;
+    char name[96];
+  } mine{};
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, dev.device));
+  mine.device = dev.device, mine.ranks_on_device = dev.ranks_on_device;
+  mine.free_bytes = free_bytes, mine.total_bytes = total_bytes;
+  std::snprintf(mine.name, sizeof mine.name, "%s", prop.name);
+  int world = 1;
+  MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world));
+  std::vector<Record> all(static_cast<size_t>(world));
+  MPI_CHECK(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, MPI_COMM_WORLD));
+  std::vector<DeviceMemory> out;
+  for (int r = 0; r < world; ++r) {
+    const Record& x = all[size_t(r)];
+    out.push_back({r, int(x.device), int(x.ranks_on_device), size_t(x.free_bytes), size_t(x.total_bytes), x.name});
+  }
+  return out;
+}
+
 ScoringBackend make_scoring(const CudaBackendOptions& o, const model::DenseParams& host) {
   ScoringBackend b;
   b.model_ops = model::make_cuda_model_ops({nullptr, o.activations, o.attention});
@@ -64,6 +94,7 @@ extern "C" __attribute__((visibility("default"))) const zero::pmtrain::CudaBacke
   static const zero::pmtrain::CudaBackendApi api{.device_count = zero::cuda_device_count,
                                                  .make_training = zero::pmtrain::make_training,
                                                  .make_scoring = zero::pmtrain::make_scoring,
-                                                 .device_bytes_in_use = zero::pmtrain::device_bytes_in_use};
+                                                 .device_bytes_in_use = zero::pmtrain::device_bytes_in_use,
+                                                 .probe_devices = zero::pmtrain::probe_devices};
   return &api;
 }

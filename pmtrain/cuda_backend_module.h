@@ -13,14 +13,18 @@
 // thrown in the module is caught by pmtrain's handlers by type. The module is never unloaded (its code
 // runs the destructors of the objects it made).
 #pragma once
+#include <vector>
+
 #include "core/dtype.h"
 #include "model/attention.h"
 #include "model/param_access.h"
 #include "pmtrain/backend_parts.h"
+#include "pmtrain/device_memory.h"
 
 namespace zero::pmtrain {
 
-inline constexpr int kCudaBackendAbi = 3;  // 2: BackendParts carries the step clock; 3: device_bytes_in_use
+// 2: BackendParts carries the step clock; 3: device_bytes_in_use; 4: probe_devices
+inline constexpr int kCudaBackendAbi = 4;
 // The entry point's name, defined by the module and looked up by the loader.
 #define ZERO_PMTRAIN_CUDA_BACKEND_ENTRY zero_pmtrain_cuda_backend
 
@@ -42,6 +46,9 @@ struct CudaBackendApi {
   ScoringBackend (*make_scoring)(const CudaBackendOptions& options, const model::DenseParams& host) = nullptr;
   // Bytes in use on this process's current device (cudaMemGetInfo: total - free), for `pmtrain bench`.
   size_t (*device_bytes_in_use)() = nullptr;
+  // Collective over MPI_COMM_WORLD: picks this rank's device as make_training will, and returns every rank's
+  // (index = rank), so each rank checks the memory plan against the same tightest GPU.
+  std::vector<DeviceMemory> (*probe_devices)() = nullptr;
 };
 
 // The module's entry point (extern "C" ZERO_PMTRAIN_CUDA_BACKEND_ENTRY). Never throws; the result lives as long

@@ -167,8 +167,7 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
   const double attn_fwd = L * attention_flops(w.scores, double(q.q_dim()), 1.0);
   const model::ActivationPlan ap =
       model::plan_activations(q, int64_t(std::ceil(T)), int64_t(std::ceil(w.seqs)), s.cfg.model.activation_checkpointing,
-                              s.device == PlanDevice::Cpu ? model::kCpuActivations : model::kGpuActivations,
-                              s.cfg.model.selective_layers);
+                              activation_dtypes(s.cfg, s.device), s.cfg.model.selective_layers);
   const double recomputed = double(ap.full_layers) / L;  // the share of layers whose forward runs twice
   // Each projection's three GEMMs (forward, input and weight gradient; the forward again where recomputed)
   // at their own measured rates for T tokens of that shape (else the profile's one gemm_flops).

@@ -18,6 +18,20 @@ size_t cpu_process_baseline_bytes() { return resident_bytes() + kCpuRuntimeBeyon
 
 size_t host_memory_bytes() { return size_t(sysconf(_SC_PHYS_PAGES)) * size_t(sysconf(_SC_PAGE_SIZE)); }
 
+namespace {
+size_t largest_tensor_elements(const std::vector<GroupInfo>& groups) {
+  size_t largest = 0;
+  for (const GroupInfo& g : groups)
+    for (const TensorInfo& t : g.tensors) largest = std::max(largest, t.numel);
+  return largest;
+}
+}  // namespace
+
+model::ActivationDTypes activation_dtypes(const Config& cfg, PlanDevice device) {
+  return device == PlanDevice::Gpu && cfg.zero.param_dtype == DType::BF16 ? model::kGpuActivations
+                                                                          : model::kCpuActivations;
+}
+
 MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
                             int world, int64_t micro_pairs, int64_t accum_steps, PlanDevice device,
                             size_t process_baseline) {
@@ -35,47 +49,91 @@ MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, con
   const int64_t seqs = 2 * micro_pairs, tokens = seqs * cfg.data.max_len;
   const model::ActivationCheckpointing ckpt = cfg.model.activation_checkpointing;
   if (device == PlanDevice::Cpu) {
-    m.activations = model::plan_activations(qc, tokens, seqs, ckpt, model::kCpuActivations, cfg.model.selective_layers).peak;
+    m.activations =
+        model::plan_activations(qc, tokens, seqs, ckpt, activation_dtypes(cfg, device), cfg.model.selective_layers).peak;
     // Besides the activations, the larger of an op's own scratch (during a step) and the engine's
     // init_params host scratch (one whole tensor in fp32, the embedding, before any activation exists).
-    size_t largest = 0;
-    for (const GroupInfo& g : groups)
-      for (const TensorInfo& t : g.tensors) largest = std::max(largest, t.numel);
-    const size_t init_scratch = 4 * largest;
+    const size_t init_scratch = 4 * largest_tensor_elements(groups);
     const size_t op_scratch = model::cpu_op_scratch_bytes(qc, cfg.data.max_len, ec.param_dtype == DType::BF16);
     m.runtime = process_baseline + std::max(op_scratch, init_scratch > m.activations ? init_scratch - m.activations : 0);
   } else {
     const int64_t rows = (tokens + model::kTokenRowMultiple - 1) / model::kTokenRowMultiple * model::kTokenRowMultiple;
-    m.activations = model::plan_activations(qc, rows, seqs, ckpt, model::kGpuActivations, cfg.model.selective_layers).peak;
+    m.activations =
+        model::plan_activations(qc, rows, seqs, ckpt, activation_dtypes(cfg, device), cfg.model.selective_layers).peak;
     const size_t used = m.params + m.grads + m.optimizer + m.comm_buffers + m.gathered + m.activations;
     m.runtime = kCudaContextBytes + size_t(kCudaPoolSlack * double(used));
   }
+  m.device = device;
   m.ranks_on_node = 1;
   return m;
 }
 
+
 MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
                        int world, int ranks_on_node, int64_t micro_pairs, int64_t accum_steps) {
-  // The host's share only: on the CUDA backend the host holds the process, not the model (GPU memory
-  // is `pmtrain plan`'s question).
-  MemoryPlan m = plan_rank_memory(cfg, qc, groups, world, micro_pairs, accum_steps, PlanDevice::Cpu);
+  MemoryPlan m;
+  if (cfg.backend == Backend::Cuda) {
+    // The model, the engine and the activations live on the GPU (plan_gpu_memory); the host holds the
+    // process and, one at a time, a tensor being initialised or a checkpoint's copy of the optimizer state
+    // (checkpoint/shard_layout.h: master, m and v of every group's shard, fp32).
+    const size_t init_scratch = 4 * largest_tensor_elements(groups);
+    size_t checkpoint_copy = 0;
+    if (cfg.run.save_final || cfg.run.save_every > 0) {
+      const Partition part = make_partition(groups, world, size_t(cfg.zero.bucket_elements));
+      for (const GroupLayout& g : part.groups) checkpoint_copy += 3 * sizeof(float) * g.shard;
+    }
+    // Named as what it holds: the optimizer's copy, or the runtime's scratch.
+    if (checkpoint_copy > init_scratch) m.optimizer = checkpoint_copy;
+    m.runtime = cpu_process_baseline_bytes() + (checkpoint_copy > init_scratch ? 0 : init_scratch);
+  } else {
+    m = plan_rank_memory(cfg, qc, groups, world, micro_pairs, accum_steps, PlanDevice::Cpu);
+  }
   m.node_bytes = host_memory_bytes();
   m.ranks_on_node = ranks_on_node;
   return m;
 }
 
+MemoryPlan plan_gpu_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
+                           int world, int64_t micro_pairs, int64_t accum_steps, const std::vector<DeviceMemory>& devices) {
+  MemoryPlan m = plan_rank_memory(cfg, qc, groups, world, micro_pairs, accum_steps, PlanDevice::Gpu);
+  m.node_bytes = 0;
+  m.where = "no GPU probed";
+  // What a GPU offers its ranks: its free memory, plus the CUDA contexts that free memory already lost and
+  // each rank's plan counts again (kCudaContextBytes in runtime), never more than the device holds.
+  auto offered = [](const DeviceMemory& d) {
+    return std::min(d.total_bytes, d.free_bytes + size_t(d.ranks_on_device) * kCudaContextBytes);
+  };
+  const DeviceMemory* tightest = nullptr;
+  for (const DeviceMemory& d : devices)
+    if (!tightest || double(offered(d)) / d.ranks_on_device < double(offered(*tightest)) / tightest->ranks_on_device)
+      tightest = &d;
+  if (tightest) {
+    const DeviceMemory& d = *tightest;
+    auto gib = [](size_t b) { return double(b) / double(1ull << 30); };
+    m.node_bytes = offered(d);
+    m.ranks_on_node = d.ranks_on_device;
+    m.where = fmt::format("GPU {} of rank {} ({}: {:.2f} GiB, {:.2f} GiB free)", d.device, d.rank, d.name,
+                          gib(d.total_bytes), gib(d.free_bytes));
+  }
+  return m;
+}
+
 std::string MemoryPlan::describe() const {
   auto gib = [](size_t b) { return double(b) / double(1ull << 30); };
-  return fmt::format(
-      "per rank: params {:.2f} GiB, grads {:.2f} GiB, optimizer {:.2f} GiB, comm buffers {:.2f} GiB, gathered "
-      "{:.2f} GiB, activations {:.2f} GiB, runtime {:.2f} GiB = {:.2f} GiB; {} ranks on this node need {:.2f} GiB "
-      "of {:.2f} GiB",
-      gib(params), gib(grads), gib(optimizer), gib(comm_buffers), gib(gathered), gib(activations), gib(runtime),
-      gib(total()), ranks_on_node, gib(total() * size_t(ranks_on_node)), gib(node_bytes));
+  const std::string parts = fmt::format(
+      "per rank{}: params {:.2f} GiB, grads {:.2f} GiB, optimizer {:.2f} GiB, comm buffers {:.2f} GiB, gathered "
+      "{:.2f} GiB, activations {:.2f} GiB, runtime {:.2f} GiB = {:.2f} GiB",
+      device == PlanDevice::Gpu ? " on its GPU" : "", gib(params), gib(grads), gib(optimizer), gib(comm_buffers),
+      gib(gathered), gib(activations), gib(runtime), gib(total()));
+  if (device == PlanDevice::Gpu && node_bytes == 0) return parts;  // no device to hold it against
+  return fmt::format("{}; {} ranks on {} need {:.2f} GiB of {:.2f} GiB", parts, ranks_on_node, where,
+                     gib(total() * size_t(ranks_on_node)), gib(node_bytes));
 }
 
 bool fits_on_node(const MemoryPlan& plan) {
-  return plan.total() * size_t(plan.ranks_on_node) <= plan.node_bytes / 10 * 9;
+  // A GPU plan carries its own slack (kCudaPoolSlack); host memory keeps a tenth for everything else.
+  const size_t usable = plan.device == PlanDevice::Gpu ? plan.node_bytes : plan.node_bytes / 10 * 9;
+  return plan.total() * size_t(plan.ranks_on_node) <= usable;
 }
 
 std::string checkpointing_advice(const Config& cfg) {
@@ -91,6 +149,17 @@ void require_fits(const MemoryPlan& plan, const Config& cfg) {
   if (fits_on_node(plan)) return;
   const std::string higher = cfg.zero.stage < 3 ? "a higher zero.stage, " : "";
   const std::string ckpt = checkpointing_advice(cfg);
+  if (plan.device == PlanDevice::Gpu)
+    throw ConfigError(fmt::format(
+        "{}: the GPU cannot hold the run: {}. Use {}{}a smaller batch.micro (or batch.micro_tokens), or more GPUs "
+        "(`pmtrain plan {} --gpu-mem 80GiB --world 8,16` compares them).",
+        cfg.source, plan.describe(), higher, ckpt, cfg.source));
+  if (cfg.backend == Backend::Cuda)  // the host's share of a GPU run: the process and a checkpoint's copy
+    throw ConfigError(fmt::format(
+        "{}: this machine cannot hold the run's host memory: {}. Use fewer ranks on this node, {}or no "
+        "checkpoints (run.save_final false, run.save_every 0): a checkpoint copies each rank's optimizer state "
+        "into host memory",
+        cfg.source, plan.describe(), higher));
   throw ConfigError(fmt::format(
              "{}: this machine cannot hold the run: {}. Use more nodes, {}{}a smaller batch.micro, or the cuda "
              "backend on GPUs with enough memory (`pmtrain plan {} --gpu-mem 24GiB,80GiB` compares them).",

@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "model/activation_plan.h"
 #include "model/qwen3_config.h"
+#include "pmtrain/device_memory.h"
 #include "pmtrain/config.h"
 #include "zero/partition.h"
 
@@ -34,10 +36,18 @@ struct MemoryPlan {
   size_t params = 0, grads = 0, optimizer = 0, comm_buffers = 0, gathered = 0, activations = 0;
   size_t runtime = 0;  // CPU: process baseline + host scratch (see plan_rank_memory); GPU: CUDA context + pool slack
   size_t total() const { return params + grads + optimizer + comm_buffers + gathered + activations + runtime; }
-  size_t node_bytes = 0;  // what the node offers (host memory for the CPU backend)
+  // Where the plan must fit: a node's host memory (ranks_on_node ranks, 90% of it usable), or one GPU
+  // (ranks_on_node = the ranks on that GPU; node_bytes = what it offers them; runtime holds its slack).
+  PlanDevice device = PlanDevice::Cpu;
+  size_t node_bytes = 0;  // what the node (or GPU) offers
   int ranks_on_node = 1;
+  std::string where = "this node";  // for describe(): "this node", or the GPU and its free memory
   std::string describe() const;
 };
+
+// The dtypes of the activations a backend keeps: fp32 on the CPU; on a GPU bf16 layer activations (fp32
+// residual and statistics) in bf16 mode, fp32 throughout in fp32 mode (zero.param_dtype fp32).
+model::ActivationDTypes activation_dtypes(const Config& cfg, PlanDevice device);
 
 // One rank's plan at cfg's stage and dtypes, for `world` ranks and micro-batches of micro_pairs pairs at
 // data.max_len (the worst case), accum_steps of them a step (zero.accum_dtype auto depends on it).
@@ -45,10 +55,20 @@ struct MemoryPlan {
 MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
                             int world, int64_t micro_pairs, int64_t accum_steps, PlanDevice device,
                             size_t process_baseline = cpu_process_baseline_bytes());
-// The config's backend on this node's host memory (train and --dry-run).
+// What each rank holds in this node's host memory, for `train` and --dry-run: on the CPU backend the
+// whole plan (plan_rank_memory); on the CUDA backend the process and its host staging only (the model lives on
+// the GPU): the larger of the init scratch (one tensor in fp32) and a checkpoint save's copy of the rank's
+// optimizer state (12 bytes an element of its shards) when the run saves one.
 MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
                        int world, int ranks_on_node, int64_t micro_pairs, int64_t accum_steps);
-bool fits_on_node(const MemoryPlan& plan);  // ranks_on_node x total within 90% of the node
+// The CUDA backend's plan per rank (plan_rank_memory on a GPU) against the tightest of the ranks' GPUs, as
+// probe_devices found them (index = rank): the one that offers the fewest bytes per rank on it, offering
+// its free memory plus the CUDA contexts the plan counts (at most its total). No devices: node_bytes 0
+// and where "no GPU probed".
+MemoryPlan plan_gpu_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
+                           int world, int64_t micro_pairs, int64_t accum_steps,
+                           const std::vector<DeviceMemory>& devices);
+bool fits_on_node(const MemoryPlan& plan);  // ranks_on_node x total within 90% of the node (a GPU: all it offers)
 // Throws ConfigError with the plan when it does not fit; the advice never names a stage above 3.
 void require_fits(const MemoryPlan& plan, const Config& cfg);
 // The activation-checkpointing advice of an out-of-memory message: "" when it is full already, else the

@@ -9,11 +9,15 @@ namespace zero::pmtrain {
 MemoryPlan plan_and_check_run(const Config& cfg, const model::Qwen3Config& qc, int rank, int world, int ranks_on_node,
                               int64_t micro_pairs, int64_t accum_steps) {
   const model::Qwen3RewardModel planned(qc, reward_model_options(cfg));  // its groups, no parameters
-  const MemoryPlan plan = plan_memory(cfg, qc, engine_groups(planned.groups()), world, ranks_on_node, micro_pairs,
-                                      accum_steps);
+  const std::vector<GroupInfo> groups = engine_groups(planned.groups());
+  const MemoryPlan host = plan_memory(cfg, qc, groups, world, ranks_on_node, micro_pairs, accum_steps);
   require_backend_here(cfg, rank);  // no GPU: one line now, not after the data is read
-  require_fits(plan, cfg);
-  return plan;
+  require_fits(host, cfg);
+  if (cfg.backend != Backend::Cuda) return host;
+  const MemoryPlan gpu =
+      plan_gpu_memory(cfg, qc, groups, world, micro_pairs, accum_steps, probe_devices(cfg, rank));
+  require_fits(gpu, cfg);  // every rank saw the same devices: all stop here together, or none
+  return gpu;
 }
 
 size_t TrainStack::tracked_peak_bytes() const {

@@ -14,6 +14,7 @@ TEST(DeviceSharing, SlurmGpusPerTaskIsNotSharedThoughEveryTaskSeesDevice0) {
     uuids.push_back("GPU-000" + std::to_string(r));
   }
   EXPECT_FALSE(any_gpu_shared(uuids));
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(ranks_on_same_gpu(uuids, r), 1);
 }
 
 TEST(DeviceSharing, AllGpusVisibleRanksPickModuloAndShareOnlyWhenMoreRanksThanGpus) {
@@ -25,6 +26,10 @@ TEST(DeviceSharing, AllGpusVisibleRanksPickModuloAndShareOnlyWhenMoreRanksThanGp
   EXPECT_FALSE(any_gpu_shared(four));
   EXPECT_EQ(six[4], "a");
   EXPECT_TRUE(any_gpu_shared(six));
+  // 6 ranks on 4 GPUs: a and b hold two ranks' plans each, c and d one.
+  const int expected[6] = {2, 2, 1, 1, 2, 2};
+  for (int r = 0; r < 6; ++r) EXPECT_EQ(ranks_on_same_gpu(six, r), expected[r]) << "local rank " << r;
+  EXPECT_EQ(ranks_on_same_gpu(four, 3), 1);
 }
 
 TEST(DeviceSharing, TwoRanksOnOneGpuAreShared) {

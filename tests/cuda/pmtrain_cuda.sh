@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # pmtrain with `backend: cuda` end to end (issue 10), on the tiny config in fp32 (zero.param_dtype=fp32):
 #  1. 1 rank: the per-step losses equal the CPU backend's within 1e-4 relative;
+#  1c. the memory check before any data is read: the run's plan per rank on its GPU in the log, and a model the
+#     GPU cannot hold (Qwen3-8B in fp32 at stage 0: 20 bytes a parameter, 151 GB) refused in one line naming
+#     the GPU, before its tokens are read; on the emulated device, also two ranks sharing a GPU too small for
+#     both (ZERO_EMULATED_DEVICE_GIB) though big enough for one;
 #  2. 1 rank: stop at step 2 and resume: the steps after equal the uninterrupted run bit for bit (loss, grad
 #     norm, pair ids), as tests/pmtrain/resume.sh checks on the CPU;
 #  3. 2 ranks on the one GPU (pmtrain gives each rank its own NCCL_HOSTID when ranks share a GPU), stages 0
@@ -89,6 +93,31 @@ for r in train:
 print("cuda breakdown of the last step:", {k: round(v, 6) for k, v in train[-1]["time_s"].items()})
 PY
 grep '^time in train steps' $TMP/gpu1.txt || fail "no step-time shares line on cuda"
+
+# 1c. The memory check before any data is read (the host holds only the process: no checkpoint is saved here).
+grep -q "^pmtrain: memory plan per rank on its GPU: .* 1 ranks on GPU 0 of rank 0 (" $TMP/gpu1.txt \
+  || { grep "memory plan" $TMP/gpu1.txt; fail "gpu1: no GPU memory plan in the log"; }
+# refused NAME WANT CMD...: CMD fails in one line holding WANT, having read no data (no "train split" line).
+refused() {
+  local name=$1 want=$2; shift 2
+  ! timeout 300 "$@" > $TMP/refused.txt 2>&1 || { cat $TMP/refused.txt; fail "$name: ran"; }
+  grep -qF -- "$want" $TMP/refused.txt || { cat $TMP/refused.txt; fail "$name: message lacks '$want'"; }
+  ! grep -q "train split" $TMP/refused.txt || { cat $TMP/refused.txt; fail "$name: data was read before the check"; }
+  echo "ok: $name: $(grep -F -- "$want" $TMP/refused.txt | head -1 | cut -c1-240)"
+}
+if on_gpu; then
+  refused "Qwen3-8B in fp32 on one GPU" "the GPU cannot hold the run: per rank on its GPU" \
+    $MPIRUN -np 1 "$PMTRAIN" train $BASE --set run.dir=$TMP/big --set backend=cuda --set model.preset=qwen3-8b \
+    --set zero.param_dtype=fp32 --set zero.stage=0 --set run.save_final=false
+  grep -q "1 ranks on GPU 0 of rank 0" $TMP/refused.txt || { cat $TMP/refused.txt; fail "the refusal does not name the GPU"; }
+  if [[ "${ZERO_PMTRAIN_CUDA_BACKEND:-}" == *emulated* ]]; then  # the emulator's device: as small as we like
+    ZERO_EMULATED_DEVICE_GIB=1.5 train 1 small1 --set backend=cuda --set zero.param_dtype=fp32 --set run.steps=1 \
+      --set run.save_final=false
+    ZERO_EMULATED_DEVICE_GIB=1.5 refused "two ranks on a 1.5 GiB GPU" \
+      "2 ranks on GPU 0 of rank 0 (zero SIMT emulator (host, not a GPU): 1.50 GiB, 1.50 GiB free) need" \
+      $MPIRUN -np 2 "$PMTRAIN" train $BASE --set run.dir=$TMP/small2 --set backend=cuda --set zero.param_dtype=fp32
+  fi
+fi
 
 # 2. Resume at 1 rank, bit-exact.
 train 1 cut1 --set backend=$GPU --set zero.param_dtype=fp32 --set run.stop_at=2

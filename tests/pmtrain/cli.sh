@@ -73,3 +73,14 @@ grep -qE '^  warmup_ratio: 0\.05$' $TMP/dry.txt || fail "dry run: warmup_ratio n
 grep -q '^fits$' $TMP/dry.txt || fail "dry run: no memory plan"
 [ ! -e $TMP/dry ] || fail "dry run created the run directory"
 echo "ok: train --dry-run printed the resolved config and the plan, wrote nothing"
+# backend cuda: the host holds the process only (no checkpoint saved), the model's 1.72e9 parameters go on
+# the GPU (2 bytes each in bf16: 3.20 GiB), which a dry run prints and does not check. Before, this 24 GiB
+# machine was asked for the whole plan in host memory (67 GiB) and refused it.
+"$PMTRAIN" train configs/qwen3_1_7b_bs128.yaml --dry-run --set backend=cuda --set batch.world=1 \
+  --set run.save_final=false --set run.save_every=0 --set data.cache_dir=$TMP/cache > $TMP/dry_cuda.txt \
+  || { tail -3 $TMP/dry_cuda.txt; fail "dry run (cuda): the host share did not fit"; }
+grep -q '^host memory per rank: params 0.00 GiB, grads 0.00 GiB, optimizer 0.00 GiB, .*; 1 ranks on this node need' \
+  $TMP/dry_cuda.txt || { cat $TMP/dry_cuda.txt | tail -3; fail "dry run (cuda): no host plan"; }
+grep -q '^GPU memory per rank on its GPU: params 3.20 GiB, .*(checked against the GPUs when the run starts)$' \
+  $TMP/dry_cuda.txt || { tail -3 $TMP/dry_cuda.txt; fail "dry run (cuda): no GPU plan"; }
+echo "ok: train --dry-run on cuda: $(grep '^GPU memory' $TMP/dry_cuda.txt | cut -c1-120)"

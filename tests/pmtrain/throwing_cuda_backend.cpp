@@ -11,12 +11,15 @@ int one_device() { return 1; }
 BackendParts make_training(const CudaBackendOptions&, int rank) {
   throw zero::InputError(fmt::format("thrown in the test module by make_training (rank {})", rank));
 }
+// An 80 GiB device, free: the run passes the memory check and reaches make_training.
+std::vector<DeviceMemory> probe_devices() { return {{0, 0, 1, size_t(80) << 30, size_t(80) << 30, "test module"}}; }
 ScoringBackend make_scoring(const CudaBackendOptions&, const zero::model::DenseParams&) {
   throw zero::InputError("thrown in the test module by make_scoring");
 }
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) const CudaBackendApi* ZERO_PMTRAIN_CUDA_BACKEND_ENTRY() {
-  static const CudaBackendApi api{.device_count = one_device, .make_training = make_training, .make_scoring = make_scoring};
+  static const CudaBackendApi api{.device_count = one_device, .make_training = make_training, .make_scoring = make_scoring,
+                                  .probe_devices = probe_devices};
   return &api;
 }

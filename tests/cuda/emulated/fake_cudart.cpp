@@ -4,6 +4,8 @@
 // are memcpy and memset, and a kernel runs to completion inside its launch (simt_emulator.h), so every stream is
 // already ordered and synchronised; events keep the host time they were recorded at. One device, named
 // so a log cannot mistake it for a GPU, with an H100's limits (80 GiB, 227 KiB of shared memory a block).
+// ZERO_EMULATED_DEVICE_GIB gives it another size (tests of the memory checks): cudaMemGetInfo and the device's
+// properties report it, and a cudaMalloc past it fails as on a GPU (cudaErrorMemoryAllocation).
 #include <cuda_runtime_api.h>
 
 #include <chrono>
@@ -19,7 +21,13 @@
 
 namespace {
 
-constexpr size_t kTotalBytes = size_t(80) << 30;
+size_t total_device_bytes() {
+  static const size_t bytes = [] {
+    const char* gib = std::getenv("ZERO_EMULATED_DEVICE_GIB");
+    return gib && *gib ? size_t(std::strtod(gib, nullptr) * double(size_t(1) << 30)) : size_t(80) << 30;
+  }();
+  return bytes;
+}
 constexpr int kSharedOptin = 227 * 1024;
 
 // Device and pinned buffers are guarded (guarded_memory.h): a kernel or copy that runs past one faults at
@@ -129,6 +137,7 @@ extern "C" {
 cudaError_t cudaMalloc(void** p, size_t size) {
   Allocations& a = allocations();
   std::lock_guard<std::mutex> lock(a.mu);
+  if (size > total_device_bytes() - a.device_bytes) return cudaErrorMemoryAllocation;
   const cudaError_t rc = allocate(a.device, p, size);
   if (rc == cudaSuccess) a.device_bytes += size;
   return rc;
@@ -259,7 +268,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
   std::memset(prop, 0, sizeof *prop);
   std::strncpy(prop->name, "zero SIMT emulator (host, not a GPU)", sizeof prop->name - 1);
   std::memcpy(prop->uuid.bytes, "zero-emulator-00", 16);
-  prop->totalGlobalMem = kTotalBytes;
+  prop->totalGlobalMem = total_device_bytes();
   prop->sharedMemPerBlock = 48 * 1024;
   prop->sharedMemPerBlockOptin = kSharedOptin;
   prop->major = 9, prop->minor = 0;
@@ -287,8 +296,8 @@ cudaError_t cudaFuncSetAttribute(const void*, enum cudaFuncAttribute attr, int v
 cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
   Allocations& a = allocations();
   std::lock_guard<std::mutex> lock(a.mu);
-  *total = kTotalBytes;
-  *free = kTotalBytes - a.device_bytes;
+  *total = total_device_bytes();
+  *free = *total - a.device_bytes;
   return cudaSuccess;
 }
 cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, const void* ptr) {
