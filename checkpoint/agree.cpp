@@ -1,6 +1,7 @@
 #include "checkpoint/agree.h"
 
-#include <cstring>
+#include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "checkpoint/file_io.h"
@@ -32,13 +33,21 @@ std::optional<Failure> agree(Communicator& comm, const std::optional<Failure>& l
   double meta[2] = {0, 0};  // message length, kind (from the root only)
   if (r == root) meta[0] = double(local->message.size()), meta[1] = double(int(local->kind));
   comm.all_reduce_scalars(meta, 2, ReduceOp::Max);
+  // The root's message as scalars, 6 bytes a double (integers below 2^48: exact), every other rank's zeros,
+  // combined by max. Scalars are host values on every backend; a broadcast's buffer would have to be the
+  // backend's memory (NCCL: the device's), and the engine's communicator is the one checkpoints use.
   const size_t len = size_t(meta[0]);
-  std::vector<int32_t> words((len + 3) / 4 + 1, 0);
-  if (r == root) std::memcpy(words.data(), local->message.data(), len);
-  comm.broadcast(words.data(), words.size(), DType::I32, root);  // raw bytes: no arithmetic on them
+  constexpr size_t kBytesPerScalar = 6;
+  std::vector<double> packed((len + kBytesPerScalar - 1) / kBytesPerScalar, 0.0);
+  if (r == root)
+    for (size_t i = 0; i < len; ++i)
+      packed[i / kBytesPerScalar] += double(uint8_t(local->message[i])) * std::ldexp(1.0, int(8 * (i % kBytesPerScalar)));
+  if (!packed.empty()) comm.all_reduce_scalars(packed.data(), packed.size(), ReduceOp::Max);
   Failure f;
   f.kind = ErrorKind(int(meta[1]));
-  f.message.assign(reinterpret_cast<const char*>(words.data()), len);
+  f.message.resize(len);
+  for (size_t i = 0; i < len; ++i)
+    f.message[i] = char(uint8_t(uint64_t(packed[i / kBytesPerScalar]) >> (8 * (i % kBytesPerScalar))));
   if (W > 1) f.message = fmt::format("rank {}: {}", root, f.message);  // the same text on every rank
   return f;
 }

@@ -9,6 +9,7 @@
 
 #include "comm/launch_env.h"
 #include "comm/mpi_check.h"
+#include "core/check.h"
 
 namespace zero {
 
@@ -16,6 +17,9 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   // Before MPI_Init: a singleton MPI_Init sets launcher variables of its own.
   if (read_env(EnvVar::SlurmJobId) && read_env(EnvVar::SlurmProcId)) {
     info_.launcher = "srun";
+    // mpirun inside an allocation also leaves Slurm's variables (its daemons are srun's tasks): its own
+    // world size then says who started the ranks.
+    if (!read_env(EnvVar::OmpiWorldSize)) info_.launcher_tasks = launcher_world().value_or(0);
   } else if (read_env(EnvVar::OmpiWorldSize) || read_env(EnvVar::PmixRank)) {
     info_.launcher = "mpirun";
   } else {
@@ -45,6 +49,13 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   info_.host = host;
+}
+
+void require_launched_world(const LaunchInfo& info) {
+  ZERO_REQUIRE(info.launcher_tasks <= info.world, ConfigError,
+               "srun started {} tasks, but MPI sees a world of {} in this one: srun did not connect them through a "
+               "PMI plugin this MPI reads. Launch with `srun --mpi=pmix` (see `srun --mpi=list`), or with mpirun",
+               info.launcher_tasks, info.world);
 }
 
 MpiRuntime::~MpiRuntime() {

@@ -15,8 +15,14 @@ struct LaunchInfo {
   int local_world = 1;
   int node_count = 1;
   std::string launcher; // "srun", "mpirun" or "none"
+  int launcher_tasks = 0;  // srun's task count (SLURM_STEP_NUM_TASKS) when srun started this process; 0: unknown
   std::string host;
 };
+
+// ConfigError when the launcher started more tasks than MPI's world holds: srun without a PMI plugin this MPI
+// reads (a site whose MpiDefault is none) starts every task as a world of its own, so N copies of the job
+// would each train alone, all on the first GPU and into one run directory.
+void require_launched_world(const LaunchInfo& info);
 
 class MpiRuntime {
  public:

@@ -9,8 +9,10 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
@@ -90,17 +92,23 @@ class Communicator {
   double peer_timeout() const { return peer_timeout_s_; }
   // A scope in which one rank may legitimately keep the others waiting long (rank 0 tokenizing the data,
   // checkpoint writes: work without poll points, see peer_watch.h): waits get `seconds` instead (0 =
-  // forever). Every rank enters the same scopes, as they issue the same collectives.
+  // forever), on every communicator named (a run's MPI world and its engine's NCCL one; null ones are
+  // skipped). Every rank enters the same scopes, as they issue the same collectives.
   class SlowPhase {
    public:
-    SlowPhase(Communicator& c, double seconds) : c_(c), saved_(c.peer_timeout_s_) { c.peer_timeout_s_ = seconds; }
-    ~SlowPhase() { c_.peer_timeout_s_ = saved_; }
+    SlowPhase(Communicator& c, double seconds) : SlowPhase({&c}, seconds) {}
+    SlowPhase(std::initializer_list<Communicator*> comms, double seconds) {
+      for (Communicator* c : comms)
+        if (c) saved_.push_back({c, std::exchange(c->peer_timeout_s_, seconds)});
+    }
+    ~SlowPhase() {
+      for (auto& [c, s] : saved_) c->peer_timeout_s_ = s;
+    }
     SlowPhase(const SlowPhase&) = delete;
     SlowPhase& operator=(const SlowPhase&) = delete;
 
    private:
-    Communicator& c_;
-    double saved_;
+    std::vector<std::pair<Communicator*, double>> saved_;
   };
 
  protected:

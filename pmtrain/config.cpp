@@ -68,6 +68,8 @@ const Choices<std::optional<DType>> kAccumDTypes{
     {"auto", std::nullopt}, {"fp32", DType::F32}, {"bf16", DType::BF16}, {"fp16", DType::F16}};
 // zero.master: whether the fp32 master is split (EngineConfig::split_master); auto = split under bf16 params.
 const Choices<std::optional<bool>> kMasters{{"auto", std::nullopt}, {"fp32", false}, {"split", true}};
+// zero.offload: what lives in host memory (EngineConfig::offload_optimizer).
+const Choices<bool> kOffloads{{"none", false}, {"optimizer", true}};
 const Choices<optim::ScheduleKind> kSchedules{
     {"constant", optim::ScheduleKind::Constant}, {"linear", optim::ScheduleKind::Linear}, {"cosine", optim::ScheduleKind::Cosine}};
 
@@ -277,7 +279,8 @@ std::vector<Field> schema(Config& c) {
       choice("zero.accum_dtype", z.accum_dtype, kAccumDTypes, "dtype gradients accumulate in across micro-steps; auto = fp32, or the param dtype where nothing is summed (one rank, one micro-step a step, no token budget): the same bits in less memory"),
       choice("zero.reduce_dtype", z.reduce_dtype, kDTypes, "dtype of gradients on the wire"),
       field("zero.world_invariant", z.world_invariant, "the same weights, bit for bit, at any number of ranks (dividing the step's micro-batches) and any stage, so a run resumed on another world size continues exactly (same backend, device kind and threads): gradients are summed in 64-bit fixed point (exact in any order; 2^-32 resolution, terms under 2^14: a larger one skips the step like a non-finite one) and each micro-batch is cut from the whole step's pairs (give batch.micro, or batch.micro_tokens). Costs: 8-byte gradient accumulators and wire elements"),
-      choice("zero.master", z.master, kMasters, "how the fp32 master weights are kept: fp32 = an array of their own (4 bytes an element); split = as the bf16 params (their high halves, rounded half away from zero) plus their low 16 bits (2 bytes an element, the same fp32 values); auto = split with bf16 params, else fp32"),
+      choice("zero.master", z.master, kMasters, "how the fp32 master weights are kept: fp32 = an array of their own (4 bytes an element); split = as the bf16 params (their high halves, rounded half away from zero) plus their low 16 bits (2 bytes an element, the same fp32 values); auto = split with bf16 params, else fp32 (and fp32 under zero.offload)"),
+      choice("zero.offload", z.offload_optimizer, kOffloads, "ZeRO-Offload: optimizer = the fp32 master, m and v (12 bytes a parameter of the rank's shard) in host memory, AdamW run by the host's `threads` threads a chunk at a time (the gradients come down, the params go up: PCIe traffic and host time every step); the device keeps the params, the gradient accumulator and the comm buffers. The same bits as without it. none = all on the device"),
 
       field("optim.lr", o.lr, kPositive, "peak learning rate of AdamW"),
       field("optim.beta1", o.beta1, kBelowOne, "AdamW beta1"),

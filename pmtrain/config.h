@@ -119,6 +119,7 @@ struct ZeroSection {
   std::optional<DType> accum_dtype;  // unset: auto (accum_dtype_for in engine_assembly.h)
   DType reduce_dtype = EngineConfig{}.reduce_dtype;
   std::optional<bool> master;  // split master (EngineConfig::split_master); unset: auto (split under bf16 params)
+  bool offload_optimizer = false;  // zero.offload: optimizer (EngineConfig::offload_optimizer)
   // Gradient sums in fixed point and micro-batches composed over the whole step: the same bits at any
   // world size and stage (engine: DType::FX64 sums; sampler: SamplerConfig::world_invariant).
   bool world_invariant = false;

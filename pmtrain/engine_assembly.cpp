@@ -35,7 +35,10 @@ EngineConfig engine_config(const Config& cfg, int world, int64_t accum_steps, in
                  cfg.source, dtype_name(cfg.zero.reduce_dtype));
     ec.reduce_dtype = DType::FX64;
   }
-  ec.split_master = cfg.zero.master.value_or(cfg.zero.param_dtype == DType::BF16);
+  // auto: split under bf16 params, unless the master lives on the host (zero.offload), where it is fp32.
+  ec.split_master = cfg.zero.master.value_or(cfg.zero.param_dtype == DType::BF16 && !cfg.zero.offload_optimizer);
+  ec.offload_optimizer = cfg.zero.offload_optimizer;
+  ec.offload_threads = int(cfg.threads);
   ec.accum_steps = int(accum_steps);
   ec.clip_norm = float(cfg.optim.clip_norm);
   ec.adamw = {float(cfg.optim.lr), float(cfg.optim.beta1), float(cfg.optim.beta2), float(cfg.optim.eps),

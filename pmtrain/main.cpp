@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   MpiRuntime::Failure failure;
   const std::string head = fmt::format("pmtrain {}: ", cl.command);
   try {
+    require_launched_world(mpi.info());  // srun without PMI: N worlds of 1, refused before anything runs
     if (cl.command == "bench") return run_bench(cl.bench, mpi);
     if (cl.command == "calibrate") return run_calibrate(cl.calibrate, mpi);
     return cl.command == "train" ? run_train(cl.train, mpi) : run_eval(cl.eval, mpi);

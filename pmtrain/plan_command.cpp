@@ -202,6 +202,17 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
   const double step_bytes = shard * (2 * a + a + cast + a) + (c.stage == 0 && c.world > 1 ? 2 * psi * (a + r) : 0);
   const double adamw_rate = s.prof.adamw_elements > 0 ? s.prof.adamw_elements : s.prof.elementwise_bytes / 36;
   t.elementwise_s = (steps * micro_bytes + step_bytes) / (s.prof.elementwise_bytes * share) + shard / (adamw_rate * share);
+  if (ec.offload_optimizer && s.device == PlanDevice::Gpu) {
+    // zero.offload: AdamW and the cast run on the host's `threads` cores instead of the device, the gradients
+    // come down and the params go up. Assumed, not measured (a profile has no host side for a GPU): pageable
+    // copies over PCIe Gen5 x16 at kOffloadLinkBytes, shared by the node's ranks; a core steps
+    // kOffloadCoreElements elements a second, at most the node's memory bandwidth over 32 bytes an element.
+    constexpr double kOffloadLinkBytes = 20e9, kOffloadCoreElements = 200e6, kHostMemoryBytes = 200e9;
+    const double ranks = double(c.per_node);
+    const double host_rate =
+        std::min(double(std::max<int64_t>(1, s.cfg.threads)) * kOffloadCoreElements, kHostMemoryBytes / 32 / ranks);
+    t.elementwise_s += shard * (a + p) / (kOffloadLinkBytes / ranks) + shard / host_rate - shard / (adamw_rate * share);
+  }
   // SwiGLU at its own measured speed: a forward per layer, again before backward when the layer is
   // recomputed (full or selective), and a backward.
   if (s.prof.swiglu_forward_elements > 0 && s.prof.swiglu_backward_elements > 0) {
@@ -479,9 +490,16 @@ void write_sbatch(const PlanArgs& a, const Setup& s, const Cell& c) {
   // evaluation and checkpoints, rounded up to the minute.
   const double secs = double(s.cfg.run.epochs) * c.epoch_s * 1.5 + 900;
   const long mins = long(std::ceil(secs / 60));
-  // Host memory per node: the CPU plan's ranks x peak, +20%; a GPU job's host side is its processes.
-  const double node_mem = gpu ? double(c.per_node) * 16.0 * double(1ull << 30)
-                              : double(c.per_node) * double(c.m.total()) * 1.2;
+  // Host memory per node: the CPU plan's ranks x peak, +20%; a GPU job's host side is its processes and what
+  // they stage there (plan_memory with backend cuda: a checkpoint's copy, an offloaded optimizer), +20%, at
+  // least 16 GiB a rank (the data, NCCL's and CUDA's host buffers, assumed).
+  double node_mem = double(c.per_node) * double(c.m.total()) * 1.2;
+  if (gpu) {
+    Config host_cfg = with_stage(s.cfg, c.stage);
+    host_cfg.backend = Backend::Cuda;
+    const double host = double(plan_memory(host_cfg, s.qc, s.groups, c.world, c.per_node, c.micro, c.accum).total());
+    node_mem = double(c.per_node) * std::max(16.0 * double(1ull << 30), host * 1.2);
+  }
   const long mem_gib = std::max(1L, long(std::ceil(node_mem / double(1ull << 30))));
   const std::string stem = std::filesystem::path(s.cfg.source).stem().string();
   // The config as given on the command line (relative to where the job is submitted), the plan as --set.

@@ -44,6 +44,10 @@ MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, con
   m.optimizer = b.bytes(MemCategory::Master) + b.bytes(MemCategory::OptimM) + b.bytes(MemCategory::OptimV);
   m.comm_buffers = b.bytes(MemCategory::CommBuffers) + b.bytes(MemCategory::Other);
   m.gathered = b.bytes(MemCategory::Gathered);
+  if (device == PlanDevice::Gpu && b.offload) {  // zero.offload: the optimizer and its staging are host memory
+    m.optimizer = 0;
+    m.comm_buffers -= b.offload_staging_bytes();
+  }
   // Activations as the model allocates them, every sequence at max_len (the worst case of a micro-batch):
   // fp32 token rows on the CPU; the GPU path's bf16 arena with rows rounded up to its GEMM tiles.
   const int64_t seqs = 2 * micro_pairs, tokens = seqs * cfg.data.max_len;
@@ -74,16 +78,20 @@ MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const st
   MemoryPlan m;
   if (cfg.backend == Backend::Cuda) {
     // The model, the engine and the activations live on the GPU (plan_gpu_memory); the host holds the
-    // process and, one at a time, a tensor being initialised or a checkpoint's copy of the optimizer state
-    // (checkpoint/shard_layout.h: master, m and v of every group's shard, fp32).
+    // process, an offloaded optimizer (zero.offload), and one at a time a tensor being initialised or a
+    // checkpoint's copy of the optimizer state (checkpoint/shard_layout.h: master, m and v of every group's
+    // shard, fp32).
     const size_t init_scratch = 4 * largest_tensor_elements(groups);
+    // zero.offload: the optimizer, resident (master, m, v and the transfer staging: buffer_plan's host_bytes).
+    const EngineConfig ec = engine_config(cfg, world, accum_steps, 1);
+    const size_t offloaded = plan_buffers(ec, make_partition(groups, world, ec.bucket_elements)).host_bytes();
     size_t checkpoint_copy = 0;
     if (cfg.run.save_final || cfg.run.save_every > 0) {
       const Partition part = make_partition(groups, world, size_t(cfg.zero.bucket_elements));
       for (const GroupLayout& g : part.groups) checkpoint_copy += 3 * sizeof(float) * g.shard;
     }
     // Named as what it holds: the optimizer's copy, or the runtime's scratch.
-    if (checkpoint_copy > init_scratch) m.optimizer = checkpoint_copy;
+    m.optimizer = offloaded + (checkpoint_copy > init_scratch ? checkpoint_copy : 0);
     m.runtime = cpu_process_baseline_bytes() + (checkpoint_copy > init_scratch ? 0 : init_scratch);
   } else {
     m = plan_rank_memory(cfg, qc, groups, world, micro_pairs, accum_steps, PlanDevice::Cpu);

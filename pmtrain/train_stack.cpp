@@ -31,6 +31,9 @@ TrainStack assemble_train_stack(const Config& cfg, Communicator& comm, const mod
   s.ops = std::move(backend.ops);
   s.alloc = std::move(backend.alloc);
   s.engine_comm = std::move(backend.engine_comm);
+  // The engine's own communicator (NCCL) waits under the run's timeout too: a lost peer ends the job with its
+  // rank named (exit 76) instead of hanging in a stream wait. Slow phases widen both (Trainer::slow_phase).
+  if (s.engine_comm) s.engine_comm->set_peer_timeout(cfg.run.collective_timeout_s);
   s.clock = std::move(backend.clock);
   s.backend_description = std::move(backend.description);
   // The backend's model ops (null: the model's default, the CPU's).

@@ -143,7 +143,10 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     printf("pmtrain: params %s, gradients accumulated in %s%s, reduced in %s; master weights %s\n",
            dtype_name(ec.param_dtype), dtype_name(ec.accum_dtype), cfg_.zero.accum_dtype ? "" : " (zero.accum_dtype auto)",
            dtype_name(ec.reduce_dtype),
-           ec.split_master ? "fp32 split: the bf16 params + their low 16 bits (zero.master)" : "fp32");
+           ec.split_master            ? "fp32 split: the bf16 params + their low 16 bits (zero.master)"
+           : ec.offload_optimizer     ? fmt::format("fp32, with m and v in host memory, stepped by {} host thread{} "
+                                                    "(zero.offload)", ec.offload_threads, ec.offload_threads > 1 ? "s" : "").c_str()
+                                      : "fp32");
     printf("pmtrain: model %lld layers, hidden %lld, %zu parameters (%s)\n", (long long)model_cfg_.num_layers,
            (long long)model_cfg_.hidden_size, stack_.engine->partition().total_numel, init.c_str());
     printf("pmtrain: data %lld train pairs, %lld test pairs; %s\n", (long long)train_.num_pairs(),
@@ -192,6 +195,7 @@ Trainer::~Trainer() {
 }
 
 void Trainer::resume_if_asked() {
+  const auto slow = slow_phase();  // the constructor's scope began before the engine's communicator existed
   if (cfg_.run.resume.empty()) {
     // A run directory with checkpoints is someone's run: starting over there would move `latest` back
     // and mix two runs' metrics, so it takes an explicit choice.

@@ -64,7 +64,11 @@ class Trainer {
   void wait_for_saves(bool all);  // finish_pending (all = false) or wait for every save (all = true)
   // Set-up, data loading and checkpoint I/O: one rank may keep the others waiting long there
   // (run.slow_phase_timeout_s instead of run.collective_timeout_s).
-  Communicator::SlowPhase slow_phase() { return Communicator::SlowPhase(comm_, cfg_.run.slow_phase_timeout_s); }
+  // Both of the run's communicators: the MPI world and, on the CUDA backend, the engine's NCCL one (whose
+  // waits a checkpoint's collectives and the compute stream's host waits go through).
+  Communicator::SlowPhase slow_phase() {
+    return Communicator::SlowPhase({&comm_, stack_.engine_comm.get()}, cfg_.run.slow_phase_timeout_s);
+  }
   void log(const char* fmt_line) const;
 
   Config cfg_;

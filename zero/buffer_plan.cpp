@@ -12,10 +12,12 @@ BufferPlan plan_buffers(const EngineConfig& cfg, const Partition& part) {
   b.accum_dtype = cfg.accum_dtype;
   b.reduce_dtype = cfg.reduce_dtype;
   b.split_master = cfg.split_master;
+  b.offload = cfg.offload_optimizer;
   b.params = cfg.stage == 3 ? part.total_shard : part.total_padded;
   b.accum = cfg.stage >= 2 ? part.total_shard : part.total_padded;
   b.optimizer = cfg.stage == 0 ? part.total_padded : part.total_shard;
   b.staging = part.max_staged;
+  if (b.offload) b.offload_chunk = std::min(b.optimizer, cfg.offload_chunk);
   // Chunks never exceed a bucket, so a group larger than a bucket needs no full-size send buffer.
   b.chunk = std::min(part.max_bucket_padded / W, std::max<size_t>(1, cfg.bucket_elements / W));
   if (cfg.stage == 3) {
@@ -39,7 +41,7 @@ size_t BufferPlan::bytes(MemCategory c) const {
     case MemCategory::OptimV: return optimizer * 4;
     case MemCategory::CommBuffers: return 2 * staging * p + kReductionsInFlight * (chunk * size_t(world) * r + chunk * r);
     case MemCategory::Gathered: return ring_slots * ring_slot * p;
-    case MemCategory::Other: return partials * 8;
+    case MemCategory::Other: return partials * 8 + offload_staging_bytes();
     default: return 0;
   }
 }
@@ -48,6 +50,11 @@ size_t BufferPlan::total_bytes() const {
   size_t t = 0;
   for (size_t c = 0; c < kMemCategories; ++c) t += bytes(MemCategory(c));
   return t;
+}
+
+size_t BufferPlan::host_bytes() const {
+  if (!offload) return 0;
+  return bytes(MemCategory::Master) + bytes(MemCategory::OptimM) + bytes(MemCategory::OptimV) + offload_staging_bytes();
 }
 
 }  // namespace zero

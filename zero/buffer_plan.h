@@ -12,6 +12,10 @@
 //   gather ring   (prefetch_depth + 1) * U * p at stage 3       U = partition.max_unit_padded
 //   step partials 8 * (1 + tensors [+ 3])                       fp64: sum of squares, non-finite counts
 //                                                               [fixed-point sums: their exact sum of squares]
+//   offload staging  K * (a + p) in host memory                 zero.offload: one chunk's gradients down and
+//                                                               params up, K = min(optimizer, offload_chunk)
+// Under zero.offload the master, m and v (and the staging) are host memory: host_bytes(); the rest is the
+// backend's: device_bytes(). bytes(category) counts a category wherever it lives (staging under Other).
 // with Psi = partition.total_padded, S = Psi / W, C = min(max_bucket_padded, bucket_elements) / W.
 #pragma once
 #include <cstddef>
@@ -38,10 +42,15 @@ struct BufferPlan {
   size_t partials = 0;                          // fp64 step partials
   DType param_dtype = DType::F32, accum_dtype = DType::F32, reduce_dtype = DType::F32;
   bool split_master = false;  // master elements of 2 bytes (the low halves), else 4
+  bool offload = false;       // master, m, v in host memory (zero.offload)
+  size_t offload_chunk = 0;   // elements of the host staging (0 without offload)
   int world = 1;
 
-  size_t bytes(MemCategory c) const;  // by the allocator's categories
+  size_t bytes(MemCategory c) const;  // by the allocator's categories, wherever they live
   size_t total_bytes() const;
+  size_t offload_staging_bytes() const { return offload_chunk * (dtype_size(accum_dtype) + dtype_size(param_dtype)); }
+  size_t host_bytes() const;    // what zero.offload keeps in host memory (0 without it)
+  size_t device_bytes() const { return total_bytes() - host_bytes(); }
 };
 
 BufferPlan plan_buffers(const EngineConfig& cfg, const Partition& part);

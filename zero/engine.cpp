@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <thread>
 
 #include "core/check.h"
 
@@ -34,10 +35,21 @@ Engine::Engine(const EngineConfig& cfg, std::vector<GroupInfo> groups, Communica
 
   params_ = Buffer(alloc_, plan_.params, cfg_.param_dtype, MemCategory::Params);
   accum_ = Buffer(alloc_, plan_.accum, cfg_.accum_dtype, MemCategory::Grads);
+  TrackingAllocator* optim_alloc = &alloc_;
+  if (cfg_.offload_optimizer) {
+    host_ops_ = make_cpu_ops();
+    // The CPU backend's memory is host memory already: its one allocator keeps the one account.
+    if (!ops_.host_addressable()) {
+      host_alloc_ = std::make_unique<TrackingAllocator>(make_host_allocator());
+      optim_alloc = host_alloc_.get();
+    }
+    host_grad_ = Buffer(*optim_alloc, plan_.offload_chunk, cfg_.accum_dtype, MemCategory::Other);
+    host_params_ = Buffer(*optim_alloc, plan_.offload_chunk, cfg_.param_dtype, MemCategory::Other);
+  }
   // A split master's buffer holds the low halves: 16-bit patterns, stored as bf16 only for their size.
-  master_ = Buffer(alloc_, plan_.optimizer, cfg_.split_master ? DType::BF16 : DType::F32, MemCategory::Master);
-  m_ = Buffer(alloc_, plan_.optimizer, DType::F32, MemCategory::OptimM);
-  v_ = Buffer(alloc_, plan_.optimizer, DType::F32, MemCategory::OptimV);
+  master_ = Buffer(*optim_alloc, plan_.optimizer, cfg_.split_master ? DType::BF16 : DType::F32, MemCategory::Master);
+  m_ = Buffer(*optim_alloc, plan_.optimizer, DType::F32, MemCategory::OptimM);
+  v_ = Buffer(*optim_alloc, plan_.optimizer, DType::F32, MemCategory::OptimV);
   chunk_shard_ = plan_.chunk;
   for (int s = 0; s < 2; ++s) staging_[s] = Buffer(alloc_, plan_.staging, cfg_.param_dtype, MemCategory::CommBuffers);
   for (int s = 0; s < kReductionsInFlight; ++s) {
@@ -58,7 +70,7 @@ Engine::Engine(const EngineConfig& cfg, std::vector<GroupInfo> groups, Communica
   // Zeroed once: padding stays zero, and stages 0-2 never write the parameters' padding either.
   ops_.zero(params_.data(), cfg_.param_dtype, params_.count());
   ops_.zero(accum_.data(), cfg_.accum_dtype, accum_.count());
-  for (Buffer* b : {&master_, &m_, &v_}) ops_.zero(b->data(), b->dtype(), b->count());
+  for (Buffer* b : {&master_, &m_, &v_}) optim_ops().zero(b->data(), b->dtype(), b->count());
 
   offset_in_bucket_.assign(G, 0);
   bucket_units_.assign(part_.buckets.size(), 0);
@@ -147,7 +159,7 @@ void Engine::set_tensor(int g, int t, const float* full) {
                       full + (lo - t0), hi - lo);
     return;
   }
-  if (lo < hi) ops_.copy_from_host(s.master + (lo - s.begin), DType::F32, full + (lo - t0), hi - lo);
+  if (lo < hi) optim_ops().copy_from_host(s.master + (lo - s.begin), DType::F32, full + (lo - t0), hi - lo);
   if (sharded_params()) {
     const size_t p0 = size_t(rank_) * L.shard;
     lo = std::max(t0, p0), hi = std::min(t1, p0 + L.shard);
@@ -701,6 +713,10 @@ StepResult Engine::step(double loss_divisor) {
   r.lr = cfg_.schedule.lr_at(step_);
   for (size_t g = 0; g < groups_.size(); ++g) {
     const OptimizerShard s = optimizer_shard(int(g));
+    if (host_ops_) {
+      offload_adamw(int(g), s, r.lr, grad_scale);
+      continue;
+    }
     const char* grad = static_cast<const char*>(grad_for_optimizer(int(g)));
     const size_t gsz = dtype_size(cfg_.accum_dtype);
     // Each tensor's part of this rank's range, with its own weight-decay flag; padding is skipped.
@@ -722,6 +738,54 @@ StepResult Engine::step(double loss_divisor) {
   return r;
 }
 
+namespace {
+// fn(lo, hi) over [0, n) in up to `threads` contiguous parts at once: element-wise work (AdamW, a cast) gives
+// the same bits however it is split. Parts of at least 64 Ki elements, so small ranges stay on one thread.
+// Threads are started per call: at the default offload_chunk, one start per thread per 4 Mi elements.
+template <class F>
+void parallel_parts(size_t n, int threads, F&& fn) {
+  const size_t T = std::min<size_t>(size_t(threads), std::max<size_t>(1, n >> 16));
+  if (T <= 1) {
+    fn(size_t(0), n);
+    return;
+  }
+  std::vector<std::thread> workers;
+  for (size_t i = 1; i < T; ++i) workers.emplace_back([&fn, n, i, T] { fn(n * i / T, n * (i + 1) / T); });
+  fn(size_t(0), n / T);
+  for (std::thread& w : workers) w.join();
+}
+}  // namespace
+
+void Engine::offload_adamw(int g, const OptimizerShard& s, float lr, float grad_scale) {
+  const char* grad = static_cast<const char*>(grad_for_optimizer(g));
+  const size_t gsz = dtype_size(cfg_.accum_dtype), K = host_grad_.count();
+  const char* staged = static_cast<const char*>(host_grad_.data());
+  for (size_t a = 0; a < s.count; a += K) {
+    const size_t n = std::min(K, s.count - a);
+    ops_.download(host_grad_.data(), grad + a * gsz, n * gsz);
+    parallel_parts(n, cfg_.offload_threads, [&](size_t p0, size_t p1) {
+      // Each tensor's part of this thread's range, with its own weight-decay flag; padding is skipped.
+      for_each_tensor_in(g, s.begin + a + p0, s.begin + a + p1, [&](size_t t, size_t lo, size_t hi) {
+        const size_t o = lo - s.begin, h = lo - s.begin - a;  // offsets in the shard and in the staging
+        host_ops_->adamw(s.master + o, staged + h * gsz, cfg_.accum_dtype, s.m + o, s.v + o, hi - lo, cfg_.adamw,
+                         lr, step_, groups_[g].tensors[t].weight_decay, grad_scale);
+      });
+    });
+  }
+}
+
+void Engine::offload_upload_params(const OptimizerShard& s, void* params) {
+  const size_t psz = dtype_size(cfg_.param_dtype), K = host_params_.count();
+  for (size_t a = 0; a < s.count; a += K) {
+    const size_t n = std::min(K, s.count - a);
+    parallel_parts(n, cfg_.offload_threads, [&](size_t p0, size_t p1) {
+      host_ops_->copy(static_cast<char*>(host_params_.data()) + p0 * psz, cfg_.param_dtype, s.master + a + p0,
+                      DType::F32, p1 - p0);
+    });
+    ops_.upload(static_cast<char*>(params) + a * psz, host_params_.data(), n * psz);
+  }
+}
+
 void Engine::set_accum_steps(int k) {
   ZERO_REQUIRE(k >= 1, ConfigError, "accumulation must be at least 1 micro-step (got {})", k);
   ZERO_REQUIRE(micro_ == -1, ConfigError, "set_accum_steps({}) in the middle of an accumulation window", k);
@@ -736,7 +800,8 @@ void Engine::sync_params() {
     const auto& L = part_.groups[g];
     void* mine = own_params(int(g));
     // A split master's high halves are the params already: nothing to cast.
-    if (!cfg_.split_master) ops_.copy(mine, cfg_.param_dtype, s.master, DType::F32, s.count);
+    if (host_ops_) offload_upload_params(s, mine);
+    else if (!cfg_.split_master) ops_.copy(mine, cfg_.param_dtype, s.master, DType::F32, s.count);
     if (cfg_.stage == 1 || cfg_.stage == 2)  // own slice in place: all-gather the group's params
       handles.push_back(start_timed(
           [&] { return comm_.all_gather_async(mine, at(params_, L.full_offset), L.shard, cfg_.param_dtype, "ag"); }));
@@ -755,18 +820,22 @@ std::vector<float> Engine::full_optimizer_array(int g, OptimArray which) {
   const float* src = s.array(which);  // null: a split master, joined a chunk at a time
   std::vector<float> full(L.padded);
   if (cfg_.stage == 0) {
-    if (src) ops_.copy_to_host(full.data(), src, DType::F32, L.padded);
+    if (src) optim_ops().copy_to_host(full.data(), src, DType::F32, L.padded);
     else join_to_host(full.data(), s.master_high, s.master_low, L.padded);
   } else {  // all-gather the shards a chunk at a time through a send buffer, then bring each over
     const size_t W = size_t(world_);
+    // The shard goes on the wire from backend memory: a split master joined there, an offloaded one sent up.
+    const bool stage_src = !src || (host_ops_ && !ops_.host_addressable());
     Buffer tmp(alloc_, chunk_shard_ * W, DType::F32, MemCategory::Other);
-    Buffer joined(alloc_, src ? 0 : chunk_shard_, DType::F32, MemCategory::Other);
+    Buffer joined(alloc_, stage_src ? chunk_shard_ : 0, DType::F32, MemCategory::Other);
     std::vector<float> host(chunk_shard_ * W);
     for (size_t a = 0; a < L.shard; a += chunk_shard_) {
       const size_t n = std::min(chunk_shard_, L.shard - a);
       if (!src)
         ops_.join_master(joined.as<float>(), static_cast<const char*>(s.master_high) + a * 2, s.master_low + a, n);
-      comm_.all_gather(src ? src + a : joined.as<float>(), tmp.data(), n, DType::F32);
+      else if (stage_src)
+        ops_.upload(joined.data(), src + a, n * sizeof(float));
+      comm_.all_gather(stage_src ? joined.as<float>() : src + a, tmp.data(), n, DType::F32);
       ops_.copy_to_host(host.data(), tmp.data(), DType::F32, n * W);
       for (size_t r = 0; r < W; ++r) std::copy_n(host.data() + r * n, n, full.data() + r * L.shard + a);
     }
@@ -783,7 +852,7 @@ void Engine::read_optimizer_state(int g, size_t begin, size_t count, float* mast
   float* dst[3] = {master, m, v};
   for (int i = 0; i < 3; ++i) {
     if (!dst[i]) continue;
-    if (src[i]) ops_.copy_to_host(dst[i], src[i] + begin, DType::F32, count);
+    if (src[i]) optim_ops().copy_to_host(dst[i], src[i] + begin, DType::F32, count);
     else join_to_host(dst[i], static_cast<const char*>(s.master_high) + begin * 2, s.master_low + begin, count);
   }
 }
@@ -797,7 +866,7 @@ void Engine::write_optimizer_state(int g, size_t begin, size_t count, const floa
   const float* src[3] = {master, m, v};
   for (int i = 0; i < 3; ++i) {
     if (!src[i]) continue;
-    if (dst[i]) ops_.copy_from_host(dst[i] + begin, DType::F32, src[i], count);
+    if (dst[i]) optim_ops().copy_from_host(dst[i] + begin, DType::F32, src[i], count);
     else split_from_host(static_cast<char*>(s.master_high) + begin * 2, s.master_low + begin, src[i], count);
   }
 }

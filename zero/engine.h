@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -145,7 +146,10 @@ class Engine {
   const std::vector<GroupInfo>& groups() const { return groups_; }
   const EngineConfig& config() const { return cfg_; }
   DeviceOps& ops() { return ops_; }
-  MemoryStats memory_report() const { return alloc_.stats(); }
+  MemoryStats memory_report() const { return alloc_.stats(); }  // the backend's memory (all of it on the CPU)
+  // zero.offload on a device backend: the host memory holding the optimizer (master, m, v, staging); empty
+  // otherwise (the CPU backend's one allocator has it all).
+  MemoryStats host_memory_report() const { return host_alloc_ ? host_alloc_->stats() : MemoryStats{}; }
   const CommReport& comm_report() const { return comm_.report(); }
   Communicator& comm() { return comm_; }
   int rank() const { return rank_; }
@@ -222,6 +226,12 @@ class Engine {
   void check_group(int g, const char* what) const;
   void* grad_for_optimizer(int g) const;
   void zero_accumulators();
+  // Where the optimizer's arrays live and who steps them: the host under zero.offload, else the backend.
+  DeviceOps& optim_ops() const { return host_ops_ ? *host_ops_ : ops_; }
+  // zero.offload: AdamW on group g's range a chunk at a time (its gradients brought down to host staging),
+  // and the master cast to the param dtype and sent up into this rank's params (sync_params).
+  void offload_adamw(int g, const OptimizerShard& s, float lr, float grad_scale);
+  void offload_upload_params(const OptimizerShard& s, void* params);
 
   EngineConfig cfg_;
   std::vector<GroupInfo> groups_;
@@ -230,6 +240,11 @@ class Engine {
   TrackingAllocator& alloc_;
   Partition part_;
   int rank_ = 0, world_ = 1;
+  // zero.offload: the host allocator of the optimizer's arrays (a device backend only; declared before the
+  // buffers it holds, so it outlives them) and the host ops that step them.
+  std::unique_ptr<TrackingAllocator> host_alloc_;
+  std::unique_ptr<DeviceOps> host_ops_;
+  Buffer host_grad_, host_params_;  // staging: one chunk of gradients (accum dtype) and params (param dtype)
 
   Buffer params_;  // compute dtype: full padded (stages 0-2) or the shard (stage 3)
   Buffer accum_;   // accum dtype: full padded (stages 0-1) or the shard (stages 2-3)

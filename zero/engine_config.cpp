@@ -15,6 +15,11 @@ void validate(const EngineConfig& c) {
                "zero.master split keeps the master's high halves as the parameters: it needs zero.param_dtype bf16 "
                "(got {})",
                dtype_name(c.param_dtype));
+  ZERO_REQUIRE(!(c.offload_optimizer && c.split_master), ConfigError,
+               "zero.offload optimizer keeps an fp32 master in host memory, zero.master split keeps it in the bf16 "
+               "params on the device: choose one (zero.master fp32, or auto)");
+  ZERO_REQUIRE(c.offload_threads >= 1, ConfigError, "offload threads must be at least 1 (got {})", c.offload_threads);
+  ZERO_REQUIRE(c.offload_chunk >= 1, ConfigError, "the offload chunk must be at least 1 element (got 0)");
   ZERO_REQUIRE((c.accum_dtype == DType::FX64) == (c.reduce_dtype == DType::FX64), ConfigError,
                "fixed-point gradient sums need both zero.accum_dtype and zero.reduce_dtype fixed64 (got {} and {}): "
                "a sum rounded on the way would not be exact",

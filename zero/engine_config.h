@@ -22,6 +22,13 @@ struct EngineConfig {
   // bf16 params only: the fp32 master kept as the bf16 params (its high halves) plus its low 16 bits
   // (core/math/split_master.h): the same fp32 values in 2 bytes a master element instead of 4.
   bool split_master = false;
+  // zero.offload optimizer (ZeRO-Offload): the fp32 master, m and v live in host memory and AdamW runs on the
+  // host (offload_threads threads), a chunk at a time: the chunk's gradients come down, its new params go up.
+  // The backend's memory keeps only the params, the gradient accumulator and the comm buffers. Not with
+  // split_master (whose master is the params themselves).
+  bool offload_optimizer = false;
+  int offload_threads = 1;
+  size_t offload_chunk = size_t(1) << 22;  // elements a host transfer and AdamW pass take (16 MiB of fp32)
   int accum_steps = 1;                 // micro-steps per optimizer step (from the batch contract)
   float clip_norm = 0.0f;              // 0 = no clipping
   bool nan_guard = true;               // skip steps with non-finite gradients

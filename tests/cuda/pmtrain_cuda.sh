@@ -5,10 +5,13 @@
 #     GPU cannot hold (Qwen3-8B in fp32 at stage 0: 20 bytes a parameter, 151 GB) refused in one line naming
 #     the GPU, before its tokens are read; on the emulated device, also two ranks sharing a GPU too small for
 #     both (ZERO_EMULATED_DEVICE_GIB) though big enough for one;
+#  1d. zero.offload optimizer (AdamW on the host, the master, m and v in host memory): the same bits as 1;
 #  2. 1 rank: stop at step 2 and resume: the steps after equal the uninterrupted run bit for bit (loss, grad
 #     norm, pair ids), as tests/pmtrain/resume.sh checks on the CPU;
 #  3. 2 ranks on the one GPU (pmtrain gives each rank its own NCCL_HOSTID when ranks share a GPU), stages 0
 #     and 3: resume bit-exact as in 2, and the losses within 1e-4 of the CPU's 1-rank run;
+#  3b. a checkpoint with a rank file cut short fails both ranks with rank 1's one-line error (agreed over the
+#     engine's communicator);
 #  4. reshard: a 2-rank stage-3 checkpoint resumed on 1 rank at stage 2 ("resharded"): the same pairs per step
 #     as the uninterrupted 1-rank run and the losses within 1e-4 (the CPU's reshard test compares the same
 #     things within 1e-5: other world sizes sum in other orders, so bits cannot match);
@@ -18,6 +21,7 @@
 #  7. score on cuda = score on the CPU within 1e-4 (checkpoint weights), and an fp32 HF export scored on cuda
 #     gives the checkpoint's scores exactly; bench/hf_export_check.py then checks the export in transformers
 #     (skipped when python3 lacks torch/transformers, a failure under ZERO_REQUIRE_GPU).
+#  8. (a real GPU only) SIGSTOP of one of 2 ranks: the other names it within run.collective_timeout_s, exit 76;
 # Without a GPU: exit 77 (ctest: skipped), or a failure under ZERO_REQUIRE_GPU=1.
 # The emulated backend (tests/cuda/emulated: ZERO_PMTRAIN_CUDA_BACKEND names its module) runs it in CI.
 # PMTRAIN_CUDA_DRYRUN=1 runs the same steps with backend cpu where cuda is named (a check of this script on a
@@ -119,6 +123,11 @@ if on_gpu; then
   fi
 fi
 
+# 1d. The optimizer offloaded to the host: the host's AdamW (core/math's, as the kernel's) gives the same bits.
+train 1 gpuoff1 --set backend=$GPU --set zero.param_dtype=fp32 --set run.save_final=false --set zero.offload=optimizer
+diff <(fields gpu1) <(fields gpuoff1) || fail "1 rank: the offloaded optimizer's run differs from the one on the device"
+echo "1 rank: zero.offload optimizer = the optimizer on the device, bit for bit ($(fields gpuoff1 | tail -1))"
+
 # 2. Resume at 1 rank, bit-exact.
 train 1 cut1 --set backend=$GPU --set zero.param_dtype=fp32 --set run.stop_at=2
 grep -q "stopped at step 2 of 4" $TMP/cut1.txt || fail "cut1: no early stop"
@@ -141,6 +150,20 @@ for stage in 0 3; do
   same_lines $TMP/cpu1.loss $TMP/full2s$stage.loss "stage $stage losses"
   close $TMP/cpu1.loss $TMP/full2s$stage.loss 1e-4 "2 ranks stage $stage on cuda vs 1 rank on cpu, per-step loss"
 done
+
+# 3b. A broken checkpoint fails every rank with the one rank's error: rank 1's file cut short, only rank 1 reads
+# it, and the ranks agree on its message through the engine's communicator (NCCL on cuda: scalars, which are
+# host values there, never a host buffer handed to a collective).
+cp -r $TMP/cut2s3 $TMP/bad2 && rm -f $TMP/bad2/metrics.jsonl
+truncate -s 100 $TMP/bad2/checkpoints/step_2/rank_1.bin
+if $MPIRUN -np 2 "$PMTRAIN" train $BASE --set run.dir=$TMP/bad2 --set backend=$GPU --set zero.param_dtype=fp32 \
+     --set zero.stage=3 --set run.resume=$TMP/bad2/checkpoints/step_2 > $TMP/bad2.txt 2>&1; then
+  fail "a truncated rank file was resumed from"
+fi
+[ "$(grep -cE "^pmtrain train: rank [01]: error: rank 1: checkpoint file .*rank_1.bin is truncated" $TMP/bad2.txt)" = 2 ] \
+  || { cat $TMP/bad2.txt; fail "the truncated rank file: not one agreed error on both ranks"; }
+! grep -qiE "nccl error|emulated nccl|cuda error|terminate called|segmentation" $TMP/bad2.txt || { cat $TMP/bad2.txt; fail "bad2: crashed"; }
+echo "broken checkpoint on 2 ranks: $(grep -m1 "error: rank 1" $TMP/bad2.txt | cut -c1-160)"
 
 # 4. Reshard: 2 ranks stage 3 -> 1 rank stage 2.
 train 2 re --set backend=$GPU --set zero.param_dtype=fp32 --set zero.stage=3 --set run.stop_at=2
@@ -223,5 +246,29 @@ elif required; then
   fail "python3 lacks torch/transformers/tokenizers: bench/hf_export_check.py cannot run (ZERO_REQUIRE_GPU is set)"
 else
   echo "bench/hf_export_check.py: skipped (python3 lacks torch/transformers/tokenizers)"
+fi
+# 8. A stopped peer ends a cuda job (a real GPU only: the emulated NCCL blocks inside MPI): 2 ranks on the GPU,
+# rank 1 sent SIGSTOP at step 2; rank 0, waiting on the NCCL side (its compute stream behind a collective),
+# must name it after run.collective_timeout_s (which reaches the engine's NCCL communicator) and exit 76.
+if on_gpu && [[ "${ZERO_PMTRAIN_CUDA_BACKEND:-}" != *emulated* ]]; then
+  $MPIRUN -np 2 "$PMTRAIN" train $BASE --set run.dir=$TMP/stop --set backend=cuda --set run.steps=100000 \
+    --set run.save_final=false --set run.collective_timeout_s=6 > $TMP/stop.txt 2>&1 &
+  launcher=$!
+  for _ in $(seq 600); do grep -q "^step 2/" $TMP/stop.txt && break; sleep 0.1; done
+  victim=""
+  for p in $(pgrep -P $launcher); do
+    tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && victim=$p
+  done
+  [ -n "$victim" ] || { kill $launcher; cat $TMP/stop.txt; fail "stopped peer: rank 1 not found"; }
+  kill -STOP $victim
+  rc=0
+  for _ in $(seq 400); do kill -0 $launcher 2>/dev/null || break; sleep 0.1; done
+  if kill -0 $launcher 2>/dev/null; then
+    kill -CONT $victim; kill -KILL $launcher $victim 2>/dev/null; fail "stopped peer on cuda: still running 40 s later (a hang)"
+  fi
+  wait $launcher || rc=$?
+  kill -CONT $victim 2>/dev/null; kill -KILL $victim 2>/dev/null || true
+  grep -q "rank 1 did not reach" $TMP/stop.txt && [ $rc -eq 76 ] || { cat $TMP/stop.txt; fail "stopped peer on cuda: rc $rc"; }
+  echo "stopped peer on cuda: $(grep -m1 "did not reach" $TMP/stop.txt | cut -c1-160) (exit 76)"
 fi
 echo "pmtrain on cuda: all checks passed"

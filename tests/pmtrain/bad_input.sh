@@ -56,6 +56,9 @@ expect_error "unsupported reduction dtype" "reduce_dtype fp16 cannot be packed" 
 expect_error "4B config on this machine (cuda)" "backend cuda" $MPIRUN -np 2 "$PMTRAIN" train configs/qwen3_4b_bs128.yaml $RUN
 expect_error "4B config on this machine (cpu)" "this machine cannot hold the run" \
   $MPIRUN -np 2 "$PMTRAIN" train configs/qwen3_4b_bs128.yaml $RUN --set backend=cpu
+# srun without a PMI plugin this MPI reads: each task a world of 1 (faked here: Slurm's variables, no srun).
+expect_error "srun without PMI" "srun started 4 tasks, but MPI sees a world of 1 in this one" \
+  env SLURM_JOB_ID=1 SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=4 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN
 # A model directory whose shapes disagree with its config.json.
 mkdir -p $TMP/badmodel
 cp tests/fixtures/qwen3_rm_tiny/qwen3_rm_tiny.safetensors $TMP/badmodel/model.safetensors

@@ -7,6 +7,7 @@
 // ncclCommInitRank checks the size and says so otherwise.
 #define OMPI_SKIP_MPICXX 1  // the C API only (the deprecated C++ bindings need their own library)
 #include <mpi.h>
+#include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #include <cstdint>
@@ -87,7 +88,19 @@ ncclResult_t result(int mpi_rc) { return mpi_rc == MPI_SUCCESS ? ncclSuccess : n
 // NCCL's buffer rule: send and receive buffers are the same (the in-place form, `in_place`) or do not
 // overlap; anything between is undefined there, and an error here. For reduce-scatter the in-place form is
 // recv = send + rank * recvcount, for all-gather send = recv + rank * sendcount.
+// NCCL reads and writes its buffers from kernels: they must be device memory (cudaMalloc'd: the fake runtime
+// knows which), never pageable host memory, which a GPU's NCCL would fault on.
+bool device_memory(const void* p, size_t bytes, const char* what) {
+  if (bytes == 0) return true;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) == cudaSuccess && a.type == cudaMemoryTypeDevice) return true;
+  std::fprintf(stderr, "emulated NCCL: the %s buffer %p (%zu bytes) is not device memory; NCCL takes device buffers\n",
+               what, p, bytes);
+  return false;
+}
+
 bool buffers_ok(const void* send, size_t send_bytes, const void* recv, size_t recv_bytes, bool in_place) {
+  if (!device_memory(send, send_bytes, "send") || !device_memory(recv, recv_bytes, "receive")) return false;
   if (in_place || send_bytes == 0 || recv_bytes == 0) return true;
   const auto s = reinterpret_cast<uintptr_t>(send), r = reinterpret_cast<uintptr_t>(recv);
   const bool apart = s + send_bytes <= r || r + recv_bytes <= s;
@@ -172,6 +185,7 @@ ncclResult_t ncclAllGather(const void* send, void* recv, size_t sendcount, ncclD
 ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t t, int root, ncclComm_t comm,
                            cudaStream_t) {
   const size_t bytes = count * type_bytes(t);
+  if (!device_memory(recv, bytes, "receive")) return ncclInvalidArgument;
   if (comm->rank == root && !buffers_ok(send, bytes, recv, bytes, send == recv)) return ncclInvalidArgument;
   if (comm->rank == root && send != recv) std::memmove(recv, send, bytes);
   return result(MPI_Bcast(recv, int(bytes), MPI_BYTE, root, comm->mpi));
