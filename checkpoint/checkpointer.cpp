@@ -40,15 +40,23 @@ void Checkpointer::save(const TrainState& state) {
       })))
     fail_save(p.step, *f);
   const std::string file = (std::filesystem::path(paths_.tmp_dir(p.step)) / file_name_for_rank(r)).string();
-  std::vector<char> snapshot = read_rank_file(engine_);  // host copy: the write never touches the engine
   if (opts_.async) {
+    std::vector<char> snapshot = read_rank_file(engine_);  // host copy: the write never touches the engine
     writer_.start(file, std::move(snapshot), faults_.for_write(r, p.step));
     pending_ = std::move(p);
     return;
   }
+  // Synchronous: the engine's own host arrays as they are (nothing changes them before the write returns),
+  // else a host copy of its backend's.
+  std::vector<Segment> segments = rank_file_segments(engine_);
+  std::vector<char> snapshot;
+  if (segments.empty() && rank_file_bytes(engine_) > 0) {
+    snapshot = read_rank_file(engine_);
+    segments = {Segment{snapshot.data(), snapshot.size()}};
+  }
   FaultCounter counter(faults_.for_write(r, p.step));
   WrittenFile mine;
-  const auto local = capture([&] { mine = write_file(file, {Segment{snapshot.data(), snapshot.size()}}, &counter); });
+  const auto local = capture([&] { mine = write_file(file, segments, &counter); });
   finalize(std::move(p), mine, local);
 }
 

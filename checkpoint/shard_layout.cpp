@@ -49,6 +49,16 @@ std::vector<char> read_rank_file(Engine& e) {
   return out;
 }
 
+std::vector<Segment> rank_file_segments(const Engine& e) {
+  std::vector<Segment> out;
+  if (!e.optimizer_in_host_memory()) return out;
+  for_each_rank_slice(e, [&](int g, size_t begin, size_t shard, uint64_t) {
+    const OptimizerShard s = e.optimizer_shard(g);
+    for (const float* a : {s.master, s.m, s.v}) out.push_back({a + begin, shard * sizeof(float)});
+  });
+  return out;
+}
+
 void write_rank_file(Engine& e, const std::vector<char>& bytes) {
   ZERO_CHECK(bytes.size() == rank_file_bytes(e), "write_rank_file: {} bytes for a file of {}", bytes.size(),
              rank_file_bytes(e));

@@ -31,5 +31,10 @@ struct FileLayout {
 std::vector<char> read_rank_file(Engine& e);
 void write_rank_file(Engine& e, const std::vector<char>& bytes);
 uint64_t rank_file_bytes(const Engine& e);
+// The same bytes as read_rank_file, as segments pointing into the engine's own arrays, when they are fp32 in
+// host memory (Engine::optimizer_in_host_memory; empty otherwise): a synchronous save writes them with no
+// copy, so an offloaded optimizer (or the CPU backend's) needs no second host-memory image to be saved.
+// Valid until the engine's next step.
+std::vector<Segment> rank_file_segments(const Engine& e);
 
 }  // namespace zero::checkpoint

@@ -86,7 +86,10 @@ MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const st
     const EngineConfig ec = engine_config(cfg, world, accum_steps, 1);
     const size_t offloaded = plan_buffers(ec, make_partition(groups, world, ec.bucket_elements)).host_bytes();
     size_t checkpoint_copy = 0;
-    if (cfg.run.save_final || cfg.run.save_every > 0) {
+    // A synchronous save writes an offloaded optimizer from its own arrays (checkpoint::rank_file_segments);
+    // an async one, or one of device memory, copies it into host memory first.
+    const bool copies = cfg.run.async_save || !cfg.zero.offload_optimizer;
+    if (copies && (cfg.run.save_final || cfg.run.save_every > 0)) {
       const Partition part = make_partition(groups, world, size_t(cfg.zero.bucket_elements));
       for (const GroupLayout& g : part.groups) checkpoint_copy += 3 * sizeof(float) * g.shard;
     }

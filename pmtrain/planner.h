@@ -58,7 +58,8 @@ MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, con
 // What each rank holds in this node's host memory, for `train` and --dry-run: on the CPU backend the
 // whole plan (plan_rank_memory); on the CUDA backend the process and its host staging only (the model lives on
 // the GPU), an offloaded optimizer (zero.offload), and the larger of the init scratch (one tensor in fp32) and a
-// checkpoint save's copy of the rank's optimizer state (12 bytes an element of its shards) when the run saves.
+// checkpoint save's copy of the rank's optimizer state (12 bytes an element of its shards) when the run saves
+// (none for an offloaded optimizer saved synchronously: written from its own arrays).
 MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
                        int world, int ranks_on_node, int64_t micro_pairs, int64_t accum_steps);
 // The CUDA backend's plan per rank (plan_rank_memory on a GPU) against the tightest of the ranks' GPUs, as

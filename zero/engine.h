@@ -137,6 +137,11 @@ class Engine {
   // 1-3; gathered a reduction chunk at a time, so no buffer is sized by the group).
   std::vector<float> full_optimizer_array(int g, OptimArray a);
   std::vector<float> full_master(int g) { return full_optimizer_array(g, OptimArray::Master); }
+  // Whether optimizer_shard's master, m and v are fp32 arrays the host reads in place: zero.offload's host
+  // arrays, or a host backend's own without a split master (checkpoints then write them without a copy).
+  bool optimizer_in_host_memory() const {
+    return !cfg_.split_master && (host_ops_ != nullptr || ops_.host_addressable());
+  }
   // This rank's optimizer arrays of group g to or from host memory (checkpoints): elements
   // [begin, begin + count) of optimizer_shard(g)'s range, each of master, m, v (null: skipped).
   void read_optimizer_state(int g, size_t begin, size_t count, float* master, float* m, float* v) const;
