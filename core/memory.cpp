@@ -30,6 +30,14 @@ class HostAllocator final : public RawAllocator {
 
 std::unique_ptr<RawAllocator> make_host_allocator() { return std::make_unique<HostAllocator>(); }
 
+MemoryStats operator+(const MemoryStats& a, const MemoryStats& b) {
+  MemoryStats s;
+  for (size_t i = 0; i < kMemCategories; ++i) s.live[i] = a.live[i] + b.live[i], s.peak[i] = a.peak[i] + b.peak[i];
+  s.live_total = a.live_total + b.live_total;
+  s.peak_total = a.peak_total + b.peak_total;
+  return s;
+}
+
 TrackingAllocator::TrackingAllocator(std::unique_ptr<RawAllocator> raw) : raw_(std::move(raw)) {}
 
 void* TrackingAllocator::allocate(size_t bytes, MemCategory cat) {

@@ -43,6 +43,10 @@ struct MemoryStats {
   size_t peak_of(MemCategory c) const { return peak[static_cast<size_t>(c)]; }
 };
 
+// Two allocators' accounts as one (live and per-category peaks add; peak_total is the sum of their peaks,
+// an upper bound of the sum's).
+MemoryStats operator+(const MemoryStats& a, const MemoryStats& b);
+
 class TrackingAllocator {
  public:
   explicit TrackingAllocator(std::unique_ptr<RawAllocator> raw);

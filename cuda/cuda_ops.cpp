@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "cuda/check.h"
+#include "cuda/device_allocator.h"
 #include "cuda/kernels.h"
 
 namespace zero {
@@ -132,6 +133,8 @@ void CudaOps::accumulate_fixed_square_sum(const int64_t* src, size_t n, math::Fi
   require_device(acc, "acc", "accumulate_fixed_square_sum");
   kernels::accumulate_fixed_square_sum(src, n, d_fixed_partials_, acc, stream_);  // queued: no host wait
 }
+
+std::unique_ptr<RawAllocator> CudaOps::make_staging_allocator() const { return make_pinned_host_allocator(); }
 
 void CudaOps::download(void* host, const void* src, size_t bytes) {
   if (bytes == 0) return;

@@ -28,6 +28,7 @@ class CudaOps final : public DeviceOps {
 
   const char* name() const override { return "cuda"; }
   bool host_addressable() const override { return false; }
+  std::unique_ptr<RawAllocator> make_staging_allocator() const override;  // page-locked (device_allocator.h)
   bool supports_storage(DType t) const override { return t == DType::F32 || t == DType::BF16 || t == DType::FX64; }
   void copy(void* dst, DType dt, const void* src, DType st, size_t n) override;
   void add(void* dst, DType dt, const void* src, DType st, size_t n) override;

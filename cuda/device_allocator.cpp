@@ -1,5 +1,7 @@
 #include "cuda/device_allocator.h"
 
+#include <cstring>
+
 #include "core/check.h"
 #include "cuda/check.h"
 
@@ -28,7 +30,20 @@ class DeviceAllocator final : public RawAllocator {
   void deallocate(void* p) override { CUDA_WARN(cudaFree(p)); }  // called from destructors: never throws
 };
 
+class PinnedHostAllocator final : public RawAllocator {
+ public:
+  void* allocate(size_t bytes) override {
+    void* p = nullptr;
+    CUDA_CHECK(cudaMallocHost(&p, bytes));
+    std::memset(p, 0, bytes);
+    return p;
+  }
+  void deallocate(void* p) override { CUDA_WARN(cudaFreeHost(p)); }
+};
+
 }  // namespace
+
+std::unique_ptr<RawAllocator> make_pinned_host_allocator() { return std::make_unique<PinnedHostAllocator>(); }
 
 std::unique_ptr<RawAllocator> make_device_allocator() { return std::make_unique<DeviceAllocator>(); }
 

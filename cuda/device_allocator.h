@@ -12,5 +12,8 @@
 namespace zero {
 
 std::unique_ptr<RawAllocator> make_device_allocator();
+// Page-locked host memory (cudaMallocHost / cudaFreeHost), zeroed: staging that copies to and from the device
+// at the link's full rate. Keep it small (it cannot be paged out); CudaOps::make_staging_allocator.
+std::unique_ptr<RawAllocator> make_pinned_host_allocator();
 
 }  // namespace zero

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "core/dtype.h"
+#include "core/memory.h"
 #include "core/math/fixed_point.h"
 #include "optim/adamw.h"
 
@@ -19,6 +20,10 @@ class DeviceOps {
   // Whether the host may read and write this backend's memory with plain loads and stores (the CPU
   // backend). Device memory is not: host-side models go through copy_to_host / copy_from_host.
   virtual bool host_addressable() const { return true; }
+  // Host memory this backend copies to and from fastest, for staging buffers (zero.offload's transfers):
+  // page-locked on CUDA (a DMA engine reads it directly, no bounce through a driver buffer); plain host memory
+  // here.
+  virtual std::unique_ptr<RawAllocator> make_staging_allocator() const { return make_host_allocator(); }
   virtual bool supports_storage(DType t) const = 0;  // dtypes usable for params / grads
   virtual void copy(void* dst, DType dt, const void* src, DType st, size_t n) = 0;  // dst = (dt) src
   virtual void add(void* dst, DType dt, const void* src, DType st, size_t n) = 0;   // dst += src (in fp32)

@@ -38,13 +38,17 @@ Engine::Engine(const EngineConfig& cfg, std::vector<GroupInfo> groups, Communica
   TrackingAllocator* optim_alloc = &alloc_;
   if (cfg_.offload_optimizer) {
     host_ops_ = make_cpu_ops();
-    // The CPU backend's memory is host memory already: its one allocator keeps the one account.
+    // The CPU backend's memory is host memory already: its one allocator keeps the one account. A device's:
+    // the arrays in plain host memory, the transfer staging in the memory its copies are fastest from.
+    TrackingAllocator* staging_alloc = &alloc_;
     if (!ops_.host_addressable()) {
       host_alloc_ = std::make_unique<TrackingAllocator>(make_host_allocator());
+      host_staging_alloc_ = std::make_unique<TrackingAllocator>(ops_.make_staging_allocator());
       optim_alloc = host_alloc_.get();
+      staging_alloc = host_staging_alloc_.get();
     }
-    host_grad_ = Buffer(*optim_alloc, plan_.offload_chunk, cfg_.accum_dtype, MemCategory::Other);
-    host_params_ = Buffer(*optim_alloc, plan_.offload_chunk, cfg_.param_dtype, MemCategory::Other);
+    host_grad_ = Buffer(*staging_alloc, plan_.offload_chunk, cfg_.accum_dtype, MemCategory::Other);
+    host_params_ = Buffer(*staging_alloc, plan_.offload_chunk, cfg_.param_dtype, MemCategory::Other);
   }
   // A split master's buffer holds the low halves: 16-bit patterns, stored as bf16 only for their size.
   master_ = Buffer(*optim_alloc, plan_.optimizer, cfg_.split_master ? DType::BF16 : DType::F32, MemCategory::Master);

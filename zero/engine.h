@@ -154,7 +154,9 @@ class Engine {
   MemoryStats memory_report() const { return alloc_.stats(); }  // the backend's memory (all of it on the CPU)
   // zero.offload on a device backend: the host memory holding the optimizer (master, m, v, staging); empty
   // otherwise (the CPU backend's one allocator has it all).
-  MemoryStats host_memory_report() const { return host_alloc_ ? host_alloc_->stats() : MemoryStats{}; }
+  MemoryStats host_memory_report() const {
+    return host_alloc_ ? host_alloc_->stats() + host_staging_alloc_->stats() : MemoryStats{};
+  }
   const CommReport& comm_report() const { return comm_.report(); }
   Communicator& comm() { return comm_; }
   int rank() const { return rank_; }
@@ -248,6 +250,7 @@ class Engine {
   // zero.offload: the host allocator of the optimizer's arrays (a device backend only; declared before the
   // buffers it holds, so it outlives them) and the host ops that step them.
   std::unique_ptr<TrackingAllocator> host_alloc_;
+  std::unique_ptr<TrackingAllocator> host_staging_alloc_;  // the backend's staging memory (CUDA: page-locked)
   std::unique_ptr<DeviceOps> host_ops_;
   Buffer host_grad_, host_params_;  // staging: one chunk of gradients (accum dtype) and params (param dtype)
 
