@@ -48,9 +48,11 @@ void Checkpointer::save(const TrainState& state) {
   }
   // Synchronous: the engine's own host arrays as they are (nothing changes them before the write returns),
   // else a host copy of its backend's.
-  std::vector<Segment> segments = rank_file_segments(engine_);
   std::vector<char> snapshot;
-  if (segments.empty() && rank_file_bytes(engine_) > 0) {
+  std::vector<Segment> segments;
+  if (auto in_place = rank_file_segments(engine_)) {
+    segments = std::move(*in_place);
+  } else {
     snapshot = read_rank_file(engine_);
     segments = {Segment{snapshot.data(), snapshot.size()}};
   }

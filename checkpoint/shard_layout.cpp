@@ -34,11 +34,13 @@ void for_each_rank_slice(const Engine& e, F&& fn) {
 
 }  // namespace
 
-uint64_t rank_file_bytes(const Engine& e) {
+uint64_t rank_file_bytes(const Partition& p) {
   uint64_t n = 0;
-  for (const GroupLayout& g : e.partition().groups) n += 3 * uint64_t(g.shard) * sizeof(float);
+  for (const GroupLayout& g : p.groups) n += 3 * uint64_t(g.shard) * sizeof(float);
   return n;
 }
+
+uint64_t rank_file_bytes(const Engine& e) { return rank_file_bytes(e.partition()); }
 
 std::vector<char> read_rank_file(Engine& e) {
   std::vector<char> out(rank_file_bytes(e));
@@ -49,9 +51,9 @@ std::vector<char> read_rank_file(Engine& e) {
   return out;
 }
 
-std::vector<Segment> rank_file_segments(const Engine& e) {
+std::optional<std::vector<Segment>> rank_file_segments(const Engine& e) {
+  if (!e.optimizer_in_host_memory()) return std::nullopt;
   std::vector<Segment> out;
-  if (!e.optimizer_in_host_memory()) return out;
   for_each_rank_slice(e, [&](int g, size_t begin, size_t shard, uint64_t) {
     const OptimizerShard s = e.optimizer_shard(g);
     for (const float* a : {s.master, s.m, s.v}) out.push_back({a + begin, shard * sizeof(float)});

@@ -4,6 +4,7 @@
 // the same slice a sharded stage would, so files never depend on the stage. No I/O.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "checkpoint/file_io.h"
@@ -31,10 +32,13 @@ struct FileLayout {
 std::vector<char> read_rank_file(Engine& e);
 void write_rank_file(Engine& e, const std::vector<char>& bytes);
 uint64_t rank_file_bytes(const Engine& e);
+// The same from a partition alone (every rank's file has this size): for plans made before any engine exists.
+uint64_t rank_file_bytes(const Partition& p);
 // The same bytes as read_rank_file, as segments pointing into the engine's own arrays, when they are fp32 in
-// host memory (Engine::optimizer_in_host_memory; empty otherwise): a synchronous save writes them with no
+// host memory (Engine::optimizer_in_host_memory): a synchronous save writes them with no
 // copy, so an offloaded optimizer (or the CPU backend's) needs no second host-memory image to be saved.
-// Valid until the engine's next step.
-std::vector<Segment> rank_file_segments(const Engine& e);
+// Valid until the engine's next step. nullopt when the arrays are not in host memory (device memory, or a
+// split master): the caller copies them out with read_rank_file instead.
+std::optional<std::vector<Segment>> rank_file_segments(const Engine& e);
 
 }  // namespace zero::checkpoint

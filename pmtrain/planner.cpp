@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "checkpoint/shard_layout.h"
 #include "core/check.h"
 #include "core/process_memory.h"
 #include "core/dtype.h"
@@ -72,7 +73,6 @@ MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, con
   return m;
 }
 
-
 MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
                        int world, int ranks_on_node, int64_t micro_pairs, int64_t accum_steps) {
   MemoryPlan m;
@@ -84,15 +84,13 @@ MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const st
     const size_t init_scratch = 4 * largest_tensor_elements(groups);
     // zero.offload: the optimizer, resident (master, m, v and the transfer staging: buffer_plan's host_bytes).
     const EngineConfig ec = engine_config(cfg, world, accum_steps, 1);
-    const size_t offloaded = plan_buffers(ec, make_partition(groups, world, ec.bucket_elements)).host_bytes();
-    size_t checkpoint_copy = 0;
+    const Partition part = make_partition(groups, world, ec.bucket_elements);
+    const size_t offloaded = plan_buffers(ec, part).host_bytes();
     // A synchronous save writes an offloaded optimizer from its own arrays (checkpoint::rank_file_segments);
-    // an async one, or one of device memory, copies it into host memory first.
+    // an async one, or one of device memory, copies the rank file into host memory first.
     const bool copies = cfg.run.async_save || !cfg.zero.offload_optimizer;
-    if (copies && (cfg.run.save_final || cfg.run.save_every > 0)) {
-      const Partition part = make_partition(groups, world, size_t(cfg.zero.bucket_elements));
-      for (const GroupLayout& g : part.groups) checkpoint_copy += 3 * sizeof(float) * g.shard;
-    }
+    const bool saves = cfg.run.save_final || cfg.run.save_every > 0;
+    const size_t checkpoint_copy = copies && saves ? size_t(checkpoint::rank_file_bytes(part)) : 0;
     // Named as what it holds: the optimizer's copy, or the runtime's scratch.
     m.optimizer = offloaded + (checkpoint_copy > init_scratch ? checkpoint_copy : 0);
     m.runtime = cpu_process_baseline_bytes() + (checkpoint_copy > init_scratch ? 0 : init_scratch);
