@@ -47,18 +47,17 @@ void Checkpointer::save(const TrainState& state) {
     return;
   }
   // Synchronous: the engine's own host arrays as they are (nothing changes them before the write returns),
-  // else a host copy of its backend's.
-  std::vector<char> snapshot;
-  std::vector<Segment> segments;
-  if (auto in_place = rank_file_segments(engine_)) {
-    segments = std::move(*in_place);
-  } else {
-    snapshot = read_rank_file(engine_);
-    segments = {Segment{snapshot.data(), snapshot.size()}};
-  }
+  // else its backend's streamed through one host buffer (kRankFileChunkBytes): no host image of the file.
   FaultCounter counter(faults_.for_write(r, p.step));
   WrittenFile mine;
-  const auto local = capture([&] { mine = write_file(file, segments, &counter); });
+  const auto local = capture([&] {
+    FileWriter out(file, &counter);
+    if (auto in_place = rank_file_segments(engine_))
+      for (const Segment& s : *in_place) out.append(s.data, s.bytes);
+    else
+      stream_rank_file(engine_, [&](const void* data, size_t bytes) { out.append(data, bytes); }, opts_.chunk_bytes);
+    mine = out.finish();
+  });
   finalize(std::move(p), mine, local);
 }
 
@@ -139,7 +138,7 @@ std::optional<std::string> Checkpointer::resume_path(const std::string& spec) {
 
 LoadResult Checkpointer::load(const std::string& dir) {
   wait();
-  return load_checkpoint(engine_, dir, opts_.verify_checksums);
+  return load_checkpoint(engine_, dir, opts_.verify_checksums, opts_.chunk_bytes);
 }
 
 }  // namespace zero::checkpoint

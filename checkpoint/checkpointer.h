@@ -36,6 +36,9 @@ struct CheckpointOptions {
   bool async = false;            // write shard files on a background thread
   bool verify_checksums = true;  // on load: xxhash64 of every file (each hashed by one rank)
   std::string config_text;       // the resolved config, stored verbatim in the manifest
+  // The host buffer a synchronous save or a load streams a device-resident optimizer through (tests
+  // make it small to cross chunk boundaries).
+  size_t chunk_bytes = kRankFileChunkBytes;
 };
 
 class Checkpointer {

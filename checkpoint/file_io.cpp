@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "checkpoint/fault.h"
 
@@ -26,40 +27,57 @@ std::string parent_dir(const std::string& path) {
 }
 }  // namespace
 
-WrittenFile write_file(const std::string& path, const std::vector<Segment>& segments, FaultCounter* faults) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw SaveError(fmt::format("cannot create checkpoint file {}: {}", path, errno_text(errno)));
-  Hasher h;
-  WrittenFile out;
-  auto fail = [&](const char* what, int e) {
-    ::close(fd);
-    throw SaveError(fmt::format("{} checkpoint file {} failed after {} bytes: {}", what, path, out.bytes, errno_text(e)));
-  };
-  for (const Segment& s : segments) {
-    const char* p = static_cast<const char*>(s.data);
-    size_t left = s.bytes;
-    while (left > 0) {
-      size_t n = std::min(left, kChunk);
-      if (faults) {
-        n = faults->before_write(n);
-        if (n == 0) fail("writing", ENOSPC);  // injected: the disk is "full" here
-      }
-      const ssize_t w = ::write(fd, p, n);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        fail("writing", errno);
-      }
-      h.update(p, size_t(w));
-      if (faults) faults->after_write(size_t(w));
-      p += w;
-      left -= size_t(w);
-      out.bytes += uint64_t(w);
+FileWriter::FileWriter(std::string path, FaultCounter* faults) : path_(std::move(path)), faults_(faults) {
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw SaveError(fmt::format("cannot create checkpoint file {}: {}", path_, errno_text(errno)));
+}
+
+FileWriter::~FileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void FileWriter::fail(const char* what, int err) {
+  ::close(fd_);
+  fd_ = -1;
+  throw SaveError(fmt::format("{} checkpoint file {} failed after {} bytes: {}", what, path_, out_.bytes, errno_text(err)));
+}
+
+void FileWriter::append(const void* data, size_t bytes) {
+  ZERO_CHECK(fd_ >= 0, "FileWriter::append on {} after it finished or failed", path_);
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    size_t n = std::min(bytes, kChunk);
+    if (faults_) {
+      n = faults_->before_write(n);
+      if (n == 0) fail("writing", ENOSPC);  // injected: the disk is "full" here
     }
+    const ssize_t w = ::write(fd_, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      fail("writing", errno);
+    }
+    hasher_.update(p, size_t(w));
+    if (faults_) faults_->after_write(size_t(w));
+    p += w;
+    bytes -= size_t(w);
+    out_.bytes += uint64_t(w);
   }
-  if (::fsync(fd) != 0) fail("fsync of", errno);
-  if (::close(fd) != 0) throw SaveError(fmt::format("closing checkpoint file {} failed: {}", path, errno_text(errno)));
-  out.xxh64 = h.digest();
-  return out;
+}
+
+WrittenFile FileWriter::finish() {
+  ZERO_CHECK(fd_ >= 0, "FileWriter::finish on {} twice, or after it failed", path_);
+  if (::fsync(fd_) != 0) fail("fsync of", errno);
+  const int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0) throw SaveError(fmt::format("closing checkpoint file {} failed: {}", path_, errno_text(errno)));
+  out_.xxh64 = hasher_.digest();
+  return out_;
+}
+
+WrittenFile write_file(const std::string& path, const std::vector<Segment>& segments, FaultCounter* faults) {
+  FileWriter w(path, faults);
+  for (const Segment& s : segments) w.append(s.data, s.bytes);
+  return w.finish();
 }
 
 void fsync_dir(const std::string& dir) {

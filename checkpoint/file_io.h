@@ -28,8 +28,7 @@ struct WrittenFile {
   uint64_t xxh64 = 0;  // XXH64 (seed 0) of the file's bytes
 };
 
-// Creates (truncates) `path`, writes the segments in order, fsyncs and closes it; SaveError naming the
-// file and the errno text on any failure. `faults` (may be null) injects kill / ENOSPC for tests.
+// A FileWriter fed the segments in order.
 WrittenFile write_file(const std::string& path, const std::vector<Segment>& segments, FaultCounter* faults = nullptr);
 // fsync a directory so that entries created or renamed in it are durable (SaveError).
 void fsync_dir(const std::string& dir);
@@ -71,6 +70,29 @@ class Hasher {
 
  private:
   void* state_;
+};
+
+// A file written front to back in pieces of any size, hashed on the way: for writers that produce it a
+// buffer at a time (a rank file streamed from device memory). The constructor creates (truncates) `path`;
+// finish() fsyncs and closes it. SaveError naming the file and the errno text on any failure; `faults` (may
+// be null) injects kill / ENOSPC for tests. Destroyed unfinished, it closes the partial file (the caller's
+// temp dir is removed by the next save).
+class FileWriter {
+ public:
+  FileWriter(std::string path, FaultCounter* faults = nullptr);
+  ~FileWriter();
+  FileWriter(const FileWriter&) = delete;
+  FileWriter& operator=(const FileWriter&) = delete;
+  void append(const void* data, size_t bytes);
+  WrittenFile finish();
+
+ private:
+  [[noreturn]] void fail(const char* what, int err);
+  std::string path_;
+  FaultCounter* faults_;
+  int fd_ = -1;
+  Hasher hasher_;
+  WrittenFile out_;
 };
 
 std::string hex64(uint64_t v);  // 16 lowercase hex digits

@@ -1,8 +1,8 @@
 #include "checkpoint/load.h"
 
 #include <algorithm>
-#include <array>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -36,7 +36,7 @@ void check_hash(const ReadFile& f, uint64_t got, uint64_t want) {
 
 }  // namespace
 
-LoadResult load_checkpoint(Engine& e, const std::string& dir, bool verify) {
+LoadResult load_checkpoint(Engine& e, const std::string& dir, bool verify, size_t chunk_bytes) {
   Communicator& comm = e.comm();
   const int W = comm.world(), r = comm.rank();
   Manifest m;
@@ -59,38 +59,46 @@ LoadResult load_checkpoint(Engine& e, const std::string& dir, bool verify) {
     if (same_layout) {
       // The inverse of the save: stream this rank's file into the same slices, hashing on the way.
       auto f = open_checked(dir, m, r, fl.bytes);
-      std::vector<char> bytes(fl.bytes);
-      f->read_at(0, bytes.data(), bytes.size());
-      if (verify) {
-        Hasher h;
-        h.update(bytes.data(), bytes.size());
-        check_hash(*f, h.digest(), m.files[r].xxh64);
-      }
-      write_rank_file(e, bytes);  // into the engine through its backend copies
-      res.bytes_read = bytes.size();
+      Hasher h;
+      uint64_t at = 0;
+      load_rank_file(e, [&](void* dst, size_t bytes) {
+        f->read_at(at, dst, bytes);
+        if (verify) h.update(dst, bytes);
+        at += bytes;
+      }, chunk_bytes);
+      if (verify) check_hash(*f, h.digest(), m.files[r].xxh64);  // before anything trains on it
+      res.bytes_read = at;
       return;
     }
     const std::vector<ReadSpan> spans = plan_reads(m.groups, m.world, dest);
-    // Host images of this rank's optimizer ranges, group by group; padding (anything not read) is zero.
-    std::vector<std::array<std::vector<float>, 3>> host(part.groups.size());
-    for (int g = 0; g < int(part.groups.size()); ++g)
-      for (auto& a : host[g]) a.assign(e.optimizer_shard(g).count, 0.0f);
     std::map<int, std::unique_ptr<ReadFile>> files;
     auto file = [&](int q) -> ReadFile& {
       auto& f = files[q];
       if (!f) f = open_checked(dir, m, q, fl.bytes);
       return *f;
     };
+    // Span by span and array by array through one host buffer; what no span covers is padding and is
+    // zeroed, as in a fresh engine.
+    std::vector<float> buf(std::max<size_t>(1, chunk_bytes / sizeof(float)));
+    auto copy_in = [&](int g, StateArray a, size_t dst, size_t count, const std::function<void(float*, size_t, size_t)>& fill) {
+      for (size_t done = 0; done < count; done += buf.size()) {
+        const size_t n = std::min(buf.size(), count - done);
+        fill(buf.data(), done, n);
+        write_state_array(e, g, a, dst + done, n, buf.data());
+      }
+    };
     for (const ReadSpan& sp : spans) {
       ReadFile& f = file(sp.file);
-      for (StateArray a : {StateArray::Master, StateArray::M, StateArray::V}) {
-        float* base = host[sp.group][int(a)].data();
-        f.read_at(fl.offset(sp.group, a, sp.src_elem), base + sp.dst_elem, sp.count * sizeof(float));
-        res.bytes_read += sp.count * sizeof(float);
-      }
+      for (StateArray a : {StateArray::Master, StateArray::M, StateArray::V})
+        copy_in(sp.group, a, sp.dst_elem, sp.count, [&](float* dst, size_t done, size_t n) {
+          f.read_at(fl.offset(sp.group, a, sp.src_elem + done), dst, n * sizeof(float));
+          res.bytes_read += n * sizeof(float);
+        });
     }
     for (int g = 0; g < int(part.groups.size()); ++g)
-      e.write_optimizer_state(g, 0, host[g][0].size(), host[g][0].data(), host[g][1].data(), host[g][2].data());
+      for (const DestRange& gap : uncovered(spans, g, dest[size_t(g)].count))
+        for (StateArray a : {StateArray::Master, StateArray::M, StateArray::V})
+          copy_in(g, a, gap.begin, gap.count, [](float* dst, size_t, size_t n) { std::fill(dst, dst + n, 0.0f); });
     if (verify)  // every saved file is hashed by exactly one new rank
       for (int q = r; q < m.world; q += W) {
         ReadFile& f = file(q);

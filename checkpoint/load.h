@@ -1,6 +1,7 @@
 // Loading a sharded checkpoint into an engine, at the world size and stage it was saved with (each rank
 // streams its own file: bit-exact) or at any other (each rank reads only the byte ranges its new shard
-// needs, reshard_plan.h). Validates the manifest (format version, model shape), file sizes and xxhash64
+// needs, reshard_plan.h). Either way through one host buffer of at most chunk_bytes, never a host image
+// of the file: loading a device-resident optimizer costs no host memory in proportion to the model. Validates the manifest (format version, model shape), file sizes and xxhash64
 // (each file hashed by one rank), and agrees on success across ranks before touching anything
 // collective, so every rank throws the same error and none hangs. Collective.
 #pragma once
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "checkpoint/manifest.h"
+#include "checkpoint/shard_layout.h"
 #include "zero/engine.h"
 
 namespace zero::checkpoint {
@@ -23,7 +25,9 @@ struct LoadResult {
 };
 
 // Restores master, m, v and the optimizer step of every group, then engine.sync_params(). On an error
-// (InputError naming the file) the engine's optimizer state is unspecified: do not train on.
-LoadResult load_checkpoint(Engine& engine, const std::string& dir, bool verify_checksums = true);
+// (InputError naming the file; a checksum is checked after its file's bytes went in) the engine's optimizer
+// state is unspecified: do not train on.
+LoadResult load_checkpoint(Engine& engine, const std::string& dir, bool verify_checksums = true,
+                           size_t chunk_bytes = kRankFileChunkBytes);
 
 }  // namespace zero::checkpoint

@@ -23,4 +23,19 @@ std::vector<ReadSpan> plan_reads(const std::vector<GroupEntry>& saved, int saved
   return spans;
 }
 
+std::vector<DestRange> uncovered(const std::vector<ReadSpan>& spans, int group, size_t count) {
+  std::vector<DestRange> covered;
+  for (const ReadSpan& sp : spans)
+    if (sp.group == group) covered.push_back({sp.dst_elem, sp.count});
+  std::sort(covered.begin(), covered.end(), [](const DestRange& a, const DestRange& b) { return a.begin < b.begin; });
+  std::vector<DestRange> gaps;
+  size_t at = 0;
+  for (const DestRange& c : covered) {
+    if (c.begin > at) gaps.push_back({at, c.begin - at});
+    at = std::max(at, c.begin + c.count);
+  }
+  if (at < count) gaps.push_back({at, count - at});
+  return gaps;
+}
+
 }  // namespace zero::checkpoint

@@ -25,5 +25,8 @@ struct ReadSpan {
 
 // dest[g] for every group of `saved` (same group count); spans in group order, then file order.
 std::vector<ReadSpan> plan_reads(const std::vector<GroupEntry>& saved, int saved_world, const std::vector<DestRange>& dest);
+// What no span of group g covers in its destination [0, count) (the padding a load zeroes), ascending, as
+// ranges of destination elements (begin relative to the destination range, like ReadSpan::dst_elem).
+std::vector<DestRange> uncovered(const std::vector<ReadSpan>& spans, int group, size_t count);
 
 }  // namespace zero::checkpoint

@@ -1,5 +1,7 @@
 #include "checkpoint/shard_layout.h"
 
+#include <algorithm>
+
 namespace zero::checkpoint {
 
 FileLayout FileLayout::of(const std::vector<GroupEntry>& groups) {
@@ -51,6 +53,58 @@ std::vector<char> read_rank_file(Engine& e) {
   return out;
 }
 
+namespace {
+
+// The one of three array pointers that is `a`: the others null, so the engine copies one array.
+template <class T>
+T* pick(StateArray want, StateArray a, T* p) {
+  return a == want ? p : nullptr;
+}
+
+// Elements per piece of a streamed file: chunk_bytes' worth, at least one.
+size_t chunk_elements(size_t chunk_bytes) { return std::max<size_t>(1, chunk_bytes / sizeof(float)); }
+
+// Calls fn(group, array, first element in the optimizer shard, elements) for the file's pieces in file order,
+// each at most chunk_elements(chunk_bytes).
+template <class F>
+void for_each_rank_chunk(const Engine& e, size_t chunk_bytes, F&& fn) {
+  const size_t chunk = chunk_elements(chunk_bytes);
+  for_each_rank_slice(e, [&](int g, size_t begin, size_t shard, uint64_t) {
+    for (StateArray a : {StateArray::Master, StateArray::M, StateArray::V})
+      for (size_t done = 0; done < shard; done += chunk) fn(g, a, begin + done, std::min(chunk, shard - done));
+  });
+}
+
+// The host buffer of a streamed file: one piece, no larger than the whole file.
+std::vector<float> chunk_buffer(const Engine& e, size_t chunk_bytes) {
+  return std::vector<float>(std::min<uint64_t>(chunk_elements(chunk_bytes), rank_file_bytes(e) / sizeof(float) + 1));
+}
+
+}  // namespace
+
+void stream_rank_file(Engine& e, const std::function<void(const void*, size_t)>& sink, size_t chunk_bytes) {
+  std::vector<float> buf = chunk_buffer(e, chunk_bytes);
+  for_each_rank_chunk(e, chunk_bytes, [&](int g, StateArray a, size_t begin, size_t n) {
+    float* b = buf.data();
+    e.read_optimizer_state(g, begin, n, pick(StateArray::Master, a, b), pick(StateArray::M, a, b),
+                           pick(StateArray::V, a, b));
+    sink(b, n * sizeof(float));
+  });
+}
+
+void write_state_array(Engine& e, int g, StateArray a, size_t begin, size_t count, const float* src) {
+  e.write_optimizer_state(g, begin, count, pick(StateArray::Master, a, src), pick(StateArray::M, a, src),
+                          pick(StateArray::V, a, src));
+}
+
+void load_rank_file(Engine& e, const std::function<void(void*, size_t)>& source, size_t chunk_bytes) {
+  std::vector<float> buf = chunk_buffer(e, chunk_bytes);
+  for_each_rank_chunk(e, chunk_bytes, [&](int g, StateArray a, size_t begin, size_t n) {
+    source(buf.data(), n * sizeof(float));
+    write_state_array(e, g, a, begin, n, buf.data());
+  });
+}
+
 std::optional<std::vector<Segment>> rank_file_segments(const Engine& e) {
   if (!e.optimizer_in_host_memory()) return std::nullopt;
   std::vector<Segment> out;
@@ -59,15 +113,6 @@ std::optional<std::vector<Segment>> rank_file_segments(const Engine& e) {
     for (const float* a : {s.master, s.m, s.v}) out.push_back({a + begin, shard * sizeof(float)});
   });
   return out;
-}
-
-void write_rank_file(Engine& e, const std::vector<char>& bytes) {
-  ZERO_CHECK(bytes.size() == rank_file_bytes(e), "write_rank_file: {} bytes for a file of {}", bytes.size(),
-             rank_file_bytes(e));
-  for_each_rank_slice(e, [&](int g, size_t begin, size_t shard, uint64_t off) {
-    const float* base = reinterpret_cast<const float*>(bytes.data() + off);
-    e.write_optimizer_state(g, begin, shard, base, base + shard, base + 2 * shard);
-  });
 }
 
 }  // namespace zero::checkpoint

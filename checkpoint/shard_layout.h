@@ -4,6 +4,7 @@
 // the same slice a sharded stage would, so files never depend on the stage. No I/O.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -26,11 +27,25 @@ struct FileLayout {
   }
 };
 
-// This rank's file, engine <-> host bytes in file order: for each group, this rank's slice
+// This rank's file, engine -> host bytes in file order: for each group, this rank's slice
 // [rank*shard, (rank+1)*shard) of master, m and v. Goes through the engine's backend copies
-// (Engine::read/write_optimizer_state), so it works on device memory as on host memory.
+// (Engine::read_optimizer_state), so it works on device memory as on host memory. A whole host image:
+// what an async save hands its writer thread.
 std::vector<char> read_rank_file(Engine& e);
-void write_rank_file(Engine& e, const std::vector<char>& bytes);
+
+// The host bytes a streamed rank file passes through at a time: all the host memory a synchronous save or
+// a load of a device-resident optimizer needs, whatever the model's size (the planner counts it).
+inline constexpr size_t kRankFileChunkBytes = size_t(64) << 20;
+// The same bytes as read_rank_file, through one host buffer of at most chunk_bytes: sink(data, bytes) gets
+// consecutive pieces of the file (data valid during the call only).
+void stream_rank_file(Engine& e, const std::function<void(const void*, size_t)>& sink,
+                      size_t chunk_bytes = kRankFileChunkBytes);
+// The inverse, into the engine: source(dst, bytes) fills dst with the file's next bytes.
+void load_rank_file(Engine& e, const std::function<void(void*, size_t)>& source,
+                    size_t chunk_bytes = kRankFileChunkBytes);
+// Elements [begin, begin + count) of one state array of group g's optimizer shard (shard coordinates, as
+// Engine::write_optimizer_state), from host floats; the other two arrays are left alone.
+void write_state_array(Engine& e, int g, StateArray a, size_t begin, size_t count, const float* src);
 uint64_t rank_file_bytes(const Engine& e);
 // The same from a partition alone (every rank's file has this size): for plans made before any engine exists.
 uint64_t rank_file_bytes(const Partition& p);

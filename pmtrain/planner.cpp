@@ -28,6 +28,13 @@ size_t largest_tensor_elements(const std::vector<GroupInfo>& groups) {
 }
 }  // namespace
 
+size_t async_save_snapshot_bytes(const Config& cfg, const Partition& part) {
+  // A synchronous save, and every load, streams the state through kRankFileChunkBytes (or writes host
+  // arrays in place); an async save copies the whole rank file into host memory and trains on meanwhile.
+  const bool saves = cfg.run.save_final || cfg.run.save_every > 0;
+  return cfg.run.async_save && saves ? size_t(checkpoint::rank_file_bytes(part)) : 0;
+}
+
 model::ActivationDTypes activation_dtypes(const Config& cfg, PlanDevice device) {
   return device == PlanDevice::Gpu && cfg.zero.param_dtype == DType::BF16 ? model::kGpuActivations
                                                                           : model::kCpuActivations;
@@ -61,6 +68,8 @@ MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, con
     const size_t init_scratch = 4 * largest_tensor_elements(groups);
     const size_t op_scratch = model::cpu_op_scratch_bytes(qc, cfg.data.max_len, ec.param_dtype == DType::BF16);
     m.runtime = process_baseline + std::max(op_scratch, init_scratch > m.activations ? init_scratch - m.activations : 0);
+    // An async save's snapshot lives beside the optimizer while the steps go on.
+    m.optimizer += async_save_snapshot_bytes(cfg, make_partition(groups, world, ec.bucket_elements));
   } else {
     const int64_t rows = (tokens + model::kTokenRowMultiple - 1) / model::kTokenRowMultiple * model::kTokenRowMultiple;
     m.activations =
@@ -78,22 +87,17 @@ MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const st
   MemoryPlan m;
   if (cfg.backend == Backend::Cuda) {
     // The model, the engine and the activations live on the GPU (plan_gpu_memory); the host holds the
-    // process, an offloaded optimizer (zero.offload), and one at a time a tensor being initialised or a
-    // checkpoint's copy of the optimizer state (checkpoint/shard_layout.h: master, m and v of every group's
-    // shard, fp32).
+    // process, an offloaded optimizer (zero.offload), and one at a time a tensor being initialised or an
+    // async save's snapshot of the optimizer state.
     const size_t init_scratch = 4 * largest_tensor_elements(groups);
     // zero.offload: the optimizer, resident (master, m, v and the transfer staging: buffer_plan's host_bytes).
     const EngineConfig ec = engine_config(cfg, world, accum_steps, 1);
     const Partition part = make_partition(groups, world, ec.bucket_elements);
     const size_t offloaded = plan_buffers(ec, part).host_bytes();
-    // A synchronous save writes an offloaded optimizer from its own arrays (checkpoint::rank_file_segments);
-    // an async one, or one of device memory, copies the rank file into host memory first.
-    const bool copies = cfg.run.async_save || !cfg.zero.offload_optimizer;
-    const bool saves = cfg.run.save_final || cfg.run.save_every > 0;
-    const size_t checkpoint_copy = copies && saves ? size_t(checkpoint::rank_file_bytes(part)) : 0;
+    const size_t snapshot = async_save_snapshot_bytes(cfg, part);
     // Named as what it holds: the optimizer's copy, or the runtime's scratch.
-    m.optimizer = offloaded + (checkpoint_copy > init_scratch ? checkpoint_copy : 0);
-    m.runtime = cpu_process_baseline_bytes() + (checkpoint_copy > init_scratch ? 0 : init_scratch);
+    m.optimizer = offloaded + (snapshot > init_scratch ? snapshot : 0);
+    m.runtime = cpu_process_baseline_bytes() + (snapshot > init_scratch ? 0 : init_scratch);
   } else {
     m = plan_rank_memory(cfg, qc, groups, world, micro_pairs, accum_steps, PlanDevice::Cpu);
   }
@@ -163,12 +167,14 @@ void require_fits(const MemoryPlan& plan, const Config& cfg) {
         "{}: the GPU cannot hold the run: {}. Use {}{}a smaller batch.micro (or batch.micro_tokens), or more GPUs "
         "(`pmtrain plan {} --gpu-mem 80GiB --world 8,16` compares them).",
         cfg.source, plan.describe(), higher, ckpt, cfg.source));
-  if (cfg.backend == Backend::Cuda)  // the host's share of a GPU run: the process and a checkpoint's copy
+  if (cfg.backend == Backend::Cuda)  // the host's share of a GPU run: the process, an offloaded optimizer, a snapshot
     throw ConfigError(fmt::format(
-        "{}: this machine cannot hold the run's host memory: {}. Use fewer ranks on this node, {}or no "
-        "checkpoints (run.save_final false, run.save_every 0): a checkpoint copies each rank's optimizer state "
-        "into host memory",
-        cfg.source, plan.describe(), higher));
+        "{}: this machine cannot hold the run's host memory: {}. Use fewer ranks on this node, {}{}{}or more nodes",
+        cfg.source, plan.describe(), higher,
+        cfg.zero.offload_optimizer ? "the optimizer on the GPU (zero.offload: none), " : "",
+        cfg.run.async_save ? "synchronous saves (run.async_save false: an async save copies each rank's optimizer "
+                             "state into host memory), "
+                           : ""));
   throw ConfigError(fmt::format(
              "{}: this machine cannot hold the run: {}. Use more nodes, {}{}a smaller batch.micro, or the cuda "
              "backend on GPUs with enough memory (`pmtrain plan {} --gpu-mem 24GiB,80GiB` compares them).",

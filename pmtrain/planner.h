@@ -45,6 +45,11 @@ struct MemoryPlan {
   std::string describe() const;
 };
 
+// The host memory an async save's snapshot of one rank's optimizer state takes (12 bytes an element of its
+// shards: checkpoint::rank_file_bytes) when the run saves asynchronously; 0 otherwise (a synchronous save or a
+// load streams through checkpoint::kRankFileChunkBytes, nothing in proportion to the model).
+size_t async_save_snapshot_bytes(const Config& cfg, const Partition& part);
+
 // The dtypes of the activations a backend keeps: fp32 on the CPU; on a GPU bf16 layer activations (fp32
 // residual and statistics) in bf16 mode, fp32 throughout in fp32 mode (zero.param_dtype fp32).
 model::ActivationDTypes activation_dtypes(const Config& cfg, PlanDevice device);
@@ -57,9 +62,8 @@ MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, con
                             size_t process_baseline = cpu_process_baseline_bytes());
 // What each rank holds in this node's host memory, for `train` and --dry-run: on the CPU backend the
 // whole plan (plan_rank_memory); on the CUDA backend the process and its host staging only (the model lives on
-// the GPU), an offloaded optimizer (zero.offload), and the larger of the init scratch (one tensor in fp32) and a
-// checkpoint save's copy of the rank's optimizer state (12 bytes an element of its shards) when the run saves
-// (none for an offloaded optimizer saved synchronously: written from its own arrays).
+// the GPU), an offloaded optimizer (zero.offload), and the larger of the init scratch (one tensor in fp32) and
+// an async save's snapshot (async_save_snapshot_bytes).
 MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
                        int world, int ranks_on_node, int64_t micro_pairs, int64_t accum_steps);
 // The CUDA backend's plan per rank (plan_rank_memory on a GPU) against the tightest of the ranks' GPUs, as

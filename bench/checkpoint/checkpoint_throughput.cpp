@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
         for (size_t i = 0; i < shard; ++i) a[shard + i] = a[i] * 0.1f, a[2 * shard + i] = a[i] * a[i];
         off += 3 * shard * sizeof(float);
       }
-      checkpoint::write_rank_file(engine, file);
+      size_t at = 0;
+      checkpoint::load_rank_file(engine, [&](void* dst, size_t n) { std::memcpy(dst, file.data() + at, n), at += n; });
     }
 
     const std::string run = fmt::format("{}/zero_ckpt_bench_{}", base, W);

@@ -2,6 +2,9 @@
 // first n ranks plays each world size. Saved and loaded master, m and v agree bit for bit per global
 // element (gathered on both sides), and training then continues like the uninterrupted run (bitwise at
 // the same world size and stage; within fp32 round-off otherwise, as the reduction order differs).
+#include <cstring>
+
+#include "checkpoint/shard_layout.h"
 #include "tests/checkpoint/ckpt_harness.h"
 
 using namespace zero;
@@ -10,6 +13,7 @@ using namespace zero::testing;
 namespace {
 struct Case {
   int w1, s1, w2, s2;
+  size_t chunk_bytes = checkpoint::kRankFileChunkBytes;  // the host buffer a save and a load stream through
 };
 
 void run_case(const Case& c, const std::string& run_dir) {
@@ -20,7 +24,9 @@ void run_case(const Case& c, const std::string& run_dir) {
     if (a.member()) {
       MlpRun run(a.comm(), c.s1);
       run.train(0, 4);
-      checkpoint::Checkpointer ck(*run.engine, ckpt_opts(run_dir));
+      checkpoint::CheckpointOptions o = ckpt_opts(run_dir);
+      o.chunk_bytes = c.chunk_bytes;
+      checkpoint::Checkpointer ck(*run.engine, o);
       ck.save(run.state(4));
       saved = checkpoint::gather_full_state(*run.engine);
       run.train(4, kTotalSteps);
@@ -30,7 +36,9 @@ void run_case(const Case& c, const std::string& run_dir) {
   SubWorld b(c.w2);
   if (!b.member()) return;
   MlpRun run(b.comm(), c.s2);
-  checkpoint::Checkpointer ck(*run.engine, ckpt_opts(run_dir));
+  checkpoint::CheckpointOptions o = ckpt_opts(run_dir);
+  o.chunk_bytes = c.chunk_bytes;
+  checkpoint::Checkpointer ck(*run.engine, o);
   const auto path = ck.resume_path("auto");
   ASSERT_TRUE(path.has_value());
   const checkpoint::LoadResult res = ck.load(*path);
@@ -86,4 +94,53 @@ TEST(CheckpointReshard, OtherWorldSizesAndStages) {
     ++ran;
   }
   EXPECT_GE(ran, 2);
+}
+
+// Streamed through a host buffer of 9 floats (pieces cross every array and group boundary): the same file
+// and the same resumed training, at the same layout and resharded (padding zeroed). On the scrambled backend
+// the save streams too; on the CPU backend it writes the engine's arrays in place and only the load streams.
+TEST(CheckpointReshard, SmallStreamingChunks) {
+  const size_t chunk = 9 * sizeof(float);
+  for (const Case& c : {Case{2, 3, 2, 3, chunk}, Case{2, 1, 1, 3, chunk}, Case{1, 2, 2, 0, chunk}}) {
+    const std::string dir = shared_temp_dir(fmt::format("chunks_{}{}{}{}", c.w1, c.s1, c.w2, c.s2));
+    run_case(c, dir);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (world_rank() == 0) std::filesystem::remove_all(dir);
+  }
+}
+
+// stream_rank_file hands over pieces no larger than its buffer that join to read_rank_file's bytes, and
+// load_rank_file puts those bytes back into another engine.
+TEST(CheckpointStream, PiecesAreBoundedAndJoinToTheRankFile) {
+  MlpRun run(MPI_COMM_WORLD, 2);
+  run.train(0, 2);
+  const std::vector<char> whole = checkpoint::read_rank_file(*run.engine);
+  ASSERT_EQ(whole.size(), checkpoint::rank_file_bytes(*run.engine));
+  for (size_t chunk : {size_t(44), size_t(7), size_t(1) << 20}) {
+    std::vector<char> joined;
+    size_t pieces = 0;
+    checkpoint::stream_rank_file(
+        *run.engine,
+        [&](const void* p, size_t n) {
+          EXPECT_LE(n, std::max<size_t>(chunk, sizeof(float)));
+          EXPECT_GT(n, 0u);
+          joined.insert(joined.end(), static_cast<const char*>(p), static_cast<const char*>(p) + n);
+          ++pieces;
+        },
+        chunk);
+    EXPECT_TRUE(joined == whole) << "chunk " << chunk;
+    EXPECT_GE(pieces, std::min<size_t>(whole.size() / std::max<size_t>(chunk, 4), 3 * run.engine->partition().groups.size()));
+    MlpRun fresh(MPI_COMM_WORLD, 2);
+    size_t at = 0;
+    checkpoint::load_rank_file(
+        *fresh.engine,
+        [&](void* dst, size_t n) {
+          ASSERT_LE(at + n, whole.size());
+          std::memcpy(dst, whole.data() + at, n);
+          at += n;
+        },
+        chunk);
+    EXPECT_EQ(at, whole.size());
+    EXPECT_TRUE(checkpoint::read_rank_file(*fresh.engine) == whole) << "chunk " << chunk;
+  }
 }

@@ -121,7 +121,8 @@ TEST(CheckpointPlan, CoversEveryRealElementOnce) {
           }
           std::vector<std::vector<int>> hits(numels.size());
           for (size_t g = 0; g < numels.size(); ++g) hits[g].assign(dest[g].count, 0);
-          for (const ReadSpan& s : plan_reads(saved, old_w, dest)) {
+          const std::vector<ReadSpan> spans = plan_reads(saved, old_w, dest);
+          for (const ReadSpan& s : spans) {
             const GroupEntry& G = saved[s.group];
             ASSERT_LE(s.src_elem + s.count, G.shard);
             for (size_t i = 0; i < s.count; ++i) {
@@ -135,10 +136,31 @@ TEST(CheckpointPlan, CoversEveryRealElementOnce) {
             for (size_t i = 0; i < dest[g].count; ++i)
               EXPECT_EQ(hits[g][i], dest[g].begin + i < numels[g] ? 1 : 0)
                   << "old " << old_w << " new " << new_w << " rank " << r << " group " << g << " elem " << i;
+          // What the load zeroes instead: exactly the elements no span reads.
+          for (size_t g = 0; g < numels.size(); ++g) {
+            std::vector<int> gap(dest[g].count, 0);
+            for (const DestRange& u : uncovered(spans, int(g), dest[g].count))
+              for (size_t i = u.begin; i < u.begin + u.count; ++i) ++gap[i];
+            for (size_t i = 0; i < dest[g].count; ++i) EXPECT_EQ(gap[i], hits[g][i] ? 0 : 1) << "group " << g << " elem " << i;
+          }
         }
       }
     }
   }
+}
+
+TEST(CheckpointPlan, UncoveredRangesAreTheGapsBetweenSpans) {
+  const std::vector<ReadSpan> spans = {{0, 0, 0, 5, 3}, {1, 0, 0, 0, 5}, {0, 1, 0, 2, 2}};
+  auto ranges = [](const std::vector<DestRange>& v) {
+    std::vector<std::pair<size_t, size_t>> out;
+    for (const DestRange& d : v) out.emplace_back(d.begin, d.count);
+    return out;
+  };
+  using R = std::vector<std::pair<size_t, size_t>>;
+  EXPECT_EQ(ranges(uncovered(spans, 0, 10)), (R{{8, 2}}));  // spans out of order, then the padding
+  EXPECT_EQ(ranges(uncovered(spans, 0, 8)), R{});
+  EXPECT_EQ(ranges(uncovered(spans, 1, 6)), (R{{0, 2}, {4, 2}}));
+  EXPECT_EQ(ranges(uncovered(spans, 2, 4)), (R{{0, 4}}));  // a group nothing is read for
 }
 
 TEST(CheckpointManifest, JsonRoundTripAndVersionCheck) {

@@ -73,14 +73,23 @@ grep -qE '^  warmup_ratio: 0\.05$' $TMP/dry.txt || fail "dry run: warmup_ratio n
 grep -q '^fits$' $TMP/dry.txt || fail "dry run: no memory plan"
 [ ! -e $TMP/dry ] || fail "dry run created the run directory"
 echo "ok: train --dry-run printed the resolved config and the plan, wrote nothing"
-# backend cuda: the host holds the process only (no checkpoint saved), the model's 1.72e9 parameters go on
-# the GPU (2 bytes each in bf16: 3.20 GiB), which a dry run prints and does not check. Before, this 24 GiB
-# machine was asked for the whole plan in host memory (67 GiB) and refused it.
+# backend cuda: the host holds the process only (checkpoints are saved, but a synchronous save streams the
+# GPU's optimizer state through a 64 MiB buffer), the model's 1.72e9 parameters go on the GPU (2 bytes each in
+# bf16: 3.20 GiB), which a dry run prints and does not check. Before, this 24 GiB machine was asked for the
+# whole plan in host memory (67 GiB), then for a save's host copy of the optimizer state (19.2 GiB).
 "$PMTRAIN" train configs/qwen3_1_7b_bs128.yaml --dry-run --set backend=cuda --set batch.world=1 \
-  --set run.save_final=false --set run.save_every=0 --set data.cache_dir=$TMP/cache > $TMP/dry_cuda.txt \
+  --set data.cache_dir=$TMP/cache > $TMP/dry_cuda.txt \
   || { tail -3 $TMP/dry_cuda.txt; fail "dry run (cuda): the host share did not fit"; }
 grep -q '^host memory per rank: params 0.00 GiB, grads 0.00 GiB, optimizer 0.00 GiB, .*; 1 ranks on this node need' \
   $TMP/dry_cuda.txt || { cat $TMP/dry_cuda.txt | tail -3; fail "dry run (cuda): no host plan"; }
 grep -q '^GPU memory per rank on its GPU: params 3.20 GiB, .*(checked against the GPUs when the run starts)$' \
   $TMP/dry_cuda.txt || { tail -3 $TMP/dry_cuda.txt; fail "dry run (cuda): no GPU plan"; }
 echo "ok: train --dry-run on cuda: $(grep '^GPU memory' $TMP/dry_cuda.txt | cut -c1-120)"
+# An async save does copy the rank's optimizer state into host memory (12 bytes a parameter: 0.596e9 of
+# Qwen3-0.6B's, 6.66 GiB, more than its largest tensor's 0.58 GiB of init scratch), and the plan says so.
+"$PMTRAIN" train configs/qwen3_0_6b_bs128.yaml --dry-run --set backend=cuda --set batch.world=1 \
+  --set run.async_save=true --set data.cache_dir=$TMP/cache > $TMP/dry_async.txt \
+  || { tail -3 $TMP/dry_async.txt; fail "dry run (cuda, async save): the host share did not fit"; }
+grep -qE '^host memory per rank: params 0.00 GiB, grads 0.00 GiB, optimizer 6\.6[6-9] GiB' $TMP/dry_async.txt \
+  || { tail -3 $TMP/dry_async.txt; fail "dry run (cuda, async save): the snapshot is not in the host plan"; }
+echo "ok: an async save's snapshot is in the cuda host plan: $(grep '^host memory' $TMP/dry_async.txt | cut -c1-90)"

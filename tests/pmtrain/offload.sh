@@ -59,4 +59,11 @@ echo "ok: split master with offload refused: $(grep -o 'zero.offload optimizer k
 grep -qE '^host memory per rank: .*optimizer 6\.6[6-9] GiB' $TMP/dry.txt || { tail -3 $TMP/dry.txt; fail "dry run: the host plan lacks the optimizer"; }
 grep -qE '^GPU memory per rank on its GPU: .*optimizer 0\.00 GiB' $TMP/dry.txt || { tail -3 $TMP/dry.txt; fail "dry run: optimizer on the GPU"; }
 echo "ok: cuda plan with offload: $(grep -oE 'optimizer [0-9.]+ GiB' $TMP/dry.txt | tr '\n' ' ')(host, GPU)"
+# Too much offloaded for this host (Qwen3-8B's optimizer over 8 ranks of this 24 GiB machine: 85 GiB): refused,
+# with the way out that keeps the ranks (the optimizer back on the GPU).
+if "$PMTRAIN" train configs/qwen3_8b_bs128.yaml --dry-run --set backend=cuda --set batch.world=8 \
+     --set zero.offload=optimizer --set data.cache_dir=$TMP/cache > $TMP/big.txt 2>&1; then fail "8B offloaded on 8 ranks fit a 24 GiB host"; fi
+grep -q "cannot hold the run's host memory: .*the optimizer on the GPU (zero.offload: none)" $TMP/big.txt \
+  || { tail -2 $TMP/big.txt; fail "8B offloaded on 8 ranks: the refusal does not say zero.offload: none"; }
+echo "ok: an offloaded optimizer too big for the host is refused: $(grep -o 'Use fewer.*' $TMP/big.txt)"
 echo "PASS"
