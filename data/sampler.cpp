@@ -14,6 +14,9 @@ namespace zero::data {
 
 namespace {
 
+// What pair id costs in a micro-batch: its pair_tokens, or 1 when none are given (pair batching).
+int64_t pair_cost(const std::vector<int64_t>& costs, int64_t id) { return costs.empty() ? int64_t(1) : costs[size_t(id)]; }
+
 // Uniform in [0, bound) without modulo bias (Lemire's multiply-and-reject).
 uint64_t bounded(uint64_t& s, uint64_t bound) {
   __uint128_t m = __uint128_t(splitmix64(s)) * bound;
@@ -26,23 +29,6 @@ uint64_t bounded(uint64_t& s, uint64_t bound) {
     }
   }
   return uint64_t(m >> 64);
-}
-
-// World-invariant composition: whole micro-batches, in order (longest first), each to the least loaded rank
-// (its pairs' costs) that has room; every rank ends with the same count (empty ones last).
-template <class Cost>
-void deal_micro_batches(std::vector<MicroBatchPlan> batches, const Cost& cost, std::vector<StepPlan>& plans) {
-  const size_t world = plans.size();
-  const size_t room = std::max<size_t>(1, (batches.size() + world - 1) / world);
-  for (auto& p : plans) p.micro.clear();
-  for (MicroBatchPlan& mb : batches) {
-    size_t r = world;
-    for (size_t q = 0; q < world; ++q)
-      if (plans[q].micro.size() < room && (r == world || plans[q].tokens < plans[r].tokens)) r = q;
-    for (int64_t id : mb.pair_ids) plans[r].tokens += cost(id);
-    plans[r].micro.push_back(std::move(mb));
-  }
-  for (auto& p : plans) p.micro.resize(room);  // empty micro-batches: same collectives on every rank
 }
 
 }  // namespace
@@ -189,11 +175,11 @@ std::vector<StepPlan> PairSampler::next_step_all_ranks() {
     p.global_real_pairs = take;
     p.micro.resize(cfg_.accum);
   }
-  const auto cost = [&](int64_t id) { return pair_tokens_.empty() ? int64_t(1) : pair_tokens_[size_t(id)]; };
+  const auto cost = [&](int64_t id) { return pair_cost(pair_tokens_, id); };
   if (cfg_.micro_tokens > 0 && cfg_.world_invariant) {
     std::vector<StepPlan> one(1);
     cut_by_tokens(ids, pair_tokens_, cfg_.micro_tokens, one);
-    deal_micro_batches(std::move(one[0].micro), cost, plans);
+    deal_micro_batches(std::move(one[0].micro), pair_tokens_, plans);
   } else if (cfg_.micro_tokens > 0) {
     cut_by_tokens(ids, pair_tokens_, cfg_.micro_tokens, plans);
   }
@@ -215,7 +201,7 @@ std::vector<StepPlan> PairSampler::next_step_all_ranks() {
       batches[size_t(k)].pair_mask.assign(mask.begin() + at, mask.begin() + at + size);
       at += size;
     }
-    deal_micro_batches(std::move(batches), cost, plans);
+    deal_micro_batches(std::move(batches), pair_tokens_, plans);
     cursor_.position += take;
     ++cursor_.step;
     return plans;
@@ -253,9 +239,26 @@ std::vector<StepPlan> PairSampler::next_step_all_ranks() {
   return plans;
 }
 
+void deal_micro_batches(std::vector<MicroBatchPlan> batches, const std::vector<int64_t>& pair_costs,
+                        std::vector<StepPlan>& plans) {
+  const size_t world = plans.size();
+  const size_t room = std::max<size_t>(1, (batches.size() + world - 1) / world);
+  for (auto& p : plans) p.micro.clear();
+  for (size_t k = 0; k < batches.size(); ++k) {
+    MicroBatchPlan& mb = batches[k];
+    size_t r = world;
+    for (size_t q = 0; q < world; ++q)
+      if (plans[q].micro.size() < room && (r == world || plans[q].tokens < plans[r].tokens)) r = q;
+    for (int64_t id : mb.pair_ids) plans[r].tokens += pair_cost(pair_costs, id);
+    mb.index = int64_t(k);
+    plans[r].micro.push_back(std::move(mb));
+  }
+  for (auto& p : plans) p.micro.resize(room);  // empty micro-batches: same collectives on every rank
+}
+
 void cut_by_tokens(const std::vector<int64_t>& ids, const std::vector<int64_t>& pair_costs, int64_t micro_tokens,
                    std::vector<StepPlan>& plans) {
-  const auto pair_tokens = [&](int64_t id) { return pair_costs.empty() ? int64_t(1) : pair_costs[size_t(id)]; };
+  const auto pair_tokens = [&](int64_t id) { return pair_cost(pair_costs, id); };
   const size_t world = plans.size();
   std::vector<std::vector<int64_t>> mine(world);
   for (int64_t id : ids) {  // each pair to the least loaded rank, in the given order

@@ -70,6 +70,9 @@ struct SamplerCursor {
 struct MicroBatchPlan {
   std::vector<int64_t> pair_ids;
   std::vector<uint8_t> pair_mask;  // 1 real, 0 filler
+  // World-invariant composition: the micro-batch's place in the step's cut (the same at any world size);
+  // -1 otherwise, and for the empty micro-batches that even out the ranks' counts.
+  int64_t index = -1;
 };
 
 struct StepPlan {
@@ -80,6 +83,12 @@ struct StepPlan {
   std::vector<MicroBatchPlan> micro;  // this rank's accum micro-batches (some may hold no pair)
   int64_t tokens = 0;                 // this rank's token cost (its pairs' pair_tokens: what the greedy balanced)
 };
+
+// World-invariant dealing (the sampler's, and eval's under zero.world_invariant): whole micro-batches, in the
+// given order, each to the least loaded rank (its pairs' pair_costs; 1 a pair when empty) that has room; every
+// rank ends with the same count (empty ones last). Each keeps its place in `batches` as MicroBatchPlan::index.
+void deal_micro_batches(std::vector<MicroBatchPlan> batches, const std::vector<int64_t>& pair_costs,
+                        std::vector<StepPlan>& plans);
 
 // Token budgets for pairs in a given order (the rule above): each pair to the rank with the fewest tokens
 // so far (ties: lowest rank), each rank's pairs cut in order into micro-batches of at most micro_tokens

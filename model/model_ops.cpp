@@ -299,9 +299,14 @@ void ModelOps::pair_loss(const TensorRef& rewards, const PairLossInputs& in, con
   ++pending_pair_losses_;
 }
 
-PairStats ModelOps::take_pair_stats() {
+std::vector<PairStats> ModelOps::take_pair_stats_each() {
+  const int64_t calls = pending_pair_losses_;
   pending_pair_losses_ = 0;
-  return do_take_pair_stats();
+  std::vector<PairStats> each = do_take_pair_stats();
+  ZERO_CHECK(int64_t(each.size()) == calls, "take_pair_stats: {} pair_loss calls but {} sums", calls, each.size());
+  return each;
 }
+
+PairStats ModelOps::take_pair_stats() { return PairStats::sum(take_pair_stats_each()); }
 
 }  // namespace zero::model

@@ -67,6 +67,12 @@ struct PairStats {
   static PairStats of(const math::PairLossSums& s) {
     return {s.loss_sum, s.real_pairs, s.correct_pairs, s.chosen_sum, s.rejected_sum};
   }
+  // The entries added in order (ModelOps::take_pair_stats' sum of its calls).
+  static PairStats sum(const std::vector<PairStats>& each) {
+    PairStats t;
+    for (const PairStats& s : each) t.add(s);
+    return t;
+  }
   void add(const PairStats& o) {
     loss_sum += o.loss_sum;
     real_pairs += o.real_pairs;
@@ -185,6 +191,9 @@ class ModelOps {
   // The metrics of every pair_loss since the last take, summed in call order (each call's sums as the
   // CPU computes them, then added up in double); one host wait on a GPU backend.
   PairStats take_pair_stats();
+  // The same metrics one entry per pair_loss call, in call order: for sums that must not depend on how
+  // calls were grouped (zero.world_invariant adds each micro-batch's in the step's order).
+  std::vector<PairStats> take_pair_stats_each();
   // pair_loss calls whose metrics were not taken yet.
   int64_t pending_pair_losses() const { return pending_pair_losses_; }
 
@@ -226,7 +235,7 @@ class ModelOps {
                                        const TensorRef& drewards, const TensorRef& dx, const TensorRef& d_norm_w,
                                        const TensorRef& d_score) = 0;
   virtual void do_pair_loss(const TensorRef& rewards, const PairLossInputs& in, const TensorRef& drewards) = 0;
-  virtual PairStats do_take_pair_stats() = 0;
+  virtual std::vector<PairStats> do_take_pair_stats() = 0;  // one per pair_loss call since the last take
 
  private:
   friend class Activation;

@@ -4,7 +4,7 @@ namespace zero::pmtrain {
 
 StepResult train_step(Engine& engine, const model::Qwen3RewardModel& model, model::ParamAccess& access,
                       size_t micro_steps, const std::function<std::optional<data::PairBatch>(size_t)>& micro_batch,
-                      int64_t global_real_pairs, PairStats& local) {
+                      int64_t global_real_pairs, PairStats& local, std::vector<model::PairStats>* each) {
   engine.set_accum_steps(int(micro_steps));  // fixed by pairs, or varying by token budget
   int64_t tokens = 0, answer_tokens = 0;
   for (size_t i = 0; i < micro_steps; ++i) {
@@ -18,7 +18,9 @@ StepResult train_step(Engine& engine, const model::Qwen3RewardModel& model, mode
     answer_tokens += batch->answer_tokens();
   }
   // The step's one wait for the model's metrics: the micro-batches above queued without reading back.
-  local.add(PairStats::of(model.ops().take_pair_stats(), tokens, answer_tokens));
+  std::vector<model::PairStats> per_batch = model.ops().take_pair_stats_each();
+  local.add(PairStats::of(model::PairStats::sum(per_batch), tokens, answer_tokens));
+  if (each) *each = std::move(per_batch);
   // The gradients are of summed pair losses; dividing by every rank's real pairs gives the mean's.
   return engine.step(double(global_real_pairs));
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "data/batch.h"
 #include "model/reward_model.h"
@@ -15,9 +16,10 @@
 namespace zero::pmtrain {
 
 // micro_batch(i) for i < micro_steps gives this rank's i-th micro-batch, or nullopt when it has none.
-// Returns the engine's step result; `local` gets this rank's pair statistics added.
+// Returns the engine's step result; `local` gets this rank's pair statistics added, and `each` (if given)
+// the model's statistics of every micro-batch that had one, in order.
 StepResult train_step(Engine& engine, const model::Qwen3RewardModel& model, model::ParamAccess& access,
                       size_t micro_steps, const std::function<std::optional<data::PairBatch>(size_t)>& micro_batch,
-                      int64_t global_real_pairs, PairStats& local);
+                      int64_t global_real_pairs, PairStats& local, std::vector<model::PairStats>* each = nullptr);
 
 }  // namespace zero::pmtrain

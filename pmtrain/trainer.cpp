@@ -16,6 +16,7 @@
 #include "pmtrain/data_setup.h"
 #include "pmtrain/engine_assembly.h"
 #include "pmtrain/model_setup.h"
+#include "pmtrain/ordered_sums.h"
 #include "pmtrain/stop_signals.h"
 #include "pmtrain/train_stack.h"
 #include "pmtrain/train_step.h"
@@ -24,6 +25,27 @@ namespace zero::pmtrain {
 namespace fs = std::filesystem;
 
 namespace {
+
+// zero.world_invariant: this rank's micro-batches' sums into their slots of the cut. each[k]: the k-th of
+// `micro` that had pairs (the model ran a pair loss for it).
+void put_in_order(OrderedSums& ordered, const std::vector<data::MicroBatchPlan>& micro,
+                  const std::vector<model::PairStats>& each) {
+  if (ordered.slots().empty()) return;
+  size_t k = 0;
+  for (const data::MicroBatchPlan& mb : micro)
+    if (!mb.pair_ids.empty()) {
+      ZERO_CHECK(k < each.size(), "{} micro-batches with pairs but {} pair-loss sums", k + 1, each.size());
+      ordered.put(mb.index, each[k++]);
+    }
+  ZERO_CHECK(k == each.size(), "{} micro-batches with pairs but {} pair-loss sums", k, each.size());
+}
+
+// The all-reduced slots (at `reduced`) replace the world-dependent sums of st with the ordered ones.
+void take_in_order(OrderedSums& ordered, const double* reduced, PairStats& st) {
+  if (ordered.slots().empty()) return;
+  std::copy(reduced, reduced + ordered.slots().size(), ordered.slots().begin());
+  st.loss_sum = ordered.loss_sum(), st.chosen_sum = ordered.chosen_sum(), st.rejected_sum = ordered.rejected_sum();
+}
 double now() { return MPI_Wtime(); }
 
 // What a checkpoint's trainer state says of its step's evaluation.
@@ -282,6 +304,7 @@ data::PairDataset Trainer::load_dataset(const std::vector<std::string>& files, c
 
 PairStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result, double& pair_id_sum, bool& stop) {
   PairStats local;
+  std::vector<model::PairStats> each;  // the model's sums of each micro-batch with data, in order
   double ids = 0;  // sum of the real pairs' dataset ids: lets tests prove no pair is repeated or skipped
   for (const data::MicroBatchPlan& mb : plan.micro)
     for (size_t i = 0; i < mb.pair_ids.size(); ++i)
@@ -293,21 +316,27 @@ PairStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result, doub
         if (mb.pair_ids.empty()) return std::nullopt;
         return data::make_batch(train_, mb.pair_ids, mb.pair_mask, batch_cfg_);
       },
-      plan.global_real_pairs, local);
-  // The metrics reduction also carries the stop vote: any rank that got SIGTERM/SIGINT stops them all here.
+      plan.global_real_pairs, local, &each);
+  // The metrics reduction also carries the stop vote: any rank that got SIGTERM/SIGINT stops them all here;
+  // under zero.world_invariant also each micro-batch's sums, to be added in the step's order.
   constexpr size_t N = PairStats::kNumSums;
-  double sums[N + 2];
+  std::vector<double> sums(N + 2);
   const auto stats = local.sums();
-  std::copy(stats.begin(), stats.end(), sums);
+  std::copy(stats.begin(), stats.end(), sums.begin());
   sums[N] = ids;
   sums[N + 1] = stop_requested() ? 1.0 : 0.0;
+  OrderedSums ordered(cfg_.zero.world_invariant ? plan.micro.size() * size_t(comm_.world()) : 0);
+  put_in_order(ordered, plan.micro, each);
+  sums.insert(sums.end(), ordered.slots().begin(), ordered.slots().end());
   {
     const StepClock::Scope waiting(stack_.clock.get(), TimeCategory::Comm);  // a slower rank shows up here
-    comm_.all_reduce_scalars(sums, N + 2, ReduceOp::Sum);
+    comm_.all_reduce_scalars(sums.data(), sums.size(), ReduceOp::Sum);
   }
   pair_id_sum = sums[N];
   stop = sums[N + 1] > 0;
-  return PairStats::from_sums(sums);
+  PairStats st = PairStats::from_sums(sums.data());
+  take_in_order(ordered, sums.data() + N + 2, st);
+  return st;
 }
 
 int Trainer::train() {
@@ -498,14 +527,19 @@ EvalStats Trainer::evaluate() {
   } retime{*this};
   // Each part on its own batches (the model's sums are read per part), then one reduction for all.
   std::vector<double> sums;
+  std::vector<OrderedSums> ordered;  // zero.world_invariant: each set's batches' sums, added in the cut's order
   for (const TestSet& t : test_sets_) {
-    const auto local = evaluate_locally(t.pairs).sums();
+    const auto local = evaluate_locally(t.pairs, ordered.emplace_back(0)).sums();
     sums.insert(sums.end(), local.begin(), local.end());
   }
+  for (OrderedSums& o : ordered) sums.insert(sums.end(), o.slots().begin(), o.slots().end());
   comm_.all_reduce_scalars(sums.data(), sums.size(), ReduceOp::Sum);
   EvalStats ev;
+  size_t slots_at = PairStats::kNumSums * test_sets_.size();
   for (size_t i = 0; i < test_sets_.size(); ++i) {
-    const PairStats st = PairStats::from_sums(&sums[PairStats::kNumSums * i]);
+    PairStats st = PairStats::from_sums(&sums[PairStats::kNumSums * i]);
+    take_in_order(ordered[i], &sums[slots_at], st);
+    slots_at += ordered[i].slots().size();
     ev.all.add(st);
     if (!test_sets_[i].name.empty()) ev.sets.emplace_back(test_sets_[i].name, st);
   }
@@ -515,16 +549,30 @@ EvalStats Trainer::evaluate() {
 std::vector<data::MicroBatchPlan> Trainer::eval_batches(const data::PairDataset& pairs) const {
   const int W = comm_.world(), R = info_.rank;
   const int64_t n = eval_count(pairs);
+  // zero.world_invariant: batches cut as for one rank, then dealt whole (MicroBatchPlan::index: their place in
+  // the cut), so each holds the same pairs at any world size and the metrics can be added in the cut's order.
+  const bool invariant = cfg_.zero.world_invariant;
+  auto deal = [&](std::vector<data::MicroBatchPlan> cut, const std::vector<int64_t>& cost) {
+    std::vector<data::StepPlan> plans(static_cast<size_t>(W));
+    data::deal_micro_batches(std::move(cut), cost, plans);
+    return std::move(plans[size_t(R)].micro);
+  };
   if (cfg_.batch.micro_tokens > 0) {  // the training budget, longest pairs first (each batch similar lengths)
     const std::vector<int64_t> cost = data::pair_tokens(pairs, batch_cfg_);
     std::vector<int64_t> ids(size_t(n), 0);
     for (int64_t i = 0; i < n; ++i) ids[size_t(i)] = i;
     std::stable_sort(ids.begin(), ids.end(), [&](int64_t a, int64_t b) { return cost[size_t(a)] > cost[size_t(b)]; });
-    std::vector<data::StepPlan> plans(static_cast<size_t>(W));
+    std::vector<data::StepPlan> plans(invariant ? 1 : static_cast<size_t>(W));
     data::cut_by_tokens(ids, cost, cfg_.batch.micro_tokens, plans);
+    if (invariant) return deal(std::move(plans[0].micro), cost);
     return std::move(plans[size_t(R)].micro);
   }
   const int64_t m = batch_.micro;
+  if (invariant) {  // consecutive runs of m pairs
+    std::vector<data::MicroBatchPlan> cut(size_t((n + m - 1) / m));
+    for (int64_t i = 0; i < n; ++i) cut[size_t(i / m)].pair_ids.push_back(i), cut[size_t(i / m)].pair_mask.push_back(1);
+    return deal(std::move(cut), {});
+  }
   const int64_t per_rank = (n + W - 1) / W;
   std::vector<data::MicroBatchPlan> batches(size_t((per_rank + m - 1) / m));
   for (size_t b = 0; b < batches.size(); ++b)
@@ -535,18 +583,27 @@ std::vector<data::MicroBatchPlan> Trainer::eval_batches(const data::PairDataset&
   return batches;
 }
 
-PairStats Trainer::evaluate_locally(const data::PairDataset& pairs) {
+PairStats Trainer::evaluate_locally(const data::PairDataset& pairs, OrderedSums& ordered) {
   int64_t tokens = 0, answer_tokens = 0;
+  std::vector<data::MicroBatchPlan> batches = eval_batches(pairs);
   // The same number of batches on every rank (stage 3 gathers are collective); an empty one runs a
   // masked filler pair.
-  for (data::MicroBatchPlan& mb : eval_batches(pairs)) {
-    if (mb.pair_ids.empty()) mb.pair_ids.push_back(0), mb.pair_mask.push_back(0);
+  std::vector<bool> filler(batches.size(), false);
+  for (size_t b = 0; b < batches.size(); ++b) {
+    data::MicroBatchPlan& mb = batches[b];
+    if (mb.pair_ids.empty()) mb.pair_ids.push_back(0), mb.pair_mask.push_back(0), filler[b] = true;
     const data::PairBatch batch = data::make_batch(pairs, mb.pair_ids, mb.pair_mask, batch_cfg_);
     stack_.engine->begin_forward();
     tokens += stack_.model->queue_forward(batch, *stack_.access);  // read back once, below
     answer_tokens += batch.answer_tokens();
   }
-  return PairStats::of(stack_.model->ops().take_pair_stats(), tokens, answer_tokens);
+  const std::vector<model::PairStats> each = stack_.model->ops().take_pair_stats_each();  // one per batch
+  if (cfg_.zero.world_invariant) {
+    ordered = OrderedSums(batches.size() * size_t(comm_.world()));
+    for (size_t b = 0; b < batches.size(); ++b)
+      if (!filler[b]) ordered.put(batches[b].index, each.at(b));
+  }
+  return PairStats::of(model::PairStats::sum(each), tokens, answer_tokens);
 }
 
 }  // namespace zero::pmtrain

@@ -15,6 +15,7 @@
 #include "pmtrain/early_stop.h"
 #include "pmtrain/engine_params.h"
 #include "pmtrain/metrics.h"
+#include "pmtrain/ordered_sums.h"
 #include "pmtrain/planner.h"
 #include "pmtrain/train_stack.h"
 #include "zero/engine.h"
@@ -48,10 +49,12 @@ class Trainer {
                                  const std::string& set_name = "");
   // This rank's eval micro-batches of one test set's first run.eval_pairs pairs, as many on every rank:
   // by batch.micro_tokens when set (data::cut_by_tokens over the pairs, longest first), else batch.micro
-  // pairs, round-robin over the ranks.
+  // pairs, round-robin over the ranks; under zero.world_invariant cut as for one rank and dealt whole
+  // (data::deal_micro_batches), so each batch is the same at any world size.
   std::vector<data::MicroBatchPlan> eval_batches(const data::PairDataset& pairs) const;
-  // The local sums of one test set's eval batches.
-  PairStats evaluate_locally(const data::PairDataset& pairs);
+  // The local sums of one test set's eval batches; under zero.world_invariant `ordered` gets each batch's
+  // sums in its slot of the cut.
+  PairStats evaluate_locally(const data::PairDataset& pairs, OrderedSums& ordered);
   int64_t eval_count(const data::PairDataset& pairs) const;  // pairs of it an evaluation reads
   int64_t test_pairs() const;  // over every part of the test split
   int train_loop();

@@ -308,10 +308,10 @@ class CpuModelOps final : public ModelOps {
 
   void do_pair_loss(const TensorRef& rewards, const PairLossInputs& in, const TensorRef& drewards) override {
     const std::span<const float> r(f32(rewards), size_t(rewards.numel()));
-    pair_sums_.add(drewards.empty() ? cpu::pair_loss(r, in)
-                                    : cpu::pair_loss(r, in, std::span<float>(f32(drewards), size_t(drewards.numel()))));
+    pair_sums_.push_back(drewards.empty() ? cpu::pair_loss(r, in)
+                                          : cpu::pair_loss(r, in, std::span<float>(f32(drewards), size_t(drewards.numel()))));
   }
-  PairStats do_take_pair_stats() override { return std::exchange(pair_sums_, {}); }
+  std::vector<PairStats> do_take_pair_stats() override { return std::exchange(pair_sums_, {}); }
 
  private:
   // The head's input: the pooled tokens' residual stream and its final norm (recomputed in backward,
@@ -338,7 +338,7 @@ class CpuModelOps final : public ModelOps {
   bool tiled_;  // model.attention: flash
   RopeTable rope_;
   TokensById by_id_;  // the batch's tokens grouped by id (embedding backward)
-  PairStats pair_sums_;  // since the last take_pair_stats
+  std::vector<PairStats> pair_sums_;  // one per pair_loss since the last take_pair_stats
 };
 
 }  // namespace

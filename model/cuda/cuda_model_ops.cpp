@@ -292,7 +292,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
                  drewards.empty() ? nullptr : drewards.as<float>(), d_sums_ + sums_used_++, stream_);
   }
 
-  PairStats do_take_pair_stats() override {
+  std::vector<PairStats> do_take_pair_stats() override {
     fold_pair_sums();
     return std::exchange(pair_sums_, {});
   }
@@ -303,9 +303,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
     CUDA_CHECK(cudaMemcpyAsync(h_sums_, d_sums_, sizeof(K::PairLossSums) * size_t(sums_used_), cudaMemcpyDeviceToHost,
                                stream_));
     waiter_.wait();
-    for (int i = 0; i < sums_used_; ++i) {
-      pair_sums_.add(PairStats::of(h_sums_[i]));
-    }
+    for (int i = 0; i < sums_used_; ++i) pair_sums_.push_back(PairStats::of(h_sums_[i]));
     sums_used_ = 0;
   }
 
@@ -387,12 +385,12 @@ class CudaModelOpsImpl final : public CudaModelOps {
   size_t pair_in_capacity_ = 0;
   cudaEvent_t pair_in_uploaded_ = nullptr;
   // Each pair_loss writes its sums into the next slot; take_pair_stats (or a full set of slots) reads them
-  // back at once and adds them up in call order, so a step's micro-batches queue without a host wait.
+  // back at once, in call order, so a step's micro-batches queue without a host wait.
   static constexpr int kSumSlots = 64;
   K::PairLossSums* d_sums_ = nullptr;
   K::PairLossSums* h_sums_ = nullptr;
   int sums_used_ = 0;
-  PairStats pair_sums_;  // folded slots since the last take
+  std::vector<PairStats> pair_sums_;  // folded slots since the last take, one per pair_loss
 };
 
 }  // namespace

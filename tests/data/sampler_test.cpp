@@ -394,8 +394,10 @@ TEST(SamplerTokenBudget, SamePairsPerStepNoSplitBudgetKeptEqualMicroCounts) {
 
 // world_invariant: a step's micro-batches (each an ordered list of pairs) are the same at any world size,
 // with pair batching (batch.micro fixed: world x accum constant) and with token budgets; each rank gets the
-// same count, pair batching no empty one. The default composition is the control: it cuts per world.
-using MicroBatches = std::multiset<std::vector<std::pair<int64_t, int>>>;
+// same count, pair batching no empty one; each keeps its place in the cut (MicroBatchPlan::index, which
+// pmtrain adds the metrics in), the same at any world size. The default composition is the control: it cuts
+// per world (and has no index).
+using MicroBatches = std::multiset<std::pair<int64_t, std::vector<std::pair<int64_t, int>>>>;
 MicroBatches micro_batches(const std::vector<StepPlan>& plans, size_t* per_rank) {
   MicroBatches out;
   *per_rank = plans[0].micro.size();
@@ -404,7 +406,8 @@ MicroBatches micro_batches(const std::vector<StepPlan>& plans, size_t* per_rank)
     for (const auto& m : p.micro) {
       std::vector<std::pair<int64_t, int>> b;
       for (size_t i = 0; i < m.pair_ids.size(); ++i) b.push_back({m.pair_ids[i], m.pair_mask[i]});
-      if (!b.empty()) out.insert(b);
+      if (b.empty()) EXPECT_EQ(m.index, -1) << "an empty micro-batch has a place in the cut";
+      if (!b.empty()) out.insert({m.index, b});
     }
   }
   return out;
@@ -434,6 +437,8 @@ TEST(SamplerWorldInvariant, TheSameMicroBatchesAtAnyWorldSize) {
           any_differs |= got != ref;
           if (!invariant) continue;
           EXPECT_EQ(got, ref) << plans.size() << " ranks, step " << step << ", micro_tokens " << tokens;
+          int64_t expect_index = 0;  // the places are 0, 1, ... (the multiset orders by them)
+          for (const auto& [index, batch] : got) EXPECT_EQ(index, expect_index++);
           EXPECT_EQ(got_per_rank, (ref.size() + plans.size() - 1) / plans.size());
           if (tokens == 0)
             for (const auto& p : plans)
