@@ -75,8 +75,8 @@ class Hasher {
 // A file written front to back in pieces of any size, hashed on the way: for writers that produce it a
 // buffer at a time (a rank file streamed from device memory). The constructor creates (truncates) `path`;
 // finish() fsyncs and closes it. SaveError naming the file and the errno text on any failure; `faults` (may
-// be null) injects kill / ENOSPC for tests. Destroyed unfinished, it closes the partial file (the caller's
-// temp dir is removed by the next save).
+// be null) injects kill / ENOSPC for tests. Destroyed unfinished, it closes the partial file (the
+// checkpointer then removes its temp dir).
 class FileWriter {
  public:
   FileWriter(std::string path, FaultCounter* faults = nullptr);

@@ -79,7 +79,9 @@ LoadResult load_checkpoint(Engine& e, const std::string& dir, bool verify, size_
     };
     // Span by span and array by array through one host buffer; what no span covers is padding and is
     // zeroed, as in a fresh engine.
-    std::vector<float> buf(std::max<size_t>(1, chunk_bytes / sizeof(float)));
+    size_t widest = 1;  // the largest destination range: no buffer beyond what one range needs
+    for (const DestRange& d : dest) widest = std::max(widest, d.count);
+    std::vector<float> buf(std::min(std::max<size_t>(1, chunk_bytes / sizeof(float)), widest));
     auto copy_in = [&](int g, StateArray a, size_t dst, size_t count, const std::function<void(float*, size_t, size_t)>& fill) {
       for (size_t done = 0; done < count; done += buf.size()) {
         const size_t n = std::min(buf.size(), count - done);

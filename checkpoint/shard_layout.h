@@ -34,7 +34,8 @@ struct FileLayout {
 std::vector<char> read_rank_file(Engine& e);
 
 // The host bytes a streamed rank file passes through at a time: all the host memory a synchronous save or
-// a load of a device-resident optimizer needs, whatever the model's size (the planner counts it).
+// a load of a device-resident optimizer needs, whatever the model's size (too small for the planner to
+// count beside a tensor's init scratch).
 inline constexpr size_t kRankFileChunkBytes = size_t(64) << 20;
 // The same bytes as read_rank_file, through one host buffer of at most chunk_bytes: sink(data, bytes) gets
 // consecutive pieces of the file (data valid during the call only).
@@ -53,7 +54,7 @@ uint64_t rank_file_bytes(const Partition& p);
 // host memory (Engine::optimizer_in_host_memory): a synchronous save writes them with no
 // copy, so an offloaded optimizer (or the CPU backend's) needs no second host-memory image to be saved.
 // Valid until the engine's next step. nullopt when the arrays are not in host memory (device memory, or a
-// split master): the caller copies them out with read_rank_file instead.
+// split master): the caller streams them out with stream_rank_file instead.
 std::optional<std::vector<Segment>> rank_file_segments(const Engine& e);
 
 }  // namespace zero::checkpoint

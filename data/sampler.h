@@ -71,7 +71,7 @@ struct MicroBatchPlan {
   std::vector<int64_t> pair_ids;
   std::vector<uint8_t> pair_mask;  // 1 real, 0 filler
   // World-invariant composition: the micro-batch's place in the step's cut (the same at any world size);
-  // -1 otherwise, and for the empty micro-batches that even out the ranks' counts.
+  // -1 otherwise, and for the empty micro-batches deal_micro_batches adds to even out the ranks' counts.
   int64_t index = -1;
 };
 

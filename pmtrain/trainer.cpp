@@ -549,6 +549,7 @@ EvalStats Trainer::evaluate() {
 std::vector<data::MicroBatchPlan> Trainer::eval_batches(const data::PairDataset& pairs) const {
   const int W = comm_.world(), R = info_.rank;
   const int64_t n = eval_count(pairs);
+  if (n == 0) return {};  // an empty set: no batch on any rank (n is the same on every rank)
   // zero.world_invariant: batches cut as for one rank, then dealt whole (MicroBatchPlan::index: their place in
   // the cut), so each holds the same pairs at any world size and the metrics can be added in the cut's order.
   const bool invariant = cfg_.zero.world_invariant;

@@ -67,6 +67,18 @@ print(f"sets: final a loss {final['sets']['a']['loss']:.6f} (alone {alone_a['los
       f"(alone {alone_b['loss']:.6f}), whole {final['loss']:.6f} over {final['pairs']} pairs; eval_pairs 5 per set")
 PY
 
+# A set whose every line is dropped (no pair left) is reported with 0 pairs, never a crash, with token budgets
+# and under zero.world_invariant (both once made a filler batch of a pair the set does not have).
+echo '{"chosen": "no rejected answer"}' > $TMP/e.jsonl
+for extra in "--set batch.micro=0 --set batch.micro_tokens=1200" "--set zero.world_invariant=true"; do
+  $MPIRUN -np 2 "$PMTRAIN" train $COMMON --set run.dir=$TMP/empty --set run.steps=2 --set run.eval_every=2 $extra \
+    --set "data.test_files=[]" --set "data.test_sets={a: [$TMP/a.jsonl], e: [$TMP/e.jsonl]}" > $TMP/empty.txt 2>&1 \
+    || { tail -3 $TMP/empty.txt; fail "an empty test set ($extra): the run failed"; }
+  grep -qE '^  set e \| .*\| 0 pairs$' $TMP/empty.txt || { tail -3 $TMP/empty.txt; fail "an empty test set ($extra): no 0-pair line"; }
+  rm -rf $TMP/empty
+done
+echo "ok: an empty test set is reported with 0 pairs (token budgets, world_invariant)"
+
 X="train $COMMON --set run.dir=$TMP/bad --set run.steps=1"
 bad "set without files" "set 'a' has no files" $X --set "data.test_sets={a: []}"
 bad "set name with a space" "set name 'a b' must be" $X --set "data.test_sets={a b: [$TMP/a.jsonl]}"
