@@ -175,11 +175,11 @@ const SafetensorsTensor& SafetensorsReader::tensor(const std::string& name) cons
   return tensors_[it->second];
 }
 
-std::vector<char> SafetensorsReader::read_bytes(const SafetensorsTensor& t) const {
+std::vector<char> SafetensorsReader::read_bytes(const SafetensorsTensor& t, uint64_t offset, uint64_t bytes) const {
   std::ifstream in(path_, std::ios::binary);
   ZERO_REQUIRE(in.good(), InputError, "{}: cannot open safetensors file", path_.string());
-  std::vector<char> buf(t.end - t.begin);
-  in.seekg(std::streamoff(data_start_ + t.begin));
+  std::vector<char> buf(std::min(bytes, t.end - t.begin - offset));
+  in.seekg(std::streamoff(data_start_ + t.begin + offset));
   in.read(buf.data(), std::streamsize(buf.size()));
   ZERO_REQUIRE(uint64_t(in.gcount()) == buf.size(), InputError,
                "{}: truncated safetensors file: tensor '{}' could read only {} of {} bytes", path_.string(), t.name,
@@ -191,7 +191,16 @@ void SafetensorsReader::read_f32(const std::string& name, std::span<float> out) 
   const SafetensorsTensor& t = tensor(name);
   ZERO_REQUIRE(int64_t(out.size()) == t.numel(), InputError, "{}: tensor '{}' has {} elements {}, the caller expects {}",
                path_.string(), name, t.numel(), shape_string(t.shape), out.size());
-  const std::vector<char> buf = read_bytes(t);
+  read_f32(name, 0, out);
+}
+
+void SafetensorsReader::read_f32(const std::string& name, size_t first, std::span<float> out) const {
+  const SafetensorsTensor& t = tensor(name);
+  ZERO_REQUIRE(first + out.size() <= uint64_t(t.numel()), InputError,
+               "{}: tensor '{}' has {} elements {}, the caller reads [{}, {})", path_.string(), name, t.numel(),
+               shape_string(t.shape), first, first + out.size());
+  const uint64_t size = dtype_size(t.dtype);
+  const std::vector<char> buf = read_bytes(t, first * size, out.size() * size);
   const size_t n = out.size();
   switch (t.dtype) {
     case DType::F32:

@@ -44,12 +44,15 @@ class SafetensorsReader {
 
   // Reads a float tensor (F32, BF16, F16, F64) converted to fp32; `out` must have numel() elements.
   void read_f32(const std::string& name, std::span<float> out) const;
+  // Elements [first, first + out.size()) of it (flat, row-major): a large tensor a piece at a time, reading
+  // only that piece's bytes.
+  void read_f32(const std::string& name, size_t first, std::span<float> out) const;
   std::vector<float> read_f32(const std::string& name) const;
   // Reads an integer tensor (I64, I32) as int64.
   std::vector<int64_t> read_i64(const std::string& name) const;
 
  private:
-  std::vector<char> read_bytes(const SafetensorsTensor& t) const;
+  std::vector<char> read_bytes(const SafetensorsTensor& t, uint64_t offset = 0, uint64_t bytes = UINT64_MAX) const;
 
   std::filesystem::path path_;
   uint64_t data_start_ = 0;  // 8 + header length

@@ -1,6 +1,8 @@
 // HF model directory -> reward-model parameters, with shape checks against config.json.
 #include "model/hf_import.h"
 
+#include <algorithm>
+#include <functional>
 #include <set>
 
 #include "checkpoint/safetensors.h"
@@ -18,14 +20,23 @@ ImportReport import_hf_weights(const std::filesystem::path& dir, const Qwen3Conf
   report.files = files.files();
   std::set<std::string> wanted;
   std::vector<float> buf;
+  // fill(first, piece) for each piece of the tensor, in order, each then handed to the sink.
+  auto in_pieces = [&](const TensorSpec& spec, const std::function<void(size_t, std::span<float>)>& fill) {
+    const size_t n = size_t(spec.numel());
+    for (size_t first = 0; first < n; first += kInitPieceElements) {
+      buf.assign(std::min(kInitPieceElements, n - first), 0.0f);
+      fill(first, buf);
+      sink(spec.name, first, buf);
+    }
+  };
   for (const GroupSpec& g : groups) {
     for (const TensorSpec& spec : g.tensors) {
       wanted.insert(spec.name);
-      buf.assign(size_t(spec.numel()), 0.0f);
       if (!files.contains(spec.name) && spec.name == "score.weight") {
-        init_tensor(spec, config, options.score_seed, buf);
+        in_pieces(spec, [&](size_t first, std::span<float> piece) {
+          init_tensor_range(spec, config, options.score_seed, first, piece);
+        });
         report.initialised.push_back(spec.name);
-        sink(spec.name, buf);
         continue;
       }
       ZERO_REQUIRE(files.contains(spec.name), InputError,
@@ -37,9 +48,8 @@ ImportReport import_hf_weights(const std::filesystem::path& dir, const Qwen3Conf
                    "{}: tensor '{}' has shape {} but {} implies shape {}: the weights do not match the config",
                    r.path().string(), spec.name, checkpoint::shape_string(t.shape), config_path,
                    checkpoint::shape_string(spec.shape));
-      r.read_f32(spec.name, buf);
+      in_pieces(spec, [&](size_t first, std::span<float> piece) { r.read_f32(spec.name, first, piece); });
       report.loaded.push_back(spec.name);
-      sink(spec.name, buf);
     }
   }
   for (const std::string& n : files.names())
@@ -52,9 +62,8 @@ HfRewardModel load_hf_reward_model(const std::filesystem::path& dir, const Impor
   m.config = load_hf_config(dir / "config.json");
   m.params = std::make_unique<DenseParams>(qwen3_rm_groups(m.config, options.decay));
   DenseParams& p = *m.params;
-  m.report = import_hf_weights(dir, m.config, p.groups(), [&](const std::string& name, std::span<const float> data) {
-    std::span<float> dst = p.param(name);
-    std::copy(data.begin(), data.end(), dst.begin());
+  m.report = import_hf_weights(dir, m.config, p.groups(), [&](const std::string& name, size_t first, std::span<const float> data) {
+    std::copy(data.begin(), data.end(), p.param(name).begin() + ptrdiff_t(first));
   }, options);
   return m;
 }

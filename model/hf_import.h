@@ -30,10 +30,12 @@ struct ImportReport {
   std::vector<std::string> ignored;          // in the files, unused by the reward model
 };
 
-// Receives each full tensor once, in group order; an engine copies only its shard.
-using TensorSink = std::function<void(const std::string& name, std::span<const float> data)>;
+// Receives each tensor in group order, a piece at a time: data holds its elements [first, first + size)
+// (pieces in order, at most kInitPieceElements each); an engine copies only what its shard holds.
+using TensorSink = std::function<void(const std::string& name, size_t first, std::span<const float> data)>;
 
-// Streams every tensor of `groups` from the directory to `sink` (one tensor in memory at a time).
+// Streams every tensor of `groups` from the directory to `sink` (one piece in memory at a time: its fp32
+// values and its bytes in the file).
 // InputError, naming the file/tensor, for a missing tensor or a shape that disagrees with `groups`
 // (built from config.json: the message gives the expected and the found shape).
 ImportReport import_hf_weights(const std::filesystem::path& dir, const Qwen3Config& config,

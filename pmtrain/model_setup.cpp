@@ -2,6 +2,9 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "core/check.h"
 #include "model/hf_import.h"
 #include "model/init.h"
@@ -71,11 +74,18 @@ model::Qwen3Config resolve_model_config(const ModelSection& m, int64_t tokenizer
 
 std::string init_model_parameters(Engine& engine, const ModelSection& m, const model::Qwen3Config& qc,
                                   const std::vector<model::GroupSpec>& groups, int threads) {
-  if (m.hf_dir.empty()) {
-    engine.init_params([&](int g, int t, float* dst) {
-      const auto& spec = groups[g].tensors[t];
-      model::init_tensor(spec, qc, m.init_seed, {dst, size_t(spec.numel())}, threads);
-    });
+  if (m.hf_dir.empty()) {  // a piece at a time (model::kInitPieceElements): no host buffer of a whole tensor
+    std::vector<float> piece;
+    for (size_t g = 0; g < groups.size(); ++g)
+      for (size_t t = 0; t < groups[g].tensors.size(); ++t) {
+        const model::TensorSpec& spec = groups[g].tensors[t];
+        const size_t n = size_t(spec.numel());
+        for (size_t first = 0; first < n; first += model::kInitPieceElements) {
+          piece.resize(std::min(model::kInitPieceElements, n - first));
+          model::init_tensor_range(spec, qc, m.init_seed, first, piece, threads);
+          engine.set_tensor_range(int(g), int(t), first, piece.size(), piece.data());
+        }
+      }
     return fmt::format("random init (seed {})", m.init_seed);
   }
   std::unordered_map<std::string, std::pair<int, int>> where;
@@ -83,9 +93,10 @@ std::string init_model_parameters(Engine& engine, const ModelSection& m, const m
     for (size_t t = 0; t < groups[g].tensors.size(); ++t) where[groups[g].tensors[t].name] = {int(g), int(t)};
   model::ImportOptions opt;
   opt.score_seed = m.init_seed;
-  const auto report = model::import_hf_weights(m.hf_dir, qc, groups, [&](const std::string& name, std::span<const float> data) {
+  const auto report = model::import_hf_weights(m.hf_dir, qc, groups, [&](const std::string& name, size_t first,
+                                                                          std::span<const float> data) {
     const auto [g, t] = where.at(name);
-    engine.set_tensor(g, t, data.data());
+    engine.set_tensor_range(g, t, first, data.size(), data.data());
   }, opt);
   // Name them: "1 initialised" alone does not say that the score head is new (untrained).
   auto names = [](const std::vector<std::string>& v) { return v.empty() ? std::string() : fmt::format(": {}", fmt::join(v, ", ")); };

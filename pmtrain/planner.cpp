@@ -9,6 +9,7 @@
 #include "core/process_memory.h"
 #include "core/dtype.h"
 #include "model/activation_plan.h"
+#include "model/init.h"
 #include "model/token_plan.h"
 #include "pmtrain/engine_assembly.h"
 #include "zero/buffer_plan.h"
@@ -25,6 +26,14 @@ size_t largest_tensor_elements(const std::vector<GroupInfo>& groups) {
   for (const GroupInfo& g : groups)
     for (const TensorInfo& t : g.tensors) largest = std::max(largest, t.numel);
   return largest;
+}
+
+// Initialisation's host scratch: one piece of a tensor (model::kInitPieceElements, pmtrain/model_setup.cpp) in
+// fp32, and under HF import also that piece's bytes as read from the file (at most 8 a value). Never a whole
+// tensor, whatever the model's size.
+size_t init_scratch_bytes(const Config& cfg, const std::vector<GroupInfo>& groups) {
+  const size_t piece = std::min(largest_tensor_elements(groups), model::kInitPieceElements);
+  return piece * (sizeof(float) + (cfg.model.hf_dir.empty() ? 0 : 8));
 }
 }  // namespace
 
@@ -63,9 +72,9 @@ MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, con
   if (device == PlanDevice::Cpu) {
     m.activations =
         model::plan_activations(qc, tokens, seqs, ckpt, activation_dtypes(cfg, device), cfg.model.selective_layers).peak;
-    // Besides the activations, the larger of an op's own scratch (during a step) and the engine's
-    // init_params host scratch (one whole tensor in fp32, the embedding, before any activation exists).
-    const size_t init_scratch = 4 * largest_tensor_elements(groups);
+    // Besides the activations, the larger of an op's own scratch (during a step) and the initialisation's
+    // host scratch (init_scratch_bytes, before any activation exists).
+    const size_t init_scratch = init_scratch_bytes(cfg, groups);
     const size_t op_scratch = model::cpu_op_scratch_bytes(qc, cfg.data.max_len, ec.param_dtype == DType::BF16);
     m.runtime = process_baseline + std::max(op_scratch, init_scratch > m.activations ? init_scratch - m.activations : 0);
     // An async save's snapshot lives beside the optimizer while the steps go on.
@@ -87,9 +96,9 @@ MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const st
   MemoryPlan m;
   if (cfg.backend == Backend::Cuda) {
     // The model, the engine and the activations live on the GPU (plan_gpu_memory); the host holds the
-    // process, an offloaded optimizer (zero.offload), and one at a time a tensor being initialised or an
-    // async save's snapshot of the optimizer state.
-    const size_t init_scratch = 4 * largest_tensor_elements(groups);
+    // process, an offloaded optimizer (zero.offload), and one at a time a piece of a tensor being initialised
+    // or an async save's snapshot of the optimizer state.
+    const size_t init_scratch = init_scratch_bytes(cfg, groups);
     // zero.offload: the optimizer, resident (master, m, v and the transfer staging: buffer_plan's host_bytes).
     const EngineConfig ec = engine_config(cfg, world, accum_steps, 1);
     const Partition part = make_partition(groups, world, ec.bucket_elements);

@@ -62,7 +62,7 @@ MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, con
                             size_t process_baseline = cpu_process_baseline_bytes());
 // What each rank holds in this node's host memory, for `train` and --dry-run: on the CPU backend the
 // whole plan (plan_rank_memory); on the CUDA backend the process and its host staging only (the model lives on
-// the GPU), an offloaded optimizer (zero.offload), and the larger of the init scratch (one tensor in fp32) and
+// the GPU), an offloaded optimizer (zero.offload), and the larger of the init scratch (a piece of a tensor: init_scratch_bytes) and
 // an async save's snapshot (async_save_snapshot_bytes).
 MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
                        int world, int ranks_on_node, int64_t micro_pairs, int64_t accum_steps);

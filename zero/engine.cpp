@@ -149,27 +149,36 @@ void Engine::set_tensor(int g, int t, const float* full) {
   check_group(g, "set_tensor");
   ZERO_CHECK(t >= 0 && size_t(t) < groups_[g].tensors.size(), "set_tensor: tensor {} out of range in group '{}'", t,
              groups_[g].name);
+  set_tensor_range(g, t, 0, groups_[g].tensors[t].numel, full);
+}
+
+void Engine::set_tensor_range(int g, int t, size_t first, size_t count, const float* src) {
+  check_group(g, "set_tensor_range");
+  ZERO_CHECK(t >= 0 && size_t(t) < groups_[g].tensors.size() && first + count <= groups_[g].tensors[t].numel,
+             "set_tensor_range: tensor {} elements [{}, {}) out of range in group '{}'", t, first, first + count,
+             groups_[g].name);
   const auto& L = part_.groups[g];
-  const size_t t0 = L.tensor_offsets[t], t1 = t0 + groups_[g].tensors[t].numel;
-  // The optimizer's range of this group, and (stage 3) the compute-parameter shard, intersected with the tensor.
+  // [t0, t1): the range in the group's flat space; `src` holds exactly it.
+  const size_t t0 = L.tensor_offsets[t] + first, t1 = t0 + count;
+  // The optimizer's range of this group, and (stage 3) the compute-parameter shard, intersected with the range.
   const OptimizerShard s = optimizer_shard(g);
   size_t lo = std::max(t0, s.begin), hi = std::min(t1, s.begin + s.count);
   if (cfg_.split_master) {
     // The params round as the master's high halves (not to even), replicas included, so every rank's
     // copy of a slice equals its owner's; the owner's range then gets both halves (its params again).
-    if (!sharded_params()) split_from_host(at(params_, L.full_offset + t0), nullptr, full, t1 - t0);
+    if (!sharded_params()) split_from_host(at(params_, L.full_offset + t0), nullptr, src, t1 - t0);
     if (lo < hi)
       split_from_host(static_cast<char*>(s.master_high) + (lo - s.begin) * 2, s.master_low + (lo - s.begin),
-                      full + (lo - t0), hi - lo);
+                      src + (lo - t0), hi - lo);
     return;
   }
-  if (lo < hi) optim_ops().copy_from_host(s.master + (lo - s.begin), DType::F32, full + (lo - t0), hi - lo);
+  if (lo < hi) optim_ops().copy_from_host(s.master + (lo - s.begin), DType::F32, src + (lo - t0), hi - lo);
   if (sharded_params()) {
     const size_t p0 = size_t(rank_) * L.shard;
     lo = std::max(t0, p0), hi = std::min(t1, p0 + L.shard);
-    if (lo < hi) ops_.copy_from_host(at(params_, L.shard_offset + (lo - p0)), cfg_.param_dtype, full + (lo - t0), hi - lo);
+    if (lo < hi) ops_.copy_from_host(at(params_, L.shard_offset + (lo - p0)), cfg_.param_dtype, src + (lo - t0), hi - lo);
   } else {
-    ops_.copy_from_host(at(params_, L.full_offset + t0), cfg_.param_dtype, full, t1 - t0);
+    ops_.copy_from_host(at(params_, L.full_offset + t0), cfg_.param_dtype, src, t1 - t0);
   }
 }
 

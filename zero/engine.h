@@ -103,6 +103,9 @@ class Engine {
   // Sets one tensor from its full fp32 value (streamed import: one tensor in memory at a time). Every
   // rank calls it with the same data; each keeps its part. No communication.
   void set_tensor(int group, int tensor, const float* full);
+  // Sets elements [first, first + count) of one tensor (a large tensor through a small host buffer: pmtrain's
+  // init and HF import, a piece at a time). The same rules as set_tensor.
+  void set_tensor_range(int group, int tensor, size_t first, size_t count, const float* src);
 
   void begin_micro_step();
   // Starts a forward-only pass (eval, scoring) outside accumulation: gather/release only.

@@ -143,3 +143,25 @@ TEST(EngineSplitMaster, CheckpointTransfersRoundTripExactly) {
     EXPECT_EQ(tie_rounded_even, 0u) << "stage " << stage << ": a tie rounded to even";
   }
 }
+
+// set_tensor_range (pmtrain's init and HF import, a piece at a time) sets what set_tensor sets whole: an
+// engine zeroed and then set in pieces of 7 elements (crossing shard and tensor edges) holds the masters and
+// params of one set whole, at every stage, with and without a split master.
+TEST(EngineSetTensor, InPiecesIsWhole) {
+  for (int stage = 0; stage <= 3; ++stage)
+    for (bool split : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "stage " << stage << (split ? ", split master" : ""));
+      Harness whole(config(stage, split)), pieces(config(stage, split));
+      Engine& e = *pieces.engine;
+      for (int g = 0; g < int(e.groups().size()); ++g)
+        for (int t = 0; t < int(e.groups()[g].tensors.size()); ++t) {
+          std::vector<float> v(e.groups()[g].tensors[t].numel, 0.0f);
+          e.set_tensor(g, t, v.data());
+          pieces.model.init(g, t, v.data());
+          for (size_t first = 0; first < v.size(); first += 7)
+            e.set_tensor_range(g, t, first, std::min<size_t>(7, v.size() - first), v.data() + first);
+        }
+      EXPECT_EQ(masters(*pieces.engine), masters(*whole.engine));
+      EXPECT_EQ(params(pieces), params(whole));
+    }
+}

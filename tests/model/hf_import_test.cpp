@@ -10,6 +10,7 @@
 #include "checkpoint/safetensors.h"
 #include "core/check.h"
 #include "model/hf_import.h"
+#include "model/init.h"
 #include "model/qwen3_config.h"
 #include "model_test_util.h"
 
@@ -112,6 +113,14 @@ TEST(Safetensors, RoundTripF32Bf16I64AndMetadata) {
   // bf16 round-to-nearest-even: 1+2^-8 is a tie -> 1.0; 1+3*2^-8 is a tie -> 1+2^-6 (even mantissa).
   EXPECT_EQ(r.read_f32("b"), (std::vector<float>{1.0f, 1.0f, 1.015625f, -3.0f}));
   EXPECT_EQ(r.read_i64("ids"), ids);
+  // A piece of a tensor: the elements [first, first + n) of the whole read, from that piece's bytes alone.
+  std::vector<float> piece(3);
+  r.read_f32("a", 2, piece);
+  EXPECT_EQ(piece, (std::vector<float>{3.25f, 1e-8f, 0.0f}));
+  r.read_f32("b", 1, std::span<float>(piece.data(), 2));
+  EXPECT_EQ(piece[0], 1.0f);
+  EXPECT_EQ(piece[1], 1.015625f);
+  expect_input_error([&] { r.read_f32("a", 4, piece); }, {"t.safetensors", "'a'", "reads [4, 7)"});
   expect_input_error([&] { r.read_f32("ids"); }, {"t.safetensors", "'ids'", "not a floating-point"});
   expect_input_error([&] { r.tensor("nope"); }, {"t.safetensors", "missing tensor 'nope'"});
 }
@@ -203,6 +212,38 @@ TEST(HfImport, ScoreHeadInitialisedWhenAbsent) {
   for (float v : sa) sq += double(v) * v;
   EXPECT_GT(sq, 0.0);
   EXPECT_LT(std::sqrt(sq / 48.0), 0.06);  // normal(0, initializer_range = 0.02)
+}
+
+// Random init a piece at a time (what pmtrain's engine init and the import of an absent score head do) gives the
+// numbers of the whole tensor: pieces of any even size, across the embedding's zeroed pad row, and a tensor of
+// odd length.
+TEST(HfImport, InitInPiecesIsTheWholeTensor) {
+  Qwen3Config c;
+  c.vocab_size = 37, c.hidden_size = 6, c.pad_token_id = 5;
+  const TensorSpec emb{"model.embed_tokens.weight", {37, 6}};  // 222 elements, pad row [30, 36)
+  const TensorSpec odd{"model.layers.0.mlp.down_proj.weight", {7, 9}};  // 63
+  for (const TensorSpec& spec : {emb, odd}) {
+    std::vector<float> whole(size_t(spec.numel()));
+    init_tensor(spec, c, 11, whole);
+    for (size_t piece : {size_t(2), size_t(8), size_t(32), size_t(64)}) {
+      std::vector<float> joined;
+      for (size_t first = 0; first < whole.size(); first += piece) {
+        std::vector<float> p(std::min(piece, whole.size() - first));
+        init_tensor_range(spec, c, 11, first, p, first % 4 == 0 ? 1 : 3);
+        joined.insert(joined.end(), p.begin(), p.end());
+      }
+      EXPECT_EQ(joined, whole) << spec.name << " in pieces of " << piece;
+    }
+  }
+  std::vector<float> row(6, 1.0f);
+  init_tensor_range(emb, c, 11, 30, row);
+  EXPECT_EQ(row, std::vector<float>(6, 0.0f)) << "the pad row";
+  EXPECT_THROW(init_tensor_range(emb, c, 11, 3, std::span<float>(row.data(), 2)), Error) << "an odd start";
+  // Large enough for threads: a piece from an even offset, split over 3 threads, is the whole stream's.
+  std::vector<float> big(3u << 20), tail(big.size() - (1u << 20) - 2);
+  fill_normal(big, 0.0, 1.0, 5, 1);
+  fill_normal(tail, 0.0, 1.0, 5, 3, (1u << 20) + 2);
+  EXPECT_TRUE(std::equal(tail.begin(), tail.end(), big.begin() + (1 << 20) + 2)) << "threaded piece";
 }
 
 TEST(HfImport, ShardedIndex) {
