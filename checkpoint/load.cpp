@@ -10,6 +10,7 @@
 #include "checkpoint/file_io.h"
 #include "checkpoint/reshard_plan.h"
 #include "checkpoint/shard_layout.h"
+#include "core/chunks.h"
 
 namespace zero::checkpoint {
 
@@ -83,11 +84,10 @@ LoadResult load_checkpoint(Engine& e, const std::string& dir, bool verify, size_
     for (const DestRange& d : dest) widest = std::max(widest, d.count);
     std::vector<float> buf(std::min(std::max<size_t>(1, chunk_bytes / sizeof(float)), widest));
     auto copy_in = [&](int g, StateArray a, size_t dst, size_t count, const std::function<void(float*, size_t, size_t)>& fill) {
-      for (size_t done = 0; done < count; done += buf.size()) {
-        const size_t n = std::min(buf.size(), count - done);
+      for_each_chunk(count, buf.size(), [&](size_t done, size_t n) {
         fill(buf.data(), done, n);
         write_state_array(e, g, a, dst + done, n, buf.data());
-      }
+      });
     };
     for (const ReadSpan& sp : spans) {
       ReadFile& f = file(sp.file);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/chunks.h"
+
 namespace zero::checkpoint {
 
 FileLayout FileLayout::of(const std::vector<GroupEntry>& groups) {
@@ -71,7 +73,7 @@ void for_each_rank_chunk(const Engine& e, size_t chunk_bytes, F&& fn) {
   const size_t chunk = chunk_elements(chunk_bytes);
   for_each_rank_slice(e, [&](int g, size_t begin, size_t shard, uint64_t) {
     for (StateArray a : {StateArray::Master, StateArray::M, StateArray::V})
-      for (size_t done = 0; done < shard; done += chunk) fn(g, a, begin + done, std::min(chunk, shard - done));
+      for_each_chunk(shard, chunk, [&](size_t done, size_t n) { fn(g, a, begin + done, n); });
   });
 }
 

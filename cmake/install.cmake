@@ -4,6 +4,8 @@
 # zero::checkpoint, and zero::cuda when built, with their MPI/Eigen/fmt/json/xxhash/CUDA/NCCL
 # dependencies found again by zeroConfig.cmake) and a pkg-config file (zero.pc). docs/EMBEDDING.md says
 # what the public API promises. Also bin/pmtrain and (CUDA builds) lib/libpmtrain_cuda_backend.so.
+# Every header a public header includes is public too: install_consumer compiles each installed header
+# alone against the prefix.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -14,10 +16,11 @@ set(ZERO_PUBLIC_HEADERS
   optim/adamw.h optim/lr_schedule.h
   zero/engine.h zero/engine_config.h zero/partition.h zero/device_ops.h zero/buffer_plan.h
   checkpoint/checkpointer.h checkpoint/agree.h checkpoint/async_writer.h checkpoint/fault.h checkpoint/file_io.h
-  checkpoint/load.h checkpoint/manifest.h checkpoint/publish.h)
+  checkpoint/load.h checkpoint/manifest.h checkpoint/publish.h checkpoint/shard_layout.h)
 set(ZERO_INSTALL_TARGETS zero_core zero_comm zero_optim zero_engine zero_checkpoint)
 if(ZERO_CUDA_ENABLED)
-  list(APPEND ZERO_PUBLIC_HEADERS cuda/cuda_ops.h cuda/nccl_communicator.h cuda/device_select.h cuda/device_allocator.h)
+  list(APPEND ZERO_PUBLIC_HEADERS cuda/cuda_ops.h cuda/nccl_communicator.h cuda/device_select.h cuda/device_allocator.h
+    cuda/host_wait.h)
   list(APPEND ZERO_INSTALL_TARGETS zero_cuda)
 endif()
 

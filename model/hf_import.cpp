@@ -7,6 +7,7 @@
 
 #include "checkpoint/safetensors.h"
 #include "core/check.h"
+#include "core/chunks.h"
 #include "model/init.h"
 
 namespace zero::model {
@@ -22,12 +23,11 @@ ImportReport import_hf_weights(const std::filesystem::path& dir, const Qwen3Conf
   std::vector<float> buf;
   // fill(first, piece) for each piece of the tensor, in order, each then handed to the sink.
   auto in_pieces = [&](const TensorSpec& spec, const std::function<void(size_t, std::span<float>)>& fill) {
-    const size_t n = size_t(spec.numel());
-    for (size_t first = 0; first < n; first += kInitPieceElements) {
-      buf.assign(std::min(kInitPieceElements, n - first), 0.0f);
+    for_each_chunk(size_t(spec.numel()), kInitPieceElements, [&](size_t first, size_t count) {
+      buf.assign(count, 0.0f);
       fill(first, buf);
       sink(spec.name, first, buf);
-    }
+    });
   };
   for (const GroupSpec& g : groups) {
     for (const TensorSpec& spec : g.tensors) {

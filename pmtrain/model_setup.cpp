@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/chunks.h"
 #include "model/hf_import.h"
 #include "model/init.h"
 
@@ -79,12 +80,11 @@ std::string init_model_parameters(Engine& engine, const ModelSection& m, const m
     for (size_t g = 0; g < groups.size(); ++g)
       for (size_t t = 0; t < groups[g].tensors.size(); ++t) {
         const model::TensorSpec& spec = groups[g].tensors[t];
-        const size_t n = size_t(spec.numel());
-        for (size_t first = 0; first < n; first += model::kInitPieceElements) {
-          piece.resize(std::min(model::kInitPieceElements, n - first));
+        for_each_chunk(size_t(spec.numel()), model::kInitPieceElements, [&](size_t first, size_t count) {
+          piece.resize(count);
           model::init_tensor_range(spec, qc, m.init_seed, first, piece, threads);
-          engine.set_tensor_range(int(g), int(t), first, piece.size(), piece.data());
-        }
+          engine.set_tensor_range(int(g), int(t), first, count, piece.data());
+        });
       }
     return fmt::format("random init (seed {})", m.init_seed);
   }

@@ -54,7 +54,8 @@ MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, con
                             size_t process_baseline) {
   // The engine's buffers by the engine's own arithmetic (the schedule does not change sizes).
   const EngineConfig ec = engine_config(cfg, world, accum_steps, 1);
-  const BufferPlan b = plan_buffers(ec, make_partition(groups, world, ec.bucket_elements));
+  const Partition part = make_partition(groups, world, ec.bucket_elements);
+  const BufferPlan b = plan_buffers(ec, part);
   MemoryPlan m;
   m.params = b.bytes(MemCategory::Params);
   m.grads = b.bytes(MemCategory::Grads);
@@ -78,7 +79,7 @@ MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, con
     const size_t op_scratch = model::cpu_op_scratch_bytes(qc, cfg.data.max_len, ec.param_dtype == DType::BF16);
     m.runtime = process_baseline + std::max(op_scratch, init_scratch > m.activations ? init_scratch - m.activations : 0);
     // An async save's snapshot lives beside the optimizer while the steps go on.
-    m.optimizer += async_save_snapshot_bytes(cfg, make_partition(groups, world, ec.bucket_elements));
+    m.optimizer += async_save_snapshot_bytes(cfg, part);
   } else {
     const int64_t rows = (tokens + model::kTokenRowMultiple - 1) / model::kTokenRowMultiple * model::kTokenRowMultiple;
     m.activations =

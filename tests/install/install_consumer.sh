@@ -2,7 +2,7 @@
 # The installed package as another repository meets it: `cmake --install` into a fresh prefix, then a
 # consumer project outside this build (tests/install/consumer) configured against that prefix only,
 # built, and run at 2 ranks (its stages 0-3 must match its own single-process reference); pkg-config
-# resolves zero.pc from the prefix too.
+# resolves zero.pc from the prefix too. Every installed header is also compiled alone (ZERO_HEADERS_DIR).
 set -euo pipefail
 BUILD=$1; shift; MPIRUN=("$@")  # the launcher and its options
 SRC=$(cd "$(dirname "$0")" && pwd)
@@ -11,7 +11,8 @@ trap 'rm -rf "$TMP"' EXIT
 cmake --install "$BUILD" --prefix "$TMP/prefix" > "$TMP/install.log"
 PKG_CONFIG_PATH=$TMP/prefix/lib/pkgconfig pkg-config --cflags --libs zero > /dev/null \
   || { echo "FAIL: pkg-config cannot resolve zero.pc"; exit 1; }
-cmake -S "$SRC/consumer" -B "$TMP/consumer" -DCMAKE_PREFIX_PATH="$TMP/prefix" -DCMAKE_BUILD_TYPE=Release > "$TMP/configure.log" \
+cmake -S "$SRC/consumer" -B "$TMP/consumer" -DCMAKE_PREFIX_PATH="$TMP/prefix" -DCMAKE_BUILD_TYPE=Release \
+  -DZERO_HEADERS_DIR="$TMP/prefix/include/zero" > "$TMP/configure.log" \
   || { cat "$TMP/configure.log"; echo "FAIL: configure against the installed package"; exit 1; }
 cmake --build "$TMP/consumer" -j 2 > "$TMP/build.log" 2>&1 || { cat "$TMP/build.log"; echo "FAIL: build"; exit 1; }
 # The consumer must not have seen this source tree's headers.
