@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The installed package as another repository meets it: `cmake --install` into a fresh prefix, then a
 # consumer project outside this build (tests/install/consumer) configured against that prefix only,
-# built, and run at 2 ranks (its stages 0-3 must match its own single-process reference); pkg-config
+# built, and run at 2 ranks (its stages 0-3 must match its own single-process reference, and a run saved
+# halfway with the installed checkpointer and resumed at another stage must end on the same bits); pkg-config
 # resolves zero.pc from the prefix too. Every installed header is also compiled alone (ZERO_HEADERS_DIR).
 set -euo pipefail
 BUILD=$1; shift; MPIRUN=("$@")  # the launcher and its options
@@ -18,4 +19,4 @@ cmake --build "$TMP/consumer" -j 2 > "$TMP/build.log" 2>&1 || { cat "$TMP/build.
 # The consumer must not have seen this source tree's headers.
 ! grep -q -- "-I$(cd "$SRC/../.." && pwd)" "$TMP/consumer/CMakeFiles/zero_consumer.dir/flags.make" \
   || { echo "FAIL: the consumer compiled against the source tree"; exit 1; }
-"${MPIRUN[@]}" -np 2 "$TMP/consumer/zero_consumer"
+"${MPIRUN[@]}" -np 2 "$TMP/consumer/zero_consumer" "$TMP/run"
