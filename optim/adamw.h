@@ -8,8 +8,9 @@
 
 namespace zero::optim {
 
+// No learning rate here: each step's rate is an argument (the engine's comes from its LrSchedule, whose
+// peak_lr is the one place a run's rate is set).
 struct AdamWConfig {
-  float lr = 1e-5f;            // peak learning rate (the schedule scales it)
   float beta1 = 0.9f;
   float beta2 = 0.95f;
   float eps = 1e-8f;

@@ -127,7 +127,7 @@ struct ZeroSection {
 
 struct OptimSection {
   // Doubles as written (the optimizer's are floats: 1e-5f widened would print as 9.99999974e-06), kept
-  // equal to optim::AdamWConfig's defaults by pmtrain_config_test.
+  // equal to optim::AdamWConfig's defaults (lr: LrSchedule's peak_lr) by pmtrain_config_test.
   double lr = 1e-5;
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
   double weight_decay = 0.0;

@@ -41,7 +41,7 @@ EngineConfig engine_config(const Config& cfg, int world, int64_t accum_steps, in
   ec.offload_threads = int(cfg.threads);
   ec.accum_steps = int(accum_steps);
   ec.clip_norm = float(cfg.optim.clip_norm);
-  ec.adamw = {float(cfg.optim.lr), float(cfg.optim.beta1), float(cfg.optim.beta2), float(cfg.optim.eps),
+  ec.adamw = {float(cfg.optim.beta1), float(cfg.optim.beta2), float(cfg.optim.eps),
               float(cfg.optim.weight_decay)};
   const int64_t warmup = cfg.optim.warmup_steps > 0 ? cfg.optim.warmup_steps
                                                      : int64_t(std::ceil(cfg.optim.warmup_ratio * total_steps));

@@ -18,8 +18,9 @@ BufferPlan plan_buffers(const EngineConfig& cfg, const Partition& part) {
   b.optimizer = cfg.stage == 0 ? part.total_padded : part.total_shard;
   b.staging = part.max_staged;
   if (b.offload) b.offload_chunk = std::min(b.optimizer, cfg.offload_chunk);
-  // Chunks never exceed a bucket, so a group larger than a bucket needs no full-size send buffer.
-  b.chunk = std::min(part.max_bucket_padded / W, std::max<size_t>(1, cfg.bucket_elements / W));
+  // Chunks never exceed a bucket, so a group larger than a bucket needs no full-size send buffer; but a
+  // split group's piece goes out whole, and a piece is at least kShardAlign a rank.
+  b.chunk = std::max(std::min(part.max_bucket_padded / W, std::max<size_t>(1, cfg.bucket_elements / W)), part.max_piece);
   if (cfg.stage == 3) {
     b.ring_slots = size_t(cfg.prefetch_depth) + 1;
     b.ring_slot = part.max_unit_padded;

@@ -16,7 +16,8 @@
 //                                                               params up, K = min(optimizer, offload_chunk)
 // Under zero.offload the master, m and v (and the staging) are host memory: host_bytes(); the rest is the
 // backend's: device_bytes(). bytes(category) counts a category wherever it lives (staging under Other).
-// with Psi = partition.total_padded, S = Psi / W, C = min(max_bucket_padded, bucket_elements) / W.
+// with Psi = partition.total_padded, S = Psi / W, C = max(min(max_bucket_padded, bucket_elements) / W,
+// partition.max_piece).
 #pragma once
 #include <cstddef>
 

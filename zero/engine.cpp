@@ -1,7 +1,9 @@
 #include "zero/engine.h"
 
-#include <cmath>
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -92,6 +94,7 @@ Engine::Engine(const EngineConfig& cfg, std::vector<GroupInfo> groups, Communica
   piece_views_.resize(unit_piece_.size());
   grad_piece_views_.resize(unit_piece_.size());
   bucket_ready_.assign(part_.buckets.size(), 0);
+  unit_ready_.assign(unit_piece_.size(), 0);
   if (!sharded_params()) {
     for (size_t g = 0; g < G; ++g) {
       if (part_.groups[g].split()) continue;
@@ -239,16 +242,12 @@ void Engine::join_to_host(float* dst, const void* high, const uint16_t* low, siz
 // ---- micro-step protocol -------------------------------------------------------------------------
 
 void Engine::begin_micro_step() {
-  if (micro_ >= 0) {
-    for (size_t b = 0; b < part_.buckets.size(); ++b)
-      ZERO_REQUIRE(bucket_ready_[b] == bucket_units_[b], ConfigError,
-                   "micro-step {}: grad_ready was not called for every group of bucket {} (first group '{}')",
-                   micro_, b, groups_[part_.buckets[b].first_group()].name);
-  }
+  if (micro_ >= 0) require_all_ready("begin_micro_step");
   ZERO_REQUIRE(micro_ + 1 < cfg_.accum_steps, ConfigError,
                "begin_micro_step called {} times without step(); accumulation is {}", micro_ + 2, cfg_.accum_steps);
   ++micro_;
   std::fill(bucket_ready_.begin(), bucket_ready_.end(), 0);
+  std::fill(unit_ready_.begin(), unit_ready_.end(), 0);
   begin_forward();
 }
 
@@ -265,10 +264,14 @@ void Engine::start_gather(int u) {
   int slot = -1;
   for (size_t s = 0; s < ring_.size() && slot < 0; ++s)
     if (ring_unit_[s] < 0) slot = int(s);
-  ZERO_REQUIRE(slot >= 0, ConfigError,
-               "stage 3: more than prefetch_depth + 1 = {} groups gathered at once (release each group after use)",
-               ring_.size());
   const auto [g, k] = unit_piece_[u];
+  if (slot < 0) {
+    std::vector<std::string> held;
+    for (int v : ring_unit_) held.push_back(fmt::format("'{}'", groups_[unit_piece_[v].first].name));
+    throw ConfigError(fmt::format("stage 3: gathering group '{}' would hold more than prefetch_depth + 1 = {} groups "
+                                  "at once (held: {}; release each group after use)",
+                                  groups_[g].name, ring_.size(), fmt::join(held, ", ")));
+  }
   const auto& L = part_.groups[g];
   ring_unit_[slot] = u;
   unit_slot_[u] = slot;
@@ -422,9 +425,12 @@ void Engine::check_fixed_point_terms(int accum_steps) const {
 void Engine::grad_ready(int g) {
   check_group(g, "grad_ready");
   const StepClock::Scope timed(clock_, TimeCategory::GradBuckets);
-  ZERO_REQUIRE(!grad_views_[g].empty(), ConfigError, "grad_ready({}) without grad_view({})", g, g);
+  // The view is spent once handed in: a later grad_ready needs a fresh grad_view (its own gradient).
+  ZERO_REQUIRE(!grad_views_[g].empty(), ConfigError, "grad_ready({}) without grad_view({}) (group '{}')", g, g,
+               groups_[g].name);
   if (cfg_.nan_guard) count_nonfinite(g, 0, grad_views_[g].front().data, part_.groups[g].numel);
-  unit_ready(g);
+  grad_views_[g].clear();
+  unit_ready(unit_of(g, 0));
 }
 
 void Engine::piece_ready(int g, int k) {
@@ -435,16 +441,34 @@ void Engine::piece_ready(int g, int k) {
                k, g, k);
   if (cfg_.nan_guard)
     for (const FlatRun& r : grad_piece_views_[u].runs) count_nonfinite(g, r.begin, r.data, r.count);
+  ZERO_REQUIRE(!unit_ready_[u], ConfigError, "piece_ready({}, {}): piece {} of group '{}' was handed in already this "
+               "micro-step", g, k, k, groups_[g].name);
   launch_piece(g, k, slot_of(part_.groups[g].bucket, k));
   grad_piece_views_[u].runs.clear();
-  unit_ready(g);
+  unit_ready(u);
 }
 
-void Engine::unit_ready(int g) {
-  const int b = part_.groups[g].bucket;
+void Engine::unit_ready(int u) {
+  const int g = unit_piece_[u].first, b = part_.groups[g].bucket;
+  ZERO_REQUIRE(!unit_ready_[u], ConfigError, "grad_ready({}): group '{}' was handed in already this micro-step", g,
+               groups_[g].name);
+  unit_ready_[u] = 1;
   if (++bucket_ready_[b] == bucket_units_[b]) launch_bucket(b);
   // Drive progress of collectives already in flight (MPI progresses only inside MPI calls).
   for (auto& p : pending_) p.handle->test();
+}
+
+void Engine::require_all_ready(const char* where) const {
+  for (size_t u = 0; u < unit_ready_.size(); ++u) {
+    if (unit_ready_[u]) continue;
+    const auto [g, k] = unit_piece_[u];
+    if (part_.groups[g].split())
+      throw ConfigError(fmt::format("{}(): micro-step {}: the gradient of piece {} of group '{}' did not arrive "
+                                    "(grad_piece({}, {}) + piece_ready({}, {}))", where, micro_, k, groups_[g].name, g,
+                                    k, g, k));
+    throw ConfigError(fmt::format("{}(): micro-step {}: the gradient of group '{}' did not arrive (grad_view({}) + "
+                                  "grad_ready({}))", where, micro_, groups_[g].name, g, g));
+  }
 }
 
 void Engine::empty_micro_step() {
@@ -602,6 +626,8 @@ void Engine::launch_piece(int g, int k, int slot) {
   }
   // The slot holds the piece rank-major: exactly one reduce-scatter chunk of the group's shard space.
   const int c = acquire_chunk_slot();
+  ZERO_CHECK(len * W <= send_[c].count(), "piece {} of group '{}' ({} elements) outruns the send buffer ({})", k,
+             groups_[g].name, len * W, send_[c].count());
   ops_.copy(send_[c].data(), cfg_.reduce_dtype, staging_[slot].data(), cfg_.param_dtype, len * W);
   slot_state_[slot] = SlotState::Free;
   const size_t dst = L.shard_offset + c0;
@@ -647,10 +673,7 @@ StepResult Engine::step(double loss_divisor) {
   ZERO_REQUIRE(loss_divisor > 0, ConfigError, "step: loss divisor must be positive (got {})", loss_divisor);
   ZERO_REQUIRE(micro_ == cfg_.accum_steps - 1, ConfigError, "step() after {} micro-steps; accumulation is {}",
                micro_ + 1, cfg_.accum_steps);
-  for (size_t b = 0; b < part_.buckets.size(); ++b)
-    ZERO_REQUIRE(bucket_ready_[b] == bucket_units_[b], ConfigError,
-                 "step(): grad_ready was not called for every group of bucket {} (first group '{}')", b,
-                 groups_[part_.buckets[b].first_group()].name);
+  require_all_ready("step");
   complete_all();
   free_all_units();
   micro_ = -1;

@@ -200,7 +200,9 @@ class Engine {
   // Staging slots: a whole bucket, or one piece of a split group's bucket.
   static int slot_of(int bucket, int piece) { return (bucket + piece) % 2; }
   int acquire_slot(int bucket, int piece);
-  void unit_ready(int g);
+  void unit_ready(int u);  // unit u's gradient is in: counts it (once) and launches its bucket when full
+  // ConfigError naming the first group (and piece) whose gradient did not arrive this micro-step, if any.
+  void require_all_ready(const char* where) const;
   // fn(tensor, lo, hi) for each tensor of group g overlapping its flat elements [begin, end), clipped.
   template <class F>
   void for_each_tensor_in(int g, size_t begin, size_t end, F&& fn) const {
@@ -286,6 +288,7 @@ class Engine {
   std::vector<size_t> tensor_base_;        // first partials_ index of each group's tensors
 
   std::vector<int> bucket_ready_;          // units (groups, pieces) ready in the current micro-step, per bucket
+  std::vector<uint8_t> unit_ready_;        // per unit: its gradient arrived in the current micro-step
   std::vector<int> bucket_units_;          // units per bucket
   int micro_ = -1;                         // current micro-step index within the accumulation
   bool backward_ = false;

@@ -38,6 +38,7 @@ Partition make_partition(const std::vector<GroupInfo>& groups, int world, size_t
       L.pieces = int((L.shard + L.piece - 1) / L.piece);
       if (L.pieces == 1) L.piece = L.shard;
     }
+    if (L.split()) p.max_piece = std::max(p.max_piece, L.piece);
     p.max_unit_padded = std::max(p.max_unit_padded, L.unit_padded());
     L.full_offset = p.total_padded;
     L.shard_offset = p.total_shard;

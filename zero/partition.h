@@ -40,8 +40,9 @@ struct GroupLayout {
   size_t shard_offset = 0; // start in a rank's shard flat buffer
   std::vector<size_t> tensor_offsets;  // start of each tensor inside the group
   int bucket = -1;
-  // Pieces (a splittable group larger than a bucket): c = piece elements per rank, a multiple of
-  // kShardAlign no larger than bucket_elements / world; pieces = ceil(shard / c). Whole groups: 1 piece, c = shard.
+  // Pieces (a splittable group larger than a bucket): c = piece elements per rank, the largest multiple
+  // of kShardAlign not above bucket_elements / world, but at least kShardAlign (so with buckets under
+  // 64 elements a rank, a piece is larger than the bucket's share); pieces = ceil(shard / c). Whole groups: 1 piece, c = shard.
   size_t piece = 0;
   int pieces = 1;
   bool split() const { return pieces > 1; }
@@ -75,6 +76,9 @@ struct Partition {
   // bucket slots and gather ring slots.
   size_t max_staged = 0;
   size_t max_unit_padded = 0;
+  // The largest piece of a split group, elements per rank (0 without one): a piece is reduce-scattered
+  // whole, so the engine's reduction chunk (buffer_plan) is never smaller.
+  size_t max_piece = 0;
 };
 
 Partition make_partition(const std::vector<GroupInfo>& groups, int world, size_t bucket_elements);

@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     cfg.stage = stage;
     cfg.accum_steps = accum;
     cfg.bucket_elements = 1 << 20;
-    cfg.adamw.lr = 1e-3f;
+    cfg.schedule.peak_lr = 1e-3f;
     MemoryStats mem;
     const double med = measure(cfg, &mem);
     if (stage == 0) base = med;

@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   EngineConfig cfg;
   BatchSpec batch{0, 4, 0};  // accum defaults to 2 unless --global is given
   int steps = 20, samples = 4096;
-  cfg.adamw.lr = 1e-2f;
+  float lr = 1e-2f;
   std::string param_dtype = "fp32", accum_dtype = "fp32", reduce_dtype = "fp32";
   std::vector<int> dims = {12, 24, 18, 5};
   app.add_option("--stage", cfg.stage, "ZeRO stage 0-3")->capture_default_str();
@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "optimizer steps")->capture_default_str();
   app.add_option("--samples", samples, "dataset size")->capture_default_str();
   app.add_option("--dims", dims, "input and hidden widths")->capture_default_str();
-  app.add_option("--lr", cfg.adamw.lr, "learning rate")->capture_default_str();
+  app.add_option("--lr", lr, "peak learning rate")->capture_default_str();
   app.add_option("--clip", cfg.clip_norm, "gradient clipping norm (0: off)")->capture_default_str();
   app.add_option("--param-dtype", param_dtype, "compute parameter dtype (fp32|bf16)")->capture_default_str();
   app.add_option("--accum-dtype", accum_dtype, "gradient accumulation dtype")->capture_default_str();
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
     const ResolvedBatch rb = resolve_batch(batch, info.world);
     cfg.accum_steps = int(rb.accum);
     cfg.adamw.weight_decay = 0.01f;
-    cfg.schedule = {optim::ScheduleKind::Cosine, cfg.adamw.lr, steps / 10, steps, 0.1f};
+    cfg.schedule = {optim::ScheduleKind::Cosine, lr, steps / 10, steps, 0.1f};
 
     auto comm = mpi.world_communicator();
     auto ops = make_cpu_ops();
@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
     const std::string config_text = fmt::format(
         "mlp_trainer stage={} bucket={} prefetch={} global={} micro={} accum={} steps={} samples={} dims={} lr={} "
         "clip={} param_dtype={} accum_dtype={} reduce_dtype={}", cfg.stage, cfg.bucket_elements, cfg.prefetch_depth,
-        rb.global, rb.micro, rb.accum, steps, samples, fmt::join(dims, ","), cfg.adamw.lr, cfg.clip_norm, param_dtype,
+        rb.global, rb.micro, rb.accum, steps, samples, fmt::join(dims, ","), lr, cfg.clip_norm, param_dtype,
         accum_dtype, reduce_dtype);
     std::optional<checkpoint::Checkpointer> ckpt;
     if (!run_dir.empty()) ckpt.emplace(engine, checkpoint::CheckpointOptions{run_dir, retention, async_save, true, config_text});

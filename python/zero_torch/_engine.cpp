@@ -55,7 +55,7 @@ class PyEngine {
     EngineConfig cfg;
     cfg.stage = stage;
     cfg.accum_steps = accum_steps;
-    cfg.adamw = {lr, beta1, beta2, eps, weight_decay};
+    cfg.adamw = {beta1, beta2, eps, weight_decay};
     cfg.schedule.peak_lr = lr;  // constant: torch.optim.AdamW without a scheduler
     cfg.clip_norm = clip_norm;
     cfg.bucket_elements = bucket_elements;

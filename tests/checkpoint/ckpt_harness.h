@@ -66,7 +66,6 @@ inline EngineConfig ckpt_config(int stage, int world) {
   if (kGlobal % (c.accum_steps * world) != 0) c.accum_steps = 1;
   c.bucket_elements = 100;
   c.prefetch_depth = 1;
-  c.adamw.lr = 1e-2f;
   c.adamw.weight_decay = 0.01f;
   c.schedule = {optim::ScheduleKind::Cosine, 1e-2f, 2, kTotalSteps, 0.1f};
   c.clip_norm = 0.3f;

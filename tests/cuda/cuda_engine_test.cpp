@@ -248,7 +248,6 @@ EngineConfig config(int stage, bool bf16) {
   c.accum_steps = 2;
   c.bucket_elements = 400;  // several buckets, some holding several groups
   c.prefetch_depth = 1;
-  c.adamw.lr = 1e-2f;
   c.adamw.weight_decay = 0.01f;
   c.schedule = {optim::ScheduleKind::Cosine, 1e-2f, 1, 10, 0.1f};
   c.clip_norm = 1.0f;

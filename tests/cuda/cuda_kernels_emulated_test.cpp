@@ -69,7 +69,7 @@ TEST(CudaKernelsEmulated, CopyAndAddInEveryTypePair) {
 
 TEST(CudaKernelsEmulated, AdamWEqualsTheCpuOptimizerBitForBit) {
   const size_t n = 256 * 5 + 3;
-  const optim::AdamWConfig cfg{1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
+  const optim::AdamWConfig cfg{0.9f, 0.95f, 1e-8f, 0.1f};
   for (bool bf16_grad : {false, true}) {
     std::vector<float> p_gpu = draw(n, 1.0f, 7), m_gpu(n, 0.0f), v_gpu(n, 0.0f);
     std::vector<float> p_cpu = p_gpu, m_cpu = m_gpu, v_cpu = v_gpu;
@@ -152,7 +152,7 @@ TEST(CudaKernelsEmulated, FixedPointSumsEqualTheCpuBackendBitForBit) {
 
   // AdamW on fixed-point gradients: the CPU backend's, bit for bit.
   std::vector<float> p_gpu = a, m_gpu(n, 0), v_gpu(n, 0), p_cpu = a, m_cpu(n, 0), v_cpu(n, 0);
-  const optim::AdamWConfig c{1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
+  const optim::AdamWConfig c{0.9f, 0.95f, 1e-8f, 0.1f};
   for (int64_t t = 1; t <= 3; ++t) {
     adamw(p_gpu.data(), gpu.data(), Elem::FX64, m_gpu.data(), v_gpu.data(), n, optim::adamw_scalars(c, 1e-3f, t, true, 0.25f),
           nullptr);

@@ -263,7 +263,7 @@ TEST_F(CudaOpsTest, AdamWMatchesCpu) {
   // run core/math/adamw_math.h's update on optim::adamw_scalars, so elements should agree bit for bit; the
   // count is printed.
   optim::AdamWConfig c;
-  c.lr = 1e-2f;
+  const float peak_lr = 1e-2f;
   c.beta1 = 0.9f;
   c.beta2 = 0.95f;
   c.eps = 1e-8f;
@@ -282,7 +282,7 @@ TEST_F(CudaOpsTest, AdamWMatchesCpu) {
         for (auto& x : gf) x = std::clamp(x, -1e3f, 1e3f);
         const auto g = as_bytes(gf, gt);
         dg.upload(g);
-        const float lr = c.lr * (1.0f - 0.1f * float(t)), scale = 0.37f;
+        const float lr = peak_lr * (1.0f - 0.1f * float(t)), scale = 0.37f;
         cpu->adamw(p.data(), g.data(), gt, m.data(), v.data(), n, c, lr, t, decay, scale);
         gpu->adamw(dp.as<float>(), dg.get(), gt, dm.as<float>(), dv.as<float>(), n, c, lr, t, decay, scale);
       }

@@ -78,7 +78,6 @@ inline EngineConfig base_config(int stage, int accum) {
   c.accum_steps = accum;
   c.bucket_elements = 100;  // several buckets, some holding several groups
   c.prefetch_depth = 1;
-  c.adamw.lr = 1e-2f;
   c.adamw.weight_decay = 0.01f;
   c.schedule = {optim::ScheduleKind::Cosine, 1e-2f, 2, 12, 0.1f};
   c.clip_norm = 0.3f;

@@ -76,6 +76,11 @@ TEST(EngineParity, GroupsSplitIntoPiecesMatchTheReference) {
     EXPECT_LT(rel_diff(pieces.params, run_engine(c).params), 1e-6) << "stage " << stage << " vs whole groups";
     c.param_dtype = DType::BF16;
     EXPECT_LT(rel_diff(run_engine(c, split).params, ref_params), 5e-3) << "stage " << stage << " bf16";
+    // Buckets under 64 elements a rank (2 ranks and more): a piece (at least 64 a rank) is larger than the
+    // bucket's share, and still one reduction.
+    c.param_dtype = DType::F32;
+    c.bucket_elements = 100;
+    EXPECT_LT(rel_diff(run_engine(c, split).params, ref_params), 1e-5) << "stage " << stage << " bucket 100";
   }
 }
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/check.h"
+#include "zero/buffer_plan.h"
 #include "zero/engine_config.h"
 #include "zero/partition.h"
 
@@ -53,6 +54,34 @@ TEST(Partition, SplittableGroupsLargerThanABucketComeInPiecesOfAtMostABucket) {
     EXPECT_LE(p.max_unit_padded, 20000u);
     EXPECT_EQ(p.max_group_padded, e.padded);
   }
+}
+
+TEST(Partition, APieceNeverOutrunsTheReductionChunk) {
+  // A piece is at least 64 elements a rank, so with buckets under 64 elements a rank it is larger than the
+  // bucket's share; it is reduce-scattered whole, so the engine's send / recv chunk must hold it.
+  std::vector<GroupInfo> groups = {{"embed", {{"e", 3000}}, true}, {"layer", {{"w", 300}}}};
+  for (int W = 1; W <= 8; ++W)
+    for (size_t bucket : {1, 64, 100, 128, 255, 1000}) {
+      const Partition p = make_partition(groups, W, bucket);
+      const GroupLayout& e = p.groups[0];
+      ASSERT_TRUE(e.split()) << W << " " << bucket;
+      EXPECT_GE(e.piece, 64u);
+      EXPECT_EQ(p.max_piece, e.piece);
+      EngineConfig cfg;
+      cfg.bucket_elements = bucket;
+      for (int stage = 0; stage <= 3; ++stage) {
+        cfg.stage = stage;
+        const BufferPlan b = plan_buffers(cfg, p);
+        EXPECT_GE(b.chunk, e.piece) << "world " << W << ", bucket " << bucket << ", stage " << stage;
+        EXPECT_GE(b.staging, e.unit_padded());
+      }
+    }
+  // Without a split group the chunk is the bucket's share, as before.
+  const Partition whole = make_partition({{"w", {{"w", 300}}}}, 3, 128);
+  EXPECT_EQ(whole.max_piece, 0u);
+  EngineConfig cfg;
+  cfg.bucket_elements = 128;
+  EXPECT_EQ(plan_buffers(cfg, whole).chunk, 128u / 3);
 }
 
 TEST(Partition, BucketsFormInBackwardOrderAndBigGroupsStandAlone) {

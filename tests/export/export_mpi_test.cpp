@@ -180,7 +180,6 @@ class ExportTest : public ::testing::Test {
     EngineConfig ec;
     ec.stage = 3;
     ec.bucket_elements = 5000;
-    ec.adamw.lr = 1e-3f;
     ec.schedule.peak_lr = 1e-3f;
     Engine engine(ec, pmtrain::engine_groups(rm.groups()), comm, *ops, alloc);
     const auto& groups = rm.groups();

@@ -138,7 +138,7 @@ TEST_F(Qwen3Parity, RewardsLossAndGradients) {
 
 TEST_F(Qwen3Parity, FiveClippedAdamWSteps) {
   optim::AdamWConfig cfg;
-  cfg.lr = 1e-2f;
+  const float lr = 1e-2f;
   cfg.beta1 = 0.9f;
   cfg.beta2 = 0.95f;
   cfg.eps = 1e-8f;
@@ -173,7 +173,7 @@ TEST_F(Qwen3Parity, FiveClippedAdamWSteps) {
       for (size_t t = 0; t < params_->groups()[g].tensors.size(); ++t) {
         std::span<float> p = params_->param(g, int(t));
         optim::adamw_step(p.data(), params_->grad(g, int(t)).data(), m[g][t].data(), v[g][t].data(), p.size(), cfg,
-                          cfg.lr, step, params_->groups()[g].tensors[t].weight_decay, scale);
+                          lr, step, params_->groups()[g].tensors[t].weight_decay, scale);
       }
   }
   double worst = 0;

@@ -235,11 +235,12 @@ TEST(PmtrainConfig, CheckpointingModesAndTheOldBooleans) {
 }
 
 // One default per knob: the optimizer's defaults are written as doubles in pmtrain (so they print as
-// written) and must be the very values optim::AdamWConfig holds; the engine's are read from EngineConfig.
+// written) and must be the very values optim::AdamWConfig (and LrSchedule, the peak rate) hold; the engine's
+// are read from EngineConfig.
 TEST(PmtrainConfig, DefaultsAgreeWithTheLibraries) {
   const Config c;
   const optim::AdamWConfig a;
-  EXPECT_EQ(float(c.optim.lr), a.lr);
+  EXPECT_EQ(float(c.optim.lr), optim::LrSchedule{}.peak_lr);
   EXPECT_EQ(float(c.optim.beta1), a.beta1);
   EXPECT_EQ(float(c.optim.beta2), a.beta2);
   EXPECT_EQ(float(c.optim.eps), a.eps);

@@ -16,6 +16,7 @@
 
 namespace {
 constexpr int kIn = 16, kOut = 5, kGlobal = 12, kSteps = 6;
+constexpr float kLr = 1e-2f;  // constant: the schedule's peak
 
 // Deterministic data and initial weights, the same on every rank.
 float x_of(int sample, int i) { return std::sin(0.37f * float(sample) + 0.11f * float(i)); }
@@ -49,7 +50,7 @@ zero::EngineConfig engine_config(int stage, const zero::optim::AdamWConfig& adam
   cfg.stage = stage;
   cfg.bucket_elements = 64;
   cfg.adamw = adamw;
-  cfg.schedule.peak_lr = adamw.lr;
+  cfg.schedule.peak_lr = kLr;
   return cfg;
 }
 
@@ -89,7 +90,6 @@ int main(int argc, char** argv) {
     zero::MpiCommunicator comm(MPI_COMM_WORLD);
     const int W = comm.world(), r = comm.rank();
     zero::optim::AdamWConfig adamw;
-    adamw.lr = 1e-2f;
     adamw.weight_decay = 0.01f;
 
     // The reference: full batch, one process.
@@ -97,9 +97,9 @@ int main(int argc, char** argv) {
     for (int k = 0; k < kOut * kIn; ++k) rw[k] = w0(k);
     for (int s = 0; s < kSteps; ++s) {
       loss_and_grad(rw, rb, s * kGlobal, kGlobal, gw, gb);
-      zero::optim::adamw_step(rw.data(), gw.data(), mw.data(), vw.data(), rw.size(), adamw, adamw.lr, s + 1, true,
+      zero::optim::adamw_step(rw.data(), gw.data(), mw.data(), vw.data(), rw.size(), adamw, kLr, s + 1, true,
                               1.0f / kGlobal);
-      zero::optim::adamw_step(rb.data(), gb.data(), mb.data(), vb.data(), rb.size(), adamw, adamw.lr, s + 1, false,
+      zero::optim::adamw_step(rb.data(), gb.data(), mb.data(), vb.data(), rb.size(), adamw, kLr, s + 1, false,
                               1.0f / kGlobal);
     }
 
