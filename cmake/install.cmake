@@ -53,5 +53,8 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/zeroConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/zeroConfig.cmake ${PROJECT_BINARY_DIR}/zeroConfigVersion.cmake
   DESTINATION ${ZERO_CMAKE_DIR})
+# zero.pc names the prefix relative to itself (pkg-config's ${pcfiledir}), as libdir is relative to the prefix.
+file(RELATIVE_PATH ZERO_PC_PREFIX_FROM_PCDIR ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
+string(REGEX REPLACE "/$" "" ZERO_PC_PREFIX_FROM_PCDIR "${ZERO_PC_PREFIX_FROM_PCDIR}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/zero.pc.in ${PROJECT_BINARY_DIR}/zero.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/zero.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
