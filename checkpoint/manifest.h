@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ namespace zero::checkpoint {
 inline constexpr int kFormatVersion = 1;  // bump on any incompatible change; newer files are refused
 inline constexpr const char* kFormatName = "zero-sharded-checkpoint";
 inline constexpr const char* kManifestName = "manifest.json";
+inline constexpr const char* kDtype = "f32";  // the only dtype of the shard files (fp32 little-endian)
 
 // What the trainer hands to save() and gets back from load(); the library never interprets the JSON.
 struct TrainState {
@@ -59,12 +61,23 @@ struct Manifest {
   TrainState state;
 
   nlohmann::json to_json() const;
-  // InputError naming `where` on a malformed manifest; a newer format version is refused first.
-  static Manifest from_json(const nlohmann::json& j, const std::string& where);
+  // InputError naming `where` on a malformed or unsound manifest (validate()); a newer format version is
+  // refused first. `dir_step`: the N of the step_<N> directory it was read from, if any.
+  static Manifest from_json(const nlohmann::json& j, const std::string& where,
+                            std::optional<int64_t> dir_step = std::nullopt);
   // Parses manifest text (InputError naming `where` on invalid JSON or a malformed manifest).
-  static Manifest parse(const std::string& text, const std::string& where);
-  // Reads and parses <dir>/manifest.json (InputError naming the file).
+  static Manifest parse(const std::string& text, const std::string& where,
+                        std::optional<int64_t> dir_step = std::nullopt);
+  // Reads and parses <dir>/manifest.json (InputError naming the file); a directory named step_<N> (also
+  // through a symlink such as checkpoints/best) must hold the manifest of step N.
   static Manifest read(const std::string& dir);
+  // Every cross-field rule, InputError naming `where` and the field: step and trainer.step >= 0, equal, and
+  // N of a step_<N> directory; trainer.optimizer_step >= 0; stage 0-3; world_size >= 1 and one file per rank
+  // (rank_<r>.bin in order); dtype "f32" (checked while parsing); trainer.rng an object, array or null; at
+  // least one group; each group's numel >= 1, shard ceil(numel / world_size) (or that rounded up to
+  // kShardAlign), padded = shard x world_size, tensors back to back covering numel; every file's bytes
+  // 12 x the sum of shards. from_json calls it.
+  void validate(const std::string& where, std::optional<int64_t> dir_step = std::nullopt) const;
 };
 
 // The group table of a model at a world size, as the manifest records it.

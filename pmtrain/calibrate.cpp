@@ -467,10 +467,10 @@ int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi) {
   }
   if (!p.gemm_rates.empty()) printf("\n");
   if (!a.out.empty()) {
-    std::ofstream out(a.out);
-    ZERO_REQUIRE(out.good(), ConfigError, "--out {}: cannot write", a.out);
+    std::ofstream file;
+    std::ostream& out = out_stream(a.out, file);
     out << p.to_json().dump(2) << "\n";
-    ZERO_REQUIRE(out.good(), ConfigError, "--out {}: write failed", a.out);
+    finish_out(out, file, a.out);
     printf("wrote %s (use it with `pmtrain plan CONFIG --profile %s`)\n", a.out.c_str(), a.out.c_str());
   }
   return 0;

@@ -1,11 +1,15 @@
 #include "pmtrain/config.h"
 
+#include <fmt/ranges.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cctype>
 #include <charconv>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -86,6 +90,10 @@ struct Field {
   std::optional<Range> range;
   std::function<double()> number;  // the value as a double, for the range check
   std::string origin;              // "file:line" or "--set"; empty while it holds its default
+  // A null value (`key:`, `key: ~`, `--set key=`) is an error, not the string "null", except for a key
+  // that reads it as empty (null_ok). A string key takes "" only where its doc says what "" means.
+  bool null_ok = false;
+  bool empty_ok = false;
 };
 
 template <class T>
@@ -114,7 +122,14 @@ template <class T>
 Field field(std::string key, T& ref, std::string doc) {
   Field f;
   f.key = std::move(key);
-  f.set = [&ref](const YAML::Node& n) { ref = n.as<T>(); };
+  f.set = [&ref](const YAML::Node& n) {
+    const T v = n.as<T>();
+    // yaml-cpp reads .inf, -.inf and .nan (though not inf or nan), and .inf passes a range like "> 0":
+    // no key means anything by a non-finite number, so each is refused as "inf" is.
+    if constexpr (std::is_floating_point_v<T>)
+      if (!std::isfinite(v)) throw YAML::BadConversion(n.Mark());
+    ref = v;
+  };
   f.get = [&ref] { return to_node(ref); };
   f.doc = std::move(doc);
   f.type = type_name<T>();
@@ -127,6 +142,12 @@ Field field(std::string key, T& ref, Range range, std::string doc) {
   Field f = field(std::move(key), ref, std::move(doc));
   f.range = range;
   f.number = [&ref] { return double(ref); };
+  return f;
+}
+
+// A string key whose doc says what "" means (none, the default, ...): an explicit "" is a value.
+Field empty_means(Field f) {
+  f.empty_ok = true;
   return f;
 }
 
@@ -170,6 +191,7 @@ namespace {
 // A map of named file lists (data.test_sets): plain_set_name names; a set without files is a mistake.
 Field named_file_sets(std::string key, std::map<std::string, std::vector<std::string>>& ref, std::string doc) {
   Field f = field(std::move(key), ref, std::move(doc));
+  f.null_ok = true;  // `test_sets:` with nothing under it: no sets
   f.set = [&ref, k = f.key](const YAML::Node& n) {
     auto sets = n.IsNull() ? std::map<std::string, std::vector<std::string>>{}
                            : n.as<std::map<std::string, std::vector<std::string>>>();
@@ -208,10 +230,10 @@ std::vector<Field> schema(Config& c) {
       field("run.keep_last", r.keep_last, kAtLeastOne, "checkpoints kept: the newest N"),
       field("run.keep_every", r.keep_every, kNonNegative, "also keep every checkpoint whose step is a multiple of N (0 = none)"),
       choice("run.keep_best", r.keep_best, kKeepBest, "also keep the checkpoint with the best evaluation at its step (lowest loss or highest accuracy), linked as run.dir/checkpoints/best; every saved step needs an evaluation (run.save_every a multiple of run.eval_every)"),
-      field("run.keep_best_set", r.keep_best_set, "rank checkpoints (and count run.early_stop) by run.keep_best's metric on this data.test_sets set instead of the whole test split (HF's metric_for_best_model eval_NAME_loss; \"\" = the whole split)"),
+      empty_means(field("run.keep_best_set", r.keep_best_set, "rank checkpoints (and count run.early_stop) by run.keep_best's metric on this data.test_sets set instead of the whole test split (HF's metric_for_best_model eval_NAME_loss; \"\" = the whole split)")),
       field("run.early_stop", r.early_stop, kNonNegative, "stop training once this many evaluations in a row did not improve run.keep_best's metric (HF's early_stopping_patience; 0 = never); the run ends as if finished there"),
       field("run.async_save", r.async_save, "write checkpoints in the background while training goes on"),
-      field("run.resume", r.resume, "\"\" = start fresh, auto = the newest complete checkpoint of run.dir, or a checkpoint path"),
+      empty_means(field("run.resume", r.resume, "\"\" = start fresh, auto = the newest complete checkpoint of run.dir, or a checkpoint path")),
       field("run.start_over", r.start_over, "train from scratch in a run.dir that already holds checkpoints (they are kept)"),
       field("run.stop_at", r.stop_at, kNonNegative, "stop after this step as if interrupted (the schedule still spans every step; 0 = off)"),
       field("run.collective_timeout_s", r.collective_timeout_s, kNonNegative,
@@ -219,7 +241,7 @@ std::vector<Field> schema(Config& c) {
       field("run.slow_phase_timeout_s", r.slow_phase_timeout_s, kNonNegative,
             "the same wait during set-up, data loading and checkpoint I/O (0 = forever)"),
 
-      field("model.hf_dir", m.hf_dir, "import config.json + safetensors from this HF directory (\"\" = random init)"),
+      empty_means(field("model.hf_dir", m.hf_dir, "import config.json + safetensors from this HF directory (\"\" = random init)")),
       choice("model.preset", m.preset, kPresets, "random-init shape: a Qwen3 size, tiny (the CPU default) or custom (only the keys below)"),
       field("model.vocab_size", m.vocab_size, kNonNegative, "vocabulary rows (0 = the preset's, else the tokenizer's size)"),
       field("model.hidden_size", m.hidden_size, kNonNegative, "overrides the preset's hidden size (0 = the preset's)"),
@@ -248,10 +270,10 @@ std::vector<Field> schema(Config& c) {
       field("data.test_files", d.test_files, "test pairs for evaluation (empty = no evaluation)"),
       named_file_sets("data.test_sets", d.test_sets, "named test sets, name: [files or globs] (HF's dict of eval datasets): each is evaluated and reported on its own (metrics.jsonl: the eval record's \"sets\"), and with data.test_files they make the test split that run.keep_best and run.early_stop read"),
       field("data.max_train_pairs", d.max_train_pairs, kNonNegative, "use the first N training pairs (0 = all)"),
-      field("data.prompt_field", d.prompt_field, "JSON field of a prompt both answers follow (\"\" = none: each answer holds its prompt); a string, or a list of messages"),
+      empty_means(field("data.prompt_field", d.prompt_field, "JSON field of a prompt both answers follow (\"\" = none: each answer holds its prompt); a string, or a list of messages")),
       field("data.chosen_field", d.chosen_field, "JSON field of the chosen answer: a string, or a list of {\"role\", \"content\"} messages"),
       field("data.rejected_field", d.rejected_field, "JSON field of the rejected answer: a string, or a list of messages"),
-      field("data.margin_field", d.margin_field, "JSON field of a per-pair margin, a number the chosen reward should exceed the rejected one by: the loss is -logsigmoid(r_chosen - r_rejected - margin) (TRL's \"margin\" column, Llama 2's margin; \"\" = none)"),
+      empty_means(field("data.margin_field", d.margin_field, "JSON field of a per-pair margin, a number the chosen reward should exceed the rejected one by: the loss is -logsigmoid(r_chosen - r_rejected - margin) (TRL's \"margin\" column, Llama 2's margin; \"\" = none)")),
       choice("data.format", d.format, kTextModes, "strings: raw = prompt + answer as it is; chat = prompt + answer read as an hh-rlhf transcript and rendered in the chat template (a plain-text prompt: the user's message, the answer the assistant's). Message lists are always rendered in the chat template"),
       field("data.max_len", d.max_len, kAtLeastOne, "tokens per sequence, the end token included"),
       choice("data.too_long", d.too_long, kTooLong, "a longer sequence: keep its last max_len tokens, its first ones, or drop the pair"),
@@ -264,7 +286,7 @@ std::vector<Field> schema(Config& c) {
       field("data.bucket_by_length", d.bucket_by_length, "group pairs of similar length into the same micro-batches"),
       field("data.shuffle", d.shuffle, "shuffle the pairs every epoch (seeded by run.seed)"),
       choice("data.remainder", d.remainder, kRemainders, "the last partial batch of an epoch: drop it, or pad it with masked pairs"),
-      field("data.cache_dir", d.cache_dir, "tokenized dataset cache (\"\" = $XDG_CACHE_HOME/pmtrain, else ~/.cache/pmtrain)"),
+      empty_means(field("data.cache_dir", d.cache_dir, "tokenized dataset cache (\"\" = $XDG_CACHE_HOME/pmtrain, else ~/.cache/pmtrain)")),
 
       field("batch.global", b.global, kNonNegative, "pairs per optimizer step over all ranks (global = micro x accum x world; 0 = derived)"),
       field("batch.micro", b.micro, kNonNegative, "pairs per micro-batch per rank (0 = derived)"),
@@ -334,7 +356,24 @@ std::string where(const std::string& source, const YAML::Node& n) {
   return mk.line >= 0 ? fmt::format("{}:{}", source, mk.line + 1) : source;
 }
 
+// yaml-cpp reads a null as the string "null": `run.dir:` would become the directory ./null.
+bool has_null_entry(const YAML::Node& n) {
+  if (n.IsNull()) return true;
+  if (n.IsSequence())
+    for (const YAML::Node& item : n)
+      if (has_null_entry(item)) return true;
+  if (n.IsMap())
+    for (const auto& kv : n)
+      if (has_null_entry(kv.second)) return true;
+  return false;
+}
+
 void assign(Field& f, const YAML::Node& value, const std::string& at) {
+  const std::string give_empty = f.empty_ok ? " (for an empty one, give \"\")" : "";
+  ZERO_REQUIRE(!value.IsNull() || f.null_ok, ConfigError, "{}: key '{}' has no value{}", at, f.key, give_empty);
+  ZERO_REQUIRE(value.IsNull() || !has_null_entry(value), ConfigError, "{}: key '{}' has an entry with no value", at, f.key);
+  ZERO_REQUIRE(!(f.type == "string" && !f.empty_ok && value.IsScalar() && value.Scalar().empty()), ConfigError,
+               "{}: key '{}' has no value", at, f.key);
   try {
     f.set(value);
     f.origin = at;
@@ -377,6 +416,15 @@ void check_ranges(const std::vector<Field>& fields, const std::string& source) {
   }
 }
 
+// "(run.dir, run.seed, ...)": what a section holds, for the error when it is given a value.
+std::string section_keys(const std::string& section, const std::vector<Field>& fields) {
+  std::vector<std::string> keys;
+  for (const Field& f : fields)
+    if (f.key.starts_with(section + ".")) keys.push_back(f.key);
+  if (keys.size() > 2) keys.resize(2), keys.push_back("...");
+  return fmt::format("{}", fmt::join(keys, ", "));
+}
+
 void walk(const YAML::Node& node, const std::string& prefix, std::vector<Field>& fields, const std::string& source) {
   for (const auto& kv : node) {
     const std::string name = kv.first.as<std::string>();
@@ -393,8 +441,33 @@ void walk(const YAML::Node& node, const std::string& prefix, std::vector<Field>&
       continue;
     }
     if (is_section && kv.second.IsNull()) continue;  // an empty section
+    ZERO_REQUIRE(!is_section, ConfigError, "{}: key '{}' must be a mapping ({}), not {}", where(source, kv.first), key,
+                 section_keys(key, fields), kv.second.IsSequence() ? "a list" : "a scalar");
     throw ConfigError(fmt::format("{}: unknown key '{}'{}", where(source, kv.first), key, did_you_mean(key, fields)));
   }
+}
+
+// Where each YAML document starts (its '---' line, else its first node), for a file that holds several.
+struct DocumentStarts : YAML::EventHandler {
+  std::vector<YAML::Mark> marks;
+  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+int second_document_line(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts starts;
+  while (starts.marks.size() < 2 && parser.HandleNextDocument(starts)) {
+  }
+  return starts.marks.size() < 2 ? 0 : starts.marks[1].line + 1;
 }
 
 }  // namespace
@@ -403,12 +476,16 @@ Config parse_config(const std::string& text, const std::string& source, const st
   Config c;
   c.source = source;
   std::vector<Field> fields = schema(c);
-  YAML::Node root;
+  std::vector<YAML::Node> documents;
   try {
-    root = YAML::Load(text);
+    documents = YAML::LoadAll(text);
   } catch (const YAML::ParserException& e) {
     throw ConfigError(fmt::format("{}:{}: malformed YAML: {}", source, e.mark.line + 1, e.msg));
   }
+  // yaml-cpp's Load reads the first document only: a later one ('---') would be dropped without a word.
+  ZERO_REQUIRE(documents.size() <= 1, ConfigError, "{}:{}: a second YAML document starts here; a config file holds one",
+               source, second_document_line(text));
+  const YAML::Node root = documents.empty() ? YAML::Node() : documents[0];
   if (!root.IsNull()) {
     ZERO_REQUIRE(root.IsMap(), ConfigError, "{}: the top level must be a mapping of sections (run:, model:, ...)", source);
     reject_duplicate_keys(root, "", source);
@@ -419,6 +496,9 @@ Config parse_config(const std::string& text, const std::string& source, const st
     ZERO_REQUIRE(eq != std::string::npos && eq > 0, ConfigError, "--set '{}': expected key=value", o);
     const std::string key = o.substr(0, eq);
     auto it = std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
+    const bool is_section = std::any_of(fields.begin(), fields.end(), [&](const Field& f) { return f.key.starts_with(key + "."); });
+    ZERO_REQUIRE(!is_section, ConfigError, "--set '{}': key '{}' is a section ({}); set its keys one by one (--set {}.KEY=VALUE)",
+                 o, key, section_keys(key, fields), key);
     ZERO_REQUIRE(it != fields.end(), ConfigError, "--set: unknown key '{}'{}", key, did_you_mean(key, fields));
     YAML::Node value;
     try {
@@ -433,8 +513,13 @@ Config parse_config(const std::string& text, const std::string& source, const st
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  // A directory opens as a stream that reads nothing: it would load as an empty config.
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  ZERO_REQUIRE(st.type() != std::filesystem::file_type::not_found, ConfigError, "{}: no such config file", path);
+  ZERO_REQUIRE(!std::filesystem::is_directory(st), ConfigError, "{}: is a directory, not a config file", path);
   std::ifstream in(path);
-  ZERO_REQUIRE(in.good(), ConfigError, "{}: cannot open config file", path);
+  ZERO_REQUIRE(in.good(), ConfigError, "{}: cannot read the config file: {}", path, std::strerror(errno));
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_config(ss.str(), path, overrides);

@@ -1,8 +1,11 @@
 // pmtrain: the reward-model trainer's command line (cli.h lists the commands and options; `pmtrain
 // --help`, `pmtrain COMMAND --help`). train, eval and bench run under MPI; the other commands, help, --version,
 // usage errors and train --dry-run need none, and under a launcher only rank 0 does them.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
+#include <string>
 
 #include "comm/bootstrap.h"
 #include "comm/launch_env.h"
@@ -36,6 +39,17 @@ int run_local(const CommandLine& cl) {
   if (cl.command == "tokenize") return data::run_tokenize(existing_path(cl.tokenizer, "--tokenizer"), std::cin, std::cout);
   return run_dry_run(cl.train);
 }
+
+// A command's output that did not reach its standard output (a full disk, a closed pipe) fails the command:
+// rc 0 over rows or reports that never landed would be a silent loss.
+int with_stdout_checked(const CommandLine& cl, int rc) {
+  errno = 0;
+  std::cout.flush();
+  if (fflush(stdout) == 0 && !ferror(stdout) && !std::cout.fail()) return rc;
+  fprintf(stderr, "pmtrain %s: error: writing the standard output failed%s\n", cl.command.c_str(),
+          errno ? (std::string(": ") + std::strerror(errno)).c_str() : "");
+  return rc ? rc : 1;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -49,7 +63,7 @@ int main(int argc, char** argv) {
   if (!under_mpi || cl.train.dry_run) {
     if (!rank0) return 0;
     try {
-      return run_local(cl);
+      return with_stdout_checked(cl, run_local(cl));
     } catch (const std::exception& e) {  // zero::Error, and anything a library throws: one line, never a crash
       fprintf(stderr, "pmtrain %s: error: %s\n", cl.command.c_str(), e.what());
       return 1;
@@ -64,9 +78,9 @@ int main(int argc, char** argv) {
   const std::string head = fmt::format("pmtrain {}: ", cl.command);
   try {
     require_launched_world(mpi.info());  // srun without PMI: N worlds of 1, refused before anything runs
-    if (cl.command == "bench") return run_bench(cl.bench, mpi);
-    if (cl.command == "calibrate") return run_calibrate(cl.calibrate, mpi);
-    return cl.command == "train" ? run_train(cl.train, mpi) : run_eval(cl.eval, mpi);
+    if (cl.command == "bench") return with_stdout_checked(cl, run_bench(cl.bench, mpi));
+    if (cl.command == "calibrate") return with_stdout_checked(cl, run_calibrate(cl.calibrate, mpi));
+    return with_stdout_checked(cl, cl.command == "train" ? run_train(cl.train, mpi) : run_eval(cl.eval, mpi));
   } catch (const PeerFailure&) {
     // Another rank failed and says why.
   } catch (const ConfigError& e) {

@@ -1,6 +1,8 @@
 #include "pmtrain/metrics.h"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -38,8 +40,15 @@ MetricsLog::MetricsLog(const std::string& path, bool active, int64_t keep_throug
     const std::string tmp = path + ".tmp";
     std::ofstream out(tmp, std::ios::trunc);
     std::string line;
+    int64_t at = 0;
     while (keep_through_step >= 0 && std::getline(in, line)) {
+      ++at;
       const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded()) {  // a line cut short by a crash or a full disk: no record, and it would stop `plot`
+        fprintf(stderr, "pmtrain: %s:%lld: dropping a line that is not a JSON record (cut short when the run stopped?)\n",
+                path.c_str(), (long long)at);
+        continue;
+      }
       const bool later = j.is_object() && j.contains("step") && j["step"].is_number() &&
                          j["step"].get<int64_t>() > keep_through_step;
       // A run that goes on past its old end (more steps, more early-stop patience) ends again itself.
@@ -54,6 +63,7 @@ MetricsLog::MetricsLog(const std::string& path, bool active, int64_t keep_throug
   }
   file_ = fopen(path.c_str(), "a");
   ZERO_REQUIRE(file_, InputError, "{}: cannot open the metrics file for writing", path);
+  path_ = path;
 }
 
 MetricsLog::~MetricsLog() {
@@ -65,8 +75,16 @@ void MetricsLog::write(const nlohmann::json& record) {
   nlohmann::json r = record;
   r["time"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   const std::string line = r.dump() + "\n";
-  fwrite(line.data(), 1, line.size(), file_);
-  fflush(file_);
+  errno = 0;
+  const bool written = fwrite(line.data(), 1, line.size(), file_) == line.size() && fflush(file_) == 0;
+  // Training goes on (its checkpoints are what a full disk must not cost, and they say so themselves), but
+  // never silently: said once when records start to be lost, and again if they land again.
+  if (!written && !failing_)
+    fprintf(stderr, "pmtrain: warning: writing %s failed (%s): metrics records are being lost; training goes on\n",
+            path_.c_str(), errno ? std::strerror(errno) : "short write");
+  if (written && failing_) fprintf(stderr, "pmtrain: %s is written again (records were lost before this one)\n", path_.c_str());
+  if (!written) clearerr(file_);
+  failing_ = !written;
 }
 
 namespace {

@@ -69,6 +69,8 @@ class MetricsLog {
 
  private:
   FILE* file_ = nullptr;
+  std::string path_;
+  bool failing_ = false;  // the last write failed (warned once until one lands again)
 };
 
 std::string format_duration(double seconds);

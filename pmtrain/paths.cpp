@@ -1,6 +1,8 @@
 #include "pmtrain/paths.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -36,6 +38,15 @@ std::ostream& out_stream(const std::string& path, std::ofstream& file) {
   file.open(absolute_path(path));
   ZERO_REQUIRE(file.good(), InputError, "--out: cannot open {} for writing", absolute_path(path));
   return file;
+}
+
+void finish_out(std::ostream& out, std::ofstream& file, const std::string& path, const std::string& what) {
+  errno = 0;
+  if (&out == &file) file.close();
+  else out.flush();
+  ZERO_REQUIRE(!out.fail(), InputError, "{}: writing {} failed{}", what,
+               &out == &file ? absolute_path(path) : std::string("the standard output"),
+               errno ? fmt::format(": {}", std::strerror(errno)) : "");
 }
 
 std::string default_cache_dir() {

@@ -21,6 +21,10 @@ std::string existing_path(const std::string& path, const std::string& what);
 // Where a command's --out rows go: `file` opened at `path` made absolute, or stdout when `path` is "";
 // InputError naming --out and the absolute path when it cannot be written.
 std::ostream& out_stream(const std::string& path, std::ofstream& file);
+// The end of what out_stream opened: flushes stdout or closes the file, and throws InputError naming
+// `what` (e.g. "--out"), the path (or standard output) and the system's reason when any of it was not
+// written (a full disk): a command never reports success over rows that did not land.
+void finish_out(std::ostream& out, std::ofstream& file, const std::string& path, const std::string& what = "--out");
 
 // "$XDG_CACHE_HOME/pmtrain", else "$HOME/.cache/pmtrain": where tokenized datasets are cached when
 // data.cache_dir is not set (shared by every run of this user, keyed by content).

@@ -38,7 +38,7 @@ int run_render(const RenderArgs& a) {
              row({{"line", n}, {"skipped", why}});
            },
        .before_fail = [&] { out.flush(); }});
-  out.flush();
+  finish_out(out, file, a.out);
   fprintf(stderr, "render: %lld lines of %s: %lld pairs, %lld lines skipped%s\n", (long long)lines, data_path.c_str(),
           (long long)pairs, (long long)skipped, a.out.empty() ? "" : fmt::format(" -> {}", absolute_path(a.out)).c_str());
   return 0;

@@ -104,6 +104,7 @@ int run_score(const ScoreArgs& a) {
        .on_skip = [&](int64_t n, std::string why) { skip(n, std::move(why)); },
        .before_fail = [&] { flush(); }});  // the rows before it are good
   flush();
+  finish_out(out, file, a.out);
   fprintf(stderr, "score: %lld lines of %s: %lld pairs scored, %lld lines skipped%s%s\n", (long long)lines,
           data_path.c_str(), (long long)scored, (long long)skipped, skipped ? fmt::format(" (first: {})", first_skip).c_str() : "",
           a.out.empty() ? "" : fmt::format(" -> {}", absolute_path(a.out)).c_str());

@@ -1,12 +1,13 @@
 #include "pmtrain/trainer.h"
 
+#include <fmt/ranges.h>
 #include <mpi.h>
-
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 
 #include "core/check.h"
 #include "core/process_memory.h"
@@ -275,6 +276,12 @@ void Trainer::save_checkpoint(int64_t step, const EvalStats* eval) {
 
 data::PairDataset Trainer::load_dataset(const std::vector<std::string>& files, const char* split,
                                         const std::string& set_name) {
+  const std::string what = set_name.empty() ? fmt::format("{} split", split) : fmt::format("test set '{}'", set_name);
+  const std::string key = set_name.empty() ? fmt::format("data.{}_files", split) : "data.test_sets." + set_name;
+  std::set<fs::path> seen;  // a file given twice (or by two globs) would count its pairs twice
+  for (const std::string& f : files)
+    ZERO_REQUIRE(seen.insert(fs::weakly_canonical(f)).second, ConfigError, "{}: {} gives {} twice: the {} would hold "
+                 "its pairs twice", cfg_.source, key, f, what);
   const data::DataConfig dc = data_config(cfg_.data, files);
   const std::string cache = dataset_cache_file(cfg_.data, dc, split);
   // Rank 0 tokenizes (or finds the cache) first; the others then read the cache it wrote.
@@ -285,9 +292,17 @@ data::PairDataset Trainer::load_dataset(const std::vector<std::string>& files, c
       fs::create_directories(cfg_.data.cache_dir);
       data::CacheStatus st;
       ds = data::load_or_build_dataset(dc, *tokenizer_, cache, &st);
-      const std::string what = set_name.empty() ? fmt::format("{} split", split) : fmt::format("test set '{}'", set_name);
-      printf("pmtrain: %s: %lld pairs (cache %s: %s)\n", what.c_str(), (long long)ds.num_pairs(),
-             data::cache_status_name(st), cache.c_str());
+      // Files that give no pair are a mistake in the data or the config, never an empty split to go on with
+      // (a test set of 0 pairs would score loss 0 and win run.keep_best): name the key, its files and why
+      // their lines went, in one line (the counts live in the cache too, so a warm cache says it as well).
+      if (ds.num_pairs() == 0) {
+        std::string why = ds.stats.report();
+        for (size_t at; (at = why.find('\n')) != std::string::npos;) why.replace(at, why.find_first_not_of(' ', at + 1) - at, "; ");
+        error = fmt::format("{}: the {} ({}: {}) has no pairs left ({})", cfg_.source, what, key, fmt::join(files, ", "), why);
+      } else {
+        printf("pmtrain: %s: %lld pairs (cache %s: %s)\n", what.c_str(), (long long)ds.num_pairs(),
+               data::cache_status_name(st), cache.c_str());
+      }
     } catch (const Error& e) {
       error = e.what();
     }
@@ -425,11 +440,12 @@ int Trainer::train_loop() {
     if (stop) {  // every rank saw the vote in the same reduction: save, say how to resume, exit
       save_checkpoint(s + 1);
       wait_for_saves(true);
-      if (r0) {
+      if (r0) {  // the resolved config: the run's --set overrides are in it, the config file alone lacks them
         printf("pmtrain: stopped by %s at step %lld of %lld; checkpoint %s/checkpoints/step_%lld; resume with: "
                "pmtrain train %s --resume auto\n",
                stop_requested() ? stop_signal_name() : "a signal on another rank", (long long)(s + 1),
-               (long long)total_steps_, cfg_.run.dir.c_str(), (long long)(s + 1), cfg_.source.c_str());
+               (long long)total_steps_, cfg_.run.dir.c_str(), (long long)(s + 1),
+               (fs::path(cfg_.run.dir) / "config.resolved.yaml").c_str());
         fflush(stdout);
       }
       return kExitStopped;

@@ -152,3 +152,42 @@ TEST_F(CheckpointErrors, ResumeAutoTakesTheNewestSoundCheckpointAndNothingNewerT
   MPI_Barrier(MPI_COMM_WORLD);
   EXPECT_EQ(*ck.resume_path("auto"), good) << "resume auto went past `latest`";
 }
+
+TEST_F(CheckpointErrors, ResumeAutoSkipsANewestCheckpointWithAnUnsoundManifest) {
+  // step_2 (the fixture's) and a sound step_4; then step_4's manifest gets one unsound field at a time.
+  MlpRun run(MPI_COMM_WORLD, 1);
+  run.train(0, 4);
+  checkpoint::Checkpointer ck(*run.engine, ckpt_opts(root + "/run"));
+  ck.save(run.state(4));
+  const std::string newest = ck.paths().step_dir(4);
+  EXPECT_EQ(*ck.resume_path("auto"), newest);
+  damaged_copy(newest, root + "/keep4", [] {});
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> edits = {
+      {[](nlohmann::json& j) { j["trainer"]["step"] = -5; }, "trainer.step is -5; it must be >= 0"},
+      {[](nlohmann::json& j) { j["trainer"]["step"] = 3; }, "trainer.step 3 but the directory is step_4"},
+      {[](nlohmann::json& j) { j["stage"] = 9; }, "stage 9 is not 0-3"},
+      {[](nlohmann::json& j) { j["dtype"] = "bf16"; }, "dtype is \"bf16\""},
+      {[](nlohmann::json& j) { j["trainer"]["rng"] = 5; }, "trainer.rng is 5"},
+      {[](nlohmann::json& j) { j["trainer"]["optimizer_step"] = -1; }, "trainer.optimizer_step is -1"},
+      {[](nlohmann::json& j) { j["groups"] = nlohmann::json::array(); }, "groups is empty"},
+  };
+  for (const auto& [edit, error] : edits) {
+    if (world_rank() == 0) {
+      fs::remove_all(newest);
+      fs::copy(root + "/keep4", newest);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    EXPECT_EQ(*ck.resume_path("auto"), newest) << "the restored step_4 is sound";
+    if (world_rank() == 0) edit_manifest(newest, edit);
+    MPI_Barrier(MPI_COMM_WORLD);
+    EXPECT_EQ(*ck.resume_path("auto"), good) << "resume auto took step_4 with an unsound manifest: " << error;
+    // Loading it by name is the same InputError, prefixed once with the failing rank at world > 1.
+    const std::string prefix = world_size() > 1 ? "rank 0: " : "";
+    try {
+      load(newest);
+      ADD_FAILURE() << "no error: " << error;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(prefix + newest + "/manifest.json: " + error, 0), 0u) << e.what();
+    }
+  }
+}

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "checkpoint/fault.h"
 #include "checkpoint/full_tensors.h"
@@ -12,6 +13,7 @@
 #include "checkpoint/manifest.h"
 #include "checkpoint/publish.h"
 #include "checkpoint/reshard_plan.h"
+#include "checkpoint/verify.h"
 
 using namespace zero;
 using namespace zero::checkpoint;
@@ -171,7 +173,7 @@ TEST(CheckpointManifest, JsonRoundTripAndVersionCheck) {
   m.optimizer_step = 11;
   m.config = "a: 1\nb: [2, 3]\n";
   m.groups = groups_at({5, 9}, 2);
-  m.files = {{"rank_0.bin", 0, 84, 0x0123456789abcdefULL}, {"rank_1.bin", 1, 84, 42}};
+  m.files = {{"rank_0.bin", 0, 96, 0x0123456789abcdefULL}, {"rank_1.bin", 1, 96, 42}};  // 12 x (3 + 5)
   m.state.step = 12;
   m.state.data_cursor = {{"epoch", 1}, {"position", 7}};
   m.state.rng = {{"seed", 3}};
@@ -212,6 +214,158 @@ TEST(CheckpointManifest, ModelMismatchNamesTensorAndShapes) {
   EXPECT_THROW(check_model_matches(m, model, "x"), InputError);
   model.pop_back();
   EXPECT_THROW(check_model_matches(m, model, "x"), InputError);
+}
+
+namespace {
+// A sound manifest of step `step` at world 2: groups of 5 and 9 elements in 64-element shards (as saved
+// now) and rank files of the size the groups need.
+Manifest sound_manifest(int64_t step) {
+  Manifest m;
+  m.step = step;
+  m.world = 2;
+  m.stage = 2;
+  m.optimizer_step = step;
+  m.config = "a: 1\n";
+  m.groups = {{"g0", 5, 64, 128, {{"g0.w", 3, 0}, {"g0.b", 2, 3}}}, {"g1", 9, 64, 128, {{"g1.w", 9, 0}}}};
+  m.files = {{"rank_0.bin", 0, 12 * 128, 1}, {"rank_1.bin", 1, 12 * 128, 2}};
+  m.state.step = step;
+  m.state.rng = {{"seed", 3}};
+  return m;
+}
+
+// from_json's InputError text for `j` ("" when it parses).
+std::string manifest_error(const nlohmann::json& j, const std::string& where = "step_4/manifest.json") {
+  try {
+    Manifest::from_json(j, where);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Writes `m` as <root>/checkpoints/step_<dir_step>/manifest.json with rank files of the listed sizes.
+std::string write_checkpoint(const std::string& run, int64_t dir_step, const nlohmann::json& m) {
+  const RunPaths p(run);
+  const std::string dir = p.step_dir(dir_step);
+  fs::create_directories(dir);
+  std::ofstream(dir + "/" + kManifestName) << m.dump(2);
+  for (const auto& f : m.at("files")) {
+    std::ofstream(dir + "/" + f.at("name").get<std::string>());
+    fs::resize_file(dir + "/" + f.at("name").get<std::string>(), f.at("bytes").get<uint64_t>());
+  }
+  return dir;
+}
+}  // namespace
+
+TEST(CheckpointManifest, EachUnsoundFieldIsAnInputErrorNamingTheField) {
+  const nlohmann::json good = sound_manifest(4).to_json();
+  ASSERT_EQ(manifest_error(good), "");
+  // The older, unaligned shards (ceil(numel / world)) are sound too.
+  {
+    nlohmann::json j = good;
+    j["groups"][0]["shard"] = 3, j["groups"][0]["padded"] = 6, j["groups"][1]["shard"] = 5, j["groups"][1]["padded"] = 10;
+    for (auto& f : j["files"]) f["bytes"] = 12 * (3 + 5);
+    EXPECT_EQ(manifest_error(j), "");
+    j["trainer"]["rng"] = nullptr;  // the default TrainState
+    EXPECT_EQ(manifest_error(j), "");
+    j["trainer"]["rng"] = nlohmann::json::array({1, 2});
+    EXPECT_EQ(manifest_error(j), "");
+  }
+  struct Case {
+    const char* what;
+    std::function<void(nlohmann::json&)> edit;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {"negative trainer.step", [](auto& j) { j["trainer"]["step"] = -5; }, "trainer.step is -5; it must be >= 0"},
+      {"negative step", [](auto& j) { j["step"] = -1; }, "step is -1; it must be >= 0"},
+      {"step vs trainer.step", [](auto& j) { j["trainer"]["step"] = 3; }, "step 4 but trainer.step 3"},
+      {"negative optimizer_step", [](auto& j) { j["trainer"]["optimizer_step"] = -2; },
+       "trainer.optimizer_step is -2; it must be >= 0"},
+      {"stage 9", [](auto& j) { j["stage"] = 9; }, "stage 9 is not 0-3"},
+      {"stage -1", [](auto& j) { j["stage"] = -1; }, "stage -1 is not 0-3"},
+      {"world 0", [](auto& j) { j["world_size"] = 0; }, "world_size is 0; it must be >= 1"},
+      {"world vs files", [](auto& j) { j["world_size"] = 3; }, "world_size 3 but 2 shard files listed"},
+      {"dtype bf16", [](auto& j) { j["dtype"] = "bf16"; }, "dtype is \"bf16\"; this format stores only \"f32\""},
+      {"dtype number", [](auto& j) { j["dtype"] = 4; }, "dtype is 4"},
+      {"dtype missing", [](auto& j) { j.erase("dtype"); }, "malformed manifest: [json.exception.out_of_range.403] key 'dtype'"},
+      {"rng a number", [](auto& j) { j["trainer"]["rng"] = 7; }, "trainer.rng is 7; it must be an object, an array or null"},
+      {"rng a string", [](auto& j) { j["trainer"]["rng"] = "x"; }, "trainer.rng is \"x\""},
+      {"no groups", [](auto& j) { j["groups"] = nlohmann::json::array(); }, "groups is empty"},
+      {"shard too small", [](auto& j) { j["groups"][1]["shard"] = 4, j["groups"][1]["padded"] = 8; },
+       "groups[1] 'g1': shard 4 does not fit numel 9 at world_size 2"},
+      {"shard too large", [](auto& j) { j["groups"][1]["shard"] = 128, j["groups"][1]["padded"] = 256; },
+       "groups[1] 'g1': shard 128 does not fit numel 9 at world_size 2"},
+      {"padded", [](auto& j) { j["groups"][0]["padded"] = 127; },
+       "groups[0] 'g0': padded 127 but it must be shard 64 x world_size 2"},
+      {"empty group", [](auto& j) { j["groups"][0]["numel"] = 0, j["groups"][0]["tensors"] = nlohmann::json::array(); },
+       "groups[0] 'g0': numel is 0"},
+      {"tensor gap", [](auto& j) { j["groups"][0]["tensors"][1]["offset"] = 2; },
+       "groups[0] 'g0': tensor 'g0.b' has offset 2, expected 3"},
+      {"tensors short of numel", [](auto& j) { j["groups"][1]["tensors"][0]["numel"] = 8; },
+       "groups[1] 'g1': numel is 9 but its tensors hold 8 elements"},
+      {"tensor outside", [](auto& j) { j["groups"][1]["tensors"][0]["numel"] = 10; }, "tensor 'g1.w' (offset 0, numel 10) lies outside"},
+      {"file bytes", [](auto& j) { j["files"][1]["bytes"] = 12 * 128 - 4; },
+       "files[1] (rank_1.bin) bytes is 1532; the groups need 1536"},
+      {"file name", [](auto& j) { j["files"][1]["name"] = "rank_7.bin"; }, "files[1] is 'rank_7.bin' (rank 1), expected rank_1.bin"},
+      {"trainer.step not an integer", [](auto& j) { j["trainer"]["step"] = 1.5; }, "'trainer.step' must be an integer"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = good;
+    c.edit(j);
+    const std::string err = manifest_error(j);
+    EXPECT_NE(err.find("step_4/manifest.json: " + c.error), std::string::npos)
+        << c.what << ": got '" << err << "', expected '" << c.error << "'";
+  }
+}
+
+TEST(CheckpointManifest, ReadChecksTheStepAgainstTheDirectoryName) {
+  const std::string run = temp_dir("dirstep");
+  const RunPaths p(run);
+  nlohmann::json j = sound_manifest(4).to_json();
+  write_checkpoint(run, 4, j);
+  EXPECT_EQ(Manifest::read(p.step_dir(4)).state.step, 4);
+  EXPECT_EQ(Manifest::read(p.step_dir(4) + "/").state.step, 4);
+  fs::create_directory_symlink("step_4", p.best_link());  // checkpoints/best -> step_4
+  EXPECT_EQ(Manifest::read(p.best_link()).state.step, 4);
+  fs::copy(p.step_dir(4), run + "/renamed");  // another name: the manifest alone decides
+  EXPECT_EQ(Manifest::read(run + "/renamed").state.step, 4);
+  j["trainer"]["step"] = 3, j["step"] = 3;  // consistent within itself, but in step_4
+  write_checkpoint(run, 4, j);
+  for (const std::string& dir : {p.step_dir(4), p.best_link()}) {
+    try {
+      Manifest::read(dir);
+      ADD_FAILURE() << "no error for " << dir;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(dir + "/manifest.json: trainer.step 3 but the directory is step_4"),
+                std::string::npos) << e.what();
+    }
+  }
+  fs::remove_all(run);
+}
+
+TEST(CheckpointManifest, CheckpointProblemNamesTheUnsoundField) {
+  const std::string run = temp_dir("problem");
+  const RunPaths p(run);
+  const std::string dir = write_checkpoint(run, 4, sound_manifest(4).to_json());
+  EXPECT_EQ(checkpoint_problem(dir, false), "");
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> edits = {
+      {[](auto& j) { j["trainer"]["step"] = -5; }, "trainer.step is -5; it must be >= 0"},
+      {[](auto& j) { j["trainer"]["step"] = 3; }, "trainer.step 3 but the directory is step_4"},
+      {[](auto& j) { j["stage"] = 9; }, "stage 9 is not 0-3"},
+      {[](auto& j) { j["dtype"] = "bf16"; }, "dtype is \"bf16\""},
+      {[](auto& j) { j["trainer"]["rng"] = 5; }, "trainer.rng is 5"},
+      {[](auto& j) { j["groups"] = nlohmann::json::array(); }, "groups is empty"},
+  };
+  for (const auto& [edit, error] : edits) {
+    nlohmann::json j = sound_manifest(4).to_json();
+    edit(j);
+    write_checkpoint(run, 4, j);
+    const std::string problem = checkpoint_problem(dir, false);
+    EXPECT_NE(problem.find(dir + "/manifest.json: " + error), std::string::npos) << problem;
+    EXPECT_EQ(problem.find("rank 0: "), std::string::npos) << problem;  // no agreed prefix on a local check
+  }
+  fs::remove_all(run);
 }
 
 TEST(CheckpointPublish, LatestAndRetention) {

@@ -56,6 +56,25 @@ bad "render with a bad key" "did you mean 'data.prompt_field'" render --set data
 bad "misplaced section" "did you mean 'optim'" plan <(printf 'optimizer:\n  lr: 0.1\n')
 bad "train --dry-run, bad --set value" "zero.stage" train configs/tiny_cpu.yaml --dry-run --set zero.stage=abc
 
+# Output that does not land (a full disk: /dev/full) fails the command with a message, never exit 0.
+HH=data/assets/hh-rlhf/harmless-base/test.jsonl.gz
+bad "render --out on a full disk" "--out: writing /dev/full failed" render --data $HH --out /dev/full
+for cmd in "render --data $HH" "config-doc"; do
+  ! "$PMTRAIN" $cmd > /dev/full 2> $TMP/full.txt || fail "$cmd > /dev/full: exit code 0"
+  grep -q "error: .*writing the standard output failed" $TMP/full.txt || { cat $TMP/full.txt; fail "$cmd > /dev/full: no message"; }
+done
+echo "ok: output to a full disk fails with a message (render --out, render and config-doc to stdout)"
+
+# A metrics.jsonl line cut short when a run stopped is dropped when the run resumes (it stopped `pmtrain plot`).
+"$PMTRAIN" train configs/tiny_cpu.yaml --set run.dir=$TMP/torn --set run.steps=2 --set data.cache_dir=$TMP/cache \
+  --set run.eval_every=0 --set run.eval_at_start=false > /dev/null 2>&1 || fail "torn metrics: the first run failed"
+printf '{"type": "train", "st' >> $TMP/torn/metrics.jsonl
+"$PMTRAIN" train configs/tiny_cpu.yaml --set run.dir=$TMP/torn --set run.steps=3 --set data.cache_dir=$TMP/cache \
+  --set run.eval_every=0 --set run.eval_at_start=false --resume auto > $TMP/torn.txt 2>&1 || { cat $TMP/torn.txt; fail "torn metrics: the resumed run failed"; }
+grep -q "metrics.jsonl:[0-9]*: dropping a line that is not a JSON record" $TMP/torn.txt || { cat $TMP/torn.txt; fail "torn metrics: not reported"; }
+python3 -c "import json, sys; [json.loads(l) for l in open(sys.argv[1])]" $TMP/torn/metrics.jsonl || fail "torn metrics: a bad line is left"
+echo "ok: a torn metrics.jsonl line is dropped on resume"
+
 sed -E 's/,"ids":\[[^]]*\]//' tests/data/golden_dev.jsonl > $TMP/texts.jsonl
 "$PMTRAIN" tokenize --tokenizer data/assets/qwen3/tokenizer.json < $TMP/texts.jsonl > $TMP/ids.jsonl
 sed -E 's/.*("ids":\[[^]]*\]).*/\1/' tests/data/golden_dev.jsonl > $TMP/want.txt

@@ -1,6 +1,10 @@
 // The YAML config: every key typed, unknown keys and bad values are errors naming file, line and key
 // (with a did-you-mean), --set overrides, and the resolved config round-trips.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "core/check.h"
 #include "pmtrain/config.h"
@@ -13,6 +17,15 @@ namespace {
 std::string error_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
   try {
     parse_config(yaml, "test.yaml", overrides);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string load_error_of(const std::string& path) {
+  try {
+    load_config(path);
   } catch (const ConfigError& e) {
     return e.what();
   }
@@ -286,4 +299,88 @@ TEST(PmtrainConfig, RunBatchIsTheTrainersBatch) {
   EXPECT_EQ(b.accum, 1);
   c.batch.micro = 2;
   EXPECT_THROW(run_batch(c, 2), ConfigError);
+}
+
+// yaml-cpp reads a null (`key:`, `key: ~`, `--set key=`) as the string "null": run.dir would become ./null.
+// A null is an error naming the key and where; "" is a value only for keys whose doc says what "" means.
+TEST(PmtrainConfig, NullOrEmptyValuesAreErrorsNotTheStringNull) {
+  EXPECT_NE(error_of("run:\n  steps: 1\n  dir:\n").find("test.yaml:3: key 'run.dir' has no value"), std::string::npos)
+      << error_of("run:\n  steps: 1\n  dir:\n");
+  EXPECT_NE(error_of("run:\n  dir: ~\n").find("test.yaml:2: key 'run.dir' has no value"), std::string::npos);
+  EXPECT_NE(error_of("run:\n  dir: \"\"\n").find("test.yaml:2: key 'run.dir' has no value"), std::string::npos);
+  EXPECT_NE(error_of("", {"run.dir="}).find("--set: key 'run.dir' has no value"), std::string::npos);
+  const std::string prompt = error_of("", {"data.prompt_field="});
+  EXPECT_NE(prompt.find("--set: key 'data.prompt_field' has no value (for an empty one, give \"\")"), std::string::npos)
+      << prompt;
+  EXPECT_NE(error_of("optim:\n  lr: null\n").find("test.yaml:2: key 'optim.lr' has no value"), std::string::npos);
+  EXPECT_NE(error_of("", {"backend="}).find("--set: key 'backend' has no value"), std::string::npos);
+  const std::string entry = error_of("data:\n  train_files: [a.jsonl, ~]\n");
+  EXPECT_NE(entry.find("test.yaml:2: key 'data.train_files' has an entry with no value"), std::string::npos) << entry;
+  // Where the schema says what "" means, an explicit "" is that.
+  EXPECT_EQ(parse_config("data:\n  prompt_field: \"\"\n", "t.yaml").data.prompt_field, "");
+  EXPECT_EQ(parse_config("", "t.yaml", {"data.prompt_field=\"\"", "run.resume=''"}).data.prompt_field, "");
+  EXPECT_EQ(parse_config("model:\n  hf_dir: \"\"\n", "t.yaml").model.hf_dir, "");
+}
+
+// yaml-cpp reads .inf, -.inf and .nan as numbers (and inf, nan not at all): every non-finite number is
+// refused for every numeric key, as inf is.
+TEST(PmtrainConfig, NonFiniteNumbersAreRefusedLikeInf) {
+  const char* keys[] = {"optim.lr",           "optim.beta1",          "optim.beta2",
+                        "optim.eps",          "optim.weight_decay",   "optim.warmup_ratio",
+                        "optim.min_lr_ratio", "optim.clip_norm",      "loss.center_rewards",
+                        "model.rope_theta",   "model.rms_norm_eps",   "run.collective_timeout_s",
+                        "run.slow_phase_timeout_s", "run.steps",      "zero.stage"};
+  for (const char* key : keys)
+    for (const char* v : {".inf", "-.inf", "+.inf", ".Inf", ".nan", ".NaN", "inf", "nan", "1e999"}) {
+      const std::string e = error_of("", {std::string(key) + "=" + v});
+      EXPECT_NE(e.find(fmt::format("--set: key '{}': cannot use '{}' here (expected a value like", key, v)), std::string::npos)
+          << e;
+    }
+  const std::string file = error_of("run:\n  collective_timeout_s: .inf\n");
+  EXPECT_NE(file.find("test.yaml:2: key 'run.collective_timeout_s': cannot use '.inf' here"), std::string::npos) << file;
+}
+
+// yaml-cpp's Load reads the first document only: a second one would be dropped without a word.
+TEST(PmtrainConfig, ASecondYamlDocumentIsAnError) {
+  const std::string e = error_of("run: {steps: 1}\n---\nrun: {steps: 99}\n");
+  EXPECT_NE(e.find("test.yaml:2: a second YAML document starts here"), std::string::npos) << e;
+  const std::string lead = error_of("---\nrun: {steps: 1}\n\n---\n");
+  EXPECT_NE(lead.find("test.yaml:4: a second YAML document starts here"), std::string::npos) << lead;
+  EXPECT_EQ(parse_config("---\nrun: {steps: 1}\n", "t.yaml").run.steps, 1);  // one document, marked
+}
+
+// A directory opens as a stream that reads nothing, so it loaded as an empty config; each kind of path
+// that is no readable file says so, naming it.
+TEST(PmtrainConfig, AConfigPathThatIsNoReadableFileSaysSo) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("pmtrain_config_test_{}", getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  EXPECT_EQ(load_error_of(dir.string()), dir.string() + ": is a directory, not a config file");
+  EXPECT_EQ(load_error_of((dir / "missing.yaml").string()), (dir / "missing.yaml").string() + ": no such config file");
+  const fs::path locked = dir / "locked.yaml";
+  std::ofstream(locked) << "run: {steps: 1}\n";
+  EXPECT_EQ(load_config(locked.string()).run.steps, 1);
+  fs::permissions(locked, fs::perms::none);
+  if (std::ifstream(locked).good()) {  // root reads it anyway
+    std::cerr << "(as root: the unreadable-file case is not checked)\n";
+  } else {
+    EXPECT_EQ(load_error_of(locked.string()), locked.string() + ": cannot read the config file: Permission denied");
+  }
+  fs::remove_all(dir);
+}
+
+// A section given a value (`run: 5`, `--set optim=5`) is named as a section, not an unknown key.
+TEST(PmtrainConfig, ASectionGivenAValueSaysItIsASection) {
+  const std::string scalar = error_of("run: 5\n");
+  EXPECT_NE(scalar.find("test.yaml:1: key 'run' must be a mapping (run.dir, run.seed, ...), not a scalar"),
+            std::string::npos) << scalar;
+  const std::string list = error_of("optim: [1, 2]\n");
+  EXPECT_NE(list.find("test.yaml:1: key 'optim' must be a mapping (optim.lr, optim.beta1, ...), not a list"),
+            std::string::npos) << list;
+  const std::string set = error_of("", {"optim={lr: 1}"});
+  EXPECT_NE(set.find("--set 'optim={lr: 1}': key 'optim' is a section (optim.lr, optim.beta1, ...); set its keys one by "
+                     "one (--set optim.KEY=VALUE)"),
+            std::string::npos) << set;
+  EXPECT_NE(error_of("", {"run=5"}).find("--set 'run=5': key 'run' is a section"), std::string::npos);
 }

@@ -19,10 +19,10 @@ step=$(sed -nE 's/^pmtrain: stopped by SIGTERM at step ([0-9]+) of 12.*/\1/p' $T
 [ -n "$step" ] || { cat $TMP/stop.log; fail "no 'stopped by SIGTERM at step N' line"; }
 [ "$step" -lt 12 ] || fail "the signal arrived too late to test a resume (step $step)"
 [ -f $TMP/run/checkpoints/step_$step/manifest.json ] || fail "no checkpoint step_$step after SIGTERM"
-grep -q -- "--resume auto" $TMP/stop.log || fail "the message does not say how to resume"
-
-$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=$TMP/run --resume auto > $TMP/resume.log 2>&1 \
-  || { cat $TMP/resume.log; fail "resume failed"; }
+# The command the message gives, as it is: it must carry this run's --set overrides ($RUN), not just the file.
+hint=$(sed -nE 's/^pmtrain: stopped by .* resume with: pmtrain (train .* --resume auto)$/\1/p' $TMP/stop.log)
+[ -n "$hint" ] || { cat $TMP/stop.log; fail "the message does not say how to resume"; }
+$MPIRUN -np 2 "$PMTRAIN" $hint > $TMP/resume.log 2>&1 || { cat $TMP/resume.log; fail "resume with '$hint' failed"; }
 grep -q "resumed from .*step_$step" $TMP/resume.log || { cat $TMP/resume.log; fail "did not resume from step_$step"; }
 diff <(last_losses $TMP/ref/metrics.jsonl) <(last_losses $TMP/run/metrics.jsonl) > $TMP/diff.txt \
   || { cat $TMP/diff.txt; fail "losses after stop + resume differ from the uninterrupted run"; }

@@ -67,20 +67,27 @@ print(f"sets: final a loss {final['sets']['a']['loss']:.6f} (alone {alone_a['los
       f"(alone {alone_b['loss']:.6f}), whole {final['loss']:.6f} over {final['pairs']} pairs; eval_pairs 5 per set")
 PY
 
-# A set whose every line is dropped (no pair left) is reported with 0 pairs, never a crash, with token budgets
-# and under zero.world_invariant (both once made a filler batch of a pair the set does not have).
-echo '{"chosen": "no rejected answer"}' > $TMP/e.jsonl
-for extra in "--set batch.micro=0 --set batch.micro_tokens=1200" "--set zero.world_invariant=true"; do
-  $MPIRUN -np 2 "$PMTRAIN" train $COMMON --set run.dir=$TMP/empty --set run.steps=2 --set run.eval_every=2 $extra \
-    --set "data.test_files=[]" --set "data.test_sets={a: [$TMP/a.jsonl], e: [$TMP/e.jsonl]}" > $TMP/empty.txt 2>&1 \
-    || { tail -3 $TMP/empty.txt; fail "an empty test set ($extra): the run failed"; }
-  grep -qE '^  set e \| .*\| 0 pairs$' $TMP/empty.txt || { tail -3 $TMP/empty.txt; fail "an empty test set ($extra): no 0-pair line"; }
-  rm -rf $TMP/empty
-done
-echo "ok: an empty test set is reported with 0 pairs (token budgets, world_invariant)"
-
 X="train $COMMON --set run.dir=$TMP/bad --set run.steps=1"
+# Files whose every line is dropped (no pair left) stop the run before it trains, naming the key, the files and
+# why their lines went: a set of 0 pairs once scored loss 0 and won run.keep_best.
+echo '{"chosen": "no rejected answer"}' > $TMP/e.jsonl
+# (the splits loaded before it print their pair counts too: the error is the one line that says "error")
+stops() {
+  local name=$1 want=$2; shift 2
+  ! "$PMTRAIN" "$@" > $TMP/stops.txt 2>&1 || { cat $TMP/stops.txt; fail "$name: exit code 0"; }
+  ! grep -qiE "terminate called|what\(\)|core dumped|Aborted" $TMP/stops.txt || { cat $TMP/stops.txt; fail "$name: crashed"; }
+  grep "error" $TMP/stops.txt | grep -qF -- "$want" || { cat $TMP/stops.txt; fail "$name: no error line says '$want'"; }
+  echo "ok: $name: $(grep error $TMP/stops.txt)"
+}
+stops "a test set with no pair left" "the test set 'e' (data.test_sets.e: $TMP/e.jsonl) has no pairs left" $X \
+  --set "data.test_files=[]" --set "data.test_sets={a: [$TMP/a.jsonl], e: [$TMP/e.jsonl]}"
+stops "a test split with no pair left" "the test split (data.test_files: $TMP/e.jsonl) has no pairs left" $X \
+  --set "data.test_files=[$TMP/e.jsonl]"
+stops "a train split with no pair left" "the train split (data.train_files: $TMP/e.jsonl) has no pairs left" $X \
+  --set "data.train_files=[$TMP/e.jsonl]"
+stops "why the lines went" "missing_field: 1 (first: $TMP/e.jsonl:1" $X --set "data.test_files=[$TMP/e.jsonl]"
 bad "set without files" "set 'a' has no files" $X --set "data.test_sets={a: []}"
+stops "a file twice in a set" "data.test_sets.a gives $TMP/a.jsonl twice" $X --set "data.test_sets={a: [$TMP/a.jsonl, $TMP/a.jsonl]}"
 bad "set name with a space" "set name 'a b' must be" $X --set "data.test_sets={a b: [$TMP/a.jsonl]}"
 bad "missing file" "data.test_sets.b: $TMP/none.jsonl does not exist" $X --set "data.test_sets={b: [$TMP/none.jsonl]}"
 bad "list instead of mapping" "expected a mapping" $X --set "data.test_sets=[$TMP/a.jsonl]"
