@@ -75,7 +75,7 @@ void add_sweep_and_plot(CLI::App& app, SweepArgs& sw, PlotArgs& pl) {
       ->allow_extra_args(false);
   sweep->add_option("--ranks", sw.ranks, "rank counts, e.g. --ranks 1,2,4 (the default)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->type_name("N,N,...");
   sweep->add_option("--stages", sw.stages, "ZeRO stages, e.g. --stages 0,3; default 0,1,2,3")
       ->delimiter(',')
@@ -83,7 +83,7 @@ void add_sweep_and_plot(CLI::App& app, SweepArgs& sw, PlotArgs& pl) {
       ->type_name("S,S,...");
   sweep->add_option("--micro", sw.micro, "batch.micro values, e.g. --micro 1,2; default: the config's")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->type_name("N,N,...");
   sweep->add_option("--steps", sw.steps, "optimizer steps per cell, e.g. --steps 5; default: the config's")
       ->check(at_least(1))
@@ -99,7 +99,7 @@ void add_sweep_and_plot(CLI::App& app, SweepArgs& sw, PlotArgs& pl) {
       ->type_name("PATH");
   sweep->add_option("--cell-timeout", sw.cell_timeout_s, "stop a cell after this many seconds (it is then a failed "
                                                          "row), e.g. --cell-timeout 600; default: no limit")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->type_name("SECONDS");
   sweep->footer("Example (source launch/mpi_env.sh first on an oversubscribed machine):\n"
                 "  pmtrain sweep configs/tiny_cpu.yaml --ranks 1,2,4 --stages 0,1,2,3 --steps 5 --out bench/results/sweep_tiny");

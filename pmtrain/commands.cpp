@@ -13,7 +13,6 @@
 #include "pmtrain/model_setup.h"
 #include "pmtrain/paths.h"
 #include "pmtrain/planner.h"
-#include "pmtrain/stop_signals.h"
 #include "pmtrain/trainer.h"
 
 namespace zero::pmtrain {
@@ -60,8 +59,7 @@ int run_train(const TrainArgs& a, MpiRuntime& mpi) {
   if (!a.resume.empty()) c.overrides.push_back("run.resume=" + a.resume);
   const Config cfg = load_resolved_config(c);
   auto comm = mpi.world_communicator();
-  comm->set_peer_timeout(cfg.run.collective_timeout_s);
-  install_stop_signals();
+  comm->set_peer_timeout(cfg.run.collective_timeout_s);  // (stop signals: installed by main, before MPI starts)
   Trainer trainer(cfg, mpi.info(), *comm);
   return trainer.train();
 }

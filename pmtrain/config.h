@@ -136,6 +136,7 @@ struct OptimSection {
   int64_t warmup_steps = 0;
   double min_lr_ratio = 0.0;
   double clip_norm = 1.0;
+  int64_t max_skipped_steps = 20;  // a diverged run (NaN weights skip every step) stops instead of running on
 };
 
 struct LossSection {

@@ -21,6 +21,7 @@
 #include "pmtrain/plot_command.h"
 #include "pmtrain/render_command.h"
 #include "pmtrain/score_command.h"
+#include "pmtrain/stop_signals.h"
 #include "pmtrain/sweep_command.h"
 
 using namespace zero;
@@ -70,6 +71,9 @@ int main(int argc, char** argv) {
     }
   }
 
+  // train takes SIGTERM/SIGINT as "stop at the next step boundary and save" from the start: a signal during
+  // MPI start-up or data loading would otherwise kill the rank with no word (Slurm may send it at any time).
+  if (cl.command == "train") install_stop_signals();
   MpiRuntime mpi(&argc, &argv);
   const int rank = mpi.info().rank;
   // "rank N: " only where there are several ranks to tell apart.

@@ -40,6 +40,13 @@ std::ostream& out_stream(const std::string& path, std::ofstream& file) {
   return file;
 }
 
+void make_dir(const std::string& dir, const std::string& key) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  ZERO_REQUIRE(!ec && fs::is_directory(dir), InputError, "{}: cannot create the directory {}: {}", key, dir,
+               ec ? ec.message() : "a file of that name is in the way");
+}
+
 void finish_out(std::ostream& out, std::ofstream& file, const std::string& path, const std::string& what) {
   errno = 0;
   if (&out == &file) file.close();

@@ -21,6 +21,10 @@ std::string existing_path(const std::string& path, const std::string& what);
 // Where a command's --out rows go: `file` opened at `path` made absolute, or stdout when `path` is "";
 // InputError naming --out and the absolute path when it cannot be written.
 std::ostream& out_stream(const std::string& path, std::ofstream& file);
+// Creates directory `dir` and its parents for `key` (e.g. "run.dir", "--out"): InputError naming the key, the
+// directory and the system's reason when it cannot (a file in the way, no permission), not a bare
+// filesystem_error.
+void make_dir(const std::string& dir, const std::string& key);
 // The end of what out_stream opened: flushes stdout or closes the file, and throws InputError naming
 // `what` (e.g. "--out"), the path (or standard output) and the system's reason when any of it was not
 // written (a full disk): a command never reports success over rows that did not land.

@@ -22,6 +22,7 @@
 #include "pmtrain/engine_assembly.h"
 #include "pmtrain/engine_params.h"
 #include "pmtrain/model_setup.h"
+#include "pmtrain/paths.h"
 #include "pmtrain/planner.h"
 #include "pmtrain/stop_signals.h"
 #include "zero/comm_plan.h"
@@ -306,7 +307,7 @@ DataLengths data_lengths(const Config& cfg, data::Tokenizer& tok) {
   ZERO_REQUIRE(!cfg.data.train_files.empty(), ConfigError,
                "{}: no data.train_files to count pairs from for the epoch time: give --dataset-pairs N", cfg.source);
   const data::DataConfig dc = data_config(cfg.data, cfg.data.train_files);
-  std::filesystem::create_directories(cfg.data.cache_dir);
+  make_dir(cfg.data.cache_dir, "data.cache_dir");
   data::PairDataset ds = data::load_or_build_dataset(dc, tok, dataset_cache_file(cfg.data, dc, "train"), nullptr);
   if (cfg.data.max_train_pairs > 0) ds.keep_first(cfg.data.max_train_pairs);
   ZERO_REQUIRE(ds.num_pairs() > 0, ConfigError, "{}: data.train_files hold no pairs: give --dataset-pairs N", cfg.source);

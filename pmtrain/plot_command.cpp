@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "pmtrain/gnuplot.h"
 #include "pmtrain/metrics_reader.h"
+#include "pmtrain/paths.h"
 
 namespace zero::pmtrain {
 namespace fs = std::filesystem;
@@ -73,7 +74,7 @@ int run_plot(const PlotArgs& a) {
     ZERO_REQUIRE(!r.train.empty(), InputError, "{}/metrics.jsonl: no train records to plot", a.run_dirs[i]);
     runs.push_back(std::move(r));
   }
-  fs::create_directories(a.out);
+  make_dir(a.out, "--out");
   for (const Metric& m : kMetrics) {
     LinePlot p;
     p.title = m.title;

@@ -160,7 +160,7 @@ int run_sweep(const SweepArgs& a) {
   if (launcher.empty()) launcher = std::getenv("SLURM_JOB_ID") ? "srun" : "mpirun";
   ZERO_REQUIRE(launcher == "mpirun" || launcher == "srun", ConfigError, "--launcher: '{}' (mpirun or srun)", launcher);
 
-  fs::create_directories(a.out);
+  make_dir(a.out, "--out");
   std::vector<Cell> cells;
   for (int m : micro)
     for (int s : stages)

@@ -18,6 +18,7 @@
 #include "pmtrain/engine_assembly.h"
 #include "pmtrain/model_setup.h"
 #include "pmtrain/ordered_sums.h"
+#include "pmtrain/paths.h"
 #include "pmtrain/stop_signals.h"
 #include "pmtrain/train_stack.h"
 #include "pmtrain/train_step.h"
@@ -159,8 +160,11 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     fflush(stdout);
   }
   if (info_.rank == 0 && training) {
-    fs::create_directories(cfg_.run.dir);
-    std::ofstream(fs::path(cfg_.run.dir) / "config.resolved.yaml") << to_yaml(cfg_);
+    make_dir(cfg_.run.dir, "run.dir");
+    std::ofstream resolved(fs::path(cfg_.run.dir) / "config.resolved.yaml");
+    resolved << to_yaml(cfg_);
+    resolved.close();
+    ZERO_REQUIRE(resolved, InputError, "run.dir: cannot write {}/config.resolved.yaml", cfg_.run.dir);
     printf("pmtrain: %s, world %d (%d nodes), stage %d, %s\n", cfg_.source.c_str(), W, info_.node_count, ec.stage,
            info_.launcher.c_str());
     printf("pmtrain: params %s, gradients accumulated in %s%s, reduced in %s; master weights %s\n",
@@ -289,7 +293,7 @@ data::PairDataset Trainer::load_dataset(const std::vector<std::string>& files, c
   std::string error;
   if (info_.rank == 0) {
     try {
-      fs::create_directories(cfg_.data.cache_dir);
+      make_dir(cfg_.data.cache_dir, "data.cache_dir");
       data::CacheStatus st;
       ds = data::load_or_build_dataset(dc, *tokenizer_, cache, &st);
       // Files that give no pair are a mistake in the data or the config, never an empty split to go on with
@@ -377,7 +381,7 @@ int Trainer::train_loop() {
   }
   const double t_start = now();
   double tokens_total = 0;
-  int64_t skipped = 0;
+  int64_t skipped = 0, skipped_in_a_row = 0;
   StepTimes times_total;  // rank 0's step-time breakdown over the train steps, and their wall time
   double step_s_total = 0;
   // One record per finished epoch (an epoch cut by a stop is finished by the resumed run; its record then
@@ -418,6 +422,7 @@ int Trainer::train_loop() {
     epoch_stats.add(st);
     tokens_total += st.tokens;
     skipped += !res.applied;
+    skipped_in_a_row = res.applied ? 0 : skipped_in_a_row + 1;
     const double elapsed = now() - t_start;
     const double eta = elapsed / double(s + 1 - start_step_) * double(total_steps_ - s - 1);
     nlohmann::json j = st.to_json();
@@ -437,6 +442,12 @@ int Trainer::train_loop() {
       fflush(stdout);
     }
     wait_for_saves(false);
+    // Every rank skips the same steps (the engine agrees on it), so every rank stops here alike.
+    ZERO_REQUIRE(cfg_.optim.max_skipped_steps == 0 || skipped_in_a_row < cfg_.optim.max_skipped_steps, ConfigError,
+                 "{}: {} optimizer steps in a row were skipped for a non-finite gradient (up to step {}; the last on "
+                 "rank {}, group '{}'; loss {}): the run has diverged and stops without saving (optim.max_skipped_steps); "
+                 "lower optim.lr or check the data, and resume from the last checkpoint", cfg_.source,
+                 skipped_in_a_row, s + 1, res.bad_rank, res.bad_group, st.loss());
     if (stop) {  // every rank saw the vote in the same reduction: save, say how to resume, exit
       save_checkpoint(s + 1);
       wait_for_saves(true);

@@ -64,6 +64,21 @@ for cmd in "render --data $HH" "config-doc"; do
   grep -q "error: .*writing the standard output failed" $TMP/full.txt || { cat $TMP/full.txt; fail "$cmd > /dev/full: no message"; }
 done
 echo "ok: output to a full disk fails with a message (render --out, render and config-doc to stdout)"
+# A run.dir that cannot be a directory names the key (it was a bare filesystem_error).
+: > $TMP/afile
+! "$PMTRAIN" train configs/tiny_cpu.yaml --set run.dir=$TMP/afile --set data.cache_dir=$TMP/cache > $TMP/afile.txt 2>&1 \
+  || fail "run.dir a file: exit code 0"
+grep -q "error: run.dir: cannot create the directory $TMP/afile" $TMP/afile.txt || { cat $TMP/afile.txt; fail "run.dir a file: no message"; }
+bad "sweep --ranks 0" "--ranks: '0' is not a whole number >= 1" sweep configs/tiny_cpu.yaml --ranks 0
+
+# A diverged run (lr 1e30: NaN weights after step 1, every later step skipped) stops after
+# optim.max_skipped_steps skipped steps in a row, saving nothing more (it ran to the end and saved NaN weights).
+! "$PMTRAIN" train configs/tiny_cpu.yaml --set run.dir=$TMP/div --set data.cache_dir=$TMP/cache --set run.steps=30 \
+  --set optim.lr=1e30 --set optim.max_skipped_steps=3 --set run.save_every=0 > $TMP/div.txt 2>&1 || fail "diverged run: exit code 0"
+grep -q "error: .*: 3 optimizer steps in a row were skipped for a non-finite gradient (up to step 4;" $TMP/div.txt \
+  || { tail -3 $TMP/div.txt; fail "diverged run: no stop message"; }
+[ ! -d $TMP/div/checkpoints ] || fail "diverged run: it saved a checkpoint"
+echo "ok: a diverged run stops after optim.max_skipped_steps skipped steps in a row, saving nothing"
 
 # A metrics.jsonl line cut short when a run stopped is dropped when the run resumes (it stopped `pmtrain plot`).
 "$PMTRAIN" train configs/tiny_cpu.yaml --set run.dir=$TMP/torn --set run.steps=2 --set data.cache_dir=$TMP/cache \

@@ -9,6 +9,11 @@ $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml --set run.dir=$TMP/run --se
 "$PMTRAIN" export $TMP/run --to $TMP/hf32 --dtype fp32
 "$PMTRAIN" export $TMP/run --to $TMP/hf16 --dtype bf16
 for f in config.json model.safetensors tokenizer.json; do [ -s $TMP/hf32/$f ] || fail "export lacks $f"; done
+# A --tokenizer that is no tokenizer is refused before anything is written (it shipped as a 0-byte file).
+: > $TMP/empty_tokenizer.json
+bad "export --tokenizer of an empty file" "is not a usable tokenizer.json" export $TMP/run --to $TMP/hfbad \
+  --tokenizer $TMP/empty_tokenizer.json
+[ ! -e $TMP/hfbad ] || fail "a refused export left $TMP/hfbad behind"
 grep -q '"pad_token_id": *151643' $TMP/hf32/config.json || fail "config.json lacks the pad token"
 grep -q '"Qwen3ForSequenceClassification"' $TMP/hf32/config.json || fail "config.json lacks the architecture"
 DATA=data/assets/hh-rlhf/harmless-base/test.jsonl.gz

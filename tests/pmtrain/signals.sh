@@ -75,3 +75,20 @@ diff <(last_losses $TMP/intref/metrics.jsonl) <(last_losses $TMP/int/metrics.jso
   || fail "losses after SIGINT + resume differ from the uninterrupted run"
 echo "ok: SIGINT to mpirun at step $istep: checkpoint, resumed bit-exactly"
 echo "ok: SIGTERM at step $step of 12: checkpoint, exit 75, resumed; all 12 losses equal the uninterrupted run's"
+
+# SIGTERM while the rank is still starting (MPI start-up, the tokenizer, the data): it stops after the first step
+# with a checkpoint and exit 75, as at any other time (it was killed at once, rc 143 and no word).
+"$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=$TMP/early > $TMP/early.log 2>&1 &
+early=$!
+# As soon as its handler is in (SigCgt bit 14 = SIGTERM), long before MPI and the data are up: a fixed sleep
+# could land before main() on a loaded machine, and the default action would kill it.
+for _ in $(seq 400); do
+  cgt=$(awk '/^SigCgt/ {print $2}' /proc/$early/status 2>/dev/null || true)
+  [ -n "$cgt" ] && (( (0x$cgt >> 14) & 1 )) && break
+  sleep 0.02
+done
+kill -TERM $early
+set +e; wait $early; rc=$?; set -e
+[ $rc -eq 75 ] || { cat $TMP/early.log; fail "SIGTERM during start-up: exit code $rc, expected 75"; }
+grep -q "^pmtrain: stopped by SIGTERM at step 1 of 12" $TMP/early.log || { cat $TMP/early.log; fail "SIGTERM during start-up: no stop line"; }
+echo "ok: SIGTERM during start-up: stopped after step 1 with a checkpoint, exit 75"
