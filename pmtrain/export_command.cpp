@@ -54,19 +54,23 @@ ExportResult export_checkpoint(const ExportRequest& req) {
   std::string tok_cfg = req.tokenizer.empty() ? trainer_extra_string(m, "tokenizer_config")
                                               : (fs::path(req.tokenizer).parent_path() / "tokenizer_config.json").string();
   std::unique_ptr<data::Tokenizer> tokenizer;
+  std::string tokenizer_error;
   if (!tok.empty()) {
     const std::string named_by = req.tokenizer.empty() ? manifest_path + ": trainer.extra.tokenizer" : "--tokenizer";
     ZERO_REQUIRE(fs::is_regular_file(tok), InputError,
                  "tokenizer file {} (named by {}) is missing{}; pass --tokenizer PATH/tokenizer.json", tok, named_by,
                  fs::path(tok).is_relative() ? " (a relative path is taken from the current directory: run export "
                                                "where training ran)" : "");
-    // Read before it is shipped: a file that is no tokenizer would make an export nothing can load.
     try {
       tokenizer = std::make_unique<data::Tokenizer>(data::Tokenizer::from_file(tok));
     } catch (const Error& e) {
-      throw InputError(fmt::format("tokenizer file {} (named by {}) is not a usable tokenizer.json, so the export "
-                                   "would ship a broken one: {}", tok, named_by, e.what()));
+      tokenizer_error = e.what();
     }
+    // A --tokenizer is read before it is shipped: a file that is no tokenizer would make an export nothing can
+    // load. (The run's own is the one it trained with.)
+    ZERO_REQUIRE(tokenizer || req.tokenizer.empty(), InputError,
+                 "tokenizer file {} (named by --tokenizer) is not a usable tokenizer.json, so the export would ship "
+                 "a broken one: {}", tok, tokenizer_error);
     opt.extra_files.push_back({tok, "tokenizer.json"});
     res.copied.push_back("tokenizer.json");
     if (!tok_cfg.empty() && fs::is_regular_file(tok_cfg)) {
@@ -76,6 +80,9 @@ ExportResult export_checkpoint(const ExportRequest& req) {
   }
   // HF needs pad_token_id to score batches (it pools the rightmost non-pad token): when the run's config
   // has none, take the tokenizer's pad (and eos) tokens, as pmtrain's data pipeline does.
+  if (!tok.empty() && !tokenizer && (res.config.pad_token_id < 0 || res.config.eos_token_ids.empty()))
+    res.notes.push_back(fmt::format("config.json keeps pad_token_id/eos_token_id as the run had them (the "
+                                    "tokenizer could not be read: {})", tokenizer_error));
   if (tokenizer) {
     const data::Tokenizer& t = *tokenizer;
     if (res.config.pad_token_id < 0 && t.pad_id() >= 0 && t.pad_id() < res.config.vocab_size) {

@@ -441,12 +441,18 @@ TEST_F(ExportTest, TokenizerFilesAreCopied) {
   run({g->run_dir, "--to", out("tok")});
   EXPECT_EQ(read_file(out("tok") + "/tokenizer.json"), read_file(g->tokenizer));
   EXPECT_EQ(read_file(out("tok") + "/tokenizer_config.json"), read_file(g->tokenizer_config));
-  // --tokenizer overrides the run's, with its sibling tokenizer_config.json when there is one.
+  // --tokenizer overrides the run's, with its sibling tokenizer_config.json when there is one; it must be a
+  // tokenizer (read before it is shipped), unlike the run's own stand-in above.
   fs::create_directories(g->root + "/tok2");
-  write_file(g->root + "/tok2/tokenizer.json", "{\"other\": 1}\n");
+  fs::copy_file(ZERO_QWEN3_TOKENIZER, g->root + "/tok2/tokenizer.json", fs::copy_options::overwrite_existing);
   run({g->run_dir, "--to", out("tok2"), "--tokenizer", g->root + "/tok2/tokenizer.json"});
-  EXPECT_EQ(read_file(out("tok2") + "/tokenizer.json"), "{\"other\": 1}\n");
+  EXPECT_EQ(read_file(out("tok2") + "/tokenizer.json"), read_file(ZERO_QWEN3_TOKENIZER));
   EXPECT_FALSE(fs::exists(out("tok2") + "/tokenizer_config.json"));
+  fs::create_directories(g->root + "/tok4");
+  write_file(g->root + "/tok4/tokenizer.json", "{\"other\": 1}\n");
+  expect_error<InputError>([&] { export_cli({g->run_dir, "--to", out("tok4"), "--tokenizer", g->root + "/tok4/tokenizer.json"}); },
+                           {"tokenizer file " + g->root + "/tok4/tokenizer.json", "is not a usable tokenizer.json"});
+  EXPECT_FALSE(fs::exists(out("tok4")));
   expect_error<InputError>([&] { export_cli({g->run_dir, "--to", out("tok3"), "--tokenizer", g->root + "/nope.json"}); },
                            {"tokenizer file " + g->root + "/nope.json", "is missing"});
   EXPECT_FALSE(fs::exists(out("tok3")));
