@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "checkpoint/file_io.h"
+#include "checkpoint/shard_layout.h"
 #include "core/check.h"
 
 namespace zero::checkpoint {
@@ -163,15 +164,14 @@ void Manifest::validate(const std::string& where, std::optional<int64_t> dir_ste
   ZERO_REQUIRE(!groups.empty(), InputError, "{}: groups is empty; a checkpoint holds at least one parameter group",
                where);
   const size_t W = size_t(world);
-  size_t total_shard = 0;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const GroupEntry& g = groups[gi];
     ZERO_REQUIRE(g.numel >= 1, InputError, "{}: groups[{}] '{}': numel is 0; a parameter group is never empty", where,
                  gi, g.name);
-    // shard = ceil(numel / world_size), rounded up to kShardAlign since 64-element shards (older checkpoints
-    // have the unaligned value); the reader reshards either.
+    // shard = the engine's shard rule (shard_elements, zero/partition.h) since 64-element shards; older
+    // checkpoints have the unaligned ceil(numel / world_size). The reader reshards either.
     const size_t lo = g.numel / W + (g.numel % W != 0);
-    const size_t hi = lo > SIZE_MAX - kShardAlign ? SIZE_MAX : (lo + kShardAlign - 1) / kShardAlign * kShardAlign;
+    const size_t hi = shard_elements(g.numel, world);
     ZERO_REQUIRE(g.shard >= lo && g.shard <= hi, InputError,
                  "{}: groups[{}] '{}': shard {} does not fit numel {} at world_size {} (it must be ceil(numel / "
                  "world_size) = {}, or that rounded up to a multiple of {}: {})", where, gi, g.name, g.shard, g.numel,
@@ -192,16 +192,13 @@ void Manifest::validate(const std::string& where, std::optional<int64_t> dir_ste
     }
     ZERO_REQUIRE(at == g.numel, InputError,
                  "{}: groups[{}] '{}': numel is {} but its tensors hold {} elements", where, gi, g.name, g.numel, at);
-    ZERO_REQUIRE(!__builtin_add_overflow(total_shard, g.shard, &total_shard), InputError,
-                 "{}: the groups' shards overflow", where);
   }
-  // rank_<r>.bin: master, m, v (fp32) of `shard` elements for each group.
-  uint64_t bytes = 0;
-  const bool fits = !__builtin_mul_overflow(uint64_t(total_shard), uint64_t(3 * sizeof(float)), &bytes);
+  // rank_<r>.bin: master, m, v (fp32) of `shard` elements for each group, as the reader lays it out.
+  const std::optional<FileLayout> layout = FileLayout::checked(groups);
   for (const FileEntry& f : files)
-    ZERO_REQUIRE(fits && f.bytes == bytes, InputError,
+    ZERO_REQUIRE(layout && f.bytes == layout->bytes, InputError,
                  "{}: files[{}] ({}) bytes is {}; the groups need {} (3 fp32 arrays of each group's shard)", where,
-                 f.rank, f.name, f.bytes, fits ? fmt::format("{}", bytes) : std::string("more than 2^64"));
+                 f.rank, f.name, f.bytes, layout ? fmt::format("{}", layout->bytes) : std::string("more than 2^64"));
 }
 
 Manifest Manifest::read(const std::string& dir) {

@@ -37,7 +37,7 @@ struct TensorEntry {
 struct GroupEntry {
   std::string name;
   size_t numel = 0;   // real elements
-  size_t shard = 0;   // elements per rank file (ceil(numel / world))
+  size_t shard = 0;   // elements per rank file: shard_elements(numel, world); ceil(numel / world) in older checkpoints
   size_t padded = 0;  // shard * world
   std::vector<TensorEntry> tensors;
 };
@@ -75,8 +75,8 @@ struct Manifest {
   // N of a step_<N> directory; trainer.optimizer_step >= 0; stage 0-3; world_size >= 1 and one file per rank
   // (rank_<r>.bin in order); dtype "f32" (checked while parsing); trainer.rng an object, array or null; at
   // least one group; each group's numel >= 1, shard ceil(numel / world_size) (or that rounded up to
-  // kShardAlign), padded = shard x world_size, tensors back to back covering numel; every file's bytes
-  // 12 x the sum of shards. from_json calls it.
+  // kShardAlign: shard_elements), padded = shard x world_size, tensors back to back covering numel; every
+  // file's bytes FileLayout::bytes of the groups (shard_layout.h). from_json calls it.
   void validate(const std::string& where, std::optional<int64_t> dir_step = std::nullopt) const;
 };
 

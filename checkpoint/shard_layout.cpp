@@ -6,14 +6,23 @@
 
 namespace zero::checkpoint {
 
-FileLayout FileLayout::of(const std::vector<GroupEntry>& groups) {
+std::optional<FileLayout> FileLayout::checked(const std::vector<GroupEntry>& groups) {
   FileLayout L;
   for (const auto& g : groups) {
     L.section.push_back(L.bytes);
     L.shard.push_back(g.shard);
-    L.bytes += 3 * uint64_t(g.shard) * sizeof(float);
+    uint64_t section_bytes = 0;
+    if (__builtin_mul_overflow(uint64_t(g.shard), uint64_t(3 * sizeof(float)), &section_bytes) ||
+        __builtin_add_overflow(L.bytes, section_bytes, &L.bytes))
+      return std::nullopt;
   }
   return L;
+}
+
+FileLayout FileLayout::of(const std::vector<GroupEntry>& groups) {
+  std::optional<FileLayout> L = checked(groups);
+  ZERO_CHECK(L, "a rank file of these {} groups passes 2^64 bytes (a manifest not validated?)", groups.size());
+  return std::move(*L);
 }
 
 namespace {

@@ -428,9 +428,11 @@ void Engine::grad_ready(int g) {
   // The view is spent once handed in: a later grad_ready needs a fresh grad_view (its own gradient).
   ZERO_REQUIRE(!grad_views_[g].empty(), ConfigError, "grad_ready({}) without grad_view({}) (group '{}')", g, g,
                groups_[g].name);
+  const int u = unit_of(g, 0);
+  require_not_handed_in(u, /*piece=*/false);
   if (cfg_.nan_guard) count_nonfinite(g, 0, grad_views_[g].front().data, part_.groups[g].numel);
   grad_views_[g].clear();
-  unit_ready(unit_of(g, 0));
+  unit_ready(u);
 }
 
 void Engine::piece_ready(int g, int k) {
@@ -439,19 +441,26 @@ void Engine::piece_ready(int g, int k) {
   const int u = unit_of(g, k);
   ZERO_REQUIRE(!grad_piece_views_[u].runs.empty(), ConfigError, "piece_ready({}, {}) without grad_piece({}, {})", g,
                k, g, k);
+  require_not_handed_in(u, /*piece=*/true);
   if (cfg_.nan_guard)
     for (const FlatRun& r : grad_piece_views_[u].runs) count_nonfinite(g, r.begin, r.data, r.count);
-  ZERO_REQUIRE(!unit_ready_[u], ConfigError, "piece_ready({}, {}): piece {} of group '{}' was handed in already this "
-               "micro-step", g, k, k, groups_[g].name);
   launch_piece(g, k, slot_of(part_.groups[g].bucket, k));
   grad_piece_views_[u].runs.clear();
   unit_ready(u);
 }
 
+// Before anything is counted or launched, so a second hand-in changes nothing.
+void Engine::require_not_handed_in(int u, bool piece) const {
+  if (!unit_ready_[u]) return;
+  const auto [g, k] = unit_piece_[u];
+  if (piece)
+    throw ConfigError(fmt::format("piece_ready({}, {}): piece {} of group '{}' was handed in already this micro-step",
+                                  g, k, k, groups_[g].name));
+  throw ConfigError(fmt::format("grad_ready({}): group '{}' was handed in already this micro-step", g, groups_[g].name));
+}
+
 void Engine::unit_ready(int u) {
   const int g = unit_piece_[u].first, b = part_.groups[g].bucket;
-  ZERO_REQUIRE(!unit_ready_[u], ConfigError, "grad_ready({}): group '{}' was handed in already this micro-step", g,
-               groups_[g].name);
   unit_ready_[u] = 1;
   if (++bucket_ready_[b] == bucket_units_[b]) launch_bucket(b);
   // Drive progress of collectives already in flight (MPI progresses only inside MPI calls).

@@ -200,7 +200,10 @@ class Engine {
   // Staging slots: a whole bucket, or one piece of a split group's bucket.
   static int slot_of(int bucket, int piece) { return (bucket + piece) % 2; }
   int acquire_slot(int bucket, int piece);
-  void unit_ready(int u);  // unit u's gradient is in: counts it (once) and launches its bucket when full
+  // ConfigError if unit u's gradient was handed in already this micro-step, naming the call: piece_ready(g, k)
+  // (`piece`) or grad_ready(g). grad_ready and piece_ready check it first.
+  void require_not_handed_in(int u, bool piece) const;
+  void unit_ready(int u);  // unit u's gradient is in (checked not yet): counts it and launches its bucket when full
   // ConfigError naming the first group (and piece) whose gradient did not arrive this micro-step, if any.
   void require_all_ready(const char* where) const;
   // fn(tensor, lo, hi) for each tensor of group g overlapping its flat elements [begin, end), clipped.

@@ -1,6 +1,7 @@
 #include "zero/partition.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "core/check.h"
 
@@ -9,6 +10,13 @@ namespace zero {
 namespace {
 size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 }  // namespace
+
+size_t shard_elements(size_t numel, int world) {
+  ZERO_CHECK(world >= 1, "shard_elements: world {} < 1", world);
+  const size_t W = static_cast<size_t>(world);
+  const size_t per_rank = numel / W + (numel % W != 0);  // ceil(numel / world), without overflow
+  return per_rank > SIZE_MAX - (kShardAlign - 1) ? SIZE_MAX : round_up(per_rank, kShardAlign);
+}
 
 size_t GroupInfo::numel() const {
   size_t n = 0;
@@ -30,7 +38,7 @@ Partition make_partition(const std::vector<GroupInfo>& groups, int world, size_t
       L.numel += t.numel;
     }
     ZERO_REQUIRE(L.numel > 0, ConfigError, "parameter group '{}' is empty", g.name);
-    L.shard = round_up((L.numel + W - 1) / W, kShardAlign);
+    L.shard = shard_elements(L.numel, world);
     L.padded = L.shard * W;
     L.piece = L.shard;
     if (g.splittable && L.padded > bucket_elements) {

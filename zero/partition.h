@@ -19,6 +19,11 @@ namespace zero {
 
 constexpr size_t kShardAlign = 64;  // elements
 
+// The shard rule: elements per rank of a group of `numel` elements at `world` (>= 1) ranks, ceil(numel / world)
+// rounded up to kShardAlign. Never overflows: SIZE_MAX where the rounding would pass it (no model's group comes
+// near; a damaged manifest's numel may, and the checkpoint reader checks those against this rule too).
+size_t shard_elements(size_t numel, int world);
+
 struct TensorInfo {
   std::string name;
   size_t numel = 0;
@@ -34,7 +39,7 @@ struct GroupInfo {
 
 struct GroupLayout {
   size_t numel = 0;        // real elements (sum of its tensors)
-  size_t shard = 0;        // elements per rank: ceil(numel / world) rounded up to kShardAlign
+  size_t shard = 0;        // elements per rank: shard_elements(numel, world)
   size_t padded = 0;       // shard * world
   size_t full_offset = 0;  // start in a full (all-groups, padded) flat buffer
   size_t shard_offset = 0; // start in a rank's shard flat buffer

@@ -41,6 +41,8 @@ class CheckpointErrors : public ::testing::Test {
     last = fmt::format("rank_{}.bin", world_size() - 1);
   }
   void TearDown() override {
+    ck4.reset();  // save_step_4's, before its run and before the files go
+    run4.reset();
     MPI_Barrier(MPI_COMM_WORLD);
     if (world_rank() == 0) fs::remove_all(root);
   }
@@ -49,7 +51,21 @@ class CheckpointErrors : public ::testing::Test {
     MlpRun run(MPI_COMM_WORLD, stage, spec);
     checkpoint::load_checkpoint(*run.engine, dir);
   }
+  // Trains on to step 4 and saves a sound step_4 beside step_2 (resume 'auto' takes it), with a copy of it at
+  // keep4() to restore from. The Checkpointer (and the run it saves) live as long as the test.
+  checkpoint::Checkpointer& save_step_4() {
+    run4 = std::make_unique<MlpRun>(MPI_COMM_WORLD, 1);
+    run4->train(0, 4);
+    ck4 = std::make_unique<checkpoint::Checkpointer>(*run4->engine, ckpt_opts(root + "/run"));
+    ck4->save(run4->state(4));
+    EXPECT_EQ(*ck4->resume_path("auto"), ck4->paths().step_dir(4));
+    damaged_copy(ck4->paths().step_dir(4), keep4(), [] {});
+    return *ck4;
+  }
+  std::string keep4() const { return root + "/keep4"; }
   std::string root, good, last;
+  std::unique_ptr<MlpRun> run4;  // declared before ck4, which holds its engine: destroyed after it
+  std::unique_ptr<checkpoint::Checkpointer> ck4;
 };
 }  // namespace
 
@@ -126,13 +142,8 @@ TEST_F(CheckpointErrors, EnospcKeepsPreviousCheckpoint) {
 
 TEST_F(CheckpointErrors, ResumeAutoTakesTheNewestSoundCheckpointAndNothingNewerThanLatest) {
   // step_2 (the fixture's) and step_4; step_4's rank 0 file then gets a flipped byte, then is truncated.
-  MlpRun run(MPI_COMM_WORLD, 1);
-  run.train(0, 4);
-  checkpoint::Checkpointer ck(*run.engine, ckpt_opts(root + "/run"));
-  ck.save(run.state(4));
+  checkpoint::Checkpointer& ck = save_step_4();
   const std::string newest = ck.paths().step_dir(4);
-  EXPECT_EQ(*ck.resume_path("auto"), newest);
-  damaged_copy(newest, root + "/keep4", [] {});
   if (world_rank() == 0) {
     std::fstream f(newest + "/rank_0.bin", std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(40);
@@ -146,7 +157,7 @@ TEST_F(CheckpointErrors, ResumeAutoTakesTheNewestSoundCheckpointAndNothingNewerT
   // A run started over in this directory: `latest` back at step 2 while a sound step_4 is still on disk.
   if (world_rank() == 0) {
     fs::remove_all(newest);
-    fs::copy(root + "/keep4", newest);
+    fs::copy(keep4(), newest);
     std::ofstream(ck.paths().latest_file()) << "step_2\n";
   }
   MPI_Barrier(MPI_COMM_WORLD);
@@ -155,13 +166,8 @@ TEST_F(CheckpointErrors, ResumeAutoTakesTheNewestSoundCheckpointAndNothingNewerT
 
 TEST_F(CheckpointErrors, ResumeAutoSkipsANewestCheckpointWithAnUnsoundManifest) {
   // step_2 (the fixture's) and a sound step_4; then step_4's manifest gets one unsound field at a time.
-  MlpRun run(MPI_COMM_WORLD, 1);
-  run.train(0, 4);
-  checkpoint::Checkpointer ck(*run.engine, ckpt_opts(root + "/run"));
-  ck.save(run.state(4));
+  checkpoint::Checkpointer& ck = save_step_4();
   const std::string newest = ck.paths().step_dir(4);
-  EXPECT_EQ(*ck.resume_path("auto"), newest);
-  damaged_copy(newest, root + "/keep4", [] {});
   const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> edits = {
       {[](nlohmann::json& j) { j["trainer"]["step"] = -5; }, "trainer.step is -5; it must be >= 0"},
       {[](nlohmann::json& j) { j["trainer"]["step"] = 3; }, "trainer.step 3 but the directory is step_4"},
@@ -174,7 +180,7 @@ TEST_F(CheckpointErrors, ResumeAutoSkipsANewestCheckpointWithAnUnsoundManifest) 
   for (const auto& [edit, error] : edits) {
     if (world_rank() == 0) {
       fs::remove_all(newest);
-      fs::copy(root + "/keep4", newest);
+      fs::copy(keep4(), newest);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     EXPECT_EQ(*ck.resume_path("auto"), newest) << "the restored step_4 is sound";
