@@ -84,6 +84,12 @@ void discard_tmp(const RunPaths& p, int64_t step) noexcept {
   fs::remove_all(p.tmp_dir(step), ec);
 }
 
+void remove_all_checkpoints(const RunPaths& p) {
+  std::error_code ec;
+  fs::remove_all(p.root, ec);
+  fs_call("removing the checkpoints", p.root, ec);
+}
+
 std::vector<int64_t> list_steps(const RunPaths& p) {
   std::vector<int64_t> steps;
   std::error_code ec;

@@ -33,6 +33,9 @@ void prepare_tmp_dir(const RunPaths& p, int64_t step);
 void publish(const RunPaths& p, int64_t step, const PublishFaults& faults = {});
 // Removes tmp_dir(step) (after a failed save); never throws.
 void discard_tmp(const RunPaths& p, int64_t step) noexcept;
+// Removes root and all in it (complete and temp checkpoints, `latest`, `best`): the checkpoints of an
+// earlier run that a new one replaces (pmtrain's run.start_over). A missing root is no error.
+void remove_all_checkpoints(const RunPaths& p);
 
 // Steps of the complete checkpoints (step_<N> holding a manifest.json), ascending.
 std::vector<int64_t> list_steps(const RunPaths& p);

@@ -234,7 +234,7 @@ std::vector<Field> schema(Config& c) {
       field("run.early_stop", r.early_stop, kNonNegative, "stop training once this many evaluations in a row did not improve run.keep_best's metric (HF's early_stopping_patience; 0 = never); the run ends as if finished there"),
       field("run.async_save", r.async_save, "write checkpoints in the background while training goes on"),
       empty_means(field("run.resume", r.resume, "\"\" = start fresh, auto = the newest complete checkpoint of run.dir, or a checkpoint path")),
-      field("run.start_over", r.start_over, "train from scratch in a run.dir that already holds checkpoints (they are kept)"),
+      field("run.start_over", r.start_over, "train from scratch in a run.dir that already holds checkpoints: removes them and its metrics.jsonl once the run is set up (without it such a run is refused)"),
       field("run.stop_at", r.stop_at, kNonNegative, "stop after this step as if interrupted (the schedule still spans every step; 0 = off)"),
       field("run.collective_timeout_s", r.collective_timeout_s, kNonNegative,
             "seconds a rank waits for a peer at a collective before naming it and ending the job (0 = forever)"),
@@ -314,7 +314,7 @@ std::vector<Field> schema(Config& c) {
       field("optim.warmup_steps", o.warmup_steps, kNonNegative, "linear warmup steps (0 = from warmup_ratio)"),
       field("optim.min_lr_ratio", o.min_lr_ratio, kUnit, "the schedule ends at lr x this"),
       field("optim.clip_norm", o.clip_norm, kNonNegative, "clip the global gradient norm to this (0 = no clipping)"),
-      field("optim.max_skipped_steps", o.max_skipped_steps, kNonNegative, "stop the run with an error once this many optimizer steps in a row were skipped for a non-finite gradient: it has diverged, and nothing after is saved (0 = never stop)"),
+      field("optim.max_skipped_steps", o.max_skipped_steps, kNonNegative, "stop the run with an error once this many optimizer steps in a row were skipped for a non-finite gradient: it has diverged. While steps are skipped, periodic checkpoints are held back, so the newest one is from before (0 = never stop)"),
 
       field("loss.center_rewards", l.center_rewards, kNonNegative, "reward centering: adds this x mean((r_chosen + r_rejected)^2) to the loss, keeping rewards near 0 (TRL's center_rewards_coefficient; 0.01 is usual; 0 = off)"),
   };

@@ -51,7 +51,7 @@ struct RunSection {
   int64_t early_stop = 0;  // stop after this many evaluations without a better keep_best metric (0 = never)
   bool async_save = false;
   std::string resume;       // "", "auto" or a checkpoint path
-  bool start_over = false;  // train from scratch in a run.dir that already holds checkpoints (kept)
+  bool start_over = false;  // train from scratch in a run.dir holding checkpoints (removes them)
   int64_t stop_at = 0;      // stop after this step as if interrupted (the schedule still spans all steps)
   // A rank that does not reach a collective within this many seconds (dead, stopped) ends the job with a
   // message naming it (exit code 76); 0 = wait forever. Set-up, data loading and checkpoint I/O, where

@@ -50,6 +50,7 @@ struct PairStats {
 struct EvalStats {
   PairStats all;
   std::vector<std::pair<std::string, PairStats>> sets;
+  bool stopped = false;  // a stop signal cut the evaluation short: no numbers (train stops at once)
   // all's fields at the top, as before named sets existed, and "sets": {name: its fields} when there are any.
   nlohmann::json to_json() const;
   // "  set NAME | <summary>\n" for each named set (printed under the eval line).

@@ -99,8 +99,12 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     : cfg_(cfg), info_(info), comm_(comm) {
   const auto slow = slow_phase();
   const bool training = role == TrainerRole::Train;
+  stoppable_ = training;
   const int W = comm_.world();
-  if (training) check_keep_best(cfg_);
+  if (training) {
+    check_keep_best(cfg_);
+    check_run_dir_is_free();  // before the data is read: a refusal should not wait for tokenizing
+  }
   batch_ = run_batch(cfg_, W);  // the same batch `pmtrain plan` shows (engine_assembly.h)
   if (cfg_.batch.world > 0 && cfg_.batch.world != W) {
     if (info_.rank == 0)
@@ -160,6 +164,14 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     fflush(stdout);
   }
   if (info_.rank == 0 && training) {
+    // run.start_over: the earlier run's checkpoints go only now that this run is set up (a run that cannot
+    // start replaces nothing); its metrics.jsonl is replaced when this run opens the file.
+    const checkpoint::RunPaths paths(cfg_.run.dir);
+    if (const std::vector<int64_t> earlier = checkpoint::list_steps(paths); cfg_.run.start_over && cfg_.run.resume.empty() && !earlier.empty()) {
+      checkpoint::remove_all_checkpoints(paths);
+      printf("pmtrain: run.start_over: removed the earlier run's checkpoints in %s (step_%s) and its metrics\n",
+             paths.root.c_str(), fmt::format("{}", fmt::join(earlier, ", step_")).c_str());
+    }
     make_dir(cfg_.run.dir, "run.dir");
     std::ofstream resolved(fs::path(cfg_.run.dir) / "config.resolved.yaml");
     resolved << to_yaml(cfg_);
@@ -221,18 +233,25 @@ Trainer::~Trainer() {
   metrics_.reset();
 }
 
+void Trainer::check_run_dir_is_free() {
+  if (!cfg_.run.resume.empty()) return;
+  // A run directory with checkpoints is someone's run: a fresh run there would mix two runs' checkpoints
+  // (retention and run.keep_best would rank the old ones beside the new) and replace its metrics and
+  // resolved config, so it takes an explicit choice. Every rank throws the same error (agreed).
+  checkpoint::run_agreed(comm_, [&] {
+    if (info_.rank != 0) return;
+    const std::vector<int64_t> steps = checkpoint::list_steps(checkpoint::RunPaths(cfg_.run.dir));
+    ZERO_REQUIRE(steps.empty() || cfg_.run.start_over, ConfigError,
+                 "{}: run.dir {} already holds checkpoints (newest step_{}); continue it with --resume auto, train "
+                 "elsewhere with --set run.dir=NEW_DIR, or start over there with --set run.start_over=true (which "
+                 "removes them and the run's metrics)",
+                 cfg_.source, cfg_.run.dir, steps.empty() ? 0 : steps.back());
+  });
+}
+
 void Trainer::resume_if_asked() {
   const auto slow = slow_phase();  // the constructor's scope began before the engine's communicator existed
-  if (cfg_.run.resume.empty()) {
-    // A run directory with checkpoints is someone's run: starting over there would move `latest` back
-    // and mix two runs' metrics, so it takes an explicit choice.
-    const auto existing = ckpt_->resume_path("auto");
-    ZERO_REQUIRE(!existing || cfg_.run.start_over, ConfigError,
-                 "{}: run.dir {} already holds checkpoints (newest {}); continue it with --resume auto, train "
-                 "elsewhere with --set run.dir=NEW_DIR, or start over there with --set run.start_over=true",
-                 cfg_.source, cfg_.run.dir, *existing);
-    return;
-  }
+  if (cfg_.run.resume.empty()) return;  // check_run_dir_is_free said a fresh run may start here
   const auto path = ckpt_->resume_path(cfg_.run.resume);
   if (!path) {
     if (info_.rank == 0) printf("pmtrain: resume auto: no checkpoint in %s yet, starting fresh\n", cfg_.run.dir.c_str());
@@ -376,8 +395,10 @@ int Trainer::train_loop() {
   // The weights before any step (not training time: before the clock starts).
   if (cfg_.run.eval_at_start && start_step_ == 0 && test_pairs() > 0) {
     const EvalStats ev = evaluate();
-    log_eval(ev, 0, false);
-    if (early_.patience > 0) early_.record(metric_value(cfg_.run, ev));
+    if (!ev.stopped) {  // else the first step's vote stops the run (the signal stays seen)
+      log_eval(ev, 0, false);
+      if (early_.patience > 0) early_.record(metric_value(cfg_.run, ev));
+    }
   }
   const double t_start = now();
   double tokens_total = 0;
@@ -443,35 +464,38 @@ int Trainer::train_loop() {
     }
     wait_for_saves(false);
     // Every rank skips the same steps (the engine agrees on it), so every rank stops here alike.
+    // The periodic saves were held back during the streak, so the newest checkpoint is from before it.
     ZERO_REQUIRE(cfg_.optim.max_skipped_steps == 0 || skipped_in_a_row < cfg_.optim.max_skipped_steps, ConfigError,
                  "{}: {} optimizer steps in a row were skipped for a non-finite gradient (up to step {}; the last on "
                  "rank {}, group '{}'; loss {}): the run has diverged and stops without saving (optim.max_skipped_steps); "
-                 "lower optim.lr or check the data, and resume from the last checkpoint", cfg_.source,
-                 skipped_in_a_row, s + 1, res.bad_rank, res.bad_group, st.loss());
-    if (stop) {  // every rank saw the vote in the same reduction: save, say how to resume, exit
-      save_checkpoint(s + 1);
-      wait_for_saves(true);
-      if (r0) {  // the resolved config: the run's --set overrides are in it, the config file alone lacks them
-        printf("pmtrain: stopped by %s at step %lld of %lld; checkpoint %s/checkpoints/step_%lld; resume with: "
-               "pmtrain train %s --resume auto\n",
-               stop_requested() ? stop_signal_name() : "a signal on another rank", (long long)(s + 1),
-               (long long)total_steps_, cfg_.run.dir.c_str(), (long long)(s + 1),
-               (fs::path(cfg_.run.dir) / "config.resolved.yaml").c_str());
-        fflush(stdout);
-      }
-      return kExitStopped;
-    }
+                 "lower optim.lr or check the data{}", cfg_.source, skipped_in_a_row, s + 1, res.bad_rank,
+                 res.bad_group, st.loss(),
+                 last_saved_step_ >= 0 ? fmt::format(", and resume from {} (saved before the skipped steps)",
+                                                     ckpt_->paths().step_dir(last_saved_step_))
+                                       : std::string());
+    // Every rank saw the vote in the same reduction.
+    if (stop) return stop_with_checkpoint(s + 1, "");
     // Evaluate before saving, so the checkpoint carries its step's evaluation (run.keep_best).
     std::optional<EvalStats> ev;
-    if (cfg_.run.eval_every > 0 && (s + 1) % cfg_.run.eval_every == 0 && s + 1 < total_steps_ && test_pairs() > 0)
-      log_eval(*(ev = evaluate()), s + 1, false);
+    if (cfg_.run.eval_every > 0 && (s + 1) % cfg_.run.eval_every == 0 && s + 1 < total_steps_ && test_pairs() > 0) {
+      ev = evaluate();
+      if (ev->stopped) return stop_with_checkpoint(s + 1, " (its evaluation cut short, not recorded)");
+      log_eval(*ev, s + 1, false);
+    }
     if (ev && early_.patience > 0 && early_.record(metric_value(cfg_.run, *ev))) {
       early_stopped = true;
       end_step = s + 1;
       stop_eval = ev;  // the weights the run ends with: the final eval is this one
     }
-    if (cfg_.run.save_every > 0 && (s + 1) % cfg_.run.save_every == 0 && s + 1 < total_steps_)
-      save_checkpoint(s + 1, ev ? &*ev : nullptr);
+    if (cfg_.run.save_every > 0 && (s + 1) % cfg_.run.save_every == 0 && s + 1 < total_steps_) {
+      if (skipped_in_a_row == 0) {
+        save_checkpoint(s + 1, ev ? &*ev : nullptr);
+      } else if (r0) {  // a diverging run's weights must not become the checkpoint a resume takes
+        printf("checkpoint: step_%lld held back after %lld skipped step%s in a row (non-finite gradients)\n",
+               (long long)(s + 1), (long long)skipped_in_a_row, skipped_in_a_row > 1 ? "s" : "");
+        fflush(stdout);
+      }
+    }
   }
   if (early_stopped && r0)
     printf("early stop: eval %s did not improve on %.4f for %lld evaluations; training ends at step %lld of %lld\n",
@@ -486,7 +510,13 @@ int Trainer::train_loop() {
   end_epoch(end_step);
   const double t_eval = now();
   std::optional<EvalStats> ev;
-  if (test_pairs() > 0) log_eval(*(ev = stop_eval ? stop_eval : evaluate()), end_step, true);
+  if (test_pairs() > 0) {
+    ev = stop_eval ? stop_eval : evaluate();
+    // Training is done; a slow final evaluation must not outlast the grace before SIGKILL. The resumed run
+    // (at its last step) runs only the evaluation.
+    if (ev->stopped) return stop_with_checkpoint(end_step, " (its final evaluation cut short: the resumed run evaluates)");
+    log_eval(*ev, end_step, true);
+  }
   const double eval_s = now() - t_eval;  // not training time
   if (cfg_.run.save_final && start_step_ < end_step && last_saved_step_ != end_step)
     save_checkpoint(end_step, ev ? &*ev : nullptr);
@@ -519,6 +549,18 @@ int Trainer::train_loop() {
   return 0;
 }
 
+int Trainer::stop_with_checkpoint(int64_t step, const char* cut) {
+  if (last_saved_step_ != step) save_checkpoint(step);
+  wait_for_saves(true);
+  if (info_.rank == 0) {  // the resolved config: the run's --set overrides are in it, the config file alone lacks them
+    printf("pmtrain: stopped by %s at step %lld of %lld%s; checkpoint %s; resume with: pmtrain train %s --resume auto\n",
+           stop_requested() ? stop_signal_name() : "a signal on another rank", (long long)step, (long long)total_steps_,
+           cut, ckpt_->paths().step_dir(step).c_str(), (fs::path(cfg_.run.dir) / "config.resolved.yaml").c_str());
+    fflush(stdout);
+  }
+  return kExitStopped;
+}
+
 void Trainer::log_eval(const EvalStats& ev, int64_t step, bool final) {
   nlohmann::json e = ev.to_json();
   e.update({{"type", "eval"}, {"step", step}});
@@ -529,6 +571,13 @@ void Trainer::log_eval(const EvalStats& ev, int64_t step, bool final) {
     printf("%s | %s\n%s", head.c_str(), ev.all.summary().c_str(), ev.sets_text().c_str());
     fflush(stdout);
   }
+}
+
+bool Trainer::stop_vote() {
+  if (!stoppable_) return false;
+  double vote = stop_requested() ? 1.0 : 0.0;
+  comm_.all_reduce_scalars(&vote, 1, ReduceOp::Max);
+  return vote > 0;
 }
 
 int64_t Trainer::eval_count(const data::PairDataset& pairs) const {
@@ -556,8 +605,10 @@ EvalStats Trainer::evaluate() {
   std::vector<double> sums;
   std::vector<OrderedSums> ordered;  // zero.world_invariant: each set's batches' sums, added in the cut's order
   for (const TestSet& t : test_sets_) {
-    const auto local = evaluate_locally(t.pairs, ordered.emplace_back(0)).sums();
-    sums.insert(sums.end(), local.begin(), local.end());
+    const std::optional<PairStats> local = evaluate_locally(t.pairs, ordered.emplace_back(0));
+    if (!local) return EvalStats{.stopped = true};  // every rank saw the same vote
+    const auto local_sums = local->sums();
+    sums.insert(sums.end(), local_sums.begin(), local_sums.end());
   }
   for (OrderedSums& o : ordered) sums.insert(sums.end(), o.slots().begin(), o.slots().end());
   comm_.all_reduce_scalars(sums.data(), sums.size(), ReduceOp::Sum);
@@ -611,13 +662,14 @@ std::vector<data::MicroBatchPlan> Trainer::eval_batches(const data::PairDataset&
   return batches;
 }
 
-PairStats Trainer::evaluate_locally(const data::PairDataset& pairs, OrderedSums& ordered) {
+std::optional<PairStats> Trainer::evaluate_locally(const data::PairDataset& pairs, OrderedSums& ordered) {
   int64_t tokens = 0, answer_tokens = 0;
   std::vector<data::MicroBatchPlan> batches = eval_batches(pairs);
   // The same number of batches on every rank (stage 3 gathers are collective); an empty one runs a
   // masked filler pair.
   std::vector<bool> filler(batches.size(), false);
-  for (size_t b = 0; b < batches.size(); ++b) {
+  bool stopped = false;
+  for (size_t b = 0; b < batches.size() && !(stopped = stop_vote()); ++b) {
     data::MicroBatchPlan& mb = batches[b];
     if (mb.pair_ids.empty()) mb.pair_ids.push_back(0), mb.pair_mask.push_back(0), filler[b] = true;
     const data::PairBatch batch = data::make_batch(pairs, mb.pair_ids, mb.pair_mask, batch_cfg_);
@@ -626,6 +678,7 @@ PairStats Trainer::evaluate_locally(const data::PairDataset& pairs, OrderedSums&
     answer_tokens += batch.answer_tokens();
   }
   const std::vector<model::PairStats> each = stack_.model->ops().take_pair_stats_each();  // one per batch
+  if (stopped) return std::nullopt;
   if (cfg_.zero.world_invariant) {
     ordered = OrderedSums(batches.size() * size_t(comm_.world()));
     for (size_t b = 0; b < batches.size(); ++b)

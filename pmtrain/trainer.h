@@ -2,6 +2,7 @@
 // runs the step loop (micro-batches -> step -> log -> eval -> save). All ZeRO detail is in the engine.
 #pragma once
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "checkpoint/checkpointer.h"
@@ -54,11 +55,19 @@ class Trainer {
   std::vector<data::MicroBatchPlan> eval_batches(const data::PairDataset& pairs) const;
   // The local sums of one test set's eval batches; under zero.world_invariant `ordered` gets each batch's
   // sums in its slot of the cut.
-  PairStats evaluate_locally(const data::PairDataset& pairs, OrderedSums& ordered);
+  // nullopt: a stop signal (stop_vote) cut it short.
+  std::optional<PairStats> evaluate_locally(const data::PairDataset& pairs, OrderedSums& ordered);
+  // Collective: whether a rank got SIGTERM/SIGINT (train only: eval and score take no stop signals). Asked
+  // before each evaluation batch, so a long evaluation ends within a batch of the signal.
+  bool stop_vote();
+  // Saves `step` (unless just saved), says how to resume, returns kExitStopped; `cut`: what the stop cut short.
+  int stop_with_checkpoint(int64_t step, const char* cut);
   int64_t eval_count(const data::PairDataset& pairs) const;  // pairs of it an evaluation reads
   int64_t test_pairs() const;  // over every part of the test split
   int train_loop();
   PairStats run_train_step(data::StepPlan& plan, StepResult& result, double& pair_id_sum, bool& stop);
+  // A fresh run (no run.resume) in a run.dir holding checkpoints: refused unless run.start_over (collective).
+  void check_run_dir_is_free();
   void resume_if_asked();
   // eval: the evaluation at this step, stored with the checkpoint (run.keep_best ranks checkpoints by it).
   void save_checkpoint(int64_t step, const EvalStats* eval = nullptr);
@@ -95,7 +104,8 @@ class Trainer {
   MemoryPlan plan_;
   int64_t total_steps_ = 0;
   int64_t start_step_ = 0;  // steps already done (resume)
-  int64_t last_saved_step_ = -1;
+  int64_t last_saved_step_ = -1;  // the newest checkpoint this run saved
+  bool stoppable_ = false;  // train: stop signals are taken (stop_vote)
   EarlyStop early_;  // run.early_stop's count, restored on resume
 };
 

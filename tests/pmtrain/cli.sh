@@ -72,13 +72,15 @@ grep -q "error: run.dir: cannot create the directory $TMP/afile" $TMP/afile.txt 
 bad "sweep --ranks 0" "--ranks: '0' is not a whole number >= 1" sweep configs/tiny_cpu.yaml --ranks 0
 
 # A diverged run (lr 1e30: NaN weights after step 1, every later step skipped) stops after
-# optim.max_skipped_steps skipped steps in a row, saving nothing more (it ran to the end and saved NaN weights).
+# optim.max_skipped_steps skipped steps in a row (it ran to the end and saved NaN weights). Its periodic saves
+# are held back while steps are skipped, so the checkpoint it names, the newest, is step_1 from before them.
 ! "$PMTRAIN" train configs/tiny_cpu.yaml --set run.dir=$TMP/div --set data.cache_dir=$TMP/cache --set run.steps=30 \
-  --set optim.lr=1e30 --set optim.max_skipped_steps=3 --set run.save_every=0 > $TMP/div.txt 2>&1 || fail "diverged run: exit code 0"
-grep -q "error: .*: 3 optimizer steps in a row were skipped for a non-finite gradient (up to step 4;" $TMP/div.txt \
-  || { tail -3 $TMP/div.txt; fail "diverged run: no stop message"; }
-[ ! -d $TMP/div/checkpoints ] || fail "diverged run: it saved a checkpoint"
-echo "ok: a diverged run stops after optim.max_skipped_steps skipped steps in a row, saving nothing"
+  --set optim.lr=1e30 --set optim.max_skipped_steps=3 --set run.save_every=1 > $TMP/div.txt 2>&1 || fail "diverged run: exit code 0"
+grep -q "error: .*: 3 optimizer steps in a row were skipped for a non-finite gradient (up to step 4;.*resume from $TMP/div/checkpoints/step_1 (saved before" $TMP/div.txt \
+  || { tail -3 $TMP/div.txt; fail "diverged run: no stop message naming step_1"; }
+grep -q "checkpoint: step_3 held back after 2 skipped steps in a row" $TMP/div.txt || { cat $TMP/div.txt; fail "diverged run: no held-back save"; }
+[ "$(ls $TMP/div/checkpoints | tr '\n' ' ')" = "latest step_1 " ] || fail "diverged run: it saved $(ls $TMP/div/checkpoints | tr '\n' ' ')"
+echo "ok: a diverged run stops after optim.max_skipped_steps skipped steps in a row, its newest checkpoint from before them"
 
 # A metrics.jsonl line cut short when a run stopped is dropped when the run resumes (it stopped `pmtrain plot`).
 "$PMTRAIN" train configs/tiny_cpu.yaml --set run.dir=$TMP/torn --set run.steps=2 --set data.cache_dir=$TMP/cache \

@@ -46,10 +46,22 @@ $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.save_every=2
 [ -z "$(json_field $TMP/kill/metrics.jsonl train step | sort | uniq -d)" ] || fail "steps repeated in metrics.jsonl after SIGKILL + resume"
 diff <(last_losses $TMP/ref/metrics.jsonl) <(last_losses $TMP/kill/metrics.jsonl) \
   || fail "losses after SIGKILL + resume differ from the uninterrupted run"
-# Training again in that run directory without --resume is refused, naming the ways on.
-set +e; $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=$TMP/run > $TMP/again.log 2>&1; rc=$?; set -e
+# Training again in that run directory without --resume is refused, naming the ways on, before the data is
+# read, and leaving the run's files as they were (its config.resolved.yaml is what the resume hint names).
+cp $TMP/run/config.resolved.yaml $TMP/resolved.before
+set +e; $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.seed=99 --set run.dir=$TMP/run > $TMP/again.log 2>&1; rc=$?; set -e
 [ $rc -ne 0 ] && grep -q "already holds checkpoints" $TMP/again.log && grep -q "run.start_over=true" $TMP/again.log \
   || { cat $TMP/again.log; fail "a second run in a run directory with checkpoints was not refused"; }
+! grep -q "train split" $TMP/again.log || { cat $TMP/again.log; fail "the refusal came only after the data was read"; }
+cmp -s $TMP/resolved.before $TMP/run/config.resolved.yaml || fail "the refused run replaced the run's config.resolved.yaml"
+# run.start_over: the new run's checkpoints and metrics alone, none of the earlier run's left beside them
+# (retention and run.keep_best would rank those with its own).
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.steps=3 --set run.save_final=true --set run.dir=$TMP/run \
+  --set run.start_over=true > $TMP/over.log 2>&1 || { cat $TMP/over.log; fail "run.start_over failed"; }
+grep -q "removed the earlier run's checkpoints .*step_$step" $TMP/over.log || { cat $TMP/over.log; fail "run.start_over did not say what it removed"; }
+[ "$(ls $TMP/run/checkpoints | tr '\n' ' ')" = "latest step_3 " ] || fail "after run.start_over: checkpoints $(ls $TMP/run/checkpoints | tr '\n' ' ')"
+[ "$(json_field $TMP/run/metrics.jsonl train step | tr '\n' ' ')" = "1 2 3 " ] || fail "after run.start_over: metrics of the earlier run remain"
+echo "ok: a fresh run in a used run.dir is refused before the data; run.start_over replaces the earlier run's checkpoints and metrics"
 # Ctrl-C under mpirun: Open MPI's mpirun sends SIGCONT, waits odls_base_sigkill_timeout seconds, sends
 # SIGTERM, waits as long again, then SIGKILL (the default 1 s is too short to finish the step and save
 # on a loaded machine; README: give it 10 s). The run is long enough to still be going when the SIGTERM
@@ -92,3 +104,23 @@ set +e; wait $early; rc=$?; set -e
 [ $rc -eq 75 ] || { cat $TMP/early.log; fail "SIGTERM during start-up: exit code $rc, expected 75"; }
 grep -q "^pmtrain: stopped by SIGTERM at step 1 of 12" $TMP/early.log || { cat $TMP/early.log; fail "SIGTERM during start-up: no stop line"; }
 echo "ok: SIGTERM during start-up: stopped after step 1 with a checkpoint, exit 75"
+
+# SIGTERM during the final evaluation (a long one: the 2091 training pairs as the test set): the ranks stop
+# within an evaluation batch instead of finishing it, past the grace before SIGKILL. Training is complete:
+# step_2 is saved, exit 75, and the resumed run only evaluates, once, as the run would have.
+EVAL="--set data.cache_dir=$TMP/cache --set run.steps=2 --set run.log_every=1 --set run.eval_every=0 --set run.save_final=false"
+EVAL="$EVAL --set data.test_files=[data/assets/hh-rlhf/harmless-base/train.jsonl.gz] --set run.dir=$TMP/feval"
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $EVAL > $TMP/feval.log 2>&1 &
+launcher=$!
+for _ in $(seq 1200); do grep -q "^step 2/2" $TMP/feval.log && break; sleep 0.1; done
+pkill -TERM -P $launcher
+set +e; wait $launcher; rc=$?; set -e
+[ $rc -eq 75 ] && grep -q "^pmtrain: stopped by SIGTERM at step 2 of 2 (its final evaluation cut short" $TMP/feval.log \
+  || { cat $TMP/feval.log; fail "SIGTERM during the final evaluation: exit code $rc and no stop line"; }
+[ -f $TMP/feval/checkpoints/step_2/manifest.json ] || fail "SIGTERM during the final evaluation: no checkpoint step_2"
+! grep -q '"type":"eval"' $TMP/feval/metrics.jsonl || fail "the cut evaluation was recorded"
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $EVAL --resume auto > $TMP/feval2.log 2>&1 \
+  || { cat $TMP/feval2.log; fail "resume after a stop in the final evaluation failed"; }
+grep -q "^final eval | .* | 2091 pairs" $TMP/feval2.log || { cat $TMP/feval2.log; fail "the resumed run did not evaluate"; }
+[ "$(grep -c '"type":"eval"' $TMP/feval/metrics.jsonl)" -eq 1 ] || fail "metrics.jsonl should hold one evaluation"
+echo "ok: SIGTERM during the final evaluation: stopped within it, step_2 saved, the resumed run evaluated"
