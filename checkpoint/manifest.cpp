@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "checkpoint/file_io.h"
+#include "checkpoint/publish.h"
 #include "checkpoint/shard_layout.h"
 #include "core/check.h"
 
@@ -203,10 +204,14 @@ void Manifest::validate(const std::string& where, std::optional<int64_t> dir_ste
 
 Manifest Manifest::read(const std::string& dir) {
   const std::string path = (std::filesystem::path(dir) / kManifestName).string();
-  ZERO_REQUIRE(std::filesystem::is_directory(dir), InputError, "checkpoint directory {} does not exist", dir);
-  ZERO_REQUIRE(std::filesystem::exists(path), InputError,
-               "checkpoint file {} is missing (an incomplete checkpoint? use a step_<N> directory that `latest` names)",
-               path);
+  ZERO_REQUIRE(std::filesystem::exists(dir), InputError, "checkpoint directory {} does not exist", dir);
+  if (!std::filesystem::exists(path)) {  // a path beside a checkpoint (a run, its manifest file) says which to give
+    const std::string hint = not_a_checkpoint_hint(dir);
+    ZERO_REQUIRE(hint.empty(), InputError, "{} is not a checkpoint directory: {}", dir, hint);
+    ZERO_REQUIRE(std::filesystem::is_directory(dir), InputError, "{} is not a checkpoint directory", dir);
+    throw InputError(fmt::format("checkpoint file {} is missing (an incomplete checkpoint? use a step_<N> directory "
+                                 "that `latest` names)", path));
+  }
   return parse(read_small_file(path), path, step_of_directory(dir));
 }
 

@@ -119,6 +119,39 @@ std::optional<int64_t> latest_step(const RunPaths& p) {
   return step >= 0 ? std::optional<int64_t>(step) : std::nullopt;
 }
 
+std::string not_a_checkpoint_hint(const std::string& path) try {
+  const fs::path p = fs::path(path).lexically_normal();
+  // The checkpoint `latest` names, else the highest complete one; "" when the run has none.
+  const auto newest = [](const RunPaths& r) -> std::string {
+    std::optional<int64_t> s = latest_step(r);
+    if (!s) {
+      const std::vector<int64_t> steps = list_steps(r);
+      if (!steps.empty()) s = steps.back();
+    }
+    return s ? r.step_dir(*s) : std::string();
+  };
+  const auto run_of_root = [](const fs::path& root) {  // RunPaths whose root is `root`, if it is one
+    return root.filename() == "checkpoints" ? std::optional<RunPaths>(RunPaths(root.parent_path().string()))
+                                            : std::nullopt;
+  };
+  std::error_code ec;
+  if (fs::is_regular_file(p, ec)) {
+    if (p.filename() == kManifestName) return fmt::format("it is a checkpoint's manifest; give its directory, {}",
+                                                          p.parent_path().string());
+    if (p.filename() == "latest")
+      if (const auto r = run_of_root(p.parent_path()); r && !newest(*r).empty())
+        return fmt::format("it is the file naming the newest checkpoint; give that checkpoint, {}", newest(*r));
+    return "it is a file; a checkpoint is a step_<N> directory";
+  }
+  if (const RunPaths r(path); fs::is_directory(r.root, ec) && !newest(r).empty())
+    return fmt::format("it is a run directory; its newest checkpoint is {}", newest(r));
+  if (const auto r = run_of_root(p); r && !newest(*r).empty())
+    return fmt::format("it holds a run's checkpoints; the newest is {}", newest(*r));
+  return "";
+} catch (const std::exception&) {  // an unreadable `latest`, say: the load's own message is enough
+  return "";
+}
+
 std::optional<std::string> find_latest(const std::string& run_dir) {
   const RunPaths p(run_dir);
   const std::optional<std::string> latest = latest_name(p);

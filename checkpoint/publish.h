@@ -45,6 +45,11 @@ std::optional<int64_t> latest_step(const RunPaths& p);
 // `latest`). InputError when `latest` names a directory that is missing or incomplete.
 std::optional<std::string> find_latest(const std::string& run_dir);
 
+// For a path given as a checkpoint that is not one: what it is and the checkpoint to give instead (a
+// checkpoint's manifest.json or `latest` file, a run directory, its checkpoints root), or "" when nothing
+// better can be said. For the error message of a load; never throws.
+std::string not_a_checkpoint_hint(const std::string& path);
+
 // The checkpoint to keep by an evaluation metric: the one whose manifest holds the best value at `metric`,
 // a JSON pointer into the trainer's extra state (e.g. "/eval/accuracy"); checkpoints without a number
 // there are no candidates. Ties keep the earlier step (a later one must be strictly better).

@@ -173,10 +173,6 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
              paths.root.c_str(), fmt::format("{}", fmt::join(earlier, ", step_")).c_str());
     }
     make_dir(cfg_.run.dir, "run.dir");
-    std::ofstream resolved(fs::path(cfg_.run.dir) / "config.resolved.yaml");
-    resolved << to_yaml(cfg_);
-    resolved.close();
-    ZERO_REQUIRE(resolved, InputError, "run.dir: cannot write {}/config.resolved.yaml", cfg_.run.dir);
     printf("pmtrain: %s, world %d (%d nodes), stage %d, %s\n", cfg_.source.c_str(), W, info_.node_count, ec.stage,
            info_.launcher.c_str());
     printf("pmtrain: params %s, gradients accumulated in %s%s, reduced in %s; master weights %s\n",
@@ -222,6 +218,13 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   ckpt_ = std::make_unique<checkpoint::Checkpointer>(*stack_.engine, co);
   if (!training) return;
   resume_if_asked();
+  // Only now that the checkpoint was taken: a resume refused (another seed, say) leaves the run's file as it was.
+  if (info_.rank == 0) {
+    std::ofstream resolved(fs::path(cfg_.run.dir) / "config.resolved.yaml");
+    resolved << to_yaml(cfg_);
+    resolved.close();
+    ZERO_REQUIRE(resolved, InputError, "run.dir: cannot write {}/config.resolved.yaml", cfg_.run.dir);
+  }
   // A fresh run keeps no step's record (-1: not even the step-0 eval of run.eval_at_start).
   metrics_ = std::make_unique<MetricsLog>((fs::path(cfg_.run.dir) / "metrics.jsonl").string(), info_.rank == 0,
                                           start_step_ > 0 ? start_step_ : -1);
@@ -258,7 +261,14 @@ void Trainer::resume_if_asked() {
     return;
   }
   const checkpoint::LoadResult r = ckpt_->load(*path);
-  sampler_->restore(data::SamplerCursor::from_json(r.state.data_cursor));
+  try {  // the data order goes on where it stopped only under the settings that made it
+    sampler_->restore(data::SamplerCursor::from_json(r.state.data_cursor));
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("{}: cannot continue the data order of checkpoint {}: {}. Resume with the run's "
+                                  "run.seed, data and batch settings (its resolved config is the \"config\" field "
+                                  "of {}/manifest.json), or train elsewhere with --set run.dir=NEW_DIR",
+                                  cfg_.source, *path, e.what(), *path));
+  }
   start_step_ = r.state.step;
   if (r.state.extra.is_object() && r.state.extra.contains("early_stop") && !early_.restore(r.state.extra["early_stop"]) &&
       info_.rank == 0)

@@ -412,6 +412,41 @@ TEST(CheckpointPublish, LatestAndRetention) {
 
 // Retention by an eval metric: the best checkpoint survives keep_last, `best` links to it (ties keep the
 // earlier step; a checkpoint without the metric is no candidate), and the link resolves as a checkpoint.
+// A path beside a checkpoint, given where one is expected (--resume, --checkpoint, export), says which
+// checkpoint to give: literal messages, with `latest` naming step_4 while a higher step_6 is on disk.
+TEST(CheckpointPublish, APathBesideACheckpointNamesTheOneToGive) {
+  const std::string run = temp_dir("beside");
+  const RunPaths p(run);
+  for (int64_t step : {4, 6}) {
+    prepare_tmp_dir(p, step);
+    std::ofstream(p.tmp_dir(step) + "/" + kManifestName) << "{}";
+    publish(p, step);
+  }
+  std::ofstream(p.latest_file()) << "step_4\n";
+  std::ofstream(run + "/metrics.jsonl") << "{}\n";
+  const auto error_of = [](const std::string& dir) {
+    try {
+      Manifest::read(dir);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string step4 = p.step_dir(4);
+  EXPECT_EQ(error_of(step4 + "/manifest.json"),
+            step4 + "/manifest.json is not a checkpoint directory: it is a checkpoint's manifest; give its directory, " + step4);
+  EXPECT_EQ(error_of(p.latest_file()), p.latest_file() + " is not a checkpoint directory: it is the file naming the "
+                                       "newest checkpoint; give that checkpoint, " + step4);
+  EXPECT_EQ(error_of(run), run + " is not a checkpoint directory: it is a run directory; its newest checkpoint is " + step4);
+  EXPECT_EQ(error_of(p.root), p.root + " is not a checkpoint directory: it holds a run's checkpoints; the newest is " + step4);
+  EXPECT_EQ(error_of(run + "/metrics.jsonl"),
+            run + "/metrics.jsonl is not a checkpoint directory: it is a file; a checkpoint is a step_<N> directory");
+  EXPECT_EQ(error_of(run + "/nothing"), "checkpoint directory " + run + "/nothing does not exist");
+  fs::remove(p.latest_file());  // without `latest`: the highest complete step
+  EXPECT_EQ(error_of(run), run + " is not a checkpoint directory: it is a run directory; its newest checkpoint is " + p.step_dir(6));
+  fs::remove_all(run);
+}
+
 TEST(CheckpointPublish, RetentionKeepsTheBestByAMetric) {
   const std::string run = temp_dir("best");
   const RunPaths p(run);

@@ -22,6 +22,20 @@ for stage in 0 1 2 3; do
   echo "stage $stage: resume bit-exact ($(fields $TMP/cut$stage/metrics.jsonl | tail -1))"
 done
 
+# Resuming under settings that change the data order stops before any step, naming the checkpoint and what differs.
+bad_resume() {
+  cp $TMP/cut0/config.resolved.yaml $TMP/resolved.before
+  set +e; $MPIRUN -np 2 "$PMTRAIN" train $COMMON --set run.dir=$TMP/cut0 --set run.resume=$TMP/cut0/checkpoints/step_2 "$@" \
+    > $TMP/bad.txt 2>&1; local rc=$?; set -e
+  [ $rc -ne 0 ] && grep -q "error: .*: cannot continue the data order of checkpoint $TMP/cut0/checkpoints/step_2: $WHY" $TMP/bad.txt \
+    || { cat $TMP/bad.txt; fail "resume with $*: no error naming the checkpoint and '$WHY'"; }
+  ! grep -q "^step 3/" $TMP/bad.txt || fail "resume with $*: it trained"
+  cmp -s $TMP/resolved.before $TMP/cut0/config.resolved.yaml || fail "resume with $*: the refused run replaced config.resolved.yaml"
+}
+WHY="sampler cursor has seed 1234 but the config says 99" bad_resume --set run.seed=99
+WHY="sampler cursor was saved for 240 pairs but the dataset has 200" bad_resume --set data.max_train_pairs=200
+echo "ok: a resume whose seed or data differ from the checkpoint's stops, naming the checkpoint"
+
 # Reshard: 4 ranks at stage 3, resume on 2 ranks at stage 1 (global batch kept, accumulation derived).
 train 4 --set zero.stage=3 --set run.dir=$TMP/re --set run.stop_at=2
 train 2 --set zero.stage=1 --set run.dir=$TMP/re --set run.resume=auto --set run.save_final=false
