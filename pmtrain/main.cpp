@@ -44,11 +44,9 @@ int run_local(const CommandLine& cl) {
 // A command's output that did not reach its standard output (a full disk, a closed pipe) fails the command:
 // rc 0 over rows or reports that never landed would be a silent loss.
 int with_stdout_checked(const CommandLine& cl, int rc) {
-  errno = 0;
-  std::cout.flush();
-  if (fflush(stdout) == 0 && !ferror(stdout) && !std::cout.fail()) return rc;
-  fprintf(stderr, "pmtrain %s: error: writing the standard output failed%s\n", cl.command.c_str(),
-          errno ? (std::string(": ") + std::strerror(errno)).c_str() : "");
+  const std::optional<std::string> failed = flush_standard_output();
+  if (!failed) return rc;
+  fprintf(stderr, "pmtrain %s: error: writing the standard output failed%s\n", cl.command.c_str(), failed->c_str());
   return rc ? rc : 1;
 }
 }  // namespace

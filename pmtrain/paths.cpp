@@ -1,6 +1,7 @@
 #include "pmtrain/paths.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -48,12 +49,22 @@ void make_dir(const std::string& dir, const std::string& key) {
 }
 
 void finish_out(std::ostream& out, std::ofstream& file, const std::string& path, const std::string& what) {
+  if (&out != &file) {
+    const std::optional<std::string> failed = flush_standard_output();
+    ZERO_REQUIRE(!failed, InputError, "{}: writing the standard output failed{}", what, failed.value_or(""));
+    return;
+  }
   errno = 0;
-  if (&out == &file) file.close();
-  else out.flush();
-  ZERO_REQUIRE(!out.fail(), InputError, "{}: writing {} failed{}", what,
-               &out == &file ? absolute_path(path) : std::string("the standard output"),
+  file.close();
+  ZERO_REQUIRE(!out.fail(), InputError, "{}: writing {} failed{}", what, absolute_path(path),
                errno ? fmt::format(": {}", std::strerror(errno)) : "");
+}
+
+std::optional<std::string> flush_standard_output() {
+  errno = 0;
+  std::cout.flush();
+  if (fflush(stdout) == 0 && !ferror(stdout) && !std::cout.fail()) return std::nullopt;
+  return errno ? fmt::format(": {}", std::strerror(errno)) : std::string();
 }
 
 std::string default_cache_dir() {

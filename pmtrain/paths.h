@@ -4,6 +4,7 @@
 // job was launched from.
 #pragma once
 #include <fstream>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -29,6 +30,9 @@ void make_dir(const std::string& dir, const std::string& key);
 // `what` (e.g. "--out"), the path (or standard output) and the system's reason when any of it was not
 // written (a full disk): a command never reports success over rows that did not land.
 void finish_out(std::ostream& out, std::ofstream& file, const std::string& path, const std::string& what = "--out");
+// Flushes the standard output, C++ streams and C stdio both: nullopt when all of it landed, else the
+// system's reason (": No space left on device", or "" when it gave none).
+std::optional<std::string> flush_standard_output();
 
 // "$XDG_CACHE_HOME/pmtrain", else "$HOME/.cache/pmtrain": where tokenized datasets are cached when
 // data.cache_dir is not set (shared by every run of this user, keyed by content).
