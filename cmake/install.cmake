@@ -1,9 +1,11 @@
 # `cmake --install`: the engine as a library other trainers embed. Installs the libraries, a deliberate
 # set of public headers under include/zero/ (the same paths as in this tree: #include "zero/engine.h"),
 # a CMake package (find_package(zero): zero::core, zero::comm, zero::optim, zero::engine,
-# zero::checkpoint, and zero::cuda when built, with their MPI/Eigen/fmt/json/xxhash/CUDA/NCCL
-# dependencies found again by zeroConfig.cmake) and a pkg-config file (zero.pc). docs/EMBEDDING.md says
-# what the public API promises. Also bin/pmtrain and (CUDA builds) lib/libpmtrain_cuda_backend.so.
+# zero::checkpoint, with their MPI/Eigen/fmt/json/xxhash dependencies found again by zeroConfig.cmake;
+# zero::cuda, when built, only for the component cuda, find_package(zero COMPONENTS cuda), which alone
+# finds CUDA and NCCL: a CPU consumer of a CUDA-built install needs neither) and a pkg-config file
+# (zero.pc, the CPU libraries). docs/EMBEDDING.md says what the public API promises. Also bin/pmtrain
+# and (CUDA builds) lib/libpmtrain_cuda_backend.so.
 # Every header a public header includes is public too: install_consumer compiles each installed header
 # alone against the prefix.
 include(GNUInstallDirs)
@@ -21,7 +23,6 @@ set(ZERO_INSTALL_TARGETS zero_core zero_comm zero_optim zero_engine zero_checkpo
 if(ZERO_CUDA_ENABLED)
   list(APPEND ZERO_PUBLIC_HEADERS cuda/cuda_ops.h cuda/nccl_communicator.h cuda/device_select.h cuda/device_allocator.h
     cuda/host_wait.h)
-  list(APPEND ZERO_INSTALL_TARGETS zero_cuda)
 endif()
 
 # pmtrain, and its CUDA backend module in the lib dir, where pmtrain looks for it (bin/../lib,
@@ -47,12 +48,21 @@ install(TARGETS ${ZERO_INSTALL_TARGETS} EXPORT zeroTargets
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/zero)
 set(ZERO_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/zero)
 install(EXPORT zeroTargets NAMESPACE zero:: DESTINATION ${ZERO_CMAKE_DIR})
+# zero::cuda in an export set of its own: zeroConfig.cmake includes zeroCudaTargets.cmake only for the
+# component cuda, after finding CUDAToolkit and NCCL (zero::nccl) for it. Nothing in zeroTargets links it.
+if(ZERO_CUDA_ENABLED)
+  set_target_properties(zero_cuda PROPERTIES EXPORT_NAME cuda)
+  install(TARGETS zero_cuda EXPORT zeroCudaTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/zero)
+  install(EXPORT zeroCudaTargets NAMESPACE zero:: DESTINATION ${ZERO_CMAKE_DIR})
+endif()
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/zeroConfig.cmake.in
   ${PROJECT_BINARY_DIR}/zeroConfig.cmake INSTALL_DESTINATION ${ZERO_CMAKE_DIR})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/zeroConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/zeroConfig.cmake ${PROJECT_BINARY_DIR}/zeroConfigVersion.cmake
-  DESTINATION ${ZERO_CMAKE_DIR})
+  ${PROJECT_SOURCE_DIR}/cmake/zeroFindNccl.cmake DESTINATION ${ZERO_CMAKE_DIR})
 # zero.pc names the prefix relative to itself (pkg-config's ${pcfiledir}), as libdir is relative to the prefix.
 file(RELATIVE_PATH ZERO_PC_PREFIX_FROM_PCDIR ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
 string(REGEX REPLACE "/$" "" ZERO_PC_PREFIX_FROM_PCDIR "${ZERO_PC_PREFIX_FROM_PCDIR}")
