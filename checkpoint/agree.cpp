@@ -52,14 +52,23 @@ std::optional<Failure> agree(Communicator& comm, const std::optional<Failure>& l
   return f;
 }
 
+namespace {
+template <class E>
+[[noreturn]] void throw_agreed(const std::string& message) {
+  E e(message);
+  e.on_every_rank = true;  // agree() gave every rank the same failure
+  throw e;
+}
+}  // namespace
+
 void rethrow(const Failure& f) {
   switch (f.kind) {
-    case ErrorKind::Input: throw InputError(f.message);
-    case ErrorKind::Config: throw ConfigError(f.message);
-    case ErrorKind::Save: throw SaveError(f.message);
+    case ErrorKind::Input: throw_agreed<InputError>(f.message);
+    case ErrorKind::Config: throw_agreed<ConfigError>(f.message);
+    case ErrorKind::Save: throw_agreed<SaveError>(f.message);
     case ErrorKind::Other: break;
   }
-  throw Error(f.message);
+  throw_agreed<Error>(f.message);
 }
 
 void run_agreed(Communicator& comm, const std::function<void()>& f) {

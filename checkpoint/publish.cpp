@@ -120,7 +120,8 @@ std::optional<int64_t> latest_step(const RunPaths& p) {
 }
 
 std::string not_a_checkpoint_hint(const std::string& path) try {
-  const fs::path p = fs::path(path).lexically_normal();
+  fs::path p = fs::path(path).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // "run/checkpoints/" as "run/checkpoints"
   // The checkpoint `latest` names, else the highest complete one; "" when the run has none.
   const auto newest = [](const RunPaths& r) -> std::string {
     std::optional<int64_t> s = latest_step(r);

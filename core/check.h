@@ -10,6 +10,8 @@ namespace zero {
 // Base of every error the library throws on purpose; caught once in main.
 struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
+  // Every rank threw this same error (agreed on, as checkpoint::run_agreed does): a launcher prints it once.
+  bool on_every_rank = false;
 };
 // Bad configuration: a key, a value, a combination (batch contract, stage, dtype).
 struct ConfigError : Error {

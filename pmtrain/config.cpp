@@ -314,7 +314,7 @@ std::vector<Field> schema(Config& c) {
       field("optim.warmup_steps", o.warmup_steps, kNonNegative, "linear warmup steps (0 = from warmup_ratio)"),
       field("optim.min_lr_ratio", o.min_lr_ratio, kUnit, "the schedule ends at lr x this"),
       field("optim.clip_norm", o.clip_norm, kNonNegative, "clip the global gradient norm to this (0 = no clipping)"),
-      field("optim.max_skipped_steps", o.max_skipped_steps, kNonNegative, "stop the run with an error once this many optimizer steps in a row were skipped for a non-finite gradient: it has diverged. While steps are skipped, periodic checkpoints are held back, so the newest one is from before (0 = never stop)"),
+      field("optim.max_skipped_steps", o.max_skipped_steps, kNonNegative, "stop the run with an error once this many optimizer steps in a row were skipped for a non-finite gradient: it has diverged, and the error names the newest checkpoint older than the weights that diverged. While steps are skipped, periodic and stop checkpoints are held back (made at the next step that trains), so a diverging run does not push its sound ones out (0 = never stop)"),
 
       field("loss.center_rewards", l.center_rewards, kNonNegative, "reward centering: adds this x mean((r_chosen + r_rejected)^2) to the loss, keeping rewards near 0 (TRL's center_rewards_coefficient; 0.01 is usual; 0 = off)"),
   };

@@ -87,8 +87,8 @@ int main(int argc, char** argv) {
     // Another rank failed and says why.
   } catch (const ConfigError& e) {
     failure.shared = head + "error: " + e.what();  // the same on every rank: said once
-  } catch (const Error& e) {
-    failure.local = head + who + "error: " + e.what();
+  } catch (const Error& e) {  // one agreed on (a checkpoint's) names its rank already and is said once
+    (e.on_every_rank ? failure.shared : failure.local) = head + (e.on_every_rank ? "" : who) + "error: " + e.what();
   } catch (const std::exception& e) {
     failure.local = head + who + "unexpected error: " + e.what();
   }

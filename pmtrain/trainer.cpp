@@ -100,6 +100,10 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   const auto slow = slow_phase();
   const bool training = role == TrainerRole::Train;
   stoppable_ = training;
+  // run.start_over acts once, here: the resolved config and the checkpoints' copy say false, so running them
+  // again (the resume hint names config.resolved.yaml) never removes this run's checkpoints.
+  start_over_ = cfg_.run.start_over;
+  cfg_.run.start_over = false;
   const int W = comm_.world();
   if (training) {
     check_keep_best(cfg_);
@@ -167,7 +171,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     // run.start_over: the earlier run's checkpoints go only now that this run is set up (a run that cannot
     // start replaces nothing); its metrics.jsonl is replaced when this run opens the file.
     const checkpoint::RunPaths paths(cfg_.run.dir);
-    if (const std::vector<int64_t> earlier = checkpoint::list_steps(paths); cfg_.run.start_over && cfg_.run.resume.empty() && !earlier.empty()) {
+    if (const std::vector<int64_t> earlier = checkpoint::list_steps(paths); start_over_ && cfg_.run.resume.empty() && !earlier.empty()) {
       checkpoint::remove_all_checkpoints(paths);
       printf("pmtrain: run.start_over: removed the earlier run's checkpoints in %s (step_%s) and its metrics\n",
              paths.root.c_str(), fmt::format("{}", fmt::join(earlier, ", step_")).c_str());
@@ -244,7 +248,7 @@ void Trainer::check_run_dir_is_free() {
   checkpoint::run_agreed(comm_, [&] {
     if (info_.rank != 0) return;
     const std::vector<int64_t> steps = checkpoint::list_steps(checkpoint::RunPaths(cfg_.run.dir));
-    ZERO_REQUIRE(steps.empty() || cfg_.run.start_over, ConfigError,
+    ZERO_REQUIRE(steps.empty() || start_over_, ConfigError,
                  "{}: run.dir {} already holds checkpoints (newest step_{}); continue it with --resume auto, train "
                  "elsewhere with --set run.dir=NEW_DIR, or start over there with --set run.start_over=true (which "
                  "removes them and the run's metrics)",
@@ -270,6 +274,8 @@ void Trainer::resume_if_asked() {
                                   cfg_.source, *path, e.what(), *path));
   }
   start_step_ = r.state.step;
+  std::error_code ec;  // this run's own checkpoint of start_step_: a stop before the next step need not save it again
+  if (fs::equivalent(r.dir, ckpt_->paths().step_dir(start_step_), ec)) last_saved_step_ = start_step_;
   if (r.state.extra.is_object() && r.state.extra.contains("early_stop") && !early_.restore(r.state.extra["early_stop"]) &&
       info_.rank == 0)
     printf("pmtrain: run.early_stop counts %s afresh: the checkpoint's count is of another metric (%s)\n",
@@ -412,7 +418,8 @@ int Trainer::train_loop() {
   }
   const double t_start = now();
   double tokens_total = 0;
-  int64_t skipped = 0, skipped_in_a_row = 0;
+  int64_t skipped = 0;
+  bool save_owed = false;  // a periodic save held back in a streak of skipped steps, made at the next one that trains
   StepTimes times_total;  // rank 0's step-time breakdown over the train steps, and their wall time
   double step_s_total = 0;
   // One record per finished epoch (an epoch cut by a stop is finished by the resumed run; its record then
@@ -453,7 +460,7 @@ int Trainer::train_loop() {
     epoch_stats.add(st);
     tokens_total += st.tokens;
     skipped += !res.applied;
-    skipped_in_a_row = res.applied ? 0 : skipped_in_a_row + 1;
+    skipped_in_a_row_ = res.applied ? 0 : skipped_in_a_row_ + 1;
     const double elapsed = now() - t_start;
     const double eta = elapsed / double(s + 1 - start_step_) * double(total_steps_ - s - 1);
     nlohmann::json j = st.to_json();
@@ -474,15 +481,8 @@ int Trainer::train_loop() {
     }
     wait_for_saves(false);
     // Every rank skips the same steps (the engine agrees on it), so every rank stops here alike.
-    // The periodic saves were held back during the streak, so the newest checkpoint is from before it.
-    ZERO_REQUIRE(cfg_.optim.max_skipped_steps == 0 || skipped_in_a_row < cfg_.optim.max_skipped_steps, ConfigError,
-                 "{}: {} optimizer steps in a row were skipped for a non-finite gradient (up to step {}; the last on "
-                 "rank {}, group '{}'; loss {}): the run has diverged and stops without saving (optim.max_skipped_steps); "
-                 "lower optim.lr or check the data{}", cfg_.source, skipped_in_a_row, s + 1, res.bad_rank,
-                 res.bad_group, st.loss(),
-                 last_saved_step_ >= 0 ? fmt::format(", and resume from {} (saved before the skipped steps)",
-                                                     ckpt_->paths().step_dir(last_saved_step_))
-                                       : std::string());
+    if (cfg_.optim.max_skipped_steps > 0 && skipped_in_a_row_ >= cfg_.optim.max_skipped_steps)
+      stop_diverged(s + 1, res, st.loss());
     // Every rank saw the vote in the same reduction.
     if (stop) return stop_with_checkpoint(s + 1, "");
     // Evaluate before saving, so the checkpoint carries its step's evaluation (run.keep_best).
@@ -497,14 +497,9 @@ int Trainer::train_loop() {
       end_step = s + 1;
       stop_eval = ev;  // the weights the run ends with: the final eval is this one
     }
-    if (cfg_.run.save_every > 0 && (s + 1) % cfg_.run.save_every == 0 && s + 1 < total_steps_) {
-      if (skipped_in_a_row == 0) {
-        save_checkpoint(s + 1, ev ? &*ev : nullptr);
-      } else if (r0) {  // a diverging run's weights must not become the checkpoint a resume takes
-        printf("checkpoint: step_%lld held back after %lld skipped step%s in a row (non-finite gradients)\n",
-               (long long)(s + 1), (long long)skipped_in_a_row, skipped_in_a_row > 1 ? "s" : "");
-        fflush(stdout);
-      }
+    if (((cfg_.run.save_every > 0 && (s + 1) % cfg_.run.save_every == 0) || save_owed) && s + 1 < total_steps_) {
+      save_owed = held_back(s + 1);
+      if (!save_owed) save_checkpoint(s + 1, ev ? &*ev : nullptr);
     }
   }
   if (early_stopped && r0)
@@ -512,7 +507,7 @@ int Trainer::train_loop() {
            best_metric_name(cfg_.run).c_str(), *early_.best, (long long)early_.evals_since_best,
            (long long)end_step, (long long)total_steps_);
   if (!early_stopped && last < total_steps_) {  // stopped early (run.stop_at): save so a later run can resume
-    save_checkpoint(last);
+    if (!held_back(last)) save_checkpoint(last);
     wait_for_saves(true);
     if (r0) printf("stopped at step %lld of %lld (run.stop_at)\n", (long long)last, (long long)total_steps_);
     return 0;
@@ -559,13 +554,43 @@ int Trainer::train_loop() {
   return 0;
 }
 
+bool Trainer::held_back(int64_t step) {
+  if (skipped_in_a_row_ == 0) return false;
+  if (info_.rank == 0) {
+    printf("checkpoint: step_%lld held back after %lld skipped step%s in a row (non-finite gradients): a diverging "
+           "run's saves would push its sound checkpoints out (run.keep_last)\n",
+           (long long)step, (long long)skipped_in_a_row_, skipped_in_a_row_ > 1 ? "s" : "");
+    fflush(stdout);
+  }
+  return true;
+}
+
+void Trainer::stop_diverged(int64_t step, const StepResult& res, double loss) {
+  wait_for_saves(true);  // every rank is here at the same step: an async save still being written is published
+  // The weights after the last step that trained gave the first non-finite gradient: a checkpoint of that step
+  // holds them; the sound one to go back to is older.
+  const int64_t bad_weights = step - skipped_in_a_row_;
+  std::optional<int64_t> older;
+  for (const int64_t saved : checkpoint::list_steps(ckpt_->paths()))
+    if (saved < bad_weights) older = saved;
+  throw ConfigError(fmt::format(
+      "{}: {} optimizer steps in a row were skipped for a non-finite gradient (up to step {}; the last on rank {}, "
+      "group '{}'; loss {}): the run has diverged and stops without saving (optim.max_skipped_steps). The weights "
+      "after step {} gave the first non-finite gradient; lower optim.lr or check the data, and {}",
+      cfg_.source, skipped_in_a_row_, step, res.bad_rank, res.bad_group, loss, bad_weights,
+      older ? fmt::format("resume from {}, the newest checkpoint before them", ckpt_->paths().step_dir(*older))
+            : std::string("start over: no checkpoint of this run is older")));
+}
+
 int Trainer::stop_with_checkpoint(int64_t step, const char* cut) {
-  if (last_saved_step_ != step) save_checkpoint(step);
+  const bool saved = last_saved_step_ == step || !held_back(step);
+  if (last_saved_step_ != step && saved) save_checkpoint(step);
   wait_for_saves(true);
   if (info_.rank == 0) {  // the resolved config: the run's --set overrides are in it, the config file alone lacks them
     printf("pmtrain: stopped by %s at step %lld of %lld%s; checkpoint %s; resume with: pmtrain train %s --resume auto\n",
            stop_requested() ? stop_signal_name() : "a signal on another rank", (long long)step, (long long)total_steps_,
-           cut, ckpt_->paths().step_dir(step).c_str(), (fs::path(cfg_.run.dir) / "config.resolved.yaml").c_str());
+           cut, saved ? ckpt_->paths().step_dir(step).c_str() : "none (held back: resume goes back to the newest)",
+           (fs::path(cfg_.run.dir) / "config.resolved.yaml").c_str());
     fflush(stdout);
   }
   return kExitStopped;

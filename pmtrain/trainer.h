@@ -60,7 +60,14 @@ class Trainer {
   // Collective: whether a rank got SIGTERM/SIGINT (train only: eval and score take no stop signals). Asked
   // before each evaluation batch, so a long evaluation ends within a batch of the signal.
   bool stop_vote();
-  // Saves `step` (unless just saved), says how to resume, returns kExitStopped; `cut`: what the stop cut short.
+  // Whether a save of `step` is held back, saying so: while steps are being skipped for a non-finite gradient
+  // (skipped_in_a_row_ > 0), periodic and stop saves wait for a step that trains (the final save does not).
+  bool held_back(int64_t step);
+  // optim.max_skipped_steps reached at `step`: waits for pending saves, then a ConfigError naming the newest
+  // checkpoint older than the weights that gave the first non-finite gradient.
+  [[noreturn]] void stop_diverged(int64_t step, const StepResult& res, double loss);
+  // Saves `step` (unless just saved or held back), says how to resume, returns kExitStopped; `cut`: what the
+  // stop cut short.
   int stop_with_checkpoint(int64_t step, const char* cut);
   int64_t eval_count(const data::PairDataset& pairs) const;  // pairs of it an evaluation reads
   int64_t test_pairs() const;  // over every part of the test split
@@ -106,6 +113,8 @@ class Trainer {
   int64_t start_step_ = 0;  // steps already done (resume)
   int64_t last_saved_step_ = -1;  // the newest checkpoint this run saved
   bool stoppable_ = false;  // train: stop signals are taken (stop_vote)
+  bool start_over_ = false;  // run.start_over as given (cfg_ says false once it is acted on)
+  int64_t skipped_in_a_row_ = 0;  // optimizer steps skipped in a row for a non-finite gradient, up to now
   EarlyStop early_;  // run.early_stop's count, restored on resume
 };
 

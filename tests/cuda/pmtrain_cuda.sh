@@ -160,8 +160,9 @@ if $MPIRUN -np 2 "$PMTRAIN" train $BASE --set run.dir=$TMP/bad2 --set backend=$G
      --set zero.stage=3 --set run.resume=$TMP/bad2/checkpoints/step_2 > $TMP/bad2.txt 2>&1; then
   fail "a truncated rank file was resumed from"
 fi
-[ "$(grep -cE "^pmtrain train: rank [01]: error: rank 1: checkpoint file .*rank_1.bin is truncated" $TMP/bad2.txt)" = 2 ] \
-  || { cat $TMP/bad2.txt; fail "the truncated rank file: not one agreed error on both ranks"; }
+[ "$(grep -cE "^pmtrain train: error: rank 1: checkpoint file .*rank_1.bin is truncated" $TMP/bad2.txt)" = 1 ] \
+  && [ "$(grep -c "error:" $TMP/bad2.txt)" = 1 ] \
+  || { cat $TMP/bad2.txt; fail "the truncated rank file: not one agreed error, said once"; }
 ! grep -qiE "nccl error|emulated nccl|cuda error|terminate called|segmentation" $TMP/bad2.txt || { cat $TMP/bad2.txt; fail "bad2: crashed"; }
 echo "broken checkpoint on 2 ranks: $(grep -m1 "error: rank 1" $TMP/bad2.txt | cut -c1-160)"
 

@@ -71,16 +71,21 @@ echo "ok: output to a full disk fails with a message (render --out, render and c
 grep -q "error: run.dir: cannot create the directory $TMP/afile" $TMP/afile.txt || { cat $TMP/afile.txt; fail "run.dir a file: no message"; }
 bad "sweep --ranks 0" "--ranks: '0' is not a whole number >= 1" sweep configs/tiny_cpu.yaml --ranks 0
 
-# A diverged run (lr 1e30: NaN weights after step 1, every later step skipped) stops after
-# optim.max_skipped_steps skipped steps in a row (it ran to the end and saved NaN weights). Its periodic saves
-# are held back while steps are skipped, so the checkpoint it names, the newest, is step_1 from before them.
-! "$PMTRAIN" train configs/tiny_cpu.yaml --set run.dir=$TMP/div --set data.cache_dir=$TMP/cache --set run.steps=30 \
-  --set optim.lr=1e30 --set optim.max_skipped_steps=3 --set run.save_every=1 > $TMP/div.txt 2>&1 || fail "diverged run: exit code 0"
-grep -q "error: .*: 3 optimizer steps in a row were skipped for a non-finite gradient (up to step 4;.*resume from $TMP/div/checkpoints/step_1 (saved before" $TMP/div.txt \
-  || { tail -3 $TMP/div.txt; fail "diverged run: no stop message naming step_1"; }
+# A diverged run (lr 1e30: the weights after step 1 give non-finite gradients, every later step is skipped) stops
+# after optim.max_skipped_steps skipped steps in a row (it ran to the end and saved NaN weights). Saves are held
+# back while steps are skipped, and the error names the newest checkpoint older than the diverged weights: none
+# in a fresh run, step_2 in a run resumed from a sound step_2 whose step 3 diverges (step_3 holds those weights).
+DIV="configs/tiny_cpu.yaml --set data.cache_dir=$TMP/cache --set run.steps=30 --set optim.max_skipped_steps=3 --set run.save_every=1"
+! "$PMTRAIN" train $DIV --set run.dir=$TMP/div --set optim.lr=1e30 > $TMP/div.txt 2>&1 || fail "diverged run: exit code 0"
+grep -q "error: .*: 3 optimizer steps in a row were skipped for a non-finite gradient (up to step 4;.*The weights after step 1 gave the first non-finite gradient; lower optim.lr or check the data, and start over: no checkpoint of this run is older" $TMP/div.txt \
+  || { tail -3 $TMP/div.txt; fail "diverged run: no stop message saying no checkpoint is older"; }
 grep -q "checkpoint: step_3 held back after 2 skipped steps in a row" $TMP/div.txt || { cat $TMP/div.txt; fail "diverged run: no held-back save"; }
 [ "$(ls $TMP/div/checkpoints | tr '\n' ' ')" = "latest step_1 " ] || fail "diverged run: it saved $(ls $TMP/div/checkpoints | tr '\n' ' ')"
-echo "ok: a diverged run stops after optim.max_skipped_steps skipped steps in a row, its newest checkpoint from before them"
+"$PMTRAIN" train $DIV --set run.dir=$TMP/div2 --set run.stop_at=2 > $TMP/div2.txt 2>&1 || { cat $TMP/div2.txt; fail "sound run to step 2 failed"; }
+! "$PMTRAIN" train $DIV --set run.dir=$TMP/div2 --set optim.lr=1e30 --resume auto > $TMP/div3.txt 2>&1 || fail "diverged resumed run: exit code 0"
+grep -q "error: .*up to step 6;.*The weights after step 3 gave the first non-finite gradient; lower optim.lr or check the data, and resume from $TMP/div2/checkpoints/step_2, the newest checkpoint before them" $TMP/div3.txt \
+  || { tail -3 $TMP/div3.txt; fail "diverged resumed run: no stop message naming step_2"; }
+echo "ok: a diverged run stops after optim.max_skipped_steps skipped steps in a row, naming the checkpoint before it diverged"
 
 # A metrics.jsonl line cut short when a run stopped is dropped when the run resumes (it stopped `pmtrain plot`).
 "$PMTRAIN" train configs/tiny_cpu.yaml --set run.dir=$TMP/torn --set run.steps=2 --set data.cache_dir=$TMP/cache \

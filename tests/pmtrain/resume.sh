@@ -35,6 +35,14 @@ bad_resume() {
 WHY="sampler cursor has seed 1234 but the config says 99" bad_resume --set run.seed=99
 WHY="sampler cursor was saved for 240 pairs but the dataset has 200" bad_resume --set data.max_train_pairs=200
 echo "ok: a resume whose seed or data differ from the checkpoint's stops, naming the checkpoint"
+# A damaged checkpoint: every rank fails alike (agreed), and the error is said once, by the rank that found it
+# (each rank printed it, as "rank 1: error: rank 0: ...").
+cp -r $TMP/cut0/checkpoints/step_2 $TMP/damaged && truncate -s 1000 $TMP/damaged/rank_0.bin
+set +e; $MPIRUN -np 2 "$PMTRAIN" train $COMMON --set run.dir=$TMP/cut0 --set run.resume=$TMP/damaged > $TMP/bad.txt 2>&1; rc=$?; set -e
+[ $rc -ne 0 ] && [ "$(grep -c 'error:' $TMP/bad.txt)" -eq 1 ] \
+  && grep -q "^pmtrain train: error: rank 0: checkpoint file $TMP/damaged/rank_0.bin is truncated: 1000 bytes" $TMP/bad.txt \
+  || { cat $TMP/bad.txt; fail "a damaged checkpoint at 2 ranks: not one error line naming rank 0 and the file"; }
+echo "ok: a damaged checkpoint's error is said once at 2 ranks"
 
 # Reshard: 4 ranks at stage 3, resume on 2 ranks at stage 1 (global batch kept, accumulation derived).
 train 4 --set zero.stage=3 --set run.dir=$TMP/re --set run.stop_at=2

@@ -61,7 +61,13 @@ $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.steps=3 --se
 grep -q "removed the earlier run's checkpoints .*step_$step" $TMP/over.log || { cat $TMP/over.log; fail "run.start_over did not say what it removed"; }
 [ "$(ls $TMP/run/checkpoints | tr '\n' ' ')" = "latest step_3 " ] || fail "after run.start_over: checkpoints $(ls $TMP/run/checkpoints | tr '\n' ' ')"
 [ "$(json_field $TMP/run/metrics.jsonl train step | tr '\n' ' ')" = "1 2 3 " ] || fail "after run.start_over: metrics of the earlier run remain"
-echo "ok: a fresh run in a used run.dir is refused before the data; run.start_over replaces the earlier run's checkpoints and metrics"
+# run.start_over acts once: the resolved config (what the resume hint names) says false, so running it again
+# without --resume is refused like any fresh run there, and the checkpoints stay.
+grep -q "^  start_over: false" $TMP/run/config.resolved.yaml || fail "config.resolved.yaml keeps run.start_over: true"
+set +e; $MPIRUN -np 2 "$PMTRAIN" train $TMP/run/config.resolved.yaml > $TMP/again2.log 2>&1; rc=$?; set -e
+[ $rc -ne 0 ] && grep -q "already holds checkpoints" $TMP/again2.log && [ -f $TMP/run/checkpoints/step_3/manifest.json ] \
+  || { cat $TMP/again2.log; fail "running the resolved config of a run.start_over run again removed its checkpoints"; }
+echo "ok: a fresh run in a used run.dir is refused before the data; run.start_over replaces the earlier run's checkpoints and metrics, once"
 # Ctrl-C under mpirun: Open MPI's mpirun sends SIGCONT, waits odls_base_sigkill_timeout seconds, sends
 # SIGTERM, waits as long again, then SIGKILL (the default 1 s is too short to finish the step and save
 # on a loaded machine; README: give it 10 s). The run is long enough to still be going when the SIGTERM
