@@ -136,6 +136,19 @@ std::optional<std::string> Checkpointer::resume_path(const std::string& spec) {
   return RunPaths(opts_.run_dir).step_dir(int64_t(chosen));
 }
 
+void Checkpointer::amend_extra(int64_t step, const nlohmann::json& patch) {
+  wait();
+  run_agreed(comm_, [&] {
+    if (comm_.rank() != 0) return;
+    const std::string file = (std::filesystem::path(paths_.step_dir(step)) / kManifestName).string();
+    Manifest m = Manifest::parse(read_small_file(file), file, step);
+    if (!m.state.extra.is_object()) m.state.extra = nlohmann::json::object();
+    m.state.extra.merge_patch(patch);
+    replace_file_atomic(file, m.to_json().dump(2) + "\n");
+    apply_retention(paths_, opts_.retention, latest_step(paths_).value_or(step));
+  });
+}
+
 LoadResult Checkpointer::load(const std::string& dir) {
   wait();
   return load_checkpoint(engine_, dir, opts_.verify_checksums, opts_.chunk_bytes);

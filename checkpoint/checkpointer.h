@@ -69,6 +69,11 @@ class Checkpointer {
   std::optional<std::string> resume_path(const std::string& spec);
   // Completes a pending save, then load_checkpoint(engine, dir).
   LoadResult load(const std::string& dir);
+  // Amends the trainer's extra state of the published step_<step> by a JSON merge patch (RFC 7386: a null
+  // member removes the key), its shard files untouched: an evaluation finished after its checkpoint was saved
+  // (a stop cut it short). manifest.json is replaced atomically by rank 0, then retention runs again (the
+  // `best` link may move). Collective; throws the same error on every rank.
+  void amend_extra(int64_t step, const nlohmann::json& patch);
 
   const RunPaths& paths() const { return paths_; }
 

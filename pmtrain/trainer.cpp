@@ -274,6 +274,7 @@ void Trainer::resume_if_asked() {
                                   cfg_.source, *path, e.what(), *path));
   }
   start_step_ = r.state.step;
+  eval_owed_ = r.state.extra.is_object() && r.state.extra.value("eval_owed", false);
   std::error_code ec;  // this run's own checkpoint of start_step_: a stop before the next step need not save it again
   if (fs::equivalent(r.dir, ckpt_->paths().step_dir(start_step_), ec)) last_saved_step_ = start_step_;
   if (r.state.extra.is_object() && r.state.extra.contains("early_stop") && !early_.restore(r.state.extra["early_stop"]) &&
@@ -297,7 +298,7 @@ void Trainer::wait_for_saves(bool all) {
   }
 }
 
-void Trainer::save_checkpoint(int64_t step, const EvalStats* eval) {
+void Trainer::save_checkpoint(int64_t step, const EvalStats* eval, bool eval_owed) {
   const auto slow = slow_phase();
   checkpoint::TrainState st;
   st.step = step;
@@ -307,6 +308,7 @@ void Trainer::save_checkpoint(int64_t step, const EvalStats* eval) {
               {"tokenizer", cfg_.data.tokenizer},
               {"tokenizer_config", (fs::path(cfg_.data.tokenizer).parent_path() / "tokenizer_config.json").string()}};
   if (eval) st.extra.update(eval_extra(*eval));
+  if (eval_owed) st.extra["eval_owed"] = true;  // a stop cut its evaluation short: the resumed run runs it
   if (early_.patience > 0) st.extra["early_stop"] = early_.to_json();
   ckpt_->save(st);
   last_saved_step_ = step;
@@ -411,10 +413,10 @@ int Trainer::train_loop() {
   // The weights before any step (not training time: before the clock starts).
   if (cfg_.run.eval_at_start && start_step_ == 0 && test_pairs() > 0) {
     const EvalStats ev = evaluate();
-    if (!ev.stopped) {  // else the first step's vote stops the run (the signal stays seen)
-      log_eval(ev, 0, false);
-      if (early_.patience > 0) early_.record(metric_value(cfg_.run, ev));
-    }
+    // Cut short: step_0 is saved, and the resumed run (at step 0) evaluates again.
+    if (ev.stopped) return stop_with_checkpoint(0, " (its evaluation of the starting weights cut short)", false);
+    log_eval(ev, 0, false);
+    if (early_.patience > 0) early_.record(metric_value(cfg_.run, ev));
   }
   const double t_start = now();
   double tokens_total = 0;
@@ -441,6 +443,19 @@ int Trainer::train_loop() {
   std::optional<EvalStats> stop_eval;  // the evaluation that ended it
   bool early_stopped = early_.exhausted();  // a resumed run that had stopped early: nothing more to train
   if (early_stopped) end_step = start_step_;
+  // A stop came at an evaluation step before its evaluation ended: it runs now, as in the uninterrupted run, and
+  // the checkpoint resumed from gets it (run.keep_best, and run.early_stop's count, as saved after it).
+  if (eval_owed_ && start_step_ < total_steps_) {
+    const EvalStats ev = evaluate();
+    if (ev.stopped) return stop_with_checkpoint(start_step_, " (its evaluation cut short, not recorded)", true);
+    log_eval(ev, start_step_, false);
+    if (early_.patience > 0 && early_.record(metric_value(cfg_.run, ev))) {
+      early_stopped = true;
+      end_step = start_step_;
+      stop_eval = ev;
+    }
+    pay_owed_eval(start_step_, ev);
+  }
   for (int64_t s = start_step_; s < last && !early_stopped; ++s) {
     const double t0 = now();
     stack_.clock->discard();  // what ran since the last step (checkpoint loads, say) is not this step's
@@ -484,12 +499,13 @@ int Trainer::train_loop() {
     if (cfg_.optim.max_skipped_steps > 0 && skipped_in_a_row_ >= cfg_.optim.max_skipped_steps)
       stop_diverged(s + 1, res, st.loss());
     // Every rank saw the vote in the same reduction.
-    if (stop) return stop_with_checkpoint(s + 1, "");
+    // Its evaluation (periodic, or the final one after the last step) is owed to the resumed run.
+    if (stop) return stop_with_checkpoint(s + 1, "", evaluates_at(s + 1) || (s + 1 == total_steps_ && test_pairs() > 0));
     // Evaluate before saving, so the checkpoint carries its step's evaluation (run.keep_best).
     std::optional<EvalStats> ev;
-    if (cfg_.run.eval_every > 0 && (s + 1) % cfg_.run.eval_every == 0 && s + 1 < total_steps_ && test_pairs() > 0) {
+    if (evaluates_at(s + 1)) {
       ev = evaluate();
-      if (ev->stopped) return stop_with_checkpoint(s + 1, " (its evaluation cut short, not recorded)");
+      if (ev->stopped) return stop_with_checkpoint(s + 1, " (its evaluation cut short, not recorded)", true);
       log_eval(*ev, s + 1, false);
     }
     if (ev && early_.patience > 0 && early_.record(metric_value(cfg_.run, *ev))) {
@@ -519,8 +535,9 @@ int Trainer::train_loop() {
     ev = stop_eval ? stop_eval : evaluate();
     // Training is done; a slow final evaluation must not outlast the grace before SIGKILL. The resumed run
     // (at its last step) runs only the evaluation.
-    if (ev->stopped) return stop_with_checkpoint(end_step, " (its final evaluation cut short: the resumed run evaluates)");
+    if (ev->stopped) return stop_with_checkpoint(end_step, " (its final evaluation cut short: the resumed run evaluates)", true);
     log_eval(*ev, end_step, true);
+    if (eval_owed_ && start_step_ == end_step) pay_owed_eval(end_step, *ev);  // its checkpoint was saved before it
   }
   const double eval_s = now() - t_eval;  // not training time
   if (cfg_.run.save_final && start_step_ < end_step && last_saved_step_ != end_step)
@@ -582,9 +599,22 @@ void Trainer::stop_diverged(int64_t step, const StepResult& res, double loss) {
             : std::string("start over: no checkpoint of this run is older")));
 }
 
-int Trainer::stop_with_checkpoint(int64_t step, const char* cut) {
+bool Trainer::evaluates_at(int64_t step) const {
+  return cfg_.run.eval_every > 0 && step % cfg_.run.eval_every == 0 && step < total_steps_ && test_pairs() > 0;
+}
+
+void Trainer::pay_owed_eval(int64_t step, const EvalStats& ev) {
+  nlohmann::json patch = eval_extra(ev);
+  patch["eval_owed"] = nullptr;  // merge patch: removed
+  if (early_.patience > 0) patch["early_stop"] = early_.to_json();
+  const auto slow = slow_phase();
+  ckpt_->amend_extra(step, patch);
+  eval_owed_ = false;
+}
+
+int Trainer::stop_with_checkpoint(int64_t step, const char* cut, bool eval_owed) {
   const bool saved = last_saved_step_ == step || !held_back(step);
-  if (last_saved_step_ != step && saved) save_checkpoint(step);
+  if (last_saved_step_ != step && saved) save_checkpoint(step, nullptr, eval_owed);
   wait_for_saves(true);
   if (info_.rank == 0) {  // the resolved config: the run's --set overrides are in it, the config file alone lacks them
     printf("pmtrain: stopped by %s at step %lld of %lld%s; checkpoint %s; resume with: pmtrain train %s --resume auto\n",

@@ -68,7 +68,7 @@ class Trainer {
   [[noreturn]] void stop_diverged(int64_t step, const StepResult& res, double loss);
   // Saves `step` (unless just saved or held back), says how to resume, returns kExitStopped; `cut`: what the
   // stop cut short.
-  int stop_with_checkpoint(int64_t step, const char* cut);
+  int stop_with_checkpoint(int64_t step, const char* cut, bool eval_owed);
   int64_t eval_count(const data::PairDataset& pairs) const;  // pairs of it an evaluation reads
   int64_t test_pairs() const;  // over every part of the test split
   int train_loop();
@@ -77,7 +77,12 @@ class Trainer {
   void check_run_dir_is_free();
   void resume_if_asked();
   // eval: the evaluation at this step, stored with the checkpoint (run.keep_best ranks checkpoints by it).
-  void save_checkpoint(int64_t step, const EvalStats* eval = nullptr);
+  // eval_owed: a stop came before the step's evaluation ended; the resumed run evaluates, then pay_owed_eval.
+  void save_checkpoint(int64_t step, const EvalStats* eval = nullptr, bool eval_owed = false);
+  // Whether a periodic evaluation runs after `step` (run.eval_every; the final one is not periodic).
+  bool evaluates_at(int64_t step) const;
+  // The owed evaluation of `step` ran: its checkpoint gets it and the early-stop count after it (amend_extra).
+  void pay_owed_eval(int64_t step, const EvalStats& ev);
   // Writes an evaluation's metrics record and prints its lines (final: the run's last).
   void log_eval(const EvalStats& ev, int64_t step, bool final);
   void wait_for_saves(bool all);  // finish_pending (all = false) or wait for every save (all = true)
@@ -114,7 +119,8 @@ class Trainer {
   int64_t last_saved_step_ = -1;  // the newest checkpoint this run saved
   bool stoppable_ = false;  // train: stop signals are taken (stop_vote)
   bool start_over_ = false;  // run.start_over as given (cfg_ says false once it is acted on)
-  int64_t skipped_in_a_row_ = 0;  // optimizer steps skipped in a row for a non-finite gradient, up to now
+  int64_t skipped_in_a_row_ = 0;
+  bool eval_owed_ = false;  // the checkpoint resumed from lacks its step's evaluation (a stop cut it short)  // optimizer steps skipped in a row for a non-finite gradient, up to now
   EarlyStop early_;  // run.early_stop's count, restored on resume
 };
 

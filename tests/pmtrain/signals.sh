@@ -111,22 +111,46 @@ set +e; wait $early; rc=$?; set -e
 grep -q "^pmtrain: stopped by SIGTERM at step 1 of 12" $TMP/early.log || { cat $TMP/early.log; fail "SIGTERM during start-up: no stop line"; }
 echo "ok: SIGTERM during start-up: stopped after step 1 with a checkpoint, exit 75"
 
-# SIGTERM during the final evaluation (a long one: the 2091 training pairs as the test set): the ranks stop
-# within an evaluation batch instead of finishing it, past the grace before SIGKILL. Training is complete:
-# step_2 is saved, exit 75, and the resumed run only evaluates, once, as the run would have.
+# SIGTERM during an evaluation (a long one: the 2091 training pairs as the test set): the ranks stop within an
+# evaluation batch instead of finishing it, past the grace before SIGKILL; the checkpoint of that step is saved
+# and exit 75. The resumed run first runs the evaluation the stop cut, so its record, run.keep_best's ranking
+# and the checkpoint's own evaluation are the uninterrupted run's.
+# (a) The final evaluation: training is complete, the resumed run only evaluates, once, and step_2 gets it.
 EVAL="--set data.cache_dir=$TMP/cache --set run.steps=2 --set run.log_every=1 --set run.eval_every=0 --set run.save_final=false"
-EVAL="$EVAL --set data.test_files=[data/assets/hh-rlhf/harmless-base/train.jsonl.gz] --set run.dir=$TMP/feval"
-$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $EVAL > $TMP/feval.log 2>&1 &
-launcher=$!
-for _ in $(seq 1200); do grep -q "^step 2/2" $TMP/feval.log && break; sleep 0.1; done
-pkill -TERM -P $launcher
-set +e; wait $launcher; rc=$?; set -e
-[ $rc -eq 75 ] && grep -q "^pmtrain: stopped by SIGTERM at step 2 of 2 (its final evaluation cut short" $TMP/feval.log \
-  || { cat $TMP/feval.log; fail "SIGTERM during the final evaluation: exit code $rc and no stop line"; }
+EVAL="$EVAL --set data.test_files=[data/assets/hh-rlhf/harmless-base/train.jsonl.gz] --set run.keep_best=loss"
+stop_after() {  # stop_after LINE LOG ARGS...: train, SIGTERM to the ranks once LINE is printed; exit code 75 expected
+  local line=$1 log=$2; shift 2
+  $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml "$@" > $log 2>&1 &
+  local launcher=$!
+  for _ in $(seq 1200); do grep -q "^$line" $log && break; sleep 0.1; done
+  pkill -TERM -P $launcher
+  set +e; wait $launcher; local rc=$?; set -e
+  [ $rc -eq 75 ] || { cat $log; fail "SIGTERM after '$line': exit code $rc, expected 75"; }
+}
+stop_after "step 2/2" $TMP/feval.log $EVAL --set run.dir=$TMP/feval
+grep -q "^pmtrain: stopped by SIGTERM at step 2 of 2 (its final evaluation cut short" $TMP/feval.log \
+  || { cat $TMP/feval.log; fail "SIGTERM during the final evaluation: no stop line"; }
 [ -f $TMP/feval/checkpoints/step_2/manifest.json ] || fail "SIGTERM during the final evaluation: no checkpoint step_2"
 ! grep -q '"type":"eval"' $TMP/feval/metrics.jsonl || fail "the cut evaluation was recorded"
-$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $EVAL --resume auto > $TMP/feval2.log 2>&1 \
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $EVAL --set run.dir=$TMP/feval --resume auto > $TMP/feval2.log 2>&1 \
   || { cat $TMP/feval2.log; fail "resume after a stop in the final evaluation failed"; }
 grep -q "^final eval | .* | 2091 pairs" $TMP/feval2.log || { cat $TMP/feval2.log; fail "the resumed run did not evaluate"; }
 [ "$(grep -c '"type":"eval"' $TMP/feval/metrics.jsonl)" -eq 1 ] || fail "metrics.jsonl should hold one evaluation"
-echo "ok: SIGTERM during the final evaluation: stopped within it, step_2 saved, the resumed run evaluated"
+grep -q '"eval": {' $TMP/feval/checkpoints/step_2/manifest.json && ! grep -q eval_owed $TMP/feval/checkpoints/step_2/manifest.json \
+  || fail "step_2 did not get the evaluation the resumed run made"
+[ "$(readlink $TMP/feval/checkpoints/best)" = step_2 ] || fail "run.keep_best: best is not step_2"
+echo "ok: SIGTERM during the final evaluation: stopped within it, step_2 saved, the resumed run evaluated it"
+# (b) A periodic evaluation (step 2 of 4): the resumed run's evaluation records equal an uninterrupted run's.
+PER="${EVAL/run.steps=2/run.steps=4} --set run.eval_every=2 --set run.save_every=2"
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $PER --set run.dir=$TMP/pref > $TMP/pref.log 2>&1 \
+  || { cat $TMP/pref.log; fail "uninterrupted run with evaluations failed"; }
+stop_after "step 2/4" $TMP/peval.log $PER --set run.dir=$TMP/peval
+grep -q "^pmtrain: stopped by SIGTERM at step 2 of 4 (its evaluation cut short" $TMP/peval.log \
+  || { cat $TMP/peval.log; fail "SIGTERM during the evaluation at step 2: no stop line"; }
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $PER --set run.dir=$TMP/peval --resume auto > $TMP/peval2.log 2>&1 \
+  || { cat $TMP/peval2.log; fail "resume after a stop in the evaluation at step 2 failed"; }
+evals() { grep '"type":"eval"' $1 | sed -E 's/.*"loss":([^,]+).*"step":([0-9]+).*/\2 \1/'; }
+[ "$(evals $TMP/peval/metrics.jsonl | cut -d' ' -f1 | tr '\n' ' ')" = "2 4 " ] || fail "evaluations at steps $(evals $TMP/peval/metrics.jsonl | cut -d' ' -f1)"
+diff <(evals $TMP/pref/metrics.jsonl) <(evals $TMP/peval/metrics.jsonl) || fail "the evaluations differ from the uninterrupted run's"
+grep -q '"eval": {' $TMP/peval/checkpoints/step_2/manifest.json || fail "step_2 lacks its evaluation"
+echo "ok: SIGTERM during the evaluation at step 2: the resumed run evaluated it first, as the uninterrupted run"
