@@ -118,6 +118,8 @@ echo "ok: SIGTERM during start-up: stopped after step 1 with a checkpoint, exit 
 # (a) The final evaluation: training is complete, the resumed run only evaluates, once, and step_2 gets it.
 EVAL="--set data.cache_dir=$TMP/cache --set run.steps=2 --set run.log_every=1 --set run.eval_every=0 --set run.save_final=false"
 EVAL="$EVAL --set data.test_files=[data/assets/hh-rlhf/harmless-base/train.jsonl.gz] --set run.keep_best=loss"
+# evals METRICS: "step loss" of each evaluation record
+evals() { grep '"type":"eval"' $1 | sed -E 's/.*"loss":([^,]+).*"step":([0-9]+).*/\2 \1/'; }
 stop_after() {  # stop_after LINE LOG ARGS...: train, SIGTERM to the ranks once LINE is printed; exit code 75 expected
   local line=$1 log=$2; shift 2
   $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml "$@" > $log 2>&1 &
@@ -149,8 +151,16 @@ grep -q "^pmtrain: stopped by SIGTERM at step 2 of 4 (its evaluation cut short" 
   || { cat $TMP/peval.log; fail "SIGTERM during the evaluation at step 2: no stop line"; }
 $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $PER --set run.dir=$TMP/peval --resume auto > $TMP/peval2.log 2>&1 \
   || { cat $TMP/peval2.log; fail "resume after a stop in the evaluation at step 2 failed"; }
-evals() { grep '"type":"eval"' $1 | sed -E 's/.*"loss":([^,]+).*"step":([0-9]+).*/\2 \1/'; }
 [ "$(evals $TMP/peval/metrics.jsonl | cut -d' ' -f1 | tr '\n' ' ')" = "2 4 " ] || fail "evaluations at steps $(evals $TMP/peval/metrics.jsonl | cut -d' ' -f1)"
 diff <(evals $TMP/pref/metrics.jsonl) <(evals $TMP/peval/metrics.jsonl) || fail "the evaluations differ from the uninterrupted run's"
 grep -q '"eval": {' $TMP/peval/checkpoints/step_2/manifest.json || fail "step_2 lacks its evaluation"
 echo "ok: SIGTERM during the evaluation at step 2: the resumed run evaluated it first, as the uninterrupted run"
+# (c) The evaluation of the starting weights (run.eval_at_start): step_0 is saved, and the resumed run evaluates
+# them before its first step (it trained a step after the signal, and the step-0 evaluation was never made).
+stop_after "---$" $TMP/seval.log $EVAL --set run.eval_at_start=true --set run.dir=$TMP/seval
+grep -q "^pmtrain: stopped by SIGTERM at step 0 of 2 (its evaluation of the starting weights cut short" $TMP/seval.log \
+  || { cat $TMP/seval.log; fail "SIGTERM during the evaluation at the start: no stop line at step 0"; }
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $EVAL --set run.eval_at_start=true --set run.dir=$TMP/seval --resume auto \
+  > $TMP/seval2.log 2>&1 || { cat $TMP/seval2.log; fail "resume after a stop in the evaluation at the start failed"; }
+[ "$(evals $TMP/seval/metrics.jsonl | cut -d' ' -f1 | tr '\n' ' ')" = "0 2 " ] || fail "evaluations at steps $(evals $TMP/seval/metrics.jsonl | cut -d' ' -f1)"
+echo "ok: SIGTERM during the evaluation at the start: step_0 saved, the resumed run evaluated the starting weights"
