@@ -241,7 +241,12 @@ Trainer::~Trainer() {
 }
 
 void Trainer::check_run_dir_is_free() {
-  if (!cfg_.run.resume.empty()) return;
+  if (!cfg_.run.resume.empty()) {  // resuming wins: launch/run.sh passes run.start_over, and a user may add --resume
+    if (start_over_ && info_.rank == 0)
+      printf("pmtrain: run.start_over is ignored: this run resumes (run.resume %s), and removes nothing\n",
+             cfg_.run.resume.c_str());
+    return;
+  }
   // A run directory with checkpoints is someone's run: a fresh run there would mix two runs' checkpoints
   // (retention and run.keep_best would rank the old ones beside the new) and replace its metrics and
   // resolved config, so it takes an explicit choice. Every rank throws the same error (agreed).
@@ -560,7 +565,11 @@ int Trainer::train_loop() {
                             {"train_step_s", step_s_total}, {"time_s", time_breakdown_json(times_total, step_s_total)},
                             {"early_stopped", early_stopped}};
   metrics_->write(summary);
-  if (r0) {
+  if (r0 && start_step_ == end_step) {  // resumed at its end (after a stop in the final evaluation): no speed to report
+    printf("done: %lld steps; this run resumed at the end, with no step left to train, and evaluated; world %d, peak "
+           "RSS %.1f MiB (largest rank)\n", (long long)end_step, comm_.world(), peak_rss / (1 << 20));
+    fflush(stdout);
+  } else if (r0) {
     printf("done: %lld steps in %s, %.0f tokens/s over all ranks, world %d, peak RSS %.1f MiB (largest rank)\n",
            (long long)end_step, format_duration(elapsed).c_str(), tokens_total / elapsed, comm_.world(),
            peak_rss / (1 << 20));

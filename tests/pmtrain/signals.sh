@@ -134,9 +134,13 @@ grep -q "^pmtrain: stopped by SIGTERM at step 2 of 2 (its final evaluation cut s
   || { cat $TMP/feval.log; fail "SIGTERM during the final evaluation: no stop line"; }
 [ -f $TMP/feval/checkpoints/step_2/manifest.json ] || fail "SIGTERM during the final evaluation: no checkpoint step_2"
 ! grep -q '"type":"eval"' $TMP/feval/metrics.jsonl || fail "the cut evaluation was recorded"
-$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $EVAL --set run.dir=$TMP/feval --resume auto > $TMP/feval2.log 2>&1 \
-  || { cat $TMP/feval2.log; fail "resume after a stop in the final evaluation failed"; }
+# (run.start_over beside --resume, as `bash launch/run.sh --resume auto` gives: resuming wins, nothing removed)
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $EVAL --set run.dir=$TMP/feval --set run.start_over=true --resume auto \
+  > $TMP/feval2.log 2>&1 || { cat $TMP/feval2.log; fail "resume after a stop in the final evaluation failed"; }
+grep -q "^pmtrain: run.start_over is ignored: this run resumes (run.resume auto), and removes nothing" $TMP/feval2.log \
+  && grep -q "resumed from .*step_2" $TMP/feval2.log || { cat $TMP/feval2.log; fail "run.start_over with --resume: not resumed, or no word"; }
 grep -q "^final eval | .* | 2091 pairs" $TMP/feval2.log || { cat $TMP/feval2.log; fail "the resumed run did not evaluate"; }
+grep -q "^done: 2 steps; this run resumed at the end" $TMP/feval2.log || { cat $TMP/feval2.log; fail "the resumed run's last line"; }
 [ "$(grep -c '"type":"eval"' $TMP/feval/metrics.jsonl)" -eq 1 ] || fail "metrics.jsonl should hold one evaluation"
 grep -q '"eval": {' $TMP/feval/checkpoints/step_2/manifest.json && ! grep -q eval_owed $TMP/feval/checkpoints/step_2/manifest.json \
   || fail "step_2 did not get the evaluation the resumed run made"
