@@ -38,6 +38,8 @@ DeviceChoice select_device(MPI_Comm comm) {
   MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
   MPI_CHECK(MPI_Comm_rank(node, &local_rank));
   MPI_CHECK(MPI_Comm_size(node, &local_world));
+  int world = 1;
+  MPI_CHECK(MPI_Comm_size(comm, &world));
   DeviceChoice c;
   c.device_count = cuda_device_count();
   ZERO_REQUIRE(c.device_count > 0, Error,
@@ -53,12 +55,17 @@ DeviceChoice select_device(MPI_Comm comm) {
   for (int r = 0; r < local_world; ++r) uuids.emplace_back(all.data() + size_t(r) * 32, 32);
   c.shared = any_gpu_shared(uuids);
   c.ranks_on_device = ranks_on_same_gpu(uuids, local_rank);
+  c.one_node = local_world == world;
   return c;
 }
 
-void isolate_ranks_for_shared_gpu(int rank) {
+void isolate_ranks_for_shared_gpu(const DeviceChoice& dev, int rank) {
   const std::string id = "fakehost" + std::to_string(rank);
   setenv("NCCL_HOSTID", id.c_str(), /*overwrite=*/1);
+  if (dev.one_node) {
+    setenv("NCCL_SOCKET_IFNAME", "lo", /*overwrite=*/0);
+    setenv("NCCL_IB_DISABLE", "1", /*overwrite=*/0);
+  }
 }
 
 }  // namespace zero

@@ -18,6 +18,7 @@ struct DeviceChoice {
   std::string uuid;       // of the chosen device
   bool shared = false;    // some GPU of this node serves two of its ranks (same UUID)
   int ranks_on_device = 1;  // node-local ranks on this rank's GPU, itself included
+  bool one_node = true;   // every rank of the communicator is on this node
 };
 
 // Collective over `comm`: splits it by node, picks local_rank % visible devices, makes it current
@@ -29,7 +30,10 @@ std::string device_uuid(int device);
 // NCCL refuses two ranks of one host on one GPU ("Duplicate GPU detected"). Giving each rank its own
 // NCCL host id (NCCL_HOSTID=fakehost<rank>) makes NCCL treat them as separate hosts (network
 // transport between them): correct, slow, for tests and debugging only. Must run before the first
-// NCCL call of the process. Overwrites NCCL_HOSTID.
-void isolate_ranks_for_shared_gpu(int rank);
+// NCCL call of the process. Overwrites NCCL_HOSTID. When the whole job is on this node (dev.one_node)
+// the "hosts" talk over loopback sockets: NCCL_SOCKET_IFNAME=lo and NCCL_IB_DISABLE=1 unless the
+// environment sets them. Left to NCCL, the fake hosts may pick an InfiniBand card or an interface the
+// container cannot reach itself through (a 2-rank test on an H200 machine hung in NCCL's set-up).
+void isolate_ranks_for_shared_gpu(const DeviceChoice& dev, int rank);
 
 }  // namespace zero

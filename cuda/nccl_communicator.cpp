@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "comm/mpi_check.h"
+#include "comm/setup_deadline.h"
 #include "core/check.h"
 #include "cuda/check.h"
 
@@ -118,11 +119,20 @@ void NcclCommunicator::sync_stream() {
   wait_event(drained_, WaitInfo{op_sequence(), op_description()});
 }
 
-NcclCommunicator::NcclCommunicator(MPI_Comm comm, cudaStream_t producer) : producer_(producer) {
+NcclCommunicator::NcclCommunicator(MPI_Comm comm, cudaStream_t producer, double setup_timeout_s)
+    : producer_(producer) {
   MPI_CHECK(MPI_Comm_dup(comm, &mpi_));
   MPI_CHECK(MPI_Comm_set_errhandler(mpi_, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_rank(mpi_, &rank_));
   MPI_CHECK(MPI_Comm_size(mpi_, &world_));
+  // From here to the warm-up's end every call may block the host with no poll point (a wrong interface,
+  // an unreachable peer: NCCL retries quietly), so a deadline ends the job with what to check instead.
+  SetupDeadline deadline(
+      setup_timeout_s, rank_,
+      fmt::format("NCCL did not finish setting up its communicator over {} ranks; ranks sharing one GPU talk "
+                  "over loopback sockets (NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1); on a cluster check "
+                  "NCCL_SOCKET_IFNAME / NCCL_IB_HCA; NCCL_DEBUG=INFO shows where it stops",
+                  world_));
   ncclUniqueId id{};
   if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
   MPI_CHECK(MPI_Bcast(&id, int(sizeof(id)), MPI_BYTE, 0, mpi_));
@@ -133,6 +143,12 @@ NcclCommunicator::NcclCommunicator(MPI_Comm comm, cudaStream_t producer) : produ
   CUDA_CHECK(cudaMalloc(&d_scalars_, kScalarSlots * sizeof(double)));
   CUDA_CHECK(cudaMallocHost(&h_scalars_, kScalarSlots * sizeof(double)));
   NCCL_CHECK(ncclCommInitRank(&nccl_, world_, id, rank_));
+  // Warm-up: since NCCL 2.22 connections are made at the first collective, possibly blocking inside the
+  // call where no peer watch polls; one all-reduce of one element here puts that under the deadline too.
+  CUDA_CHECK(cudaMemsetAsync(d_scalars_, 0, sizeof(double), stream_));
+  NCCL_CHECK(ncclAllReduce(d_scalars_, d_scalars_, 1, ncclFloat64, ncclSum, nccl_, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  deadline.done();
   watch_ = std::make_unique<PeerWatch>(mpi_);
 }
 

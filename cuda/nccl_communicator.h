@@ -9,6 +9,10 @@
 // Waits never block blindly: every host wait polls cudaEventQuery and ncclCommGetAsyncError under the
 // peer timeout (comm/peer_watch.h); past it the NCCL communicator is aborted (ncclCommAbort frees a stream
 // stuck in a collective), the ranks that did not arrive are named over MPI, and the job ends by MPI_Abort.
+// Set-up cannot poll: the unique-id broadcast, ncclCommInitRank and a one-element warm-up all-reduce (since
+// NCCL 2.22 connections are made at the first collective, which may block the host too) run under a
+// SetupDeadline (comm/setup_deadline.h) of setup_timeout_s, kNcclSetupTimeout_s by default; past it the rank
+// prints what to check (NCCL_SOCKET_IFNAME, NCCL_IB_*, NCCL_DEBUG=INFO) and exits with kExitPeerLost.
 //
 // Ordering: every collective first waits (on the device, through an event) for the work already queued
 // on the producer stream, normally CudaOps::stream(), so a buffer the ops just wrote is read after
@@ -27,13 +31,19 @@
 
 namespace zero {
 
+// How long NCCL may take to set up its communicator (seconds; 0 = no limit). Generous: a healthy set-up takes
+// seconds, but the clock starts when this rank enters the constructor, so it also absorbs peers that arrive
+// late (pmtrain's ranks meet just before, in device selection).
+constexpr double kNcclSetupTimeout_s = 300;
+
 class NcclCommunicator final : public Communicator {
  public:
   // Collective over every rank of `comm` (duplicated), on the current CUDA device: select it first
   // (cuda/device_select.h). `producer`: the stream whose earlier work each collective waits for
   // (nullptr: none beyond the legacy default stream, which the blocking internal stream already
-  // follows).
-  explicit NcclCommunicator(MPI_Comm comm, cudaStream_t producer = nullptr);
+  // follows). `setup_timeout_s`: the deadline over the NCCL set-up (see above).
+  explicit NcclCommunicator(MPI_Comm comm, cudaStream_t producer = nullptr,
+                            double setup_timeout_s = kNcclSetupTimeout_s);
   ~NcclCommunicator() override;
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;

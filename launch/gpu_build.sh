@@ -6,6 +6,7 @@
 #                                     python module, fuzz drivers) cannot fail the check; "all" when none is found
 #   gpu_build BUILD_DIR [TARGET...]   configures and builds TARGETs (default: everything); 0 when built, 1 when
 #                                     configuring failed, 2 when the build failed (its errors are printed)
+#   machine_cores                     the machine's cores, whatever OMP_NUM_THREADS says
 #   ctest_counts CTEST_LOG            "PASSED FAILED": the tests ctest's log reports passed, and failed, skipped,
 #                                     timed out, not run or crashed (checked in tests/pmtrain/speed_script.sh)
 # Dependencies the machine lacks (.gpudeps/*.deb from launch/gpu_deps.sh) are unpacked into a private root
@@ -52,13 +53,27 @@ gpu_test_targets() {
   echo "$targets"
 }
 
+# The machine's cores. nproc obeys OMP_NUM_THREADS, which launch/mpi_env.sh and speed.sh set to 1 for the ranks
+# before building (on the H200, 2026-11-27, the build took 565 s on one of 16 cores:
+# bench/results/gpu_20261127_h200/gpu_check.log).
+machine_cores() { env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc; }
+
 gpu_build() {
   local build=$1; shift
-  local targets=()
+  local targets=() t0 jobs
   for t in "$@"; do targets+=(--target "$t"); done
+  t0=$(date +%s)
   gpu_configure "$build" || return 1
-  cmake --build "$build" -j "$(nproc)" "${targets[@]}" 2>&1 | grep -E "error|warning: unused|Error " | head -50
-  cmake --build "$build" -j "$(nproc)" "${targets[@]}" > /dev/null 2>&1 || { echo "build failed"; return 2; }
+  jobs=$(machine_cores)
+  echo "# configured in $(( $(date +%s) - t0 )) s; building with -j $jobs"
+  # One build into a log, its errors printed from the log (a build piped into head dies of SIGPIPE).
+  if ! cmake --build "$build" -j "$jobs" "${targets[@]}" > "$build.build.log" 2>&1; then
+    grep -E "error|Error " "$build.build.log" | head -50
+    echo "build failed (the whole log: $build.build.log)"
+    return 2
+  fi
+  grep -E "warning: unused" "$build.build.log" | head -20
+  return 0
 }
 
 ctest_counts() {

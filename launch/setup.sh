@@ -36,4 +36,6 @@ BUILD_DIR=${BUILD_DIR:-build}
 CUDA_ARG=""
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then CUDA_ARG="-DZERO_WITH_CUDA=ON"; fi
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release $CUDA_ARG ${CMAKE_ARGS:-} >/dev/null
-cmake --build "$BUILD_DIR" -j "$(nproc)"
+# nproc obeys OMP_NUM_THREADS (GNU coreutils): with OMP_NUM_THREADS=1, as MPI jobs and clusters set it, the
+# build would run on one core. The build's parallelism is the machine's cores, not the ranks' threads.
+cmake --build "$BUILD_DIR" -j "$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"

@@ -25,7 +25,7 @@ namespace {
 BackendParts make_training(const CudaBackendOptions& o, int rank) {
   BackendParts b;
   const DeviceChoice dev = select_device(MPI_COMM_WORLD);
-  if (dev.shared) isolate_ranks_for_shared_gpu(rank);
+  if (dev.shared) isolate_ranks_for_shared_gpu(dev, rank);
   auto cuda_ops = make_cuda_ops();
   const cudaStream_t stream = cuda_ops->stream();
   auto nccl = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, stream);

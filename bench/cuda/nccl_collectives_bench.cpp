@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   const DeviceChoice dev = select_device(MPI_COMM_WORLD);
-  if (dev.shared) isolate_ranks_for_shared_gpu(info.rank);
+  if (dev.shared) isolate_ranks_for_shared_gpu(dev, info.rank);
   const DType t = parse_dtype(dtype, "--dtype");
   NcclCommunicator comm(MPI_COMM_WORLD);
   const int W = comm.world(), R = comm.rank();

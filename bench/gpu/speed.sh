@@ -48,7 +48,7 @@ else
   read -r -a SHAPES <<< "${SPEED_SHAPES:-0.6b 1.7b 4b}"  # the first also runs the real-data cell
   SEQ=2048; PAIRS=2; STEPS=10; WARMUP=2; REAL_STEPS=12; REAL_PAIRS=16; REAL_TOKENS=16384
   BACKEND=cuda
-  HOST_THREADS=$(nproc)  # one rank: the random init of a model's parameters on every core
+  HOST_THREADS=$(machine_cores)  # one rank: the random init of a model's parameters on every core (gpu_build.sh)
 fi
 [ -x "$PMTRAIN" ] || { echo "speed: no pmtrain at $PMTRAIN"; exit 1; }
 config_of() {  # the repository's config of a shape

@@ -315,9 +315,9 @@ TEST_P(CudaModelOpsTest, PooledHeadAndPairLoss) {
   EXPECT_NEAR(gs.rejected_reward_sum, cs.rejected_reward_sum, tol * 10 + 1e-6);
   // Metrics add up over the calls until taken, past the device's slots (64) too, in call order: the sum of
   // 100 identical calls' sums, each call's as one call gives them.
-  b.gpu->pair_loss(r.gpu, {mask}, {});
+  b.gpu->pair_loss(r.gpu, {mask, {}}, {});
   const PairStats plain = b.gpu->take_pair_stats();
-  for (int i = 0; i < 100; ++i) b.gpu->pair_loss(r.gpu, {mask}, {});
+  for (int i = 0; i < 100; ++i) b.gpu->pair_loss(r.gpu, {mask, {}}, {});
   const PairStats many = b.gpu->take_pair_stats();
   double loss = 0;
   for (int i = 0; i < 100; ++i) loss += plain.loss_sum;
@@ -457,11 +457,11 @@ TEST(CudaModelOpsHostWaits, EveryOneGoesThroughTheGuard) {
   EXPECT_EQ(waits, after_setup + 4);  // bf16
   std::vector<uint8_t> mask(size_t(S / 2), 1);
   Dual dr = b.out({S}, DType::F32);
-  b.gpu->pair_loss(r.gpu, {mask}, dr.gpu);
+  b.gpu->pair_loss(r.gpu, {mask, {}}, dr.gpu);
   // The test's own wait, not the ops': the mask's first upload is done, so the second call's staging buffer
   // is free on a GPU too.
   CUDA_CHECK(cudaDeviceSynchronize());
-  b.gpu->pair_loss(r.gpu, {mask}, dr.gpu);
+  b.gpu->pair_loss(r.gpu, {mask, {}}, dr.gpu);
   EXPECT_EQ(waits, after_setup + 4);  // queued: the metrics stay on the device
   b.gpu->take_pair_stats();
   EXPECT_EQ(waits, after_setup + 5);  // both calls' metrics in one read (pinned: no drain before)

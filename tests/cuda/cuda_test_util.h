@@ -52,7 +52,7 @@ inline const DeviceChoice& setup_mpi_device() {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     DeviceChoice c = select_device(MPI_COMM_WORLD);
-    if (c.shared) isolate_ranks_for_shared_gpu(rank);
+    if (c.shared) isolate_ranks_for_shared_gpu(c, rank);
     return c;
   }();
   return choice;

@@ -181,7 +181,11 @@ def main(argv):
         r = subprocess.run([a.driver, hf_dir, batch_path, mode, out_path])
         print("hf_parity_4b: driver %s exited %d after %.1f s" % (mode, r.returncode, time.time() - t0), flush=True)
         if r.returncode != 0:
-            print("hf_parity_4b: FAIL: the driver failed in %s mode (exit 3: a second run differs from the first)" % mode)
+            # The driver's own codes (hf_parity_driver.cpp); anything else is the loader or a signal.
+            why = {1: "an error, printed above", 2: "bad arguments", 3: "a second run differs from the first",
+                   127: "it could not start: a shared library or the program is missing, printed above"}
+            reason = why.get(r.returncode, "killed by signal %d" % -r.returncode if r.returncode < 0 else "see above")
+            print("hf_parity_4b: FAIL: the driver failed in %s mode (exit %d: %s)" % (mode, r.returncode, reason))
             ok = False
             continue
         ours[mode] = safetensors.torch.load_file(out_path)

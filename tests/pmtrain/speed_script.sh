@@ -64,3 +64,9 @@ LOG
 source launch/gpu_build.sh
 [ "$(ctest_counts $TMP/ctest.log)" = "2 5" ] || fail "gpu_check counts: got '$(ctest_counts $TMP/ctest.log)', want '2 5'"
 echo "ok: gpu_check's counts"
+# The GPU build runs on every core although launch/mpi_env.sh has set OMP_NUM_THREADS=1 (nproc obeys it: the
+# H200's build once ran on one of its 16 cores). The reference is the scheduler's CPU set, as Python reads it.
+cores=$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))')
+got=$(OMP_NUM_THREADS=1 OMP_THREAD_LIMIT=1 machine_cores)
+[ "$got" = "$cores" ] || fail "machine_cores under OMP_NUM_THREADS=1: got '$got', want $cores"
+echo "ok: machine_cores = $cores under OMP_NUM_THREADS=1"
