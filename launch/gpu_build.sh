@@ -6,6 +6,7 @@
 #                                     python module, fuzz drivers) cannot fail the check; "all" when none is found
 #   gpu_build BUILD_DIR [TARGET...]   configures and builds TARGETs (default: everything); 0 when built, 1 when
 #                                     configuring failed, 2 when the build failed (its errors are printed)
+#   gpu_test_env                      the environment of the GPU tests (ZERO_REQUIRE_GPU, MPI as root, libraries)
 #   machine_cores                     the machine's cores, whatever OMP_NUM_THREADS says
 #   ctest_counts CTEST_LOG            "PASSED FAILED": the tests ctest's log reports passed, and failed, skipped,
 #                                     timed out, not run or crashed (checked in tests/pmtrain/speed_script.sh)
@@ -74,6 +75,14 @@ gpu_build() {
   fi
   grep -E "warning: unused" "$build.build.log" | head -20
   return 0
+}
+
+# What the GPU tests run under (gpu_check.sh, gpu_rerun.sh): a skip is a failure, MPI as root with more ranks
+# than cores, one math thread per rank; the carried libraries stay on the loader's path (gpu_deps_env).
+gpu_test_env() {
+  [ -n "${GPU_DEPS_DONE:-}" ] || { gpu_deps_env; GPU_DEPS_DONE=1; }
+  source launch/mpi_env.sh
+  export ZERO_REQUIRE_GPU=1 OMP_NUM_THREADS=1
 }
 
 ctest_counts() {

@@ -24,7 +24,6 @@ echo "# gpu_check: $(git rev-parse --short HEAD 2>/dev/null || echo unknown) on 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || echo "nvidia-smi failed"
 
 source launch/gpu_build.sh  # gpu_configure, gpu_test_targets, gpu_build: .gpudeps, flags, build
-source launch/mpi_env.sh    # root, oversubscription, no single-copy (as ctest's MPI entries set it)
 BUILD=${BUILD_DIR:-build-gpu}
 gpu_configure "$BUILD" || { echo "0 passed, 1 failed"; exit 1; }
 # Only what the gpu-labelled tests run and the NCCL bench: half the build.
@@ -33,8 +32,7 @@ echo "# building: $TARGETS"
 gpu_build "$BUILD" $TARGETS || { echo "0 passed, 1 failed"; exit 1; }
 echo "# built in $(( $(date +%s) - START )) s"
 
-export ZERO_REQUIRE_GPU=1 OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
+gpu_test_env
 # The transformers parity table (tests/cuda/hf_parity_4b.py) is saved next to the log.
 export ZERO_PARITY_TABLE=$(realpath -m "${LOG%.log}")_hf_parity.txt
 # Every ctest entry labelled gpu (tests/cuda/); with ZERO_REQUIRE_GPU a skip is a failure. -V for the two

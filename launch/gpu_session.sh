@@ -6,6 +6,8 @@
 # brings back 8).
 #   here, first:  bash launch/gpu_deps.sh
 #   device run:   bash launch/gpu_session.sh $OUT      carry [".gpudeps"], timeout_s 600
+# A failure to look at again, at once (the machine stays warm 30 s and keeps build-gpu; the session's 15 device
+# minutes leave about 4 after this call): bash launch/gpu_rerun.sh $OUT 'REGEX' 200, timeout_s 220.
 # Then copy $OUT's files under bench/results/ (gpu_check.log, its _hf_parity.txt, the ctest log, speed.tar.gz
 # with speed.md, speed.log and every cell) and commit them: a GPU claim counts only with a saved log.
 #   GPU_SESSION_S        the whole run's seconds (default 530)
