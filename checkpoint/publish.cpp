@@ -140,14 +140,15 @@ std::string not_a_checkpoint_hint(const std::string& path) try {
     if (p.filename() == kManifestName) return fmt::format("it is a checkpoint's manifest; give its directory, {}",
                                                           p.parent_path().string());
     if (p.filename() == "latest")
-      if (const auto r = run_of_root(p.parent_path()); r && !newest(*r).empty())
-        return fmt::format("it is the file naming the newest checkpoint; give that checkpoint, {}", newest(*r));
+      if (const auto r = run_of_root(p.parent_path()))
+        if (const std::string n = newest(*r); !n.empty())
+          return fmt::format("it is the file naming the newest checkpoint; give that checkpoint, {}", n);
     return "it is a file; a checkpoint is a step_<N> directory";
   }
-  if (const RunPaths r(path); fs::is_directory(r.root, ec) && !newest(r).empty())
-    return fmt::format("it is a run directory; its newest checkpoint is {}", newest(r));
-  if (const auto r = run_of_root(p); r && !newest(*r).empty())
-    return fmt::format("it holds a run's checkpoints; the newest is {}", newest(*r));
+  if (const RunPaths r(path); fs::is_directory(r.root, ec))
+    if (const std::string n = newest(r); !n.empty()) return fmt::format("it is a run directory; its newest checkpoint is {}", n);
+  if (const auto r = run_of_root(p))
+    if (const std::string n = newest(*r); !n.empty()) return fmt::format("it holds a run's checkpoints; the newest is {}", n);
   return "";
 } catch (const std::exception&) {  // an unreadable `latest`, say: the load's own message is enough
   return "";

@@ -415,13 +415,27 @@ int Trainer::train_loop() {
   const bool r0 = info_.rank == 0;
   PairStats epoch_stats;
   int64_t epoch = -1;
+  const int64_t last = cfg_.run.stop_at > 0 ? std::min(cfg_.run.stop_at, total_steps_) : total_steps_;
+  int64_t end_step = total_steps_;  // where training ends: earlier after an early stop
+  std::optional<EvalStats> stop_eval;  // the evaluation that ended it
+  bool early_stopped = early_.exhausted();  // a resumed run that had stopped early: nothing more to train
+  if (early_stopped) end_step = start_step_;
+  // An evaluation during training (of the starting weights, one owed by the checkpoint resumed from, a periodic
+  // one), not cut short: logged, and counted for run.early_stop, which may end training with it.
+  auto record_eval = [&](const EvalStats& ev, int64_t step) {
+    log_eval(ev, step, false);
+    if (early_.patience > 0 && early_.record(metric_value(cfg_.run, ev))) {
+      early_stopped = true;
+      end_step = step;
+      stop_eval = ev;  // the weights the run ends with: the final evaluation is this one
+    }
+  };
   // The weights before any step (not training time: before the clock starts).
   if (cfg_.run.eval_at_start && start_step_ == 0 && test_pairs() > 0) {
     const EvalStats ev = evaluate();
     // Cut short: step_0 is saved, and the resumed run (at step 0) evaluates again.
     if (ev.stopped) return stop_with_checkpoint(0, " (its evaluation of the starting weights cut short)", false);
-    log_eval(ev, 0, false);
-    if (early_.patience > 0) early_.record(metric_value(cfg_.run, ev));
+    record_eval(ev, 0);
   }
   const double t_start = now();
   double tokens_total = 0;
@@ -443,22 +457,12 @@ int Trainer::train_loop() {
              epoch_stats.loss(), epoch_stats.accuracy(), epoch_stats.chosen() - epoch_stats.rejected());
     epoch_stats = {};
   };
-  const int64_t last = cfg_.run.stop_at > 0 ? std::min(cfg_.run.stop_at, total_steps_) : total_steps_;
-  int64_t end_step = total_steps_;  // where training ends: earlier after an early stop
-  std::optional<EvalStats> stop_eval;  // the evaluation that ended it
-  bool early_stopped = early_.exhausted();  // a resumed run that had stopped early: nothing more to train
-  if (early_stopped) end_step = start_step_;
   // A stop came at an evaluation step before its evaluation ended: it runs now, as in the uninterrupted run, and
   // the checkpoint resumed from gets it (run.keep_best, and run.early_stop's count, as saved after it).
   if (eval_owed_ && start_step_ < total_steps_) {
     const EvalStats ev = evaluate();
     if (ev.stopped) return stop_with_checkpoint(start_step_, " (its evaluation cut short, not recorded)", true);
-    log_eval(ev, start_step_, false);
-    if (early_.patience > 0 && early_.record(metric_value(cfg_.run, ev))) {
-      early_stopped = true;
-      end_step = start_step_;
-      stop_eval = ev;
-    }
+    record_eval(ev, start_step_);
     pay_owed_eval(start_step_, ev);
   }
   for (int64_t s = start_step_; s < last && !early_stopped; ++s) {
@@ -511,12 +515,7 @@ int Trainer::train_loop() {
     if (evaluates_at(s + 1)) {
       ev = evaluate();
       if (ev->stopped) return stop_with_checkpoint(s + 1, " (its evaluation cut short, not recorded)", true);
-      log_eval(*ev, s + 1, false);
-    }
-    if (ev && early_.patience > 0 && early_.record(metric_value(cfg_.run, *ev))) {
-      early_stopped = true;
-      end_step = s + 1;
-      stop_eval = ev;  // the weights the run ends with: the final eval is this one
+      record_eval(*ev, s + 1);
     }
     if (((cfg_.run.save_every > 0 && (s + 1) % cfg_.run.save_every == 0) || save_owed) && s + 1 < total_steps_) {
       save_owed = held_back(s + 1);
@@ -680,7 +679,11 @@ EvalStats Trainer::evaluate() {
   std::vector<OrderedSums> ordered;  // zero.world_invariant: each set's batches' sums, added in the cut's order
   for (const TestSet& t : test_sets_) {
     const std::optional<PairStats> local = evaluate_locally(t.pairs, ordered.emplace_back(0));
-    if (!local) return EvalStats{.stopped = true};  // every rank saw the same vote
+    if (!local) {  // every rank saw the same vote
+      EvalStats cut;
+      cut.stopped = true;
+      return cut;
+    }
     const auto local_sums = local->sums();
     sums.insert(sums.end(), local_sums.begin(), local_sums.end());
   }
