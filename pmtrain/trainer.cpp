@@ -422,8 +422,10 @@ int Trainer::train_loop() {
   if (early_stopped) end_step = start_step_;
   // An evaluation during training (of the starting weights, one owed by the checkpoint resumed from, a periodic
   // one), not cut short: logged, and counted for run.early_stop, which may end training with it.
+  std::optional<std::pair<int64_t, EvalStats>> latest_eval;  // the newest recorded, for a save at its step
   auto record_eval = [&](const EvalStats& ev, int64_t step) {
     log_eval(ev, step, false);
+    latest_eval.emplace(step, ev);
     if (early_.patience > 0 && early_.record(metric_value(cfg_.run, ev))) {
       early_stopped = true;
       end_step = step;
@@ -527,7 +529,11 @@ int Trainer::train_loop() {
            best_metric_name(cfg_.run).c_str(), *early_.best, (long long)early_.evals_since_best,
            (long long)end_step, (long long)total_steps_);
   if (!early_stopped && last < total_steps_) {  // stopped early (run.stop_at): save so a later run can resume
-    if (!held_back(last)) save_checkpoint(last);
+    // Not again when saved already: periodically at this step (with its evaluation), or it is the checkpoint
+    // this run resumed from (a rerun of the same stop_at). A new save carries the step's evaluation, if any
+    // (run.keep_best ranks by it).
+    if (last_saved_step_ != last && !held_back(last))
+      save_checkpoint(last, latest_eval && latest_eval->first == last ? &latest_eval->second : nullptr);
     wait_for_saves(true);
     if (r0) printf("stopped at step %lld of %lld (run.stop_at)\n", (long long)last, (long long)total_steps_);
     return 0;

@@ -98,3 +98,20 @@ bad "early_stop without keep_best" "run.early_stop 2 counts evaluations of run.k
 bad "keep_best without an eval at a save" "run.save_every (2) is not a multiple of run.eval_every (3)" \
   train $RUN --set run.save_every=2 --set run.eval_every=3
 bad "keep_best without test data" "data.test_files and data.test_sets are empty" train $RUN --set "data.test_files=[]"
+
+# run.stop_at under run.keep_best: the stop's checkpoint carries its step's evaluation, and is saved once. At a
+# periodic save's step the stop saved it again without the evaluation (keep_best could no longer rank it); at
+# another step its save lacked it; a rerun of the same stop_at wrote the checkpoint it had resumed from again.
+SA="configs/tiny_cpu.yaml --set run.dir=$TMP/sa --set data.cache_dir=$TMP/cache --set run.steps=4 --set batch.global=8
+  --set run.eval_every=1 --set run.save_every=2 --set run.eval_pairs=24 --set run.keep_best=loss --set run.keep_last=4"
+has_eval() { grep -q '"eval": *{' $TMP/sa/checkpoints/step_$1/manifest.json || fail "step_$1's manifest has no evaluation ($2)"; }
+$MPIRUN -np 2 "$PMTRAIN" train $SA --set run.stop_at=2 > $TMP/sa1.txt 2>&1 || { cat $TMP/sa1.txt; fail "stop_at 2 failed"; }
+[ "$(grep -c '^checkpoint: saved step_2$' $TMP/sa1.txt)" = 1 ] || { cat $TMP/sa1.txt; fail "stop_at 2 at a periodic save: step_2 saved other than once"; }
+has_eval 2 "stop_at at a periodic save"
+$MPIRUN -np 2 "$PMTRAIN" train $SA --set run.stop_at=3 --resume auto > $TMP/sa2.txt 2>&1 || { cat $TMP/sa2.txt; fail "stop_at 3 failed"; }
+has_eval 3 "stop_at between periodic saves"
+sum=$(md5sum < $TMP/sa/checkpoints/step_3/manifest.json)
+$MPIRUN -np 2 "$PMTRAIN" train $SA --set run.stop_at=3 --resume auto > $TMP/sa3.txt 2>&1 || { cat $TMP/sa3.txt; fail "stop_at 3 again failed"; }
+! grep -q '^checkpoint: saved' $TMP/sa3.txt && [ "$(md5sum < $TMP/sa/checkpoints/step_3/manifest.json)" = "$sum" ] \
+  || { cat $TMP/sa3.txt; fail "a rerun of stop_at 3 saved the checkpoint it resumed from again"; }
+echo "stop_at with keep_best: step_2 and step_3 carry their evaluations, saved once; a rerun at the stop saves nothing"
