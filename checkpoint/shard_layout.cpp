@@ -6,17 +6,23 @@
 
 namespace zero::checkpoint {
 
-std::optional<FileLayout> FileLayout::checked(const std::vector<GroupEntry>& groups) {
+std::optional<FileLayout> FileLayout::checked(const std::vector<size_t>& shards) {
   FileLayout L;
-  for (const auto& g : groups) {
+  for (const size_t shard : shards) {
     L.section.push_back(L.bytes);
-    L.shard.push_back(g.shard);
+    L.shard.push_back(shard);
     uint64_t section_bytes = 0;
-    if (__builtin_mul_overflow(uint64_t(g.shard), uint64_t(3 * sizeof(float)), &section_bytes) ||
+    if (__builtin_mul_overflow(uint64_t(shard), uint64_t(3 * sizeof(float)), &section_bytes) ||
         __builtin_add_overflow(L.bytes, section_bytes, &L.bytes))
       return std::nullopt;
   }
   return L;
+}
+
+std::optional<FileLayout> FileLayout::checked(const std::vector<GroupEntry>& groups) {
+  std::vector<size_t> shards;
+  for (const auto& g : groups) shards.push_back(g.shard);
+  return checked(shards);
 }
 
 FileLayout FileLayout::of(const std::vector<GroupEntry>& groups) {
@@ -25,33 +31,35 @@ FileLayout FileLayout::of(const std::vector<GroupEntry>& groups) {
   return std::move(*L);
 }
 
+FileLayout FileLayout::of(const Partition& p) {
+  std::vector<size_t> shards;
+  for (const GroupLayout& g : p.groups) shards.push_back(g.shard);
+  std::optional<FileLayout> L = checked(shards);
+  ZERO_CHECK(L, "a rank file of this partition's {} groups passes 2^64 bytes", p.groups.size());
+  return std::move(*L);
+}
+
 namespace {
 
 // Calls fn(group, first element of the rank slice inside the optimizer shard, shard, byte offset in the file).
 template <class F>
 void for_each_rank_slice(const Engine& e, F&& fn) {
-  const Partition& p = e.partition();
+  const FileLayout L = FileLayout::of(e.partition());
   const size_t rank = size_t(e.rank());
-  uint64_t off = 0;
-  for (int g = 0; g < int(p.groups.size()); ++g) {
+  for (int g = 0; g < int(L.shard.size()); ++g) {
     const OptimizerShard s = e.optimizer_shard(g);
-    const size_t shard = p.groups[g].shard;
+    const size_t shard = L.shard[g];
     const size_t first = rank * shard;  // stage 0 holds the whole padded range: take the rank's part
     ZERO_CHECK(first >= s.begin && first + shard <= s.begin + s.count,
                "group {}: rank slice [{}, {}) outside the optimizer shard [{}, {})", g, first, first + shard, s.begin,
                s.begin + s.count);
-    fn(g, first - s.begin, shard, off);
-    off += 3 * uint64_t(shard) * sizeof(float);
+    fn(g, first - s.begin, shard, L.section[g]);
   }
 }
 
 }  // namespace
 
-uint64_t rank_file_bytes(const Partition& p) {
-  uint64_t n = 0;
-  for (const GroupLayout& g : p.groups) n += 3 * uint64_t(g.shard) * sizeof(float);
-  return n;
-}
+uint64_t rank_file_bytes(const Partition& p) { return FileLayout::of(p).bytes; }
 
 uint64_t rank_file_bytes(const Engine& e) { return rank_file_bytes(e.partition()); }
 

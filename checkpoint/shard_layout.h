@@ -21,11 +21,14 @@ struct FileLayout {
   std::vector<size_t> shard;      // elements per array of each group
   uint64_t bytes = 0;             // file size: 3 x sizeof(float) x the sum of the groups' shards
 
-  // nullopt where the file would pass 2^64 bytes (no model's groups do; a damaged manifest's may):
-  // Manifest::validate holds every listed file size to `bytes` of this.
+  // The one place the layout is computed, from each group's shard. nullopt where the file would pass 2^64
+  // bytes (no model's groups do; a damaged manifest's may): Manifest::validate holds every listed file size
+  // to `bytes` of this.
+  static std::optional<FileLayout> checked(const std::vector<size_t>& shards);
   static std::optional<FileLayout> checked(const std::vector<GroupEntry>& groups);
-  // The layout of a validated manifest's groups (checked() of them, which never fails).
+  // The layout of a validated manifest's groups (checked() of them, which never fails), or of a partition's.
   static FileLayout of(const std::vector<GroupEntry>& groups);
+  static FileLayout of(const Partition& p);
   uint64_t offset(int g, StateArray a, size_t elem) const {
     return section[g] + (uint64_t(a) * shard[g] + elem) * sizeof(float);
   }

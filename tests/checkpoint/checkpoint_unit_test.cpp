@@ -377,7 +377,7 @@ TEST(CheckpointPublish, LatestAndRetention) {
     std::ofstream(p.tmp_dir(step) + "/" + kManifestName) << "{}";
     publish(p, step);
     EXPECT_EQ(*find_latest(run), p.step_dir(step));
-    apply_retention(p, Retention{2, 4}, step);
+    apply_retention(p, Retention{2, 4, {}}, step);
   }
   EXPECT_EQ(list_steps(p), (std::vector<int64_t>{4, 8, 10}));  // the last 2, and every multiple of 4
   // A crash leaves a temp dir: not listed, not `latest`, removed by the next save.
