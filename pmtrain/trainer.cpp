@@ -627,8 +627,11 @@ void Trainer::pay_owed_eval(int64_t step, const EvalStats& ev) {
 }
 
 int Trainer::stop_with_checkpoint(int64_t step, const char* cut, bool eval_owed) {
-  const bool saved = last_saved_step_ == step || !held_back(step);
-  if (last_saved_step_ != step && saved) save_checkpoint(step, nullptr, eval_owed);
+  bool saved = last_saved_step_ == step;  // the checkpoint this run resumed from
+  if (!saved && !held_back(step)) {
+    save_checkpoint(step, nullptr, eval_owed);
+    saved = true;
+  }
   wait_for_saves(true);
   if (info_.rank == 0) {  // the resolved config: the run's --set overrides are in it, the config file alone lacks them
     printf("pmtrain: stopped by %s at step %lld of %lld%s; checkpoint %s; resume with: pmtrain train %s --resume auto\n",
