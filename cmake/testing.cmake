@@ -10,6 +10,10 @@ function(zero_add_unit_test target)
 endfunction()
 
 set(ZERO_MPIRUN ${MPIEXEC_EXECUTABLE} --oversubscribe --allow-run-as-root --bind-to none)
+# The environment of every test that starts ranks (a CMake list for the ENVIRONMENT property): the KEY=VALUE
+# lines of launch/mpi.env, the file launch/mpi_env.sh exports too.
+file(STRINGS ${PROJECT_SOURCE_DIR}/launch/mpi.env ZERO_MPI_TEST_ENV REGEX "^[A-Za-z_][A-Za-z0-9_]*=")
+set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/launch/mpi.env)
 
 function(zero_add_mpi_test target)
   cmake_parse_arguments(T "" "" "RANKS;SOURCES;LIBS;ARGS" ${ARGN})
@@ -18,7 +22,7 @@ function(zero_add_mpi_test target)
   foreach(n ${T_RANKS})
     add_test(NAME ${target}_np${n} COMMAND ${ZERO_MPIRUN} -np ${n} $<TARGET_FILE:${target}> ${T_ARGS})
     set_tests_properties(${target}_np${n} PROPERTIES PROCESSORS ${n} TIMEOUT 600
-      ENVIRONMENT "OMPI_MCA_mpi_yield_when_idle=1;OMP_NUM_THREADS=1;OMPI_MCA_btl_vader_single_copy_mechanism=none")
+      ENVIRONMENT "${ZERO_MPI_TEST_ENV}")
   endforeach()
 endfunction()
 
@@ -27,5 +31,5 @@ endfunction()
 function(zero_add_scrambled_test target ranks)
   add_test(NAME ${target}_scrambled_np${ranks} COMMAND ${ZERO_MPIRUN} -np ${ranks} $<TARGET_FILE:${target}> ${ARGN})
   set_tests_properties(${target}_scrambled_np${ranks} PROPERTIES PROCESSORS ${ranks} TIMEOUT 600
-    ENVIRONMENT "ZERO_TEST_BACKEND=scrambled;OMPI_MCA_mpi_yield_when_idle=1;OMP_NUM_THREADS=1;OMPI_MCA_btl_vader_single_copy_mechanism=none")
+    ENVIRONMENT "ZERO_TEST_BACKEND=scrambled;${ZERO_MPI_TEST_ENV}")
 endfunction()

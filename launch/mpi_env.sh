@@ -1,7 +1,8 @@
-# Source me: Open MPI settings for running as root with more ranks than cores (CI containers).
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_mpi_yield_when_idle=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
-# One math thread per rank: oversubscribed ranks with several threads each crawl.
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+# Source me: the Open MPI settings of launch/mpi.env (running as root, more ranks than cores) exported into
+# this shell. An OMP_NUM_THREADS already set is kept.
+_zero_omp=${OMP_NUM_THREADS:-}
+set -a
+source "$(dirname "${BASH_SOURCE[0]}")/mpi.env"
+set +a
+if [ -n "$_zero_omp" ]; then export OMP_NUM_THREADS=$_zero_omp; fi
+unset _zero_omp

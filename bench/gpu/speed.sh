@@ -24,7 +24,8 @@ OUT=${1:?usage: bench/gpu/speed.sh OUT_DIR}
 mkdir -p "$OUT/cells"
 OUT=$(realpath "$OUT")
 exec > >(tee "$OUT/speed.log") 2>&1
-export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+source launch/mpi_env.sh
+export OMP_NUM_THREADS=1  # whatever the caller set: the ranks' host threads (machine_cores counts the build's)
 BUDGET=${SPEED_BUDGET_S:-480}
 CELL_TIMEOUT=${SPEED_CELL_TIMEOUT_S:-240}
 DRY=${SPEED_DRYRUN:-0}

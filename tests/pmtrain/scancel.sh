@@ -7,7 +7,7 @@ source "$(dirname "$0")/common.sh"
 [ "$(id -u)" = 0 ] || { echo "needs root to start slurmd; skipping"; exit 77; }
 command -v slurmctld >/dev/null || fail "slurm is not installed (launch/setup.sh installs it)"
 bash launch/slurm/up.sh 8 > /dev/null
-export OMPI_MCA_mpi_yield_when_idle=1 OMP_NUM_THREADS=1
+source launch/mpi_env.sh  # the ranks srun starts inherit it
 RUN="--set data.cache_dir=$TMP/cache --set run.steps=12 --set run.log_every=1 --set run.eval_every=0 --set run.save_final=false"
 srun_pm() { timeout 300 srun -n 2 --mpi=pmix -J "$1" "$PMTRAIN" train configs/tiny_cpu.yaml $RUN "${@:2}"; }
 srun_pm zero_ref --set run.dir=$TMP/ref > $TMP/ref.log 2>&1 || { cat $TMP/ref.log; fail "uncancelled job failed"; }

@@ -5,7 +5,7 @@ source "$(dirname "$0")/common.sh"
 [ "$(id -u)" = 0 ] || { echo "needs root to start slurmd; skipping"; exit 77; }
 command -v slurmctld >/dev/null || fail "slurm is not installed (launch/setup.sh installs it)"
 bash launch/slurm/up.sh 8
-export OMPI_MCA_mpi_yield_when_idle=1 OMP_NUM_THREADS=1
+source launch/mpi_env.sh  # the ranks srun starts inherit it
 timeout 600 srun -n 8 --mpi=pmix "$PMTRAIN" train configs/tiny_cpu.yaml --set run.dir=$TMP/run \
   --set data.cache_dir=$TMP/cache --set run.steps=2 --set batch.micro=1 --set run.eval_every=0 \
   --set data.test_files=[] > $TMP/out.txt 2>&1 || { cat $TMP/out.txt; tail -20 /var/log/slurm/slurmd.log; fail "srun failed"; }
