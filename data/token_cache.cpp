@@ -5,10 +5,14 @@
 //             writes it; n_margins is 0 or the pair count)
 #include "data/token_cache.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
@@ -170,7 +174,12 @@ void save_dataset_cache(const std::string& path, uint64_t key, const PairDataset
 
   const auto parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
-  const std::string tmp = path + ".tmp";
+  // A temporary of this writer's own: runs that share data.cache_dir (a sweep's jobs, two runs started
+  // together) may write the same cache at once, and one's rename must not take the other's half-written file.
+  static std::atomic<uint64_t> writes{0};
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const std::string tmp = fmt::format("{}.tmp.{}.{}.{}", path, host, ::getpid(), writes++);
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     ZERO_REQUIRE(f.good(), InputError, "{}: cannot write the token cache", tmp);

@@ -20,7 +20,8 @@ uint64_t dataset_cache_key(const DataConfig& config, const std::string& tokenize
 
 // Loads `path` if it holds `key` and passes its checksum; otherwise reports why (status) and returns false.
 bool load_dataset_cache(const std::string& path, uint64_t key, PairDataset& out, CacheStatus& status);
-// Writes atomically (temporary file, then rename).
+// Writes atomically (a temporary file of this writer's own, then rename): writers of one path at once, in
+// threads or processes, each publish a whole file and the last rename wins.
 void save_dataset_cache(const std::string& path, uint64_t key, const PairDataset& data);
 
 // The cache in front of build_pair_dataset: hit -> load, else build, save and report the reason.

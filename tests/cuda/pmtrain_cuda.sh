@@ -71,11 +71,16 @@ close() {
     END { printf "%s: %d values, max relative difference %.3e (bound %g)\n", what, n, w, tol; exit !(n > 0 && bad == 0) }' \
     || fail "$4: beyond $3"
 }
+# beside PID: waits for the run started with `train ... &` (PID), failing if it failed (its own FAIL line is above).
+# Independent 1-rank runs go two at a time: a rank uses one core (the emulator's fibers share one OS thread), and
+# CI has two; a GPU holds both.
+beside() { wait "$1" || fail "the run beside this one failed"; }
 same_lines() { [ "$(wc -l < "$1")" = "$(wc -l < "$2")" ] || fail "$3: $(wc -l < "$1") vs $(wc -l < "$2") values"; }
 
 # 1. CPU vs CUDA at 1 rank (fp32).
-train 1 cpu1 --set backend=cpu --set zero.param_dtype=fp32 --set run.save_final=false
+train 1 cpu1 --set backend=cpu --set zero.param_dtype=fp32 --set run.save_final=false &
 train 1 gpu1 --set backend=$GPU --set zero.param_dtype=fp32 --set run.save_final=false
+beside $!
 ! on_gpu || grep -q "pmtrain: backend cuda" $TMP/gpu1.txt || { head -20 $TMP/gpu1.txt; fail "gpu1 did not run on the cuda backend"; }
 json_field $TMP/cpu1/metrics.jsonl train loss > $TMP/cpu1.loss
 json_field $TMP/gpu1/metrics.jsonl train loss > $TMP/gpu1.loss
@@ -110,13 +115,17 @@ refused() {
   echo "ok: $name: $(grep -F -- "$want" $TMP/refused.txt | head -1 | cut -c1-240)"
 }
 if on_gpu; then
+  if [[ "${ZERO_PMTRAIN_CUDA_BACKEND:-}" == *emulated* ]]; then  # the emulator's device: as small as we like
+    ZERO_EMULATED_DEVICE_GIB=1.5 train 1 small1 --set backend=cuda --set zero.param_dtype=fp32 --set run.steps=1 \
+      --set run.save_final=false &
+    small1=$!
+  fi
   refused "Qwen3-8B in fp32 on one GPU" "the GPU cannot hold the run: per rank on its GPU" \
     $MPIRUN -np 1 "$PMTRAIN" train $BASE --set run.dir=$TMP/big --set backend=cuda --set model.preset=qwen3-8b \
     --set zero.param_dtype=fp32 --set zero.stage=0 --set run.save_final=false
   grep -q "1 ranks on GPU 0 of rank 0" $TMP/refused.txt || { cat $TMP/refused.txt; fail "the refusal does not name the GPU"; }
-  if [[ "${ZERO_PMTRAIN_CUDA_BACKEND:-}" == *emulated* ]]; then  # the emulator's device: as small as we like
-    ZERO_EMULATED_DEVICE_GIB=1.5 train 1 small1 --set backend=cuda --set zero.param_dtype=fp32 --set run.steps=1 \
-      --set run.save_final=false
+  if [[ "${ZERO_PMTRAIN_CUDA_BACKEND:-}" == *emulated* ]]; then  # one rank fits a 1.5 GiB device (above), two do not
+    beside $small1
     ZERO_EMULATED_DEVICE_GIB=1.5 refused "two ranks on a 1.5 GiB GPU" \
       "2 ranks on GPU 0 of rank 0 (zero SIMT emulator (host, not a GPU): 1.50 GiB, 1.50 GiB free) need" \
       $MPIRUN -np 2 "$PMTRAIN" train $BASE --set run.dir=$TMP/small2 --set backend=cuda --set zero.param_dtype=fp32
@@ -124,14 +133,18 @@ if on_gpu; then
 fi
 
 # 1d. The optimizer offloaded to the host: the host's AdamW (core/math's, as the kernel's) gives the same bits.
-train 1 gpuoff1 --set backend=$GPU --set zero.param_dtype=fp32 --set run.save_final=false --set zero.offload=optimizer
+# (2's first half runs beside it)
+train 1 gpuoff1 --set backend=$GPU --set zero.param_dtype=fp32 --set run.save_final=false --set zero.offload=optimizer &
+train 1 cut1 --set backend=$GPU --set zero.param_dtype=fp32 --set run.stop_at=2
+beside $!
 diff <(fields gpu1) <(fields gpuoff1) || fail "1 rank: the offloaded optimizer's run differs from the one on the device"
 echo "1 rank: zero.offload optimizer = the optimizer on the device, bit for bit ($(fields gpuoff1 | tail -1))"
 
-# 2. Resume at 1 rank, bit-exact.
-train 1 cut1 --set backend=$GPU --set zero.param_dtype=fp32 --set run.stop_at=2
+# 2. Resume at 1 rank, bit-exact (the run stopped at step 2 ran beside 1d; 5's bf16 run goes beside the resume).
 grep -q "stopped at step 2 of 4" $TMP/cut1.txt || fail "cut1: no early stop"
+train 1 bf16 --set backend=$GPU --set zero.param_dtype=bf16 --set run.save_final=false &
 train 1 cut1 --set backend=$GPU --set zero.param_dtype=fp32 --set run.resume=auto
+beside $!
 grep -q "resumed from .*step_2: step 2" $TMP/cut1.txt || { tail -30 $TMP/cut1.txt; fail "cut1 did not resume"; }
 diff <(fields gpu1) <(fields cut1) || fail "1 rank: resumed run differs from the uninterrupted one"
 echo "1 rank: resume bit-exact ($(fields cut1 | tail -1))"
@@ -167,8 +180,11 @@ fi
 echo "broken checkpoint on 2 ranks: $(grep -m1 "error: rank 1" $TMP/bad2.txt | cut -c1-160)"
 
 # 4. Reshard: 2 ranks stage 3 -> 1 rank stage 2.
+WI="--set backend=$GPU --set zero.param_dtype=bf16 --set zero.world_invariant=true"  # 4b's runs (4b's first beside 4's)
 train 2 re --set backend=$GPU --set zero.param_dtype=fp32 --set zero.stage=3 --set run.stop_at=2
+train 1 wi1 $WI --set zero.stage=2 &
 train 1 re --set backend=$GPU --set zero.param_dtype=fp32 --set zero.stage=2 --set run.resume=auto --set run.save_final=false
+beside $!
 grep -q "resharded" $TMP/re.txt || { tail -30 $TMP/re.txt; fail "reshard: not resharded"; }
 diff <(json_field $TMP/gpu1/metrics.jsonl train pair_id_sum) <(json_field $TMP/re/metrics.jsonl train pair_id_sum) \
   || fail "reshard: the pairs per step differ (a pair repeated or skipped)"
@@ -178,11 +194,9 @@ close $TMP/gpu1.loss $TMP/re.loss 1e-4 "reshard 2 ranks stage 3 -> 1 rank stage 
 # 4b. zero.world_invariant in bf16 (fixed-point gradient sums, micro-batches cut from the whole step): 1 rank at
 # stage 2 and 2 ranks at stage 3 give the same grad norms, pairs and final weights, bit for bit; a 2-rank
 # run stopped at step 2 and resumed on 1 rank continues as the uninterrupted 1-rank run.
-WI="--set backend=$GPU --set zero.param_dtype=bf16 --set zero.world_invariant=true"
 weights() { "$PMTRAIN" export $TMP/$1 --to $TMP/hf_$1 --dtype fp32 > /dev/null || fail "export of $1"; cat $TMP/hf_$1/model.safetensors; }
 # grad norm and pair ids (the logged loss is an fp64 sum of the ranks' sums: its last bits follow the world size)
 wfields() { paste -d' ' <(json_field $TMP/$1/metrics.jsonl train grad_norm) <(json_field $TMP/$1/metrics.jsonl train pair_id_sum); }
-train 1 wi1 $WI --set zero.stage=2
 train 2 wi2 $WI --set zero.stage=3
 diff <(wfields wi1) <(wfields wi2) || fail "world_invariant: 2 ranks differ from 1 rank"
 cmp -s <(weights wi1) <(weights wi2) || fail "world_invariant: the final weights at 2 ranks differ from 1 rank's"
@@ -193,8 +207,7 @@ diff <(wfields wi1) <(wfields wicut) || fail "world_invariant: resumed on 1 rank
 cmp -s <(weights wi1) <(weights wicut) || fail "world_invariant: resumed on 1 rank, the final weights differ"
 echo "world_invariant bf16 on cuda: 1 rank = 2 ranks = 2 ranks resumed on 1, bit for bit ($(wfields wi1 | tail -1))"
 
-# 5. bf16 mode trains.
-train 1 bf16 --set backend=$GPU --set zero.param_dtype=bf16 --set run.save_final=false
+# 5. bf16 mode trains (the run went beside 2's resume).
 ! on_gpu || grep -q "bf16 activations" $TMP/bf16.txt || { head -20 $TMP/bf16.txt; fail "bf16 run is not in bf16 mode"; }
 json_field $TMP/bf16/metrics.jsonl train loss > $TMP/bf16.loss
 close $TMP/gpu1.loss $TMP/bf16.loss 5e-2 "bf16 mode vs fp32 mode on cuda, per-step loss"

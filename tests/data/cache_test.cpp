@@ -1,6 +1,11 @@
 // Tokenized cache: second run is a hit with identical contents; a changed config or data file is
 // stale, a flipped byte or a cut file is corrupt; both are rebuilt, never trusted.
 #include "data/token_cache.h"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
 #include "data/tokenizer.h"
 #include "test_util.h"
 
@@ -84,6 +89,38 @@ TEST(TokenCache, HitStaleAndCorrupt) {
   DataConfig chat = cfg;
   chat.reader.mode = TextMode::Chat;
   EXPECT_NE(dataset_cache_key(chat, test::tokenizer_json()), k2);
+}
+
+// Two runs sharing data.cache_dir start together and both write the cache: each save publishes a whole file
+// (a shared temporary name let one rename the other's half-written file, and the other's rename then threw).
+TEST(TokenCache, WritersAtOnceEachPublishAWholeFile) {
+  TempDir dir;
+  DataConfig cfg;
+  cfg.files = {test::hh_test()};
+  cfg.max_len = 256;
+  const PairDataset ds = build_pair_dataset(cfg, qwen());
+  const std::string cache = dir.file("cache/test.bin");
+  std::atomic<int> failures{0};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 2; ++w)
+    writers.emplace_back([&] {
+      for (int i = 0; i < 40; ++i) {
+        try {
+          save_dataset_cache(cache, 42, ds);
+        } catch (const std::exception& e) {
+          if (failures++ == 0) ADD_FAILURE() << e.what();
+        }
+      }
+    });
+  for (auto& t : writers) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  PairDataset loaded;
+  CacheStatus st = CacheStatus::Missing;
+  ASSERT_TRUE(load_dataset_cache(cache, 42, loaded, st));
+  expect_same(loaded, ds);
+  int left = 0;  // no temporary left behind
+  for (const auto& e : std::filesystem::directory_iterator(dir.file("cache"))) left += e.path() != cache;
+  EXPECT_EQ(left, 0);
 }
 
 TEST(TokenCache, GarbageFileIsCorruptNotACrash) {
