@@ -266,9 +266,13 @@ std::vector<int64_t> gemm_token_counts(const DeviceOps& ops) {
   return {512, 2048, 8192, 32768};
 }
 
+// time_scale: each measurement's seconds as a share of its usual (1, or kQuickTimeScale under --quick).
 ComputeProfile measure_compute(DeviceOps& ops, TrackingAllocator& alloc, model::ModelOps& mo,
-                               const std::vector<std::pair<int64_t, int64_t>>& shapes) {
+                               const std::vector<std::pair<int64_t, int64_t>>& shapes, double time_scale) {
   const Sizes z = sizes_for(ops);
+  auto timed = [&](double seconds, auto&& f, auto&&... before) {  // seconds per call, over time_scale x seconds
+    return time_reps(ops, z, seconds * time_scale, f, before...);
+  };
   ComputeProfile p;
   p.assumed = false;
   p.device = ops.host_addressable() ? "cpu" : "gpu";
@@ -281,7 +285,7 @@ ComputeProfile measure_compute(DeviceOps& ops, TrackingAllocator& alloc, model::
     const Buffer x = filled_buffer(alloc, ops, size_t(T * K), t), w = filled_buffer(alloc, ops, size_t(N * K), t);
     const Buffer y(alloc, size_t(T * N), t, MemCategory::Other);
     const model::TensorRef xr(x.data(), t, {T, K}), wr(w.data(), t, {N, K}), yr(y.data(), t, {T, N});
-    p.gemm_flops = 2.0 * double(T) * double(K) * double(N) / time_reps(ops, z, 2.0, [&] { mo.linear_forward(xr, wr, yr); });
+    p.gemm_flops = 2.0 * double(T) * double(K) * double(N) / timed(2.0, [&] { mo.linear_forward(xr, wr, yr); });
   }
   CacheEvictor evict(ops.host_addressable());
   for (const auto& [in, out] : shapes)  // the config's own projections, by token count, from cold caches
@@ -296,9 +300,9 @@ ComputeProfile measure_compute(DeviceOps& ops, TrackingAllocator& alloc, model::
           dxr(dx.data(), t, {tokens, in}), dwr(dw.data(), t, {out, in});
       const double flops = 2.0 * double(tokens) * double(in) * double(out);
       p.gemm_rates.push_back({tokens, in, out,
-                              {flops / time_reps(ops, z, 0.2, [&] { mo.linear_forward(xr, wr, yr); }, evict),
-                               flops / time_reps(ops, z, 0.2, [&] { mo.linear_input_grad(yr, wr, dxr, false); }, evict),
-                               flops / time_reps(ops, z, 0.2, [&] { mo.linear_weight_grad(xr, yr, dwr); }, evict)}});
+                              {flops / timed(0.2, [&] { mo.linear_forward(xr, wr, yr); }, evict),
+                               flops / timed(0.2, [&] { mo.linear_input_grad(yr, wr, dxr, false); }, evict),
+                               flops / timed(0.2, [&] { mo.linear_weight_grad(xr, yr, dwr); }, evict)}});
     }
   {  // Attention: the model's forward and backward (model.attention's kind) over sequences of Qwen3 head shapes
      // (CPU: 4 x 256 tokens, 8 query and 4 kv heads of 64; GPU: 2 x 2048 tokens, Qwen3-4B's 32 and 8 heads of
@@ -314,7 +318,7 @@ ComputeProfile measure_compute(DeviceOps& ops, TrackingAllocator& alloc, model::
     const Buffer q = act(qw), k = act(kw), v = act(kw), o = act(qw), d_o = act(qw), dq = act(qw), dk = act(kw),
                  dv = act(kw), lse = filled_buffer(alloc, ops, size_t(rows * s.heads), DType::F32);
     auto ref = [&](const Buffer& b, int64_t width, DType dt) { return model::TensorRef(b.data(), dt, {rows, width}); };
-    const double secs = time_reps(ops, z, 2.0, [&] {
+    const double secs = timed(2.0, [&] {
       mo.attention_forward(ref(q, qw, t), ref(k, kw, t), ref(v, kw, t), s, ref(o, qw, t), ref(lse, s.heads, DType::F32));
       mo.attention_backward(ref(q, qw, t), ref(k, kw, t), ref(v, kw, t), ref(o, qw, t), ref(d_o, qw, t),
                             ref(lse, s.heads, DType::F32), s, ref(dq, qw, t), ref(dk, kw, t), ref(dv, kw, t));
@@ -343,11 +347,11 @@ ComputeProfile measure_compute(DeviceOps& ops, TrackingAllocator& alloc, model::
     const Buffer w = filled_buffer(alloc, ops, size_t(H), t), rstd(alloc, size_t(R), DType::F32, MemCategory::Other);
     const model::TensorRef gr(g.data(), t, {R, H}), ur(u.data(), t, {R, H}), outr(out.data(), t, {R, H}),
         dgr(dg.data(), t, {R, H}), dur(du.data(), t, {R, H}), wr(w.data(), t, {H}), rr(rstd.data(), DType::F32, {R});
-    const double t_add = time_reps(ops, z, 1.0, [&] { mo.add(ar, br, cr); });
-    const double t_norm = time_reps(ops, z, 1.0, [&] { mo.rmsnorm_forward(ar, wr, 1e-6f, outr, rr); });
+    const double t_add = timed(1.0, [&] { mo.add(ar, br, cr); });
+    const double t_norm = timed(1.0, [&] { mo.rmsnorm_forward(ar, wr, 1e-6f, outr, rr); });
     p.elementwise_bytes = (12.0 + 4.0 + tb) * double(m) / (t_add + t_norm);
-    p.swiglu_forward_elements = double(m) / time_reps(ops, z, 1.0, [&] { mo.swiglu_forward(gr, ur, outr); });
-    p.swiglu_backward_elements = double(m) / time_reps(ops, z, 1.0, [&] { mo.swiglu_backward(gr, ur, outr, dgr, dur); });
+    p.swiglu_forward_elements = double(m) / timed(1.0, [&] { mo.swiglu_forward(gr, ur, outr); });
+    p.swiglu_backward_elements = double(m) / timed(1.0, [&] { mo.swiglu_backward(gr, ur, outr, dgr, dur); });
   }
   // The engine's AdamW step over a shard of m elements (param, grad, m, v: square roots and divisions make it
   // slower than memory on a CPU core).
@@ -356,7 +360,7 @@ ComputeProfile measure_compute(DeviceOps& ops, TrackingAllocator& alloc, model::
   ops.zero(v.data(), DType::F32, m);
   const optim::AdamWConfig cfg;
   int64_t step = 0;
-  p.adamw_elements = double(m) / time_reps(ops, z, 1.0, [&] {
+  p.adamw_elements = double(m) / timed(1.0, [&] {
                        ops.adamw(a.as<float>(), b.data(), DType::F32, c.as<float>(), v.as<float>(), m, cfg, 1e-5f,
                                  ++step, true, 1.0f);
                      });
@@ -431,12 +435,13 @@ int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi) {
   // With a config: its model's projection shapes too (the planner prices each GEMM at its own shape's rate).
   const std::vector<std::pair<int64_t, int64_t>> shapes =
       a.config_path.empty() ? std::vector<std::pair<int64_t, int64_t>>{} : projection_shapes(resolve_model_config(cfg.model, 1));
-  ComputeProfile p = measure_compute(*parts.ops, *parts.alloc, mo, shapes);
+  ComputeProfile p = measure_compute(*parts.ops, *parts.alloc, mo, shapes, a.quick ? kQuickTimeScale : 1.0);
   p.threads = threads;
   char host[256] = "this machine";
   gethostname(host, sizeof host - 1);
   p.source = p.device == "cpu" ? fmt::format("measured on {} ({} thread{})", host, threads, threads == 1 ? "" : "s")
                                : fmt::format("measured on {} ({})", host, parts.description);
+  if (a.quick) p.source += ", --quick";  // the plan names its profile's source: a rough one says so
   if (!a.out.empty() && std::filesystem::exists(a.out)) {  // keep the other world sizes' rates of this device
     try {
       const ComputeProfile old = load_profile(a.out);

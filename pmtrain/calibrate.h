@@ -88,7 +88,11 @@ struct CalibrateArgs {
   std::vector<std::string> overrides;  // --set KEY=VALUE
   std::string out;                     // empty: print only
   int threads = 0;                     // math threads per rank; 0: the config's `threads`
+  bool quick = false;                  // --quick: each rate timed over kQuickTimeScale of its usual time
 };
+// --quick's share of each measurement's time: a rough profile (a plan's shape, a script's plumbing) in a
+// tenth of the seconds, each rate the best of fewer calls.
+inline constexpr double kQuickTimeScale = 0.1;
 // Measures the backend a config runs on (`backend`, `zero.param_dtype`, `threads`) through the ops a
 // training step runs, so one measurement serves both backends: GEMMs as the model's linear forward at a
 // projection's shape, element-wise speed as the model's residual add and RMSNorm, SwiGLU forward and

@@ -245,6 +245,8 @@ std::optional<int> parse_command_line(int argc, char** argv, bool speak, Command
                                                       "the config's `threads`")
       ->check(at_least(1))
       ->type_name("N");
+  cal->add_flag("--quick", out.calibrate.quick, "a rough profile in a tenth of the time (each rate timed over fewer "
+                                                "calls): for trying a plan, not for choosing a cluster's shape");
   cal->footer("Examples:\n  pmtrain calibrate --out cpu_profile.json && pmtrain plan configs/tiny_cpu.yaml --profile cpu_profile.json\n"
               "  pmtrain calibrate configs/qwen3_4b_bs128.yaml --out h100.json   (on a GPU node: cuBLASLt bf16, NCCL)\n"
               "  mpirun -np 8 pmtrain calibrate configs/qwen3_4b_bs128.yaml --out h100.json   (adds NCCL at 8 ranks)");

@@ -119,8 +119,10 @@ theirs() {  # theirs SHAPE CKPT COMPILE
 }
 
 # The planner's profile of this device (pmtrain calibrate: the model's GEMM, element-wise and AdamW speed
-# through the backend, a few seconds), for the planner-beside-measurement table at the end.
-"$PMTRAIN" calibrate "$(config_of "${SHAPES[0]}")" --set backend=$BACKEND --out "$OUT/profile.json" > "$OUT/calibrate.txt" 2>&1 \
+# through the backend, a few seconds; a dry run's --quick takes a tenth), for the planner-beside-measurement
+# table at the end.
+QUICK=(); [ "$DRY" = 1 ] && QUICK=(--quick)
+"$PMTRAIN" calibrate "$(config_of "${SHAPES[0]}")" "${QUICK[@]}" --set backend=$BACKEND --out "$OUT/profile.json" > "$OUT/calibrate.txt" 2>&1 \
   || echo "calibrate failed: $(tail -1 "$OUT/calibrate.txt")"
 cat "$OUT/calibrate.txt"
 

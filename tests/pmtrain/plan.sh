@@ -172,8 +172,9 @@ awk -v want="${peak% MiB}" '{ got = $19 + 0; d = got - want; if ($20 != "MiB" ||
 ! grep -q "with batch.micro_tokens=" $TMP/budget2.txt || fail "budget advice repeated under a budget"
 echo "ok: token-budget advice: $advice"
 
-# calibrate: a profile the planner reads and names as measured.
-"$PMTRAIN" calibrate --out $TMP/prof.json > /dev/null
+# calibrate: a profile the planner reads and names as measured (--quick here: a tenth of the time, as it says).
+"$PMTRAIN" calibrate --quick --out $TMP/prof.json > $TMP/cal1.txt || { cat $TMP/cal1.txt; fail "calibrate --quick"; }
+grep -q "^calibrate: measured on .*, --quick$" $TMP/cal1.txt || { cat $TMP/cal1.txt; fail "calibrate --quick: the profile does not say it is rough"; }
 python3 -c "import json,sys; p=json.load(open('$TMP/prof.json')); assert p['gemm_flops'] > 1e8 and p['elementwise_bytes'] > 1e8 and p['attention_flops'] > 1e7 and not p['assumed'], p"
 "$PMTRAIN" plan configs/tiny_cpu.yaml --world 2 --profile $TMP/prof.json | grep -q "compute measured on" || fail "plan --profile: not used"
 # Attention is priced at its measured rate: a profile whose attention runs at the GEMMs' rate plans what one
@@ -190,7 +191,7 @@ python3 -c "same, none, slow = $(compute_s $TMP/prof_same.json), $(compute_s $TM
 assert abs(same / none - 1) < 1e-12 and slow > same * 1.01, (same, none, slow)" || fail "plan: attention not priced at its rate"
 # Under mpirun calibrate measures the collectives at that world size and keeps the 1-rank ones already in the
 # file; the plan then takes a CPU cell's comm time from them: doubling every rate halves it.
-$MPIRUN -np 2 "$PMTRAIN" calibrate --out $TMP/prof.json > $TMP/cal2.txt || { cat $TMP/cal2.txt; fail "calibrate under mpirun"; }
+$MPIRUN -np 2 "$PMTRAIN" calibrate --quick --out $TMP/prof.json > $TMP/cal2.txt || { cat $TMP/cal2.txt; fail "calibrate under mpirun"; }
 python3 - $TMP/prof.json <<'PY2' || fail "calibrate: collective rates"
 import json, sys
 c = json.load(open(sys.argv[1]))["collective_elements_per_s"]
@@ -216,7 +217,7 @@ bad "calibrate: unknown key" "backendd" calibrate --set backendd=cuda
 # twice it at 256 price a 768-token micro-batch (micro 1, max_len 384) at the rate log-interpolated between
 # them, against the one rate everywhere without gemm_rates; a weight gradient at half the rate costs a third more.
 SHAPE="--set model.hidden_size=128 --set model.intermediate_size=384 --set model.num_heads=4 --set model.num_kv_heads=2 --set model.head_dim=32"
-"$PMTRAIN" calibrate configs/tiny_cpu.yaml --set threads=1 $SHAPE --out $TMP/prof_shapes.json > $TMP/cal_shapes.txt \
+"$PMTRAIN" calibrate configs/tiny_cpu.yaml --quick --set threads=1 $SHAPE --out $TMP/prof_shapes.json > $TMP/cal_shapes.txt \
   || { cat $TMP/cal_shapes.txt; fail "calibrate CONFIG"; }
 grep -q "linear forward, 1024 tokens x 1024 -> 1024, fp32" $TMP/cal_shapes.txt || { cat $TMP/cal_shapes.txt; fail "calibrate CONFIG: GEMM line"; }
 grep -q "GEMM 128 -> 768 (the config's projection), GFLOP/s forward / input grad / weight grad by tokens: 256: " $TMP/cal_shapes.txt || { cat $TMP/cal_shapes.txt; fail "calibrate CONFIG: projection lines"; }
