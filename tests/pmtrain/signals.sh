@@ -70,11 +70,12 @@ set +e; $MPIRUN -np 2 "$PMTRAIN" train $TMP/run/config.resolved.yaml > $TMP/agai
 echo "ok: a fresh run in a used run.dir is refused before the data; run.start_over replaces the earlier run's checkpoints and metrics, once"
 # Ctrl-C under mpirun: Open MPI's mpirun sends SIGCONT, waits odls_base_sigkill_timeout seconds, sends
 # SIGTERM, waits as long again, then SIGKILL (the default 1 s is too short to finish the step and save
-# on a loaded machine; README: give it 10 s). The run is long enough to still be going when the SIGTERM
-# arrives; the resumed run stops at two steps past the checkpoint and is compared with an uninterrupted
-# run cut at the same step.
+# on a loaded machine; README: give it 10 s; this model saves in well under a second, so 4 s here: the steps
+# run in the first wait are steps the reference run below must run too). The run is long enough to still be
+# going when the SIGTERM arrives; the resumed run stops at two steps past the checkpoint and is compared with
+# an uninterrupted run cut at the same step.
 LONG="--set data.cache_dir=$TMP/cache --set run.steps=2000 --set run.log_every=1 --set run.eval_every=0 --set run.save_final=false"
-OMPI_MCA_odls_base_sigkill_timeout=10 $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $LONG --set run.dir=$TMP/int \
+OMPI_MCA_odls_base_sigkill_timeout=4 $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $LONG --set run.dir=$TMP/int \
   > $TMP/int.log 2>&1 &
 launcher=$!
 for _ in $(seq 1200); do grep -q "^step 3/2000" $TMP/int.log && break; sleep 0.1; done
@@ -111,13 +112,13 @@ set +e; wait $early; rc=$?; set -e
 grep -q "^pmtrain: stopped by SIGTERM at step 1 of 12" $TMP/early.log || { cat $TMP/early.log; fail "SIGTERM during start-up: no stop line"; }
 echo "ok: SIGTERM during start-up: stopped after step 1 with a checkpoint, exit 75"
 
-# SIGTERM during an evaluation (a long one: the 2091 training pairs as the test set): the ranks stop within an
-# evaluation batch instead of finishing it, past the grace before SIGKILL; the checkpoint of that step is saved
-# and exit 75. The resumed run first runs the evaluation the stop cut, so its record, run.keep_best's ranking
+# SIGTERM during an evaluation (a long one: 1200 of the training pairs as the test set, about 2 s at 2 ranks
+# here): the ranks stop within an evaluation batch instead of finishing it, past the grace before SIGKILL; the
+# checkpoint of that step is saved and exit 75. The resumed run first runs the evaluation the stop cut, so its record, run.keep_best's ranking
 # and the checkpoint's own evaluation are the uninterrupted run's.
 # (a) The final evaluation: training is complete, the resumed run only evaluates, once, and step_2 gets it.
 EVAL="--set data.cache_dir=$TMP/cache --set run.steps=2 --set run.log_every=1 --set run.eval_every=0 --set run.save_final=false"
-EVAL="$EVAL --set data.test_files=[data/assets/hh-rlhf/harmless-base/train.jsonl.gz] --set run.keep_best=loss"
+EVAL="$EVAL --set data.test_files=[data/assets/hh-rlhf/harmless-base/train.jsonl.gz] --set run.eval_pairs=1200 --set run.keep_best=loss"
 # evals METRICS: "step loss" of each evaluation record
 evals() { grep '"type":"eval"' $1 | sed -E 's/.*"loss":([^,]+).*"step":([0-9]+).*/\2 \1/'; }
 stop_after() {  # stop_after LINE LOG ARGS...: train, SIGTERM to the ranks once LINE is printed; exit code 75 expected
@@ -139,7 +140,7 @@ $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $EVAL --set run.dir=$TMP/fe
   > $TMP/feval2.log 2>&1 || { cat $TMP/feval2.log; fail "resume after a stop in the final evaluation failed"; }
 grep -q "^pmtrain: run.start_over is ignored: this run resumes (run.resume auto), and removes nothing" $TMP/feval2.log \
   && grep -q "resumed from .*step_2" $TMP/feval2.log || { cat $TMP/feval2.log; fail "run.start_over with --resume: not resumed, or no word"; }
-grep -q "^final eval | .* | 2091 pairs" $TMP/feval2.log || { cat $TMP/feval2.log; fail "the resumed run did not evaluate"; }
+grep -q "^final eval | .* | 1200 pairs" $TMP/feval2.log || { cat $TMP/feval2.log; fail "the resumed run did not evaluate"; }
 grep -q "^done: 2 steps; this run resumed at the end" $TMP/feval2.log || { cat $TMP/feval2.log; fail "the resumed run's last line"; }
 [ "$(grep -c '"type":"eval"' $TMP/feval/metrics.jsonl)" -eq 1 ] || fail "metrics.jsonl should hold one evaluation"
 grep -q '"eval": {' $TMP/feval/checkpoints/step_2/manifest.json && ! grep -q eval_owed $TMP/feval/checkpoints/step_2/manifest.json \
