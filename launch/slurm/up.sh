@@ -14,7 +14,9 @@ if [ ! -s /etc/munge/munge.key ]; then
 fi
 chown munge:munge /etc/munge/munge.key && chmod 0400 /etc/munge/munge.key
 install -d -o munge -g munge -m 0755 /run/munge
+fresh_munge=0
 if ! (munge -n | unmunge) >/dev/null 2>&1; then
+  fresh_munge=1
   runuser -u munge -- /usr/sbin/munged --force
   for _ in $(seq 50); do (munge -n | unmunge) >/dev/null 2>&1 && break; sleep 0.1; done
 fi
@@ -51,17 +53,27 @@ NodeName=${NODE} NodeAddr=127.0.0.1 CPUs=${CPUS} State=UNKNOWN
 PartitionName=ci Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
 )
-if [ "$(cat /etc/slurm/slurm.conf 2>/dev/null)" != "$conf" ]; then
-  echo "$conf" > /etc/slurm/slurm.conf
-  if running /run/slurmctld.pid || running /run/slurmd.pid; then  # restart on a changed config
-    scontrol shutdown >/dev/null 2>&1 || true
-    for _ in $(seq 100); do running /run/slurmctld.pid || running /run/slurmd.pid || break; sleep 0.1; done
-  fi
-fi
-running /run/slurmctld.pid || slurmctld -c   # -c: forget saved state (old jobs, drained nodes)
-running /run/slurmd.pid || slurmd
+# Daemons left running are restarted on a changed config, after munge had died under them, or when they hold
+# the node down (it stopped answering once: the controller would wait minutes before asking again).
+stop_slurm() {
+  scontrol shutdown >/dev/null 2>&1 || true
+  for _ in $(seq 100); do running /run/slurmctld.pid || running /run/slurmd.pid || break; sleep 0.1; done
+  for p in /run/slurmd.pid /run/slurmctld.pid; do running $p && kill "$(cat $p)"; done  # no RPC without munge
+  for _ in $(seq 100); do running /run/slurmctld.pid || running /run/slurmd.pid || break; sleep 0.1; done
+  return 0
+}
+start_slurm() {
+  running /run/slurmctld.pid || slurmctld -c   # -c: forget saved state (old jobs, drained nodes)
+  running /run/slurmd.pid || slurmd
+}
+node_state() { sinfo -h -n "$NODE" -o '%T' 2>/dev/null || true; }
+changed=0
+if [ "$(cat /etc/slurm/slurm.conf 2>/dev/null)" != "$conf" ]; then echo "$conf" > /etc/slurm/slurm.conf; changed=1; fi
+if [ $changed = 1 ] || [ $fresh_munge = 1 ]; then stop_slurm; fi
+case "$(node_state)" in down*|drain*|fail*) stop_slurm;; esac
+start_slurm
 for _ in $(seq 300); do
-  state=$(sinfo -h -n "$NODE" -o '%T' 2>/dev/null || true)
+  state=$(node_state)
   case "$state" in idle*|mixed*|allocated*) echo "slurm: node $NODE $state, $CPUS CPUs"; exit 0;; esac
   sleep 0.2
 done
