@@ -21,7 +21,7 @@ BufferPlan plan_buffers(const EngineConfig& cfg, const Partition& part) {
   // Chunks never exceed a bucket, so a group larger than a bucket needs no full-size send buffer; but a
   // split group's piece goes out whole, and a piece is at least kShardAlign a rank.
   b.chunk = std::max(std::min(part.max_bucket_padded / W, std::max<size_t>(1, cfg.bucket_elements / W)), part.max_piece);
-  if (cfg.stage == 3) {
+  if (cfg.stage == 3 && !gathers_in_place(part)) {
     b.ring_slots = size_t(cfg.prefetch_depth) + 1;
     b.ring_slot = part.max_unit_padded;
   }

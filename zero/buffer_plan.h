@@ -9,7 +9,8 @@
 //   bucket slots  2 * T * p       T = partition.max_staged (a bucket, or one piece of a split group)
 //   send / recv   F * (C * W * r + C * r)                       reduce dtype, C = chunk elements per rank,
 //                                                               F = kReductionsInFlight (2)
-//   gather ring   (prefetch_depth + 1) * U * p at stage 3       U = partition.max_unit_padded
+//   gather ring   (prefetch_depth + 1) * U * p at stage 3       U = partition.max_unit_padded; none at one rank
+//                                                               (its shard is the whole group, read in place)
 //   step partials 8 * (1 + tensors [+ 3])                       fp64: sum of squares, non-finite counts
 //                                                               [fixed-point sums: their exact sum of squares]
 //   offload staging  K * (a + p) in host memory                 zero.offload: one chunk's gradients down and
@@ -55,5 +56,9 @@ struct BufferPlan {
 };
 
 BufferPlan plan_buffers(const EngineConfig& cfg, const Partition& part);
+
+// Stage 3 on one rank: a rank's shard of a group is the whole (padded) group, laid out as its all-gather
+// would write it, so the model reads the parameters where they are: no ring, no copy per use.
+inline bool gathers_in_place(const Partition& part) { return part.world == 1; }
 
 }  // namespace zero

@@ -1,6 +1,7 @@
 #include "zero/comm_plan.h"
 
 #include "core/dtype.h"
+#include "zero/buffer_plan.h"
 
 namespace zero {
 
@@ -14,7 +15,9 @@ StepTraffic plan_step_traffic(const EngineConfig& cfg, const Partition& part, in
     case 0: t.all_reduce = 2 * psi; break;
     case 1: t.reduce_scatter = psi, t.all_gather = psi; break;
     case 2: t.reduce_scatter = K * psi, t.all_gather = psi; break;
-    default: t.reduce_scatter = K * psi, t.all_gather = K * (2 * psi - split); break;
+    default:  // one rank reads its shards in place (buffer_plan.h): no gathers
+      t.reduce_scatter = K * psi, t.all_gather = gathers_in_place(part) ? 0 : K * (2 * psi - split);
+      break;
   }
   // Reductions travel in the reduce dtype, gathers in the parameters' dtype; a ring moves (W - 1) / W.
   const double W = double(part.world), ring = (W - 1) / W;

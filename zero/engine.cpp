@@ -329,6 +329,10 @@ const GroupView& Engine::gather(int g) {
   ZERO_REQUIRE(!part_.groups[g].split(), ConfigError, "gather({}): group '{}' is split into {} pieces; use gather_piece",
                g, groups_[g].name, part_.groups[g].pieces);
   if (!sharded_params()) return param_views_[g];
+  if (gathers_in_place(part_)) {
+    param_views_[g] = make_view(at(params_, part_.groups[g].shard_offset), cfg_.param_dtype, g);
+    return param_views_[g];
+  }
   param_views_[g] = make_view(gather_unit(unit_of(g, 0)), cfg_.param_dtype, g);
   prefetch_after(g, 0);
   return param_views_[g];
@@ -346,6 +350,9 @@ const PieceView& Engine::gather_piece(int g, int k) {
   const int u = unit_of(g, k);
   if (!sharded_params()) {
     piece_views_[u] = make_piece_view(g, k, at(params_, part_.groups[g].full_offset), false);
+  } else if (gathers_in_place(part_)) {
+    const GroupLayout& L = part_.groups[g];
+    piece_views_[u] = make_piece_view(g, k, at(params_, L.shard_offset + L.piece_begin(k)), true);
   } else {
     piece_views_[u] = make_piece_view(g, k, gather_unit(u), true);
     prefetch_after(g, k);
