@@ -6,7 +6,7 @@ set -euo pipefail
 CPUS=${1:-8}
 NODE=$(hostname -s)
 [ "$(id -u)" = 0 ] || { echo "launch/slurm/up.sh: run as root" >&2; exit 1; }
-running() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+source "$(dirname "${BASH_SOURCE[0]}")/daemons.sh"  # running, stop_slurm
 
 # munge: one key, one daemon.
 if [ ! -s /etc/munge/munge.key ]; then
@@ -55,13 +55,6 @@ CONF
 )
 # Daemons left running are restarted on a changed config, after munge had died under them, or when they hold
 # the node down (it stopped answering once: the controller would wait minutes before asking again).
-stop_slurm() {
-  scontrol shutdown >/dev/null 2>&1 || true
-  for _ in $(seq 100); do running /run/slurmctld.pid || running /run/slurmd.pid || break; sleep 0.1; done
-  for p in /run/slurmd.pid /run/slurmctld.pid; do running $p && kill "$(cat $p)"; done  # no RPC without munge
-  for _ in $(seq 100); do running /run/slurmctld.pid || running /run/slurmd.pid || break; sleep 0.1; done
-  return 0
-}
 start_slurm() {
   running /run/slurmctld.pid || slurmctld -c   # -c: forget saved state (old jobs, drained nodes)
   running /run/slurmd.pid || slurmd
