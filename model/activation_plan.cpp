@@ -1,4 +1,4 @@
-// The allocation order of reward_model.cpp's run() (backward on) and decoder_layer.cpp, replayed on a
+// The allocation order of reward_model.cpp's run() (with and without backward) and decoder_layer.cpp, replayed on a
 // byte counter. Keep it in step with them: model tests compare it with ModelOps' peak exactly.
 #include "model/activation_plan.h"
 
@@ -41,15 +41,17 @@ LayerTensors layer_tensors(const Qwen3Config& c, int64_t R, const ActivationDTyp
 }
 
 // decoder_layer_forward's allocations in its order; `drop` marks where LayerKeep::WithoutElementwise
-// frees a tensor again.
+// frees a tensor again. q, k, v are one [q | k | v] allocation and g, u one [gate | up] (the fused
+// projections: their weights back to back on the engine's views), which matters where a layer's tensors
+// replace the last layer's one by one (a forward alone, full checkpointing's scratch).
 struct Event {
   size_t bytes;
   bool drop = false;
 };
 std::vector<Event> forward_events(const LayerTensors& t) {
-  return {{t.rstd_in}, {t.a},      {t.q},    {t.k},         {t.v},        {t.a, true}, {t.rstd_q}, {t.rstd_k},
-          {t.qr},      {t.kr},     {t.o},    {t.lse},       {t.qr, true}, {t.kr, true}, {t.h},     {t.rstd_post},
-          {t.b},       {t.g},      {t.u},    {t.b, true},   {t.m},        {t.m, true}};
+  return {{t.rstd_in}, {t.a},        {t.q + t.k + t.v}, {t.a, true},    {t.rstd_q},  {t.rstd_k},    {t.qr},
+          {t.kr},      {t.o},        {t.lse},           {t.qr, true},   {t.kr, true}, {t.h},        {t.rstd_post},
+          {t.b},       {t.g + t.u},  {t.b, true},       {t.m},          {t.m, true}};
 }
 
 // decoder_layer_forward into a LayerActivations that may already hold a layer (full checkpointing's
@@ -159,6 +161,22 @@ ActivationPlan plan_activations(const Qwen3Config& c, int64_t R, int64_t seqs, A
   }
   p.peak = m.peak;
   return p;
+}
+
+size_t plan_forward_activations(const Qwen3Config& c, int64_t R, int64_t seqs, const ActivationDTypes& dt) {
+  const size_t x = size_t(R) * size_t(c.hidden_size) * dtype_size(dt.residual);
+  const LayerTensors t = layer_tensors(c, R, dt);
+  const std::vector<Event> events = forward_events(t);
+  Live m;
+  m.alloc(x);  // the residual stream
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    m.alloc(x);                               // y
+    layer_forward(m, events, false, l > 0);   // into the one scratch slot, which holds a layer after the first
+    m.free(x);                                // the old x, once y takes its place
+  }
+  if (c.num_layers > 0) m.free(t.all());  // scratch reset before the head
+  m.alloc(size_t(seqs) * 4);    // rewards (fp32)
+  return m.peak;
 }
 
 size_t cpu_op_scratch_bytes(const Qwen3Config& c, int64_t max_seq_len, bool bf16_weights) {

@@ -45,6 +45,12 @@ struct ActivationPlan {
 ActivationPlan plan_activations(const Qwen3Config& c, int64_t rows, int64_t seqs, ActivationCheckpointing mode,
                                 const ActivationDTypes& dt, int64_t selective_layers = 0);
 
+// The peak of live activation bytes of one forward pass alone (Qwen3RewardModel::forward / queue_forward:
+// an evaluation batch): the residual stream and the next layer's output, one layer's activations at a time
+// (each field allocated before the last layer's is freed), the rewards. No checkpointing mode applies:
+// nothing is kept for a backward.
+size_t plan_forward_activations(const Qwen3Config& c, int64_t rows, int64_t seqs, const ActivationDTypes& dt);
+
 // The CPU backend's largest scratch inside one op, outside ModelOps: the attention scores of one
 // sequence and head (len x len fp32) or a bf16 weight widened to fp32, whichever is larger.
 size_t cpu_op_scratch_bytes(const Qwen3Config& c, int64_t max_seq_len, bool bf16_weights);

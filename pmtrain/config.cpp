@@ -225,6 +225,7 @@ std::vector<Field> schema(Config& c) {
       field("run.eval_every", r.eval_every, kNonNegative, "evaluate on the test split every N steps (0 = only at the end)"),
       field("run.eval_at_start", r.eval_at_start, "also evaluate the starting weights before the first step of a fresh run (an eval record at step 0; HF's eval_on_start); run.early_stop counts it"),
       field("run.eval_pairs", r.eval_pairs, kNonNegative, "test pairs an evaluation uses from data.test_files and from each data.test_sets set (0 = all of them)"),
+      field("run.eval_progress_s", r.eval_progress_s, kNonNegative, "while an evaluation runs, rank 0 prints its progress (batches done, batches/s, ETA) every this many seconds (0 = never)"),
       field("run.save_every", r.save_every, kNonNegative, "save a checkpoint every N steps (0 = only at the end)"),
       field("run.save_final", r.save_final, "save a checkpoint after the last step"),
       field("run.keep_last", r.keep_last, kAtLeastOne, "checkpoints kept: the newest N"),
@@ -292,7 +293,9 @@ std::vector<Field> schema(Config& c) {
       field("batch.micro", b.micro, kNonNegative, "pairs per micro-batch per rank (0 = derived)"),
       field("batch.accum", b.accum, kNonNegative, "micro-batches per rank per step (0 = derived)"),
       field("batch.world", b.world, kNonNegative, "pin the world size the batch is planned for (0 = whatever the launcher starts)"),
-      field("batch.micro_tokens", b.micro_tokens, kNonNegative, "> 0: micro-batches filled to this many tokens per rank instead of batch.micro pairs (evaluation batches too)"),
+      field("batch.micro_tokens", b.micro_tokens, kNonNegative, "> 0: micro-batches filled to this many tokens per rank instead of batch.micro pairs (evaluation batches too: batch.eval_micro_tokens)"),
+      field("batch.eval_micro", b.eval_micro, kNonNegative, "pairs per evaluation batch per rank (HF's per_device_eval_batch_size); 0 = as many as a forward pass at data.max_len fits in the activation memory planned for a training micro-batch (a forward keeps nothing for a backward: the shipped Qwen3 configs get 3x batch.micro)"),
+      field("batch.eval_micro_tokens", b.eval_micro_tokens, kNonNegative, "with batch.micro_tokens: tokens per evaluation batch per rank; 0 = as many as a forward pass fits in the activation memory planned for a training micro-batch"),
 
       field("zero.stage", z.stage, Range{0, 3}, "ZeRO stage: 0 = replicated, 1 = + sharded optimizer state, 2 = + sharded gradients, 3 = + sharded parameters"),
       field("zero.bucket_elements", z.bucket_elements, kAtLeastOne, "gradient reduction bucket size in elements"),

@@ -42,6 +42,7 @@ struct RunSection {
   int64_t eval_every = 0;   // 0 = only at the end
   bool eval_at_start = false;  // also evaluate the starting weights (step 0) of a fresh run
   int64_t eval_pairs = 0;   // 0 = the whole test split
+  double eval_progress_s = 30;  // rank 0 prints a long evaluation's progress this often (0 = never)
   int64_t save_every = 0;   // 0 = only at the end (when checkpoints are on)
   bool save_final = true;
   int64_t keep_last = 2;
@@ -109,6 +110,8 @@ struct BatchSection {
   int64_t world = 0;   // pin the world size (0 = whatever the launcher gives)
   int64_t micro_tokens = 0;  // > 0: micro-batches filled to this many tokens per rank instead of micro
                              // pairs; the global batch stays `global` pairs, the accumulation varies
+  int64_t eval_micro = 0;         // pairs per evaluation batch per rank (0 = what the step's activations hold)
+  int64_t eval_micro_tokens = 0;  // token budgets: tokens per evaluation batch per rank (0 = as above)
 };
 
 struct ZeroSection {

@@ -49,6 +49,69 @@ model::ActivationDTypes activation_dtypes(const Config& cfg, PlanDevice device) 
                                                                           : model::kCpuActivations;
 }
 
+namespace {
+// Token rows of `tokens` tokens on the device (ModelOps::token_rows): the CPU computes the real tokens, a GPU
+// rounds them up to its GEMM tiles.
+int64_t device_rows(int64_t tokens, PlanDevice device) {
+  if (device == PlanDevice::Cpu) return tokens;
+  return (tokens + model::kTokenRowMultiple - 1) / model::kTokenRowMultiple * model::kTokenRowMultiple;
+}
+}  // namespace
+
+MicroShape largest_micro_batch(const Config& cfg, int64_t micro_pairs) {
+  if (cfg.batch.micro_tokens > 0) {
+    const int64_t tokens = std::max(cfg.batch.micro_tokens, 2 * cfg.data.max_len);
+    return {tokens, tokens};
+  }
+  return {2 * micro_pairs * cfg.data.max_len, 2 * micro_pairs};
+}
+
+size_t step_activation_bytes(const Config& cfg, const model::Qwen3Config& qc, PlanDevice device, int64_t micro_pairs) {
+  const MicroShape s = largest_micro_batch(cfg, micro_pairs);
+  return model::plan_activations(qc, device_rows(s.tokens, device), s.seqs, cfg.model.activation_checkpointing,
+                                 activation_dtypes(cfg, device), cfg.model.selective_layers)
+      .peak;
+}
+
+EvalBatch eval_batch(const Config& cfg, const model::Qwen3Config& qc, PlanDevice device, int64_t micro_pairs) {
+  const bool by_tokens = cfg.batch.micro_tokens > 0;
+  const int64_t max_len = cfg.data.max_len;
+  ZERO_REQUIRE(by_tokens || cfg.batch.eval_micro_tokens == 0, ConfigError,
+               "{}: batch.eval_micro_tokens is for token budgets (batch.micro_tokens); with batches of pairs set "
+               "batch.eval_micro",
+               cfg.source);
+  ZERO_REQUIRE(!by_tokens || cfg.batch.eval_micro == 0, ConfigError,
+               "{}: batch.eval_micro is for batches of pairs; with batch.micro_tokens set batch.eval_micro_tokens",
+               cfg.source);
+  const size_t room = step_activation_bytes(cfg, qc, device, micro_pairs);
+  // A forward pass of n pairs (or n tokens), the worst case: every sequence at data.max_len (or one pair over
+  // the budget), as many sequences as tokens.
+  auto need = [&](int64_t n) {
+    const int64_t tokens = by_tokens ? std::max(n, 2 * max_len) : 2 * n * max_len;
+    return model::plan_forward_activations(qc, device_rows(tokens, device), by_tokens ? tokens : 2 * n,
+                                           activation_dtypes(cfg, device));
+  };
+  // The training micro-batch's forward always fits (a forward keeps less than a step); the most that fits,
+  // by doubling and then bisecting (need grows with n).
+  int64_t most = by_tokens ? cfg.batch.micro_tokens : std::max<int64_t>(1, micro_pairs);
+  while (most < (int64_t(1) << 40) && need(2 * most) <= room) most *= 2;
+  for (int64_t step = most / 2; step > 0; step /= 2)  // the answer is in [most, 2 most)
+    if (need(most + step) <= room) most += step;
+  const int64_t asked = by_tokens ? cfg.batch.eval_micro_tokens : cfg.batch.eval_micro;
+  const char* key = by_tokens ? "batch.eval_micro_tokens" : "batch.eval_micro";
+  ZERO_REQUIRE(asked <= most, ConfigError,
+               "{}: {} {}: a forward pass of {} {} needs {:.2f} GiB of activations, more than the {:.2f} GiB the "
+               "training micro-batch is planned for; at most {} fit (0 = that many)",
+               cfg.source, key, asked, asked, by_tokens ? "tokens" : fmt::format("pairs at data.max_len {}", max_len),
+               double(need(asked)) / double(1ull << 30), double(room) / double(1ull << 30), most);
+  const int64_t n = asked > 0 ? asked : most;
+  return by_tokens ? EvalBatch{0, n} : EvalBatch{n, 0};
+}
+
+std::string EvalBatch::describe() const {
+  return tokens > 0 ? fmt::format("{} tokens", tokens) : fmt::format("{} pair{}", pairs, pairs == 1 ? "" : "s");
+}
+
 MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
                             int world, int64_t micro_pairs, int64_t accum_steps, PlanDevice device,
                             size_t process_baseline) {
@@ -66,13 +129,10 @@ MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, con
     m.optimizer = 0;
     m.comm_buffers -= b.offload_staging_bytes();
   }
-  // Activations as the model allocates them, every sequence at max_len (the worst case of a micro-batch):
-  // fp32 token rows on the CPU; the GPU path's bf16 arena with rows rounded up to its GEMM tiles.
-  const int64_t seqs = 2 * micro_pairs, tokens = seqs * cfg.data.max_len;
-  const model::ActivationCheckpointing ckpt = cfg.model.activation_checkpointing;
+  // Activations as the model allocates them for the largest micro-batch (fp32 token rows on the CPU; the GPU
+  // path's bf16 activations with rows rounded up to its GEMM tiles).
+  m.activations = step_activation_bytes(cfg, qc, device, micro_pairs);
   if (device == PlanDevice::Cpu) {
-    m.activations =
-        model::plan_activations(qc, tokens, seqs, ckpt, activation_dtypes(cfg, device), cfg.model.selective_layers).peak;
     // Besides the activations, the larger of an op's own scratch (during a step) and the initialisation's
     // host scratch (init_scratch_bytes, before any activation exists).
     const size_t init_scratch = init_scratch_bytes(cfg, groups);
@@ -81,9 +141,6 @@ MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, con
     // An async save's snapshot lives beside the optimizer while the steps go on.
     m.optimizer += async_save_snapshot_bytes(cfg, part);
   } else {
-    const int64_t rows = (tokens + model::kTokenRowMultiple - 1) / model::kTokenRowMultiple * model::kTokenRowMultiple;
-    m.activations =
-        model::plan_activations(qc, rows, seqs, ckpt, activation_dtypes(cfg, device), cfg.model.selective_layers).peak;
     const size_t used = m.params + m.grads + m.optimizer + m.comm_buffers + m.gathered + m.activations;
     m.runtime = kCudaContextBytes + size_t(kCudaPoolSlack * double(used));
   }

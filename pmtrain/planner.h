@@ -54,8 +54,32 @@ size_t async_save_snapshot_bytes(const Config& cfg, const Partition& part);
 // residual and statistics) in bf16 mode, fp32 throughout in fp32 mode (zero.param_dtype fp32).
 model::ActivationDTypes activation_dtypes(const Config& cfg, PlanDevice device);
 
+// The largest micro-batch a step holds, which the activations are planned for: batches of pairs, micro_pairs
+// pairs with every sequence at data.max_len; token budgets (batch.micro_tokens), the budget or one pair over
+// it (2 x data.max_len), whichever is more, in at most as many sequences as tokens.
+struct MicroShape {
+  int64_t tokens = 0, seqs = 0;
+};
+MicroShape largest_micro_batch(const Config& cfg, int64_t micro_pairs);
+// The activation bytes of a training step's largest micro-batch on the device (model::plan_activations).
+size_t step_activation_bytes(const Config& cfg, const model::Qwen3Config& qc, PlanDevice device, int64_t micro_pairs);
+
+// An evaluation batch per rank (HF's per_device_eval_batch_size): a forward pass keeps no activation for a
+// backward, so it holds more pairs than a training micro-batch in the same memory. batch.eval_micro (pairs) or,
+// with token budgets, batch.eval_micro_tokens; 0 = the most whose forward pass at data.max_len
+// (model::plan_forward_activations) fits in the training step's activations (step_activation_bytes), so the memory
+// plan holds for evaluation as it is. Depends on the config alone, not on the world size or stage: training's
+// evaluations, `pmtrain eval` and zero.world_invariant cut the same batches. ConfigError for a value that
+// does not fit (naming the most that does) or the key of the other batching.
+struct EvalBatch {
+  int64_t pairs = 0;   // batches of pairs: pairs per evaluation batch
+  int64_t tokens = 0;  // token budgets: tokens per evaluation batch
+  std::string describe() const;  // "N pairs" or "N tokens"
+};
+EvalBatch eval_batch(const Config& cfg, const model::Qwen3Config& qc, PlanDevice device, int64_t micro_pairs);
+
 // One rank's plan at cfg's stage and dtypes, for `world` ranks and micro-batches of micro_pairs pairs at
-// data.max_len (the worst case), accum_steps of them a step (zero.accum_dtype auto depends on it).
+// data.max_len (the worst case; token budgets: largest_micro_batch), accum_steps of them a step (zero.accum_dtype auto depends on it).
 // process_baseline: the CPU rank's resident bytes before the model.
 MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
                             int world, int64_t micro_pairs, int64_t accum_steps, PlanDevice device,

@@ -125,6 +125,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   if (model_cfg_.pad_token_id < 0) model_cfg_.pad_token_id = tokenizer_->pad_id();
   if (model_cfg_.eos_token_ids.empty() && tokenizer_->eos_id() >= 0) model_cfg_.eos_token_ids = {tokenizer_->eos_id()};
   plan_ = plan_and_check_run(cfg_, model_cfg_, info_.rank, W, info_.local_world, micro_pairs, batch_.accum);
+  eval_batch_ = eval_batch(cfg_, model_cfg_, plan_.device, micro_pairs);
 
   if (training) {
     ZERO_REQUIRE(!cfg_.data.train_files.empty(), ConfigError, "{}: data.train_files is empty", cfg_.source);
@@ -160,11 +161,8 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   if (info_.rank == 0 && !training) {
     int64_t n = 0, per_rank = 0;
     for (const TestSet& t : test_sets_) n += eval_count(t.pairs), per_rank += int64_t(eval_batches(t.pairs).size());
-    const std::string batches = cfg_.batch.micro_tokens > 0
-                                    ? fmt::format("micro-batches of at most {} tokens", cfg_.batch.micro_tokens)
-                                    : fmt::format("micro-batch {}", batch_.micro);
-    printf("pmtrain: eval of %lld of %lld test pairs, world %d, stage %d, %s (%lld per rank)\n", (long long)n,
-           (long long)test_pairs(), W, ec.stage, batches.c_str(), (long long)per_rank);
+    printf("pmtrain: eval of %lld of %lld test pairs, world %d, stage %d, batches of at most %s (%lld per rank)\n",
+           (long long)n, (long long)test_pairs(), W, ec.stage, eval_batch_.describe().c_str(), (long long)per_rank);
     fflush(stdout);
   }
   if (info_.rank == 0 && training) {
@@ -205,6 +203,9 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
       printf("pmtrain: batch global %lld = micro %lld x accum %lld x world %d; %lld steps (%lld per epoch)\n",
              (long long)batch_.global, (long long)batch_.micro, (long long)batch_.accum, W, (long long)total_steps_,
              (long long)sampler_->steps_per_epoch());
+    if (test_pairs() > 0)
+      printf("pmtrain: evaluation batches of at most %s per rank (%s)\n", eval_batch_.describe().c_str(),
+             cfg_.batch.eval_micro + cfg_.batch.eval_micro_tokens > 0 ? "as set" : "what the step's activation memory holds");
     printf("pmtrain: backend %s\n", stack_.backend_description.c_str());
     printf("pmtrain: memory plan %s\n", plan_.describe().c_str());
     printf("--- resolved config (saved to %s/config.resolved.yaml) ---\n%s---\n", cfg_.run.dir.c_str(),
@@ -686,8 +687,12 @@ EvalStats Trainer::evaluate() {
   // Each part on its own batches (the model's sums are read per part), then one reduction for all.
   std::vector<double> sums;
   std::vector<OrderedSums> ordered;  // zero.world_invariant: each set's batches' sums, added in the cut's order
-  for (const TestSet& t : test_sets_) {
-    const std::optional<PairStats> local = evaluate_locally(t.pairs, ordered.emplace_back(0));
+  std::vector<std::vector<data::MicroBatchPlan>> batches;
+  EvalProgress progress{cfg_.run.eval_progress_s, now(), now() + cfg_.run.eval_progress_s};
+  for (const TestSet& t : test_sets_) progress.total += int64_t(batches.emplace_back(eval_batches(t.pairs)).size());
+  for (size_t i = 0; i < test_sets_.size(); ++i) {
+    const std::optional<PairStats> local =
+        evaluate_locally(test_sets_[i].pairs, std::move(batches[i]), ordered.emplace_back(0), progress);
     if (!local) {  // every rank saw the same vote
       EvalStats cut;
       cut.stopped = true;
@@ -722,17 +727,17 @@ std::vector<data::MicroBatchPlan> Trainer::eval_batches(const data::PairDataset&
     data::deal_micro_batches(std::move(cut), cost, plans);
     return std::move(plans[size_t(R)].micro);
   };
-  if (cfg_.batch.micro_tokens > 0) {  // the training budget, longest pairs first (each batch similar lengths)
+  if (eval_batch_.tokens > 0) {  // token budgets, longest pairs first (each batch similar lengths)
     const std::vector<int64_t> cost = data::pair_tokens(pairs, batch_cfg_);
     std::vector<int64_t> ids(size_t(n), 0);
     for (int64_t i = 0; i < n; ++i) ids[size_t(i)] = i;
     std::stable_sort(ids.begin(), ids.end(), [&](int64_t a, int64_t b) { return cost[size_t(a)] > cost[size_t(b)]; });
     std::vector<data::StepPlan> plans(invariant ? 1 : static_cast<size_t>(W));
-    data::cut_by_tokens(ids, cost, cfg_.batch.micro_tokens, plans);
+    data::cut_by_tokens(ids, cost, eval_batch_.tokens, plans);
     if (invariant) return deal(std::move(plans[0].micro), cost);
     return std::move(plans[size_t(R)].micro);
   }
-  const int64_t m = batch_.micro;
+  const int64_t m = eval_batch_.pairs;
   if (invariant) {  // consecutive runs of m pairs
     std::vector<data::MicroBatchPlan> cut(size_t((n + m - 1) / m));
     for (int64_t i = 0; i < n; ++i) cut[size_t(i / m)].pair_ids.push_back(i), cut[size_t(i / m)].pair_mask.push_back(1);
@@ -748,9 +753,24 @@ std::vector<data::MicroBatchPlan> Trainer::eval_batches(const data::PairDataset&
   return batches;
 }
 
-std::optional<PairStats> Trainer::evaluate_locally(const data::PairDataset& pairs, OrderedSums& ordered) {
+void Trainer::EvalProgress::batch_done(bool print) {
+  ++done;
+  if (every_s <= 0 || done == total) return;
+  const double t = now();
+  if (t < next) return;
+  next = t + every_s;
+  const double rate = double(done) / (t - start);
+  if (print) {
+    printf("eval: %lld of %lld batches (%.0f%%), %.2f batches/s, ETA %s\n", (long long)done, (long long)total,
+           100.0 * double(done) / double(total), rate, format_duration(double(total - done) / rate).c_str());
+    fflush(stdout);
+  }
+}
+
+std::optional<PairStats> Trainer::evaluate_locally(const data::PairDataset& pairs,
+                                                   std::vector<data::MicroBatchPlan> batches, OrderedSums& ordered,
+                                                   EvalProgress& progress) {
   int64_t tokens = 0, answer_tokens = 0;
-  std::vector<data::MicroBatchPlan> batches = eval_batches(pairs);
   // The same number of batches on every rank (stage 3 gathers are collective); an empty one runs a
   // masked filler pair.
   std::vector<bool> filler(batches.size(), false);
@@ -762,6 +782,7 @@ std::optional<PairStats> Trainer::evaluate_locally(const data::PairDataset& pair
     stack_.engine->begin_forward();
     tokens += stack_.model->queue_forward(batch, *stack_.access);  // read back once, below
     answer_tokens += batch.answer_tokens();
+    progress.batch_done(info_.rank == 0);
   }
   const std::vector<model::PairStats> each = stack_.model->ops().take_pair_stats_each();  // one per batch
   if (stopped) return std::nullopt;

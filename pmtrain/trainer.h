@@ -48,15 +48,22 @@ class Trainer {
   // set_name: a named test set (data.test_sets), for the message.
   data::PairDataset load_dataset(const std::vector<std::string>& files, const char* split,
                                  const std::string& set_name = "");
-  // This rank's eval micro-batches of one test set's first run.eval_pairs pairs, as many on every rank:
-  // by batch.micro_tokens when set (data::cut_by_tokens over the pairs, longest first), else batch.micro
-  // pairs, round-robin over the ranks; under zero.world_invariant cut as for one rank and dealt whole
-  // (data::deal_micro_batches), so each batch is the same at any world size.
+  // This rank's eval batches of one test set's first run.eval_pairs pairs, as many on every rank (eval_batch_):
+  // with token budgets by batch.eval_micro_tokens (data::cut_by_tokens over the pairs, longest first), else
+  // batch.eval_micro pairs, round-robin over the ranks; under zero.world_invariant cut as for one rank and
+  // dealt whole (data::deal_micro_batches), so each batch is the same at any world size.
   std::vector<data::MicroBatchPlan> eval_batches(const data::PairDataset& pairs) const;
+  // Rank 0's progress lines of a long evaluation (run.eval_progress_s): batches done of all the test sets'.
+  struct EvalProgress {
+    double every_s = 0, start = 0, next = 0;
+    int64_t done = 0, total = 0;
+    void batch_done(bool print);
+  };
   // The local sums of one test set's eval batches; under zero.world_invariant `ordered` gets each batch's
   // sums in its slot of the cut.
   // nullopt: a stop signal (stop_vote) cut it short.
-  std::optional<PairStats> evaluate_locally(const data::PairDataset& pairs, OrderedSums& ordered);
+  std::optional<PairStats> evaluate_locally(const data::PairDataset& pairs, std::vector<data::MicroBatchPlan> batches,
+                                            OrderedSums& ordered, EvalProgress& progress);
   // Collective: whether a rank got SIGTERM/SIGINT (train only: eval and score take no stop signals). Asked
   // before each evaluation batch, so a long evaluation ends within a batch of the signal.
   bool stop_vote();
@@ -114,13 +121,14 @@ class Trainer {
   std::unique_ptr<MetricsLog> metrics_;
   std::unique_ptr<checkpoint::Checkpointer> ckpt_;
   MemoryPlan plan_;
+  EvalBatch eval_batch_;  // pairs (or tokens) per evaluation batch, from the plan (planner.h)
   int64_t total_steps_ = 0;
   int64_t start_step_ = 0;  // steps already done (resume)
   int64_t last_saved_step_ = -1;  // the newest checkpoint this run saved
   bool stoppable_ = false;  // train: stop signals are taken (stop_vote)
   bool start_over_ = false;  // run.start_over as given (cfg_ says false once it is acted on)
-  int64_t skipped_in_a_row_ = 0;
-  bool eval_owed_ = false;  // the checkpoint resumed from lacks its step's evaluation (a stop cut it short)  // optimizer steps skipped in a row for a non-finite gradient, up to now
+  int64_t skipped_in_a_row_ = 0;  // optimizer steps skipped in a row for a non-finite gradient, up to now
+  bool eval_owed_ = false;  // the checkpoint resumed from lacks its step's evaluation (a stop cut it short)
   EarlyStop early_;  // run.early_stop's count, restored on resume
 };
 

@@ -156,6 +156,14 @@ TEST(CudaRewardModel, CheckpointingModesAgreeBitForBitInBf16Mode) {
   printf("  activation peak bytes: none %zu, selective %zu, full %zu\n", peak[0], peak[1], peak[2]);
   EXPECT_LT(peak[2], peak[1]);
   EXPECT_LT(peak[1], peak[0]);
+  // A forward pass alone (an evaluation batch): its peak is plan_forward_activations', below full's.
+  std::unique_ptr<CudaModelOps> owned = make_cuda_model_ops({nullptr, DType::BF16, AttentionKind::Auto});
+  const ModelOps* ops = owned.get();
+  const Qwen3RewardModel gpu(config, RewardModelOptions{}, std::move(owned));
+  const RewardOutput out = gpu.forward(batch, dev);
+  EXPECT_EQ(0, std::memcmp(out.rewards.data(), ref.rewards.data(), out.rewards.size() * sizeof(float)));
+  EXPECT_EQ(ops->peak_bytes(), plan_forward_activations(config, ops->token_rows(plan), plan.num_seqs(), kGpuActivations));
+  EXPECT_LT(ops->peak_bytes(), peak[2]);
 }
 
 // Training's form (queue_forward_backward) reads nothing back: micro-batches queue without a host wait for

@@ -1,4 +1,5 @@
-// model/activation_plan.h against what the CPU backend really allocates: one forward_backward per shape,
+// model/activation_plan.h against what the CPU backend really allocates: one forward_backward (and one
+// forward alone) per shape,
 // ModelOps' own byte counter at its peak (every alloc and free through the backend), in each
 // activation-checkpointing mode (none, selective, full). The plan replays the orchestration's order, so the two must agree exactly.
 #include <gtest/gtest.h>
@@ -22,7 +23,7 @@ struct Shape {
 };
 
 size_t measured_peak(const Qwen3Config& c, const data::PairBatch& batch, ActivationCheckpointing ckpt,
-                     int64_t selective_layers = 0) {
+                     int64_t selective_layers = 0, bool forward_only = false) {
   auto owned = make_cpu_model_ops();
   ModelOps* ops = owned.get();
   RewardModelOptions o;
@@ -31,8 +32,11 @@ size_t measured_peak(const Qwen3Config& c, const data::PairBatch& batch, Activat
   Qwen3RewardModel m(c, o, std::move(owned));
   DenseParams p(qwen3_rm_groups(c));
   init_random(p, c, 3);
-  m.forward_backward(batch, p);
-  EXPECT_EQ(ops->live_bytes(), 0u) << "every activation is freed after forward_backward";
+  if (forward_only)
+    m.forward(batch, p);
+  else
+    m.forward_backward(batch, p);
+  EXPECT_EQ(ops->live_bytes(), 0u) << "every activation is freed after the pass";
   return ops->peak_bytes();
 }
 
@@ -66,6 +70,11 @@ TEST(ActivationPlan, EqualsTheCpuBackendsPeakAllocation) {
       EXPECT_EQ(plan.peak, measured_peak(c, batch, ckpt))
           << "layers " << s.layers << " hidden " << s.hidden << " tokens " << tokens << " checkpointing mode " << int(ckpt);
     }
+    // A forward pass alone (an evaluation batch), whatever the checkpointing mode: it keeps nothing.
+    const size_t forward = plan_forward_activations(c, tokens, int64_t(seqs.size()), kCpuActivations);
+    EXPECT_EQ(forward, measured_peak(c, batch, ActivationCheckpointing::None, 0, true)) << "forward, layers " << s.layers;
+    EXPECT_EQ(forward, measured_peak(c, batch, ActivationCheckpointing::Full, 0, true)) << "forward, layers " << s.layers;
+    EXPECT_LT(forward, plan_activations(c, tokens, int64_t(seqs.size()), ActivationCheckpointing::Full, kCpuActivations).peak);
     for (int64_t sel = 1; sel < s.layers; ++sel)  // full with its last layers selective (model.selective_layers)
       EXPECT_EQ(plan_activations(c, tokens, int64_t(seqs.size()), ActivationCheckpointing::Full, kCpuActivations, sel).peak,
                 measured_peak(c, batch, ActivationCheckpointing::Full, sel))

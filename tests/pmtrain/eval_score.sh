@@ -27,6 +27,21 @@ for f in loss accuracy chosen_reward rejected_reward pairs; do
 done
 echo "eval = the run's final eval: loss $(field loss <<<"$rec"), accuracy $(field accuracy <<<"$rec"), $(field pairs <<<"$rec") pairs"
 
+# A long evaluation says how far it is (run.eval_progress_s; the default 30 s prints nothing for the one above):
+# rank 0 alone, batches counted up to the total the first line gives, never the last (the result follows).
+! grep -q "^eval: [0-9]* of" $TMP/eval.txt || fail "a short evaluation printed progress"
+$MPIRUN -np 2 "$PMTRAIN" eval $COMMON --init --set run.eval_pairs=200 --set batch.eval_micro=1 \
+  --set run.eval_progress_s=0.02 > $TMP/progress.txt 2>&1 || { cat $TMP/progress.txt; fail "eval with progress failed"; }
+total=$(sed -nE 's/^pmtrain: eval of 200 of .*\(([0-9]+) per rank\)$/\1/p' $TMP/progress.txt)
+[ "$total" = 100 ] || { cat $TMP/progress.txt; fail "expected 100 batches per rank, got '$total'"; }
+grep -E "^eval: [0-9]+ of" $TMP/progress.txt | awk -v total=$total '
+  { ok = match($0, /^eval: [0-9]+ of [0-9]+ batches \([0-9]+%\), [0-9.]+ batches\/s, ETA [0-9hms]+$/) }
+  !ok || $2 + 0 <= last || $4 != total || $2 + 0 >= total { print "bad progress line: " $0; bad = 1 }
+  { last = $2 + 0; n++ }
+  END { if (n < 2) { print "only " n " progress lines"; bad = 1 } exit bad }' \
+  || { cat $TMP/progress.txt; fail "progress lines"; }
+echo "progress: $(grep -c "^eval: [0-9]* of" $TMP/progress.txt) lines of a $total-batch evaluation, e.g. '$(grep -m1 "^eval: [0-9]* of" $TMP/progress.txt)'"
+
 $MPIRUN -np 2 "$PMTRAIN" eval $COMMON --init > $TMP/init.txt 2>&1 || { cat $TMP/init.txt; fail "eval --init failed"; }
 head -1 $TMP/init.txt | grep -q "^eval: weights: the config's initial weights: random init" || fail "--init: first line"
 init_loss=$(grep '^{.*"type":"eval"' $TMP/init.txt | field loss)

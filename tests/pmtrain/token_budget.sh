@@ -30,19 +30,27 @@ diff <(json_field $TMP/tok/metrics.jsonl train loss) <(json_field $TMP/cut/metri
 echo "ok: same pairs and losses as pair batching; micro-steps per step: $micro; resume bit-exact"
 
 # Evaluation batches by the budget too (longest pairs first, cut as a step is): the same 40 pairs in fewer
-# micro-batches than micro 2 round-robin gives, and the same numbers to fp32 summation order.
+# batches than 2 pairs round-robin gives, and the same numbers to fp32 summation order. Then the default:
+# batches as large as a forward pass fits in the step's activation memory (pmtrain/planner.h eval_batch), which
+# for tiny_cpu's micro-batch of 2 pairs at max_len 1024 is more than 2, with the same numbers again.
 EV="--init --set run.eval_pairs=40 --set data.test_files=[data/assets/hh-rlhf/harmless-base/test.jsonl.gz]"
-$MPIRUN -np 2 "$PMTRAIN" eval configs/tiny_cpu.yaml $RUN $EV > $TMP/ev_pairs.txt 2>&1 || { cat $TMP/ev_pairs.txt; fail "eval by pairs"; }
+$MPIRUN -np 2 "$PMTRAIN" eval configs/tiny_cpu.yaml $RUN $EV --set batch.eval_micro=2 > $TMP/ev_pairs.txt 2>&1 \
+  || { cat $TMP/ev_pairs.txt; fail "eval by pairs"; }
 $MPIRUN -np 2 "$PMTRAIN" eval configs/tiny_cpu.yaml $RUN $EV --set batch.micro=0 --set batch.micro_tokens=3000 \
-  > $TMP/ev_tok.txt 2>&1 || { cat $TMP/ev_tok.txt; fail "eval by tokens"; }
-grep -q "^pmtrain: eval of 40 of .* micro-batch 2 (10 per rank)$" $TMP/ev_pairs.txt || { cat $TMP/ev_pairs.txt; fail "eval by pairs: batches"; }
-per_rank=$(sed -nE 's/^pmtrain: eval of 40 of .*, micro-batches of at most 3000 tokens \(([0-9]+) per rank\)$/\1/p' $TMP/ev_tok.txt)
+  --set batch.eval_micro_tokens=3000 > $TMP/ev_tok.txt 2>&1 || { cat $TMP/ev_tok.txt; fail "eval by tokens"; }
+$MPIRUN -np 2 "$PMTRAIN" eval configs/tiny_cpu.yaml $RUN $EV > $TMP/ev_auto.txt 2>&1 || { cat $TMP/ev_auto.txt; fail "eval, default batches"; }
+grep -q "^pmtrain: eval of 40 of .* batches of at most 2 pairs (10 per rank)$" $TMP/ev_pairs.txt || { cat $TMP/ev_pairs.txt; fail "eval by pairs: batches"; }
+per_rank=$(sed -nE 's/^pmtrain: eval of 40 of .*, batches of at most 3000 tokens \(([0-9]+) per rank\)$/\1/p' $TMP/ev_tok.txt)
 [ -n "$per_rank" ] && [ "$per_rank" -lt 10 ] || { cat $TMP/ev_tok.txt; fail "eval by tokens: expected fewer than 10 batches per rank"; }
-python3 - "$(grep '^{' $TMP/ev_pairs.txt)" "$(grep '^{' $TMP/ev_tok.txt)" <<'PY' || fail "eval by tokens differs from eval by pairs"
+read -r auto auto_per_rank <<< "$(sed -nE 's/^pmtrain: eval of 40 of .*, batches of at most ([0-9]+) pairs \(([0-9]+) per rank\)$/\1 \2/p' $TMP/ev_auto.txt)"
+[ -n "$auto" ] && [ "$auto" -gt 2 ] && [ "$auto_per_rank" -eq $(( (20 + auto - 1) / auto )) ] \
+  || { cat $TMP/ev_auto.txt; fail "eval, default batches: expected more than 2 pairs a batch"; }
+python3 - "$(grep '^{' $TMP/ev_pairs.txt)" "$(grep '^{' $TMP/ev_tok.txt)" "$(grep '^{' $TMP/ev_auto.txt)" <<'PY' || fail "eval by tokens or default batches differs from eval by pairs"
 import json, sys
-a, b = (json.loads(x) for x in sys.argv[1:])
-if a["pairs"] != 40 or b["pairs"] != 40: sys.exit(f"pairs {a['pairs']} {b['pairs']}")
-for f in ("loss", "accuracy", "chosen_reward", "rejected_reward"):
-    if abs(a[f] - b[f]) > 1e-5 * max(1e-3, abs(a[f])): sys.exit(f"{f}: {a[f]} vs {b[f]}")
+a, b, c = (json.loads(x) for x in sys.argv[1:])
+for o in (b, c):
+    if a["pairs"] != 40 or o["pairs"] != 40: sys.exit(f"pairs {a['pairs']} {o['pairs']}")
+    for f in ("loss", "accuracy", "chosen_reward", "rejected_reward"):
+        if abs(a[f] - o[f]) > 1e-5 * max(1e-3, abs(a[f])): sys.exit(f"{f}: {a[f]} vs {o[f]}")
 PY
-echo "ok: eval by the token budget: $per_rank micro-batches per rank instead of 10, the same loss and accuracy"
+echo "ok: eval by the token budget: $per_rank batches per rank instead of 10; by default $auto pairs a batch ($auto_per_rank per rank); the same loss and accuracy"
