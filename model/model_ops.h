@@ -108,6 +108,10 @@ class ModelOps {
   size_t live_bytes() const { return live_bytes_; }
   size_t peak_bytes() const { return peak_bytes_; }
   void reset_peak_bytes() { peak_bytes_ = live_bytes_; }
+  // Gives back what the backend caches of freed activations (CUDA: the pool's free blocks, after a wait for
+  // the stream) so blocks of one kind of batch are not held beside another's: called when the shapes change
+  // kind (training steps <-> evaluation batches), keeping the device within the memory plan. No-op on the CPU.
+  void release_cached_memory() { do_release_cached_memory(); }
 
   // ---- timing ----------------------------------------------------------------------------------------
   // Each op below runs inside a scope of `clock` (null: untimed): linear_* as gemm, attention_* as
@@ -202,6 +206,7 @@ class ModelOps {
 
   virtual void* do_alloc(size_t bytes) = 0;
   virtual void do_free(void* p) = 0;
+  virtual void do_release_cached_memory() {}
   virtual void do_to_host(const TensorRef& src, std::span<float> dst) = 0;
   virtual void do_begin_batch(const TokenPlan& plan, const RopeSpec& rope) = 0;
   virtual void do_linear_forward(const TensorRef& x, const TensorRef& w, const TensorRef& y) = 0;

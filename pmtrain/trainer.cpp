@@ -674,9 +674,12 @@ int64_t Trainer::test_pairs() const {
 }
 
 EvalStats Trainer::evaluate() {
-  // Not a train step: its ops stay off the step clock (and out of a device clock's event pool).
+  // Not a train step: its ops stay off the step clock (and out of a device clock's event pool). Its batches
+  // are of another size than the steps' (eval_batch_): a device's cached activation blocks of the one kind
+  // are given back before the other kind's are made, so the two are never held together.
   stack_.model->ops().set_step_clock(nullptr);
   stack_.engine->set_step_clock(nullptr);
+  stack_.model->ops().release_cached_memory();
   struct Retime {
     Trainer& t;
     ~Retime() {
@@ -712,6 +715,7 @@ EvalStats Trainer::evaluate() {
     ev.all.add(st);
     if (!test_sets_[i].name.empty()) ev.sets.emplace_back(test_sets_[i].name, st);
   }
+  stack_.model->ops().release_cached_memory();  // the steps' blocks next (not in ~Retime: it may throw)
   return ev;
 }
 

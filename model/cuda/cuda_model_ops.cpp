@@ -81,6 +81,10 @@ class CudaModelOpsImpl final : public CudaModelOps {
  protected:
   void* do_alloc(size_t bytes) override { return pool_.alloc(bytes); }
   void do_free(void* p) override { pool_.free(p); }
+  void do_release_cached_memory() override {
+    waiter_.wait();  // under the guard: cudaFree waits for the device, which the stream may hold behind a collective
+    pool_.release_cached();
+  }
 
   void do_to_host(const TensorRef& src, std::span<float> dst) override {
     if (dst.empty()) return;

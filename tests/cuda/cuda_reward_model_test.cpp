@@ -164,6 +164,14 @@ TEST(CudaRewardModel, CheckpointingModesAgreeBitForBitInBf16Mode) {
   EXPECT_EQ(0, std::memcmp(out.rewards.data(), ref.rewards.data(), out.rewards.size() * sizeof(float)));
   EXPECT_EQ(ops->peak_bytes(), plan_forward_activations(config, ops->token_rows(plan), plan.num_seqs(), kGpuActivations));
   EXPECT_LT(ops->peak_bytes(), peak[2]);
+  // Between training and evaluation the pool's cached blocks go back to the device: none held after.
+  const CudaModelOps& cuda = *static_cast<const CudaModelOps*>(ops);
+  EXPECT_GE(cuda.pool_stats().held_bytes, ops->peak_bytes());
+  gpu.ops().release_cached_memory();
+  EXPECT_EQ(cuda.pool_stats().held_bytes, 0u);
+  EXPECT_EQ(cuda.pool_stats().in_use_bytes, 0u);
+  const RewardOutput again = gpu.forward(batch, dev);  // and the pool makes blocks anew
+  EXPECT_EQ(0, std::memcmp(again.rewards.data(), out.rewards.data(), out.rewards.size() * sizeof(float)));
 }
 
 // Training's form (queue_forward_backward) reads nothing back: micro-batches queue without a host wait for
