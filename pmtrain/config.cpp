@@ -294,7 +294,7 @@ std::vector<Field> schema(Config& c) {
       field("batch.accum", b.accum, kNonNegative, "micro-batches per rank per step (0 = derived)"),
       field("batch.world", b.world, kNonNegative, "pin the world size the batch is planned for (0 = whatever the launcher starts)"),
       field("batch.micro_tokens", b.micro_tokens, kNonNegative, "> 0: micro-batches filled to this many tokens per rank instead of batch.micro pairs (evaluation batches too: batch.eval_micro_tokens)"),
-      field("batch.eval_micro", b.eval_micro, kNonNegative, "pairs per evaluation batch per rank (HF's per_device_eval_batch_size); 0 = as many as a forward pass at data.max_len fits in the activation memory planned for a training micro-batch (a forward keeps nothing for a backward: the shipped Qwen3 configs get 3x batch.micro)"),
+      field("batch.eval_micro", b.eval_micro, kNonNegative, "pairs per evaluation batch per rank (HF's per_device_eval_batch_size; also `pmtrain score`'s pairs per forward pass, 8 when 0); 0 = as many as a forward pass at data.max_len fits in the activation memory planned for a training micro-batch (a forward keeps nothing for a backward: the shipped Qwen3 configs get 3x batch.micro)"),
       field("batch.eval_micro_tokens", b.eval_micro_tokens, kNonNegative, "with batch.micro_tokens: tokens per evaluation batch per rank; 0 = as many as a forward pass fits in the activation memory planned for a training micro-batch"),
 
       field("zero.stage", z.stage, Range{0, 3}, "ZeRO stage: 0 = replicated, 1 = + sharded optimizer state, 2 = + sharded gradients, 3 = + sharded parameters"),

@@ -20,7 +20,7 @@
 namespace zero::pmtrain {
 
 namespace {
-constexpr int64_t kMicroPairs = 8;  // pairs per forward pass
+constexpr int64_t kDefaultMicroPairs = 8;  // pairs per forward pass unless batch.eval_micro says
 
 struct Row {
   int64_t line = 0;
@@ -62,11 +62,13 @@ int run_score(const ScoreArgs& a) {
   std::string first_skip;
   data::BatchConfig bc = batch_config(cfg.data);
   bc.layout = data::BatchLayout::Packed;  // only real tokens computed, whatever the training layout
+  // Pairs per forward pass: batch.eval_micro, as an evaluation's (no training plan to size it by here).
+  const int64_t micro_pairs = cfg.batch.eval_micro > 0 ? cfg.batch.eval_micro : kDefaultMicroPairs;
   auto flush = [&] {
     std::vector<float> rewards(size_t(2 * pending.num_pairs()));
-    for (int64_t first = 0; first < pending.num_pairs(); first += kMicroPairs) {
+    for (int64_t first = 0; first < pending.num_pairs(); first += micro_pairs) {
       std::vector<int64_t> ids;
-      for (int64_t i = first; i < std::min(first + kMicroPairs, pending.num_pairs()); ++i) ids.push_back(i);
+      for (int64_t i = first; i < std::min(first + micro_pairs, pending.num_pairs()); ++i) ids.push_back(i);
       const data::PairBatch batch = data::make_batch(pending, ids, {}, bc);
       const model::RewardOutput r = m.forward(batch, weights);
       for (int64_t p = 0; p < batch.num_pairs(); ++p) {
@@ -99,15 +101,16 @@ int run_score(const ScoreArgs& a) {
                rows.push_back({n, pending.num_pairs() - 1, ""});
                ++scored;
              }
-             if (pending.num_pairs() == kMicroPairs) flush();
+             if (pending.num_pairs() == micro_pairs) flush();
            },
        .on_skip = [&](int64_t n, std::string why) { skip(n, std::move(why)); },
        .before_fail = [&] { flush(); }});  // the rows before it are good
   flush();
   finish_out(out, file, a.out);
-  fprintf(stderr, "score: %lld lines of %s: %lld pairs scored, %lld lines skipped%s%s\n", (long long)lines,
-          data_path.c_str(), (long long)scored, (long long)skipped, skipped ? fmt::format(" (first: {})", first_skip).c_str() : "",
-          a.out.empty() ? "" : fmt::format(" -> {}", absolute_path(a.out)).c_str());
+  fprintf(stderr, "score: %lld lines of %s: %lld pairs scored, %lld lines skipped%s%s; %lld pairs a forward pass\n",
+          (long long)lines, data_path.c_str(), (long long)scored, (long long)skipped,
+          skipped ? fmt::format(" (first: {})", first_skip).c_str() : "",
+          a.out.empty() ? "" : fmt::format(" -> {}", absolute_path(a.out)).c_str(), (long long)micro_pairs);
   return 0;
 }
 

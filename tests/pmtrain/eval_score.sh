@@ -90,6 +90,13 @@ paste -d' ' <(field chosen < $TMP/clean.out) <(field chosen < $TMP/reversed.out 
   | awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * ($1 < 0 ? -$1 : $1) + 1e-6) exit 1 }' \
   || fail "the reversed file's rewards are not the clean file's in reverse: rows do not follow their input lines"
 echo "score: 15 lines -> 15 rows in order, 3 skipped (lines 3, 7, 10), rewards equal the clean file's"
+# batch.eval_micro sets score's pairs per forward pass (8 unless set): other batches, the same rewards.
+grep -q "; 8 pairs a forward pass$" $TMP/score.err || { cat $TMP/score.err; fail "score did not say its default batch"; }
+"$PMTRAIN" score $COMMON --data $TMP/clean.jsonl --set batch.eval_micro=5 --out $TMP/by5.out 2> $TMP/by5.err
+grep -q "; 5 pairs a forward pass$" $TMP/by5.err || { cat $TMP/by5.err; fail "score did not take batch.eval_micro"; }
+paste -d' ' <(field chosen < $TMP/clean.out) <(field chosen < $TMP/by5.out) \
+  | awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * ($1 < 0 ? -$1 : $1) + 1e-6) exit 1 }' \
+  || fail "score's rewards in batches of 5 differ from batches of 8"
 
 # eval's numbers against another path to them: `score` the eval set (the test file's first 16 pairs, one
 # rank, its own batches) and take the mean pair loss softplus(r_rejected - r_chosen) and the accuracy
