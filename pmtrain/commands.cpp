@@ -106,9 +106,9 @@ int run_eval(const EvalArgs& a, MpiRuntime& mpi) {
   if (w.kind == WeightsChoice::Kind::Checkpoint) trainer.load_weights(w.path);
   const EvalStats ev = trainer.evaluate();
   if (r0) {
-    printf("eval | %s\n%s", ev.all.summary().c_str(), ev.sets_text().c_str());
+    printf("eval | %s\n%s", ev.summary().c_str(), ev.sets_text().c_str());
     // The same record (and number format) as the run's eval lines in metrics.jsonl, for scripts.
-    nlohmann::json j = ev.to_json();
+    nlohmann::json j = ev.record();
     j.update({{"type", "eval"}, {"weights", w.description}});
     printf("%s\n", j.dump().c_str());
   }

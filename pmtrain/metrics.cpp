@@ -26,6 +26,17 @@ nlohmann::json EvalStats::to_json() const {
   return j;
 }
 
+nlohmann::json EvalStats::record() const {
+  nlohmann::json j = to_json();
+  j["runtime_s"] = runtime_s;
+  j["pairs_per_s"] = runtime_s > 0 ? all.pairs / runtime_s : 0.0;
+  return j;
+}
+
+std::string EvalStats::summary() const {
+  return fmt::format("{} in {:.1f} s, {:.0f} pairs/s", all.summary(), runtime_s, runtime_s > 0 ? all.pairs / runtime_s : 0.0);
+}
+
 std::string EvalStats::sets_text() const {
   std::string text;
   for (const auto& [name, st] : sets) text += fmt::format("  set {} | {}\n", name, st.summary());

@@ -51,8 +51,13 @@ struct EvalStats {
   PairStats all;
   std::vector<std::pair<std::string, PairStats>> sets;
   bool stopped = false;  // a stop signal cut the evaluation short: no numbers (train stops at once)
+  double runtime_s = 0;  // its wall time (HF's eval_runtime): in the logged records, not in to_json's numbers
   // all's fields at the top, as before named sets existed, and "sets": {name: its fields} when there are any.
   nlohmann::json to_json() const;
+  // What an eval record logs (metrics.jsonl, `pmtrain eval`'s line): to_json and "runtime_s", "pairs_per_s".
+  nlohmann::json record() const;
+  // "<all's summary> in 1.2 s, 170 pairs/s": the eval line.
+  std::string summary() const;
   // "  set NAME | <summary>\n" for each named set (printed under the eval line).
   std::string sets_text() const;
 };

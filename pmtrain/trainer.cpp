@@ -645,13 +645,13 @@ int Trainer::stop_with_checkpoint(int64_t step, const char* cut, bool eval_owed)
 }
 
 void Trainer::log_eval(const EvalStats& ev, int64_t step, bool final) {
-  nlohmann::json e = ev.to_json();
+  nlohmann::json e = ev.record();
   e.update({{"type", "eval"}, {"step", step}});
   if (final) e["final"] = true;
   metrics_->write(e);
   if (info_.rank == 0) {
     const std::string head = final ? "final eval" : fmt::format("eval @ step {}", step);
-    printf("%s | %s\n%s", head.c_str(), ev.all.summary().c_str(), ev.sets_text().c_str());
+    printf("%s | %s\n%s", head.c_str(), ev.summary().c_str(), ev.sets_text().c_str());
     fflush(stdout);
   }
 }
@@ -716,6 +716,7 @@ EvalStats Trainer::evaluate() {
     if (!test_sets_[i].name.empty()) ev.sets.emplace_back(test_sets_[i].name, st);
   }
   stack_.model->ops().release_cached_memory();  // the steps' blocks next (not in ~Retime: it may throw)
+  ev.runtime_s = now() - progress.start;
   return ev;
 }
 

@@ -28,3 +28,5 @@ bad() {
   grep -qF -- "$want" $TMP/bad.txt || { cat $TMP/bad.txt; fail "$name: message lacks '$want'"; }
   echo "ok: $name (exit $rc): $(cat $TMP/bad.txt)"
 }
+# untimed: eval records on stdin without their speed (runtime_s, pairs_per_s), to compare their numbers.
+untimed() { sed -E 's/"(pairs_per_s|runtime_s)":[^,}]*,?//g'; }

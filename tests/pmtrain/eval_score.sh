@@ -26,6 +26,14 @@ for f in loss accuracy chosen_reward rejected_reward pairs; do
     || fail "eval $f $(field $f <<<"$rec") differs from the run's final eval $(field $f <<<"$final")"
 done
 echo "eval = the run's final eval: loss $(field loss <<<"$rec"), accuracy $(field accuracy <<<"$rec"), $(field pairs <<<"$rec") pairs"
+# Each eval record, the run's and eval's, says how long it took (HF's eval_runtime, eval_samples_per_second).
+python3 - "$rec" "$final" <<'PY' || fail "eval records without their runtime and pairs/s"
+import json, sys
+for r in map(json.loads, sys.argv[1:]):
+    t, rate = r["runtime_s"], r["pairs_per_s"]
+    assert 0 < t < 60 and abs(rate * t - r["pairs"]) <= 1e-6 * r["pairs"], r
+PY
+grep -qE "^eval \| loss .* \| 16 pairs in [0-9.]+ s, [0-9]+ pairs/s$" $TMP/eval.txt || { cat $TMP/eval.txt; fail "the eval line does not say its time"; }
 
 # A long evaluation says how far it is (run.eval_progress_s; the default 30 s prints nothing for the one above):
 # rank 0 alone, batches counted up to the total the first line gives, never the last (the result follows).
@@ -121,7 +129,8 @@ mrec=$(grep '^{.*"type":"eval"' $TMP/eval_margin.txt) || { cat $TMP/eval_margin.
 # eval --data FILE: that file instead of the config's test split, the same record as data.test_files=[FILE].
 $MPIRUN -np 2 "$PMTRAIN" eval $COMMON --data $TMP/eval_margin.jsonl --set data.margin_field=margin \
   --set loss.center_rewards=0.01 > $TMP/eval_data.txt 2>&1 || { cat $TMP/eval_data.txt; fail "eval --data failed"; }
-[ "$(grep '^{.*"type":"eval"' $TMP/eval_data.txt)" = "$mrec" ] || { cat $TMP/eval_data.txt; fail "eval --data differs from data.test_files"; }
+[ "$(grep '^{.*"type":"eval"' $TMP/eval_data.txt | untimed)" = "$(untimed <<<"$mrec")" ] \
+  || { cat $TMP/eval_data.txt; fail "eval --data differs from data.test_files"; }
 bad "eval --data of a missing file" "--data: $TMP/none.jsonl does not exist" eval $COMMON --data $TMP/none.jsonl
 paste -d' ' <(field chosen < $TMP/eval_set.out) <(field rejected < $TMP/eval_set.out) \
   | awk -v loss="$(field loss <<<"$mrec")" -v plain="$(field loss <<<"$rec")" '

@@ -23,7 +23,7 @@ grep -qE '^  set a \| loss [0-9.]+ .*\| 10 pairs$' $TMP/train.txt && grep -qE '^
 # eval_one WEIGHTS_ARGS...: the eval record `pmtrain eval` prints (2 ranks).
 eval_record() {
   $MPIRUN -np 2 "$PMTRAIN" eval $COMMON "$@" > $TMP/eval.txt 2>&1 || { cat $TMP/eval.txt; fail "eval $* failed"; }
-  grep '^{.*"type":"eval"' $TMP/eval.txt
+  grep '^{.*"type":"eval"' $TMP/eval.txt | untimed
 }
 final=$(grep '"final":true' $TMP/run/metrics.jsonl)
 alone_a=$(eval_record --set "data.test_files=[$TMP/a.jsonl]")
