@@ -79,7 +79,7 @@ TokenPlan make_token_plan(const data::PairBatch& b, int64_t vocab_size) {
                  b.positions[chosen_first + b.seq_len[c]]);
     add_sequence(b.cu_seqlens[r + 1], int32_t(shared), int32_t(b.seq_len[c]));
   }
-  p.padded_tokens = (p.num_tokens() + kTokenRowMultiple - 1) / kTokenRowMultiple * kTokenRowMultiple;
+  p.padded_tokens = padded_token_rows(p.num_tokens());
   return p;
 }
 

@@ -13,6 +13,10 @@ namespace zero::model {
 // Backends that tile their GEMMs over tokens (the GPU) round the token rows of every activation up to a
 // multiple of this; the extra rows are never attended to nor pooled.
 inline constexpr int64_t kTokenRowMultiple = 64;
+// `tokens` rounded up to kTokenRowMultiple: such a backend's rows (TokenPlan::padded_tokens).
+inline constexpr int64_t padded_token_rows(int64_t tokens) {
+  return (tokens + kTokenRowMultiple - 1) / kTokenRowMultiple * kTokenRowMultiple;
+}
 
 struct TokenPlan {
   std::vector<int32_t> tokens;      // [N] real token ids, sequence 0 first
@@ -25,7 +29,7 @@ struct TokenPlan {
   std::vector<int32_t> hidden;
   std::vector<int32_t> pooled;      // [S] token index of each answer's pooled token (batch.last_index's)
   int32_t max_seqlen = 0;           // the longest attention sequence
-  int64_t padded_tokens = 0;        // N rounded up to kTokenRowMultiple
+  int64_t padded_tokens = 0;        // padded_token_rows(N)
 
   int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()); }
   int64_t num_seqs() const { return static_cast<int64_t>(pooled.size()); }  // answers: 2 per pair

@@ -233,7 +233,7 @@ model::TokenPlan sequences(int64_t count, int64_t T) {
     plan.pooled.push_back(int32_t((s + 1) * T - 1));
   }
   plan.max_seqlen = int32_t(T);
-  plan.padded_tokens = (count * T + model::kTokenRowMultiple - 1) / model::kTokenRowMultiple * model::kTokenRowMultiple;
+  plan.padded_tokens = model::padded_token_rows(count * T);
   return plan;
 }
 model::TokenPlan one_sequence(int64_t T) { return sequences(1, T); }

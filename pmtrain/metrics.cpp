@@ -29,12 +29,12 @@ nlohmann::json EvalStats::to_json() const {
 nlohmann::json EvalStats::record() const {
   nlohmann::json j = to_json();
   j["runtime_s"] = runtime_s;
-  j["pairs_per_s"] = runtime_s > 0 ? all.pairs / runtime_s : 0.0;
+  j["pairs_per_s"] = pairs_per_s();
   return j;
 }
 
 std::string EvalStats::summary() const {
-  return fmt::format("{} in {:.1f} s, {:.0f} pairs/s", all.summary(), runtime_s, runtime_s > 0 ? all.pairs / runtime_s : 0.0);
+  return fmt::format("{} in {:.1f} s, {:.0f} pairs/s", all.summary(), runtime_s, pairs_per_s());
 }
 
 std::string EvalStats::sets_text() const {

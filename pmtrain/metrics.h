@@ -58,6 +58,7 @@ struct EvalStats {
   nlohmann::json record() const;
   // "<all's summary> in 1.2 s, 170 pairs/s": the eval line.
   std::string summary() const;
+  double pairs_per_s() const { return runtime_s > 0 ? all.pairs / runtime_s : 0.0; }
   // "  set NAME | <summary>\n" for each named set (printed under the eval line).
   std::string sets_text() const;
 };

@@ -53,17 +53,22 @@ namespace {
 // Token rows of `tokens` tokens on the device (ModelOps::token_rows): the CPU computes the real tokens, a GPU
 // rounds them up to its GEMM tiles.
 int64_t device_rows(int64_t tokens, PlanDevice device) {
-  if (device == PlanDevice::Cpu) return tokens;
-  return (tokens + model::kTokenRowMultiple - 1) / model::kTokenRowMultiple * model::kTokenRowMultiple;
+  return device == PlanDevice::Cpu ? tokens : model::padded_token_rows(tokens);
+}
+
+// The largest batch of n pairs, every sequence at data.max_len; with token budgets (batch.micro_tokens) of
+// n tokens, or one pair over them (2 x data.max_len), in at most as many sequences as tokens.
+MicroShape batch_shape(const Config& cfg, int64_t n) {
+  if (cfg.batch.micro_tokens > 0) {
+    const int64_t tokens = std::max(n, 2 * cfg.data.max_len);
+    return {tokens, tokens};
+  }
+  return {2 * n * cfg.data.max_len, 2 * n};
 }
 }  // namespace
 
 MicroShape largest_micro_batch(const Config& cfg, int64_t micro_pairs) {
-  if (cfg.batch.micro_tokens > 0) {
-    const int64_t tokens = std::max(cfg.batch.micro_tokens, 2 * cfg.data.max_len);
-    return {tokens, tokens};
-  }
-  return {2 * micro_pairs * cfg.data.max_len, 2 * micro_pairs};
+  return batch_shape(cfg, cfg.batch.micro_tokens > 0 ? cfg.batch.micro_tokens : micro_pairs);
 }
 
 size_t step_activation_bytes(const Config& cfg, const model::Qwen3Config& qc, PlanDevice device, int64_t micro_pairs) {
@@ -75,7 +80,6 @@ size_t step_activation_bytes(const Config& cfg, const model::Qwen3Config& qc, Pl
 
 EvalBatch eval_batch(const Config& cfg, const model::Qwen3Config& qc, PlanDevice device, int64_t micro_pairs) {
   const bool by_tokens = cfg.batch.micro_tokens > 0;
-  const int64_t max_len = cfg.data.max_len;
   ZERO_REQUIRE(by_tokens || cfg.batch.eval_micro_tokens == 0, ConfigError,
                "{}: batch.eval_micro_tokens is for token budgets (batch.micro_tokens); with batches of pairs set "
                "batch.eval_micro",
@@ -84,12 +88,10 @@ EvalBatch eval_batch(const Config& cfg, const model::Qwen3Config& qc, PlanDevice
                "{}: batch.eval_micro is for batches of pairs; with batch.micro_tokens set batch.eval_micro_tokens",
                cfg.source);
   const size_t room = step_activation_bytes(cfg, qc, device, micro_pairs);
-  // A forward pass of n pairs (or n tokens), the worst case: every sequence at data.max_len (or one pair over
-  // the budget), as many sequences as tokens.
+  // A forward pass of n pairs (or n tokens) at its worst (batch_shape).
   auto need = [&](int64_t n) {
-    const int64_t tokens = by_tokens ? std::max(n, 2 * max_len) : 2 * n * max_len;
-    return model::plan_forward_activations(qc, device_rows(tokens, device), by_tokens ? tokens : 2 * n,
-                                           activation_dtypes(cfg, device));
+    const MicroShape s = batch_shape(cfg, n);
+    return model::plan_forward_activations(qc, device_rows(s.tokens, device), s.seqs, activation_dtypes(cfg, device));
   };
   // The training micro-batch's forward always fits (a forward keeps less than a step); the most that fits,
   // by doubling and then bisecting (need grows with n).
@@ -102,7 +104,7 @@ EvalBatch eval_batch(const Config& cfg, const model::Qwen3Config& qc, PlanDevice
   ZERO_REQUIRE(asked <= most, ConfigError,
                "{}: {} {}: a forward pass of {} {} needs {:.2f} GiB of activations, more than the {:.2f} GiB the "
                "training micro-batch is planned for; at most {} fit (0 = that many)",
-               cfg.source, key, asked, asked, by_tokens ? "tokens" : fmt::format("pairs at data.max_len {}", max_len),
+               cfg.source, key, asked, asked, by_tokens ? "tokens" : fmt::format("pairs at data.max_len {}", cfg.data.max_len),
                double(need(asked)) / double(1ull << 30), double(room) / double(1ull << 30), most);
   const int64_t n = asked > 0 ? asked : most;
   return by_tokens ? EvalBatch{0, n} : EvalBatch{n, 0};
