@@ -50,9 +50,12 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || tr
 
 BASE="configs/tiny_cpu.yaml --set data.cache_dir=$TMP/cache --set run.steps=4 --set batch.global=24 --set batch.micro=2
   --set run.eval_every=0 --set data.test_files=[] --set run.log_every=1"
-# PMTRAIN_CUDA_SMALL=1: 8 pairs a step of at most 48 tokens (the emulated backend in CI, where every CUDA
-# thread is a fiber on one core: the same checks on a third of the work).
-[ -n "${PMTRAIN_CUDA_SMALL:-}" ] && BASE="$BASE --set batch.global=8 --set data.max_len=48"
+# PMTRAIN_CUDA_SMALL=1: 8 pairs a step of at most 48 tokens, on the 299-token tokenizer (common.sh SMALL: the
+# model without the Qwen3 vocabulary's 9.7M embedding parameters). For the emulated backend in CI, where every
+# CUDA thread runs on one core: the same checks on a small share of the work.
+# LEN: data.max_len of the eval and score checks (6, 7).
+TOK="" LEN=384
+[ -n "${PMTRAIN_CUDA_SMALL:-}" ] && TOK=$SMALL_TOKENIZER LEN=96 && BASE="$BASE $TOK --set batch.global=8 --set data.max_len=48"
 # train NP NAME ARGS...: a run in $TMP/NAME, output in $TMP/NAME.txt
 train() {
   local np=$1 name=$2; shift 2
@@ -213,7 +216,7 @@ json_field $TMP/bf16/metrics.jsonl train loss > $TMP/bf16.loss
 close $TMP/gpu1.loss $TMP/bf16.loss 5e-2 "bf16 mode vs fp32 mode on cuda, per-step loss"
 
 # 6. eval on cuda = eval on the CPU (the resumed 1-rank run's final checkpoint, step 4).
-EVAL="configs/tiny_cpu.yaml --set data.cache_dir=$TMP/cache --set run.dir=$TMP/cut1 --set run.eval_pairs=32
+EVAL="configs/tiny_cpu.yaml $TOK --set data.max_len=$LEN --set data.cache_dir=$TMP/cache --set run.dir=$TMP/cut1 --set run.eval_pairs=32
   --set zero.param_dtype=fp32"
 evalrec() {  # NP BACKEND -> the eval record's loss accuracy chosen_reward rejected_reward pairs, one per line
   $MPIRUN -np $1 "$PMTRAIN" eval $EVAL --set backend=$2 > $TMP/eval.txt 2>&1 || { cat $TMP/eval.txt; fail "eval np $1 $2 failed"; }
@@ -231,7 +234,7 @@ close $TMP/eval_cpu $TMP/eval_gpu2 1e-4 "eval 2 ranks cuda vs cpu" 1e-2
 [ "$(sed -n 5p $TMP/eval_cpu)" = "$(sed -n 5p $TMP/eval_gpu2)" ] || fail "eval: pair counts differ"
 
 # 7. score on cuda, export, the export in transformers.
-SCORE="configs/tiny_cpu.yaml --set run.dir=$TMP/cut1 --set zero.param_dtype=fp32 --data $TMP/pairs.jsonl"
+SCORE="configs/tiny_cpu.yaml $TOK --set data.max_len=$LEN --set run.dir=$TMP/cut1 --set zero.param_dtype=fp32 --data $TMP/pairs.jsonl"
 "$PMTRAIN" score $SCORE --set backend=cpu --out $TMP/s_cpu.jsonl 2> $TMP/s_cpu.err || { cat $TMP/s_cpu.err; fail "score cpu"; }
 "$PMTRAIN" score $SCORE --set backend=$GPU --out $TMP/s_gpu.jsonl 2> $TMP/s_gpu.err || { cat $TMP/s_gpu.err; fail "score cuda"; }
 ! on_gpu || grep -q "score: backend cuda" $TMP/s_gpu.err || { cat $TMP/s_gpu.err; fail "score did not run on cuda"; }
@@ -248,13 +251,13 @@ paste -d' ' $TMP/r_cpu $TMP/r_gpu | awk '{ a[NR] = $1; b[NR] = $2; s += $1 * $1 
   || fail "score: cuda vs cpu beyond 1e-4"
 
 "$PMTRAIN" export $TMP/cut1 --to $TMP/hf --dtype fp32 > $TMP/export.txt || { cat $TMP/export.txt; fail "export"; }
-"$PMTRAIN" score --model $TMP/hf --set backend=$GPU --set zero.param_dtype=fp32 --set data.max_len=384 \
+"$PMTRAIN" score --model $TMP/hf --set backend=$GPU --set zero.param_dtype=fp32 --set data.max_len=$LEN \
   --data $TMP/pairs.jsonl --out $TMP/s_hf.jsonl 2> $TMP/s_hf.err || { cat $TMP/s_hf.err; fail "score --model on cuda"; }
 ! on_gpu || grep -q "score: backend cuda" $TMP/s_hf.err || { cat $TMP/s_hf.err; fail "score --model did not run on cuda"; }
 cmp -s <(rewards $TMP/s_hf.jsonl) $TMP/r_gpu || fail "score of the fp32 export differs from the checkpoint's on cuda"
 echo "score --model (fp32 export) on cuda = score --checkpoint on cuda, all $(wc -l < $TMP/r_gpu) rewards"
 if python3 -c "import torch, transformers, tokenizers" 2> /dev/null; then
-  python3 bench/hf_export_check.py $TMP/hf --scores $TMP/s_hf.jsonl --data $TMP/pairs.jsonl --max-len 384 \
+  python3 bench/hf_export_check.py $TMP/hf --scores $TMP/s_hf.jsonl --data $TMP/pairs.jsonl --max-len $LEN \
     || fail "bench/hf_export_check.py: the export scores differently in transformers"
 elif required; then
   fail "python3 lacks torch/transformers/tokenizers: bench/hf_export_check.py cannot run (ZERO_REQUIRE_GPU is set)"

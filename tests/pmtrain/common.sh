@@ -30,3 +30,11 @@ bad() {
 }
 # untimed: eval records on stdin without their speed (runtime_s, pairs_per_s), to compare their numbers.
 untimed() { sed -E 's/"(pairs_per_s|runtime_s)":[^,}]*,?//g'; }
+# SMALL: overrides that put configs/tiny_cpu.yaml's model on a 299-token byte-level tokenizer
+# (tests/fixtures/bytes_tokenizer/README.md): 105,600 parameters instead of 9.8M, nearly all of which are the
+# Qwen3 vocabulary's embedding, so the engine's per-step work (gradient buckets, AdamW, collectives) no longer
+# swamps the model's; data.max_len 160, since a text takes about 3x the tokens it takes with the real tokenizer.
+# For the tests of machinery the vocabulary does not change (12 steps at 2 ranks: 2.8 s instead of 9 s here);
+# the shipped config as it is keeps its own tests (tiny_e2e, plan, the tokenizer's golden ids).
+SMALL_TOKENIZER="--set data.tokenizer=tests/fixtures/bytes_tokenizer/tokenizer.json"
+SMALL="$SMALL_TOKENIZER --set data.max_len=160"

@@ -102,7 +102,7 @@ bad "keep_best without test data" "data.test_files and data.test_sets are empty"
 # run.stop_at under run.keep_best: the stop's checkpoint carries its step's evaluation, and is saved once. At a
 # periodic save's step the stop saved it again without the evaluation (keep_best could no longer rank it); at
 # another step its save lacked it; a rerun of the same stop_at wrote the checkpoint it had resumed from again.
-SA="configs/tiny_cpu.yaml --set run.dir=$TMP/sa --set data.cache_dir=$TMP/cache --set run.steps=4 --set batch.global=8
+SA="configs/tiny_cpu.yaml $SMALL --set run.dir=$TMP/sa --set data.cache_dir=$TMP/cache --set run.steps=4 --set batch.global=8
   --set run.eval_every=1 --set run.save_every=2 --set run.eval_pairs=24 --set run.keep_best=loss --set run.keep_last=4"
 has_eval() { grep -q '"eval": *{' $TMP/sa/checkpoints/step_$1/manifest.json || fail "step_$1's manifest has no evaluation ($2)"; }
 $MPIRUN -np 2 "$PMTRAIN" train $SA --set run.stop_at=2 > $TMP/sa1.txt 2>&1 || { cat $TMP/sa1.txt; fail "stop_at 2 failed"; }

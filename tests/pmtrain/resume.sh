@@ -5,7 +5,7 @@
 #  - another world size and stage (4 ranks stage 3 -> 2 ranks stage 1): the same pairs per step (no
 #    pair repeated or skipped) and the loss curve within fp32 round-off.
 source "$(dirname "$0")/common.sh"
-COMMON="configs/tiny_cpu.yaml --set data.cache_dir=$TMP/cache --set run.steps=4 --set batch.global=24 --set batch.micro=2
+COMMON="configs/tiny_cpu.yaml $SMALL --set data.cache_dir=$TMP/cache --set run.steps=4 --set batch.global=24 --set batch.micro=2
   --set run.eval_every=0 --set data.test_files=[] --set run.log_every=1"
 # fields FILE: "loss grad_norm pair_id_sum" of every train record, one step per line
 fields() { paste -d' ' <(json_field $1 train loss) <(json_field $1 train grad_norm) <(json_field $1 train pair_id_sum); }

@@ -4,20 +4,23 @@
 # code is 75, and `--resume auto` continues bit-exactly: the per-step losses of the stopped-and-resumed
 # run equal an uninterrupted run's, to the last digit printed in metrics.jsonl.
 source "$(dirname "$0")/common.sh"
-RUN="--set data.cache_dir=$TMP/cache --set run.steps=12 --set run.log_every=1 --set run.eval_every=0 --set run.save_final=false"
+# On the small model (common.sh SMALL) a step takes about 0.15 s here: 32 steps leave the signals below as
+# many seconds of margin as 12 steps of the Qwen3-vocabulary model did.
+N=32
+RUN="$SMALL --set data.cache_dir=$TMP/cache --set run.steps=$N --set run.log_every=1 --set run.eval_every=0 --set run.save_final=false"
 $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=$TMP/ref > $TMP/ref.log 2>&1 \
   || { cat $TMP/ref.log; fail "uninterrupted run failed"; }
 
 $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=$TMP/run > $TMP/stop.log 2>&1 &
 launcher=$!
-for _ in $(seq 1200); do grep -q "^step 3/12" $TMP/stop.log && break; sleep 0.1; done
-grep -q "^step 3/12" $TMP/stop.log || { kill $launcher; cat $TMP/stop.log; fail "the run never reached step 3"; }
+for _ in $(seq 1200); do grep -q "^step 3/$N" $TMP/stop.log && break; sleep 0.1; done
+grep -q "^step 3/$N" $TMP/stop.log || { kill $launcher; cat $TMP/stop.log; fail "the run never reached step 3"; }
 pkill -TERM -P $launcher  # the ranks, not the launcher: as Slurm signals each task
 set +e; wait $launcher; rc=$?; set -e
 [ $rc -eq 75 ] || { cat $TMP/stop.log; fail "exit code $rc after SIGTERM, expected 75"; }
-step=$(sed -nE 's/^pmtrain: stopped by SIGTERM at step ([0-9]+) of 12.*/\1/p' $TMP/stop.log)
+step=$(sed -nE "s/^pmtrain: stopped by SIGTERM at step ([0-9]+) of $N.*/\1/p" $TMP/stop.log)
 [ -n "$step" ] || { cat $TMP/stop.log; fail "no 'stopped by SIGTERM at step N' line"; }
-[ "$step" -lt 12 ] || fail "the signal arrived too late to test a resume (step $step)"
+[ "$step" -lt $N ] || fail "the signal arrived too late to test a resume (step $step)"
 [ -f $TMP/run/checkpoints/step_$step/manifest.json ] || fail "no checkpoint step_$step after SIGTERM"
 # The command the message gives, as it is: it must carry this run's --set overrides ($RUN), not just the file.
 hint=$(sed -nE 's/^pmtrain: stopped by .* resume with: pmtrain (train .* --resume auto)$/\1/p' $TMP/stop.log)
@@ -29,19 +32,19 @@ diff <(last_losses $TMP/ref/metrics.jsonl) <(last_losses $TMP/run/metrics.jsonl)
 # metrics.jsonl after stop + resume: each step and each epoch once, every record timestamped.
 [ -z "$(json_field $TMP/run/metrics.jsonl train step | sort | uniq -d)" ] || fail "a train step appears twice in metrics.jsonl"
 [ -z "$(json_field $TMP/run/metrics.jsonl epoch epoch | sort | uniq -d)" ] || fail "an epoch appears twice in metrics.jsonl"
-[ "$(json_field $TMP/run/metrics.jsonl train step | wc -l)" -eq 12 ] || fail "metrics.jsonl lacks train steps"
+[ "$(json_field $TMP/run/metrics.jsonl train step | wc -l)" -eq $N ] || fail "metrics.jsonl lacks train steps"
 ! grep -v '"time":' $TMP/run/metrics.jsonl | grep -q . || fail "a metrics record without a timestamp"
-# SIGKILL after step 5 with checkpoints every 2 steps: the resumed run repeats step 5 from step_4, and
+# SIGKILL after step 5 with checkpoints every 4 steps: the resumed run repeats step 5 from step_4, and
 # metrics.jsonl keeps that step once (the killed run's records past the checkpoint are dropped).
-$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.save_every=2 --set run.dir=$TMP/kill > $TMP/kill.log 2>&1 &
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.save_every=4 --set run.dir=$TMP/kill > $TMP/kill.log 2>&1 &
 launcher=$!
-for _ in $(seq 1200); do grep -q "^step 5/12" $TMP/kill.log && break; sleep 0.1; done
+for _ in $(seq 1200); do grep -q "^step 5/$N" $TMP/kill.log && break; sleep 0.1; done
 pkill -KILL -P $launcher
 set +e; wait $launcher; set -e
 kept=$(ls $TMP/kill/checkpoints | sed -n 's/^step_//p' | sort -n | tail -1)
 last_logged=$(json_field $TMP/kill/metrics.jsonl train step | sort -n | tail -1)
 [ "$last_logged" -gt "$kept" ] || fail "the kill did not leave logged steps past the checkpoint (logged $last_logged, kept $kept)"
-$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.save_every=2 --set run.dir=$TMP/kill --resume auto > $TMP/kill2.log 2>&1 \
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.save_every=4 --set run.dir=$TMP/kill --resume auto > $TMP/kill2.log 2>&1 \
   || { cat $TMP/kill2.log; fail "resume after SIGKILL failed"; }
 [ -z "$(json_field $TMP/kill/metrics.jsonl train step | sort | uniq -d)" ] || fail "steps repeated in metrics.jsonl after SIGKILL + resume"
 diff <(last_losses $TMP/ref/metrics.jsonl) <(last_losses $TMP/kill/metrics.jsonl) \
@@ -74,7 +77,7 @@ echo "ok: a fresh run in a used run.dir is refused before the data; run.start_ov
 # run in the first wait are steps the reference run below must run too). The run is long enough to still be
 # going when the SIGTERM arrives; the resumed run stops at two steps past the checkpoint and is compared with
 # an uninterrupted run cut at the same step.
-LONG="--set data.cache_dir=$TMP/cache --set run.steps=2000 --set run.log_every=1 --set run.eval_every=0 --set run.save_final=false"
+LONG="$SMALL --set data.cache_dir=$TMP/cache --set run.steps=2000 --set run.log_every=1 --set run.eval_every=0 --set run.save_final=false"
 OMPI_MCA_odls_base_sigkill_timeout=4 $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $LONG --set run.dir=$TMP/int \
   > $TMP/int.log 2>&1 &
 launcher=$!
@@ -93,7 +96,7 @@ $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $LONG --set run.dir=$TMP/in
 diff <(last_losses $TMP/intref/metrics.jsonl) <(last_losses $TMP/int/metrics.jsonl) \
   || fail "losses after SIGINT + resume differ from the uninterrupted run"
 echo "ok: SIGINT to mpirun at step $istep: checkpoint, resumed bit-exactly"
-echo "ok: SIGTERM at step $step of 12: checkpoint, exit 75, resumed; all 12 losses equal the uninterrupted run's"
+echo "ok: SIGTERM at step $step of $N: checkpoint, exit 75, resumed; all $N losses equal the uninterrupted run's"
 
 # SIGTERM while the rank is still starting (MPI start-up, the tokenizer, the data): it stops after the first step
 # with a checkpoint and exit 75, as at any other time (it was killed at once, rc 143 and no word).
@@ -109,7 +112,7 @@ done
 kill -TERM $early
 set +e; wait $early; rc=$?; set -e
 [ $rc -eq 75 ] || { cat $TMP/early.log; fail "SIGTERM during start-up: exit code $rc, expected 75"; }
-grep -q "^pmtrain: stopped by SIGTERM at step 1 of 12" $TMP/early.log || { cat $TMP/early.log; fail "SIGTERM during start-up: no stop line"; }
+grep -q "^pmtrain: stopped by SIGTERM at step 1 of $N" $TMP/early.log || { cat $TMP/early.log; fail "SIGTERM during start-up: no stop line"; }
 echo "ok: SIGTERM during start-up: stopped after step 1 with a checkpoint, exit 75"
 
 # SIGTERM during an evaluation (a long one: 1200 of the training pairs as the test set, about 2 s at 2 ranks

@@ -11,7 +11,7 @@
 source "$(dirname "$0")/common.sh"
 zcat data/assets/hh-rlhf/harmless-base/test.jsonl.gz | sed -n 1,10p > $TMP/a.jsonl
 zcat data/assets/hh-rlhf/harmless-base/test.jsonl.gz | sed -n 11,24p > $TMP/b.jsonl
-COMMON="configs/tiny_cpu.yaml --set run.dir=$TMP/run --set data.cache_dir=$TMP/cache --set batch.global=8"
+COMMON="configs/tiny_cpu.yaml $SMALL --set run.dir=$TMP/run --set data.cache_dir=$TMP/cache --set batch.global=8"
 SETS="data.test_sets={a: [$TMP/a.jsonl], b: [$TMP/b.jsonl]}"
 $MPIRUN -np 2 "$PMTRAIN" train $COMMON --set run.steps=4 --set run.eval_every=2 --set run.save_every=2 \
   --set run.keep_best=loss --set "data.test_files=[]" --set "$SETS" > $TMP/train.txt 2>&1 \

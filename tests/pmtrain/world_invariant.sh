@@ -10,7 +10,7 @@
 #    comparisons above can fail);
 #  - bad combinations are refused in one line.
 source "$(dirname "$0")/common.sh"
-COMMON="configs/tiny_cpu.yaml --set data.cache_dir=$TMP/cache --set run.steps=4 --set batch.global=24 --set batch.micro=2
+COMMON="configs/tiny_cpu.yaml $SMALL --set data.cache_dir=$TMP/cache --set run.steps=4 --set batch.global=24 --set batch.micro=2
   --set run.eval_every=2 --set run.eval_pairs=20 --set run.log_every=1 --set zero.world_invariant=true"
 train() { local np=$1; shift; $MPIRUN -np $np "$PMTRAIN" train $COMMON "$@" > $TMP/out.txt 2>&1 || { cat $TMP/out.txt; fail "run failed: $*"; }; }
 # fields FILE: type, grad norm, pairs and metrics of every train and eval record, one a line ("-": none)
