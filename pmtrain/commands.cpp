@@ -34,8 +34,7 @@ void print_plan(const Config& cfg, int world, int per_node) {
   if (cfg.backend == Backend::Cuda)
     printf("GPU memory %s (checked against the GPUs when the run starts)\n",
            plan_gpu_memory(cfg, qc, groups, world, b.micro, b.accum, {}).describe().c_str());
-  const PlanDevice device = cfg.backend == Backend::Cuda ? PlanDevice::Gpu : PlanDevice::Cpu;
-  printf("evaluation batches of at most %s per rank\n", eval_batch(cfg, qc, device, b.micro).describe().c_str());
+  printf("evaluation batches of at most %s per rank\n", eval_batch(cfg, qc, model_device(cfg), b.micro).describe().c_str());
   fflush(stdout);  // the plans first, then an error about them
   if (cfg.backend == Backend::Cuda) require_fits(plan, cfg);  // the host's share: its own advice
   // The breakdown is printed above: the error says what to change, not the plan again.

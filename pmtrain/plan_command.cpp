@@ -565,7 +565,7 @@ int run_plan(const PlanArgs& a) {
   Setup s;
   s.cfg = load_resolved_config({a.config_path, a.overrides});
   const Config& cfg = s.cfg;
-  const bool gpu = cfg.backend == Backend::Cuda || !a.gpu_mem.empty();
+  const bool gpu = model_device(cfg) == PlanDevice::Gpu || !a.gpu_mem.empty();
   s.device = gpu ? PlanDevice::Gpu : PlanDevice::Cpu;
   const std::vector<int> worlds =
       a.worlds.empty() ? std::vector<int>{cfg.batch.world > 0 ? int(cfg.batch.world) : 1} : parse_int_list(a.worlds, "--world");

@@ -44,6 +44,8 @@ size_t async_save_snapshot_bytes(const Config& cfg, const Partition& part) {
   return cfg.run.async_save && saves ? size_t(checkpoint::rank_file_bytes(part)) : 0;
 }
 
+PlanDevice model_device(const Config& cfg) { return cfg.backend == Backend::Cuda ? PlanDevice::Gpu : PlanDevice::Cpu; }
+
 model::ActivationDTypes activation_dtypes(const Config& cfg, PlanDevice device) {
   return device == PlanDevice::Gpu && cfg.zero.param_dtype == DType::BF16 ? model::kGpuActivations
                                                                           : model::kCpuActivations;
@@ -154,7 +156,7 @@ MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, con
 MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
                        int world, int ranks_on_node, int64_t micro_pairs, int64_t accum_steps) {
   MemoryPlan m;
-  if (cfg.backend == Backend::Cuda) {
+  if (model_device(cfg) == PlanDevice::Gpu) {
     // The model, the engine and the activations live on the GPU (plan_gpu_memory); the host holds the
     // process, an offloaded optimizer (zero.offload), and one at a time a piece of a tensor being initialised
     // or an async save's snapshot of the optimizer state.
@@ -236,7 +238,7 @@ void require_fits(const MemoryPlan& plan, const Config& cfg) {
         "{}: the GPU cannot hold the run: {}. Use {}{}a smaller batch.micro (or batch.micro_tokens), or more GPUs "
         "(`pmtrain plan {} --gpu-mem 80GiB --world 8,16` compares them).",
         cfg.source, plan.describe(), higher, ckpt, cfg.source));
-  if (cfg.backend == Backend::Cuda)  // the host's share of a GPU run: the process, an offloaded optimizer, a snapshot
+  if (model_device(cfg) == PlanDevice::Gpu)  // the host's share of a GPU run: the process, an offloaded optimizer, a snapshot
     throw ConfigError(fmt::format(
         "{}: this machine cannot hold the run's host memory: {}. Use fewer ranks on this node, {}{}{}or more nodes",
         cfg.source, plan.describe(), higher,

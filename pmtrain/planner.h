@@ -31,6 +31,8 @@ inline constexpr size_t kCudaContextBytes = size_t(1) << 30;
 inline constexpr double kCudaPoolSlack = 0.05;
 
 enum class PlanDevice { Cpu, Gpu };
+// Where a run's model, engine buffers and activations live: the GPU for backend cuda, else the host.
+PlanDevice model_device(const Config& cfg);
 
 struct MemoryPlan {
   size_t params = 0, grads = 0, optimizer = 0, comm_buffers = 0, gathered = 0, activations = 0;
