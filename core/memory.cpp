@@ -1,12 +1,8 @@
 #include "core/memory.h"
 
-#include <malloc.h>
-
-#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <string_view>
 
 #include "core/check.h"
 
@@ -33,12 +29,6 @@ class HostAllocator final : public RawAllocator {
 }  // namespace
 
 std::unique_ptr<RawAllocator> make_host_allocator() { return std::make_unique<HostAllocator>(); }
-
-void keep_large_host_allocations_in_heap() {
-  if (const char* keep = std::getenv("ZERO_GLIBC_MMAP"); keep && std::string_view(keep) == "1") return;
-  mallopt(M_MMAP_MAX, 0);                  // no mmap for any size (a thread arena still maps past its 64 MiB heap)
-  mallopt(M_TRIM_THRESHOLD, INT_MAX);      // never give the top of the heap back (its pages would fault again)
-}
 
 MemoryStats operator+(const MemoryStats& a, const MemoryStats& b) {
   MemoryStats s;

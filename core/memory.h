@@ -34,17 +34,6 @@ class RawAllocator {
 };
 std::unique_ptr<RawAllocator> make_host_allocator();
 
-// For a training process (pmtrain calls it before MPI starts; a program embedding the engine decides for
-// itself): large blocks of the C heap stay in the heap instead of each being an mmap of its own, and the heap
-// keeps what it was given. glibc serves a malloc above its mmap threshold (at most 32 MiB) with a fresh mmap and
-// unmaps it at free, so a buffer made and freed every step, such as the temporary Open MPI's reduce-scatter and
-// all-reduce take the size of the message, has every page faulted in and zeroed again each time: at 2-4 ranks on
-// the CI machine that made collectives of 16-64 MiB 2.5x slower and was 61% of tiny_cpu's step time at 4 ranks
-// (bench/results/heap_policy.txt). The peak resident memory is the same (what a step needs it needs either
-// way); memory freed after the peak is kept for reuse rather than given back. ZERO_GLIBC_MMAP=1 in the
-// environment leaves glibc's policy as it is (the bench's baseline; a site with an allocator of its own).
-void keep_large_host_allocations_in_heap();
-
 struct MemoryStats {
   std::array<size_t, kMemCategories> live{};
   std::array<size_t, kMemCategories> peak{};  // peak of each category on its own

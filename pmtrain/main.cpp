@@ -10,7 +10,6 @@
 #include "comm/bootstrap.h"
 #include "comm/launch_env.h"
 #include "core/check.h"
-#include "core/memory.h"
 #include "data/tokenize_tool.h"
 #include "pmtrain/bench_command.h"
 #include "pmtrain/cli.h"
@@ -73,7 +72,6 @@ int main(int argc, char** argv) {
   // train takes SIGTERM/SIGINT as "stop at the next step boundary and save" from the start: a signal during
   // MPI start-up or data loading would otherwise kill the rank with no word (Slurm may send it at any time).
   if (cl.command == "train") install_stop_signals();
-  keep_large_host_allocations_in_heap();  // before MPI allocates anything (core/memory.h says why)
   MpiRuntime mpi(&argc, &argv);
   const int rank = mpi.info().rank;
   // "rank N: " only where there are several ranks to tell apart.
