@@ -28,15 +28,16 @@ void print_plan(const Config& cfg, int world, int per_node) {
   const ResolvedBatch b = run_batch(cfg, world);  // the trainer's batch (engine_assembly.h)
   const std::vector<GroupInfo> groups = engine_groups(m.groups());
   const MemoryPlan plan = plan_memory(cfg, qc, groups, world, per_node, b.micro, b.accum);
+  const PlanDevice device = model_device(cfg);
   printf("%s: world %d (%d per node), stage %lld, batch global %lld = micro %lld x accum %lld x world %d\n%s%s\n",
          cfg.source.c_str(), world, per_node, (long long)cfg.zero.stage, (long long)b.global, (long long)b.micro,
-         (long long)b.accum, world, cfg.backend == Backend::Cuda ? "host memory " : "", plan.describe().c_str());
-  if (cfg.backend == Backend::Cuda)
+         (long long)b.accum, world, device == PlanDevice::Gpu ? "host memory " : "", plan.describe().c_str());
+  if (device == PlanDevice::Gpu)
     printf("GPU memory %s (checked against the GPUs when the run starts)\n",
            plan_gpu_memory(cfg, qc, groups, world, b.micro, b.accum, {}).describe().c_str());
-  printf("evaluation batches of at most %s per rank\n", eval_batch(cfg, qc, model_device(cfg), b.micro).describe().c_str());
+  printf("evaluation batches of at most %s per rank\n", eval_batch(cfg, qc, device, b.micro).describe().c_str());
   fflush(stdout);  // the plans first, then an error about them
-  if (cfg.backend == Backend::Cuda) require_fits(plan, cfg);  // the host's share: its own advice
+  if (device == PlanDevice::Gpu) require_fits(plan, cfg);  // the host's share: its own advice
   // The breakdown is printed above: the error says what to change, not the plan again.
   ZERO_REQUIRE(fits_on_node(plan), ConfigError,
                "{}: does not fit on this node (above); try {}{}a smaller batch.micro or more nodes, or compare stages "
