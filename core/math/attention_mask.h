@@ -14,8 +14,19 @@
 
 namespace zero::math {
 
+// The keys hidden from `query` below its causal limit, a span [begin, end) within [0, query + 1]: the hidden
+// span for a query at hidden_end or after, else the empty span at query + 1. So the query sees keys [0, begin)
+// and [end, query]: two runs, which the CPU reference's softmax takes whole.
+struct HiddenKeys {
+  int64_t begin, end;
+};
+ZERO_HD HiddenKeys hidden_keys(int64_t query, int64_t hidden_begin, int64_t hidden_end) {
+  return query >= hidden_end ? HiddenKeys{hidden_begin, hidden_end} : HiddenKeys{query + 1, query + 1};
+}
+
 ZERO_HD bool attention_masked(int64_t query, int64_t key, int64_t hidden_begin, int64_t hidden_end) {
-  return key > query || (query >= hidden_end && key >= hidden_begin && key < hidden_end);
+  const HiddenKeys h = hidden_keys(query, hidden_begin, hidden_end);
+  return key > query || (key >= h.begin && key < h.end);
 }
 
 }  // namespace zero::math

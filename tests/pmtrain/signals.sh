@@ -7,7 +7,7 @@ source "$(dirname "$0")/common.sh"
 # On the small model (common.sh SMALL) a step takes about 0.15 s here: 32 steps leave the signals below as
 # many seconds of margin as 12 steps of the Qwen3-vocabulary model did.
 N=32
-RUN="$SMALL --set data.cache_dir=$TMP/cache --set run.steps=$N --set run.log_every=1 --set run.eval_every=0 --set run.save_final=false"
+RUN="$SMALL --set data.cache_dir=$TMP/cache --set run.steps=$N --set run.log_every=1 --set run.eval_every=0 --set run.save_final=false --set data.test_files=[]"
 $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=$TMP/ref > $TMP/ref.log 2>&1 \
   || { cat $TMP/ref.log; fail "uninterrupted run failed"; }
 
@@ -77,7 +77,7 @@ echo "ok: a fresh run in a used run.dir is refused before the data; run.start_ov
 # run in the first wait are steps the reference run below must run too). The run is long enough to still be
 # going when the SIGTERM arrives; the resumed run stops at two steps past the checkpoint and is compared with
 # an uninterrupted run cut at the same step.
-LONG="$SMALL --set data.cache_dir=$TMP/cache --set run.steps=2000 --set run.log_every=1 --set run.eval_every=0 --set run.save_final=false"
+LONG="$SMALL --set data.cache_dir=$TMP/cache --set run.steps=2000 --set run.log_every=1 --set run.eval_every=0 --set run.save_final=false --set data.test_files=[]"
 OMPI_MCA_odls_base_sigkill_timeout=4 $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $LONG --set run.dir=$TMP/int \
   > $TMP/int.log 2>&1 &
 launcher=$!
