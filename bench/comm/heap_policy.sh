@@ -3,9 +3,11 @@
 # huge, set in the environment: pmtrain sets nothing itself), in the same run. glibc serves a malloc above its
 # mmap threshold with a mapping of its own and unmaps it at free, so a temporary made and freed every call, as
 # Open MPI's reduce-scatter and all-reduce make one the size of the message, has its pages faulted in and zeroed
-# again each time. Keeping them in the heap makes the CPU backend's large collectives faster, but the heap then
-# keeps what it was given and fragments: the peak resident memory rises, past pmtrain's memory plan in the stage-3
-# cell below, which is why pmtrain does not set it (a user may, with that cost in mind: README, Benchmarks).
+# again each time. The CPU backend therefore runs reduce-scatters and all-reduces over 1 MiB as 1 MiB pieces
+# (comm/mpi_communicator.h), whose temporaries stay small; this script shows what keeping large blocks in the heap
+# still changes beside them. Before the pieces it was 1.3-1.5x tokens/s on tiny_cpu, but the heap keeps what it
+# was given and fragments: a 90M-parameter model at stage 3 then peaked past pmtrain's memory plan, which is why
+# pmtrain does not set it (a user may, with that cost in mind: README, Benchmarks).
 # Cells: configs/tiny_cpu.yaml (9.8M parameters, buckets of 39 MB) 10 steps at 2 and 4 ranks, and a 4-layer
 # 90M-parameter model at stage 3 on 2 ranks (4 steps), CPU backend, without evaluation or checkpoints; per cell
 # the better of two runs of each policy (alternating): tokens/s over all ranks, rank 0's comm share, the largest
