@@ -116,7 +116,7 @@ struct BatchSection {
 
 struct ZeroSection {
   int64_t stage = 2;  // pmtrain's (the engine's own default is 0, plain data parallelism)
-  int64_t bucket_elements = int64_t(EngineConfig{}.bucket_elements);
+  int64_t bucket_elements = 0;  // 0 = the backend's (pmtrain/engine_assembly.h bucket_elements_for)
   int64_t prefetch_depth = EngineConfig{}.prefetch_depth;
   DType param_dtype = EngineConfig{}.param_dtype;
   std::optional<DType> accum_dtype;  // unset: auto (accum_dtype_for in engine_assembly.h)

@@ -21,10 +21,15 @@ DType accum_dtype_for(const Config& cfg, int world, int64_t accum_steps) {
   return sums ? DType::F32 : cfg.zero.param_dtype;
 }
 
+size_t bucket_elements_for(const Config& cfg) {
+  if (cfg.zero.bucket_elements > 0) return size_t(cfg.zero.bucket_elements);
+  return cfg.backend == Backend::Cpu ? size_t(kCpuBucketElements) : EngineConfig{}.bucket_elements;
+}
+
 EngineConfig engine_config(const Config& cfg, int world, int64_t accum_steps, int64_t total_steps) {
   EngineConfig ec;
   ec.stage = int(cfg.zero.stage);
-  ec.bucket_elements = size_t(cfg.zero.bucket_elements);
+  ec.bucket_elements = bucket_elements_for(cfg);
   ec.prefetch_depth = int(cfg.zero.prefetch_depth);
   ec.param_dtype = cfg.zero.param_dtype;
   ec.accum_dtype = accum_dtype_for(cfg, world, accum_steps);

@@ -13,6 +13,15 @@ namespace zero::pmtrain {
 // schedule (warmup_ratio is taken of it).
 EngineConfig engine_config(const Config& cfg, int world, int64_t accum_steps, int64_t total_steps);
 
+// zero.bucket_elements as the engine gets it; 0 = the backend's. On the CPU, 2^18 (1 MiB of fp32): MPI's
+// collectives run fastest at about that size (comm/mpi_communicator.h), and the engine's reduction buffers and the
+// stage-3 gather ring are sized by the bucket (zero/buffer_plan.h). configs/tiny_cpu.yaml at 2 ranks against 2^24:
+// 1.24x tokens/s at stage 2 and 1.97x at stage 3, peak RSS 413 -> 227 and 469 -> 208 MiB; a 90M-parameter model
+// 1.14-1.18x, 292-396 MiB less (bench/results/cpu_buckets.txt). On CUDA, the engine's default (2^24): NCCL wants
+// large messages.
+inline constexpr int64_t kCpuBucketElements = int64_t(1) << 18;
+size_t bucket_elements_for(const Config& cfg);
+
 // zero.accum_dtype as the engine gets it. auto: fp32, except where the accumulator sums nothing (one rank,
 // one micro-step per step, and no token budget, which varies the micro-steps): there it only holds the
 // gradient the model produced in the parameters' dtype, and that dtype holds it bit for bit (a 4B model

@@ -12,7 +12,7 @@ namespace zero {
 
 struct EngineConfig {
   int stage = 0;                       // 0 (DDP), 1, 2 or 3
-  size_t bucket_elements = 1u << 24;   // reduction bucket size, in (padded) elements (pmtrain's default too)
+  size_t bucket_elements = 1u << 24;   // reduction bucket size, in (padded) elements (pmtrain's on CUDA)
   int prefetch_depth = 1;              // stage 3: groups all-gathered ahead of use
   DType param_dtype = DType::F32;      // compute parameters (what the model reads)
   DType accum_dtype = DType::F32;      // gradient accumulation across micro-steps

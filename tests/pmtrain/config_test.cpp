@@ -110,8 +110,8 @@ TEST(PmtrainConfig, OutOfRangeValuesNameFileLineKeyAndRange) {
   const std::string beta = error_of("optim:\n  beta2: 1\n");
   EXPECT_NE(beta.find("key 'optim.beta2' is 1; it must be in [0, 1)"), std::string::npos) << beta;
   // From --set, the override is named instead of the file.
-  const std::string set = error_of("", {"zero.bucket_elements=0"});
-  EXPECT_NE(set.find("--set: key 'zero.bucket_elements' is 0; it must be >= 1"), std::string::npos) << set;
+  const std::string set = error_of("", {"zero.bucket_elements=-1"});
+  EXPECT_NE(set.find("--set: key 'zero.bucket_elements' is -1; it must be >= 0"), std::string::npos) << set;
   EXPECT_NE(error_of("optim:\n  eps: .nan\n").find("key 'optim.eps'"), std::string::npos);
 }
 
@@ -131,7 +131,7 @@ TEST(PmtrainConfig, EachRangeEndIsWhereTheSchemaSaysIt) {
       {"batch.global", "0", "-4"},          {"batch.micro", "0", "-1"},
       {"batch.accum", "0", "-1"},           {"run.steps", "0", "-1"},
       {"run.epochs", "1", "0"},             {"data.max_len", "1", "0"},
-      {"zero.bucket_elements", "1", "0"},   {"zero.prefetch_depth", "0", "-1"},
+      {"zero.bucket_elements", "0", "-1"},   {"zero.prefetch_depth", "0", "-1"},
       {"zero.stage", "3", "4"},             {"zero.stage", "0", "-1"},
       {"threads", "1", "0"},                {"run.keep_last", "1", "0"},
   };
@@ -258,7 +258,16 @@ TEST(PmtrainConfig, DefaultsAgreeWithTheLibraries) {
   EXPECT_EQ(float(c.optim.beta2), a.beta2);
   EXPECT_EQ(float(c.optim.eps), a.eps);
   EXPECT_EQ(float(c.optim.weight_decay), a.weight_decay);
-  EXPECT_EQ(size_t(c.zero.bucket_elements), size_t(1) << 24);  // the engine's value, literally
+  // zero.bucket_elements 0: the backend's, literally: 2^18 on the CPU, the engine's 2^24 on CUDA; a value given is kept.
+  EXPECT_EQ(c.zero.bucket_elements, 0);
+  EXPECT_EQ(bucket_elements_for(c), size_t(1) << 18);
+  Config cuda;
+  cuda.backend = Backend::Cuda;
+  EXPECT_EQ(bucket_elements_for(cuda), size_t(1) << 24);
+  EXPECT_EQ(EngineConfig{}.bucket_elements, size_t(1) << 24);
+  cuda.zero.bucket_elements = 4096;
+  EXPECT_EQ(bucket_elements_for(cuda), 4096u);
+  EXPECT_EQ(engine_config(cuda, 2, 1, 10).bucket_elements, 4096u);
 }
 
 // docs/CONFIG.md's source: one table row per key, with its type, default and accepted values.
