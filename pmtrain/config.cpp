@@ -19,6 +19,7 @@
 
 #include "core/check.h"
 #include "pmtrain/choice.h"
+#include "pmtrain/engine_assembly.h"
 
 namespace zero::pmtrain {
 namespace {
@@ -298,7 +299,7 @@ std::vector<Field> schema(Config& c) {
       field("batch.eval_micro_tokens", b.eval_micro_tokens, kNonNegative, "with batch.micro_tokens: tokens per evaluation batch per rank; 0 = as many as a forward pass fits in the activation memory planned for a training micro-batch"),
 
       field("zero.stage", z.stage, Range{0, 3}, "ZeRO stage: 0 = replicated, 1 = + sharded optimizer state, 2 = + sharded gradients, 3 = + sharded parameters"),
-      field("zero.bucket_elements", z.bucket_elements, kNonNegative, "gradient reduction bucket size in elements; 0 = the backend's: 262144 on the CPU (MPI runs its collectives best at about 1 MiB, and each bucket's send and receive buffers shrink with it), 16777216 on CUDA"),
+      field("zero.bucket_elements", z.bucket_elements, kNonNegative, fmt::format("gradient reduction bucket size in elements; 0 = the backend's: {} on the CPU (MPI runs its collectives best at about 1 MiB, and each bucket's send and receive buffers shrink with it), {} on CUDA", kCpuBucketElements, EngineConfig{}.bucket_elements)),
       field("zero.prefetch_depth", z.prefetch_depth, kNonNegative, "stage 3: groups all-gathered ahead of their use"),
       choice("zero.param_dtype", z.param_dtype, kDTypes, "dtype of the parameters the model computes with (masters stay fp32: zero.master)"),
       choice("zero.accum_dtype", z.accum_dtype, kAccumDTypes, "dtype gradients accumulate in across micro-steps; auto = fp32, or the param dtype where nothing is summed (one rank, one micro-step a step, no token budget): the same bits in less memory"),
