@@ -19,7 +19,8 @@ class MpiCommunicator final : public Communicator {
   // reduce-scatter's piece counts every rank's slice), each waited before the next starts. Open MPI's
   // reduce-scatter and all-reduce make a temporary the size of the message every call, which glibc maps and
   // unmaps above its mmap threshold (the pages faulted and zeroed again each call), and large messages fall out
-  // of cache: at 2 ranks a 16 MiB reduce-scatter ran at 0.7 GB/s, a 1 MiB one at 5.5 (collectives_bench).
+  // of cache: at 2 ranks a 16 MiB reduce-scatter ran at 0.60 GB/s, a 1 MiB one at 1.85 (collectives_bench, raw
+  // MPI columns of bench/results/mpi_pieces.txt).
   // All-gathers need no temporary and run whole.
   static constexpr size_t kPieceBytes = size_t(1) << 20;
 
