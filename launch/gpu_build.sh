@@ -3,7 +3,7 @@
 #                                     configure log is printed)
 #   gpu_test_targets BUILD_DIR        the programs the gpu-labelled tests run (named on their command lines)
 #                                     and the NCCL and attention benches: a target no GPU test needs (the
-#                                     python module, fuzz drivers) cannot fail the check; "all" when none is found
+#                                     fuzz drivers) cannot fail the check; "all" when none is found
 #   gpu_build BUILD_DIR [TARGET...]   configures and builds TARGETs (default: everything); 0 when built, 1 when
 #                                     configuring failed, 2 when the build failed (its errors are printed)
 #   gpu_test_env                      the environment of the GPU tests (ZERO_REQUIRE_GPU, MPI as root, libraries)
@@ -36,11 +36,19 @@ gpu_deps_env() {
   echo "# dependencies from .gpudeps: $(ls .gpudeps/*.deb | wc -l) packages"
 }
 
+# zero_torch's modules for the python3 on PATH (the GPU machine's has torch, and pybind11 as a pip package,
+# whose CMake files it names); without pybind11 there, the modules and their GPU test are left out (the
+# configure log's "zero: zero_torch" line says which).
 gpu_configure() {
-  local build=$1
+  local build=$1 py pybind python_args=()
   [ -n "${GPU_DEPS_DONE:-}" ] || { gpu_deps_env; GPU_DEPS_DONE=1; }
+  py=$(command -v python3 || true)
+  if [ -n "$py" ] && pybind=$("$py" -m pybind11 --cmakedir 2>/dev/null); then
+    python_args=(-DPython3_EXECUTABLE="$py" -Dpybind11_DIR="$pybind")
+  fi
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DZERO_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a \
-    -DZERO_BUILD_BENCH=ON > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; return 1; }
+    -DZERO_BUILD_BENCH=ON "${python_args[@]}" > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; return 1; }
+  grep -E "^-- zero: zero_torch" "$build.configure.log" || true
 }
 
 gpu_test_targets() {

@@ -16,20 +16,48 @@ forward the engine gathers the group into fresh torch storage; after it the stor
 autograd kept references to that storage. The gradients of the group arrive together in the backward of
 one autograd function that produced the parameters, go to the engine and the storage is freed again.
 Works with torch 1.13 (no backward pre-hooks or post-accumulate-grad hooks needed) and later.
+
+On the GPU (backend="cuda", the default for a module whose parameters are on a CUDA device; needs the
+_engine_cuda module, built where the CUDA backend is): the engine's buffers, its AdamW and its collectives
+(NCCL) are on this rank's device, which it picks by node-local rank, as pmtrain does: put the module on
+that device (zm.device, or torch.cuda.set_device(local_rank) before building the module). Parameters and
+gradients move device to device; torch's current stream and the engine's streams are ordered by events,
+with no host wait. Build the module, and run every step, on one torch stream.
 """
+import importlib
 import os
 import sys
 
-_flags = sys.getdlopenflags()
-sys.setdlopenflags(_flags | os.RTLD_GLOBAL)  # Open MPI's plugins need libmpi's symbols global
-try:
-    from . import _engine
-finally:
-    sys.setdlopenflags(_flags)
-
 import torch
 
-ZeroError = _engine.ZeroError
+
+class ZeroError(RuntimeError):
+    """An error the engine reports (bad configuration, a lost peer, ...), from either compiled module."""
+
+
+_modules = {}  # backend -> compiled module, loaded when a model first asks for it
+
+
+def _engine_module(backend):
+    """The compiled engine for `backend`: _engine (cpu) or _engine_cuda (cuda)."""
+    if backend not in ("cpu", "cuda"):
+        raise ValueError(f"zero_torch: backend {backend!r}: expected 'cpu' or 'cuda'")
+    if backend not in _modules:
+        if _modules:  # both carry the engine's libraries, whose symbols would bind across them (RTLD_GLOBAL)
+            raise ValueError(f"zero_torch: backend {backend} in a process that runs backend {next(iter(_modules))}: "
+                             f"one backend a process")
+        name = "_engine" if backend == "cpu" else "_engine_cuda"
+        flags = sys.getdlopenflags()
+        sys.setdlopenflags(flags | os.RTLD_GLOBAL)  # Open MPI's plugins need libmpi's symbols global
+        try:
+            _modules[backend] = importlib.import_module(f".{name}", __name__)
+        except ImportError as e:
+            raise ImportError(f"zero_torch: backend {backend} needs the module {name}, which this build lacks "
+                              f"(it is built where the {backend.upper()} backend is): {e}") from e
+        finally:
+            sys.setdlopenflags(flags)
+    return _modules[backend]
+
 
 
 def _free(t):
@@ -66,9 +94,8 @@ class _Group:
 
     # Fresh torch storage filled from the engine's gathered views (then the engine's slot is released).
     def materialize(self):
-        views = self.zm.engine.gather(self.index)
-        out = [torch.from_numpy(v).view(s).clone() for v, s in zip(views, self.shapes)]
-        self.zm.engine.release(self.index)
+        out = [torch.empty(s, dtype=torch.float32, device=self.zm.device) for s in self.shapes]
+        self.zm.engine.gather_into(self.index, [t.data_ptr() for t in out], self.zm._stream())
         self.gathered = True
         return out
 
@@ -76,14 +103,11 @@ class _Group:
         if self.gathered:
             return
         self.zm._enter_backward()
-        views = self.zm.engine.gather(self.index)
-        for t, v, n in zip(self.tensors, views, self.numels):
+        for t, n in zip(self.tensors, self.numels):
             _alloc(t, n)
-            # Through a fresh tensor on the same storage: the storage autograd saved gets its values back
-            # without bumping the saved tensor's version counter (a .data copy does bump it here).
-            with torch.no_grad():
-                torch.empty(0, dtype=t.dtype).set_(t.storage(), 0, (n,)).copy_(torch.from_numpy(v))
-        self.zm.engine.release(self.index)
+        # Written by the engine at the storage's address: the storage autograd saved gets its values back
+        # without bumping the saved tensor's version counter.
+        self.zm.engine.gather_into(self.index, [t.data_ptr() for t in self.tensors], self.zm._stream())
         self.gathered = True
 
     def free(self):
@@ -93,14 +117,9 @@ class _Group:
 
     def hand_in_gradients(self, grads):
         self.zm._enter_backward()
-        views = self.zm.engine.grad_view(self.index)
-        for v, g, n in zip(views, grads, self.numels):
-            dst = torch.from_numpy(v)
-            if g is None:
-                dst.zero_()
-            else:
-                dst.copy_(g.reshape(-1))
-        self.zm.engine.grad_ready(self.index)
+        # fp32 and contiguous, kept alive until the engine has read them (the stream order covers a device).
+        grads = [None if g is None else g.detach().to(torch.float32).contiguous() for g in grads]
+        self.zm.engine.grads_from(self.index, [0 if g is None else g.data_ptr() for g in grads], self.zm._stream())
         self.free()
         self.tensors = []
 
@@ -108,10 +127,11 @@ class _Group:
 class ZeroModel:
     """Wraps `module`'s parameters as engine groups, one per module in `groups` (default: every
     submodule that owns parameters directly). Every parameter must belong to exactly one group.
-    bucket_elements and prefetch_depth default (None) to the engine's own defaults."""
+    bucket_elements and prefetch_depth default (None) to the engine's own defaults. backend: "cpu" or
+    "cuda"; None = where the module's parameters are (all on one device)."""
 
     def __init__(self, module, groups=None, stage=3, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
-                 clip_norm=0.0, accum_steps=1, bucket_elements=None, prefetch_depth=None, no_decay=()):
+                 clip_norm=0.0, accum_steps=1, bucket_elements=None, prefetch_depth=None, no_decay=(), backend=None):
         if groups is None:
             groups = [m for m in module.modules() if any(True for _ in m.parameters(recurse=False))]
         seen = set()
@@ -131,22 +151,40 @@ class ZeroModel:
         missing = [n for n, p in module.named_parameters() if id(p) not in seen]
         if missing:
             raise ValueError(f"zero_torch: parameters not in any group: {', '.join(missing)}")
+        devices = {p.device for p in module.parameters()}
+        if len(devices) != 1:
+            raise ValueError(f"zero_torch: the module's parameters are on {len(devices)} devices "
+                             f"({', '.join(sorted(map(str, devices)))}): put it on one")
+        self.device = devices.pop()
+        if backend is None:
+            backend = "cuda" if self.device.type == "cuda" else "cpu"
+        engine_module = _engine_module(backend)
         if bucket_elements is None:
-            bucket_elements = _engine.default_bucket_elements
+            bucket_elements = engine_module.default_bucket_elements
         if prefetch_depth is None:
-            prefetch_depth = _engine.default_prefetch_depth
-        self.engine = _engine.Engine(specs, stage, accum_steps, lr, betas[0], betas[1], eps, weight_decay,
-                                     clip_norm, bucket_elements, prefetch_depth)
+            prefetch_depth = engine_module.default_prefetch_depth
+        self.engine = engine_module.Engine(specs, stage, accum_steps, lr, betas[0], betas[1], eps, weight_decay,
+                                           clip_norm, bucket_elements, prefetch_depth)
+        if self.device.type == "cuda" and self.device.index != self.engine.device:
+            raise ValueError(f"zero_torch: the module is on {self.device}, but this rank's engine runs on "
+                             f"cuda:{self.engine.device} (chosen by node-local rank): move the module there, or "
+                             f"torch.cuda.set_device({self.engine.device}) before building it")
+        if backend == "cpu" and self.device.type != "cpu":
+            raise ValueError(f"zero_torch: backend cpu takes a module on the CPU, not on {self.device}")
         for g in self.groups:
             for t, n in enumerate(g.names):
                 p = getattr(g.module, n)
-                self.engine.set_tensor(g.index, t, p.detach().reshape(-1).float().numpy())
+                self.engine.set_tensor(g.index, t, p.detach().reshape(-1).float().cpu().numpy())
                 # The module keeps no parameter of its own: the engine holds them.
                 del g.module._parameters[n]
                 setattr(g.module, n, None)
             g.module.register_forward_pre_hook(self._pre_forward(g))
             g.module.register_forward_hook(self._post_forward(g))
         self._backward_started = False
+
+    def _stream(self):
+        """The torch stream the engine's transfers are ordered against (0 on the CPU)."""
+        return torch.cuda.current_stream(self.device).cuda_stream if self.device.type == "cuda" else 0
 
     @property
     def rank(self):

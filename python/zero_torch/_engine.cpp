@@ -1,46 +1,45 @@
-// The engine for Python (pybind11): zero::Engine on the CPU backend over MPI_COMM_WORLD, with parameter
-// and gradient views handed out as NumPy arrays over the engine's own memory (no copy; valid until the
-// matching release / grad_ready). zero_torch/__init__.py builds the torch-facing wrapper on top.
+// The engine for Python (pybind11): zero::Engine over MPI_COMM_WORLD on the backend this module is built for
+// (binding_backend.h: _engine on the CPU, _engine_cuda on the GPU; ZERO_TORCH_MODULE names it). Parameters and
+// gradients move between the engine's buffers and the caller's fp32 buffers (torch tensors, by address:
+// host memory for _engine, device memory of the engine's device for _engine_cuda) through the backend's own
+// copy, ordered against the caller's stream. zero_torch/__init__.py builds the torch-facing wrapper on top.
 #include <mpi.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
-#include "comm/mpi_communicator.h"
 #include "core/check.h"
 #include "core/process_memory.h"
+#include "python/zero_torch/binding_backend.h"
 #include "zero/engine.h"
+
+#ifndef ZERO_TORCH_MODULE
+#define ZERO_TORCH_MODULE _engine
+#endif
 
 namespace py = pybind11;
 using namespace zero;
+using zero::torch_binding::BindingBackend;
+using zero::torch_binding::CallerBuffer;
 
 namespace {
 
-// MPI is initialised on first use (mpirun python3 ...) and finalised at interpreter exit.
-void ensure_mpi() {
-  int up = 0;
-  MPI_Initialized(&up);
-  if (up) return;
-  int provided = 0;
-  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-  py::module_::import("atexit").attr("register")(py::cpp_function([] {
-    int done = 0;
-    MPI_Finalized(&done);
-    if (!done) MPI_Finalize();
-  }));
+class PyEngine;
+// Engines still open: closed (engine, then backend: NCCL and device memory) before MPI is finalised at exit.
+std::set<PyEngine*>& open_engines() {
+  static std::set<PyEngine*> engines;
+  return engines;
 }
 
-// A float32 NumPy view of n elements at p; `owner` keeps the engine alive while the view exists.
-py::array_t<float> view(const TensorView& t, py::object owner) {
-  ZERO_REQUIRE(t.dtype == DType::F32, ConfigError, "zero_torch: only fp32 engine buffers are exposed (got {})",
-               dtype_name(t.dtype));
-  return py::array_t<float>({py::ssize_t(t.numel)}, {py::ssize_t(sizeof(float))}, static_cast<float*>(t.data), owner);
-}
+// MPI is initialised on first use (mpirun python3 ...) and finalised at interpreter exit, after the engines
+// still open are closed.
+void ensure_mpi();
 
 class PyEngine {
  public:
@@ -49,9 +48,7 @@ class PyEngine {
            int stage, int accum_steps, float lr, float beta1, float beta2, float eps, float weight_decay,
            float clip_norm, size_t bucket_elements, int prefetch_depth) {
     ensure_mpi();
-    comm_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
-    ops_ = make_cpu_ops();
-    alloc_ = std::make_unique<TrackingAllocator>(make_host_allocator());
+    backend_ = torch_binding::make_binding_backend();
     EngineConfig cfg;
     cfg.stage = stage;
     cfg.accum_steps = accum_steps;
@@ -66,38 +63,107 @@ class PyEngine {
       for (const auto& [tname, numel, decay] : tensors) g.tensors.push_back({tname, numel, decay});
       infos.push_back(std::move(g));
     }
-    engine_ = std::make_unique<Engine>(cfg, std::move(infos), *comm_, *ops_, *alloc_);
+    engine_ = std::make_unique<Engine>(cfg, std::move(infos), backend_->comm(), backend_->ops(), backend_->alloc());
+    open_engines().insert(this);
+  }
+  ~PyEngine() { close(); }
+  PyEngine(const PyEngine&) = delete;
+  PyEngine& operator=(const PyEngine&) = delete;
+
+  void close() {
+    engine_.reset();
+    backend_.reset();
+    open_engines().erase(this);
+  }
+  Engine& e() {
+    ZERO_REQUIRE(engine_, ConfigError, "zero_torch: the engine was closed (at interpreter exit)");
+    return *engine_;
+  }
+  BindingBackend& backend() {
+    e();
+    return *backend_;
   }
 
-  Engine& e() { return *engine_; }
-  std::unique_ptr<MpiCommunicator> comm_;
-  std::unique_ptr<DeviceOps> ops_;
-  std::unique_ptr<TrackingAllocator> alloc_;
+  // Copies group g's gathered parameters into the caller's fp32 buffers (one per tensor, each at least its
+  // numel), then releases the group.
+  void gather_into(int g, const std::vector<uintptr_t>& dst, uintptr_t stream) {
+    const GroupView views = e().gather(g);
+    const std::vector<CallerBuffer> bufs = caller_buffers(g, views, dst, "gather_into");
+    backend_->begin_transfer(stream, bufs);
+    for (size_t t = 0; t < views.size(); ++t)
+      backend_->ops().copy(const_cast<void*>(bufs[t].data), DType::F32, views[t].data, views[t].dtype, views[t].numel);
+    backend_->end_transfer(stream, bufs);
+    e().release(g);
+  }
+  // Copies the caller's fp32 gradients (address 0: the tensor got none, a zero gradient) into group g's
+  // gradient views and hands them to the engine.
+  void grads_from(int g, const std::vector<uintptr_t>& src, uintptr_t stream) {
+    const GroupView views = e().grad_view(g);
+    const std::vector<CallerBuffer> bufs = caller_buffers(g, views, src, "grads_from");
+    backend_->begin_transfer(stream, bufs);
+    for (size_t t = 0; t < views.size(); ++t) {
+      if (bufs[t].data) backend_->ops().copy(views[t].data, views[t].dtype, bufs[t].data, DType::F32, views[t].numel);
+      else backend_->ops().zero(views[t].data, views[t].dtype, views[t].numel);
+    }
+    backend_->end_transfer(stream, bufs);
+    e().grad_ready(g);
+  }
+
+ private:
+  std::vector<CallerBuffer> caller_buffers(int g, const GroupView& views, const std::vector<uintptr_t>& addr,
+                                           const char* what) {
+    ZERO_REQUIRE(addr.size() == views.size(), ConfigError, "zero_torch: {}({}): {} buffers for the group's {} tensors",
+                 what, g, addr.size(), views.size());
+    std::vector<CallerBuffer> out;
+    for (size_t t = 0; t < views.size(); ++t)
+      out.push_back({reinterpret_cast<const void*>(addr[t]), addr[t] ? views[t].numel * sizeof(float) : 0});
+    return out;
+  }
+
+  std::unique_ptr<BindingBackend> backend_;  // before the engine, which is destroyed first
   std::unique_ptr<Engine> engine_;
 };
 
-std::vector<py::array_t<float>> views(const GroupView& v, py::object owner) {
-  std::vector<py::array_t<float>> out;
-  for (const TensorView& t : v) out.push_back(view(t, owner));
-  return out;
+void ensure_mpi() {
+  int up = 0;
+  MPI_Initialized(&up);
+  if (up) return;
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  py::module_::import("atexit").attr("register")(py::cpp_function([] {
+    while (!open_engines().empty()) (*open_engines().begin())->close();
+    int done = 0;
+    MPI_Finalized(&done);
+    if (!done) MPI_Finalize();
+  }));
 }
 
 }  // namespace
 
-PYBIND11_MODULE(_engine, m) {
-  m.doc() = "zero::Engine (CPU backend, MPI) for the zero_torch wrapper";
+PYBIND11_MODULE(ZERO_TORCH_MODULE, m) {
+  m.doc() = "zero::Engine (MPI ranks) for the zero_torch wrapper";
+  m.attr("backend") = torch_binding::binding_backend_name();
   // The engine's own defaults, so the wrapper does not keep copies of them.
   m.attr("default_bucket_elements") = EngineConfig{}.bucket_elements;
   m.attr("default_prefetch_depth") = EngineConfig{}.prefetch_depth;
-  py::register_exception<zero::Error>(m, "ZeroError");
+  // zero::Error becomes zero_torch.ZeroError (one Python class, whichever module raised it).
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const zero::Error& e) {
+      PyErr_SetString(py::module_::import("zero_torch").attr("ZeroError").ptr(), e.what());
+    }
+  });
   py::class_<PyEngine>(m, "Engine")
       .def(py::init<const std::vector<std::tuple<std::string, std::vector<std::tuple<std::string, size_t, bool>>>>&,
                     int, int, float, float, float, float, float, float, size_t, int>(),
            py::arg("groups"), py::arg("stage"), py::arg("accum_steps"), py::arg("lr"), py::arg("beta1"),
            py::arg("beta2"), py::arg("eps"), py::arg("weight_decay"), py::arg("clip_norm"),
            py::arg("bucket_elements"), py::arg("prefetch_depth"))
-      .def_property_readonly("rank", [](PyEngine& p) { return p.comm_->rank(); })
-      .def_property_readonly("world", [](PyEngine& p) { return p.comm_->world(); })
+      .def_property_readonly("rank", [](PyEngine& p) { return p.backend().comm().rank(); })
+      .def_property_readonly("world", [](PyEngine& p) { return p.backend().comm().world(); })
+      .def_property_readonly("device", [](PyEngine& p) { return p.backend().device(); })
+      .def_property_readonly("description", [](PyEngine& p) { return p.backend().description(); })
       .def("set_tensor",
            [](PyEngine& p, int g, int t, py::array_t<float, py::array::c_style | py::array::forcecast> full) {
              p.e().set_tensor(g, t, full.data());
@@ -105,10 +171,8 @@ PYBIND11_MODULE(_engine, m) {
       .def("begin_micro_step", [](PyEngine& p) { p.e().begin_micro_step(); })
       .def("begin_forward", [](PyEngine& p) { p.e().begin_forward(); })
       .def("begin_backward", [](PyEngine& p) { p.e().begin_backward(); })
-      .def("gather", [](py::object self, int g) { return views(self.cast<PyEngine&>().e().gather(g), self); })
-      .def("release", [](PyEngine& p, int g) { p.e().release(g); })
-      .def("grad_view", [](py::object self, int g) { return views(self.cast<PyEngine&>().e().grad_view(g), self); })
-      .def("grad_ready", [](PyEngine& p, int g) { p.e().grad_ready(g); })
+      .def("gather_into", &PyEngine::gather_into, py::arg("group"), py::arg("dst"), py::arg("stream"))
+      .def("grads_from", &PyEngine::grads_from, py::arg("group"), py::arg("src"), py::arg("stream"))
       .def("step",
            [](PyEngine& p, double divisor) {
              const StepResult r = p.e().step(divisor);
@@ -126,5 +190,6 @@ PYBIND11_MODULE(_engine, m) {
              return py::array_t<float>(py::ssize_t(v.size()), v.data());
            })
       .def("live_bytes", [](PyEngine& p) { return p.e().memory_report().live_total; })
+      .def("close", &PyEngine::close)
       .def_static("peak_resident_bytes", [] { return peak_resident_bytes(); });
 }

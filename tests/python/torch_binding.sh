@@ -13,6 +13,23 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 export PYTHONPATH=$(dirname "$MODULE_DIR")
 $PY -c "import torch" 2>/dev/null || { echo "SKIP: $PY has no torch (apt-get install python3-torch)"; exit 77; }
 for n in 1 2 3; do "${MPIRUN[@]}" -np $n $PY "$HERE/torch_parity.py" 0 1 2 3; done
+# The engine's errors reach Python as zero_torch.ZeroError (one class for both compiled modules); a second
+# backend in the same process is refused (the modules would bind each other's symbols).
+"${MPIRUN[@]}" -np 1 $PY - <<'PYEOF'
+import torch
+import zero_torch
+try:
+    zero_torch.ZeroModel(torch.nn.Linear(3, 2), stage=7)
+    raise SystemExit("FAIL: stage 7 was accepted")
+except zero_torch.ZeroError as e:
+    assert "unknown stage 7" in str(e), e
+try:
+    zero_torch.ZeroModel(torch.nn.Linear(3, 2), backend="cuda")
+    raise SystemExit("FAIL: a second backend was accepted")
+except ValueError as e:
+    assert "one backend a process" in str(e), e
+print("torch_binding: errors ok")
+PYEOF
 # A fixed mmap threshold: glibc's adaptive one (raised after each large free) lets freed blocks stay in the
 # heap or not from run to run, which moved the high-water marks by +-50 MiB (a 76% run on an idle machine);
 # fixed, every large block goes back to the system when freed and the marks repeat to the byte.

@@ -1,7 +1,12 @@
 """zero_torch against plain torch: a small model (two linear layers and a LayerNorm) trained through the
 binding at the given stage on this world (mpirun -np W) must match single-process torch with
 torch.optim.AdamW on the same global batches, within 1e-5 relative (parameters and losses).
-usage: mpirun -np W python3 torch_parity.py STAGE [STAGE ...]"""
+usage: mpirun -np W python3 torch_parity.py [--backend cpu|cuda] [--device cpu|cuda] STAGE [STAGE ...]
+--backend cuda runs the engine's CUDA module (_engine_cuda); --device cuda puts the model on this rank's GPU
+(the node-local rank's, as the engine picks it). --backend cuda --device cpu is the emulated CUDA backend
+(tests/cuda/emulated), whose "device" is host memory. The reference is plain torch on the CPU either way."""
+import argparse
+import os
 import sys
 
 import torch
@@ -48,17 +53,17 @@ def reference():
     return {n: p.detach().clone() for n, p in model.named_parameters()}, losses
 
 
-def through_zero(stage):
+def through_zero(stage, backend, device):
     torch.manual_seed(0)
-    model = Net()
+    model = Net().to(device)
     names = {id(m): prefix for prefix, m in model.named_modules()}
     groups = [model.fc1, model.norm, model.fc2]
     zm = zero_torch.ZeroModel(model, groups=groups, stage=stage, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD,
-                              bucket_elements=256)
+                              bucket_elements=256, backend=backend)
     W, r = zm.world, zm.rank
     losses = []
     for s in range(STEPS):
-        x, y = data(s)
+        x, y = (t.to(device) for t in data(s))
         lo, hi = GLOBAL * r // W, GLOBAL * (r + 1) // W
         zm.begin_micro_step()
         loss = loss_sum(model, x[lo:hi], y[lo:hi])
@@ -78,10 +83,20 @@ def rel(a, b):
 
 
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("stages", type=int, nargs="+")
+    args = ap.parse_args()
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        local = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", os.environ.get("SLURM_LOCALID", "0")))
+        device = torch.device("cuda", local % torch.cuda.device_count())
+        torch.cuda.set_device(device)
     ref_params, ref_losses = reference()
     failed = False
-    for stage in [int(a) for a in sys.argv[1:]]:
-        params, losses, zm = through_zero(stage)
+    for stage in args.stages:
+        params, losses, zm = through_zero(stage, args.backend, device)
         worst = max(rel(params[n], ref_params[n]) for n in ref_params)
         torch.manual_seed(0)
         init = Net().state_dict()
@@ -89,7 +104,7 @@ def main():
         ok = worst < 1e-5 and moved > 1e-3
         failed |= not ok
         if zm.rank == 0:
-            print(f"torch_parity: stage {stage}, world {zm.world}: worst parameter relative error {worst:.2e} "
+            print(f"torch_parity: {zm.engine.description}, stage {stage}, world {zm.world}: worst parameter relative error {worst:.2e} "
                   f"over {len(ref_params)} tensors (training moved each by at least {moved:.1e}): {'ok' if ok else 'MISMATCH'}", flush=True)
     sys.exit(1 if failed else 0)
 

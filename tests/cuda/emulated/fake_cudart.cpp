@@ -8,6 +8,7 @@
 // properties report it, and a cudaMalloc past it fails as on a GPU (cudaErrorMemoryAllocation).
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <mutex>
 #include <utility>
 
+#include "tests/cuda/emulated/fake_cuda_lent.h"
 #include "tests/cuda/guarded_memory.h"
 
 namespace {
@@ -36,6 +38,7 @@ struct Allocations {
   std::mutex mu;
   std::map<uintptr_t, zero::simt::GuardedBuffer> device;  // by data()
   std::map<uintptr_t, zero::simt::GuardedBuffer> pinned;
+  std::map<uintptr_t, size_t> lent;  // caller memory that counts as device memory (fake_cuda_lent.h): bytes by start
   size_t device_bytes = 0;
 };
 Allocations& allocations() {
@@ -67,13 +70,17 @@ cudaError_t release(std::map<uintptr_t, zero::simt::GuardedBuffer>& from, void* 
   return cudaSuccess;
 }
 
-// The allocation holding p, or none.
-bool inside(const std::map<uintptr_t, zero::simt::GuardedBuffer>& m, const void* p) {
+// Whether a range of m (by start; bytes(value) long, an empty one holding its start) holds p.
+template <class Map, class Bytes>
+bool in_ranges(const Map& m, const void* p, Bytes bytes) {
   const auto at = reinterpret_cast<uintptr_t>(p);
   auto it = m.upper_bound(at);
   if (it == m.begin()) return false;
   --it;
-  return at < it->first + (it->second.size() == 0 ? 1 : it->second.size());
+  return at < it->first + std::max<size_t>(bytes(it->second), 1);
+}
+bool inside(const std::map<uintptr_t, zero::simt::GuardedBuffer>& m, const void* p) {
+  return in_ranges(m, p, [](const zero::simt::GuardedBuffer& b) { return b.size(); });
 }
 
 // What a real driver would do that a synchronous fake does not: a copy between the device and pageable
@@ -130,9 +137,30 @@ cudaError_t check_pageable_copy(void* dst, const void* src, cudaStream_t s) {
   return cudaErrorNotPermitted;
 }
 
+bool inside_lent(const std::map<uintptr_t, size_t>& m, const void* p) {
+  return in_ranges(m, p, [](size_t bytes) { return bytes; });
+}
+
 }  // namespace
 
 extern "C" {
+
+void zero_fake_cuda_lend(const void* p, size_t bytes) {
+  Allocations& a = allocations();
+  std::lock_guard<std::mutex> lock(a.mu);
+  if (!a.lent.emplace(reinterpret_cast<uintptr_t>(p), bytes).second) {
+    std::fprintf(stderr, "emulated runtime: %p lent twice\n", p);
+    std::abort();
+  }
+}
+void zero_fake_cuda_unlend(const void* p) {
+  Allocations& a = allocations();
+  std::lock_guard<std::mutex> lock(a.mu);
+  if (a.lent.erase(reinterpret_cast<uintptr_t>(p)) == 0) {
+    std::fprintf(stderr, "emulated runtime: %p unlent but not lent\n", p);
+    std::abort();
+  }
+}
 
 cudaError_t cudaMalloc(void** p, size_t size) {
   Allocations& a = allocations();
@@ -304,7 +332,7 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, c
   std::memset(attributes, 0, sizeof *attributes);
   Allocations& a = allocations();
   std::lock_guard<std::mutex> lock(a.mu);
-  if (inside(a.device, ptr)) {
+  if (inside(a.device, ptr) || inside_lent(a.lent, ptr)) {
     attributes->type = cudaMemoryTypeDevice;
     attributes->devicePointer = const_cast<void*>(ptr);
   } else if (inside(a.pinned, ptr)) {

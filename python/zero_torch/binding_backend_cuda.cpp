@@ -1,0 +1,82 @@
+// The binding on the CUDA backend: CudaOps on its own stream, NCCL on another (ordered by events, as in
+// pmtrain), torch's CUDA tensors on the same device as the caller's buffers. torch works on its current
+// stream, our ops on theirs: each transfer is ordered both ways by events, never by a host wait.
+// Built with ZERO_TORCH_EMULATED against the emulated runtime (tests/cuda/emulated), where torch's tensors are
+// host memory: a transfer lends them to the fake runtime as device memory for its length (fake_cuda_lent.h).
+#include <cuda_runtime_api.h>
+#include <mpi.h>
+
+#include <fmt/format.h>
+
+#include "cuda/check.h"
+#include "cuda/cuda_ops.h"
+#include "cuda/device_allocator.h"
+#include "cuda/device_select.h"
+#include "cuda/nccl_communicator.h"
+#include "python/zero_torch/binding_backend.h"
+#ifdef ZERO_TORCH_EMULATED
+#include "tests/cuda/emulated/fake_cuda_lent.h"
+#endif
+
+namespace zero::torch_binding {
+namespace {
+
+cudaStream_t as_stream(uintptr_t s) { return reinterpret_cast<cudaStream_t>(s); }
+
+class CudaBindingBackend final : public BindingBackend {
+ public:
+  CudaBindingBackend() {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const DeviceChoice dev = select_device(MPI_COMM_WORLD);
+    if (dev.shared) isolate_ranks_for_shared_gpu(dev, rank);
+    auto cuda_ops = std::make_unique<CudaOps>();
+    auto nccl = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, cuda_ops->stream());
+    cuda_ops->waiter().set_guard(nccl->host_wait_guard());  // a lost peer named, not a hang in a stream wait
+    stream_ = cuda_ops->stream();
+    comm_ = std::move(nccl);
+    ops_ = std::move(cuda_ops);
+    alloc_ = std::make_unique<TrackingAllocator>(make_device_allocator());
+    device_ = dev.device;
+    description_ = fmt::format("cuda (device {} of {}{}, NCCL)", dev.device, dev.device_count,
+                               dev.shared ? ", shared by ranks" : "");
+    CUDA_CHECK(cudaEventCreateWithFlags(&caller_done_, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&ops_done_, cudaEventDisableTiming));
+  }
+  ~CudaBindingBackend() override {
+    CUDA_WARN(cudaEventDestroy(caller_done_));
+    CUDA_WARN(cudaEventDestroy(ops_done_));
+  }
+
+  void begin_transfer(uintptr_t stream, const std::vector<CallerBuffer>& buffers) override {
+#ifdef ZERO_TORCH_EMULATED
+    for (const CallerBuffer& b : buffers)
+      if (b.data) zero_fake_cuda_lend(b.data, b.bytes);
+#else
+    (void)buffers;
+#endif
+    CUDA_CHECK(cudaEventRecord(caller_done_, as_stream(stream)));
+    CUDA_CHECK(cudaStreamWaitEvent(stream_, caller_done_, 0));
+  }
+  void end_transfer(uintptr_t stream, const std::vector<CallerBuffer>& buffers) override {
+    CUDA_CHECK(cudaEventRecord(ops_done_, stream_));
+    CUDA_CHECK(cudaStreamWaitEvent(as_stream(stream), ops_done_, 0));
+#ifdef ZERO_TORCH_EMULATED
+    for (const CallerBuffer& b : buffers)
+      if (b.data) zero_fake_cuda_unlend(b.data);
+#else
+    (void)buffers;
+#endif
+  }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t caller_done_ = nullptr, ops_done_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<BindingBackend> make_binding_backend() { return std::make_unique<CudaBindingBackend>(); }
+const char* binding_backend_name() { return "cuda"; }
+
+}  // namespace zero::torch_binding

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# zero_torch on the CUDA backend (the module _engine_cuda) under mpirun: torch_parity.py --backend cuda, the
+# small torch model trained through the binding at stages 0-3 on 1 and 2 ranks against plain single-process
+# torch with torch.optim.AdamW, within 1e-5.
+#   torch_binding_cuda.sh MODULE_DIR DEVICE PYTHON MPIRUN...
+# DEVICE cuda: the model on this rank's GPU, the engine on CudaOps + NCCL (two ranks share one GPU on a
+#   one-GPU machine: cuda/device_select.h). Without a GPU: exit 77, a failure under ZERO_REQUIRE_GPU=1.
+# DEVICE cpu: MODULE_DIR holds the module built on the emulated CUDA runtime (tests/cuda/emulated); torch's
+#   CPU tensors stand for device memory (lent to the fake runtime for each transfer).
+set -euo pipefail
+MODULE_DIR=$1 DEVICE=$2 PY=$3; shift 3; MPIRUN=("$@")
+HERE=$(cd "$(dirname "$0")" && pwd)
+export PYTHONPATH=$(dirname "$MODULE_DIR")
+required() { [ -n "${ZERO_REQUIRE_GPU:-}" ] && [ "${ZERO_REQUIRE_GPU}" != 0 ]; }
+skip() {
+  if required; then echo "FAIL: cannot run: $* (ZERO_REQUIRE_GPU is set)"; exit 1; fi
+  echo "SKIP: $*"; exit 77
+}
+"$PY" -c "import torch" 2>/dev/null || skip "$PY has no torch"
+if [ "$DEVICE" = cuda ]; then
+  "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" || skip "torch sees no CUDA device"
+fi
+for n in 1 2; do "${MPIRUN[@]}" -np $n "$PY" "$HERE/torch_parity.py" --backend cuda --device "$DEVICE" 0 1 2 3; done
