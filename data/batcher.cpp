@@ -33,12 +33,14 @@ int64_t shared_prompt(const PairDataset& data, int64_t p, const BatchConfig& con
   return config.layout == BatchLayout::Packed && config.share_prompt ? data.common_prefix(p) : 0;
 }
 
+int64_t pair_token_cost(const PairDataset& data, int64_t p, const BatchConfig& config) {
+  const int64_t c = data.seq_len(2 * p), r = data.seq_len(2 * p + 1);
+  return config.layout == BatchLayout::Padded ? 2 * std::max(c, r) : c + r - shared_prompt(data, p, config);
+}
+
 std::vector<int64_t> pair_tokens(const PairDataset& data, const BatchConfig& config) {
   std::vector<int64_t> t(size_t(data.num_pairs()));
-  for (int64_t p = 0; p < data.num_pairs(); ++p) {
-    const int64_t c = data.seq_len(2 * p), r = data.seq_len(2 * p + 1);
-    t[size_t(p)] = config.layout == BatchLayout::Padded ? 2 * std::max(c, r) : c + r - shared_prompt(data, p, config);
-  }
+  for (int64_t p = 0; p < data.num_pairs(); ++p) t[size_t(p)] = pair_token_cost(data, p, config);
   return t;
 }
 

@@ -31,6 +31,7 @@ int64_t shared_prompt(const PairDataset& data, int64_t p, const BatchConfig& con
 // packed, both answers (a shared prompt once). Token budgets, length bucketing and the filler choice
 // (data/sampler.h) read these.
 std::vector<int64_t> pair_tokens(const PairDataset& data, const BatchConfig& config);
+int64_t pair_token_cost(const PairDataset& data, int64_t p, const BatchConfig& config);  // pair_tokens' entry p
 
 // pair_mask may be empty (all real). Pair i of the result is pair_ids[order[i]] for some order.
 PairBatch make_batch(const PairDataset& data, std::span<const int64_t> pair_ids, std::span<const uint8_t> pair_mask,

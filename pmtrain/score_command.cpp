@@ -16,11 +16,43 @@
 #include "pmtrain/data_setup.h"
 #include "pmtrain/pair_lines.h"
 #include "pmtrain/paths.h"
+#include "pmtrain/planner.h"
 
 namespace zero::pmtrain {
 
 namespace {
-constexpr int64_t kDefaultMicroPairs = 8;  // pairs per forward pass unless batch.eval_micro says
+constexpr int64_t kDefaultMicroPairs = 8;  // pairs per forward pass with neither a training batch nor batch.eval_micro
+
+// Pairs (or tokens) per forward pass, and why: with a training batch (batch.micro or batch.micro_tokens) the
+// evaluation batch of `pmtrain eval`, sized by the memory planned for a training micro-batch unless
+// batch.eval_micro(_tokens) says (planner.h eval_batch); without one (an HF directory scored with the
+// defaults), batch.eval_micro or kDefaultMicroPairs.
+std::pair<EvalBatch, const char*> score_batch(const Config& cfg, const model::Qwen3Config& qc) {
+  if (cfg.batch.micro > 0 || cfg.batch.micro_tokens > 0) {
+    const bool set = cfg.batch.eval_micro + cfg.batch.eval_micro_tokens > 0;
+    return {eval_batch(cfg, qc, model_device(cfg), cfg.batch.micro),
+            set ? "as set" : "what the training micro-batch's activation memory holds"};
+  }
+  if (cfg.batch.eval_micro > 0) return {EvalBatch{cfg.batch.eval_micro, 0}, "as set"};
+  return {EvalBatch{kDefaultMicroPairs, 0}, "the default without a training batch"};
+}
+
+// The pending pairs in input order, cut into forward passes of `batch` pairs or of at most `batch` tokens
+// (a pair above the budget alone).
+std::vector<std::vector<int64_t>> cut_in_order(const data::PairDataset& pending, const data::BatchConfig& bc,
+                                               const EvalBatch& batch) {
+  std::vector<std::vector<int64_t>> out;
+  const std::vector<int64_t> cost = batch.tokens > 0 ? data::pair_tokens(pending, bc) : std::vector<int64_t>{};
+  int64_t tokens = 0;
+  for (int64_t i = 0; i < pending.num_pairs(); ++i) {
+    const bool full = batch.tokens > 0 ? tokens + cost[size_t(i)] > batch.tokens
+                                       : int64_t(out.empty() ? 0 : out.back().size()) == batch.pairs;
+    if (out.empty() || full) out.emplace_back(), tokens = 0;
+    out.back().push_back(i);
+    if (batch.tokens > 0) tokens += cost[size_t(i)];
+  }
+  return out;
+}
 
 struct Row {
   int64_t line = 0;
@@ -62,13 +94,11 @@ int run_score(const ScoreArgs& a) {
   std::string first_skip;
   data::BatchConfig bc = batch_config(cfg.data);
   bc.layout = data::BatchLayout::Packed;  // only real tokens computed, whatever the training layout
-  // Pairs per forward pass: batch.eval_micro, as an evaluation's (no training plan to size it by here).
-  const int64_t micro_pairs = cfg.batch.eval_micro > 0 ? cfg.batch.eval_micro : kDefaultMicroPairs;
+  const auto [per_pass, why] = score_batch(cfg, sm.config);
+  int64_t pending_tokens = 0;  // the pending pairs' pair_token_cost
   auto flush = [&] {
     std::vector<float> rewards(size_t(2 * pending.num_pairs()));
-    for (int64_t first = 0; first < pending.num_pairs(); first += micro_pairs) {
-      std::vector<int64_t> ids;
-      for (int64_t i = first; i < std::min(first + micro_pairs, pending.num_pairs()); ++i) ids.push_back(i);
+    for (const std::vector<int64_t>& ids : cut_in_order(pending, bc, per_pass)) {
       const data::PairBatch batch = data::make_batch(pending, ids, {}, bc);
       const model::RewardOutput r = m.forward(batch, weights);
       for (int64_t p = 0; p < batch.num_pairs(); ++p) {
@@ -85,6 +115,7 @@ int run_score(const ScoreArgs& a) {
     out.flush();
     rows.clear();
     pending.keep_first(0);
+    pending_tokens = 0;
   };
   auto skip = [&](int64_t line, std::string why) {
     if (skipped++ == 0) first_skip = fmt::format("line {}: {}", line, why);
@@ -100,17 +131,20 @@ int run_score(const ScoreArgs& a) {
              } else {
                rows.push_back({n, pending.num_pairs() - 1, ""});
                ++scored;
+               pending_tokens += data::pair_token_cost(pending, pending.num_pairs() - 1, bc);
              }
-             if (pending.num_pairs() == micro_pairs) flush();
+             // Enough for a forward pass (a token budget: flush cuts the pending pairs into passes within it).
+             if (per_pass.tokens > 0 ? pending_tokens >= per_pass.tokens : pending.num_pairs() == per_pass.pairs) flush();
            },
        .on_skip = [&](int64_t n, std::string why) { skip(n, std::move(why)); },
        .before_fail = [&] { flush(); }});  // the rows before it are good
   flush();
   finish_out(out, file, a.out);
-  fprintf(stderr, "score: %lld lines of %s: %lld pairs scored, %lld lines skipped%s%s; %lld pairs a forward pass\n",
+  fprintf(stderr, "score: %lld lines of %s: %lld pairs scored, %lld lines skipped%s%s; %s%s a forward pass (%s)\n",
           (long long)lines, data_path.c_str(), (long long)scored, (long long)skipped,
           skipped ? fmt::format(" (first: {})", first_skip).c_str() : "",
-          a.out.empty() ? "" : fmt::format(" -> {}", absolute_path(a.out)).c_str(), (long long)micro_pairs);
+          a.out.empty() ? "" : fmt::format(" -> {}", absolute_path(a.out)).c_str(),
+          per_pass.tokens > 0 ? "at most " : "", per_pass.describe().c_str(), why);
   return 0;
 }
 
