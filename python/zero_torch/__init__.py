@@ -94,8 +94,8 @@ class _Group:
 
     # Fresh torch storage filled from the engine's gathered views (then the engine's slot is released).
     def materialize(self):
-        out = [torch.empty(s, dtype=torch.float32, device=self.zm.device) for s in self.shapes]
-        self.zm.engine.gather_into(self.index, [t.data_ptr() for t in out], self.zm._stream())
+        out = [torch.empty(s, dtype=self.zm.param_dtype, device=self.zm.device) for s in self.shapes]
+        self.zm.engine.gather_into(self.index, [t.data_ptr() for t in out], self.zm._engine_dtype, self.zm._stream())
         self.gathered = True
         return out
 
@@ -107,7 +107,8 @@ class _Group:
             _alloc(t, n)
         # Written by the engine at the storage's address: the storage autograd saved gets its values back
         # without bumping the saved tensor's version counter.
-        self.zm.engine.gather_into(self.index, [t.data_ptr() for t in self.tensors], self.zm._stream())
+        self.zm.engine.gather_into(self.index, [t.data_ptr() for t in self.tensors], self.zm._engine_dtype,
+                                   self.zm._stream())
         self.gathered = True
 
     def free(self):
@@ -117,9 +118,11 @@ class _Group:
 
     def hand_in_gradients(self, grads):
         self.zm._enter_backward()
-        # fp32 and contiguous, kept alive until the engine has read them (the stream order covers a device).
-        grads = [None if g is None else g.detach().to(torch.float32).contiguous() for g in grads]
-        self.zm.engine.grads_from(self.index, [0 if g is None else g.data_ptr() for g in grads], self.zm._stream())
+        # In the parameters' dtype and contiguous, kept alive until the engine has read them (the stream order
+        # covers a device).
+        grads = [None if g is None else g.detach().to(self.zm.param_dtype).contiguous() for g in grads]
+        self.zm.engine.grads_from(self.index, [0 if g is None else g.data_ptr() for g in grads], self.zm._engine_dtype,
+                                  self.zm._stream())
         self.free()
         self.tensors = []
 
@@ -128,10 +131,13 @@ class ZeroModel:
     """Wraps `module`'s parameters as engine groups, one per module in `groups` (default: every
     submodule that owns parameters directly). Every parameter must belong to exactly one group.
     bucket_elements and prefetch_depth default (None) to the engine's own defaults. backend: "cpu" or
-    "cuda"; None = where the module's parameters are (all on one device)."""
+    "cuda"; None = where the module's parameters are (all on one device). param_dtype: torch.float32, or
+    torch.bfloat16 (the module's parameters and gradients in bf16, parameters gathered in bf16; the engine
+    keeps the fp32 master, m and v, and reduces and accumulates gradients in fp32)."""
 
     def __init__(self, module, groups=None, stage=3, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
-                 clip_norm=0.0, accum_steps=1, bucket_elements=None, prefetch_depth=None, no_decay=(), backend=None):
+                 clip_norm=0.0, accum_steps=1, bucket_elements=None, prefetch_depth=None, no_decay=(), backend=None,
+                 param_dtype=torch.float32):
         if groups is None:
             groups = [m for m in module.modules() if any(True for _ in m.parameters(recurse=False))]
         seen = set()
@@ -159,12 +165,16 @@ class ZeroModel:
         if backend is None:
             backend = "cuda" if self.device.type == "cuda" else "cpu"
         engine_module = _engine_module(backend)
+        dtypes = {torch.float32: engine_module.DType.F32, torch.bfloat16: engine_module.DType.BF16}
+        if param_dtype not in dtypes:
+            raise ValueError(f"zero_torch: param_dtype {param_dtype}: expected torch.float32 or torch.bfloat16")
+        self.param_dtype, self._engine_dtype = param_dtype, dtypes[param_dtype]
         if bucket_elements is None:
             bucket_elements = engine_module.default_bucket_elements
         if prefetch_depth is None:
             prefetch_depth = engine_module.default_prefetch_depth
         self.engine = engine_module.Engine(specs, stage, accum_steps, lr, betas[0], betas[1], eps, weight_decay,
-                                           clip_norm, bucket_elements, prefetch_depth)
+                                           clip_norm, bucket_elements, prefetch_depth, self._engine_dtype)
         if self.device.type == "cuda" and self.device.index != self.engine.device:
             raise ValueError(f"zero_torch: the module is on {self.device}, but this rank's engine runs on "
                              f"cuda:{self.engine.device} (chosen by node-local rank): move the module there, or "

@@ -46,7 +46,7 @@ class PyEngine {
   // groups: [(group name, [(tensor name, numel, weight decay), ...]), ...] in forward order.
   PyEngine(const std::vector<std::tuple<std::string, std::vector<std::tuple<std::string, size_t, bool>>>>& groups,
            int stage, int accum_steps, float lr, float beta1, float beta2, float eps, float weight_decay,
-           float clip_norm, size_t bucket_elements, int prefetch_depth) {
+           float clip_norm, size_t bucket_elements, int prefetch_depth, DType param_dtype) {
     ensure_mpi();
     backend_ = torch_binding::make_binding_backend();
     EngineConfig cfg;
@@ -57,6 +57,11 @@ class PyEngine {
     cfg.clip_norm = clip_norm;
     cfg.bucket_elements = bucket_elements;
     cfg.prefetch_depth = prefetch_depth;
+    // bf16: the model's parameters and gradients in bf16, the fp32 master, m and v sharded (mixed precision
+    // as DeepSpeed's bf16 mode runs it); gradients accumulate and reduce in fp32 either way.
+    ZERO_REQUIRE(param_dtype == DType::F32 || param_dtype == DType::BF16, ConfigError,
+                 "zero_torch: param_dtype {}: expected fp32 or bf16", dtype_name(param_dtype));
+    cfg.param_dtype = param_dtype;
     std::vector<GroupInfo> infos;
     for (const auto& [name, tensors] : groups) {
       GroupInfo g{name, {}};
@@ -84,25 +89,25 @@ class PyEngine {
     return *backend_;
   }
 
-  // Copies group g's gathered parameters into the caller's fp32 buffers (one per tensor, each at least its
-  // numel), then releases the group.
-  void gather_into(int g, const std::vector<uintptr_t>& dst, uintptr_t stream) {
+  // Copies group g's gathered parameters into the caller's buffers of dtype `dt` (one per tensor, each at least
+  // its numel), then releases the group.
+  void gather_into(int g, const std::vector<uintptr_t>& dst, DType dt, uintptr_t stream) {
     const GroupView views = e().gather(g);
-    const std::vector<CallerBuffer> bufs = caller_buffers(g, views, dst, "gather_into");
+    const std::vector<CallerBuffer> bufs = caller_buffers(g, views, dst, dt, "gather_into");
     backend_->begin_transfer(stream, bufs);
     for (size_t t = 0; t < views.size(); ++t)
-      backend_->ops().copy(const_cast<void*>(bufs[t].data), DType::F32, views[t].data, views[t].dtype, views[t].numel);
+      backend_->ops().copy(const_cast<void*>(bufs[t].data), dt, views[t].data, views[t].dtype, views[t].numel);
     backend_->end_transfer(stream, bufs);
     e().release(g);
   }
-  // Copies the caller's fp32 gradients (address 0: the tensor got none, a zero gradient) into group g's
-  // gradient views and hands them to the engine.
-  void grads_from(int g, const std::vector<uintptr_t>& src, uintptr_t stream) {
+  // Copies the caller's gradients of dtype `dt` (address 0: the tensor got none, a zero gradient) into group
+  // g's gradient views and hands them to the engine.
+  void grads_from(int g, const std::vector<uintptr_t>& src, DType dt, uintptr_t stream) {
     const GroupView views = e().grad_view(g);
-    const std::vector<CallerBuffer> bufs = caller_buffers(g, views, src, "grads_from");
+    const std::vector<CallerBuffer> bufs = caller_buffers(g, views, src, dt, "grads_from");
     backend_->begin_transfer(stream, bufs);
     for (size_t t = 0; t < views.size(); ++t) {
-      if (bufs[t].data) backend_->ops().copy(views[t].data, views[t].dtype, bufs[t].data, DType::F32, views[t].numel);
+      if (bufs[t].data) backend_->ops().copy(views[t].data, views[t].dtype, bufs[t].data, dt, views[t].numel);
       else backend_->ops().zero(views[t].data, views[t].dtype, views[t].numel);
     }
     backend_->end_transfer(stream, bufs);
@@ -110,13 +115,15 @@ class PyEngine {
   }
 
  private:
-  std::vector<CallerBuffer> caller_buffers(int g, const GroupView& views, const std::vector<uintptr_t>& addr,
+  std::vector<CallerBuffer> caller_buffers(int g, const GroupView& views, const std::vector<uintptr_t>& addr, DType dt,
                                            const char* what) {
+    ZERO_REQUIRE(dt == DType::F32 || dt == DType::BF16, ConfigError, "zero_torch: {}({}): buffers of {}", what, g,
+                 dtype_name(dt));
     ZERO_REQUIRE(addr.size() == views.size(), ConfigError, "zero_torch: {}({}): {} buffers for the group's {} tensors",
                  what, g, addr.size(), views.size());
     std::vector<CallerBuffer> out;
     for (size_t t = 0; t < views.size(); ++t)
-      out.push_back({reinterpret_cast<const void*>(addr[t]), addr[t] ? views[t].numel * sizeof(float) : 0});
+      out.push_back({reinterpret_cast<const void*>(addr[t]), addr[t] ? views[t].numel * dtype_size(dt) : 0});
     return out;
   }
 
@@ -154,12 +161,14 @@ PYBIND11_MODULE(ZERO_TORCH_MODULE, m) {
       PyErr_SetString(py::module_::import("zero_torch").attr("ZeroError").ptr(), e.what());
     }
   });
+  // The element types of the engine's parameters and of the caller's buffers (the wrapper maps torch's once).
+  py::enum_<DType>(m, "DType").value("F32", DType::F32).value("BF16", DType::BF16);
   py::class_<PyEngine>(m, "Engine")
       .def(py::init<const std::vector<std::tuple<std::string, std::vector<std::tuple<std::string, size_t, bool>>>>&,
-                    int, int, float, float, float, float, float, float, size_t, int>(),
+                    int, int, float, float, float, float, float, float, size_t, int, DType>(),
            py::arg("groups"), py::arg("stage"), py::arg("accum_steps"), py::arg("lr"), py::arg("beta1"),
            py::arg("beta2"), py::arg("eps"), py::arg("weight_decay"), py::arg("clip_norm"),
-           py::arg("bucket_elements"), py::arg("prefetch_depth"))
+           py::arg("bucket_elements"), py::arg("prefetch_depth"), py::arg("param_dtype"))
       .def_property_readonly("rank", [](PyEngine& p) { return p.backend().comm().rank(); })
       .def_property_readonly("world", [](PyEngine& p) { return p.backend().comm().world(); })
       .def_property_readonly("device", [](PyEngine& p) { return p.backend().device(); })
@@ -171,8 +180,8 @@ PYBIND11_MODULE(ZERO_TORCH_MODULE, m) {
       .def("begin_micro_step", [](PyEngine& p) { p.e().begin_micro_step(); })
       .def("begin_forward", [](PyEngine& p) { p.e().begin_forward(); })
       .def("begin_backward", [](PyEngine& p) { p.e().begin_backward(); })
-      .def("gather_into", &PyEngine::gather_into, py::arg("group"), py::arg("dst"), py::arg("stream"))
-      .def("grads_from", &PyEngine::grads_from, py::arg("group"), py::arg("src"), py::arg("stream"))
+      .def("gather_into", &PyEngine::gather_into, py::arg("group"), py::arg("dst"), py::arg("dtype"), py::arg("stream"))
+      .def("grads_from", &PyEngine::grads_from, py::arg("group"), py::arg("src"), py::arg("dtype"), py::arg("stream"))
       .def("step",
            [](PyEngine& p, double divisor) {
              const StepResult r = p.e().step(divisor);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # zero_torch on the CUDA backend (the module _engine_cuda) under mpirun: torch_parity.py --backend cuda, the
 # small torch model trained through the binding at stages 0-3 on 1 and 2 ranks against plain single-process
-# torch with torch.optim.AdamW, within 1e-5.
+# torch with torch.optim.AdamW, within 1e-5; and in param_dtype bf16 (torch running the same mixed precision).
 #   torch_binding_cuda.sh MODULE_DIR DEVICE PYTHON MPIRUN...
 # DEVICE cuda: the model on this rank's GPU, the engine on CudaOps + NCCL (two ranks share one GPU on a
 #   one-GPU machine: cuda/device_select.h). Without a GPU: exit 77, a failure under ZERO_REQUIRE_GPU=1.
@@ -20,4 +20,7 @@ skip() {
 if [ "$DEVICE" = cuda ]; then
   "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" || skip "torch sees no CUDA device"
 fi
-for n in 1 2; do "${MPIRUN[@]}" -np $n "$PY" "$HERE/torch_parity.py" --backend cuda --device "$DEVICE" 0 1 2 3; done
+for n in 1 2; do
+  "${MPIRUN[@]}" -np $n "$PY" "$HERE/torch_parity.py" --backend cuda --device "$DEVICE" 0 1 2 3
+  "${MPIRUN[@]}" -np $n "$PY" "$HERE/torch_parity.py" --backend cuda --device "$DEVICE" --bf16 0 1 2 3
+done

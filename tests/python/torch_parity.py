@@ -1,10 +1,13 @@
 """zero_torch against plain torch: a small model (two linear layers and a LayerNorm) trained through the
 binding at the given stage on this world (mpirun -np W) must match single-process torch with
 torch.optim.AdamW on the same global batches, within 1e-5 relative (parameters and losses).
-usage: mpirun -np W python3 torch_parity.py [--backend cpu|cuda] [--device cpu|cuda] STAGE [STAGE ...]
+usage: mpirun -np W python3 torch_parity.py [--backend cpu|cuda] [--device cpu|cuda] [--bf16] STAGE [STAGE ...]
 --backend cuda runs the engine's CUDA module (_engine_cuda); --device cuda puts the model on this rank's GPU
 (the node-local rank's, as the engine picks it). --backend cuda --device cpu is the emulated CUDA backend
-(tests/cuda/emulated), whose "device" is host memory. The reference is plain torch on the CPU either way."""
+(tests/cuda/emulated), whose "device" is host memory. The reference is plain torch on the CPU either way.
+--bf16: the binding's param_dtype bf16 (the model runs in bf16, the engine keeps fp32 master weights) against
+plain torch running the same mixed precision (reference_bf16), within 1e-5, the module's parameters bf16 while it
+runs; the error against the fp32 reference is printed beside it."""
 import argparse
 import os
 import sys
@@ -14,6 +17,7 @@ import torch
 import zero_torch
 
 STEPS, GLOBAL, LR, BETAS, EPS, WD = 8, 12, 1e-2, (0.9, 0.95), 1e-8, 0.01
+TOLERANCE = 1e-5
 
 
 class Net(torch.nn.Module):
@@ -53,23 +57,53 @@ def reference():
     return {n: p.detach().clone() for n, p in model.named_parameters()}, losses
 
 
-def through_zero(stage, backend, device):
+def reference_bf16(world):
+    """Mixed precision as the engine runs it, in plain torch: each step the bf16 parameters are the fp32 master
+    weights rounded (to nearest even, as the engine rounds), each rank's share of the batch goes through the
+    bf16 model on its own (its bf16 gradients), the shares' gradients are summed in fp32, and torch's AdamW
+    steps the master."""
+    torch.manual_seed(0)
+    master = Net()
+    model = Net().to(torch.bfloat16)
+    opt = torch.optim.AdamW(master.parameters(), lr=LR, betas=BETAS, eps=EPS, weight_decay=WD)
+    for s in range(STEPS):
+        x, y = (t.to(torch.bfloat16) for t in data(s))
+        with torch.no_grad():
+            for pb, pm in zip(model.parameters(), master.parameters()):
+                pb.copy_(pm)
+        acc = [torch.zeros_like(p) for p in master.parameters()]
+        for r in range(world):
+            lo, hi = GLOBAL * r // world, GLOBAL * (r + 1) // world
+            model.zero_grad()
+            loss_sum(model, x[lo:hi], y[lo:hi]).backward()
+            for a, p in zip(acc, model.parameters()):
+                a += p.grad.float()
+        for p, a in zip(master.parameters(), acc):
+            p.grad = a / GLOBAL
+        opt.step()
+    return {n: p.detach().clone() for n, p in master.named_parameters()}
+
+
+def through_zero(stage, backend, device, dtype):
     torch.manual_seed(0)
     model = Net().to(device)
+    seen = set()  # the dtypes of fc1's weight while the model runs
+    model.fc1.register_forward_hook(lambda m, i, o: seen.add(m.weight.dtype))
     names = {id(m): prefix for prefix, m in model.named_modules()}
     groups = [model.fc1, model.norm, model.fc2]
     zm = zero_torch.ZeroModel(model, groups=groups, stage=stage, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD,
-                              bucket_elements=256, backend=backend)
+                              bucket_elements=256, backend=backend, param_dtype=dtype)
     W, r = zm.world, zm.rank
     losses = []
     for s in range(STEPS):
-        x, y = (t.to(device) for t in data(s))
+        x, y = (t.to(device, dtype) for t in data(s))
         lo, hi = GLOBAL * r // W, GLOBAL * (r + 1) // W
         zm.begin_micro_step()
         loss = loss_sum(model, x[lo:hi], y[lo:hi])
         loss.backward()
         zm.step(GLOBAL)
         losses.append(loss.item())
+    assert seen == {dtype}, f"the module ran with parameters of {seen}, not {dtype}"
     full = zm.full_parameters()
     out = {}
     for g in zm.groups:
@@ -86,6 +120,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--backend", default="cpu")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--bf16", action="store_true")
     ap.add_argument("stages", type=int, nargs="+")
     args = ap.parse_args()
     device = torch.device(args.device)
@@ -93,19 +128,22 @@ def main():
         local = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", os.environ.get("SLURM_LOCALID", "0")))
         device = torch.device("cuda", local % torch.cuda.device_count())
         torch.cuda.set_device(device)
-    ref_params, ref_losses = reference()
+    fp32_params, _ = reference()
     failed = False
     for stage in args.stages:
-        params, losses, zm = through_zero(stage, args.backend, device)
+        params, losses, zm = through_zero(stage, args.backend, device, torch.bfloat16 if args.bf16 else torch.float32)
+        dtype = zm.param_dtype
+        ref_params = reference_bf16(zm.world) if args.bf16 else fp32_params
         worst = max(rel(params[n], ref_params[n]) for n in ref_params)
         torch.manual_seed(0)
         init = Net().state_dict()
         moved = min(rel(ref_params[n], init[n]) for n in ref_params)  # the comparison is not vacuous
-        ok = worst < 1e-5 and moved > 1e-3
+        ok = worst < TOLERANCE and moved > 1e-3
+        against_fp32 = f" (against fp32 torch: {max(rel(params[n], fp32_params[n]) for n in ref_params):.1e})" if args.bf16 else ""
         failed |= not ok
         if zm.rank == 0:
-            print(f"torch_parity: {zm.engine.description}, stage {stage}, world {zm.world}: worst parameter relative error {worst:.2e} "
-                  f"over {len(ref_params)} tensors (training moved each by at least {moved:.1e}): {'ok' if ok else 'MISMATCH'}", flush=True)
+            print(f"torch_parity: {zm.engine.description}, {dtype}, stage {stage}, world {zm.world}: worst parameter relative error {worst:.2e} "
+                  f"over {len(ref_params)} tensors{against_fp32} (training moved each by at least {moved:.1e}): {'ok' if ok else 'MISMATCH'}", flush=True)
     sys.exit(1 if failed else 0)
 
 
