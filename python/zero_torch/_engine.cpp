@@ -199,6 +199,7 @@ PYBIND11_MODULE(ZERO_TORCH_MODULE, m) {
              return py::array_t<float>(py::ssize_t(v.size()), v.data());
            })
       .def("live_bytes", [](PyEngine& p) { return p.e().memory_report().live_total; })
+      .def("peak_bytes", [](PyEngine& p) { return p.e().memory_report().peak_total; })  // the engine's buffers
       .def("close", &PyEngine::close)
       .def_static("peak_resident_bytes", [] { return peak_resident_bytes(); });
 }

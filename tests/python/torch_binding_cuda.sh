@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # zero_torch on the CUDA backend (the module _engine_cuda) under mpirun: torch_parity.py --backend cuda, the
 # small torch model trained through the binding at stages 0-3 on 1 and 2 ranks against plain single-process
-# torch with torch.optim.AdamW, within 1e-5; and in param_dtype bf16 (torch running the same mixed precision).
+# torch with torch.optim.AdamW, within 1e-5; and in param_dtype bf16 (torch running the same mixed precision);
+# on a GPU, the device memory ZeRO-3 saves (torch_memory.py, memory_saving.py).
 #   torch_binding_cuda.sh MODULE_DIR DEVICE PYTHON MPIRUN...
 # DEVICE cuda: the model on this rank's GPU, the engine on CudaOps + NCCL (two ranks share one GPU on a
 #   one-GPU machine: cuda/device_select.h). Without a GPU: exit 77, a failure under ZERO_REQUIRE_GPU=1.
@@ -24,3 +25,11 @@ for n in 1 2; do
   "${MPIRUN[@]}" -np $n "$PY" "$HERE/torch_parity.py" --backend cuda --device "$DEVICE" 0 1 2 3
   "${MPIRUN[@]}" -np $n "$PY" "$HERE/torch_parity.py" --backend cuda --device "$DEVICE" --bf16 0 1 2 3
 done
+# What ZeRO-3 saves on the device (a GPU only: the emulated kernels are too slow for 33.6M parameters): each
+# rank's peak, torch's allocations plus the engine's buffers, at 3 ranks sharing the GPU.
+if [ "$DEVICE" = cuda ]; then
+  s0=$("${MPIRUN[@]}" -np 3 "$PY" "$HERE/torch_memory.py" --device cuda 0 | tail -1)
+  s3=$("${MPIRUN[@]}" -np 3 "$PY" "$HERE/torch_memory.py" --device cuda 3 | tail -1)
+  echo "$s0"; echo "$s3"
+  "$PY" "$HERE/memory_saving.py" "$s0" "$s3"
+fi
