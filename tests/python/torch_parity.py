@@ -5,7 +5,8 @@ usage: mpirun -np W python3 torch_parity.py [--backend cpu|cuda] [--device cpu|c
 --backend cuda runs the engine's CUDA module (_engine_cuda); --device cuda puts the model on this rank's GPU
 (the node-local rank's, as the engine picks it). --backend cuda --device cpu is the emulated CUDA backend
 (tests/cuda/emulated), whose "device" is host memory. The reference is plain torch on the CPU either way.
---bf16: the binding's param_dtype bf16 (the model runs in bf16, the engine keeps fp32 master weights) against
+--bf16: also (after fp32, in the same process) the binding's param_dtype bf16 (the model runs in bf16, the engine
+keeps fp32 master weights) against
 plain torch running the same mixed precision (reference_bf16), within 1e-5, the module's parameters bf16 while it
 runs; the error against the fp32 reference is printed beside it."""
 import argparse
@@ -130,16 +131,17 @@ def main():
         torch.cuda.set_device(device)
     fp32_params, _ = reference()
     failed = False
-    for stage in args.stages:
-        params, losses, zm = through_zero(stage, args.backend, device, torch.bfloat16 if args.bf16 else torch.float32)
-        dtype = zm.param_dtype
-        ref_params = reference_bf16(zm.world) if args.bf16 else fp32_params
+    runs = [(torch.float32, s) for s in args.stages] + [(torch.bfloat16, s) for s in args.stages if args.bf16]
+    for dtype, stage in runs:
+        params, losses, zm = through_zero(stage, args.backend, device, dtype)
+        bf16 = dtype == torch.bfloat16
+        ref_params = reference_bf16(zm.world) if bf16 else fp32_params
         worst = max(rel(params[n], ref_params[n]) for n in ref_params)
         torch.manual_seed(0)
         init = Net().state_dict()
         moved = min(rel(ref_params[n], init[n]) for n in ref_params)  # the comparison is not vacuous
         ok = worst < TOLERANCE and moved > 1e-3
-        against_fp32 = f" (against fp32 torch: {max(rel(params[n], fp32_params[n]) for n in ref_params):.1e})" if args.bf16 else ""
+        against_fp32 = f" (against fp32 torch: {max(rel(params[n], fp32_params[n]) for n in ref_params):.1e})" if bf16 else ""
         failed |= not ok
         if zm.rank == 0:
             print(f"torch_parity: {zm.engine.description}, {dtype}, stage {stage}, world {zm.world}: worst parameter relative error {worst:.2e} "
