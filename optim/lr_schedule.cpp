@@ -7,6 +7,12 @@
 
 namespace zero::optim {
 
+const std::vector<std::pair<std::string, ScheduleKind>>& schedule_names() {
+  static const std::vector<std::pair<std::string, ScheduleKind>> names{
+      {"constant", ScheduleKind::Constant}, {"linear", ScheduleKind::Linear}, {"cosine", ScheduleKind::Cosine}};
+  return names;
+}
+
 float LrSchedule::lr_at(int64_t t) const {
   if (warmup_steps > 0 && t <= warmup_steps) return peak_lr * float(t) / float(warmup_steps);
   const float floor = peak_lr * min_lr_ratio;

@@ -3,10 +3,14 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace zero::optim {
 
 enum class ScheduleKind : uint8_t { Constant, Linear, Cosine };
+// Each kind's spelling (pmtrain's optim.schedule, the PyTorch binding's schedule=): the one table.
+const std::vector<std::pair<std::string, ScheduleKind>>& schedule_names();
 
 struct LrSchedule {
   ScheduleKind kind = ScheduleKind::Constant;

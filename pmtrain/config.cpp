@@ -75,8 +75,7 @@ const Choices<std::optional<DType>> kAccumDTypes{
 const Choices<std::optional<bool>> kMasters{{"auto", std::nullopt}, {"fp32", false}, {"split", true}};
 // zero.offload: what lives in host memory (EngineConfig::offload_optimizer).
 const Choices<bool> kOffloads{{"none", false}, {"optimizer", true}};
-const Choices<optim::ScheduleKind> kSchedules{
-    {"constant", optim::ScheduleKind::Constant}, {"linear", optim::ScheduleKind::Linear}, {"cosine", optim::ScheduleKind::Cosine}};
+const Choices<optim::ScheduleKind> kSchedules = optim::schedule_names();
 
 // One config key: how to read it from YAML, how to print it back, the values it accepts (numeric keys
 // with a range, enum keys their spellings), what it means (docs/CONFIG.md), and where its value last came

@@ -133,11 +133,14 @@ class ZeroModel:
     bucket_elements and prefetch_depth default (None) to the engine's own defaults. backend: "cpu" or
     "cuda"; None = where the module's parameters are (all on one device). param_dtype: torch.float32, or
     torch.bfloat16 (the module's parameters and gradients in bf16, parameters gathered in bf16; the engine
-    keeps the fp32 master, m and v, and reduces and accumulates gradients in fp32)."""
+    keeps the fp32 master, m and v, and reduces and accumulates gradients in fp32). schedule: the learning
+    rate over optimizer steps, as pmtrain's optim.schedule: "constant", "linear" or "cosine" decay from lr to
+    min_lr_ratio x lr at step total_steps, after a linear warmup that reaches lr at step warmup_steps (each
+    step(): its lr is in what step() returns)."""
 
     def __init__(self, module, groups=None, stage=3, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
                  clip_norm=0.0, accum_steps=1, bucket_elements=None, prefetch_depth=None, no_decay=(), backend=None,
-                 param_dtype=torch.float32):
+                 param_dtype=torch.float32, schedule="constant", warmup_steps=0, total_steps=None, min_lr_ratio=0.0):
         if groups is None:
             groups = [m for m in module.modules() if any(True for _ in m.parameters(recurse=False))]
         seen = set()
@@ -169,12 +172,23 @@ class ZeroModel:
         if param_dtype not in dtypes:
             raise ValueError(f"zero_torch: param_dtype {param_dtype}: expected torch.float32 or torch.bfloat16")
         self.param_dtype, self._engine_dtype = param_dtype, dtypes[param_dtype]
+        schedules = engine_module.Schedule.__members__
+        if schedule not in schedules:
+            raise ValueError(f"zero_torch: schedule {schedule!r}: expected one of {', '.join(schedules)}")
+        if total_steps is None:
+            if schedule != "constant":
+                raise ValueError(f"zero_torch: schedule {schedule} decays over total_steps: give it")
+            total_steps = max(1, warmup_steps)
+        if not (0 <= warmup_steps <= total_steps and total_steps >= 1 and 0.0 <= min_lr_ratio <= 1.0):
+            raise ValueError(f"zero_torch: schedule needs 0 <= warmup_steps <= total_steps, total_steps >= 1 and "
+                             f"0 <= min_lr_ratio <= 1 (got {warmup_steps}, {total_steps}, {min_lr_ratio})")
         if bucket_elements is None:
             bucket_elements = engine_module.default_bucket_elements
         if prefetch_depth is None:
             prefetch_depth = engine_module.default_prefetch_depth
         self.engine = engine_module.Engine(specs, stage, accum_steps, lr, betas[0], betas[1], eps, weight_decay,
-                                           clip_norm, bucket_elements, prefetch_depth, self._engine_dtype)
+                                           clip_norm, bucket_elements, prefetch_depth, self._engine_dtype,
+                                           schedules[schedule], warmup_steps, total_steps, min_lr_ratio)
         if self.device.type == "cuda" and self.device.index != self.engine.device:
             raise ValueError(f"zero_torch: the module is on {self.device}, but this rank's engine runs on "
                              f"cuda:{self.engine.device} (chosen by node-local rank): move the module there, or "

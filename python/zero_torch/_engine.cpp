@@ -16,6 +16,7 @@
 
 #include "core/check.h"
 #include "core/process_memory.h"
+#include "optim/lr_schedule.h"
 #include "python/zero_torch/binding_backend.h"
 #include "zero/engine.h"
 
@@ -46,14 +47,15 @@ class PyEngine {
   // groups: [(group name, [(tensor name, numel, weight decay), ...]), ...] in forward order.
   PyEngine(const std::vector<std::tuple<std::string, std::vector<std::tuple<std::string, size_t, bool>>>>& groups,
            int stage, int accum_steps, float lr, float beta1, float beta2, float eps, float weight_decay,
-           float clip_norm, size_t bucket_elements, int prefetch_depth, DType param_dtype) {
+           float clip_norm, size_t bucket_elements, int prefetch_depth, DType param_dtype, optim::ScheduleKind schedule,
+           int64_t warmup_steps, int64_t total_steps, float min_lr_ratio) {
     ensure_mpi();
     backend_ = torch_binding::make_binding_backend();
     EngineConfig cfg;
     cfg.stage = stage;
     cfg.accum_steps = accum_steps;
     cfg.adamw = {beta1, beta2, eps, weight_decay};
-    cfg.schedule.peak_lr = lr;  // constant: torch.optim.AdamW without a scheduler
+    cfg.schedule = {schedule, lr, warmup_steps, total_steps, min_lr_ratio};
     cfg.clip_norm = clip_norm;
     cfg.bucket_elements = bucket_elements;
     cfg.prefetch_depth = prefetch_depth;
@@ -163,12 +165,17 @@ PYBIND11_MODULE(ZERO_TORCH_MODULE, m) {
   });
   // The element types of the engine's parameters and of the caller's buffers (the wrapper maps torch's once).
   py::enum_<DType>(m, "DType").value("F32", DType::F32).value("BF16", DType::BF16);
+  // The learning-rate schedules under their spellings (optim::schedule_names, the table pmtrain reads too).
+  py::enum_<optim::ScheduleKind> schedules(m, "Schedule");
+  for (const auto& [name, kind] : optim::schedule_names()) schedules.value(name.c_str(), kind);
   py::class_<PyEngine>(m, "Engine")
       .def(py::init<const std::vector<std::tuple<std::string, std::vector<std::tuple<std::string, size_t, bool>>>>&,
-                    int, int, float, float, float, float, float, float, size_t, int, DType>(),
+                    int, int, float, float, float, float, float, float, size_t, int, DType, optim::ScheduleKind,
+                    int64_t, int64_t, float>(),
            py::arg("groups"), py::arg("stage"), py::arg("accum_steps"), py::arg("lr"), py::arg("beta1"),
            py::arg("beta2"), py::arg("eps"), py::arg("weight_decay"), py::arg("clip_norm"),
-           py::arg("bucket_elements"), py::arg("prefetch_depth"), py::arg("param_dtype"))
+           py::arg("bucket_elements"), py::arg("prefetch_depth"), py::arg("param_dtype"), py::arg("schedule"),
+           py::arg("warmup_steps"), py::arg("total_steps"), py::arg("min_lr_ratio"))
       .def_property_readonly("rank", [](PyEngine& p) { return p.backend().comm().rank(); })
       .def_property_readonly("world", [](PyEngine& p) { return p.backend().comm().world(); })
       .def_property_readonly("device", [](PyEngine& p) { return p.backend().device(); })

@@ -2,7 +2,8 @@
 # zero_torch (the PyTorch binding) under mpirun with Debian's python3 and torch:
 #  1. a small torch model trained through the binding at stages 0-3 on 1, 2 and 3 ranks matches plain
 #     single-process torch with torch.optim.AdamW within 1e-5 (torch_parity.py); in param_dtype bf16, plain
-#     torch running the same mixed precision (fp32 master, bf16 model);
+#     torch running the same mixed precision (fp32 master, bf16 model); a cosine schedule with warmup against
+#     torch's LambdaLR;
 #  2. a 33.6M-parameter model at 3 ranks: the peak RSS of a rank at stage 3 is below stage 0's by at
 #     least 80% of what ZeRO-3 should save of the engine's model states, 20 bytes a parameter (compute
 #     params, fp32 gradient accumulator, master, m, v) times (1 - 1/3); the modules hold no parameter
@@ -13,7 +14,7 @@ PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
 export PYTHONPATH=$(dirname "$MODULE_DIR")
 $PY -c "import torch" 2>/dev/null || { echo "SKIP: $PY has no torch (apt-get install python3-torch)"; exit 77; }
-for n in 1 2 3; do "${MPIRUN[@]}" -np $n $PY "$HERE/torch_parity.py" --bf16 0 1 2 3; done
+for n in 1 2 3; do "${MPIRUN[@]}" -np $n $PY "$HERE/torch_parity.py" --bf16 --schedule 0 1 2 3; done
 # The engine's errors reach Python as zero_torch.ZeroError (one class for both compiled modules); a second
 # backend in the same process is refused (the modules would bind each other's symbols).
 "${MPIRUN[@]}" -np 1 $PY - <<'PYEOF'

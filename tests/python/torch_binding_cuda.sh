@@ -21,7 +21,7 @@ skip() {
 if [ "$DEVICE" = cuda ]; then
   "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" || skip "torch sees no CUDA device"
 fi
-for n in 1 2; do "${MPIRUN[@]}" -np $n "$PY" "$HERE/torch_parity.py" --backend cuda --device "$DEVICE" --bf16 0 1 2 3; done
+for n in 1 2; do "${MPIRUN[@]}" -np $n "$PY" "$HERE/torch_parity.py" --backend cuda --device "$DEVICE" --bf16 --schedule 0 1 2 3; done
 # What ZeRO-3 saves on the device (a GPU only: the emulated kernels are too slow for 33.6M parameters): each
 # rank's peak, torch's allocations plus the engine's buffers, at 3 ranks sharing the GPU.
 if [ "$DEVICE" = cuda ]; then

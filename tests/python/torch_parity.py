@@ -1,15 +1,18 @@
 """zero_torch against plain torch: a small model (two linear layers and a LayerNorm) trained through the
 binding at the given stage on this world (mpirun -np W) must match single-process torch with
 torch.optim.AdamW on the same global batches, within 1e-5 relative (parameters and losses).
-usage: mpirun -np W python3 torch_parity.py [--backend cpu|cuda] [--device cpu|cuda] [--bf16] STAGE [STAGE ...]
+usage: mpirun -np W python3 torch_parity.py [--backend cpu|cuda] [--device cpu|cuda] [--bf16] [--schedule] STAGE...
 --backend cuda runs the engine's CUDA module (_engine_cuda); --device cuda puts the model on this rank's GPU
 (the node-local rank's, as the engine picks it). --backend cuda --device cpu is the emulated CUDA backend
 (tests/cuda/emulated), whose "device" is host memory. The reference is plain torch on the CPU either way.
 --bf16: also (after fp32, in the same process) the binding's param_dtype bf16 (the model runs in bf16, the engine
 keeps fp32 master weights) against
 plain torch running the same mixed precision (reference_bf16), within 1e-5, the module's parameters bf16 while it
-runs; the error against the fp32 reference is printed beside it."""
+runs; the error against the fp32 reference is printed beside it. --schedule: also, at the last stage given, a
+cosine learning-rate schedule with warmup against torch's AdamW under LambdaLR (cosine_lr); the lr each step
+reports must be torch's."""
 import argparse
+import math
 import os
 import sys
 
@@ -43,19 +46,36 @@ def loss_sum(model, x, y):
     return 0.5 * ((model(x) - y) ** 2).sum()
 
 
-def reference():
+# --schedule: cosine decay to 0.1 x LR at the last step after a warmup of 2 steps; lr of the 1-based step t,
+# written out from the definition (warmup reaches LR at step WARMUP, the decay reaches the floor at STEPS).
+WARMUP, MIN_RATIO = 2, 0.1
+
+
+def cosine_lr(t):
+    if t <= WARMUP:
+        return LR * t / WARMUP
+    progress = (t - WARMUP) / (STEPS - WARMUP)
+    return LR * (MIN_RATIO + (1 - MIN_RATIO) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def reference(schedule=False):
+    """Plain torch: AdamW (with LambdaLR giving optimizer step k + 1 cosine_lr under --schedule); the
+    parameters and the lr of each step."""
     torch.manual_seed(0)
     model = Net()
     opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=BETAS, eps=EPS, weight_decay=WD)
-    losses = []
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: cosine_lr(k + 1) / LR) if schedule else None
+    lrs = []
     for s in range(STEPS):
         x, y = data(s)
         opt.zero_grad()
         loss = loss_sum(model, x, y) / GLOBAL
         loss.backward()
+        lrs.append(opt.param_groups[0]["lr"])
         opt.step()
-        losses.append(loss.item())
-    return {n: p.detach().clone() for n, p in model.named_parameters()}, losses
+        if sched:
+            sched.step()
+    return {n: p.detach().clone() for n, p in model.named_parameters()}, lrs
 
 
 def reference_bf16(world):
@@ -85,7 +105,7 @@ def reference_bf16(world):
     return {n: p.detach().clone() for n, p in master.named_parameters()}
 
 
-def through_zero(stage, backend, device, dtype):
+def through_zero(stage, backend, device, dtype, schedule=False):
     torch.manual_seed(0)
     model = Net().to(device)
     seen = set()  # the dtypes of fc1's weight while the model runs
@@ -93,24 +113,25 @@ def through_zero(stage, backend, device, dtype):
     names = {id(m): prefix for prefix, m in model.named_modules()}
     groups = [model.fc1, model.norm, model.fc2]
     zm = zero_torch.ZeroModel(model, groups=groups, stage=stage, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD,
-                              bucket_elements=256, backend=backend, param_dtype=dtype)
+                              bucket_elements=256, backend=backend, param_dtype=dtype,
+                              **(dict(schedule="cosine", warmup_steps=WARMUP, total_steps=STEPS, min_lr_ratio=MIN_RATIO)
+                                 if schedule else {}))
     W, r = zm.world, zm.rank
-    losses = []
+    lrs = []
     for s in range(STEPS):
         x, y = (t.to(device, dtype) for t in data(s))
         lo, hi = GLOBAL * r // W, GLOBAL * (r + 1) // W
         zm.begin_micro_step()
         loss = loss_sum(model, x[lo:hi], y[lo:hi])
         loss.backward()
-        zm.step(GLOBAL)
-        losses.append(loss.item())
+        lrs.append(zm.step(GLOBAL)["lr"])
     assert seen == {dtype}, f"the module ran with parameters of {seen}, not {dtype}"
     full = zm.full_parameters()
     out = {}
     for g in zm.groups:
         for n in g.names:
             out[f"{names[id(g.module)]}.{n}"] = full[f"group{g.index}.{n}"]
-    return out, losses, zm
+    return out, lrs, zm
 
 
 def rel(a, b):
@@ -122,6 +143,7 @@ def main():
     ap.add_argument("--backend", default="cpu")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--bf16", action="store_true")
+    ap.add_argument("--schedule", action="store_true")
     ap.add_argument("stages", type=int, nargs="+")
     args = ap.parse_args()
     device = torch.device(args.device)
@@ -129,23 +151,30 @@ def main():
         local = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", os.environ.get("SLURM_LOCALID", "0")))
         device = torch.device("cuda", local % torch.cuda.device_count())
         torch.cuda.set_device(device)
-    fp32_params, _ = reference()
+    fp32_params, fp32_lrs = reference()
+    cosine_params, cosine_lrs = reference(schedule=True)
     failed = False
-    runs = [(torch.float32, s) for s in args.stages] + [(torch.bfloat16, s) for s in args.stages if args.bf16]
-    for dtype, stage in runs:
-        params, losses, zm = through_zero(stage, args.backend, device, dtype)
+    # (dtype, stage, schedule): fp32 at each stage; --bf16: bf16 at each; --schedule: cosine at the last stage.
+    runs = [(torch.float32, s, False) for s in args.stages] + [(torch.bfloat16, s, False) for s in args.stages if args.bf16]
+    runs += [(torch.float32, args.stages[-1], True)] if args.schedule else []
+    for dtype, stage, schedule in runs:
+        params, lrs, zm = through_zero(stage, args.backend, device, dtype, schedule)
         bf16 = dtype == torch.bfloat16
-        ref_params = reference_bf16(zm.world) if bf16 else fp32_params
+        ref_params = reference_bf16(zm.world) if bf16 else cosine_params if schedule else fp32_params
+        ref_lrs = cosine_lrs if schedule else fp32_lrs
         worst = max(rel(params[n], ref_params[n]) for n in ref_params)
+        worst_lr = max(abs(a - b) / b for a, b in zip(lrs, ref_lrs))
         torch.manual_seed(0)
         init = Net().state_dict()
         moved = min(rel(ref_params[n], init[n]) for n in ref_params)  # the comparison is not vacuous
-        ok = worst < TOLERANCE and moved > 1e-3
+        ok = worst < TOLERANCE and worst_lr < TOLERANCE and moved > 1e-3
         against_fp32 = f" (against fp32 torch: {max(rel(params[n], fp32_params[n]) for n in ref_params):.1e})" if bf16 else ""
         failed |= not ok
         if zm.rank == 0:
-            print(f"torch_parity: {zm.engine.description}, {dtype}, stage {stage}, world {zm.world}: worst parameter relative error {worst:.2e} "
-                  f"over {len(ref_params)} tensors{against_fp32} (training moved each by at least {moved:.1e}): {'ok' if ok else 'MISMATCH'}", flush=True)
+            what = f"{dtype}{', cosine schedule' if schedule else ''}"
+            print(f"torch_parity: {zm.engine.description}, {what}, stage {stage}, world {zm.world}: worst parameter relative error {worst:.2e} "
+                  f"over {len(ref_params)} tensors{against_fp32}, lr {worst_lr:.1e} (training moved each by at least {moved:.1e}): "
+                  f"{'ok' if ok else 'MISMATCH'}", flush=True)
     sys.exit(1 if failed else 0)
 
 
