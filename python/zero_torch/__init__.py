@@ -25,6 +25,7 @@ gradients move device to device; torch's current stream and the engine's streams
 with no host wait. Build the module, and run every step, on one torch stream.
 """
 import importlib
+import json
 import os
 import sys
 
@@ -254,6 +255,22 @@ class ZeroModel:
     def step(self, divisor):
         """The accumulation boundary: divides by `divisor` (samples in the global batch), clips, AdamW."""
         return self.engine.step(float(divisor))
+
+    def save(self, run_dir, step, extra=None, keep_last=3):
+        """A sharded checkpoint, pmtrain's format: <run_dir>/checkpoints/step_<step>, this rank's share of the
+        master weights and AdamW state (and the step), `extra` (JSON-serialisable: a data cursor, metrics) beside
+        it; published atomically, the newest keep_last kept. Collective: every rank, same arguments."""
+        self.engine.save_checkpoint(str(run_dir), int(step), json.dumps(extra), int(keep_last))
+
+    def load(self, run_dir, which="auto"):
+        """Restores a checkpoint saved by save() (or by pmtrain, for the same groups): which="auto" takes the
+        newest complete one of run_dir, else a step_<N> directory. Any world size and stage (resharded).
+        Returns {"step", "extra", "dir", "saved_world", "saved_stage", "resharded"}, or None when "auto" finds
+        none. Collective."""
+        r = self.engine.load_checkpoint(str(run_dir), str(which))
+        if r is not None:
+            r["extra"] = json.loads(r["extra"])
+        return r
 
     def full_parameters(self):
         """{qualified name: full fp32 tensor} on every rank (collective)."""

@@ -14,6 +14,9 @@
 #include <tuple>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/checkpointer.h"
 #include "core/check.h"
 #include "core/process_memory.h"
 #include "optim/lr_schedule.h"
@@ -205,6 +208,36 @@ PYBIND11_MODULE(ZERO_TORCH_MODULE, m) {
              const std::vector<float> v = p.e().full_master(g);
              return py::array_t<float>(py::ssize_t(v.size()), v.data());
            })
+      // Sharded checkpoints (checkpoint/checkpointer.h, pmtrain's format): <run_dir>/checkpoints/step_<step>,
+      // the engine's master weights and optimizer state with `extra` (JSON text) beside them; the newest
+      // keep_last kept. Collective.
+      .def("save_checkpoint",
+           [](PyEngine& p, const std::string& run_dir, int64_t step, const std::string& extra, int keep_last) {
+             checkpoint::CheckpointOptions o{.run_dir = run_dir};
+             o.retention.keep_last = keep_last;
+             checkpoint::Checkpointer ckpt(p.e(), o);
+             ckpt.save({.step = step, .extra = nlohmann::json::parse(extra)});
+             ckpt.wait();
+           },
+           py::arg("run_dir"), py::arg("step"), py::arg("extra"), py::arg("keep_last"))
+      // Loads `which` ("auto": the newest complete checkpoint of run_dir; else a step_<N> directory), at any
+      // world size and stage (resharded); None when "auto" finds none. Collective.
+      .def("load_checkpoint",
+           [](PyEngine& p, const std::string& run_dir, const std::string& which) -> py::object {
+             checkpoint::Checkpointer ckpt(p.e(), {.run_dir = run_dir});
+             const std::optional<std::string> dir = ckpt.resume_path(which);
+             if (!dir) return py::none();
+             const checkpoint::LoadResult r = ckpt.load(*dir);
+             py::dict d;
+             d["step"] = r.state.step;
+             d["extra"] = r.state.extra.dump();
+             d["dir"] = r.dir;
+             d["saved_world"] = r.saved_world;
+             d["saved_stage"] = r.saved_stage;
+             d["resharded"] = r.resharded;
+             return std::move(d);
+           },
+           py::arg("run_dir"), py::arg("which"))
       .def("live_bytes", [](PyEngine& p) { return p.e().memory_report().live_total; })
       .def("peak_bytes", [](PyEngine& p) { return p.e().memory_report().peak_total; })  // the engine's buffers
       .def("close", &PyEngine::close)

@@ -2,7 +2,8 @@
 # zero_torch on the CUDA backend (the module _engine_cuda) under mpirun: torch_parity.py --backend cuda, the
 # small torch model trained through the binding at stages 0-3 on 1 and 2 ranks against plain single-process
 # torch with torch.optim.AdamW, within 1e-5; and in param_dtype bf16 (torch running the same mixed precision);
-# on a GPU, the device memory ZeRO-3 saves (torch_memory.py, memory_saving.py).
+# checkpoints saved from the device and resumed (torch_resume.py); on a GPU, the device memory ZeRO-3 saves
+# (torch_memory.py, memory_saving.py).
 #   torch_binding_cuda.sh MODULE_DIR DEVICE PYTHON MPIRUN...
 # DEVICE cuda: the model on this rank's GPU, the engine on CudaOps + NCCL (two ranks share one GPU on a
 #   one-GPU machine: cuda/device_select.h). Without a GPU: exit 77, a failure under ZERO_REQUIRE_GPU=1.
@@ -22,6 +23,12 @@ if [ "$DEVICE" = cuda ]; then
   "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" || skip "torch sees no CUDA device"
 fi
 for n in 1 2; do "${MPIRUN[@]}" -np $n "$PY" "$HERE/torch_parity.py" --backend cuda --device "$DEVICE" --bf16 --schedule 0 1 2 3; done
+# Checkpoints saved from the device and resumed: the same world and stage bit for bit, resharded within 1e-5.
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+RESUME=("$PY" "$HERE/torch_resume.py" --backend cuda --device "$DEVICE")
+"${MPIRUN[@]}" -np 2 "${RESUME[@]}" save "$T/run" "$T/ref.pt" 3
+"${MPIRUN[@]}" -np 2 "${RESUME[@]}" resume "$T/run" "$T/ref.pt" 3 0
+"${MPIRUN[@]}" -np 1 "${RESUME[@]}" resume "$T/run" "$T/ref.pt" 1 1e-5
 # What ZeRO-3 saves on the device (a GPU only: the emulated kernels are too slow for 33.6M parameters): each
 # rank's peak, torch's allocations plus the engine's buffers, at 3 ranks sharing the GPU.
 if [ "$DEVICE" = cuda ]; then

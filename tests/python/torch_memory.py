@@ -6,11 +6,11 @@ stage: the high-water marks are per process.
 usage: mpirun -np W python3 torch_memory.py [--device cuda] STAGE"""
 import argparse
 import json
-import os
 
 import torch
 
 import zero_torch
+from torch_parity import rank_device
 
 WIDTH, LAYERS, BATCH, STEPS = 1448, 16, 8, 2
 
@@ -20,11 +20,7 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("stage", type=int)
     args = ap.parse_args()
-    stage, device = args.stage, torch.device(args.device)
-    if device.type == "cuda":
-        local = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", os.environ.get("SLURM_LOCALID", "0")))
-        device = torch.device("cuda", local % torch.cuda.device_count())
-        torch.cuda.set_device(device)
+    stage, device = args.stage, rank_device(args.device)
     torch.manual_seed(0)
     layers = [torch.nn.Linear(WIDTH, WIDTH) for _ in range(LAYERS)]
     model = torch.nn.Sequential(*[m for l in layers for m in (l, torch.nn.Tanh())]).to(device)

@@ -134,6 +134,16 @@ def through_zero(stage, backend, device, dtype, schedule=False):
     return out, lrs, zm
 
 
+def rank_device(kind):
+    """cpu, or this rank's GPU (the node-local rank's, as the engine picks it), made torch's current device."""
+    if kind != "cuda":
+        return torch.device(kind)
+    local = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", os.environ.get("SLURM_LOCALID", "0")))
+    device = torch.device("cuda", local % torch.cuda.device_count())
+    torch.cuda.set_device(device)
+    return device
+
+
 def rel(a, b):
     return ((a - b).norm() / b.norm()).item()
 
@@ -146,11 +156,7 @@ def main():
     ap.add_argument("--schedule", action="store_true")
     ap.add_argument("stages", type=int, nargs="+")
     args = ap.parse_args()
-    device = torch.device(args.device)
-    if device.type == "cuda":
-        local = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", os.environ.get("SLURM_LOCALID", "0")))
-        device = torch.device("cuda", local % torch.cuda.device_count())
-        torch.cuda.set_device(device)
+    device = rank_device(args.device)
     fp32_params, fp32_lrs = reference()
     cosine_params, cosine_lrs = reference(schedule=True)
     failed = False
