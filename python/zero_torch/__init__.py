@@ -85,8 +85,10 @@ class _GroupParams(torch.autograd.Function):
 
 
 class _Group:
-    def __init__(self, zm, index, module, names):
+    def __init__(self, zm, index, module, names, prefix):
         self.zm, self.index, self.module, self.names = zm, index, module, names
+        # The parameters' qualified names in the wrapped module (its state_dict's keys).
+        self.qualified = [f"{prefix}.{n}" if prefix else n for n in names]
         self.shapes = [tuple(getattr(module, n).shape) for n in names]
         self.numels = [int(torch.Size(s).numel()) for s in self.shapes]
         self.tensors = []          # this micro-step's parameter tensors (outputs of _GroupParams)
@@ -144,6 +146,7 @@ class ZeroModel:
                  param_dtype=torch.float32, schedule="constant", warmup_steps=0, total_steps=None, min_lr_ratio=0.0):
         if groups is None:
             groups = [m for m in module.modules() if any(True for _ in m.parameters(recurse=False))]
+        prefixes = {id(m): prefix for prefix, m in module.named_modules()}
         seen = set()
         specs, self.groups = [], []
         for gi, m in enumerate(groups):
@@ -155,7 +158,7 @@ class ZeroModel:
                 if id(p) in seen:
                     raise ValueError(f"zero_torch: parameter {n} of {type(m).__name__} is in two groups")
                 seen.add(id(p))
-            self.groups.append(_Group(self, gi, m, names))
+            self.groups.append(_Group(self, gi, m, names, prefixes.get(id(m), f"group{gi}")))
             specs.append((f"group{gi}.{type(m).__name__}",
                           [(n, getattr(m, n).numel(), n not in no_decay) for n in names]))
         missing = [n for n, p in module.named_parameters() if id(p) not in seen]
@@ -273,12 +276,13 @@ class ZeroModel:
         return r
 
     def full_parameters(self):
-        """{qualified name: full fp32 tensor} on every rank (collective)."""
+        """{qualified name (the wrapped module's state_dict key): full fp32 tensor on the CPU} on every rank
+        (collective): the fp32 master weights, for torch.save or load_state_dict."""
         out = {}
         for g in self.groups:
             flat = torch.from_numpy(self.engine.full_master(g.index))
             at = 0
-            for n, s, k in zip(g.names, g.shapes, g.numels):
-                out[f"group{g.index}.{n}"] = flat[at:at + k].view(s).clone()
+            for q, s, k in zip(g.qualified, g.shapes, g.numels):
+                out[q] = flat[at:at + k].view(s).clone()
                 at += k
         return out
