@@ -1,6 +1,6 @@
 // The engine for Python (pybind11): zero::Engine over MPI_COMM_WORLD on the backend this module is built for
 // (binding_backend.h: _engine on the CPU, _engine_cuda on the GPU; ZERO_TORCH_MODULE names it). Parameters and
-// gradients move between the engine's buffers and the caller's fp32 buffers (torch tensors, by address:
+// gradients move between the engine's buffers and the caller's fp32 or bf16 buffers (torch tensors, by address:
 // host memory for _engine, device memory of the engine's device for _engine_cuda) through the backend's own
 // copy, ordered against the caller's stream. zero_torch/__init__.py builds the torch-facing wrapper on top.
 #include <mpi.h>
@@ -99,10 +99,10 @@ class PyEngine {
   void gather_into(int g, const std::vector<uintptr_t>& dst, DType dt, uintptr_t stream) {
     const GroupView views = e().gather(g);
     const std::vector<CallerBuffer> bufs = caller_buffers(g, views, dst, dt, "gather_into");
-    backend_->begin_transfer(stream, bufs);
-    for (size_t t = 0; t < views.size(); ++t)
-      backend_->ops().copy(const_cast<void*>(bufs[t].data), dt, views[t].data, views[t].dtype, views[t].numel);
-    backend_->end_transfer(stream, bufs);
+    transfer(stream, bufs, [&] {
+      for (size_t t = 0; t < views.size(); ++t)
+        backend_->ops().copy(const_cast<void*>(bufs[t].data), dt, views[t].data, views[t].dtype, views[t].numel);
+    });
     e().release(g);
   }
   // Copies the caller's gradients of dtype `dt` (address 0: the tensor got none, a zero gradient) into group
@@ -110,16 +110,33 @@ class PyEngine {
   void grads_from(int g, const std::vector<uintptr_t>& src, DType dt, uintptr_t stream) {
     const GroupView views = e().grad_view(g);
     const std::vector<CallerBuffer> bufs = caller_buffers(g, views, src, dt, "grads_from");
-    backend_->begin_transfer(stream, bufs);
-    for (size_t t = 0; t < views.size(); ++t) {
-      if (bufs[t].data) backend_->ops().copy(views[t].data, views[t].dtype, bufs[t].data, dt, views[t].numel);
-      else backend_->ops().zero(views[t].data, views[t].dtype, views[t].numel);
-    }
-    backend_->end_transfer(stream, bufs);
+    transfer(stream, bufs, [&] {
+      for (size_t t = 0; t < views.size(); ++t) {
+        if (bufs[t].data) backend_->ops().copy(views[t].data, views[t].dtype, bufs[t].data, dt, views[t].numel);
+        else backend_->ops().zero(views[t].data, views[t].dtype, views[t].numel);
+      }
+    });
     e().grad_ready(g);
   }
 
  private:
+  // The backend's copies between the engine and the caller's buffers, bracketed (binding_backend.h); the
+  // bracket is closed when a copy throws too (its error is the one raised).
+  template <class Copies>
+  void transfer(uintptr_t stream, const std::vector<CallerBuffer>& bufs, Copies&& copies) {
+    backend_->begin_transfer(stream, bufs);
+    try {
+      copies();
+    } catch (...) {
+      try {
+        backend_->end_transfer(stream, bufs);
+      } catch (...) {
+      }
+      throw;
+    }
+    backend_->end_transfer(stream, bufs);
+  }
+
   std::vector<CallerBuffer> caller_buffers(int g, const GroupView& views, const std::vector<uintptr_t>& addr, DType dt,
                                            const char* what) {
     ZERO_REQUIRE(dt == DType::F32 || dt == DType::BF16, ConfigError, "zero_torch: {}({}): buffers of {}", what, g,
