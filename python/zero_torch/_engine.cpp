@@ -230,10 +230,14 @@ PYBIND11_MODULE(ZERO_TORCH_MODULE, m) {
       // keep_last kept. Collective.
       .def("save_checkpoint",
            [](PyEngine& p, const std::string& run_dir, int64_t step, const std::string& extra, int keep_last) {
-             checkpoint::CheckpointOptions o{.run_dir = run_dir};
+             checkpoint::CheckpointOptions o;
+             o.run_dir = run_dir;
              o.retention.keep_last = keep_last;
              checkpoint::Checkpointer ckpt(p.e(), o);
-             ckpt.save({.step = step, .extra = nlohmann::json::parse(extra)});
+             checkpoint::TrainState state;
+             state.step = step;
+             state.extra = nlohmann::json::parse(extra);
+             ckpt.save(state);
              ckpt.wait();
            },
            py::arg("run_dir"), py::arg("step"), py::arg("extra"), py::arg("keep_last"))
@@ -241,7 +245,9 @@ PYBIND11_MODULE(ZERO_TORCH_MODULE, m) {
       // world size and stage (resharded); None when "auto" finds none. Collective.
       .def("load_checkpoint",
            [](PyEngine& p, const std::string& run_dir, const std::string& which) -> py::object {
-             checkpoint::Checkpointer ckpt(p.e(), {.run_dir = run_dir});
+             checkpoint::CheckpointOptions o;
+             o.run_dir = run_dir;
+             checkpoint::Checkpointer ckpt(p.e(), o);
              const std::optional<std::string> dir = ckpt.resume_path(which);
              if (!dir) return py::none();
              const checkpoint::LoadResult r = ckpt.load(*dir);
@@ -252,7 +258,7 @@ PYBIND11_MODULE(ZERO_TORCH_MODULE, m) {
              d["saved_world"] = r.saved_world;
              d["saved_stage"] = r.saved_stage;
              d["resharded"] = r.resharded;
-             return std::move(d);
+             return d;
            },
            py::arg("run_dir"), py::arg("which"))
       .def("live_bytes", [](PyEngine& p) { return p.e().memory_report().live_total; })
