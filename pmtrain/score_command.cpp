@@ -3,11 +3,13 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <numeric>
 
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
 #include "data/batcher.h"
+#include "data/sampler.h"
 #include "data/tokenizer.h"
 #include "pmtrain/model_setup.h"
 #include "model/reward_model.h"
@@ -37,20 +39,22 @@ std::pair<EvalBatch, const char*> score_batch(const Config& cfg, const model::Qw
   return {EvalBatch{kDefaultMicroPairs, 0}, "the default without a training batch"};
 }
 
-// The pending pairs in input order, cut into forward passes of `batch` pairs or of at most `batch` tokens
-// (a pair above the budget alone).
+// The pending pairs in input order, cut into forward passes of `batch` pairs, or of at most `batch` tokens by
+// the sampler's rule for one rank (data::cut_by_tokens: a pair above the budget alone).
 std::vector<std::vector<int64_t>> cut_in_order(const data::PairDataset& pending, const data::BatchConfig& bc,
                                                const EvalBatch& batch) {
+  std::vector<int64_t> ids(size_t(pending.num_pairs()));
+  std::iota(ids.begin(), ids.end(), int64_t(0));
   std::vector<std::vector<int64_t>> out;
-  const std::vector<int64_t> cost = batch.tokens > 0 ? data::pair_tokens(pending, bc) : std::vector<int64_t>{};
-  int64_t tokens = 0;
-  for (int64_t i = 0; i < pending.num_pairs(); ++i) {
-    const bool full = batch.tokens > 0 ? tokens + cost[size_t(i)] > batch.tokens
-                                       : int64_t(out.empty() ? 0 : out.back().size()) == batch.pairs;
-    if (out.empty() || full) out.emplace_back(), tokens = 0;
-    out.back().push_back(i);
-    if (batch.tokens > 0) tokens += cost[size_t(i)];
+  if (batch.tokens > 0) {
+    std::vector<data::StepPlan> plan(1);
+    data::cut_by_tokens(ids, data::pair_tokens(pending, bc), batch.tokens, plan);
+    for (data::MicroBatchPlan& m : plan[0].micro)
+      if (!m.pair_ids.empty()) out.push_back(std::move(m.pair_ids));
+    return out;
   }
+  for (size_t first = 0; first < ids.size(); first += size_t(batch.pairs))
+    out.emplace_back(ids.begin() + first, ids.begin() + std::min(ids.size(), first + size_t(batch.pairs)));
   return out;
 }
 
