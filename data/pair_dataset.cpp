@@ -77,6 +77,16 @@ void PairDataset::keep_first(int64_t pairs) {
   if (!margins.empty()) margins.resize(size_t(pairs));
 }
 
+void PairDataset::drop_first(int64_t pairs) {
+  pairs = std::min(pairs, num_pairs());
+  if (pairs <= 0) return;
+  const int64_t first_token = offsets[size_t(2 * pairs)];
+  tokens.erase(tokens.begin(), tokens.begin() + first_token);
+  offsets.erase(offsets.begin(), offsets.begin() + 2 * pairs);
+  for (int64_t& o : offsets) o -= first_token;
+  if (!margins.empty()) margins.erase(margins.begin(), margins.begin() + pairs);
+}
+
 PairEncoder::PairEncoder(const DataConfig& config, Tokenizer& tokenizer, PairDataset& out)
     : config_(config), tokenizer_(tokenizer), out_(out) {
   ZERO_REQUIRE(config.max_len >= 2, ConfigError, "data.max_len must be at least 2, got {}", config.max_len);

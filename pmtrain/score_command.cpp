@@ -3,13 +3,11 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <numeric>
 
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
 #include "data/batcher.h"
-#include "data/sampler.h"
 #include "data/tokenizer.h"
 #include "pmtrain/model_setup.h"
 #include "model/reward_model.h"
@@ -19,6 +17,7 @@
 #include "pmtrain/pair_lines.h"
 #include "pmtrain/paths.h"
 #include "pmtrain/planner.h"
+#include "pmtrain/score_passes.h"
 
 namespace zero::pmtrain {
 
@@ -37,25 +36,6 @@ std::pair<EvalBatch, const char*> score_batch(const Config& cfg, const model::Qw
   }
   if (cfg.batch.eval_micro > 0) return {EvalBatch{cfg.batch.eval_micro, 0}, "as set"};
   return {EvalBatch{kDefaultMicroPairs, 0}, "the default without a training batch"};
-}
-
-// The pending pairs in input order, cut into forward passes of `batch` pairs, or of at most `batch` tokens by
-// the sampler's rule for one rank (data::cut_by_tokens: a pair above the budget alone).
-std::vector<std::vector<int64_t>> cut_in_order(const data::PairDataset& pending, const data::BatchConfig& bc,
-                                               const EvalBatch& batch) {
-  std::vector<int64_t> ids(size_t(pending.num_pairs()));
-  std::iota(ids.begin(), ids.end(), int64_t(0));
-  std::vector<std::vector<int64_t>> out;
-  if (batch.tokens > 0) {
-    std::vector<data::StepPlan> plan(1);
-    data::cut_by_tokens(ids, data::pair_tokens(pending, bc), batch.tokens, plan);
-    for (data::MicroBatchPlan& m : plan[0].micro)
-      if (!m.pair_ids.empty()) out.push_back(std::move(m.pair_ids));
-    return out;
-  }
-  for (size_t first = 0; first < ids.size(); first += size_t(batch.pairs))
-    out.emplace_back(ids.begin() + first, ids.begin() + std::min(ids.size(), first + size_t(batch.pairs)));
-  return out;
 }
 
 struct Row {
@@ -90,36 +70,47 @@ int run_score(const ScoreArgs& a) {
   std::ostream& out = out_stream(a.out, file);
 
   // Lines are read in order and held until their pairs are scored, so rows leave in input order however
-  // a batch orders its pairs.
+  // a batch orders its pairs; the pairs wait in `pending` until their pass runs (score_passes.h).
   data::PairDataset pending;
   data::PairEncoder encoder(dc, tok, pending);
   std::vector<Row> rows;
-  int64_t scored = 0, skipped = 0;
+  int64_t scored = 0, skipped = 0, forward_passes = 0;
   std::string first_skip;
   data::BatchConfig bc = batch_config(cfg.data);
   bc.layout = data::BatchLayout::Packed;  // only real tokens computed, whatever the training layout
   const auto [per_pass, why] = score_batch(cfg, sm.config);
-  int64_t pending_tokens = 0;  // the pending pairs' pair_token_cost
-  auto flush = [&] {
-    std::vector<float> rewards(size_t(2 * pending.num_pairs()));
-    for (const std::vector<int64_t>& ids : cut_in_order(pending, bc, per_pass)) {
+  ScorePasses passes(per_pass);
+  std::vector<float> rewards;  // chosen, rejected of each pending pair, set when its pass has run
+  // Runs the passes that are ready (all: every pending pair), then writes the rows up to the first one whose
+  // pair still waits and drops the pairs scored.
+  auto score_ready = [&](bool all) {
+    const std::vector<std::vector<int64_t>> ready = passes.take(all);
+    rewards.resize(size_t(2 * pending.num_pairs()));
+    int64_t done = 0;
+    for (const std::vector<int64_t>& ids : ready) {
       const data::PairBatch batch = data::make_batch(pending, ids, {}, bc);
       const model::RewardOutput r = m.forward(batch, weights);
       for (int64_t p = 0; p < batch.num_pairs(); ++p) {
         rewards[2 * batch.pair_ids[p]] = r.rewards[2 * p];
         rewards[2 * batch.pair_ids[p] + 1] = r.rewards[2 * p + 1];
       }
+      done += int64_t(ids.size());
+      ++forward_passes;
     }
-    for (const Row& row : rows) {
+    size_t written = 0;
+    for (; written < rows.size() && rows[written].pair < done; ++written) {  // a skipped line's pair is -1
+      const Row& row = rows[written];
       nlohmann::json j = {{"line", row.line}};
       if (row.pair < 0) j["skipped"] = row.skipped;
       else j.update({{"chosen", rewards[2 * row.pair]}, {"rejected", rewards[2 * row.pair + 1]}});
       out << j.dump() << "\n";
     }
-    out.flush();
-    rows.clear();
-    pending.keep_first(0);
-    pending_tokens = 0;
+    if (written > 0) out.flush();
+    rows.erase(rows.begin(), rows.begin() + ptrdiff_t(written));
+    for (Row& row : rows)
+      if (row.pair >= 0) row.pair -= done;
+    pending.drop_first(done);
+    rewards.erase(rewards.begin(), rewards.begin() + 2 * done);
   };
   auto skip = [&](int64_t line, std::string why) {
     if (skipped++ == 0) first_skip = fmt::format("line {}: {}", line, why);
@@ -135,19 +126,18 @@ int run_score(const ScoreArgs& a) {
              } else {
                rows.push_back({n, pending.num_pairs() - 1, ""});
                ++scored;
-               pending_tokens += data::pair_token_cost(pending, pending.num_pairs() - 1, bc);
+               passes.add(data::pair_token_cost(pending, pending.num_pairs() - 1, bc));
              }
-             // Enough for a forward pass (a token budget: flush cuts the pending pairs into passes within it).
-             if (per_pass.tokens > 0 ? pending_tokens >= per_pass.tokens : pending.num_pairs() == per_pass.pairs) flush();
+             score_ready(false);
            },
        .on_skip = [&](int64_t n, std::string why) { skip(n, std::move(why)); },
-       .before_fail = [&] { flush(); }});  // the rows before it are good
-  flush();
+       .before_fail = [&] { score_ready(true); }});  // the rows before it are good
+  score_ready(true);
   finish_out(out, file, a.out);
-  fprintf(stderr, "score: %lld lines of %s: %lld pairs scored, %lld lines skipped%s%s; %s%s a forward pass (%s)\n",
+  fprintf(stderr, "score: %lld lines of %s: %lld pairs scored, %lld lines skipped%s%s; %lld forward passes of %s%s (%s)\n",
           (long long)lines, data_path.c_str(), (long long)scored, (long long)skipped,
           skipped ? fmt::format(" (first: {})", first_skip).c_str() : "",
-          a.out.empty() ? "" : fmt::format(" -> {}", absolute_path(a.out)).c_str(),
+          a.out.empty() ? "" : fmt::format(" -> {}", absolute_path(a.out)).c_str(), (long long)forward_passes,
           per_pass.tokens > 0 ? "at most " : "", per_pass.describe().c_str(), why);
   return 0;
 }

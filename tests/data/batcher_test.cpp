@@ -191,7 +191,8 @@ TEST(Batcher, EmptyAndSinglePair) {
   EXPECT_EQ(b.pair_mask, std::vector<uint8_t>{1});
 }
 
-// Margins travel with their pairs: dataset (in line order), its cache, keep_first, and every batch layout.
+// Margins travel with their pairs: dataset (in line order), its cache, keep_first, drop_first, and every batch
+// layout.
 TEST(Batcher, MarginsFollowTheirPairs) {
   test::TempDir dir;
   std::string body;
@@ -220,6 +221,21 @@ TEST(Batcher, MarginsFollowTheirPairs) {
   PairDataset first = cached;
   first.keep_first(2);
   EXPECT_EQ(first.margins, (std::vector<float>{0.0f, 0.5f}));
+  // drop_first (pmtrain score's pairs leaving once scored): pair p + 4 becomes pair p, its tokens and margin
+  // with it; dropping more than there are empties the dataset.
+  PairDataset last = cached;
+  last.drop_first(4);
+  ASSERT_EQ(last.num_pairs(), 2);
+  EXPECT_EQ(last.margins, (std::vector<float>{2.0f, 2.5f}));
+  EXPECT_EQ(last.offsets.front(), 0);
+  EXPECT_EQ(last.tokens.size(), size_t(last.offsets.back()));
+  for (int64_t s = 0; s < 4; ++s) {
+    const auto want = cached.seq(8 + s), got = last.seq(s);
+    EXPECT_EQ(std::vector<int32_t>(got.begin(), got.end()), std::vector<int32_t>(want.begin(), want.end())) << s;
+  }
+  last.drop_first(5);
+  EXPECT_EQ(last.num_pairs(), 0);
+  EXPECT_TRUE(last.tokens.empty() && last.margins.empty());
   // Data without a margin field: no margins in the dataset or its batches (the loss takes 0).
   cfg.reader.margin_field = "";
   const PairDataset plain = load_or_build_dataset(cfg, tok, dir.file("c.bin"), &st);

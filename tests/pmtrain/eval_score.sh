@@ -103,22 +103,22 @@ echo "score: 15 lines -> 15 rows in order, 3 skipped (lines 3, 7, 10), rewards e
 # training batch; a token budget cuts the pairs in input order. Other batches, the same rewards.
 eval_pairs=$("$PMTRAIN" train $COMMON --dry-run 2>&1 | sed -nE 's/^evaluation batches of at most ([0-9]+) pairs per rank$/\1/p')
 [ -n "$eval_pairs" ] || fail "train --dry-run did not say its evaluation batch"
-grep -q "; $eval_pairs pairs\? a forward pass (what the training micro-batch's activation memory holds)$" $TMP/score.err \
+grep -q " forward passes of $eval_pairs pairs\? (what the training micro-batch's activation memory holds)$" $TMP/score.err \
   || { cat $TMP/score.err; fail "score did not take eval's batch of $eval_pairs pairs"; }
 same_rewards() {
   paste -d' ' <(field chosen < $TMP/clean.out) <(field chosen < $1) \
     | awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * ($1 < 0 ? -$1 : $1) + 1e-6) exit 1 }'
 }
 "$PMTRAIN" score $COMMON --data $TMP/clean.jsonl --set batch.eval_micro=2 --out $TMP/by2.out 2> $TMP/by2.err
-grep -q "; 2 pairs a forward pass (as set)$" $TMP/by2.err || { cat $TMP/by2.err; fail "score did not take batch.eval_micro"; }
+grep -q "; 6 forward passes of 2 pairs (as set)$" $TMP/by2.err || { cat $TMP/by2.err; fail "score did not take batch.eval_micro"; }
 same_rewards $TMP/by2.out || fail "score's rewards in batches of 2 differ from batches of $eval_pairs"
 "$PMTRAIN" score $COMMON --data $TMP/clean.jsonl --set batch.micro=0 --set batch.global=0 --out $TMP/by8.out 2> $TMP/by8.err
-grep -q "; 8 pairs a forward pass (the default without a training batch)$" $TMP/by8.err \
+grep -q "; 2 forward passes of 8 pairs (the default without a training batch)$" $TMP/by8.err \
   || { cat $TMP/by8.err; fail "score without a training batch did not take 8 pairs"; }
 same_rewards $TMP/by8.out || fail "score's rewards in batches of 8 differ from batches of $eval_pairs"
 "$PMTRAIN" score $COMMON --data $TMP/clean.jsonl --set batch.micro_tokens=600 --set batch.eval_micro_tokens=700 \
   --out $TMP/by700.out 2> $TMP/by700.err
-grep -q "; at most 700 tokens a forward pass (as set)$" $TMP/by700.err \
+grep -q " forward passes of at most 700 tokens (as set)$" $TMP/by700.err \
   || { cat $TMP/by700.err; fail "score did not take batch.eval_micro_tokens"; }
 same_rewards $TMP/by700.out || fail "score's rewards in passes of at most 700 tokens differ from batches of $eval_pairs"
 
