@@ -112,9 +112,9 @@ struct Cell {
   bool fits = false;
   int64_t micro = 1, accum = 1;
   StepTraffic traffic;
-  double compute_s = 0, elementwise_s = 0, comm_s = 0, step_s = 0, epoch_s = 0;
+  double compute_s = 0, elementwise_s = 0, comm_s = 0, exposed_comm_s = 0, step_s = 0, epoch_s = 0;
   double data_step_s = 0;  // a step at the data's own lengths (0: unknown, the epoch takes step_s)
-  double data_compute_s = 0, data_elementwise_s = 0, data_comm_s = 0;  // its parts
+  double data_compute_s = 0, data_elementwise_s = 0, data_comm_s = 0, data_exposed_comm_s = 0;  // its parts
   std::string link;
 };
 
@@ -151,16 +151,40 @@ MicroWork data_work(const Setup& s, const Cell& c, int64_t& micro_steps) {
 
 struct StepTime {
   double compute_s = 0, elementwise_s = 0, comm_s = 0;
+  double exposed_comm_s = 0;  // what of comm_s the compute does not hide (all of it on the CPU)
   StepTraffic traffic;
   std::string link;
-  double total() const { return compute_s + elementwise_s + comm_s; }
+  double total() const { return compute_s + elementwise_s + exposed_comm_s; }
 };
+
+// On a GPU the collectives run on NCCL's stream beside the compute stream, in the phases the engine issues
+// them (zero/comm_plan.h): a phase's comm time hides behind that phase's GEMMs and attention, except what
+// does not fit in it and, at least, one unit's share (the last bucket reduced after backward ends, the first
+// group gathered before forward starts: nothing runs beside them); the all-gather after the step is exposed.
+// Assumed, not measured (one GPU here): NCCL's own SMs slowing the kernels they overlap are not priced.
+// `forward_s`, `backward_s`: one micro-step's compute in each pass.
+double exposed_comm_on_gpu(const StepTime& t, const Partition& part, size_t bucket_elements, double forward_s,
+                           double backward_s, int64_t micro_steps) {
+  const StepTraffic& tr = t.traffic;
+  if (tr.wire_bytes <= 0 || t.comm_s <= 0) return 0;
+  const size_t unit = std::max(std::min(bucket_elements, part.total_padded), part.max_unit_padded);
+  const double unit_share = std::min(1.0, double(unit) / double(part.total_padded));
+  const double seconds_per_byte = t.comm_s / tr.wire_bytes;  // the link's rate, or the measured collectives'
+  const auto exposed = [&](double bytes, double window) {
+    const double c = bytes * seconds_per_byte;
+    return std::max(c - window, c * unit_share);
+  };
+  const double k = double(micro_steps);
+  return k * exposed(tr.forward_bytes, forward_s) + k * exposed(tr.backward_bytes, backward_s) +
+         exposed(tr.last_backward_bytes, backward_s) + tr.after_step_bytes * seconds_per_byte;
+}
 
 // Step time: GEMM FLOPs (6 x matmul params x tokens, plus causal attention, plus a recomputed forward
 // with full checkpointing) at the profile's GEMM speed; element-wise passes (activations written and read,
 // those a checkpointed backward writes again (selective: the element-wise ones only, no GEMM) included,
 // the embedding gradient zeroed, the accumulator, the optimizer) at its bandwidth; the collectives at
-// the link's. Ranks beyond the cores of a CPU node share them. No overlap is assumed (an upper bound).
+// the link's, hidden behind the compute on a GPU as exposed_comm_on_gpu says (on the CPU, MPI's collectives
+// progress only while a rank waits: none hidden). Ranks beyond the cores of a CPU node share them.
 // `micro_steps` micro-steps of work w each, on cell c's stage, world and ranks per node.
 StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const MicroWork& w, int64_t micro_steps) {
   const model::Qwen3Config& q = s.qc;
@@ -187,6 +211,9 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
   // than a GEMM of the same FLOPs), else at the GEMMs'.
   const double attn_rate = s.prof.attention_flops > 0 ? s.prof.attention_flops : s.prof.gemm_flops;
   t.compute_s = steps * (fwd_s * (1.0 + recomputed) + bwd_s + attn / attn_rate) / share;
+  // One micro-step's compute in each pass (the recomputed forward runs in backward): what collectives can hide behind.
+  const double forward_window = (fwd_s + attn_fwd / attn_rate) / share;
+  const double backward_window = t.compute_s / steps - forward_window;
 
   const EngineConfig ec = engine_config(with_stage(s.cfg, c.stage), c.world, micro_steps, 1);
   const double p = double(dtype_size(ec.param_dtype)), a = double(dtype_size(ec.accum_dtype));
@@ -247,6 +274,9 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
     t.link = fmt::format("{}, measured at {} rank{}", s.device == PlanDevice::Cpu ? "MPI" : "NCCL", c.world,
                          c.world == 1 ? "" : "s");
   }
+  t.exposed_comm_s = s.device == PlanDevice::Gpu
+                         ? exposed_comm_on_gpu(t, part, ec.bucket_elements, forward_window, backward_window, micro_steps)
+                         : t.comm_s;
   return t;
 }
 
@@ -254,7 +284,7 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
 // at those (what the epoch time takes).
 void predict_time(const Setup& s, const Partition& part, Cell& c) {
   const StepTime t = step_time(s, part, c, max_len_work(s, c.micro), c.accum);
-  c.compute_s = t.compute_s, c.elementwise_s = t.elementwise_s, c.comm_s = t.comm_s;
+  c.compute_s = t.compute_s, c.elementwise_s = t.elementwise_s, c.comm_s = t.comm_s, c.exposed_comm_s = t.exposed_comm_s;
   c.traffic = t.traffic, c.link = t.link;
   c.step_s = t.total();
   if (s.data.pairs > 0) {
@@ -263,6 +293,7 @@ void predict_time(const Setup& s, const Partition& part, Cell& c) {
     const StepTime d = step_time(s, part, c, w, micro_steps);
     c.data_step_s = d.total();
     c.data_compute_s = d.compute_s, c.data_elementwise_s = d.elementwise_s, c.data_comm_s = d.comm_s;
+    c.data_exposed_comm_s = d.exposed_comm_s;
   }
   c.epoch_s = std::ceil(double(s.pairs) / double(s.global)) * (c.data_step_s > 0 ? c.data_step_s : c.step_s);
 }
@@ -472,10 +503,12 @@ nlohmann::json cell_json(const Cell& c) {
           {"compute_seconds", c.compute_s},
           {"elementwise_seconds", c.elementwise_s},
           {"comm_seconds", c.comm_s},
+          {"exposed_comm_seconds", c.exposed_comm_s},
           {"data_step_seconds", c.data_step_s},
           {"data_compute_seconds", c.data_compute_s},
           {"data_elementwise_seconds", c.data_elementwise_s},
           {"data_comm_seconds", c.data_comm_s},
+          {"data_exposed_comm_seconds", c.data_exposed_comm_s},
           {"epoch_seconds", c.epoch_s}};
 }
 
@@ -698,7 +731,9 @@ int run_plan(const PlanArgs& a) {
             : "MPI over shared memory at half the profile's element-wise speed";
     printf("speeds: compute %s; links %s%s%s\n", s.prof.source.c_str(), links.c_str(),
            measured.empty() ? "" : fmt::format("; collectives measured at {} rank(s) on one node", measured).c_str(),
-           gpu ? "; GPU runtime: 1 GiB CUDA context + 5% pool slack (assumed)" : "");
+           gpu ? "; GPU runtime: 1 GiB CUDA context + 5% pool slack (assumed); collectives hidden behind the compute "
+                 "of the pass that issues them, as far as it lasts (assumed)"
+               : "");
     if (s.micro_tokens > 0)
       printf("micro-batches by tokens: batch.micro_tokens %lld holds %lld pairs at max_len; accum below is the most "
              "micro-steps a step can take\n",

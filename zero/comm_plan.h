@@ -17,6 +17,14 @@ namespace zero {
 struct StepTraffic {
   uint64_t all_reduce = 0, reduce_scatter = 0, all_gather = 0;  // elements, counted as comm_report()
   double wire_bytes = 0;                                         // per rank per step, ring algorithms
+  // wire_bytes by the phase the engine issues them in (what compute beside them can hide):
+  //   forward_bytes        each micro-step's forward: stage 3's gathers (Psi)
+  //   backward_bytes       each micro-step's backward: the reductions at stages 2-3 (Psi), stage 3's
+  //                        gathers again (Psi - split)
+  //   last_backward_bytes  the last micro-step's backward only: the reductions at stages 0-1
+  //   after_step_bytes     after the optimizer step: stages 1-2's parameter all-gather (Psi)
+  // wire_bytes = k (forward_bytes + backward_bytes) + last_backward_bytes + after_step_bytes.
+  double forward_bytes = 0, backward_bytes = 0, last_backward_bytes = 0, after_step_bytes = 0;
 };
 
 StepTraffic plan_step_traffic(const EngineConfig& cfg, const Partition& part, int accum_steps);

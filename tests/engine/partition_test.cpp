@@ -3,6 +3,7 @@
 
 #include "core/check.h"
 #include "zero/buffer_plan.h"
+#include "zero/comm_plan.h"
 #include "zero/engine_config.h"
 #include "zero/partition.h"
 
@@ -93,6 +94,33 @@ TEST(Partition, BucketsFormInBackwardOrderAndBigGroupsStandAlone) {
   EXPECT_EQ(p.max_bucket_padded, 512u);
   EXPECT_EQ(p.groups[0].bucket, 1);
   EXPECT_EQ(p.groups[3].bucket, 0);
+}
+
+// The wire bytes by the phase the engine issues them in (zero/comm_plan.h), worked by hand: two groups of
+// 6400 and 3200 elements on 2 ranks (Psi 9600, a ring moves half), bf16 params, fp32 reductions, 3 micro-steps.
+TEST(CommPlan, WireBytesByPhase) {
+  const Partition part = make_partition({{"a", {{"w", 6400}}}, {"b", {{"w", 3200}}}}, 2, 1u << 20);
+  ASSERT_EQ(part.total_padded, 9600u);
+  EngineConfig cfg;
+  cfg.param_dtype = DType::BF16;
+  cfg.reduce_dtype = DType::F32;
+  struct Want { double wire, forward, backward, last_backward, after_step; };
+  const Want want[4] = {
+      {38400, 0, 0, 38400, 0},          // stage 0: all-reduce 2 Psi x 4 B / 2, at the last backward
+      {28800, 0, 0, 19200, 9600},       // stage 1: reduce-scatter Psi x 4 B / 2 there; all-gather Psi x 2 B / 2 after
+      {67200, 0, 19200, 0, 9600},       // stage 2: the reduce-scatter in every backward
+      {115200, 9600, 28800, 0, 0},      // stage 3: gather Psi for each forward, Psi again + reduce-scatter in backward
+  };
+  for (int stage = 0; stage < 4; ++stage) {
+    cfg.stage = stage;
+    const StepTraffic t = plan_step_traffic(cfg, part, 3);
+    const Want& w = want[stage];
+    EXPECT_DOUBLE_EQ(t.wire_bytes, w.wire) << stage;
+    EXPECT_DOUBLE_EQ(t.forward_bytes, w.forward) << stage;
+    EXPECT_DOUBLE_EQ(t.backward_bytes, w.backward) << stage;
+    EXPECT_DOUBLE_EQ(t.last_backward_bytes, w.last_backward) << stage;
+    EXPECT_DOUBLE_EQ(t.after_step_bytes, w.after_step) << stage;
+  }
 }
 
 TEST(BatchContract, DerivesTheThirdAndRejectsInconsistentSets) {

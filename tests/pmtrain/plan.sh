@@ -92,6 +92,35 @@ assert "stage 3" in j["recommendations"][0], j["recommendations"]
 print("ok: qwen3-8b, 8 x 24 GiB:", j["recommendations"][0])
 PY
 
+# Collectives hidden behind compute on GPUs (pmtrain/plan_command.cpp exposed_comm_on_gpu), 4B on 8 x 80 GiB
+# over NVLink: a step pays compute + element-wise + the exposed comm; never more than all of it; stages 1-2
+# pay at least their all-gather after the step (bf16 params, fp32 reductions: 2 / (4 k + 2) of the wire's
+# bytes); stage 3 hides most of its 3 k Psi behind the micro-steps' compute. On the CPU nothing is hidden.
+"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 8 --gpu-mem 80GiB --dataset-pairs 1000 --json > $TMP/overlap.json \
+  || fail "plan 4b on 8 x 80 GiB"
+"$PMTRAIN" plan configs/tiny_cpu.yaml --world 2 --json --set data.cache_dir=$TMP/cache > $TMP/overlap_cpu.json \
+  || fail "plan tiny_cpu at 2 ranks"
+python3 - $TMP/overlap.json $TMP/overlap_cpu.json <<'PY' || fail "plan: collectives hidden behind compute"
+import json, sys
+gpu, cpu = (json.load(open(f))["cells"] for f in sys.argv[1:])
+for c in gpu + cpu:
+    for pre in ("", "data_"):
+        step, parts = c[pre + "step_seconds"], c[pre + "compute_seconds"] + c[pre + "elementwise_seconds"] + c[pre + "exposed_comm_seconds"]
+        assert abs(step - parts) <= 1e-9 * step, (pre, c)
+        assert 0 <= c[pre + "exposed_comm_seconds"] <= c[pre + "comm_seconds"] * (1 + 1e-12), (pre, c)
+for c in cpu:
+    assert c["exposed_comm_seconds"] == c["comm_seconds"], c
+by_stage = {c["stage"]: c for c in gpu}
+for st in (1, 2):
+    c = by_stage[st]
+    k = c["accum"] if st == 2 else 1
+    assert c["exposed_comm_seconds"] >= c["comm_seconds"] * 2 / (4 * k + 2) * (1 - 1e-9), c
+c3 = by_stage[3]
+assert c3["comm_seconds"] > 0 and c3["exposed_comm_seconds"] < 0.5 * c3["comm_seconds"], c3
+print("ok: 4b on 8 x 80 GiB, exposed / all comm by stage:",
+      {s: f'{c["exposed_comm_seconds"]:.3f} / {c["comm_seconds"]:.3f} s' for s, c in sorted(by_stage.items())})
+PY
+
 # Full checkpointing with memory to spare: the recommendation names the most model.selective_layers that
 # fit, and planning with them agrees (same stage and micro, fits, that peak); one more layer does not fit.
 "$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 1 --gpu-mem 80GiB --global-batch 2 --set data.max_len=2048 \
