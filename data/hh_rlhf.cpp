@@ -224,7 +224,8 @@ std::optional<BadLine> parse_hh_line(const std::string& line, const HhReaderConf
   return std::nullopt;
 }
 
-void for_each_hh_line(const std::string& path, const HhReaderConfig& cfg, const LineVisitor& on_line) {
+void for_each_hh_line(const std::string& path, const HhReaderConfig& cfg, const LineVisitor& on_line,
+                      const std::function<void(int64_t line, double fraction_read)>& after_line) {
   LineReader reader(path);
   std::string line;
   PairText pair;
@@ -236,6 +237,7 @@ void for_each_hh_line(const std::string& path, const HhReaderConfig& cfg, const 
       const std::optional<BadLine> bad = parse_hh_line(line, cfg, pair);
       on_line(n, false, bad ? &*bad : nullptr, pair);
     }
+    if (after_line) after_line(n, reader.fraction_read());
   }
 }
 

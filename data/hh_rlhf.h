@@ -75,7 +75,9 @@ std::optional<BadLine> parse_hh_line(const std::string& line, const HhReaderConf
 // (blank true; not a record, never counted) or a bad line (`bad` says why). The policy is the caller's:
 // read_hh_pairs below, and `pmtrain score` / `pmtrain render`, which report every line.
 using LineVisitor = std::function<void(int64_t line, bool blank, const BadLine* bad, PairText& pair)>;
-void for_each_hh_line(const std::string& path, const HhReaderConfig& cfg, const LineVisitor& on_line);
+// after_line(line, fraction): once each line is handled, with LineReader::fraction_read (progress reports).
+void for_each_hh_line(const std::string& path, const HhReaderConfig& cfg, const LineVisitor& on_line,
+                      const std::function<void(int64_t line, double fraction_read)>& after_line = {});
 
 // Calls on_pair for every good line of every file, in file then line order (the pair may be moved from).
 // `files` are paths (see expand_inputs for globs).

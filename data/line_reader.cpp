@@ -48,6 +48,11 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& patterns)
 }
 
 LineReader::LineReader(std::string path) : path_(std::move(path)), buf_(kChunk) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path_, ec)) {
+    const auto bytes = std::filesystem::file_size(path_, ec);
+    if (!ec) size_ = int64_t(bytes);
+  }
   std::FILE* f = std::fopen(path_.c_str(), "rb");
   ZERO_REQUIRE(f != nullptr, InputError, "{}: cannot open ({})", path_, std::strerror(errno));
   unsigned char magic[2] = {0, 0};
@@ -59,11 +64,16 @@ LineReader::LineReader(std::string path) : path_(std::move(path)), buf_(kChunk) 
       throw InputError(fmt::format("{}: not a gzip file (name ends in .gz but the gzip magic bytes are missing)",
                                    path_));
     }
-    std::rewind(f);
+    // Not rewound (a pipe cannot be): the bytes read are the buffer's first.
+    std::memcpy(buf_.data(), magic, got);
+    end_ = got;
     file_ = f;
     return;
   }
   std::fclose(f);
+  // zlib reopens the file by name: a pipe would have lost the bytes read above.
+  ZERO_REQUIRE(size_ >= 0, InputError,
+               "{}: gzip data from a pipe: give the .gz file itself, or decompress into the pipe (zcat FILE | ...)", path_);
   gzFile gz = gzopen(path_.c_str(), "rb");
   ZERO_REQUIRE(gz != nullptr, InputError, "{}: cannot open as gzip", path_);
   gzbuffer(gz, kChunk);
@@ -73,6 +83,13 @@ LineReader::LineReader(std::string path) : path_(std::move(path)), buf_(kChunk) 
 LineReader::~LineReader() {
   if (gz_) gzclose(static_cast<gzFile>(gz_));
   if (file_) std::fclose(file_);
+}
+
+double LineReader::fraction_read() const {
+  if (size_ <= 0) return size_ == 0 ? 1.0 : -1.0;
+  // Plain: what stdio has handed over, less what waits in the buffer. Gzip: the compressed bytes zlib took in.
+  const int64_t at = gz_ ? int64_t(gzoffset(static_cast<gzFile>(gz_))) : int64_t(ftello(file_)) - int64_t(end_ - begin_);
+  return at < 0 ? -1.0 : std::min(1.0, double(at) / double(size_));
 }
 
 bool LineReader::fill() {

@@ -24,6 +24,9 @@ class LineReader {
   int64_t line_number() const { return line_no_; }  // 1-based number of the line last returned
   const std::string& path() const { return path_; }
   bool gzip() const { return gz_ != nullptr; }
+  // How much of the file has been read, in [0, 1] (gzip: of the compressed bytes, read ahead by a buffer);
+  // -1 when its size is unknown (a pipe). For progress reports.
+  double fraction_read() const;
 
  private:
   bool fill();  // reads more bytes into buf_; false at end of input
@@ -35,6 +38,7 @@ class LineReader {
   size_t begin_ = 0, end_ = 0;
   bool eof_ = false;
   int64_t line_no_ = 0;
+  int64_t size_ = -1;  // the file's bytes, -1 when not a regular file
 };
 
 }  // namespace zero::data

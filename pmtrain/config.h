@@ -42,7 +42,7 @@ struct RunSection {
   int64_t eval_every = 0;   // 0 = only at the end
   bool eval_at_start = false;  // also evaluate the starting weights (step 0) of a fresh run
   int64_t eval_pairs = 0;   // 0 = the whole test split
-  double eval_progress_s = 30;  // rank 0 prints a long evaluation's progress this often (0 = never)
+  double eval_progress_s = 30;  // rank 0 prints a long evaluation's (and score's) progress this often (0 = never)
   int64_t save_every = 0;   // 0 = only at the end (when checkpoints are on)
   bool save_final = true;
   int64_t keep_last = 2;

@@ -21,7 +21,7 @@ int64_t for_each_pair_line(const std::string& path, const data::HhReaderConfig& 
     } else {
       h.on_pair(n, pair);
     }
-  });
+  }, h.after_line);
   return lines;
 }
 

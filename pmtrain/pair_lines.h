@@ -16,6 +16,8 @@ struct PairLineHandlers {
   std::function<void(int64_t line, data::PairText& pair)> on_pair;
   std::function<void(int64_t line, std::string why)> on_skip;
   std::function<void()> before_fail = [] {};
+  // After each line: its number and how much of the file is read (LineReader::fraction_read; -1 unknown).
+  std::function<void(int64_t line, double fraction_read)> after_line = {};
 };
 
 // Returns the number of lines read.

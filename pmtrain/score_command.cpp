@@ -1,5 +1,6 @@
 #include "pmtrain/score_command.h"
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -15,6 +16,7 @@
 #include "pmtrain/commands.h"
 #include "pmtrain/data_setup.h"
 #include "pmtrain/pair_lines.h"
+#include "pmtrain/metrics.h"
 #include "pmtrain/paths.h"
 #include "pmtrain/planner.h"
 #include "pmtrain/score_passes.h"
@@ -37,6 +39,35 @@ std::pair<EvalBatch, const char*> score_batch(const Config& cfg, const model::Qw
   if (cfg.batch.eval_micro > 0) return {EvalBatch{cfg.batch.eval_micro, 0}, "as set"};
   return {EvalBatch{kDefaultMicroPairs, 0}, "the default without a training batch"};
 }
+
+// What a long score has done, on stderr (stdout may hold the rows) every `every_s` seconds: the share of the
+// file read, lines, pairs scored, pairs/s and the ETA the share read gives (none when the size is unknown).
+class ScoreProgress {
+ public:
+  explicit ScoreProgress(double every_s) : every_s_(every_s) {}
+  void after_line(int64_t line, double fraction_read, int64_t scored) {
+    if (every_s_ <= 0) return;
+    const double t = seconds();
+    if (t < next_) return;
+    next_ = t + every_s_;
+    const double rate = double(scored) / t;
+    if (fraction_read < 0) {
+      fprintf(stderr, "score: %lld lines read, %lld pairs scored, %.1f pairs/s\n", (long long)line,
+              (long long)scored, rate);
+    } else {
+      fprintf(stderr, "score: %.0f%% of the file read, %lld lines, %lld pairs scored, %.1f pairs/s, ETA %s\n",
+              100.0 * fraction_read, (long long)line, (long long)scored, rate,
+              fraction_read > 0 ? format_duration(t * (1.0 - fraction_read) / fraction_read).c_str() : "unknown");
+    }
+    fflush(stderr);
+  }
+
+ private:
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  double every_s_;
+  double next_ = every_s_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
 
 struct Row {
   int64_t line = 0;
@@ -80,6 +111,7 @@ int run_score(const ScoreArgs& a) {
   bc.layout = data::BatchLayout::Packed;  // only real tokens computed, whatever the training layout
   const auto [per_pass, why] = score_batch(cfg, sm.config);
   ScorePasses passes(per_pass);
+  ScoreProgress progress(cfg.run.eval_progress_s);
   std::vector<float> rewards;  // chosen, rejected of each pending pair, set when its pass has run
   // Runs the passes that are ready (all: every pending pair), then writes the rows up to the first one whose
   // pair still waits and drops the pairs scored.
@@ -131,7 +163,8 @@ int run_score(const ScoreArgs& a) {
              score_ready(false);
            },
        .on_skip = [&](int64_t n, std::string why) { skip(n, std::move(why)); },
-       .before_fail = [&] { score_ready(true); }});  // the rows before it are good
+       .before_fail = [&] { score_ready(true); },  // the rows before it are good
+       .after_line = [&](int64_t n, double fraction) { progress.after_line(n, fraction, scored - passes.waiting()); }});
   score_ready(true);
   finish_out(out, file, a.out);
   fprintf(stderr, "score: %lld lines of %s: %lld pairs scored, %lld lines skipped%s%s; %lld forward passes of %s%s (%s)\n",

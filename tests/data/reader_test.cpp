@@ -1,6 +1,11 @@
-// hh-rlhf reader and dataset builder: bad files and lines (messages name file and line), both policies,
+// hh-rlhf reader and dataset builder: bad files and lines, pipes and how much is read (messages name file and line), both policies,
 // globs, chat rendering (expected text written by hand from tokenizer_config.json's chat_template),
 // end token and the too-long policies.
+#include <sys/stat.h>
+
+#include <csignal>
+#include <thread>
+
 #include "core/check.h"
 #include "data/chat_format.h"
 #include "data/hh_rlhf.h"
@@ -59,6 +64,44 @@ TEST(Reader, MissingFileNotGzipAndTruncatedGzip) {
   msg = error_of([&] { read_all({cut}, {}, stats); });
   EXPECT_NE(msg.find(cut + ":"), std::string::npos) << msg;
   EXPECT_NE(msg.find("truncated gzip data"), std::string::npos) << msg;
+}
+
+// How much of a file is read (progress reports): after line i of lines of 1001 bytes, exactly i x 1001 of
+// the file's bytes, though the reader holds 256 KiB ahead; a pipe has no size (-1) and keeps its first
+// bytes, the two read to look for gzip's magic; gzip from a pipe is refused (zlib reopens by name).
+TEST(Reader, FractionReadAndPipes) {
+  TempDir dir;
+  const std::string path = dir.file("lines.jsonl");
+  const std::string line(1000, 'x');
+  std::string body;
+  for (int i = 0; i < 1000; ++i) body += line + "\n";
+  test::write_text(path, body);
+  LineReader r(path);
+  std::string got;
+  EXPECT_EQ(r.fraction_read(), 0.0);
+  for (int i = 1; i <= 1000; ++i) {
+    ASSERT_TRUE(r.next(got));
+    ASSERT_EQ(r.fraction_read(), double(i) * 1001.0 / 1001000.0) << i;
+  }
+  EXPECT_FALSE(r.next(got));
+
+  const std::string fifo = dir.file("pipe");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] { test::write_text(fifo, "{\"a\": 1}\nsecond\n"); });
+  {
+    LineReader p(fifo);
+    ASSERT_TRUE(p.next(got));
+    EXPECT_EQ(got, "{\"a\": 1}");
+    EXPECT_EQ(p.fraction_read(), -1.0);
+    ASSERT_TRUE(p.next(got));
+    EXPECT_EQ(got, "second");
+  }
+  writer.join();
+  std::signal(SIGPIPE, SIG_IGN);  // the reader may close before the writer's last write: EPIPE, not a kill
+  std::thread gz_writer([&] { test::write_gz(fifo, "{\"a\": 1}\n"); });
+  const std::string msg = error_of([&] { LineReader p(fifo); });
+  gz_writer.join();
+  EXPECT_NE(msg.find(fifo + ": gzip data from a pipe"), std::string::npos) << msg;
 }
 
 TEST(Reader, MalformedLinesAreCountedWithTheirFirstLine) {

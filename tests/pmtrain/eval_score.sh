@@ -98,6 +98,27 @@ paste -d' ' <(field chosen < $TMP/clean.out) <(field chosen < $TMP/reversed.out 
   | awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * ($1 < 0 ? -$1 : $1) + 1e-6) exit 1 }' \
   || fail "the reversed file's rewards are not the clean file's in reverse: rows do not follow their input lines"
 echo "score: 15 lines -> 15 rows in order, 3 skipped (lines 3, 7, 10), rewards equal the clean file's"
+# From a pipe (--data /dev/stdin): the same rows (the reader once lost a pipe's first two bytes, read to look for
+# gzip's magic); gzip from a pipe is refused by name.
+"$PMTRAIN" score $COMMON --data /dev/stdin --out $TMP/piped.out < <(cat $TMP/clean.jsonl) 2> $TMP/piped.err \
+  || { cat $TMP/piped.err; fail "score from a pipe failed"; }
+cmp -s $TMP/clean.out $TMP/piped.out || fail "score from a pipe differs from the file's rows"
+! "$PMTRAIN" score $COMMON --data /dev/stdin < <(cat data/assets/hh-rlhf/harmless-base/test.jsonl.gz) > $TMP/gzpipe.txt 2>&1 \
+  && grep -q "^pmtrain score: error: /dev/stdin: gzip data from a pipe: give the .gz file itself" $TMP/gzpipe.txt \
+  || { cat $TMP/gzpipe.txt; fail "score of gzip from a pipe: expected the error naming it"; }
+# A long score says how far it is (run.eval_progress_s, on stderr): the share of the file read rising, lines and
+# pairs scored counted up, pairs/s and an ETA; the default (30 s) prints nothing for the 12 lines above.
+! grep -q "of the file read" $TMP/score.err || fail "a short score printed progress"
+zcat data/assets/hh-rlhf/harmless-base/test.jsonl.gz > $TMP/test_set.jsonl
+"$PMTRAIN" score $COMMON --data $TMP/test_set.jsonl --set run.eval_progress_s=0.01 --out $TMP/test_set.out \
+  2> $TMP/progress_score.err || { cat $TMP/progress_score.err; fail "score with progress failed"; }
+grep "of the file read" $TMP/progress_score.err | awk '
+  { ok = match($0, /^score: [0-9]+% of the file read, [0-9]+ lines, [0-9]+ pairs scored, [0-9.]+ pairs\/s, ETA [0-9hms]+$/) }
+  !ok || $2 + 0 < pct || $7 + 0 <= lines || $9 + 0 > $7 + 0 { print "bad progress line: " $0; bad = 1 }
+  { pct = $2 + 0; lines = $7 + 0; n++ }
+  END { if (n < 3 || pct == 0) { print n " progress lines, last at " pct "%"; bad = 1 } exit bad }' \
+  || { cat $TMP/progress_score.err; fail "score's progress lines"; }
+echo "score progress: $(grep -c "of the file read" $TMP/progress_score.err) lines, e.g. '$(grep -m1 "of the file read" $TMP/progress_score.err)'"
 # score's forward passes: with a training batch, eval's batches (what `train --dry-run` says they are: sized
 # by the training micro-batch's activation memory), batch.eval_micro(_tokens) when set, 8 pairs without a
 # training batch; a token budget cuts the pairs in input order. Other batches, the same rewards.
