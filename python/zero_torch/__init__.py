@@ -130,6 +130,58 @@ class _Group:
         self.tensors = []
 
 
+def _engine_dtype(engine_module, param_dtype):
+    """The compiled module's DType for a torch dtype the engine keeps parameters in."""
+    dtypes = {torch.float32: engine_module.DType.F32, torch.bfloat16: engine_module.DType.BF16}
+    if param_dtype not in dtypes:
+        raise ValueError(f"zero_torch: param_dtype {param_dtype}: expected torch.float32 or torch.bfloat16")
+    return dtypes[param_dtype]
+
+
+def _group_specs(module, groups, no_decay):
+    """The engine's groups for `module`: (the group modules, each one's parameter names, the engine's specs
+    [(group name, [(tensor name, numel, weight decay), ...])]); every parameter in exactly one group."""
+    if groups is None:
+        groups = [m for m in module.modules() if any(True for _ in m.parameters(recurse=False))]
+    seen = set()
+    names, specs = [], []
+    for gi, m in enumerate(groups):
+        own = [n for n, _ in m.named_parameters(recurse=False)]
+        if not own:
+            raise ValueError(f"zero_torch: group {gi} ({type(m).__name__}) owns no parameters")
+        for n in own:
+            p = getattr(m, n)
+            if id(p) in seen:
+                raise ValueError(f"zero_torch: parameter {n} of {type(m).__name__} is in two groups")
+            seen.add(id(p))
+        names.append(own)
+        specs.append((f"group{gi}.{type(m).__name__}", [(n, getattr(m, n).numel(), n not in no_decay) for n in own]))
+    missing = [n for n, p in module.named_parameters() if id(p) not in seen]
+    if missing:
+        raise ValueError(f"zero_torch: parameters not in any group: {', '.join(missing)}")
+    return list(groups), names, specs
+
+
+def estimate_memory(module, world, stage=3, groups=None, accum_steps=1, bucket_elements=None, prefetch_depth=None,
+                    param_dtype=torch.float32, backend=None):
+    """The bytes each rank's engine allocates when ZeroModel(module, groups, stage, ...) runs at `world` ranks,
+    before any launch (no MPI; DeepSpeed's estimate_zero3_model_states_mem_needs for this engine): the engine's
+    own plan (zero/buffer_plan.h; it allocates all of it when built, nothing inside a step), as a dict by category
+    (params, grads, master, optim_m, optim_v, comm_buffers, gathered, other) with "total" and "host" (in host
+    memory). On the GPU that is device memory. Not counted: activations, and the storage torch holds for a
+    group while it is gathered for use (FSDP's unsharded parameters): the model's. backend: the compiled
+    module to ask (the plan is the same for both); None = the one this process already loaded, else "cpu"."""
+    if backend is None:
+        backend = next(iter(_modules), "cpu")
+    engine_module = _engine_module(backend)
+    _, _, specs = _group_specs(module, groups, ())
+    return engine_module.memory_plan(
+        specs, int(world), int(stage), int(accum_steps),
+        engine_module.default_bucket_elements if bucket_elements is None else int(bucket_elements),
+        engine_module.default_prefetch_depth if prefetch_depth is None else int(prefetch_depth),
+        _engine_dtype(engine_module, param_dtype))
+
+
 class ZeroModel:
     """Wraps `module`'s parameters as engine groups, one per module in `groups` (default: every
     submodule that owns parameters directly). Every parameter must belong to exactly one group.
@@ -144,26 +196,10 @@ class ZeroModel:
     def __init__(self, module, groups=None, stage=3, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
                  clip_norm=0.0, accum_steps=1, bucket_elements=None, prefetch_depth=None, no_decay=(), backend=None,
                  param_dtype=torch.float32, schedule="constant", warmup_steps=0, total_steps=None, min_lr_ratio=0.0):
-        if groups is None:
-            groups = [m for m in module.modules() if any(True for _ in m.parameters(recurse=False))]
+        groups, names, specs = _group_specs(module, groups, no_decay)
         prefixes = {id(m): prefix for prefix, m in module.named_modules()}
-        seen = set()
-        specs, self.groups = [], []
-        for gi, m in enumerate(groups):
-            names = [n for n, _ in m.named_parameters(recurse=False)]
-            if not names:
-                raise ValueError(f"zero_torch: group {gi} ({type(m).__name__}) owns no parameters")
-            for n in names:
-                p = getattr(m, n)
-                if id(p) in seen:
-                    raise ValueError(f"zero_torch: parameter {n} of {type(m).__name__} is in two groups")
-                seen.add(id(p))
-            self.groups.append(_Group(self, gi, m, names, prefixes.get(id(m), f"group{gi}")))
-            specs.append((f"group{gi}.{type(m).__name__}",
-                          [(n, getattr(m, n).numel(), n not in no_decay) for n in names]))
-        missing = [n for n, p in module.named_parameters() if id(p) not in seen]
-        if missing:
-            raise ValueError(f"zero_torch: parameters not in any group: {', '.join(missing)}")
+        self.groups = [_Group(self, gi, m, n, prefixes.get(id(m), f"group{gi}"))
+                       for gi, (m, n) in enumerate(zip(groups, names))]
         devices = {p.device for p in module.parameters()}
         if len(devices) != 1:
             raise ValueError(f"zero_torch: the module's parameters are on {len(devices)} devices "
@@ -172,10 +208,7 @@ class ZeroModel:
         if backend is None:
             backend = "cuda" if self.device.type == "cuda" else "cpu"
         engine_module = _engine_module(backend)
-        dtypes = {torch.float32: engine_module.DType.F32, torch.bfloat16: engine_module.DType.BF16}
-        if param_dtype not in dtypes:
-            raise ValueError(f"zero_torch: param_dtype {param_dtype}: expected torch.float32 or torch.bfloat16")
-        self.param_dtype, self._engine_dtype = param_dtype, dtypes[param_dtype]
+        self.param_dtype, self._engine_dtype = param_dtype, _engine_dtype(engine_module, param_dtype)
         schedules = engine_module.Schedule.__members__
         if schedule not in schedules:
             raise ValueError(f"zero_torch: schedule {schedule!r}: expected one of {', '.join(schedules)}")

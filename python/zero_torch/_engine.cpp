@@ -21,6 +21,7 @@
 #include "core/process_memory.h"
 #include "optim/lr_schedule.h"
 #include "python/zero_torch/binding_backend.h"
+#include "zero/buffer_plan.h"
 #include "zero/engine.h"
 
 #ifndef ZERO_TORCH_MODULE
@@ -45,35 +46,63 @@ std::set<PyEngine*>& open_engines() {
 // still open are closed.
 void ensure_mpi();
 
+// The wrapper's group specs: [(group name, [(tensor name, numel, weight decay), ...]), ...] in forward order.
+using GroupSpecs = std::vector<std::tuple<std::string, std::vector<std::tuple<std::string, size_t, bool>>>>;
+
+std::vector<GroupInfo> group_infos(const GroupSpecs& groups) {
+  std::vector<GroupInfo> infos;
+  for (const auto& [name, tensors] : groups) {
+    GroupInfo g{name, {}};
+    for (const auto& [tname, numel, decay] : tensors) g.tensors.push_back({tname, numel, decay});
+    infos.push_back(std::move(g));
+  }
+  return infos;
+}
+
+// The engine's configuration from the wrapper's arguments (the optimizer's are left at their defaults for
+// a memory plan: they change no buffer).
+EngineConfig binding_config(int stage, int accum_steps, size_t bucket_elements, int prefetch_depth, DType param_dtype) {
+  EngineConfig cfg;
+  cfg.stage = stage;
+  cfg.accum_steps = accum_steps;
+  cfg.bucket_elements = bucket_elements;
+  cfg.prefetch_depth = prefetch_depth;
+  // bf16: the model's parameters and gradients in bf16, the fp32 master, m and v sharded (mixed precision
+  // as DeepSpeed's bf16 mode runs it); gradients accumulate and reduce in fp32 either way.
+  ZERO_REQUIRE(param_dtype == DType::F32 || param_dtype == DType::BF16, ConfigError,
+               "zero_torch: param_dtype {}: expected fp32 or bf16", dtype_name(param_dtype));
+  cfg.param_dtype = param_dtype;
+  return cfg;
+}
+
+// The bytes one rank's engine allocates for these groups at `world` ranks (zero/buffer_plan.h: all of it at
+// construction, nothing inside a step), by the allocator's categories, with "total" and "host" (what
+// lives in host memory: an offloaded optimizer; 0 here). No MPI: a plan before any launch.
+py::dict memory_plan(const GroupSpecs& groups, int world, int stage, int accum_steps, size_t bucket_elements,
+                     int prefetch_depth, DType param_dtype) {
+  ZERO_REQUIRE(world >= 1, ConfigError, "zero_torch: world {}: expected at least 1 rank", world);
+  const EngineConfig cfg = binding_config(stage, accum_steps, bucket_elements, prefetch_depth, param_dtype);
+  validate(cfg);
+  const BufferPlan plan = plan_buffers(cfg, make_partition(group_infos(groups), world, cfg.bucket_elements));
+  py::dict out;
+  for (size_t c = 0; c < kMemCategories; ++c) out[mem_category_name(MemCategory(c))] = plan.bytes(MemCategory(c));
+  out["total"] = plan.total_bytes();
+  out["host"] = plan.host_bytes();
+  return out;
+}
+
 class PyEngine {
  public:
-  // groups: [(group name, [(tensor name, numel, weight decay), ...]), ...] in forward order.
-  PyEngine(const std::vector<std::tuple<std::string, std::vector<std::tuple<std::string, size_t, bool>>>>& groups,
-           int stage, int accum_steps, float lr, float beta1, float beta2, float eps, float weight_decay,
-           float clip_norm, size_t bucket_elements, int prefetch_depth, DType param_dtype, optim::ScheduleKind schedule,
-           int64_t warmup_steps, int64_t total_steps, float min_lr_ratio) {
+  PyEngine(const GroupSpecs& groups, int stage, int accum_steps, float lr, float beta1, float beta2, float eps,
+           float weight_decay, float clip_norm, size_t bucket_elements, int prefetch_depth, DType param_dtype,
+           optim::ScheduleKind schedule, int64_t warmup_steps, int64_t total_steps, float min_lr_ratio) {
     ensure_mpi();
     backend_ = torch_binding::make_binding_backend();
-    EngineConfig cfg;
-    cfg.stage = stage;
-    cfg.accum_steps = accum_steps;
+    EngineConfig cfg = binding_config(stage, accum_steps, bucket_elements, prefetch_depth, param_dtype);
     cfg.adamw = {beta1, beta2, eps, weight_decay};
     cfg.schedule = {schedule, lr, warmup_steps, total_steps, min_lr_ratio};
     cfg.clip_norm = clip_norm;
-    cfg.bucket_elements = bucket_elements;
-    cfg.prefetch_depth = prefetch_depth;
-    // bf16: the model's parameters and gradients in bf16, the fp32 master, m and v sharded (mixed precision
-    // as DeepSpeed's bf16 mode runs it); gradients accumulate and reduce in fp32 either way.
-    ZERO_REQUIRE(param_dtype == DType::F32 || param_dtype == DType::BF16, ConfigError,
-                 "zero_torch: param_dtype {}: expected fp32 or bf16", dtype_name(param_dtype));
-    cfg.param_dtype = param_dtype;
-    std::vector<GroupInfo> infos;
-    for (const auto& [name, tensors] : groups) {
-      GroupInfo g{name, {}};
-      for (const auto& [tname, numel, decay] : tensors) g.tensors.push_back({tname, numel, decay});
-      infos.push_back(std::move(g));
-    }
-    engine_ = std::make_unique<Engine>(cfg, std::move(infos), backend_->comm(), backend_->ops(), backend_->alloc());
+    engine_ = std::make_unique<Engine>(cfg, group_infos(groups), backend_->comm(), backend_->ops(), backend_->alloc());
     open_engines().insert(this);
   }
   ~PyEngine() { close(); }
@@ -188,10 +217,11 @@ PYBIND11_MODULE(ZERO_TORCH_MODULE, m) {
   // The learning-rate schedules under their spellings (optim::schedule_names, the table pmtrain reads too).
   py::enum_<optim::ScheduleKind> schedules(m, "Schedule");
   for (const auto& [name, kind] : optim::schedule_names()) schedules.value(name.c_str(), kind);
+  m.def("memory_plan", &memory_plan, py::arg("groups"), py::arg("world"), py::arg("stage"), py::arg("accum_steps"),
+        py::arg("bucket_elements"), py::arg("prefetch_depth"), py::arg("param_dtype"));
   py::class_<PyEngine>(m, "Engine")
-      .def(py::init<const std::vector<std::tuple<std::string, std::vector<std::tuple<std::string, size_t, bool>>>>&,
-                    int, int, float, float, float, float, float, float, size_t, int, DType, optim::ScheduleKind,
-                    int64_t, int64_t, float>(),
+      .def(py::init<const GroupSpecs&, int, int, float, float, float, float, float, float, size_t, int, DType,
+                    optim::ScheduleKind, int64_t, int64_t, float>(),
            py::arg("groups"), py::arg("stage"), py::arg("accum_steps"), py::arg("lr"), py::arg("beta1"),
            py::arg("beta2"), py::arg("eps"), py::arg("weight_decay"), py::arg("clip_norm"),
            py::arg("bucket_elements"), py::arg("prefetch_depth"), py::arg("param_dtype"), py::arg("schedule"),
@@ -263,6 +293,13 @@ PYBIND11_MODULE(ZERO_TORCH_MODULE, m) {
            py::arg("run_dir"), py::arg("which"))
       .def("live_bytes", [](PyEngine& p) { return p.e().memory_report().live_total; })
       .def("peak_bytes", [](PyEngine& p) { return p.e().memory_report().peak_total; })  // the engine's buffers
+      .def("live_bytes_by_category",  // the allocator's count, by memory_plan's keys
+           [](PyEngine& p) {
+             const MemoryStats st = p.e().memory_report();
+             py::dict out;
+             for (size_t c = 0; c < kMemCategories; ++c) out[mem_category_name(MemCategory(c))] = st.live[c];
+             return out;
+           })
       .def("close", &PyEngine::close)
       .def_static("peak_resident_bytes", [] { return peak_resident_bytes(); });
 }

@@ -111,11 +111,19 @@ def through_zero(stage, backend, device, dtype, schedule=False):
     seen = set()  # the dtypes of fc1's weight while the model runs
     model.fc1.register_forward_hook(lambda m, i, o: seen.add(m.weight.dtype))
     groups = [model.fc1, model.norm, model.fc2]
+    # zero_torch.estimate_memory before any engine exists (no MPI), for each world this test runs at: the engine's
+    # allocator counts the same bytes, category by category, once it is built and at its peak after the steps.
+    estimates = {w: zero_torch.estimate_memory(model, w, stage, groups, bucket_elements=256, param_dtype=dtype,
+                                               backend=backend) for w in (1, 2, 3)}
     zm = zero_torch.ZeroModel(model, groups=groups, stage=stage, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD,
                               bucket_elements=256, backend=backend, param_dtype=dtype,
                               **(dict(schedule="cosine", warmup_steps=WARMUP, total_steps=STEPS, min_lr_ratio=MIN_RATIO)
                                  if schedule else {}))
     W, r = zm.world, zm.rank
+    est, live = estimates[W], zm.engine.live_bytes_by_category()
+    assert sorted(live) == sorted(k for k in est if k not in ("total", "host")) and est["host"] == 0, (est, live)
+    assert all(est[k] == live[k] for k in live) and est["total"] == sum(live.values()) > 0, \
+        f"estimate_memory {est} != the engine's allocations {live}"
     lrs = []
     for s in range(STEPS):
         x, y = (t.to(device, dtype) for t in data(s))
@@ -125,6 +133,7 @@ def through_zero(stage, backend, device, dtype, schedule=False):
         loss.backward()
         lrs.append(zm.step(GLOBAL)["lr"])
     assert seen == {dtype}, f"the module ran with parameters of {seen}, not {dtype}"
+    assert zm.engine.peak_bytes() == est["total"], f"peak {zm.engine.peak_bytes()} != estimate_memory {est['total']}"
     full = zm.full_parameters()
     # Keyed as the plain model's state_dict.
     assert sorted(full) == sorted(Net().state_dict()), f"full_parameters() keys {sorted(full)}"
