@@ -158,7 +158,9 @@ def _group_specs(module, groups, no_decay):
         specs.append((f"group{gi}.{type(m).__name__}", [(n, getattr(m, n).numel(), n not in no_decay) for n in own]))
     missing = [n for n, p in module.named_parameters() if id(p) not in seen]
     if missing:
-        raise ValueError(f"zero_torch: parameters not in any group: {', '.join(missing)}")
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        raise ValueError(f"zero_torch: {len(missing)} parameters not in any group (a group holds the parameters its "
+                         f"module owns itself, not its submodules'): {', '.join(missing[:5])}{more}")
     return list(groups), names, specs
 
 
