@@ -27,6 +27,7 @@ struct Cell {
   bool ok = false;
   std::string reason;  // why it failed
   double tokens_per_s = 0, peak_rss_mib = 0, step_s = 0, final_loss = 0, seconds = 0;
+  double peak_device_mib = 0;  // backend cuda: the largest rank's tracked device peak (0 on the CPU)
   int64_t steps = 0;
 };
 
@@ -73,6 +74,8 @@ void read_cell(Cell& c) {
   ZERO_REQUIRE(!train.empty(), InputError, "{}/metrics.jsonl: no train records", c.dir);
   c.tokens_per_s = summary.at("tokens_per_s").get<double>();
   c.peak_rss_mib = summary.at("peak_rss_bytes_max_rank").get<double>() / (1 << 20);
+  if (summary.contains("peak_device_bytes_max_rank"))
+    c.peak_device_mib = summary.at("peak_device_bytes_max_rank").get<double>() / (1 << 20);
   c.seconds = summary.at("seconds").get<double>();
   c.steps = summary.at("steps").get<int64_t>();
   std::vector<double> step_s;
@@ -88,6 +91,18 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
+// The memory that limits the cells: the GPU's when they ran on one (backend cuda), else the host's.
+struct MemoryFigure {
+  double Cell::*field;
+  const char* column;  // the table's
+  const char* axis;    // the plot's
+};
+MemoryFigure memory_figure(const std::vector<Cell>& cells) {
+  const bool device = std::any_of(cells.begin(), cells.end(), [](const Cell& c) { return c.peak_device_mib > 0; });
+  if (device) return {&Cell::peak_device_mib, "peak device memory (MiB)", "peak device memory of the largest rank (MiB)"};
+  return {&Cell::peak_rss_mib, "peak RSS (MiB)", "peak RSS of the largest rank (MiB)"};
+}
+
 std::string micro_text(const Cell& c, int64_t config_micro) {
   const int64_t m = c.micro > 0 ? c.micro : config_micro;
   return m > 0 ? std::to_string(m) : "derived";
@@ -95,13 +110,16 @@ std::string micro_text(const Cell& c, int64_t config_micro) {
 
 void write_csv(const std::string& path, const std::vector<Cell>& cells, int64_t config_micro) {
   std::ofstream out(path);
-  out << "ranks,stage,micro,status,tokens_per_s,peak_rss_mib,step_s_median,final_loss,steps,seconds,run_dir,reason\n";
+  out << "ranks,stage,micro,status,tokens_per_s,peak_rss_mib,peak_device_mib,step_s_median,final_loss,steps,seconds,run_dir,"
+         "reason\n";
   for (const Cell& c : cells) {
     out << c.ranks << "," << c.stage << "," << micro_text(c, config_micro) << "," << (c.ok ? "ok" : "failed") << ",";
     if (c.ok)
-      out << fmt::format("{},{},{},{},{},{}", c.tokens_per_s, c.peak_rss_mib, c.step_s, c.final_loss, c.steps, c.seconds);
+      out << fmt::format("{},{},{},{},{},{},{}", c.tokens_per_s, c.peak_rss_mib,
+                         c.peak_device_mib > 0 ? fmt::format("{}", c.peak_device_mib) : "", c.step_s, c.final_loss,
+                         c.steps, c.seconds);
     else
-      out << ",,,,,";
+      out << ",,,,,,";
     out << "," << csv_field(c.dir) << "," << csv_field(c.reason) << "\n";
   }
   ZERO_REQUIRE(out, InputError, "{}: cannot write", path);
@@ -112,13 +130,17 @@ void write_markdown(const std::string& path, const SweepArgs& a, const std::vect
   out << "Sweep of `" << a.config << "`";
   for (const std::string& s : a.overrides) out << " `--set " << s << "`";
   if (a.steps > 0) out << ", " << a.steps << " steps per cell";
-  out << ". tokens/s: all ranks together over the whole run; peak RSS: the largest rank's high-water mark (VmHWM).\n\n";
-  out << "| ranks | stage | micro | status | tokens/s | peak RSS (MiB) | step time (s, median) | final loss |\n";
+  const MemoryFigure mem = memory_figure(cells);
+  out << ". tokens/s: all ranks together over the whole run; "
+      << (mem.field == &Cell::peak_rss_mib
+              ? "peak RSS: the largest rank's high-water mark (VmHWM).\n\n"
+              : "peak device memory: the largest rank's engine buffers and activations at their peak (tracked).\n\n");
+  out << "| ranks | stage | micro | status | tokens/s | " << mem.column << " | step time (s, median) | final loss |\n";
   out << "|---:|---:|---:|---|---:|---:|---:|---:|\n";
   for (const Cell& c : cells) {
     out << fmt::format("| {} | {} | {} | ", c.ranks, c.stage, micro_text(c, config_micro));
     if (c.ok) {
-      out << fmt::format("ok | {:.0f} | {:.1f} | {:.3f} | {:.4f} |\n", c.tokens_per_s, c.peak_rss_mib, c.step_s, c.final_loss);
+      out << fmt::format("ok | {:.0f} | {:.1f} | {:.3f} | {:.4f} |\n", c.tokens_per_s, c.*mem.field, c.step_s, c.final_loss);
     } else {
       std::string why = c.reason;
       for (size_t p = 0; (p = why.find('|', p)) != std::string::npos; p += 2) why.replace(p, 1, "\\|");
@@ -197,8 +219,10 @@ int run_sweep(const SweepArgs& a) {
     }
     failed += !c.ok;
     if (c.ok)
-      printf("sweep: [%zu/%zu] ranks %d stage %d: %.0f tokens/s, peak RSS %.1f MiB, step %.3f s, loss %.4f\n", i + 1,
-             cells.size(), c.ranks, c.stage, c.tokens_per_s, c.peak_rss_mib, c.step_s, c.final_loss);
+      printf("sweep: [%zu/%zu] ranks %d stage %d: %.0f tokens/s, peak RSS %.1f MiB%s, step %.3f s, loss %.4f\n", i + 1,
+             cells.size(), c.ranks, c.stage, c.tokens_per_s, c.peak_rss_mib,
+             c.peak_device_mib > 0 ? fmt::format(", peak device memory {:.1f} MiB", c.peak_device_mib).c_str() : "",
+             c.step_s, c.final_loss);
     else
       printf("sweep: [%zu/%zu] ranks %d stage %d: FAILED: %s\n", i + 1, cells.size(), c.ranks, c.stage, c.reason.c_str());
     fflush(stdout);
@@ -213,8 +237,8 @@ int run_sweep(const SweepArgs& a) {
     render_line_plot(figure_plot(cells, a, ranks, several_micro, "training throughput", "tokens/s (all ranks)",
                                  &Cell::tokens_per_s),
                      (out / "tokens_per_s.png").string());
-    render_line_plot(figure_plot(cells, a, ranks, several_micro, "peak memory per rank",
-                                 "peak RSS of the largest rank (MiB)", &Cell::peak_rss_mib),
+    const MemoryFigure mem = memory_figure(cells);
+    render_line_plot(figure_plot(cells, a, ranks, several_micro, "peak memory per rank", mem.axis, mem.field),
                      (out / "peak_memory.png").string());
     printf("sweep: %s, %s\n", (out / "tokens_per_s.png").c_str(), (out / "peak_memory.png").c_str());
   } else {

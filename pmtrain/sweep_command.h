@@ -2,7 +2,7 @@
 // trains every cell of the grid as its own job (`mpirun -np R pmtrain train CONFIG ...`, or `srun -n R`
 // inside a Slurm allocation) in DIR/r<R>_s<S>[_m<M>], reads each run's metrics.jsonl, and writes
 // DIR/sweep.csv, DIR/sweep.md (a markdown table) and, through gnuplot, DIR/tokens_per_s.png and
-// DIR/peak_memory.png (x = ranks, one line per stage (and micro)). A cell that fails is a row marked
+// DIR/peak_memory.png (x = ranks, one line per stage (and micro); on GPUs the device memory, else the host's). A cell that fails is a row marked
 // failed with its reason, and the sweep goes on. The jobs inherit the environment (source
 // launch/mpi_env.sh first where ranks outnumber cores or run as root).
 #pragma once

@@ -562,23 +562,36 @@ int Trainer::train_loop() {
              ckpt_->paths().best_link().c_str());
   }
   // The operating system's high-water mark of each rank (what really was held), the largest of them.
-  double peak_rss = double(peak_resident_bytes());
-  comm_.all_reduce_scalars(&peak_rss, 1, ReduceOp::Max);
+  // On a GPU the device memory is what limits a run: the engine's buffers and the activations at their peak (the
+  // tracked allocators', what the memory plan predicts), and what the device has in use (cudaMemGetInfo: the
+  // CUDA context and the pool's slack too, and whatever else shares the GPU).
+  const bool gpu = cfg_.backend == Backend::Cuda;
+  double peaks[3] = {double(peak_resident_bytes()), gpu ? double(stack_.tracked_peak_bytes()) : 0.0,
+                     gpu ? double(device_bytes_in_use(cfg_)) : 0.0};
+  comm_.all_reduce_scalars(peaks, 3, ReduceOp::Max);
+  const double peak_rss = peaks[0];
   nlohmann::json summary = {{"type", "summary"},   {"steps", end_step}, {"seconds", elapsed},
                             {"tokens", tokens_total}, {"tokens_per_s", tokens_total / elapsed},
                             {"world", comm_.world()}, {"skipped_steps", skipped},
                             {"peak_rss_bytes_max_rank", int64_t(peak_rss)},
                             {"train_step_s", step_s_total}, {"time_s", time_breakdown_json(times_total, step_s_total)},
                             {"early_stopped", early_stopped}};
+  if (gpu) summary.update({{"peak_device_bytes_max_rank", int64_t(peaks[1])},
+                           {"device_bytes_in_use_max_rank", int64_t(peaks[2])}});
   metrics_->write(summary);
+  const std::string device_memory =
+      gpu ? fmt::format(", peak device memory {:.1f} MiB tracked ({:.1f} MiB in use on the device; largest rank)",
+                        peaks[1] / double(1 << 20), peaks[2] / double(1 << 20))
+          : "";
   if (r0 && start_step_ == end_step) {  // resumed at its end (after a stop in the final evaluation): no speed to report
     printf("done: %lld steps; this run resumed at the end, with no step left to train, and evaluated; world %d, peak "
-           "RSS %.1f MiB (largest rank)\n", (long long)end_step, comm_.world(), peak_rss / (1 << 20));
+           "RSS %.1f MiB (largest rank)%s\n", (long long)end_step, comm_.world(), peak_rss / (1 << 20),
+           device_memory.c_str());
     fflush(stdout);
   } else if (r0) {
-    printf("done: %lld steps in %s, %.0f tokens/s over all ranks, world %d, peak RSS %.1f MiB (largest rank)\n",
+    printf("done: %lld steps in %s, %.0f tokens/s over all ranks, world %d, peak RSS %.1f MiB (largest rank)%s\n",
            (long long)end_step, format_duration(elapsed).c_str(), tokens_total / elapsed, comm_.world(),
-           peak_rss / (1 << 20));
+           peak_rss / (1 << 20), device_memory.c_str());
     printf("time in train steps (rank 0, %s): %s\n", format_duration(step_s_total).c_str(),
            time_shares_line(times_total, step_s_total).c_str());
     fflush(stdout);

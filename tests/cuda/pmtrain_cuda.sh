@@ -18,6 +18,7 @@
 #  4b. zero.world_invariant in bf16: 1 rank, 2 ranks and 2 ranks resumed on 1 give the same bits;
 #  5. bf16 mode (zero.param_dtype=bf16) trains: losses within 5e-2 of the fp32 run;
 #  6. eval on cuda (1 and 2 ranks) = eval on the CPU within 1e-4 (loss, rewards), same accuracy and pairs;
+#  7b. a sweep on cuda reports each cell's device memory (summary: tracked peak, in bytes; at most the plan's);
 #  7. score on cuda = score on the CPU within 1e-4 (checkpoint weights), and an fp32 HF export scored on cuda
 #     gives the checkpoint's scores exactly; bench/hf_export_check.py then checks the export in transformers
 #     (skipped when python3 lacks torch/transformers, a failure under ZERO_REQUIRE_GPU).
@@ -105,6 +106,27 @@ for r in train:
 print("cuda breakdown of the last step:", {k: round(v, 6) for k, v in train[-1]["time_s"].items()})
 PY
 grep '^time in train steps' $TMP/gpu1.txt || fail "no step-time shares line on cuda"
+# The summary's device memory on cuda: the tracked peak (engine buffers + activations) at most what `pmtrain plan`
+# gives the same run (its stage, micro 2 at max_len, in bytes) without the runtime's allowance, and the device's
+# in-use at least that; the done line says both. On the CPU neither field.
+if on_gpu; then
+  "$PMTRAIN" plan $BASE --set backend=cuda --set zero.param_dtype=fp32 --world 1 --gpu-mem 80GiB --micro 2 \
+    --dataset-pairs 100 --json > $TMP/gpu1_plan.json || fail "plan of gpu1"
+  stage=$(sed -nE 's/^pmtrain: .*, world 1 \(1 nodes\), stage ([0-3]),.*/\1/p' $TMP/gpu1.txt)
+  python3 - $TMP/gpu1/metrics.jsonl $TMP/gpu1_plan.json "$stage" <<'PY' || fail "cuda summary: device memory"
+import json, sys
+summary = [json.loads(l) for l in open(sys.argv[1]) if '"type":"summary"' in l][-1]
+cell = [c for c in json.load(open(sys.argv[2]))["cells"] if c["stage"] == int(sys.argv[3])][0]
+planned = sum(v for k, v in cell["components_bytes"].items() if k != "runtime")
+peak, in_use = summary["peak_device_bytes_max_rank"], summary["device_bytes_in_use_max_rank"]
+assert 0 < peak <= planned and in_use >= peak, (peak, in_use, planned)
+print(f"cuda summary: peak device memory {peak / 2**20:.2f} MiB tracked, planned {planned / 2**20:.2f} MiB "
+      f"(stage {sys.argv[3]}, without the runtime), {in_use / 2**20:.1f} MiB in use on the device")
+PY
+  grep -q "^done: .*, peak device memory [0-9.]* MiB tracked ([0-9.]* MiB in use on the device; largest rank)$" $TMP/gpu1.txt \
+    || { grep "^done:" $TMP/gpu1.txt; fail "the done line does not give the device memory"; }
+fi
+! grep -q peak_device_bytes $TMP/cpu1/metrics.jsonl || fail "a CPU run's summary has device memory"
 
 # 1c. The memory check before any data is read (the host holds only the process: no checkpoint is saved here).
 grep -q "^pmtrain: memory plan per rank on its GPU: .* 1 ranks on GPU 0 of rank 0 (" $TMP/gpu1.txt \
@@ -263,6 +285,22 @@ elif required; then
   fail "python3 lacks torch/transformers/tokenizers: bench/hf_export_check.py cannot run (ZERO_REQUIRE_GPU is set)"
 else
   echo "bench/hf_export_check.py: skipped (python3 lacks torch/transformers/tokenizers)"
+fi
+# 7b. A sweep on cuda (1 and 2 ranks, stage 3, 2 steps) reports the device memory, not the host's: the table's
+# column and the CSV's peak_device_mib are each cell's summary figure, and 2 ranks at stage 3 hold less a rank.
+if on_gpu; then
+  "$PMTRAIN" sweep $BASE --set backend=cuda --ranks 1,2 --stages 3 --steps 2 --out $TMP/sweep > $TMP/sweep.txt 2>&1 \
+    || { cat $TMP/sweep.txt; fail "sweep on cuda"; }
+  grep -q "| peak device memory (MiB) |" $TMP/sweep/sweep.md || { cat $TMP/sweep/sweep.md; fail "sweep on cuda: no device column"; }
+  python3 - $TMP/sweep <<'PY' || fail "sweep on cuda: device memory"
+import csv, json, sys
+rows = {int(r["ranks"]): r for r in csv.DictReader(open(f"{sys.argv[1]}/sweep.csv"))}
+for ranks, r in rows.items():
+    summary = [json.loads(l) for l in open(f"{sys.argv[1]}/r{ranks}_s3/metrics.jsonl") if '"type":"summary"' in l][-1]
+    assert r["status"] == "ok" and float(r["peak_device_mib"]) == summary["peak_device_bytes_max_rank"] / 2**20, (r, summary)
+assert float(rows[2]["peak_device_mib"]) < float(rows[1]["peak_device_mib"]), rows
+print("sweep on cuda: peak device memory per rank at stage 3:", {k: round(float(r["peak_device_mib"]), 2) for k, r in rows.items()}, "MiB")
+PY
 fi
 # 8. A stopped peer ends a cuda job (a real GPU only: the emulated NCCL blocks inside MPI): 2 ranks on the GPU,
 # rank 1 sent SIGSTOP at step 2; rank 0, waiting on the NCCL side (its compute stream behind a collective),
