@@ -67,7 +67,7 @@ void add_weights(CLI::App* c, WeightsArgs& w, const char* default_text) {
 
 // sweep and plot: many runs at once, and their pictures (sweep_command.h, plot_command.h).
 void add_sweep_and_plot(CLI::App& app, SweepArgs& sw, PlotArgs& pl) {
-  CLI::App* sweep = app.add_subcommand("sweep", "train a grid of ranks x stages (x micro), one job each; CSV, markdown "
+  CLI::App* sweep = app.add_subcommand("sweep", "train a grid of ranks x stages (x micro or micro_tokens), one job each; CSV, markdown "
                                                 "table and PNG plots of tokens/s and peak memory (no MPI itself)");
   sweep->add_option("CONFIG", sw.config, "the YAML config every cell trains, e.g. configs/tiny_cpu.yaml")->required();
   sweep->add_option("--set", sw.overrides, "override a config key in every cell, e.g. --set data.max_train_pairs=96")
@@ -85,6 +85,12 @@ void add_sweep_and_plot(CLI::App& app, SweepArgs& sw, PlotArgs& pl) {
       ->delimiter(',')
       ->check(at_least(1))
       ->type_name("N,N,...");
+  sweep->add_option("--micro-tokens", sw.micro_tokens,
+                    "batch.micro_tokens values (micro-batches filled to a token budget), instead of --micro, e.g. "
+                    "--micro-tokens 1024,2048")
+      ->delimiter(',')
+      ->check(at_least(1))
+      ->type_name("T,T,...");
   sweep->add_option("--steps", sw.steps, "optimizer steps per cell, e.g. --steps 5; default: the config's")
       ->check(at_least(1))
       ->type_name("N");

@@ -23,6 +23,7 @@ namespace fs = std::filesystem;
 namespace {
 struct Cell {
   int ranks = 0, stage = 0, micro = 0;  // micro 0: the config's
+  int micro_tokens = 0;                 // > 0: batch.micro_tokens (--micro-tokens)
   std::string dir;
   bool ok = false;
   std::string reason;  // why it failed
@@ -60,6 +61,8 @@ std::vector<std::string> cell_command(const SweepArgs& a, const std::string& lau
                            "run.eval_at_start=false", "data.test_files=[]", "data.test_sets={}", "run.keep_best=none",
                            "run.keep_best_set=''", "run.early_stop=0", "batch.world=0"});
   if (c.micro > 0) sets.push_back("batch.micro=" + std::to_string(c.micro));
+  if (c.micro_tokens > 0)  // a token budget sets the micro-batches: no pair count, the accumulation derived
+    sets.insert(sets.end(), {"batch.micro=0", "batch.accum=0", "batch.micro_tokens=" + std::to_string(c.micro_tokens)});
   if (a.steps > 0) sets.push_back("run.steps=" + std::to_string(a.steps));
   for (const std::string& s : sets) cmd.insert(cmd.end(), {"--set", s});
   return cmd;
@@ -104,16 +107,18 @@ MemoryFigure memory_figure(const std::vector<Cell>& cells) {
 }
 
 std::string micro_text(const Cell& c, int64_t config_micro) {
+  if (c.micro_tokens > 0) return fmt::format("{} tokens", c.micro_tokens);
   const int64_t m = c.micro > 0 ? c.micro : config_micro;
   return m > 0 ? std::to_string(m) : "derived";
 }
 
 void write_csv(const std::string& path, const std::vector<Cell>& cells, int64_t config_micro) {
   std::ofstream out(path);
-  out << "ranks,stage,micro,status,tokens_per_s,peak_rss_mib,peak_device_mib,step_s_median,final_loss,steps,seconds,run_dir,"
+  out << "ranks,stage,micro,micro_tokens,status,tokens_per_s,peak_rss_mib,peak_device_mib,step_s_median,final_loss,steps,seconds,run_dir,"
          "reason\n";
   for (const Cell& c : cells) {
-    out << c.ranks << "," << c.stage << "," << micro_text(c, config_micro) << "," << (c.ok ? "ok" : "failed") << ",";
+    out << c.ranks << "," << c.stage << "," << (c.micro_tokens > 0 ? "" : micro_text(c, config_micro)) << ","
+        << (c.micro_tokens > 0 ? std::to_string(c.micro_tokens) : "") << "," << (c.ok ? "ok" : "failed") << ",";
     if (c.ok)
       out << fmt::format("{},{},{},{},{},{},{}", c.tokens_per_s, c.peak_rss_mib,
                          c.peak_device_mib > 0 ? fmt::format("{}", c.peak_device_mib) : "", c.step_s, c.final_loss,
@@ -159,10 +164,12 @@ LinePlot figure_plot(const std::vector<Cell>& cells, const SweepArgs& a, const s
   p.ylabel = ylabel;
   p.y_from_zero = true;
   for (int r : ranks) p.xtics.push_back(r);
-  std::map<std::pair<int, int>, PlotSeries> lines;  // (stage, micro) -> its line
+  std::map<std::pair<int, int>, PlotSeries> lines;  // (stage, micro or micro_tokens) -> its line
   for (const Cell& c : cells) {
-    PlotSeries& s = lines[{c.stage, c.micro}];
-    s.title = several_micro ? fmt::format("stage {}, micro {}", c.stage, c.micro) : fmt::format("stage {}", c.stage);
+    PlotSeries& s = lines[{c.stage, c.micro_tokens > 0 ? c.micro_tokens : c.micro}];
+    s.title = !several_micro          ? fmt::format("stage {}", c.stage)
+              : c.micro_tokens > 0 ? fmt::format("stage {}, {} tokens", c.stage, c.micro_tokens)
+                                   : fmt::format("stage {}, micro {}", c.stage, c.micro);
     if (c.ok) s.points.emplace_back(c.ranks, c.*figure);
   }
   for (auto& [key, s] : lines) p.series.push_back(std::move(s));
@@ -174,7 +181,10 @@ int run_sweep(const SweepArgs& a) {
   // The config and overrides are checked once here, so a typo stops the sweep before any job starts.
   const Config cfg = load_config(existing_path(a.config, "config file"), a.overrides);
   const std::vector<int> ranks = sorted_unique(a.ranks), stages = sorted_unique(a.stages);
-  std::vector<int> micro = sorted_unique(a.micro);
+  ZERO_REQUIRE(a.micro.empty() || a.micro_tokens.empty(), ConfigError,
+               "--micro and --micro-tokens: sweep one of them (pairs per micro-batch, or a token budget)");
+  std::vector<int> micro = sorted_unique(a.micro_tokens.empty() ? a.micro : a.micro_tokens);
+  const bool by_tokens = !a.micro_tokens.empty();
   if (micro.empty()) micro = {0};
   for (int s : stages) ZERO_REQUIRE(s >= 0 && s <= 3, ConfigError, "--stages: {} is not a ZeRO stage (0, 1, 2 or 3)", s);
   for (int r : ranks) ZERO_REQUIRE(r >= 1, ConfigError, "--ranks: {} is not a rank count (>= 1)", r);
@@ -188,13 +198,19 @@ int run_sweep(const SweepArgs& a) {
     for (int s : stages)
       for (int r : ranks) {
         Cell c;
-        c.ranks = r, c.stage = s, c.micro = m;
-        c.dir = (fs::path(a.out) / (m > 0 ? fmt::format("r{}_s{}_m{}", r, s, m) : fmt::format("r{}_s{}", r, s))).string();
+        c.ranks = r, c.stage = s;
+        (by_tokens ? c.micro_tokens : c.micro) = m;
+        c.dir = (fs::path(a.out) / (m == 0      ? fmt::format("r{}_s{}", r, s)
+                                    : by_tokens ? fmt::format("r{}_s{}_t{}", r, s, m)
+                                                : fmt::format("r{}_s{}_m{}", r, s, m)))
+                    .string();
         cells.push_back(c);
       }
   printf("sweep: %zu cells (ranks %s x stages %s%s) of %s with %s, into %s\n", cells.size(),
          fmt::format("{}", fmt::join(ranks, ",")).c_str(), fmt::format("{}", fmt::join(stages, ",")).c_str(),
-         micro.size() > 1 || micro[0] > 0 ? fmt::format(" x micro {}", fmt::join(micro, ",")).c_str() : "",
+         micro.size() > 1 || micro[0] > 0
+             ? fmt::format(" x {} {}", by_tokens ? "micro_tokens" : "micro", fmt::join(micro, ",")).c_str()
+             : "",
          a.config.c_str(), launcher.c_str(), a.out.c_str());
   fflush(stdout);
 

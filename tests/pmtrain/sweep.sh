@@ -65,4 +65,21 @@ grep -q '^sweep: \[2/4\] ranks 3 stage 0: FAILED: .*batch' $TMP/partial.txt || f
 grep -q '^sweep: \[3/4\] ranks 1 stage 3: [0-9]* tokens/s' $TMP/partial.txt || fail "the sweep did not go on after a failed cell"
 check_sweep $TMP/partial "1,0 1,3" "3,0 3,3" || fail "partial sweep output check"
 grep -q 'batch' <(grep ',failed,' $TMP/partial/sweep.csv) || fail "the failed row does not give the reason"
+# Token budgets (--micro-tokens): a cell per budget in DIR/r<R>_s<S>_t<T>, each run with that batch.micro_tokens
+# (its own resolved config says so), the CSV's micro_tokens column, the table's micro column "T tokens";
+# --micro with it is refused.
+"$PMTRAIN" sweep configs/tiny_cpu.yaml --ranks 1 --stages 0 --micro-tokens 256,512 --steps 1 --out $TMP/tok "${COMMON[@]}" \
+  --set batch.global=4 > $TMP/tok.txt 2>&1 || { cat $TMP/tok.txt; fail "sweep --micro-tokens failed"; }
+python3 - $TMP/tok <<'PY' || fail "sweep --micro-tokens"
+import csv, re, sys
+out = sys.argv[1]
+rows = list(csv.DictReader(open(f"{out}/sweep.csv")))
+assert [r["micro_tokens"] for r in rows] == ["256", "512"] and all(r["status"] == "ok" for r in rows), rows
+for t in (256, 512):
+    resolved = open(f"{out}/r1_s0_t{t}/config.resolved.yaml").read()
+    assert re.search(rf"^  micro_tokens: {t}$", resolved, re.M), f"r1_s0_t{t}: batch.micro_tokens not {t}"
+    assert re.search(rf"^\| 1 \| 0 \| {t} tokens \| ok \|", open(f"{out}/sweep.md").read(), re.M), f"sweep.md: no {t}-token row"
+print("sweep --micro-tokens: cells", [r["run_dir"].rsplit("/", 1)[1] for r in rows], "ok")
+PY
+bad "sweep --micro with --micro-tokens" "sweep one of them" sweep configs/tiny_cpu.yaml --micro 1 --micro-tokens 256
 echo "sweep ok"
