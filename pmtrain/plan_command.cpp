@@ -468,17 +468,19 @@ std::string recommendation(const Setup& s, const std::vector<Cell>& cells, int w
 }
 
 void print_table(const Setup& s, const std::vector<Cell>& cells) {
-  printf("%-5s %-6s %-9s %9s %9s %9s %9s %9s %9s %9s %9s %-4s %5s %5s %10s %9s %9s\n", "stage", "ranks", "mem/rank",
+  // comm: the step's collectives the compute does not hide, of all of them (the same on the CPU: none hidden).
+  printf("%-5s %-6s %-9s %9s %9s %9s %9s %9s %9s %9s %9s %-4s %5s %5s %10s %15s %9s %9s\n", "stage", "ranks", "mem/rank",
          "params", "grads", "optim", "commbuf", "gathered", "activ", "runtime", "peak", "fits", "micro", "accum",
-         "wire/step", "step", "epoch");
+         "wire/step", "comm exp/all", "step", "epoch");
   for (const Cell& c : cells) {
     const MemoryPlan& m = c.m;
-    printf("%-5d %-6d %-9s %9s %9s %9s %9s %9s %9s %9s %9s %-4s %5lld %5lld %10s %9s %9s\n", c.stage, c.world,
+    printf("%-5d %-6d %-9s %9s %9s %9s %9s %9s %9s %9s %9s %-4s %5lld %5lld %10s %15s %9s %9s\n", c.stage, c.world,
            bytes_text(double(c.mem)).c_str(), bytes_text(double(m.params)).c_str(), bytes_text(double(m.grads)).c_str(),
            bytes_text(double(m.optimizer)).c_str(), bytes_text(double(m.comm_buffers)).c_str(),
            bytes_text(double(m.gathered)).c_str(), bytes_text(double(m.activations)).c_str(),
            bytes_text(double(m.runtime)).c_str(), bytes_text(double(m.total())).c_str(), c.fits ? "yes" : "no",
-           (long long)c.micro, (long long)c.accum, bytes_text(c.traffic.wire_bytes).c_str(), time_text(c.step_s).c_str(),
+           (long long)c.micro, (long long)c.accum, bytes_text(c.traffic.wire_bytes).c_str(),
+           fmt::format("{}/{}", time_text(c.exposed_comm_s), time_text(c.comm_s)).c_str(), time_text(c.step_s).c_str(),
            time_text(c.epoch_s).c_str());
   }
 }

@@ -7,7 +7,7 @@ source "$(dirname "$0")/common.sh"
 
 # The table: 4 stages x 3 worlds, every column, one recommendation per world.
 "$PMTRAIN" plan configs/tiny_cpu.yaml --world 1,2,4 > $TMP/table.txt || { cat $TMP/table.txt; fail "plan failed"; }
-for col in stage ranks mem/rank params grads optim commbuf gathered activ runtime peak fits micro accum wire/step step epoch; do
+for col in stage ranks mem/rank params grads optim commbuf gathered activ runtime peak fits micro accum wire/step comm step epoch; do
   head -4 $TMP/table.txt | grep -qw -- "$col" || { cat $TMP/table.txt; fail "table lacks column $col"; }
 done
 [ $(grep -cE '^[0-3] +[124] ' $TMP/table.txt) = 12 ] || { cat $TMP/table.txt; fail "expected 12 rows (4 stages x 3 worlds)"; }
