@@ -20,17 +20,18 @@ void ScorePasses::add(int64_t tokens) {
 }
 
 std::vector<std::vector<int64_t>> ScorePasses::take(bool all) {
+  // Called after every input line: nothing is built unless a pass is ready.
   std::vector<std::vector<int64_t>> passes;
-  if (costs_.empty()) return passes;
-  std::vector<int64_t> ids(costs_.size());
-  std::iota(ids.begin(), ids.end(), int64_t(0));
+  const int64_t waiting = int64_t(costs_.size());
   if (per_pass_.pairs > 0) {
-    const size_t full = ids.size() / size_t(per_pass_.pairs) * size_t(per_pass_.pairs);
-    const size_t n = all ? ids.size() : full;
-    for (size_t first = 0; first < n; first += size_t(per_pass_.pairs))
-      passes.emplace_back(ids.begin() + first, ids.begin() + std::min(n, first + size_t(per_pass_.pairs)));
-  } else {
-    if (!all && tokens_ < per_pass_.tokens) return passes;
+    const int64_t n = all ? waiting : waiting / per_pass_.pairs * per_pass_.pairs;
+    for (int64_t first = 0; first < n; first += per_pass_.pairs) {
+      passes.emplace_back(size_t(std::min(per_pass_.pairs, n - first)));
+      std::iota(passes.back().begin(), passes.back().end(), first);
+    }
+  } else if (waiting > 0 && (all || tokens_ >= per_pass_.tokens)) {
+    std::vector<int64_t> ids(costs_.size());
+    std::iota(ids.begin(), ids.end(), int64_t(0));
     std::vector<data::StepPlan> plan(1);
     data::cut_by_tokens(ids, costs_, per_pass_.tokens, plan);
     for (data::MicroBatchPlan& m : plan[0].micro) passes.push_back(std::move(m.pair_ids));

@@ -22,16 +22,18 @@ StepTraffic plan_step_traffic(const EngineConfig& cfg, const Partition& part, in
   // Reductions travel in the reduce dtype, gathers in the parameters' dtype; a ring moves (W - 1) / W.
   const double W = double(part.world), ring = (W - 1) / W;
   const double r = double(dtype_size(cfg.reduce_dtype)), p = double(dtype_size(cfg.param_dtype));
-  t.wire_bytes = ring * (double(t.all_reduce + t.reduce_scatter) * r + double(t.all_gather) * p);
   const double reductions = ring * double(t.all_reduce + t.reduce_scatter) * r, gathers = ring * double(t.all_gather) * p;
+  t.wire_bytes = reductions + gathers;
   switch (cfg.stage) {
     case 0:
     case 1: t.last_backward_bytes = reductions, t.after_step_bytes = gathers; break;
     case 2: t.backward_bytes = reductions / double(K), t.after_step_bytes = gathers; break;
-    default:  // per micro-step: Psi gathered for forward, Psi - split again for backward
-      t.forward_bytes = gathers == 0 ? 0 : gathers * double(psi) / double(K * (2 * psi - split));
-      t.backward_bytes = reductions / double(K) + (gathers == 0 ? 0 : gathers / double(K) - t.forward_bytes);
+    default: {  // per micro-step: Psi gathered for forward, Psi - split again for backward (none read in place)
+      const bool gathered = t.all_gather > 0;
+      t.forward_bytes = gathered ? ring * double(psi) * p : 0;
+      t.backward_bytes = reductions / double(K) + (gathered ? ring * double(psi - split) * p : 0);
       break;
+    }
   }
   return t;
 }
