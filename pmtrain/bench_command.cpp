@@ -92,6 +92,7 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
   const int W = comm->world();
   const bool r0 = info.rank == 0;
   const Config cfg = bench_config(a, W);
+  FILE* const json_out = a.json ? data_stdout() : nullptr;  // before NCCL starts printing to stdout
   comm->set_peer_timeout(cfg.run.collective_timeout_s);
 
   const ResolvedBatch batch = run_batch(cfg, W);
@@ -194,7 +195,8 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
                         {"peak_memory_bytes", int64_t(mem[0])},
                         {"peak_memory_kind", cuda ? "tracked (engine buffers + activations)" : "VmHWM"}};
     if (cuda) j["device_in_use_bytes"] = int64_t(mem[1]);
-    printf("%s\n", j.dump().c_str());
+    fprintf(json_out, "%s\n", j.dump().c_str());
+    fflush(json_out);
   } else {
     const std::string mfu_text =
         peak_tflops > 0 ? fmt::format("MFU {:.1f}% of {:g} TFLOP/s per rank", 100 * mfu, peak_tflops)

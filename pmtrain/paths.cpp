@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include <unistd.h>
+
 #include "core/check.h"
 #include "data/line_reader.h"
 
@@ -58,6 +60,20 @@ void finish_out(std::ostream& out, std::ofstream& file, const std::string& path,
   file.close();
   ZERO_REQUIRE(!out.fail(), InputError, "{}: writing {} failed{}", what, absolute_path(path),
                errno ? fmt::format(": {}", std::strerror(errno)) : "");
+}
+
+FILE* data_stdout() {
+  static FILE* const data = [] {
+    std::cout.flush();
+    fflush(stdout);
+    const int fd = dup(STDOUT_FILENO);
+    ZERO_CHECK(fd >= 0 && dup2(STDERR_FILENO, STDOUT_FILENO) >= 0, "cannot set the standard output aside: {}",
+               std::strerror(errno));
+    FILE* f = fdopen(fd, "w");
+    ZERO_CHECK(f != nullptr, "cannot open the standard output's copy: {}", std::strerror(errno));
+    return f;
+  }();
+  return data;
 }
 
 std::optional<std::string> flush_standard_output() {

@@ -3,6 +3,7 @@
 // messages, the resolved config and checkpoints name what was really tried, whichever directory the
 // job was launched from.
 #pragma once
+#include <cstdio>
 #include <fstream>
 #include <optional>
 #include <ostream>
@@ -30,6 +31,13 @@ void make_dir(const std::string& dir, const std::string& key);
 // `what` (e.g. "--out"), the path (or standard output) and the system's reason when any of it was not
 // written (a full disk): a command never reports success over rows that did not land.
 void finish_out(std::ostream& out, std::ofstream& file, const std::string& path, const std::string& what = "--out");
+// The standard output kept for a document scripts parse (`pmtrain bench --json`): the libraries below print
+// to stdout too (NCCL its version line and every NCCL_DEBUG line unless NCCL_DEBUG_FILE is set: "NCCL version
+// 2.28.9+cuda13.0" ahead of bench's JSON broke it on the H200, bench/results/gpu_20261128_h200). The first
+// call gives the document a private copy of file descriptor 1 and points 1 at stderr, so whatever else is
+// printed to stdout from then on lands in stderr. Call it before the backend starts; later calls return the
+// same stream.
+FILE* data_stdout();
 // Flushes the standard output, C++ streams and C stdio both: nullopt when all of it landed, else the
 // system's reason (": No space left on device", or "" when it gave none).
 std::optional<std::string> flush_standard_output();

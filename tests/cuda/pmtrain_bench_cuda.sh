@@ -24,9 +24,15 @@ bench() {
   fi
 }
 bench bf16 1 --set backend=$GPU --set zero.param_dtype=bf16 --seq 128 --steps 4 --peak-tflops 989
-bench two 2 --set backend=$GPU --set zero.param_dtype=bf16 --seq 128 --pairs-per-step 4 --steps 3 --warmup 1 --peak-tflops 989
+# NCCL_DEBUG=VERSION: NCCL prints its version on stdout, as it did on the H200 ahead of the JSON (gpu_20261128_h200);
+# the JSON must stay alone on stdout, the NCCL line in stderr.
+NCCL_DEBUG=VERSION bench two 2 --set backend=$GPU --set zero.param_dtype=bf16 --seq 128 --pairs-per-step 4 --steps 3 --warmup 1 --peak-tflops 989
 bench gpu_fp32 1 --set backend=$GPU --set zero.param_dtype=fp32 --seq 64 --steps 3 --warmup 1
 bench cpu_fp32 1 --set backend=cpu --set zero.param_dtype=fp32 --seq 64 --steps 3 --warmup 1
+if [ $GPU = cuda ]; then
+  grep -q "NCCL version" $TMP/two.err || { cat $TMP/two.err; fail "NCCL_DEBUG=VERSION: no NCCL version line in stderr"; }
+  echo "ok: NCCL's version line went to stderr: $(grep -m1 "NCCL version" $TMP/two.err)"
+fi
 python3 - $TMP $GPU <<'PY' || fail "pmtrain bench on $GPU"
 import json, math, sys
 tmp, gpu = sys.argv[1], sys.argv[2]

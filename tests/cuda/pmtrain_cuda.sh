@@ -256,7 +256,12 @@ close $TMP/eval_cpu $TMP/eval_gpu2 1e-4 "eval 2 ranks cuda vs cpu" 1e-2
 [ "$(sed -n 5p $TMP/eval_cpu)" = "$(sed -n 5p $TMP/eval_gpu2)" ] || fail "eval: pair counts differ"
 
 # 7. score on cuda, export, the export in transformers.
-SCORE="configs/tiny_cpu.yaml $TOK --set data.max_len=$LEN --set run.dir=$TMP/cut1 --set zero.param_dtype=fp32 --data $TMP/pairs.jsonl"
+# Both scores below (checkpoint, export) run the same forward passes (batch.eval_micro pairs): a GPU's GEMMs
+# may sum in another order for another number of rows (cuBLASLt picks its kernel by shape), so the export's
+# rewards equal the checkpoint's bit for bit only over the same passes (on the H200 the config's pass size
+# against the export's default of 8 failed the comparison: bench/results/gpu_20261128_h200).
+SCORE_PASS="--set batch.eval_micro=2"
+SCORE="configs/tiny_cpu.yaml $TOK --set data.max_len=$LEN --set run.dir=$TMP/cut1 --set zero.param_dtype=fp32 $SCORE_PASS --data $TMP/pairs.jsonl"
 "$PMTRAIN" score $SCORE --set backend=cpu --out $TMP/s_cpu.jsonl 2> $TMP/s_cpu.err || { cat $TMP/s_cpu.err; fail "score cpu"; }
 "$PMTRAIN" score $SCORE --set backend=$GPU --out $TMP/s_gpu.jsonl 2> $TMP/s_gpu.err || { cat $TMP/s_gpu.err; fail "score cuda"; }
 ! on_gpu || grep -q "score: backend cuda" $TMP/s_gpu.err || { cat $TMP/s_gpu.err; fail "score did not run on cuda"; }
@@ -273,10 +278,13 @@ paste -d' ' $TMP/r_cpu $TMP/r_gpu | awk '{ a[NR] = $1; b[NR] = $2; s += $1 * $1 
   || fail "score: cuda vs cpu beyond 1e-4"
 
 "$PMTRAIN" export $TMP/cut1 --to $TMP/hf --dtype fp32 > $TMP/export.txt || { cat $TMP/export.txt; fail "export"; }
-"$PMTRAIN" score --model $TMP/hf --set backend=$GPU --set zero.param_dtype=fp32 --set data.max_len=$LEN \
+"$PMTRAIN" score --model $TMP/hf --set backend=$GPU --set zero.param_dtype=fp32 --set data.max_len=$LEN $SCORE_PASS \
   --data $TMP/pairs.jsonl --out $TMP/s_hf.jsonl 2> $TMP/s_hf.err || { cat $TMP/s_hf.err; fail "score --model on cuda"; }
 ! on_gpu || grep -q "score: backend cuda" $TMP/s_hf.err || { cat $TMP/s_hf.err; fail "score --model did not run on cuda"; }
-cmp -s <(rewards $TMP/s_hf.jsonl) $TMP/r_gpu || fail "score of the fp32 export differs from the checkpoint's on cuda"
+rewards $TMP/s_hf.jsonl > $TMP/r_hf
+grep -h "forward passes" $TMP/s_gpu.err $TMP/s_hf.err
+cmp -s $TMP/r_hf $TMP/r_gpu || { paste -d' ' $TMP/r_hf $TMP/r_gpu | awk '$1 != $2 { n++; d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d }
+  END { printf "%d of %d rewards differ, by at most %.3e\n", n, NR, m }'; fail "score of the fp32 export differs from the checkpoint's on cuda"; }
 echo "score --model (fp32 export) on cuda = score --checkpoint on cuda, all $(wc -l < $TMP/r_gpu) rewards"
 if python3 -c "import torch, transformers, tokenizers" 2> /dev/null; then
   python3 bench/hf_export_check.py $TMP/hf --scores $TMP/s_hf.jsonl --data $TMP/pairs.jsonl --max-len $LEN \

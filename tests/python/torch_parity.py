@@ -78,17 +78,19 @@ def reference(schedule=False):
     return {n: p.detach().clone() for n, p in model.named_parameters()}, lrs
 
 
-def reference_bf16(world):
+def reference_bf16(world, device):
     """Mixed precision as the engine runs it, in plain torch: each step the bf16 parameters are the fp32 master
     weights rounded (to nearest even, as the engine rounds), each rank's share of the batch goes through the
     bf16 model on its own (its bf16 gradients), the shares' gradients are summed in fp32, and torch's AdamW
-    steps the master."""
+    steps the master (on the CPU). The bf16 model runs on `device`, the binding's model's: a bf16 forward and
+    backward round differently on a GPU's kernels than on the CPU's (3.3e-3 apart on the H200,
+    bench/results/gpu_20261128_h200), and the binding runs torch's own kernels there."""
     torch.manual_seed(0)
     master = Net()
-    model = Net().to(torch.bfloat16)
+    model = Net().to(device, torch.bfloat16)
     opt = torch.optim.AdamW(master.parameters(), lr=LR, betas=BETAS, eps=EPS, weight_decay=WD)
     for s in range(STEPS):
-        x, y = (t.to(torch.bfloat16) for t in data(s))
+        x, y = (t.to(device, torch.bfloat16) for t in data(s))
         with torch.no_grad():
             for pb, pm in zip(model.parameters(), master.parameters()):
                 pb.copy_(pm)
@@ -98,7 +100,7 @@ def reference_bf16(world):
             model.zero_grad()
             loss_sum(model, x[lo:hi], y[lo:hi]).backward()
             for a, p in zip(acc, model.parameters()):
-                a += p.grad.float()
+                a += p.grad.float().cpu()
         for p, a in zip(master.parameters(), acc):
             p.grad = a / GLOBAL
         opt.step()
@@ -172,7 +174,7 @@ def main():
     for dtype, stage, schedule in runs:
         params, lrs, zm = through_zero(stage, args.backend, device, dtype, schedule)
         bf16 = dtype == torch.bfloat16
-        ref_params = reference_bf16(zm.world) if bf16 else cosine_params if schedule else fp32_params
+        ref_params = reference_bf16(zm.world, device) if bf16 else cosine_params if schedule else fp32_params
         ref_lrs = cosine_lrs if schedule else fp32_lrs
         worst = max(rel(params[n], ref_params[n]) for n in ref_params)
         worst_lr = max(abs(a - b) / b for a, b in zip(lrs, ref_lrs))
