@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -120,6 +121,15 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
   return ncclSuccess;
 }
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId, int rank) {
+  // As NCCL does under NCCL_DEBUG (VERSION or more): its version on stdout, once a process, rank 0 only
+  // (what broke `pmtrain bench --json` on the H200: tests/cuda/pmtrain_bench_cuda.sh checks it stays off stdout).
+  static bool version_printed = false;
+  const char* debug = std::getenv("NCCL_DEBUG");
+  if (rank == 0 && !version_printed && debug != nullptr && *debug != '\0') {
+    std::printf("NCCL version 2.28.9+cuda13.0 (emulated)\n");
+    std::fflush(stdout);
+    version_printed = true;
+  }
   int world = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   if (nranks != world) {
