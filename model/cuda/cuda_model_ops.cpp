@@ -46,6 +46,8 @@ class CudaModelOpsImpl final : public CudaModelOps {
         waiter_(o.stream, std::move(host_wait)),
         act_(o.activation_dtype),
         attention_path_(o.attention == AttentionKind::FlashFma ? cuda_attention::Path::Fma : cuda_attention::Path::Auto),
+        // cudaFree waits for the device, which the stream may hold behind a collective: the guarded wait first.
+        pool_([this] { waiter_.wait(); }),
         gemm_(o.stream) {
     ZERO_REQUIRE(act_ == DType::F32 || act_ == DType::BF16, ConfigError,
                  "CUDA model ops: activations are fp32 or bf16, not {}", dtype_name(act_));
@@ -81,10 +83,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
  protected:
   void* do_alloc(size_t bytes) override { return pool_.alloc(bytes); }
   void do_free(void* p) override { pool_.free(p); }
-  void do_release_cached_memory() override {
-    waiter_.wait();  // under the guard: cudaFree waits for the device, which the stream may hold behind a collective
-    pool_.release_cached();
-  }
+  void do_release_cached_memory() override { pool_.release_cached(); }  // the pool's hook waits under the guard
 
   void do_to_host(const TensorRef& src, std::span<float> dst) override {
     if (dst.empty()) return;

@@ -375,7 +375,7 @@ TEST(CudaModelOpsAttentionKind, FlashFmaRunsTheFmaKernels) {
   EXPECT_NE(out[0], out[1]) << "equal bits: both runs took the same kernels";
 }
 
-// After a first pass over a batch, the same batch again makes no cudaMalloc (the pool reuses its blocks).
+// Once the pool has its arena for a batch, the same batch again makes no cudaMalloc (the pool reuses its blocks).
 TEST(CudaModelOpsPool, SteadyStateAllocatesNothing) {
   ZERO_SKIP_WITHOUT_CUDA();
   Backends b(kFixture, DType::BF16);
@@ -384,7 +384,8 @@ TEST(CudaModelOpsPool, SteadyStateAllocatesNothing) {
     Dual y = b.out_tokens(b.shape.hidden, DType::BF16), rstd = b.out({b.gpu->token_rows(b.plan)}, DType::F32);
     b.gpu->rmsnorm_forward(x.gpu, w.gpu, 1e-6f, y.gpu, rstd.gpu);
   };
-  pass();
+  pass();  // its blocks in segments of their own, one arena's worth when it ends
+  pass();  // the arena
   const size_t mallocs = b.gpu->pool_stats().device_mallocs;
   pass();
   EXPECT_EQ(b.gpu->pool_stats().device_mallocs, mallocs);

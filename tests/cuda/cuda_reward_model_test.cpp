@@ -164,8 +164,14 @@ TEST(CudaRewardModel, CheckpointingModesAgreeBitForBitInBf16Mode) {
   EXPECT_EQ(0, std::memcmp(out.rewards.data(), ref.rewards.data(), out.rewards.size() * sizeof(float)));
   EXPECT_EQ(ops->peak_bytes(), plan_forward_activations(config, ops->token_rows(plan), plan.num_seqs(), kGpuActivations));
   EXPECT_LT(ops->peak_bytes(), peak[2]);
-  // Between training and evaluation the pool's cached blocks go back to the device: none held after.
+  // The first pass's segments became one arena's size when it ended; the second pass makes that arena, the
+  // third fits in it.
   const CudaModelOps& cuda = *static_cast<const CudaModelOps*>(ops);
+  gpu.forward(batch, dev);
+  const size_t mallocs = cuda.pool_stats().device_mallocs;
+  EXPECT_EQ(0, std::memcmp(gpu.forward(batch, dev).rewards.data(), out.rewards.data(), out.rewards.size() * sizeof(float)));
+  EXPECT_EQ(cuda.pool_stats().device_mallocs, mallocs);
+  // Between training and evaluation the pool's cached blocks go back to the device: none held after.
   EXPECT_GE(cuda.pool_stats().held_bytes, ops->peak_bytes());
   gpu.ops().release_cached_memory();
   EXPECT_EQ(cuda.pool_stats().held_bytes, 0u);
