@@ -18,6 +18,7 @@
 #include "pmtrain/backend_setup.h"
 #include "pmtrain/data_setup.h"
 #include "pmtrain/engine_assembly.h"
+#include "pmtrain/metrics.h"
 #include "pmtrain/model_flops.h"
 #include "pmtrain/model_setup.h"
 #include "pmtrain/paths.h"
@@ -128,8 +129,13 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
   }
 
   std::vector<double> step_s, step_tokens, step_loss;
+  // Where the measured steps' time went (this rank's clock: rank 0's in the output), by category as the
+  // trainer's summary counts it: the profile a speed cell comes with.
+  StepTimes measured_times;
+  double measured_wall = 0;
   try {
     for (int64_t s = 0; s < a.steps; ++s) {
+      stack.clock->discard();
       const double t0 = MPI_Wtime();
       data::StepPlan sp = sampler.next_step();
       PairStats local;
@@ -142,6 +148,11 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
           },
           sp.global_real_pairs, local);
       stack.ops->synchronize();  // the step's device work is done (a GPU queues it)
+      const StepTimes times = stack.clock->take();
+      if (s >= a.warmup) {
+        measured_times += times;
+        measured_wall += MPI_Wtime() - t0;
+      }
       double sums[3] = {local.tokens, local.loss_sum, local.pairs};
       comm->all_reduce_scalars(sums, 3, ReduceOp::Sum);
       double dt = MPI_Wtime() - t0;
@@ -193,7 +204,8 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
                         {"peak_tflops", peak_tflops > 0 ? nlohmann::json(peak_tflops) : nlohmann::json()},
                         {"mfu", peak_tflops > 0 ? nlohmann::json(mfu) : nlohmann::json()},
                         {"peak_memory_bytes", int64_t(mem[0])},
-                        {"peak_memory_kind", cuda ? "tracked (engine buffers + activations)" : "VmHWM"}};
+                        {"peak_memory_kind", cuda ? "tracked (engine buffers + activations)" : "VmHWM"},
+                        {"measured_time_s", time_breakdown_json(measured_times, measured_wall)}};
     if (cuda) j["device_in_use_bytes"] = int64_t(mem[1]);
     fprintf(json_out, "%s\n", j.dump().c_str());
     fflush(json_out);
@@ -206,6 +218,8 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
              : fmt::format("peak RSS {:.1f} MiB", mem[0] / (1 << 20));
     printf("summary | median step %.4f s (steps %lld-%lld) | %.0f tokens per step | %.0f tokens/s | %s | %s\n", med,
            (long long)(a.warmup + 1), (long long)a.steps, tokens, tokens / med, mfu_text.c_str(), mem_text.c_str());
+    printf("time in steps %lld-%lld (rank 0): %s\n", (long long)(a.warmup + 1), (long long)a.steps,
+           time_shares_line(measured_times, measured_wall).c_str());
   }
   fflush(stdout);
   return 0;

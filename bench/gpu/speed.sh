@@ -160,8 +160,10 @@ t = sum(r["step_s"] for r in rows[w:])
 # Real tokens as the baseline counts them: both answers whole (answer_tokens; with data.share_prompt a
 # shared prompt is computed once, so "tokens", what ran, is fewer).
 n = sum(r["answer_tokens"] for r in rows[w:])
+measured_time_s = {k: sum(r["time_s"][k] for r in rows[w:]) for k in rows[-1]["time_s"]}  # as bench's cells
 print(json.dumps({"side": "pmtrain", "mode": "real", "tokens_per_s": n / t, "real_tokens": n, "seconds": t,
-                  "computed_tokens": sum(r["tokens"] for r in rows[w:]), "steps": len(rows)}))
+                  "computed_tokens": sum(r["tokens"] for r in rows[w:]), "steps": len(rows),
+                  "measured_time_s": measured_time_s}))
 PY
 }
 export -f real_ours config_of  # cell runs it under timeout, in a child bash
@@ -240,6 +242,14 @@ lines += ["", "Real data (bundled hh-rlhf pairs at their own lengths, token-budg
           "| shape | pmtrain train tokens/s | HF tokens/s (compile " + str(rh.get("compile", "-")) + ") | pmtrain / HF |",
           "|---|---|---|---|",
           f"| {shapes[0]} | {tps(ro)} | {tps(rh)} | {ratio} |"]
+# pmtrain's profile: where its measured steps went, by the step clock's categories (rank 0), per cell.
+cats = ("gemm", "attention", "elementwise", "grad_buckets", "optimizer", "comm", "other")
+prof = [f"| {name} | " + " | ".join(f"{100 * r['measured_time_s'][k] / sum(r['measured_time_s'].values()):.1f}%" for k in cats) + " |"
+        for name, r in [(f"{s} ckpt {ck}", load(f"ours_{s}_ckpt{ck}")) for s in shapes for ck in ("off", "on", "mix")]
+        + [(f"{shapes[0]} real data", ro)] if sum(r.get("measured_time_s", {}).values()) > 0]
+if prof:
+    lines += ["", "pmtrain's steps after warm-up by category (rank 0's step clock; other = host work and gaps):", "",
+              "| cell | " + " | ".join(cats) + " |", "|---" * (len(cats) + 1) + "|"] + prof
 head = [f"# pmtrain vs PyTorch + transformers ({backend})", "",
         "Synthetic: seq, pairs per step and median of the steps after warm-up as in bench/gpu/speed.sh; "
         "MFU = (6 N_non-embedding T + 6 L H d s T) / (t x peak); pmtrain's peak is its tracked bytes "

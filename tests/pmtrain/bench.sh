@@ -38,6 +38,13 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 assert j["non_embedding_parameters"] == 86464 and j["model_flops_per_step"] == 145391616, j
 assert j["mfu"] is None and j["peak_tflops"] is None, j
+# Where the steps after warm-up went: the trainer's categories, the model's own work in them, adding up to
+# those steps' own times (one rank: its clock is the step's).
+t, measured = j["measured_time_s"], j["step_s"][j["warmup"]:]
+assert set(t) == {"gemm", "attention", "elementwise", "grad_buckets", "optimizer", "comm", "other"}, t
+assert all(t[k] > 0 for k in ("gemm", "attention", "elementwise", "optimizer")) and t["other"] >= 0, t
+assert abs(sum(t.values()) - sum(measured)) <= 0.05 * sum(measured), (t, measured)
+print(f"ok: time of steps {j['warmup'] + 1}-{j['steps']}: {sum(t.values()):.4f} s by category, {sum(measured):.4f} s by step")
 PY
 # With a peak: MFU = flops / (median x peak).
 "$PMTRAIN" bench configs/tiny_cpu.yaml --seq 64 --steps 3 --warmup 1 --peak-tflops 0.002 --json > $TMP/mfu.json
@@ -68,6 +75,8 @@ grep -q "^bench: .*backend cpu.*world 1, stage 2, 2 layers hidden 64.*seq 16, 2 
 [ $(grep -c "warm-up" $TMP/text.txt) = 2 ] || { cat $TMP/text.txt; fail "bench: warm-up steps not marked"; }
 grep -q "^summary | median step .* (steps 3-3) | 64 tokens per step | .* tokens/s | MFU: give --peak-tflops | peak RSS" \
   $TMP/text.txt || { cat $TMP/text.txt; fail "bench: summary"; }
+grep -qE "^time in steps 3-3 \(rank 0\): gemm [0-9.]+% \| attention [0-9.]+% \| .*other [0-9.]+%$" $TMP/text.txt \
+  || { cat $TMP/text.txt; fail "bench: no time shares line"; }
 echo "ok: text: $(tail -1 $TMP/text.txt)"
 
 # Bad options: one line each, never a crash.

@@ -19,6 +19,10 @@ for ck in off on; do
   grep -qE "^\| tiny \| $ck \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$" $md \
     || { cat $md $TMP/speed.out; fail "no planner row for ckpt $ck"; }
 done
+# pmtrain's profile beside each of its cells: the shares of its steps by category.
+for cell in "tiny ckpt off" "tiny ckpt on" "tiny real data"; do
+  grep -qE "^\| $cell \|( [0-9.]+% \|){7}$" $md || { cat $md; fail "no profile row for $cell"; }
+done
 python3 - $TMP/speed/cells/ours_real.json <<'PY' || fail "real-data cell"
 import json, sys
 j = json.load(open(sys.argv[1]))
