@@ -16,6 +16,7 @@
 #     as the uninterrupted 1-rank run and the losses within 1e-4 (the CPU's reshard test compares the same
 #     things within 1e-5: other world sizes sum in other orders, so bits cannot match);
 #  4b. zero.world_invariant in bf16: 1 rank, 2 ranks and 2 ranks resumed on 1 give the same bits;
+#  4c. 2 ranks resumed on 3 (stage 3, resharded) = 1 rank within 1e-4, the same pairs;
 #  5. bf16 mode (zero.param_dtype=bf16) trains: losses within 5e-2 of the fp32 run;
 #  6. eval on cuda (1 and 2 ranks) = eval on the CPU within 1e-4 (loss, rewards), same accuracy and pairs;
 #  7b. a sweep on cuda reports each cell's device memory (summary: tracked peak, in bytes; at most the plan's);
@@ -215,6 +216,22 @@ diff <(json_field $TMP/gpu1/metrics.jsonl train pair_id_sum) <(json_field $TMP/r
   || fail "reshard: the pairs per step differ (a pair repeated or skipped)"
 json_field $TMP/re/metrics.jsonl train loss > $TMP/re.loss
 close $TMP/gpu1.loss $TMP/re.loss 1e-4 "reshard 2 ranks stage 3 -> 1 rank stage 2 vs the 1-rank run, per-step loss"
+
+# 4c. 3 ranks on the one GPU (stage 3), resharded from 2: a 2-rank run stopped at step 2 and resumed on 3 ranks
+# takes the same pairs and the same per-step losses (1e-4) as a 1-rank run of the same batch (12 pairs a step:
+# micro 2 x accumulation 6, 3 or 2 at 1, 2 or 3 ranks).
+R3="--set backend=$GPU --set zero.param_dtype=fp32 --set batch.global=12"
+train 1 g12 $R3 --set zero.stage=2 --set run.save_final=false
+train 2 to3 $R3 --set zero.stage=3 --set run.stop_at=2
+train 3 to3 $R3 --set zero.stage=3 --set run.resume=auto --set run.save_final=false
+grep -q "resharded" $TMP/to3.txt || { tail -30 $TMP/to3.txt; fail "2 -> 3 ranks: not resharded"; }
+! on_gpu || grep -q "shared by ranks" $TMP/to3.txt || { head -20 $TMP/to3.txt; fail "3 ranks: the GPU is not shared?"; }
+diff <(json_field $TMP/g12/metrics.jsonl train pair_id_sum) <(json_field $TMP/to3/metrics.jsonl train pair_id_sum) \
+  || fail "2 -> 3 ranks: the pairs per step differ from the 1-rank run's"
+json_field $TMP/g12/metrics.jsonl train loss > $TMP/g12.loss
+json_field $TMP/to3/metrics.jsonl train loss > $TMP/to3.loss
+same_lines $TMP/g12.loss $TMP/to3.loss "2 -> 3 ranks losses"
+close $TMP/g12.loss $TMP/to3.loss 1e-4 "2 ranks stage 3 resumed on 3 ranks vs 1 rank (cuda), per-step loss"
 
 # 4b. zero.world_invariant in bf16 (fixed-point gradient sums, micro-batches cut from the whole step): 1 rank at
 # stage 2 and 2 ranks at stage 3 give the same grad norms, pairs and final weights, bit for bit; a 2-rank
