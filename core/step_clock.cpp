@@ -16,26 +16,43 @@ double StepTimes::total() const {
   return s;
 }
 
+namespace {
+// The entry of `name` in ops (appended when new): a model step names some 20 ops, so a scan is enough.
+OpTime& op_entry(std::vector<OpTime>& ops, const char* name) {
+  for (OpTime& o : ops)
+    if (o.name == name) return o;
+  return ops.emplace_back(OpTime{name});
+}
+}  // namespace
+
 StepTimes& StepTimes::operator+=(const StepTimes& o) {
   for (size_t i = 0; i < kTimeCategories; ++i) seconds[i] += o.seconds[i], calls[i] += o.calls[i];
+  for (const OpTime& op : o.ops) {
+    OpTime& mine = op_entry(ops, op.name);
+    mine.seconds += op.seconds, mine.calls += op.calls;
+  }
   return *this;
 }
 
 void StepClock::mark() {
   record(owner_.size());
   owner_.push_back(open_.empty() ? int8_t(-1) : int8_t(open_.back()));
+  owner_op_.push_back(open_ops_.empty() ? nullptr : open_ops_.back());
 }
 
-void StepClock::enter(TimeCategory c) {
+void StepClock::enter(TimeCategory c, const char* op) {
   ZERO_CHECK(c < TimeCategory::Count, "StepClock::enter: category {} out of range", int(c));
   open_.push_back(c);
+  open_ops_.push_back(op);
   calls_[static_cast<size_t>(c)] += 1;
+  if (op) op_entry(op_calls_, op).calls += 1;
   mark();
 }
 
 void StepClock::leave() {
   ZERO_CHECK(!open_.empty(), "StepClock::leave without enter");
   open_.pop_back();
+  open_ops_.pop_back();
   mark();
 }
 
@@ -43,11 +60,14 @@ StepTimes StepClock::take() {
   ZERO_CHECK(open_.empty(), "StepClock::take inside a scope ({} open)", open_.size());
   StepTimes t;
   t.calls = calls_;
+  t.ops = op_calls_;
   if (owner_.size() > 1) {
     gaps_.assign(owner_.size() - 1, 0.0);
     resolve(gaps_);
-    for (size_t i = 0; i < gaps_.size(); ++i)
+    for (size_t i = 0; i < gaps_.size(); ++i) {
       if (owner_[i] >= 0) t.seconds[size_t(owner_[i])] += gaps_[i];
+      if (owner_op_[i]) op_entry(t.ops, owner_op_[i]).seconds += gaps_[i];
+    }
   }
   discard();
   return t;
@@ -56,7 +76,9 @@ StepTimes StepClock::take() {
 void StepClock::discard() {
   ZERO_CHECK(open_.empty(), "StepClock::discard inside a scope ({} open)", open_.size());
   owner_.clear();  // keeps its capacity: a steady state of steps allocates nothing
+  owner_op_.clear();
   calls_ = {};
+  op_calls_.clear();
 }
 
 void HostStepClock::record(size_t i) {

@@ -33,10 +33,17 @@ constexpr size_t kTimeCategories = static_cast<size_t>(TimeCategory::Count);
 // "gemm", "attention", "elementwise", "grad_buckets", "optimizer", "comm" (the metrics.jsonl keys).
 const char* time_category_name(TimeCategory c);
 
-// Seconds and scope counts per category over a window (one step, or a run).
+// Seconds and scope counts per category over a window (one step, or a run), and per named op (the model's
+// ops name their scopes: "swiglu_backward", ...; the profile inside a category, in first-seen order).
+struct OpTime {
+  const char* name;  // a string literal: compared by address, as the clock's scopes give it
+  double seconds = 0;
+  uint64_t calls = 0;
+};
 struct StepTimes {
   std::array<double, kTimeCategories> seconds{};
   std::array<uint64_t, kTimeCategories> calls{};
+  std::vector<OpTime> ops;
   double of(TimeCategory c) const { return seconds[static_cast<size_t>(c)]; }
   uint64_t calls_of(TimeCategory c) const { return calls[static_cast<size_t>(c)]; }
   double total() const;  // the sum of the categories
@@ -47,14 +54,15 @@ class StepClock {
  public:
   virtual ~StepClock() = default;
 
-  // Time from here to the matching leave() counts to c (minus nested scopes).
-  void enter(TimeCategory c);
+  // Time from here to the matching leave() counts to c (minus nested scopes), and to `op` when one is named
+  // (a string literal: the clock keeps its address).
+  void enter(TimeCategory c, const char* op = nullptr);
   void leave();
   // RAII form; a null clock times nothing (a model or engine without a clock pays one branch).
   class Scope {
    public:
-    Scope(StepClock* clock, TimeCategory c) : clock_(clock) {
-      if (clock_) clock_->enter(c);
+    Scope(StepClock* clock, TimeCategory c, const char* op = nullptr) : clock_(clock) {
+      if (clock_) clock_->enter(c, op);
     }
     ~Scope() {
       if (clock_) clock_->leave();
@@ -81,7 +89,10 @@ class StepClock {
  private:
   void mark();  // a timestamp at a scope boundary; the category on top of the stack owns the time after it
   std::vector<TimeCategory> open_;   // the scope stack
+  std::vector<const char*> open_ops_;  // and the op each scope names (null: none)
   std::vector<int8_t> owner_;        // per timestamp: the category that owns the time after it (-1: none)
+  std::vector<const char*> owner_op_;  // per timestamp: the named op that owns it (null: none)
+  std::vector<OpTime> op_calls_;     // the window's named ops and their scope counts
   std::vector<double> gaps_;
   std::array<uint64_t, kTimeCategories> calls_{};
 };

@@ -102,7 +102,7 @@ void ModelOps::linear_forward(const TensorRef& x, const TensorRef& w, const Tens
   check_weight(w, w.dim(0) * w.dim(1), "linear_forward");
   check_tokens(x, w.dim(1), "linear_forward x");
   check_tokens(y, w.dim(0), "linear_forward y");
-  const StepClock::Scope timed(clock_, TimeCategory::Gemm);
+  const StepClock::Scope timed(clock_, TimeCategory::Gemm, "linear_forward");
   do_linear_forward(x, w, y);
 }
 
@@ -113,14 +113,14 @@ void ModelOps::linear_forward_add(const TensorRef& x, const TensorRef& w, const 
   check_tokens(x, w.dim(1), "linear_forward_add x");
   check_tokens(y, w.dim(0), "linear_forward_add y");
   check_same(residual, y, "linear_forward_add residual");
-  const StepClock::Scope timed(clock_, TimeCategory::Gemm);
+  const StepClock::Scope timed(clock_, TimeCategory::Gemm, "linear_forward_add");
   do_linear_forward_add(x, w, residual, y);
 }
 
 void ModelOps::do_linear_forward_add(const TensorRef& x, const TensorRef& w, const TensorRef& residual,
                                      const TensorRef& y) {
   do_linear_forward(x, w, y);
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "linear_forward_add (the add)");
   do_add(y, residual, y);
 }
 
@@ -129,7 +129,7 @@ void ModelOps::linear_input_grad(const TensorRef& dy, const TensorRef& w, const 
   check_weight(w, w.dim(0) * w.dim(1), "linear_input_grad");
   check_tokens(dy, w.dim(0), "linear_input_grad dy");
   check_tokens(dx, w.dim(1), "linear_input_grad dx");
-  const StepClock::Scope timed(clock_, TimeCategory::Gemm);
+  const StepClock::Scope timed(clock_, TimeCategory::Gemm, "linear_input_grad");
   do_linear_input_grad(dy, w, dx, accumulate);
 }
 
@@ -138,7 +138,7 @@ void ModelOps::linear_weight_grad(const TensorRef& x, const TensorRef& dy, const
   check_weight(dw, dw.dim(0) * dw.dim(1), "linear_weight_grad");
   check_tokens(x, dw.dim(1), "linear_weight_grad x");
   check_tokens(dy, dw.dim(0), "linear_weight_grad dy");
-  const StepClock::Scope timed(clock_, TimeCategory::Gemm);
+  const StepClock::Scope timed(clock_, TimeCategory::Gemm, "linear_weight_grad");
   do_linear_weight_grad(x, dy, dw);
 }
 
@@ -147,7 +147,7 @@ void ModelOps::rmsnorm_forward(const TensorRef& x, const TensorRef& w, float eps
   check_weight(w, x.row_elems(), "rmsnorm_forward");
   check_shape(x, y, "rmsnorm_forward");
   check_f32(rstd, x.rows(), "rmsnorm_forward rstd");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "rmsnorm_forward");
   do_rmsnorm_forward(x, w, eps, y, rstd);
 }
 
@@ -158,7 +158,7 @@ void ModelOps::rmsnorm_backward(const TensorRef& x, const TensorRef& w, const Te
   check_shape(x, dy, "rmsnorm_backward dy");
   check_shape(x, dx, "rmsnorm_backward dx");
   check_f32(rstd, x.rows(), "rmsnorm_backward rstd");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "rmsnorm_backward");
   do_rmsnorm_backward(x, w, rstd, dy, dx, dw);
 }
 
@@ -169,7 +169,7 @@ void ModelOps::qk_norm_rope_forward(const TensorRef& x, const TensorRef& w, floa
   check_tokens(y, heads * d, "qk_norm_rope_forward y");
   check_shape(x, y, "qk_norm_rope_forward");
   check_f32(rstd, x.rows() * heads, "qk_norm_rope_forward rstd");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "qk_norm_rope_forward");
   do_qk_norm_rope_forward(x, w, eps, y, rstd);
 }
 
@@ -182,7 +182,7 @@ void ModelOps::qk_norm_rope_backward(const TensorRef& x, const TensorRef& w, con
   check_shape(x, dy, "qk_norm_rope_backward dy");
   check_shape(x, dx, "qk_norm_rope_backward dx");
   check_f32(rstd, x.rows() * heads, "qk_norm_rope_backward rstd");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "qk_norm_rope_backward");
   do_qk_norm_rope_backward(x, w, rstd, dy, dx, dw);
 }
 
@@ -197,7 +197,7 @@ void ModelOps::attention_forward(const TensorRef& q, const TensorRef& k, const T
   check_same(k, v, "attention_forward v");
   check_same(q, o, "attention_forward o");
   check_f32(lse, q.rows() * s.heads, "attention_forward lse");
-  const StepClock::Scope timed(clock_, TimeCategory::Attention);
+  const StepClock::Scope timed(clock_, TimeCategory::Attention, "attention_forward");
   do_attention_forward(q, k, v, s, o, lse);
 }
 
@@ -219,7 +219,7 @@ void ModelOps::attention_backward(const TensorRef& q, const TensorRef& k, const 
   check_same(k, dk, "attention_backward dk");
   check_same(k, dv, "attention_backward dv");
   check_f32(lse, q.rows() * s.heads, "attention_backward lse");
-  const StepClock::Scope timed(clock_, TimeCategory::Attention);
+  const StepClock::Scope timed(clock_, TimeCategory::Attention, "attention_backward");
   do_attention_backward(q, k, v, o, d_o, lse, s, dq, dk, dv);
 }
 
@@ -227,7 +227,7 @@ void ModelOps::swiglu_forward(const TensorRef& g, const TensorRef& u, const Tens
   check_same(g, u, "swiglu_forward u");
   check_same(g, m, "swiglu_forward m");
   ZERO_CHECK(m.dense(), "swiglu_forward: m is a strided view");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "swiglu_forward");
   do_swiglu_forward(g, u, m);
 }
 
@@ -238,28 +238,28 @@ void ModelOps::swiglu_backward(const TensorRef& g, const TensorRef& u, const Ten
   check_same(g, dg, "swiglu_backward dg");
   check_same(g, du, "swiglu_backward du");
   ZERO_CHECK(dm.dense(), "swiglu_backward: dm is a strided view");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "swiglu_backward");
   do_swiglu_backward(g, u, dm, dg, du);
 }
 
 void ModelOps::add(const TensorRef& a, const TensorRef& b, const TensorRef& out) {
   check_same(a, b, "add");
   check_same(a, out, "add out");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "add");
   do_add(a, b, out);
 }
 
 void ModelOps::embedding_forward(const Piece& table, int64_t vocab, const TensorRef& x) {
   check_piece(table, vocab * x.row_elems(), "embedding_forward");
   check_tokens(x, x.row_elems(), "embedding_forward x");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "embedding_forward");
   do_embedding_forward(table, x);
 }
 
 void ModelOps::embedding_backward(const TensorRef& dx, int64_t vocab, const Piece& dtable) {
   check_piece(dtable, vocab * dx.row_elems(), "embedding_backward");
   check_tokens(dx, dx.row_elems(), "embedding_backward dx");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "embedding_backward");
   do_embedding_backward(dx, dtable);
 }
 
@@ -270,7 +270,7 @@ void ModelOps::pooled_head_forward(const TensorRef& x, const TensorRef& norm_w, 
   check_weight(norm_w, H, "pooled_head_forward norm");
   check_weight(score, H, "pooled_head_forward score");
   check_f32(rewards, plan().num_seqs(), "pooled_head_forward rewards");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "pooled_head_forward");
   do_pooled_head_forward(x, norm_w, score, eps, rewards);
 }
 
@@ -285,7 +285,7 @@ void ModelOps::pooled_head_backward(const TensorRef& x, const TensorRef& norm_w,
   check_weight(d_norm_w, H, "pooled_head_backward d_norm");
   check_weight(d_score, H, "pooled_head_backward d_score");
   check_f32(drewards, plan().num_seqs(), "pooled_head_backward drewards");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "pooled_head_backward");
   do_pooled_head_backward(x, norm_w, score, eps, drewards, dx, d_norm_w, d_score);
 }
 
@@ -294,7 +294,7 @@ void ModelOps::pair_loss(const TensorRef& rewards, const PairLossInputs& in, con
   ZERO_CHECK(in.margin.empty() || in.margin.size() == in.mask.size(), "pair_loss: {} margins for {} pairs",
              in.margin.size(), in.mask.size());
   if (!drewards.empty()) check_f32(drewards, rewards.numel(), "pair_loss drewards");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise);
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "pair_loss");
   do_pair_loss(rewards, in, drewards);
   ++pending_pair_losses_;
 }

@@ -1,5 +1,6 @@
 #include "pmtrain/metrics.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -116,6 +117,21 @@ std::string time_shares_line(const StepTimes& t, double wall_s) {
   for (size_t c = 0; c < kTimeCategories; ++c)
     line += fmt::format("{} {:.1f}% | ", time_category_name(TimeCategory(c)), share(t.seconds[c]));
   return line + fmt::format("other {:.1f}%", share(other_seconds(t, wall_s)));
+}
+
+nlohmann::json op_times_json(const StepTimes& t) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const OpTime& op : t.ops) j[op.name] = {{"s", op.seconds}, {"calls", op.calls}};
+  return j;
+}
+
+std::string op_times_line(const StepTimes& t, double steps) {
+  std::vector<OpTime> ops = t.ops;
+  std::stable_sort(ops.begin(), ops.end(), [](const OpTime& a, const OpTime& b) { return a.seconds > b.seconds; });
+  std::string line;
+  for (const OpTime& op : ops)
+    line += fmt::format("{}{} {:.2f}", line.empty() ? "" : " | ", op.name, 1e3 * op.seconds / std::max(steps, 1.0));
+  return line;
 }
 
 std::string format_duration(double s) {

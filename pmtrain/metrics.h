@@ -87,5 +87,9 @@ std::string format_duration(double seconds);
 nlohmann::json time_breakdown_json(const StepTimes& t, double wall_s);
 // "gemm 41% | attention 9% | ... | other 12%" (shares of wall_s), rank 0's line at the end of a run.
 std::string time_shares_line(const StepTimes& t, double wall_s);
+// The model's named ops (StepTimes::ops): {"swiglu_backward": {"s": seconds, "calls": n}, ...}, and a line of
+// them, slowest first, in milliseconds per step over `steps` steps ("swiglu_backward 12.31 | ...").
+nlohmann::json op_times_json(const StepTimes& t);
+std::string op_times_line(const StepTimes& t, double steps);
 
 }  // namespace zero::pmtrain

@@ -45,6 +45,13 @@ assert set(t) == {"gemm", "attention", "elementwise", "grad_buckets", "optimizer
 assert all(t[k] > 0 for k in ("gemm", "attention", "elementwise", "optimizer")) and t["other"] >= 0, t
 assert abs(sum(t.values()) - sum(measured)) <= 0.05 * sum(measured), (t, measured)
 print(f"ok: time of steps {j['warmup'] + 1}-{j['steps']}: {sum(t.values()):.4f} s by category, {sum(measured):.4f} s by step")
+# And the model's time by op: every GEMM, attention and element-wise second is a named op's; each layer's
+# attention backward once a measured step (2 layers).
+ops = j["measured_op_s"]
+model = t["gemm"] + t["attention"] + t["elementwise"]
+assert abs(sum(o["s"] for o in ops.values()) - model) <= 1e-9 + 1e-9 * model, (ops, t)
+assert ops["attention_backward"]["calls"] == 2 * len(measured) and ops["swiglu_backward"]["s"] > 0, ops
+print(f"ok: {len(ops)} model ops, {model:.4f} s in all")
 PY
 # With a peak: MFU = flops / (median x peak).
 "$PMTRAIN" bench configs/tiny_cpu.yaml --seq 64 --steps 3 --warmup 1 --peak-tflops 0.002 --json > $TMP/mfu.json
@@ -77,6 +84,8 @@ grep -q "^summary | median step .* (steps 3-3) | 64 tokens per step | .* tokens/
   $TMP/text.txt || { cat $TMP/text.txt; fail "bench: summary"; }
 grep -qE "^time in steps 3-3 \(rank 0\): gemm [0-9.]+% \| attention [0-9.]+% \| .*other [0-9.]+%$" $TMP/text.txt \
   || { cat $TMP/text.txt; fail "bench: no time shares line"; }
+grep -qE "^model ops in steps 3-3 \(rank 0, ms a step\): [a-z_]+ [0-9.]+ \| .*attention_backward [0-9.]+" $TMP/text.txt \
+  || { cat $TMP/text.txt; fail "bench: no model ops line"; }
 echo "ok: text: $(tail -1 $TMP/text.txt)"
 
 # Bad options: one line each, never a crash.

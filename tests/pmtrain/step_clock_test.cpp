@@ -17,6 +17,8 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <map>
+#include <string>
 
 #include "comm/mpi_communicator.h"
 #include "core/step_clock.h"
@@ -60,6 +62,38 @@ TEST(StepClock, NestedScopesCountExclusively) {
   const StepTimes empty = clock.take();
   EXPECT_EQ(empty.total(), 0.0);
   EXPECT_EQ(empty.calls_of(TimeCategory::Gemm), 0u);
+}
+
+// Named scopes also count to their op: the innermost named scope owns the time, an unnamed scope inside a named
+// one leaves it to its category only; windows add up op by op.
+const char* const kNorm = "rmsnorm_forward";
+const char* const kGemm = "linear_forward";
+TEST(StepClock, NamedScopesCountToTheirOp) {
+  FakeClock clock;
+  clock.enter(TimeCategory::Gemm, kGemm);         // t=0
+  clock.enter(TimeCategory::Elementwise, kNorm);  // t=1
+  clock.leave();                                  // t=3
+  clock.enter(TimeCategory::Comm);                // t=6: unnamed, inside gemm
+  clock.leave();                                  // t=10
+  clock.leave();                                  // t=15
+  clock.enter(TimeCategory::Elementwise, kNorm);  // t=21 (15..21: nobody's)
+  clock.leave();                                  // t=28
+  StepTimes t = clock.take();
+  ASSERT_EQ(t.ops.size(), 2u);
+  EXPECT_EQ(t.ops[0].name, kGemm);
+  EXPECT_EQ(t.ops[0].seconds, 1.0 + 3.0 + 5.0);  // 0..1, 3..6, 10..15
+  EXPECT_EQ(t.ops[0].calls, 1u);
+  EXPECT_EQ(t.ops[1].name, kNorm);
+  EXPECT_EQ(t.ops[1].seconds, 2.0 + 7.0);
+  EXPECT_EQ(t.ops[1].calls, 2u);
+  EXPECT_EQ(t.of(TimeCategory::Comm), 4.0);
+  clock.enter(TimeCategory::Elementwise, kNorm);
+  clock.leave();
+  t += clock.take();
+  EXPECT_EQ(t.ops.size(), 2u);
+  EXPECT_EQ(t.ops[1].seconds, 2.0 + 7.0 + 1.0);
+  EXPECT_EQ(t.ops[1].calls, 3u);
+  EXPECT_TRUE(clock.take().ops.empty());  // a new window starts empty
 }
 
 TEST(StepClock, TakeInsideAScopeIsAnError) {
@@ -124,6 +158,17 @@ TEST(StepClock, EveryOpOfARealStepIsCountedInItsCategory) {
         EXPECT_GT(pieces, 1u);
         EXPECT_EQ(t.calls_of(TimeCategory::Elementwise),
                   L * (7 + 7 + 7 * recompute + rematerialised) + 2 * pieces + 2 + 1);
+        // The model's ops by name: every GEMM, attention and element-wise scope is a named op's, so their calls
+        // add up to the three categories'; the layer's ops once a layer each way (and again when recomputed).
+        uint64_t named = 0;
+        std::map<std::string, uint64_t> op_calls;
+        for (const OpTime& op : t.ops) named += op.calls, op_calls[op.name] = op.calls;
+        EXPECT_EQ(named, t.calls_of(TimeCategory::Gemm) + t.calls_of(TimeCategory::Attention) +
+                             t.calls_of(TimeCategory::Elementwise));
+        EXPECT_EQ(op_calls["attention_backward"], L);
+        EXPECT_EQ(op_calls["attention_forward"], L * (1 + recompute));
+        EXPECT_EQ(op_calls["swiglu_backward"], L);
+        EXPECT_EQ(op_calls["pair_loss"], 1u);
 
         uint64_t grad_units = 0;
         const uint64_t G = engine.groups().size();
