@@ -110,19 +110,20 @@ void ActivationPool::free(void* p) {
 
 void ActivationPool::free_block(Block* b) {
   free_bytes_ += b->size;
-  if (Block* n = b->next; n != nullptr && n->free) {  // b absorbs its free successor
+  // `keep` takes in its successor `gone` (taken out of free_ first: the set is keyed by size).
+  auto absorb = [](Block* keep, Block* gone) {
+    keep->size += gone->size;
+    keep->next = gone->next;
+    if (gone->next) gone->next->prev = keep;
+    delete gone;
+  };
+  if (Block* n = b->next; n != nullptr && n->free) {
     free_.erase(n);
-    b->size += n->size;
-    b->next = n->next;
-    if (n->next) n->next->prev = b;
-    delete n;
+    absorb(b, n);
   }
-  if (Block* q = b->prev; q != nullptr && q->free) {  // its free predecessor absorbs b
+  if (Block* q = b->prev; q != nullptr && q->free) {
     free_.erase(q);
-    q->size += b->size;
-    q->next = b->next;
-    if (b->next) b->next->prev = q;
-    delete b;
+    absorb(q, b);
     b = q;
   }
   b->free = true;
