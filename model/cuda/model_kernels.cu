@@ -232,6 +232,20 @@ constexpr auto swiglu_backward_f32x4 = swiglu_backward_packed_kernel<float, 4>;
 __global__ void add_kernel(const void* a, const void* b, void* out, Elem t, int64_t n) {
   ZERO_GRID_LOOP(i, n) st(out, t, i, add_rn(ld(a, t, i), ld(b, t, i)));
 }
+// The add, V elements a thread through 16-byte loads (n a multiple of V, 16-byte aligned tensors); the same
+// sums. The residual stream's adds are fp32 at token x hidden: pure memory traffic.
+template <typename T, int V>
+__global__ void add_packed_kernel(const void* a, const void* b, void* out, int64_t n) {
+  for (int64_t i = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) * V; i < n; i += int64_t(gridDim.x) * blockDim.x * V) {
+    const Pack<T, V> ap = load_pack<T, V>(a, i), bp = load_pack<T, V>(b, i);
+    Pack<T, V> op;
+    for (int k = 0; k < V; ++k) op.v[k] = from_f32<T>(add_rn(as_f32(ap.v[k]), as_f32(bp.v[k])));
+    store_pack<T, V>(out, i, op);
+  }
+}
+constexpr auto add_bf16x8 = add_packed_kernel<uint16_t, 8>;
+constexpr auto add_f32x4 = add_packed_kernel<float, 4>;
+
 __global__ void convert_kernel(void* dst, Elem dt, const void* src, Elem stype, int64_t n) {
   ZERO_GRID_LOOP(i, n) st(dst, dt, i, ld(src, stype, i));
 }
@@ -346,12 +360,18 @@ void norm_backward(const void* x, Elem xt, const void* w, Elem wt, const float* 
   check_launch();
 }
 
-int swiglu_vector_width(const SwigluRows& r, Elem t, std::initializer_list<const void*> tensors) {
+int packed_width(Elem t, int64_t n, std::initializer_list<const void*> tensors) {
   const int v = t == Elem::F32 ? 4 : 8;  // 16 bytes
-  for (int64_t n : {r.cols, r.ld_g, r.ld_u, r.ld_dg, r.ld_du})
-    if (n % v != 0) return 1;
+  if (n % v != 0) return 1;
   for (const void* p : tensors)
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return 1;
+  return v;
+}
+
+int swiglu_vector_width(const SwigluRows& r, Elem t, std::initializer_list<const void*> tensors) {
+  const int v = packed_width(t, 0, tensors);
+  for (int64_t n : {r.cols, r.ld_g, r.ld_u, r.ld_dg, r.ld_du})
+    if (n % v != 0) return 1;
   return v;
 }
 
@@ -380,7 +400,14 @@ void swiglu_backward(const SwigluRows& r, const void* g, const void* u, const vo
 }
 void add(const void* a, const void* b, void* out, Elem t, int64_t n, cudaStream_t s) {
   if (n == 0) return;
-  ZERO_LAUNCH(add_kernel, grid_for(n), kThreads, 0, s, a, b, out, t, n);
+  const int v = packed_width(t, n, {a, b, out});
+  if (v == 1) {
+    ZERO_LAUNCH(add_kernel, grid_for(n), kThreads, 0, s, a, b, out, t, n);
+  } else if (t == Elem::F32) {
+    ZERO_LAUNCH(add_f32x4, grid_for(n / v), kThreads, 0, s, a, b, out, n);
+  } else {
+    ZERO_LAUNCH(add_bf16x8, grid_for(n / v), kThreads, 0, s, a, b, out, n);
+  }
   check_launch();
 }
 void convert(void* dst, Elem dt, const void* src, Elem st, int64_t n, cudaStream_t s) {

@@ -52,6 +52,9 @@ int swiglu_vector_width(const SwigluRows& r, Elem t, std::initializer_list<const
 void swiglu_forward(const SwigluRows& r, const void* g, const void* u, void* m, Elem t, cudaStream_t s);
 void swiglu_backward(const SwigluRows& r, const void* g, const void* u, const void* dm, void* dg, void* du, Elem t,
                      cudaStream_t s);
+// 8 bf16 or 4 fp32 elements a thread (16 bytes) when n is a multiple of that and every tensor 16-byte
+// aligned, else 1: the width the element-wise launchers use (the same bits either way).
+int packed_width(Elem t, int64_t n, std::initializer_list<const void*> tensors);
 // out = a + b (out may alias a or b).
 void add(const void* a, const void* b, void* out, Elem t, int64_t n, cudaStream_t s);
 // dst = src converted (fp32 <-> bf16 through core/math/bf16.h, round to nearest even).

@@ -209,7 +209,7 @@ TEST(ModelKernelsEmulated, SwiGluAddAndConvert) {
   EXPECT_EQ(wrong, 0);
 }
 
-// The packed SwiGLU kernels (16 bytes a thread) give the scalar kernels' bits: the same rows through both, the
+// The packed SwiGLU and add kernels (16 bytes a thread) give the scalar kernels' bits: the same rows through both, the
 // scalar ones reached with every tensor one element off 16-byte alignment. The fused gate/up layout, bf16 and
 // fp32, columns past one block's reach (a thread loops).
 template <typename T>
@@ -232,7 +232,7 @@ void packed_equals_scalar(Elem t, int width) {
       return aligned ? p : p + 1;
     }
   };
-  std::vector<T> outs[2][2];  // [aligned][m, dg | du]
+  std::vector<T> outs[2][3];  // [aligned][m, dg | du, the add]
   for (int aligned = 0; aligned < 2; ++aligned) {
     Buf gu{std::vector<T>(rows * ld + 16)}, dm{std::vector<T>(rows * cols + 16)}, m{std::vector<T>(rows * cols + 16)},
         dgu{std::vector<T>(rows * ld + 16)};
@@ -245,14 +245,18 @@ void packed_equals_scalar(Elem t, int width) {
     swiglu_backward(bwd, pgu, pgu + cols, pdm, pdgu, pdgu + cols, t, nullptr);
     outs[aligned][0].assign(pm, pm + rows * cols);
     outs[aligned][1].assign(pdgu, pdgu + rows * ld);
+    // The add, in place as the residual stream runs it: dgu += gu.
+    EXPECT_EQ(packed_width(t, rows * ld, {pgu, pdgu}), aligned ? width : 1);
+    add(pgu, pdgu, pdgu, t, rows * ld, nullptr);
+    outs[aligned][2].assign(pdgu, pdgu + rows * ld);
   }
-  for (int k = 0; k < 2; ++k) {
+  for (int k = 0; k < 3; ++k) {
     ASSERT_EQ(outs[0][k].size(), outs[1][k].size());
     EXPECT_EQ(0, std::memcmp(outs[0][k].data(), outs[1][k].data(), outs[0][k].size() * sizeof(T)))
-        << (k == 0 ? "m" : "dg | du") << ": the packed kernel's bits differ from the scalar kernel's";
+        << (k == 0 ? "m" : k == 1 ? "dg | du" : "add") << ": the packed kernel's bits differ from the scalar kernel's";
   }
 }
-TEST(ModelKernelsEmulated, PackedSwiGluGivesTheScalarBits) {
+TEST(ModelKernelsEmulated, PackedSwiGluAndAddGiveTheScalarBits) {
   packed_equals_scalar<uint16_t>(Elem::BF16, 8);
   packed_equals_scalar<float>(Elem::F32, 4);
 }
