@@ -261,6 +261,32 @@ TEST(ModelKernelsEmulated, PackedSwiGluAndAddGiveTheScalarBits) {
   packed_equals_scalar<float>(Elem::F32, 4);
 }
 
+// convert between fp32 and bf16, 4 elements a thread, against the scalar kernel on the same values one element
+// off alignment: the same bits both ways, ties to even included (a third of the values halfway between two bf16).
+TEST(ModelKernelsEmulated, PackedConvertGivesTheScalarBits) {
+  const int64_t n = 4 * 1000;
+  std::vector<float> values = draw(n, 3.0f, 41);
+  for (int64_t i = 0; i < n; i += 3) values[i] = math::bf16_to_f32(math::f32_to_bf16(values[i])) * (1.0f + 1.0f / 512);
+  // Each buffer: its 16-byte aligned start (packed) and one element past it (scalar).
+  auto start = [](auto& v, bool aligned) {
+    auto* p = v.data();
+    while (reinterpret_cast<uintptr_t>(p) % 16 != 0) ++p;
+    return aligned ? p : p + 1;
+  };
+  std::vector<float> f[2] = {std::vector<float>(n + 8), std::vector<float>(n + 8)};
+  std::vector<float> back[2] = {std::vector<float>(n + 8), std::vector<float>(n + 8)};
+  std::vector<uint16_t> h[2] = {std::vector<uint16_t>(n + 16), std::vector<uint16_t>(n + 16)};
+  for (int a = 0; a < 2; ++a) {
+    float* src = start(f[a], a);
+    std::copy(values.begin(), values.end(), src);
+    EXPECT_EQ(packed_width(Elem::F32, n, {start(h[a], a), src}), a ? 4 : 1);
+    convert(start(h[a], a), Elem::BF16, src, Elem::F32, n, nullptr);
+    convert(start(back[a], a), Elem::F32, start(h[a], a), Elem::BF16, n, nullptr);
+  }
+  EXPECT_EQ(0, std::memcmp(start(h[0], false), start(h[1], true), n * sizeof(uint16_t))) << "fp32 -> bf16";
+  EXPECT_EQ(0, std::memcmp(start(back[0], false), start(back[1], true), n * sizeof(float))) << "bf16 -> fp32";
+}
+
 TEST(ModelKernelsEmulated, EmbeddingOverARunOfTheTable) {
   const int64_t vocab = 9, hidden = 300;  // a row wider than the block
   const std::vector<float> table = draw(vocab * hidden, 1.0f, 31);
