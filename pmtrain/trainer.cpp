@@ -575,7 +575,7 @@ int Trainer::train_loop() {
                             {"world", comm_.world()}, {"skipped_steps", skipped},
                             {"peak_rss_bytes_max_rank", int64_t(peak_rss)},
                             {"train_step_s", step_s_total}, {"time_s", time_breakdown_json(times_total, step_s_total)},
-                            {"early_stopped", early_stopped}};
+                            {"op_s", op_times_json(times_total)}, {"early_stopped", early_stopped}};
   if (gpu) summary.update({{"peak_device_bytes_max_rank", int64_t(peaks[1])},
                            {"device_bytes_in_use_max_rank", int64_t(peaks[2])}});
   metrics_->write(summary);
@@ -594,6 +594,8 @@ int Trainer::train_loop() {
            peak_rss / (1 << 20), device_memory.c_str());
     printf("time in train steps (rank 0, %s): %s\n", format_duration(step_s_total).c_str(),
            time_shares_line(times_total, step_s_total).c_str());
+    printf("model ops in train steps (rank 0, ms a step): %s\n",
+           op_times_line(times_total, double(std::max<int64_t>(1, end_step - start_step_))).c_str());
     fflush(stdout);
   }
   return 0;
