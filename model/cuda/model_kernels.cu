@@ -153,26 +153,10 @@ __global__ void column_sum_kernel(const float* partials, int64_t blocks, int64_t
 #define ZERO_GRID_LOOP(i, n) \
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
 
-// A block per row (grid-stride over rows), its threads across the row: g, u, dg and du may be column views
-// of wider rows (SwigluRows), m and dm are packed.
-__global__ void swiglu_forward_kernel(SwigluRows r, const void* g, const void* u, void* m, Elem t) {
-  for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x)
-    for (int64_t c = threadIdx.x; c < r.cols; c += blockDim.x)
-      st(m, t, row * r.cols + c, mul_rn(math::silu(ld(g, t, row * r.ld_g + c)), ld(u, t, row * r.ld_u + c)));
-}
-__global__ void swiglu_backward_kernel(SwigluRows r, const void* g, const void* u, const void* dm, void* dg, void* du,
-                                       Elem t) {
-  for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x)
-    for (int64_t c = threadIdx.x; c < r.cols; c += blockDim.x) {
-      const float gi = ld(g, t, row * r.ld_g + c), dmi = ld(dm, t, row * r.cols + c);
-      st(du, t, row * r.ld_du + c, mul_rn(dmi, math::silu(gi)));
-      st(dg, t, row * r.ld_dg + c, mul_rn(mul_rn(dmi, ld(u, t, row * r.ld_u + c)), math::silu_grad(gi)));
-    }
-}
-// The same SwiGLU, V elements of type T (uint16_t: bf16 bits, or float) a thread with one 16-byte load or store
-// per operand: the scalar kernels move 2 or 4 bytes a load behind a type test per element (SwiGLU ran at about
-// 30% of the H200's bandwidth: bench/results/gpu_20261128_h200). Per element the same formulas, so the same bits.
-// For rows whose columns and strides are multiples of V on 16-byte aligned tensors (swiglu_vector_width).
+// Element-wise kernels over tensors of one type T (uint16_t: bf16 bits, or float), V elements a thread: V = 1,
+// or 16 bytes' worth (one load or store per operand) where sizes, strides and alignment allow (packed_width).
+// One element a thread behind a type test ran SwiGLU at about 30% of the H200's bandwidth
+// (bench/results/gpu_20261128_h200). The per-element formulas are the same at every width: the same bits.
 template <typename T, int V>
 struct alignas(sizeof(T) * V) Pack {
   T v[V];
@@ -196,6 +180,8 @@ __device__ __forceinline__ void store_pack(void* base, int64_t element, const Pa
   *reinterpret_cast<Pack<T, V>*>(static_cast<T*>(base) + element) = p;
 }
 
+// SwiGLU: a block per row (grid-stride over rows), its threads across the row: g, u, dg and du may be column
+// views of wider rows (SwigluRows), m and dm are packed.
 template <typename T, int V>
 __global__ void swiglu_forward_packed_kernel(SwigluRows r, const void* g, const void* u, void* m) {
   for (int64_t row = blockIdx.x; row < r.rows; row += gridDim.x)
@@ -223,17 +209,7 @@ __global__ void swiglu_backward_packed_kernel(SwigluRows r, const void* g, const
       store_pack<T, V>(dg, row * r.ld_dg + c, dgp);
     }
 }
-// One token each for ZERO_LAUNCH: 8 bf16 or 4 fp32 elements, 16 bytes.
-constexpr auto swiglu_forward_bf16x8 = swiglu_forward_packed_kernel<uint16_t, 8>;
-constexpr auto swiglu_forward_f32x4 = swiglu_forward_packed_kernel<float, 4>;
-constexpr auto swiglu_backward_bf16x8 = swiglu_backward_packed_kernel<uint16_t, 8>;
-constexpr auto swiglu_backward_f32x4 = swiglu_backward_packed_kernel<float, 4>;
-
-__global__ void add_kernel(const void* a, const void* b, void* out, Elem t, int64_t n) {
-  ZERO_GRID_LOOP(i, n) st(out, t, i, add_rn(ld(a, t, i), ld(b, t, i)));
-}
-// The add, V elements a thread through 16-byte loads (n a multiple of V, 16-byte aligned tensors); the same
-// sums. The residual stream's adds are fp32 at token x hidden: pure memory traffic.
+// out = a + b (the residual stream's adds are fp32 at token x hidden: pure memory traffic).
 template <typename T, int V>
 __global__ void add_packed_kernel(const void* a, const void* b, void* out, int64_t n) {
   for (int64_t i = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) * V; i < n; i += int64_t(gridDim.x) * blockDim.x * V) {
@@ -243,8 +219,24 @@ __global__ void add_packed_kernel(const void* a, const void* b, void* out, int64
     store_pack<T, V>(out, i, op);
   }
 }
-constexpr auto add_bf16x8 = add_packed_kernel<uint16_t, 8>;
-constexpr auto add_f32x4 = add_packed_kernel<float, 4>;
+
+// The launches of the kernels above for T and V (each instantiation one token for ZERO_LAUNCH).
+template <typename T, int V>
+void launch_swiglu_forward(const SwigluRows& r, const void* g, const void* u, void* m, cudaStream_t s) {
+  constexpr auto kernel = swiglu_forward_packed_kernel<T, V>;
+  ZERO_LAUNCH(kernel, row_grid(r.rows), kThreads, 0, s, r, g, u, m);
+}
+template <typename T, int V>
+void launch_swiglu_backward(const SwigluRows& r, const void* g, const void* u, const void* dm, void* dg, void* du,
+                            cudaStream_t s) {
+  constexpr auto kernel = swiglu_backward_packed_kernel<T, V>;
+  ZERO_LAUNCH(kernel, row_grid(r.rows), kThreads, 0, s, r, g, u, dm, dg, du);
+}
+template <typename T, int V>
+void launch_add(const void* a, const void* b, void* out, int64_t n, cudaStream_t s) {
+  constexpr auto kernel = add_packed_kernel<T, V>;
+  ZERO_LAUNCH(kernel, grid_for(n / V), kThreads, 0, s, a, b, out, n);
+}
 
 // The conversions between fp32 and bf16 (the GEMM operands and outputs in another type than the mode's), 4
 // elements a thread: 16 bytes of fp32, 8 of bf16.
@@ -391,36 +383,34 @@ int swiglu_vector_width(const SwigluRows& r, Elem t, std::initializer_list<const
 
 void swiglu_forward(const SwigluRows& r, const void* g, const void* u, void* m, Elem t, cudaStream_t s) {
   if (r.rows == 0 || r.cols == 0) return;
-  if (swiglu_vector_width(r, t, {g, u, m}) == 1) {
-    ZERO_LAUNCH(swiglu_forward_kernel, row_grid(r.rows), kThreads, 0, s, r, g, u, m, t);
-  } else if (t == Elem::F32) {
-    ZERO_LAUNCH(swiglu_forward_f32x4, row_grid(r.rows), kThreads, 0, s, r, g, u, m);
+  const bool packed = swiglu_vector_width(r, t, {g, u, m}) > 1;
+  if (t == Elem::F32) {
+    packed ? launch_swiglu_forward<float, 4>(r, g, u, m, s) : launch_swiglu_forward<float, 1>(r, g, u, m, s);
   } else {
-    ZERO_LAUNCH(swiglu_forward_bf16x8, row_grid(r.rows), kThreads, 0, s, r, g, u, m);
+    packed ? launch_swiglu_forward<uint16_t, 8>(r, g, u, m, s) : launch_swiglu_forward<uint16_t, 1>(r, g, u, m, s);
   }
   check_launch();
 }
 void swiglu_backward(const SwigluRows& r, const void* g, const void* u, const void* dm, void* dg, void* du, Elem t,
                      cudaStream_t s) {
   if (r.rows == 0 || r.cols == 0) return;
-  if (swiglu_vector_width(r, t, {g, u, dm, dg, du}) == 1) {
-    ZERO_LAUNCH(swiglu_backward_kernel, row_grid(r.rows), kThreads, 0, s, r, g, u, dm, dg, du, t);
-  } else if (t == Elem::F32) {
-    ZERO_LAUNCH(swiglu_backward_f32x4, row_grid(r.rows), kThreads, 0, s, r, g, u, dm, dg, du);
+  const bool packed = swiglu_vector_width(r, t, {g, u, dm, dg, du}) > 1;
+  if (t == Elem::F32) {
+    packed ? launch_swiglu_backward<float, 4>(r, g, u, dm, dg, du, s)
+           : launch_swiglu_backward<float, 1>(r, g, u, dm, dg, du, s);
   } else {
-    ZERO_LAUNCH(swiglu_backward_bf16x8, row_grid(r.rows), kThreads, 0, s, r, g, u, dm, dg, du);
+    packed ? launch_swiglu_backward<uint16_t, 8>(r, g, u, dm, dg, du, s)
+           : launch_swiglu_backward<uint16_t, 1>(r, g, u, dm, dg, du, s);
   }
   check_launch();
 }
 void add(const void* a, const void* b, void* out, Elem t, int64_t n, cudaStream_t s) {
   if (n == 0) return;
-  const int v = packed_width(t, n, {a, b, out});
-  if (v == 1) {
-    ZERO_LAUNCH(add_kernel, grid_for(n), kThreads, 0, s, a, b, out, t, n);
-  } else if (t == Elem::F32) {
-    ZERO_LAUNCH(add_f32x4, grid_for(n / v), kThreads, 0, s, a, b, out, n);
+  const bool packed = packed_width(t, n, {a, b, out}) > 1;
+  if (t == Elem::F32) {
+    packed ? launch_add<float, 4>(a, b, out, n, s) : launch_add<float, 1>(a, b, out, n, s);
   } else {
-    ZERO_LAUNCH(add_bf16x8, grid_for(n / v), kThreads, 0, s, a, b, out, n);
+    packed ? launch_add<uint16_t, 8>(a, b, out, n, s) : launch_add<uint16_t, 1>(a, b, out, n, s);
   }
   check_launch();
 }
