@@ -32,11 +32,10 @@ K::Elem elem(DType t) {
 }
 size_t bytes_of(DType t, int64_t n) { return size_t(n) * dtype_size(t); }
 
-// The norm kernels keep a row in shared memory: (kThreads + dim) floats within the default 48 KiB.
+// The norm kernels keep a row in registers, up to kMaxNormDim elements.
 void check_norm_dim(int64_t dim, const char* what) {
-  ZERO_CHECK(dim > 0 && (K::kThreads + dim) * int64_t(sizeof(float)) <= 48 * 1024,
-             "{}: a row of {} elements is outside what the norm kernels hold in shared memory (1 to {})", what, dim,
-             48 * 1024 / 4 - K::kThreads);
+  ZERO_CHECK(dim > 0 && dim <= K::kMaxNormDim, "{}: a row of {} elements is outside what the norm kernels hold (1 to {})",
+             what, dim, K::kMaxNormDim);
 }
 
 class CudaModelOpsImpl final : public CudaModelOps {
@@ -182,7 +181,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
                            const TensorRef& dx, const TensorRef& dw) override {
     const int64_t dim = x.row_elems(), rows = plan().num_tokens();
     check_norm_dim(dim, "rmsnorm_backward");
-    Scratch partials(pool_, sizeof(float) * size_t(K::norm_partial_blocks(rows) * dim));
+    Scratch partials(pool_, sizeof(float) * size_t(K::norm_partial_blocks(rows, dim) * dim));
     K::norm_backward(x.data, elem(x.dtype), w.data, elem(w.dtype), rstd.as<const float>(), dy.data, elem(dy.dtype),
                      rows, dim, dx.data, elem(dx.dtype), partials.as<float>(), dw.data, elem(dw.dtype), nullptr,
                      nullptr, 1, stream_);
@@ -199,7 +198,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
                                 const TensorRef& dx, const TensorRef& dw) override {
     const int64_t d = w.numel(), heads = x.row_elems() / d, rows = plan().num_tokens() * heads;
     check_rope(d, "qk_norm_rope_backward");
-    Scratch partials(pool_, sizeof(float) * size_t(K::norm_partial_blocks(rows) * d));
+    Scratch partials(pool_, sizeof(float) * size_t(K::norm_partial_blocks(rows, d) * d));
     K::norm_backward(x.data, elem(x.dtype), w.data, elem(w.dtype), rstd.as<const float>(), dy.data, elem(dy.dtype),
                      rows, d, dx.data, elem(dx.dtype), partials.as<float>(), dw.data, elem(dw.dtype),
                      batch<float>(layout_.cos), batch<float>(layout_.sin), heads, stream_, x.stride(), dx.stride());

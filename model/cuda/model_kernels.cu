@@ -1,6 +1,6 @@
-// The reward model's CUDA kernels (see model_kernels.h): one block per row for the norms and the head,
-// grid-stride loops for element-wise work, fixed-order tree sums in shared memory, and column sums of
-// per-block partials for the weight gradients. Per-element math from core/math, as on the CPU. Launches
+// The reward model's CUDA kernels (see model_kernels.h): a warp or a block per row for the norms (the row in
+// registers), a block per pooled row for the head, grid-stride loops for element-wise work, fixed-order sums
+// (a warp's butterfly, then warps in order), and column sums of per-block partials for the weight gradients. Per-element math from core/math, as on the CPU. Launches
 // through cuda/kernel_launch.cuh, so the whole file also runs on the host under the SIMT emulator
 // (tests/cuda/model_kernels_emulated_test.cpp).
 #include <algorithm>
@@ -24,7 +24,6 @@ using math::fma_rn;
 using math::mul_rn;
 
 constexpr int kMaxBlocks = 4096;       // element-wise grids (grid-stride beyond)
-constexpr int kMaxNormBlocks = 256;    // norm backward partials; forward grids are capped alike
 constexpr int kMaxRowBlocks = 65535;   // one block per row up to this, grid-stride beyond
 
 // A tensor element as fp32, whatever its type; stores round fp32 -> bf16 to nearest even.
@@ -38,115 +37,209 @@ __device__ __forceinline__ void st(void* p, Elem t, int64_t i, float v) {
     static_cast<uint16_t*>(p)[i] = math::f32_to_bf16(v);
 }
 
-// The sum of one value per thread, in a fixed tree order (blockDim.x: a power of two up to kThreads);
-// every thread gets it. `red`: kThreads floats of shared memory. The leading barrier lets a block call it
-// again safely.
-__device__ float block_sum(float* red, float x) {
-  __syncthreads();
-  red[threadIdx.x] = x;
-  __syncthreads();
-  for (int w = int(blockDim.x) / 2; w > 0; w /= 2) {
-    if (int(threadIdx.x) < w) red[threadIdx.x] = add_rn(red[threadIdx.x], red[threadIdx.x + w]);
-    __syncthreads();
-  }
-  return red[0];
-}
-
-// Threads of a one-block-per-row kernel (norms, the score head) for rows of `dim` elements: the power of
-// two covering a row, 32 to kThreads. A q/k-norm row of 128 (Qwen3's head_dim) takes 128 threads, not 256
-// of which half would idle through every level of block_sum's tree.
-int row_threads(int64_t dim) {
-  int t = 32;
-  while (t < kThreads && t < dim) t *= 2;
-  return t;
-}
-
 int grid_for(int64_t n) { return int(std::max<int64_t>(1, std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks))); }
 int row_grid(int64_t rows) { return int(std::max<int64_t>(1, std::min<int64_t>(rows, kMaxRowBlocks))); }
 
 void check_launch() { CUDA_CHECK(kernels::last_launch_error()); }
 
 // ---- norms ------------------------------------------------------------------------------------------
-// Shared memory: kThreads floats for the sums, then `dim` floats for a row (rope only).
-__global__ void norm_forward_kernel(const void* x, Elem xt, const void* w, Elem wt, int64_t rows, int64_t dim,
-                                    float eps, void* y, Elem yt, float* rstd, const float* cosv, const float* sinv,
-                                    int64_t heads, int64_t x_ld) {
-  float* sh = reinterpret_cast<float*>(kernels::dynamic_shared());
-  float* red = sh;
-  float* row = sh + kThreads;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const int64_t base = r * dim, xbase = (r / heads) * x_ld + (r % heads) * dim;
-    float acc = 0.0f;
-    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
-      const float v = ld(x, xt, xbase + i);
-      acc = fma_rn(v, v, acc);
-    }
-    const float rs = math::rmsnorm_rstd(block_sum(red, acc), dim, eps);
-    if (threadIdx.x == 0) rstd[r] = rs;
-    if (cosv == nullptr) {
-      for (int64_t i = threadIdx.x; i < dim; i += blockDim.x)
-        st(y, yt, base + i, math::rmsnorm_y(ld(x, xt, xbase + i), ld(w, wt, i), rs));
-      continue;
-    }
-    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) row[i] = math::rmsnorm_y(ld(x, xt, xbase + i), ld(w, wt, i), rs);
+// A row is held by a group of G threads: a warp (G = 32) for head-sized rows (q/k-norm: tokens x heads rows
+// of 128), the whole block (G = kThreads) for hidden-sized rows. Thread t of a group holds elements t, t + G,
+// ..., t + (K - 1) G of its row in registers (those below dim), so each load of the group is contiguous and the
+// row is read once. One block per row with a shared-memory tree (8 barriers a sum) and 256 blocks for the
+// backward ran head-sized rows one after another: the q/k-norm backward was latency, not bandwidth.
+constexpr int kMaxNormBackwardBlocks = 1024;  // backward grids (each block one fp32 partial of dw)
+
+template <int G>
+__device__ __forceinline__ void group_barrier() {
+  if constexpr (G == 32) {
+    __syncwarp();
+  } else {
     __syncthreads();
-    const int64_t half = dim / 2, tok = r / heads;
-    for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
-      const math::RopePair p = math::rope_rotate({row[i], row[i + half]}, cosv[tok * half + i], sinv[tok * half + i]);
-      st(y, yt, base + i, p.a);
-      st(y, yt, base + i + half, p.b);
-    }
-    __syncthreads();  // the row buffer is rewritten by the next row
   }
 }
 
-// Block b handles rows b, b + gridDim.x, ... and owns partials[b, :] (zeroed here first).
-__global__ void norm_backward_kernel(const void* x, Elem xt, const void* w, Elem wt, const float* rstd, const void* dy,
-                                     Elem dyt, int64_t rows, int64_t dim, void* dx, Elem dxt, float* partials,
-                                     const float* cosv, const float* sinv, int64_t heads, int64_t x_ld, int64_t dx_ld) {
-  float* sh = reinterpret_cast<float*>(kernels::dynamic_shared());
-  float* red = sh;
-  float* dn = sh + kThreads;  // dy, rotated back when rope
-  float* part = partials + int64_t(blockIdx.x) * dim;
-  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) part[i] = 0.0f;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const int64_t base = r * dim, xbase = (r / heads) * x_ld + (r % heads) * dim,
-                  dxbase = (r / heads) * dx_ld + (r % heads) * dim;
-    if (cosv == nullptr) {
-      for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) dn[i] = ld(dy, dyt, base + i);
-    } else {
-      const int64_t half = dim / 2, tok = r / heads;
-      for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
-        const math::RopePair p = math::rope_rotate_transpose({ld(dy, dyt, base + i), ld(dy, dyt, base + i + half)},
-                                                             cosv[tok * half + i], sinv[tok * half + i]);
-        dn[i] = p.a;
-        dn[i + half] = p.b;
-      }
-    }
+// The sum over a group of one value per thread; every thread of the group gets the same bits. The warp's
+// butterfly first (each pair of lanes adds the same two partials, so they stay equal), then for a block the
+// warps' sums in warp order through `red` (kThreads / 32 floats of shared memory).
+template <int G>
+__device__ float group_sum(float* red, float x) {
+  for (int m = 16; m > 0; m /= 2) x = add_rn(x, __shfl_xor_sync(0xffffffffu, x, m));
+  if constexpr (G == 32) {
+    return x;
+  } else {
+    __syncthreads();  // the previous sum's readers are done with red
+    if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = x;
     __syncthreads();
+    float s = red[0];
+    for (int w = 1; w < G / 32; ++w) s = add_rn(s, red[w]);
+    return s;
+  }
+}
+
+// What the norm kernels share: the rows and where each lives. Row r is head r % heads of token r / heads
+// (heads 1 without RoPE); x and dx rows of a token start x_ld / dx_ld elements apart, y and dy are packed.
+struct NormRows {
+  int64_t rows, dim, heads, x_ld, dx_ld;
+  __device__ int64_t x_at(int64_t r) const { return (r / heads) * x_ld + (r % heads) * dim; }
+  __device__ int64_t dx_at(int64_t r) const { return (r / heads) * dx_ld + (r % heads) * dim; }
+};
+
+// RoPE over a row held as above, in place: v[k] is element lane + k G. In registers when the row fills them
+// exactly (dim == G K, K even: element i's partner i + dim / 2 is the same thread's k + K / 2; Qwen3's
+// head_dim 128 in a warp), otherwise through `row` (dim floats of the group's shared memory: each pair is
+// read and rewritten by one thread, then every thread takes its own elements back). `rotate(a, b, i)`: the
+// pair of elements i < dim / 2 and i + dim / 2 rotated.
+template <int G, int K, class Rotate>
+__device__ void rope_row(float (&v)[K], int lane, int64_t dim, float* row, Rotate rotate) {
+  const int64_t half = dim / 2;
+  if (K % 2 == 0 && dim == int64_t(G) * K) {
+    for (int k = 0; k < K / 2; ++k) {
+      const math::RopePair p = rotate(v[k], v[k + K / 2], lane + int64_t(k) * G);
+      v[k] = p.a;
+      v[k + K / 2] = p.b;
+    }
+    return;
+  }
+  for (int k = 0; k < K; ++k)
+    if (const int64_t i = lane + int64_t(k) * G; i < dim) row[i] = v[k];
+  group_barrier<G>();
+  for (int64_t i = lane; i < half; i += G) {
+    const math::RopePair p = rotate(row[i], row[i + half], i);
+    row[i] = p.a;
+    row[i + half] = p.b;
+  }
+  group_barrier<G>();
+  for (int k = 0; k < K; ++k)
+    if (const int64_t i = lane + int64_t(k) * G; i < dim) v[k] = row[i];
+  group_barrier<G>();  // the row buffer is rewritten by the group's next row
+}
+
+// Shared memory: kThreads / G rows of dim floats when RoPE goes through shared memory.
+template <int G, int K>
+__global__ void norm_forward_kernel(NormRows n, const void* x, Elem xt, const void* w, Elem wt, float eps, void* y,
+                                    Elem yt, float* rstd, const float* cosv, const float* sinv) {
+  constexpr int kGroups = kThreads / G;
+  __shared__ float red[kThreads / 32];
+  const int lane = int(threadIdx.x) % G, group = int(threadIdx.x) / G;
+  float* row = reinterpret_cast<float*>(kernels::dynamic_shared()) + group * n.dim;
+  float wv[K];
+  for (int k = 0; k < K; ++k) {
+    const int64_t i = lane + int64_t(k) * G;
+    wv[k] = i < n.dim ? ld(w, wt, i) : 0.0f;
+  }
+  // Every thread of a group runs the same rows (a block-wide group: every thread of the block).
+  for (int64_t r = int64_t(blockIdx.x) * kGroups + group; r < n.rows; r += int64_t(gridDim.x) * kGroups) {
+    const int64_t xbase = n.x_at(r), ybase = r * n.dim;
+    float v[K];
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) {
+      const int64_t i = lane + int64_t(k) * G;
+      v[k] = i < n.dim ? ld(x, xt, xbase + i) : 0.0f;
+      acc = fma_rn(v[k], v[k], acc);
+    }
+    const float rs = math::rmsnorm_rstd(group_sum<G>(red, acc), n.dim, eps);
+    if (lane == 0) rstd[r] = rs;
+    for (int k = 0; k < K; ++k)
+      if (const int64_t i = lane + int64_t(k) * G; i < n.dim) v[k] = math::rmsnorm_y(v[k], wv[k], rs);
+    if (cosv != nullptr) {
+      const int64_t angles = (r / n.heads) * (n.dim / 2);
+      rope_row<G, K>(v, lane, n.dim, row, [&](float a, float b, int64_t i) {
+        return math::rope_rotate({a, b}, cosv[angles + i], sinv[angles + i]);
+      });
+    }
+    for (int k = 0; k < K; ++k)
+      if (const int64_t i = lane + int64_t(k) * G; i < n.dim) st(y, yt, ybase + i, v[k]);
+  }
+}
+
+// Group g of block b takes rows b kGroups + g, then gridDim.x kGroups further on, ...; it keeps its part of
+// dw in registers, and the block writes partials[b, :]: its groups' parts added in group order.
+// Shared memory: kThreads / G rows of dim floats (RoPE through shared memory, then the groups' parts).
+template <int G, int K>
+__global__ void norm_backward_kernel(NormRows n, const void* x, Elem xt, const void* w, Elem wt, const float* rstd,
+                                     const void* dy, Elem dyt, void* dx, Elem dxt, float* partials, const float* cosv,
+                                     const float* sinv) {
+  constexpr int kGroups = kThreads / G;
+  __shared__ float red[kThreads / 32];
+  const int lane = int(threadIdx.x) % G, group = int(threadIdx.x) / G;
+  float* shared_rows = reinterpret_cast<float*>(kernels::dynamic_shared());
+  float* row = shared_rows + group * n.dim;
+  float wv[K], dw[K];
+  for (int k = 0; k < K; ++k) {
+    const int64_t i = lane + int64_t(k) * G;
+    wv[k] = i < n.dim ? ld(w, wt, i) : 0.0f;
+    dw[k] = 0.0f;
+  }
+  for (int64_t r = int64_t(blockIdx.x) * kGroups + group; r < n.rows; r += int64_t(gridDim.x) * kGroups) {
+    const int64_t xbase = n.x_at(r), dybase = r * n.dim, dxbase = n.dx_at(r);
+    float xv[K], dn[K];  // dn: dy, rotated back with RoPE
+    for (int k = 0; k < K; ++k) {
+      const int64_t i = lane + int64_t(k) * G;
+      xv[k] = i < n.dim ? ld(x, xt, xbase + i) : 0.0f;
+      dn[k] = i < n.dim ? ld(dy, dyt, dybase + i) : 0.0f;
+    }
+    if (cosv != nullptr) {
+      const int64_t angles = (r / n.heads) * (n.dim / 2);
+      rope_row<G, K>(dn, lane, n.dim, row, [&](float a, float b, int64_t i) {
+        return math::rope_rotate_transpose({a, b}, cosv[angles + i], sinv[angles + i]);
+      });
+    }
     const float rs = rstd[r];
     float acc = 0.0f;
-    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
-      const float xhat = mul_rn(ld(x, xt, xbase + i), rs);
-      acc = fma_rn(xhat, mul_rn(dn[i], ld(w, wt, i)), acc);
-      part[i] = fma_rn(dn[i], xhat, part[i]);
+    for (int k = 0; k < K; ++k) {
+      const float xhat = mul_rn(xv[k], rs);
+      acc = fma_rn(xhat, mul_rn(dn[k], wv[k]), acc);
+      dw[k] = fma_rn(dn[k], xhat, dw[k]);
     }
-    const float mean = math::div_rn(block_sum(red, acc), float(dim));
-    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
-      const float xhat = mul_rn(ld(x, xt, xbase + i), rs);
-      st(dx, dxt, dxbase + i, math::rmsnorm_dx(xhat, mul_rn(dn[i], ld(w, wt, i)), mean, rs));
+    const float mean = math::div_rn(group_sum<G>(red, acc), float(n.dim));
+    for (int k = 0; k < K; ++k)
+      if (const int64_t i = lane + int64_t(k) * G; i < n.dim)
+        st(dx, dxt, dxbase + i, math::rmsnorm_dx(mul_rn(xv[k], rs), mul_rn(dn[k], wv[k]), mean, rs));
+  }
+  float* part = partials + int64_t(blockIdx.x) * n.dim;
+  if constexpr (kGroups == 1) {
+    for (int k = 0; k < K; ++k)
+      if (const int64_t i = lane + int64_t(k) * G; i < n.dim) part[i] = dw[k];
+  } else {
+    __syncthreads();  // every group is past its rows (and their RoPE buffers)
+    for (int k = 0; k < K; ++k)
+      if (const int64_t i = lane + int64_t(k) * G; i < n.dim) row[i] = dw[k];
+    __syncthreads();
+    for (int64_t i = threadIdx.x; i < n.dim; i += kThreads) {
+      float s = shared_rows[i];
+      for (int g = 1; g < kGroups; ++g) s = add_rn(s, shared_rows[g * n.dim + i]);
+      part[i] = s;
     }
-    __syncthreads();  // dn is rewritten by the next row
   }
 }
 
-// out[c] = sum over b < blocks of partials[b, c], b ascending (one thread per column).
+// out[c] = the sum over b < blocks of partials[b, c]: each of 8 slices of a block adds the rows b = slice,
+// slice + 8, ... in order, then the slices are added in order (a fixed order, 32 columns a block).
+constexpr int kColumnSlices = kThreads / 32;
 __global__ void column_sum_kernel(const float* partials, int64_t blocks, int64_t dim, void* out, Elem ot) {
-  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < dim; c += int64_t(gridDim.x) * blockDim.x) {
+  __shared__ float slice_sum[kColumnSlices][32];
+  const int col = int(threadIdx.x) % 32, slice = int(threadIdx.x) / 32;
+  for (int64_t c0 = int64_t(blockIdx.x) * 32; c0 < dim; c0 += int64_t(gridDim.x) * 32) {
+    const int64_t c = c0 + col;
     float acc = 0.0f;
-    for (int64_t b = 0; b < blocks; ++b) acc = add_rn(acc, partials[b * dim + c]);
-    st(out, ot, c, acc);
+    if (c < dim)
+      for (int64_t b = slice; b < blocks; b += kColumnSlices) acc = add_rn(acc, partials[b * dim + c]);
+    slice_sum[slice][col] = acc;
+    __syncthreads();
+    if (slice == 0 && c < dim) {
+      float s = slice_sum[0][col];
+      for (int j = 1; j < kColumnSlices; ++j) s = add_rn(s, slice_sum[j][col]);
+      st(out, ot, c, s);
+    }
+    __syncthreads();  // slice_sum is rewritten by the next columns
   }
+}
+
+void column_sum(const float* partials, int64_t blocks, int64_t dim, void* out, Elem ot, cudaStream_t s) {
+  ZERO_LAUNCH(column_sum_kernel, std::max<int64_t>(1, std::min<int64_t>((dim + 31) / 32, kMaxBlocks)), kThreads, 0, s,
+      partials, blocks, dim, out, ot);
+  check_launch();
 }
 
 // ---- element-wise -----------------------------------------------------------------------------------
@@ -280,27 +373,27 @@ __global__ void embedding_backward_kernel(const void* dx, Elem dxt, int64_t hidd
 }
 
 // ---- the score head ---------------------------------------------------------------------------------
-// The pooled row's rstd, as norm_forward computes it (same loop, same tree).
+// The pooled row's rstd (a block-wide group: the block's threads across the row).
 __device__ float pooled_rstd(float* red, const void* x, Elem xt, int64_t base, int64_t hidden, float eps) {
   float acc = 0.0f;
   for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
     const float v = ld(x, xt, base + i);
     acc = fma_rn(v, v, acc);
   }
-  return math::rmsnorm_rstd(block_sum(red, acc), hidden, eps);
+  return math::rmsnorm_rstd(group_sum<kThreads>(red, acc), hidden, eps);
 }
 
 __global__ void pooled_head_forward_kernel(const void* x, Elem xt, int64_t hidden, const int32_t* pooled, int64_t seqs,
                                            const void* norm_w, Elem nt, const void* score, Elem stype, float eps,
                                            float* rewards) {
-  __shared__ float red[kThreads];
+  __shared__ float red[kThreads / 32];
   for (int64_t q = blockIdx.x; q < seqs; q += gridDim.x) {
     const int64_t base = int64_t(pooled[q]) * hidden;
     const float rs = pooled_rstd(red, x, xt, base, hidden, eps);
     float acc = 0.0f;
     for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x)
       acc = fma_rn(ld(score, stype, i), math::rmsnorm_y(ld(x, xt, base + i), ld(norm_w, nt, i), rs), acc);
-    const float r = block_sum(red, acc);
+    const float r = group_sum<kThreads>(red, acc);
     if (threadIdx.x == 0) rewards[q] = r;
   }
 }
@@ -309,7 +402,7 @@ __global__ void pooled_head_forward_kernel(const void* x, Elem xt, int64_t hidde
 __global__ void pooled_head_backward_kernel(const void* x, Elem xt, int64_t hidden, const int32_t* pooled,
                                             int64_t seqs, const void* norm_w, Elem nt, const void* score, Elem stype,
                                             float eps, const float* drewards, void* dx, Elem dxt, float* partials) {
-  __shared__ float red[kThreads];
+  __shared__ float red[kThreads / 32];
   float* p_score = partials;
   float* p_norm = partials + seqs * hidden;
   for (int64_t q = blockIdx.x; q < seqs; q += gridDim.x) {
@@ -323,7 +416,7 @@ __global__ void pooled_head_backward_kernel(const void* x, Elem xt, int64_t hidd
       p_norm[q * hidden + i] = mul_rn(dxn, xhat);
       acc = fma_rn(xhat, mul_rn(dxn, wi), acc);
     }
-    const float mean = math::div_rn(block_sum(red, acc), float(hidden));
+    const float mean = math::div_rn(group_sum<kThreads>(red, acc), float(hidden));
     for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
       const float xhat = mul_rn(ld(x, xt, base + i), rs);
       const float dxhat = mul_rn(mul_rn(ld(score, stype, i), dr), ld(norm_w, nt, i));
@@ -341,29 +434,59 @@ __global__ void pair_loss_kernel(const float* rewards, const uint8_t* mask, cons
 
 }  // namespace
 
-int norm_partial_blocks(int64_t rows) { return int(std::max<int64_t>(1, std::min<int64_t>(rows, kMaxNormBlocks))); }
+namespace {
+// Calls f.template operator()<G, K>() with the group (a warp up to 256 elements, else the block) and the
+// elements a thread for rows of `dim` elements (dim <= kMaxNormDim).
+template <class F>
+void with_norm_group(int64_t dim, F&& f) {
+  if (dim <= 32) f.template operator()<32, 1>();
+  else if (dim <= 64) f.template operator()<32, 2>();
+  else if (dim <= 128) f.template operator()<32, 4>();
+  else if (dim <= 256) f.template operator()<32, 8>();
+  else if (dim <= 2 * kThreads) f.template operator()<kThreads, 2>();
+  else if (dim <= 4 * kThreads) f.template operator()<kThreads, 4>();
+  else if (dim <= 8 * kThreads) f.template operator()<kThreads, 8>();
+  else if (dim <= 16 * kThreads) f.template operator()<kThreads, 16>();
+  else if (dim <= 32 * kThreads) f.template operator()<kThreads, 32>();
+  else f.template operator()<kThreads, 48>();
+}
+int64_t norm_groups_per_block(int64_t dim) { return dim <= 256 ? kThreads / 32 : 1; }
+int64_t norm_blocks(int64_t rows, int64_t dim, int64_t cap) {
+  const int64_t g = norm_groups_per_block(dim);
+  return std::max<int64_t>(1, std::min<int64_t>((rows + g - 1) / g, cap));
+}
+}  // namespace
+
+int norm_partial_blocks(int64_t rows, int64_t dim) { return int(norm_blocks(rows, dim, kMaxNormBackwardBlocks)); }
 
 void norm_forward(const void* x, Elem xt, const void* w, Elem wt, int64_t rows, int64_t dim, float eps, void* y,
                   Elem yt, float* rstd, const float* cos, const float* sin, int64_t heads, cudaStream_t s, int64_t x_ld) {
   if (rows == 0) return;
-  const size_t shmem = sizeof(float) * size_t(kThreads + (cos ? dim : 0));
   const int64_t row_heads = cos ? heads : 1;  // without RoPE every row is a token's
-  ZERO_LAUNCH(norm_forward_kernel, row_grid(rows), row_threads(dim), shmem, s, x, xt, w, wt, rows, dim, eps, y, yt, rstd, cos,
-      sin, row_heads, x_ld ? x_ld : row_heads * dim);
+  const NormRows n{rows, dim, row_heads, x_ld ? x_ld : row_heads * dim, 0};
+  const size_t shmem = cos ? sizeof(float) * size_t(norm_groups_per_block(dim) * dim) : 0;
+  with_norm_group(dim, [&]<int G, int K>() {
+    constexpr auto kernel = norm_forward_kernel<G, K>;
+    ZERO_LAUNCH(kernel, norm_blocks(rows, dim, kMaxRowBlocks), kThreads, shmem, s, n, x, xt, w, wt, eps, y, yt, rstd,
+        cos, sin);
+  });
   check_launch();
 }
 
 void norm_backward(const void* x, Elem xt, const void* w, Elem wt, const float* rstd, const void* dy, Elem dyt,
                    int64_t rows, int64_t dim, void* dx, Elem dxt, float* partials, void* dw, Elem dwt,
                    const float* cos, const float* sin, int64_t heads, cudaStream_t s, int64_t x_ld, int64_t dx_ld) {
-  const int blocks = norm_partial_blocks(rows);
-  const size_t shmem = sizeof(float) * size_t(kThreads + dim);
+  const int blocks = norm_partial_blocks(rows, dim);
   const int64_t row_heads = cos ? heads : 1;
-  ZERO_LAUNCH(norm_backward_kernel, blocks, row_threads(dim), shmem, s, x, xt, w, wt, rstd, dy, dyt, rows, dim, dx, dxt,
-      partials, cos, sin, row_heads, x_ld ? x_ld : row_heads * dim, dx_ld ? dx_ld : row_heads * dim);
+  const NormRows n{rows, dim, row_heads, x_ld ? x_ld : row_heads * dim, dx_ld ? dx_ld : row_heads * dim};
+  const int64_t groups = norm_groups_per_block(dim);
+  const size_t shmem = cos || groups > 1 ? sizeof(float) * size_t(groups * dim) : 0;
+  with_norm_group(dim, [&]<int G, int K>() {
+    constexpr auto kernel = norm_backward_kernel<G, K>;
+    ZERO_LAUNCH(kernel, blocks, kThreads, shmem, s, n, x, xt, w, wt, rstd, dy, dyt, dx, dxt, partials, cos, sin);
+  });
   check_launch();
-  ZERO_LAUNCH(column_sum_kernel, grid_for(dim), kThreads, 0, s, partials, blocks, dim, dw, dwt);
-  check_launch();
+  column_sum(partials, blocks, dim, dw, dwt, s);
 }
 
 int packed_width(Elem t, int64_t n, std::initializer_list<const void*> tensors) {
@@ -450,7 +573,7 @@ void pooled_head_forward(const void* x, Elem xt, int64_t hidden, const int32_t* 
                          const void* norm_w, Elem nt, const void* score, Elem st, float eps, float* rewards,
                          cudaStream_t s) {
   if (seqs == 0) return;
-  ZERO_LAUNCH(pooled_head_forward_kernel, row_grid(seqs), row_threads(hidden), 0, s, x, xt, hidden, pooled, seqs, norm_w, nt,
+  ZERO_LAUNCH(pooled_head_forward_kernel, row_grid(seqs), kThreads, 0, s, x, xt, hidden, pooled, seqs, norm_w, nt,
       score, st, eps, rewards);
   check_launch();
 }
@@ -460,14 +583,12 @@ void pooled_head_backward(const void* x, Elem xt, int64_t hidden, const int32_t*
                           Elem dst, cudaStream_t s) {
   CUDA_CHECK(kernels::memset_async(dx, 0, size_t(rows * hidden) * (dxt == Elem::F32 ? 4 : 2), s));
   if (seqs > 0) {
-    ZERO_LAUNCH(pooled_head_backward_kernel, row_grid(seqs), row_threads(hidden), 0, s, x, xt, hidden, pooled, seqs, norm_w, nt,
+    ZERO_LAUNCH(pooled_head_backward_kernel, row_grid(seqs), kThreads, 0, s, x, xt, hidden, pooled, seqs, norm_w, nt,
         score, st, eps, drewards, dx, dxt, partials);
     check_launch();
   }
-  ZERO_LAUNCH(column_sum_kernel, grid_for(hidden), kThreads, 0, s, partials, seqs, hidden, d_score, dst);
-  check_launch();
-  ZERO_LAUNCH(column_sum_kernel, grid_for(hidden), kThreads, 0, s, partials + seqs * hidden, seqs, hidden, d_norm, dnt);
-  check_launch();
+  column_sum(partials, seqs, hidden, d_score, dst, s);
+  column_sum(partials + seqs * hidden, seqs, hidden, d_norm, dnt, s);
 }
 
 void pair_loss(const float* rewards, const uint8_t* pair_mask, const float* margin, int64_t pairs, double center,

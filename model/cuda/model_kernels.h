@@ -2,8 +2,7 @@
 // interface (device pointers, element counts, per-tensor element types) whose only project headers are
 // core/math's, so nvcc compiles it. Every kernel calls the per-element formulas of core/math (the CPU model
 // calls the same ones), keeps statistics in fp32, and sums in a fixed order: no atomics anywhere, so two
-// runs of the same inputs give the same bits. Simple first (one block per row, grid-stride loops): speed is
-// a later step. Launch errors are thrown as zero::Error through CUDA_CHECK.
+// runs of the same inputs give the same bits. Launch errors are thrown as zero::Error through CUDA_CHECK.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -17,11 +16,14 @@ namespace zero::model::cuda_kernels {
 
 enum class Elem : int { F32 = 0, BF16 = 1 };  // each tensor in its own type; math is fp32
 
-constexpr int kThreads = 256;  // every kernel's block (a power of two: the block sums are trees)
+constexpr int kThreads = 256;  // every kernel's block (whole warps: the sums are a warp's butterfly, then warps)
+// The widest norm row: 48 elements a thread of a block in registers (Qwen3's hidden sizes are 1024 to 8192).
+constexpr int64_t kMaxNormDim = 48 * kThreads;
 
-// Blocks of the backward of a norm over `rows` rows: each writes one fp32 partial of dw ([blocks, dim]
-// scratch), which norm_backward then sums over blocks in index order. A function of rows alone.
-int norm_partial_blocks(int64_t rows);
+// Blocks of the backward of a norm over `rows` rows of `dim`: each writes one fp32 partial of dw ([blocks,
+// dim] scratch), which norm_backward then sums over blocks in a fixed order. A function of rows and dim alone
+// (never of the device), so every GPU sums alike.
+int norm_partial_blocks(int64_t rows, int64_t dim);
 
 // RMSNorm of each row of `dim` elements: y = w * (x * rstd), rstd [rows] fp32. With rope (cos, sin not
 // null: [tokens, dim / 2] fp32 tables, row r is head r % heads of token r / heads), the normed row is then
@@ -32,7 +34,7 @@ void norm_forward(const void* x, Elem xt, const void* w, Elem wt, int64_t rows, 
                   Elem yt, float* rstd, const float* cos, const float* sin, int64_t heads, cudaStream_t s,
                   int64_t x_ld = 0);
 // Its backward: dx overwritten, dw = the sum over rows of dy * xhat (through `partials`,
-// norm_partial_blocks(rows) * dim floats of device scratch), stored in dw's type. With rope, dy is rotated
+// norm_partial_blocks(rows, dim) * dim floats of device scratch), stored in dw's type. With rope, dy is rotated
 // back first. dx_ld: dx's row stride as x_ld is x's.
 void norm_backward(const void* x, Elem xt, const void* w, Elem wt, const float* rstd, const void* dy, Elem dyt,
                    int64_t rows, int64_t dim, void* dx, Elem dxt, float* partials, void* dw, Elem dwt,

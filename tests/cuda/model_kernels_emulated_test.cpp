@@ -121,7 +121,7 @@ void check_norm(const NormCase& c, bool bf16_out) {
   for (int64_t t = 0; t < tokens; ++t) std::copy_n(x.data() + t * width, width, xw.data() + t * ld + c.pad);
   std::vector<float> yf(n, NAN), rs(c.rows, NAN), dxf(size_t(tokens * ld), NAN), dwf(c.dim, NAN);
   std::vector<uint16_t> yb(n, 0xffff), dxb(size_t(tokens * ld), 0xffff), dwb(c.dim, 0xffff);
-  std::vector<float> partials(size_t(norm_partial_blocks(c.rows) * c.dim), NAN);
+  std::vector<float> partials(size_t(norm_partial_blocks(c.rows, c.dim) * c.dim), NAN);
   void* yp = bf16_out ? static_cast<void*>(yb.data()) : yf.data();
   void* dxp = bf16_out ? static_cast<void*>(dxb.data()) : dxf.data();
   void* dwp = bf16_out ? static_cast<void*>(dwb.data()) : dwf.data();
@@ -145,12 +145,24 @@ void check_norm(const NormCase& c, bool bf16_out) {
   expect_close(name + ": dw", bf16_out ? from_bf16(dwb) : dwf, dw, tol);
 }
 
+// Rows up to 256 elements go to a warp each (8 a block), wider rows to a block; each thread holds the
+// elements lane, lane + group, ... (K of them), RoPE in registers when the row fills them exactly (dim = 32 K
+// or 256 K, K even), else through shared memory. The shapes cover each path, rows that leave threads with
+// nothing (dim below the group), and more rows than the backward's groups (1024 blocks: each group then takes
+// several rows and sums its dw part over them).
 TEST(ModelKernelsEmulated, RmsNormForwardAndBackward) {
-  check_norm({5, 96, 0}, false);     // a row narrower than the block
-  check_norm({300, 600, 0}, false);  // rows wider than the block, more rows than norm_partial_blocks (256)
+  check_norm({5, 96, 0}, false);     // a warp a row, 3 elements a lane
+  check_norm({300, 600, 0}, false);  // a block a row, 3 of its 4 slots a thread used
   check_norm({7, 600, 0}, true);
-  check_norm({12, 16, 4}, false);    // q/k-norm + RoPE: 3 tokens x 4 heads of head_dim 16
-  check_norm({12, 128, 2}, true);
+  check_norm({1100, 300, 0}, false);  // more rows than backward blocks (1024): a block takes two
+  check_norm({3, 2048, 0}, false);    // Qwen3-1.7B's hidden: 8 a thread, exactly
+  check_norm({2, kMaxNormDim, 0}, false);
+  check_norm({12, 16, 4}, false);    // q/k-norm + RoPE: 3 tokens x 4 heads of head_dim 16 (shared memory)
+  check_norm({12, 12, 4}, false);    // the fixtures' head_dim 12: pairs (i, i + 6) across lanes
+  check_norm({12, 128, 2}, true);    // Qwen3's head_dim 128: 4 a lane, RoPE in registers
+  check_norm({8200, 128, 4}, false);  // more rows than the backward's warps (8192)
+  check_norm({6, 512, 2}, false);     // a block a row, RoPE in registers
+  check_norm({6, 300, 3}, true);      // a block a row, RoPE through shared memory
   // x and dx as column views: k's columns of a fused [q | k | v] row (q: 8 heads of 16 before them, v after
   // them: the pad here puts q's columns before and leaves v's beyond the last row's end), and a plain norm
   // over a view.

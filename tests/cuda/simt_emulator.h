@@ -5,7 +5,7 @@
 //     memory filled with 0xff bytes (NaN as floats, 0xffff as bf16) at each block's start, so a read of a
 //     word nobody wrote shows, and ending at an inaccessible page (guarded_memory.h), so an index past
 //     the size the launch asked for faults;
-//   - __syncthreads: a barrier of the block's threads;
+//   - __syncthreads: a barrier of the block's threads; __syncwarp: of the warp's;
 //   - warp collectives (__shfl_xor_sync, mma.sync m16n8k16 bf16): a barrier of the warp's 32 threads
 //     around an exchange through per-warp staging, the product computed from the fragments exactly as
 //     the PTX ISA lays them out (model/cuda/mma_fragments.h, itself checked against the ISA's figures in
@@ -156,6 +156,9 @@ void launch(unsigned grid, unsigned threads, size_t smem_bytes, Kernel kernel, A
 }  // namespace zero::simt
 
 inline void __syncthreads() { zero::simt::barrier_wait(zero::simt::current_block()->sync); }
+inline void __syncwarp(unsigned /*mask: the whole warp*/ = 0xffffffffu) {
+  zero::simt::barrier_wait(zero::simt::my_warp().sync);
+}
 inline float __shfl_xor_sync(unsigned /*mask: the whole warp, as every call here*/, float v, int lane_mask) {
   return zero::simt::shfl_xor(v, lane_mask);
 }
