@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+#include <type_traits>
 
 #include "core/math/activations.h"
 #include "core/math/bf16.h"
@@ -435,20 +436,21 @@ __global__ void pair_loss_kernel(const float* rewards, const uint8_t* mask, cons
 }  // namespace
 
 namespace {
-// Calls f.template operator()<G, K>() with the group (a warp up to 256 elements, else the block) and the
-// elements a thread for rows of `dim` elements (dim <= kMaxNormDim).
+// Calls f(std::integral_constant<int, G>, std::integral_constant<int, K>) with the group (a warp up to 256
+// elements, else the block) and the elements a thread for rows of `dim` elements (dim <= kMaxNormDim).
 template <class F>
 void with_norm_group(int64_t dim, F&& f) {
-  if (dim <= 32) f.template operator()<32, 1>();
-  else if (dim <= 64) f.template operator()<32, 2>();
-  else if (dim <= 128) f.template operator()<32, 4>();
-  else if (dim <= 256) f.template operator()<32, 8>();
-  else if (dim <= 2 * kThreads) f.template operator()<kThreads, 2>();
-  else if (dim <= 4 * kThreads) f.template operator()<kThreads, 4>();
-  else if (dim <= 8 * kThreads) f.template operator()<kThreads, 8>();
-  else if (dim <= 16 * kThreads) f.template operator()<kThreads, 16>();
-  else if (dim <= 32 * kThreads) f.template operator()<kThreads, 32>();
-  else f.template operator()<kThreads, 48>();
+  using std::integral_constant;
+  if (dim <= 32) f(integral_constant<int, 32>{}, integral_constant<int, 1>{});
+  else if (dim <= 64) f(integral_constant<int, 32>{}, integral_constant<int, 2>{});
+  else if (dim <= 128) f(integral_constant<int, 32>{}, integral_constant<int, 4>{});
+  else if (dim <= 256) f(integral_constant<int, 32>{}, integral_constant<int, 8>{});
+  else if (dim <= 2 * kThreads) f(integral_constant<int, kThreads>{}, integral_constant<int, 2>{});
+  else if (dim <= 4 * kThreads) f(integral_constant<int, kThreads>{}, integral_constant<int, 4>{});
+  else if (dim <= 8 * kThreads) f(integral_constant<int, kThreads>{}, integral_constant<int, 8>{});
+  else if (dim <= 16 * kThreads) f(integral_constant<int, kThreads>{}, integral_constant<int, 16>{});
+  else if (dim <= 32 * kThreads) f(integral_constant<int, kThreads>{}, integral_constant<int, 32>{});
+  else f(integral_constant<int, kThreads>{}, integral_constant<int, 48>{});
 }
 int64_t norm_groups_per_block(int64_t dim) { return dim <= 256 ? kThreads / 32 : 1; }
 int64_t norm_blocks(int64_t rows, int64_t dim, int64_t cap) {
@@ -465,8 +467,8 @@ void norm_forward(const void* x, Elem xt, const void* w, Elem wt, int64_t rows, 
   const int64_t row_heads = cos ? heads : 1;  // without RoPE every row is a token's
   const NormRows n{rows, dim, row_heads, x_ld ? x_ld : row_heads * dim, 0};
   const size_t shmem = cos ? sizeof(float) * size_t(norm_groups_per_block(dim) * dim) : 0;
-  with_norm_group(dim, [&]<int G, int K>() {
-    constexpr auto kernel = norm_forward_kernel<G, K>;
+  with_norm_group(dim, [&](auto g, auto k) {
+    constexpr auto kernel = norm_forward_kernel<decltype(g)::value, decltype(k)::value>;
     ZERO_LAUNCH(kernel, norm_blocks(rows, dim, kMaxRowBlocks), kThreads, shmem, s, n, x, xt, w, wt, eps, y, yt, rstd,
         cos, sin);
   });
@@ -481,8 +483,8 @@ void norm_backward(const void* x, Elem xt, const void* w, Elem wt, const float* 
   const NormRows n{rows, dim, row_heads, x_ld ? x_ld : row_heads * dim, dx_ld ? dx_ld : row_heads * dim};
   const int64_t groups = norm_groups_per_block(dim);
   const size_t shmem = cos || groups > 1 ? sizeof(float) * size_t(groups * dim) : 0;
-  with_norm_group(dim, [&]<int G, int K>() {
-    constexpr auto kernel = norm_backward_kernel<G, K>;
+  with_norm_group(dim, [&](auto g, auto k) {
+    constexpr auto kernel = norm_backward_kernel<decltype(g)::value, decltype(k)::value>;
     ZERO_LAUNCH(kernel, blocks, kThreads, shmem, s, n, x, xt, w, wt, rstd, dy, dyt, dx, dxt, partials, cos, sin);
   });
   check_launch();
