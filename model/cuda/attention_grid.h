@@ -132,10 +132,12 @@ ZERO_HD bool mma_head_dim(int64_t head_dim) { return head_dim == 64 || head_dim 
 
 // Their shared memory, offsets in bytes (0 or more; -1: the kernel has no such tile), bf16 tiles with
 // the padded strides of mma_fragments.h: row-major [64][d] tiles (Q, dO, K, V as the rows come) and
-// transposed [d][64] ones (Vt in forward, Qt and dOt in dK/dV, Kt in dQ: the B operand of a product
-// whose k runs over the 64 rows), then per-row fp32 lse (times log2 e) and D.
+// transposed [d][64] ones (Qt and dOt in dK/dV, Kt in dQ: the B operand of a product whose k runs over the
+// 64 rows), then per-row fp32 lse (times log2 e) and D. The forward takes V row-major too (ldmatrix
+// transposes it) in two slots of K and V, Q passing through the second.
 struct MmaSmem {
   int q = -1, d_o = -1, k = -1, v = -1, qt = -1, d_ot = -1, kt = -1, vt = -1, lse = -1, row_dot = -1;
+  int k_next = -1, v_next = -1;  // forward: the second slot of K and V tiles (q is k_next: Q passes through)
   int bytes = 0;
 };
 ZERO_HD int round16(int n) { return (n + 15) / 16 * 16; }
@@ -148,7 +150,8 @@ ZERO_HD MmaSmem mma_smem(MmaKernel kernel, int head_dim) {
   auto rows = [&](int& field) { field = at, at += rows_tile_bytes(head_dim); };
   auto cols = [&](int& field) { field = at, at += cols_tile_bytes(head_dim); };
   if (kernel == MmaKernel::Forward) {
-    rows(L.q), rows(L.k), cols(L.vt);
+    rows(L.k), rows(L.v), rows(L.k_next), rows(L.v_next);
+    L.q = L.k_next;
   } else {
     rows(L.q), rows(L.d_o), rows(L.k), rows(L.v);
     if (kernel == MmaKernel::DkDv) cols(L.qt), cols(L.d_ot);

@@ -8,21 +8,25 @@
 //   - forward: a warp keeps its 16 query rows' Q fragments, the O accumulator and the softmax row state
 //     (max and sum, in the exp2 domain: scores times scale * log2 e) in registers; per 64-key tile
 //     S = Q K^T, the online softmax on S's fragments, then P (rounded to bf16) feeds P V straight from
-//     registers (mma_fragments.h: C pairs are A fragments).
+//     registers (mma_fragments.h: C pairs are A fragments). K and V tiles in two slots: the next tile's
+//     cp.async copy runs while this one is multiplied; fragments come by ldmatrix (V transposed by it).
 //   - backward, dK/dV: a warp owns 16 keys; per query tile and 16-query chunk it recomputes S^T = K Q^T
 //     and dP^T = V dO^T, forms P^T and dS^T = scale * P^T (dP^T - D) (softmax_backward.h) and adds
 //     P^T dO to dV and dS^T Q to dK, over the group's query heads and query tiles ascending.
 //   - backward, dQ: a warp owns 16 query rows; per key tile and 16-key chunk it recomputes S and dP and
 //     adds dS K to dQ, key tiles ascending. Its own kernel, so no block waits for another and no atomics:
 //     every sum has one fixed order, and two runs are bit-identical.
-// B operands whose k runs over a tile's 64 rows (V in P V, dO in P^T dO, Q in dS^T Q, K in dS K) are read
+// In backward, B operands whose k runs over a tile's 64 rows (dO in P^T dO, Q in dS^T Q, K in dS K) are read
 // from transposed copies made while the tile is copied in, so every fragment load is one 32-bit word.
 // Chunks of 16 rows that the causal mask hides from a warp's 16 rows entirely are skipped (their terms
-// are exact zeros). Speed left for the profiler: ldmatrix, cp.async double buffering, Q/dO fragments
-// kept in registers in dQ, wgmma on sm_90a.
+// are exact zeros). Speed left for the profiler: ldmatrix and cp.async in backward as in forward, Q/dO
+// fragments kept in registers in dQ, wgmma on sm_90a. The forward's ldmatrix / cp.async version gave the
+// previous version's bits exactly in the emulator (every output of attention_emulated_test's tensor-core
+// cases, host code at -O0; at -O3 g++'s code for the emulation moved single scores by an ulp either way).
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "core/math/bf16.h"
 #include "core/math/softmax_backward.h"
@@ -66,6 +70,46 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   uint32_t r;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
+}
+#endif
+
+// Shared-memory loads of four 8 x 8 bf16 matrices at once (ldmatrix; lane 8 i + j addresses row j of matrix i,
+// register i of every lane comes from matrix i, transposed with trans: simt_emulator.h states the layout), and
+// 16-byte global -> shared copies that bypass the registers (cp.async, zero-filled when !valid), waited for
+// by group: wait<N> returns once at most N of the committed groups are still in flight.
+#if defined(ZERO_SIMT_EMULATION)
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const u16* row) { simt::ldmatrix_x4(r, row, false); }
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const u16* row) { simt::ldmatrix_x4(r, row, true); }
+__device__ __forceinline__ void cp_async16(u16* dst, const u16* src, bool valid) {
+  if (valid) std::memcpy(dst, src, 16);
+  else std::memset(dst, 0, 16);
+}
+__device__ __forceinline__ void cp_async_commit() {}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {}
+#else
+__device__ __forceinline__ uint32_t smem_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const u16* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_address(row)));
+}
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const u16* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_address(row)));
+}
+// src-size 0 reads nothing and fills the 16 bytes with zeros.
+__device__ __forceinline__ void cp_async16(u16* dst, const u16* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address(dst)), "l"(src),
+               "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 #endif
 
@@ -113,6 +157,19 @@ __device__ void copy_rows(const u16* __restrict__ x, int64_t row_stride, int64_t
 #pragma unroll
       for (int u = 0; u < 8; ++u) tile_t[(c + u) * ldt + r] = u16(words[u / 2] >> (16 * (u % 2)));
     }
+  }
+}
+
+// Queues the copy of `valid` rows of head `head` from token t0 on (token rows `row_stride` elements apart),
+// each D bf16, into a row-major [64][D] tile of stride tile_stride(D); rows past `valid` are zero-filled. The
+// lanes of a warp run along a row: each global read is a whole row's 2 D contiguous bytes.
+template <int D>
+__device__ void copy_rows_async(const u16* __restrict__ x, int64_t row_stride, int64_t head, int64_t t0, int valid,
+                                u16* __restrict__ tile) {
+  constexpr int kVecs = D / 8, ld = mma::tile_stride(D);
+  for (int e = threadIdx.x; e < kRows * kVecs; e += kMmaThreads) {
+    const int r = e / kVecs, c = e % kVecs * 8;
+    cp_async16(tile + r * ld + c, r < valid ? x + (t0 + r) * row_stride + head * D + c : x, r < valid);
   }
 }
 
@@ -221,33 +278,55 @@ __global__ void __launch_bounds__(kMmaThreads)
   if (qr.count <= 0) return;  // past this sequence's end (the whole block leaves together)
   const int nq = int(qr.count), warp = threadIdx.x / 32, lane = threadIdx.x % 32, row0 = warp * kWarpRows;
   const int64_t h = bc.head, g = h / p.r, q0 = qr.first;
-  const SmemTiles t = tiles_of(mma_smem(MmaKernel::Forward, D));
-
-  copy_rows<D>(q, p.ld_q, h, sq.start + q0, nq, t.q, nullptr);
+  // Two slots of K and V tiles (row-major): tile j + 1 is copied in (cp.async) while tile j is multiplied.
+  // The Q tile passes through slot 1, which the first prefetch overwrites once Q is in registers.
+  const MmaSmem L = mma_smem(MmaKernel::Forward, D);
+  u16* const smem = reinterpret_cast<u16*>(kernels::dynamic_shared());
+  auto k_slot = [&](int slot) { return smem + (slot ? L.k_next : L.k) / 2; };  // selects, not an array: registers
+  auto v_slot = [&](int slot) { return smem + (slot ? L.v_next : L.v) / 2; };
+  const int64_t tiles = (key_end(qr) + kBlockK - 1) / kBlockK;
+  auto copy_tile = [&](int64_t j, int slot) {
+    const int nk = int(tile_rows(j, kBlockK, sq.len).count);
+    copy_rows_async<D>(k, p.ld_k, g, sq.start + j * kBlockK, nk, k_slot(slot));
+    copy_rows_async<D>(v, p.ld_v, g, sq.start + j * kBlockK, nk, v_slot(slot));
+  };
+  copy_rows_async<D>(q, p.ld_q, h, sq.start + q0, nq, smem + L.q / 2);
+  copy_tile(0, 0);
+  cp_async_commit();
+  cp_async_wait<0>();
   __syncthreads();
   uint32_t qf[D / 16][4];
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) load_a(qf[kk], t.q, ld, row0, kk * 16, lane);
+  for (int kk = 0; kk < D / 16; ++kk) load_a(qf[kk], smem + L.q / 2, ld, row0, kk * 16, lane);
+  __syncthreads();  // Q is in every warp's registers before slot 1 takes keys
 
+  // ldmatrix row addresses of this lane: row lane % 8 of matrix lane / 8.
+  const int m_row = lane % 8, m_idx = lane / 8;
   float acc[D / 8][4];
   zero(acc);
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};  // rows group, group + 8
-  for (int64_t k0 = 0; k0 < key_end(qr); k0 += kBlockK) {
-    const int nk = int(tile_rows(k0 / kBlockK, kBlockK, sq.len).count);
-    __syncthreads();  // the previous tile's readers are done
-    copy_rows<D>(k, p.ld_k, g, sq.start + k0, nk, t.k, nullptr);
-    copy_rows<D>(v, p.ld_v, g, sq.start + k0, nk, nullptr, t.vt);
+  for (int64_t j = 0; j < tiles; ++j) {
+    const int slot = int(j & 1);
+    if (j + 1 < tiles) copy_tile(j + 1, slot ^ 1);
+    cp_async_commit();
+    cp_async_wait<1>();  // tile j has landed (tile j + 1 may still be in flight)
     __syncthreads();
+    const int64_t k0 = j * kBlockK;
+    const u16* kt = k_slot(slot);
+    const u16* vt = v_slot(slot);
 
     float s[kBlockK / 8][4];  // S = Q K^T for the warp's 16 rows x 64 keys
     zero(s);
 #pragma unroll
     for (int nt = 0; nt < kBlockK / 8; ++nt) {
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        uint32_t b[2];
-        load_b(b, t.k, ld, nt * 8, kk * 16, lane);
-        mma_bf16(s[nt], qf[kk], b);
+      for (int kk = 0; kk < D / 16; kk += 2) {
+        // Keys nt*8.. (n) by columns kk*16.. (k): matrices 0, 1 are B registers 0, 1 at kk, 2, 3 at kk + 1.
+        uint32_t b[4];
+        ldsm_x4(b, kt + (nt * 8 + m_row) * ld + kk * 16 + m_idx * 8);
+        const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+        mma_bf16(s[nt], qf[kk], b0);
+        mma_bf16(s[nt], qf[kk + 1], b1);
       }
     }
     // Scale into the exp2 domain, mask, and the tile's row maxima (a row's 64 scores lie in the 4 lanes
@@ -293,13 +372,22 @@ __global__ void __launch_bounds__(kMmaThreads)
       acc[nt][0] *= alpha[0], acc[nt][1] *= alpha[0];
       acc[nt][2] *= alpha[1], acc[nt][3] *= alpha[1];
     }
-    // acc += P V: P's C fragments are the A operand (bf16), V^T in shared memory the B operand.
+    // acc += P V: P's C fragments are the A operand (bf16), V the B operand, transposed as it is loaded:
+    // keys kk*16.. (k) by columns nt*8.. (n), matrices 0, 1 B registers 0, 1 at nt, 2, 3 at nt + 1.
 #pragma unroll
     for (int kk = 0; kk < kBlockK / 16; ++kk) {
       uint32_t a[4];
       a_from_c_pair(a, s[2 * kk], s[2 * kk + 1]);
-      add_product<D>(acc, a, t.vt, kk * 16, lane);
+#pragma unroll
+      for (int nt = 0; nt < D / 8; nt += 2) {
+        uint32_t b[4];
+        ldsm_x4_trans(b, vt + (kk * 16 + m_row + 8 * (m_idx % 2)) * ld + nt * 8 + 8 * (m_idx / 2));
+        const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+        mma_bf16(acc[nt], a, b0);
+        mma_bf16(acc[nt + 1], a, b1);
+      }
     }
+    __syncthreads();  // every warp is done with this slot before tile j + 2 is copied into it
   }
 
   // Every live row saw key 0, so its sum is at least 1 (the max's own term).

@@ -6,9 +6,9 @@
 //     word nobody wrote shows, and ending at an inaccessible page (guarded_memory.h), so an index past
 //     the size the launch asked for faults;
 //   - __syncthreads: a barrier of the block's threads; __syncwarp: of the warp's;
-//   - warp collectives (__shfl_xor_sync, mma.sync m16n8k16 bf16): a barrier of the warp's 32 threads
-//     around an exchange through per-warp staging, the product computed from the fragments exactly as
-//     the PTX ISA lays them out (model/cuda/mma_fragments.h, itself checked against the ISA's figures in
+//   - warp collectives (__shfl_xor_sync, mma.sync m16n8k16 bf16, ldmatrix m8n8 x4 b16): a barrier of the
+//     warp's 32 threads around an exchange through per-warp staging, the product computed from the
+//     fragments exactly as the PTX ISA lays them out (model/cuda/mma_fragments.h, itself checked against the ISA's figures in
 //     attention_grid_test), each output a double-precision sum of its 16 products added to C once.
 // A thread runs until it reaches a barrier, then the next runnable one; the last to arrive releases the
 // others and goes on first, the rest following in arrival order (threads start in index order, thread 0
@@ -73,6 +73,7 @@ struct Warp {
   Barrier sync;
   float f[32];
   uint32_t a[32][4], b[32][2];
+  const uint16_t* rows[32];  // ldmatrix's row addresses
 };
 struct Fiber;  // simt_emulator.cpp
 // One launch's threads, reused by the next launch of as many threads (stacks are costly to set up).
@@ -140,6 +141,24 @@ inline void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint3
     for (int k = 0; k < 16; ++k) sum += double(A[e.row][k]) * double(B[k][e.col]);
     d[i] = float(double(d[i]) + sum);
   }
+}
+
+// ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 for one warp: lane 8 i + j hands in the address of row j
+// of matrix i (8 consecutive 16-bit elements); lane l gets register i from matrix i: the elements (l / 4,
+// 2 (l % 4)) and (l / 4, 2 (l % 4) + 1), low half first, or with trans those of the transposed matrix,
+// (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4) (the PTX ISA's "Warp-level matrix load instruction").
+inline void ldmatrix_x4(uint32_t (&r)[4], const uint16_t* row, bool trans) {
+  Warp& w = my_warp();
+  const int lane = my_lane();
+  w.rows[lane] = row;
+  barrier_wait(w.sync);
+  const int group = lane / 4, pair = 2 * (lane % 4);
+  for (int i = 0; i < 4; ++i) {
+    const uint16_t lo = trans ? w.rows[8 * i + pair][group] : w.rows[8 * i + group][pair];
+    const uint16_t hi = trans ? w.rows[8 * i + pair + 1][group] : w.rows[8 * i + group][pair + 1];
+    r[i] = uint32_t(lo) | uint32_t(hi) << 16;
+  }
+  barrier_wait(w.sync);  // every lane has read the rows before a next load stages its own
 }
 
 // Runs kernel(args...) over `grid` blocks of `threads` threads (a multiple of 32, or 1) with `smem_bytes`

@@ -258,6 +258,37 @@ TEST(SimtEmulator, BarriersAndShufflesBehaveAsOnTheGpu) {
       EXPECT_EQ(out[b * 64 + t], float(64 * 63 / 2 + 64 * 64 * b) + float((t % 32) ^ 1)) << b << " " << t;
 }
 
+// ldmatrix m8n8 x4 as the PTX ISA deals it: lane 8 i + j addresses row j of matrix i; lane l's register i
+// holds matrix i's elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1), with .trans (2 (l % 4), l / 4) and
+// (2 (l % 4) + 1, l / 4), the first in the low half. Matrix i here: element (r, c) = 1000 i + 10 r + c, each
+// row its own 16 bytes of a 4 x 8 x 8 array.
+void ldmatrix_kernel(const uint16_t* m, uint32_t* out, bool trans) {
+  uint32_t r[4];
+  simt::ldmatrix_x4(r, m + threadIdx.x * 8, trans);
+  for (int i = 0; i < 4; ++i) out[threadIdx.x * 4 + i] = r[i];
+}
+TEST(SimtEmulator, LdmatrixDealsTheRowsAsThePtxIsaSays) {
+  std::vector<uint16_t> m(4 * 64);
+  for (int i = 0; i < 4; ++i)
+    for (int r = 0; r < 8; ++r)
+      for (int c = 0; c < 8; ++c) m[i * 64 + r * 8 + c] = uint16_t(1000 * i + 10 * r + c);
+  for (bool trans : {false, true}) {
+    std::vector<uint32_t> out(32 * 4);
+    simt::launch(1, 32, 0, ldmatrix_kernel, static_cast<const uint16_t*>(m.data()), out.data(), trans);
+    // Spot checks written out: lane 0, lane 5 (row 1, columns 2 and 3), lane 31 (row 7, columns 6 and 7).
+    EXPECT_EQ(out[0 * 4 + 0], trans ? (10u << 16 | 0u) : (1u << 16 | 0u));
+    EXPECT_EQ(out[5 * 4 + 2], trans ? (2000u + 31u) << 16 | (2000u + 21u) : (2000u + 13u) << 16 | (2000u + 12u));
+    EXPECT_EQ(out[31 * 4 + 3], trans ? (3000u + 77u) << 16 | (3000u + 67u) : (3000u + 77u) << 16 | (3000u + 76u));
+    for (int l = 0; l < 32; ++l)
+      for (int i = 0; i < 4; ++i) {
+        const int g = l / 4, p = 2 * (l % 4);
+        const uint32_t lo = trans ? 1000 * i + 10 * p + g : 1000 * i + 10 * g + p;
+        const uint32_t hi = trans ? 1000 * i + 10 * (p + 1) + g : 1000 * i + 10 * g + p + 1;
+        EXPECT_EQ(out[l * 4 + i], hi << 16 | lo) << "lane " << l << " register " << i << (trans ? " trans" : "");
+      }
+  }
+}
+
 // The two schedules (simt_emulator.h) see the race from opposite sides: by default only thread 63 (the
 // last to reach the first barrier, so the first past it) reads before its neighbour wrote; highest first
 // (ZERO_SIMT_SCHEDULE=reverse, the _reverse ctest entries) every thread but 0 does.
@@ -269,7 +300,9 @@ TEST(SimtEmulator, EachScheduleSeesAMissingBarrierFromItsSide) {
   for (int t = 0; t < 64; ++t) {
     const bool unwritten = std::isnan(out[t]);
     EXPECT_EQ(unwritten, reverse ? t != 0 : t == 63) << "thread " << t << (reverse ? " (reverse)" : "");
-    if (!unwritten) EXPECT_EQ(out[t], float((t + 63) % 64));
+    if (!unwritten) {
+      EXPECT_EQ(out[t], float((t + 63) % 64));
+    }
   }
 }
 
