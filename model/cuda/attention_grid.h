@@ -130,32 +130,30 @@ constexpr int kMmaWarps = kBlockQ / mma::kM;
 constexpr int kMmaThreads = 32 * kMmaWarps;
 ZERO_HD bool mma_head_dim(int64_t head_dim) { return head_dim == 64 || head_dim == 128; }
 
-// Their shared memory, offsets in bytes (0 or more; -1: the kernel has no such tile), bf16 tiles with
-// the padded strides of mma_fragments.h: row-major [64][d] tiles (Q, dO, K, V as the rows come) and
-// transposed [d][64] ones (Qt and dOt in dK/dV, Kt in dQ: the B operand of a product whose k runs over the
-// 64 rows), then per-row fp32 lse (times log2 e) and D. The forward takes V row-major too (ldmatrix
-// transposes it) in two slots of K and V, Q passing through the second.
+// Their shared memory, offsets in bytes (0 or more; -1: the kernel has no such tile): row-major [64][d] bf16
+// tiles (Q, dO, K, V as the rows come) with the padded strides of mma_fragments.h (ldmatrix transposes the
+// B operands whose k runs over a tile's rows as it loads them), then per-row fp32 lse (times log2 e) and D.
+// The tiles a kernel walks through come in two slots (the next one's copy runs while this one is used):
+// K and V in forward (Q passing through the second slot) and dQ, Q and dO in dK/dV.
 struct MmaSmem {
-  int q = -1, d_o = -1, k = -1, v = -1, qt = -1, d_ot = -1, kt = -1, vt = -1, lse = -1, row_dot = -1;
-  int k_next = -1, v_next = -1;  // forward: the second slot of K and V tiles (q is k_next: Q passes through)
+  int q = -1, d_o = -1, k = -1, v = -1, lse = -1, row_dot = -1;
+  int q_next = -1, d_o_next = -1, k_next = -1, v_next = -1;  // the second slots
   int bytes = 0;
 };
 ZERO_HD int round16(int n) { return (n + 15) / 16 * 16; }
 ZERO_HD int rows_tile_bytes(int head_dim) { return round16(kBlockQ * mma::tile_stride(head_dim) * 2); }
-ZERO_HD int cols_tile_bytes(int head_dim) { return round16(head_dim * mma::tile_stride(kBlockK) * 2); }
 enum class MmaKernel : int { Forward = 0, DkDv = 1, Dq = 2 };
 ZERO_HD MmaSmem mma_smem(MmaKernel kernel, int head_dim) {
   MmaSmem L;
   int at = 0;
   auto rows = [&](int& field) { field = at, at += rows_tile_bytes(head_dim); };
-  auto cols = [&](int& field) { field = at, at += cols_tile_bytes(head_dim); };
   if (kernel == MmaKernel::Forward) {
     rows(L.k), rows(L.v), rows(L.k_next), rows(L.v_next);
     L.q = L.k_next;
   } else {
     rows(L.q), rows(L.d_o), rows(L.k), rows(L.v);
-    if (kernel == MmaKernel::DkDv) cols(L.qt), cols(L.d_ot);
-    else cols(L.kt);
+    if (kernel == MmaKernel::DkDv) rows(L.q_next), rows(L.d_o_next);
+    else rows(L.k_next), rows(L.v_next);
     L.lse = at, at += kBlockQ * 4;
     L.row_dot = at, at += kBlockQ * 4;
   }

@@ -8,21 +8,22 @@
 //   - forward: a warp keeps its 16 query rows' Q fragments, the O accumulator and the softmax row state
 //     (max and sum, in the exp2 domain: scores times scale * log2 e) in registers; per 64-key tile
 //     S = Q K^T, the online softmax on S's fragments, then P (rounded to bf16) feeds P V straight from
-//     registers (mma_fragments.h: C pairs are A fragments). K and V tiles in two slots: the next tile's
-//     cp.async copy runs while this one is multiplied; fragments come by ldmatrix (V transposed by it).
+//     registers (mma_fragments.h: C pairs are A fragments).
 //   - backward, dK/dV: a warp owns 16 keys; per query tile and 16-query chunk it recomputes S^T = K Q^T
 //     and dP^T = V dO^T, forms P^T and dS^T = scale * P^T (dP^T - D) (softmax_backward.h) and adds
 //     P^T dO to dV and dS^T Q to dK, over the group's query heads and query tiles ascending.
 //   - backward, dQ: a warp owns 16 query rows; per key tile and 16-key chunk it recomputes S and dP and
 //     adds dS K to dQ, key tiles ascending. Its own kernel, so no block waits for another and no atomics:
 //     every sum has one fixed order, and two runs are bit-identical.
-// In backward, B operands whose k runs over a tile's 64 rows (dO in P^T dO, Q in dS^T Q, K in dS K) are read
-// from transposed copies made while the tile is copied in, so every fragment load is one 32-bit word.
-// Chunks of 16 rows that the causal mask hides from a warp's 16 rows entirely are skipped (their terms
-// are exact zeros). Speed left for the profiler: ldmatrix and cp.async in backward as in forward, Q/dO
-// fragments kept in registers in dQ, wgmma on sm_90a. The forward's ldmatrix / cp.async version gave the
-// previous version's bits exactly in the emulator (every output of attention_emulated_test's tensor-core
-// cases, host code at -O0; at -O3 g++'s code for the emulation moved single scores by an ulp either way).
+// Every tile is copied in row-major by cp.async (16 bytes a thread, no registers on the way), the tiles a
+// kernel walks through (K and V in forward and dQ, Q and dO in dK/dV) in two slots, so the next one's copy
+// runs while this one is multiplied. Fragments come by ldmatrix x4; the B operands whose k runs over a tile's
+// 64 rows (V in P V, dO in P^T dO, Q in dS^T Q, K in dS K) by ldmatrix.trans, which transposes them as it
+// loads. Chunks of 16 rows that the causal mask hides from a warp's 16 rows entirely are skipped (their terms
+// are exact zeros). These kernels gave the bits of the earlier ones (32-bit fragment loads from transposed
+// copies, one slot) exactly in the emulator: every output of attention_emulated_test's tensor-core cases,
+// host code at -O0 (at -O3 g++'s code for the emulation moved single scores by an ulp either way). Speed
+// left for the profiler: K/V (dK/dV) and Q/dO (dQ) fragments kept in registers, wgmma on sm_90a.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -119,10 +120,6 @@ __device__ __forceinline__ void load_a(uint32_t (&a)[4], const u16* tile, int ld
 #pragma unroll
   for (int r = 0; r < 4; ++r) a[r] = load_word(tile + mma::a_offset(lane, r, ld, row0, k0));
 }
-__device__ __forceinline__ void load_b(uint32_t (&b)[2], const u16* tile, int ld, int n0, int k0, int lane) {
-#pragma unroll
-  for (int r = 0; r < 2; ++r) b[r] = load_word(tile + mma::b_offset(lane, r, ld, n0, k0));
-}
 // The A fragment of the 16 x 16 matrix whose columns 0-7 are C fragment lo and 8-15 are hi, in bf16.
 __device__ __forceinline__ void a_from_c_pair(uint32_t (&a)[4], const float (&lo)[4], const float (&hi)[4]) {
   a[0] = pack_bf16(lo[0], lo[1]);
@@ -135,29 +132,6 @@ template <int N>
 __device__ __forceinline__ void zero(float (&c)[N][4]) {
 #pragma unroll
   for (int n = 0; n < N; ++n) c[n][0] = c[n][1] = c[n][2] = c[n][3] = 0.0f;
-}
-
-// Copies `valid` rows of head `head` from token t0 on (token rows `row_stride` elements apart), each D bf16, into a row-major [64][D]
-// tile of stride ld and / or a transposed [D][64] tile of stride ldt (either may be null); rows past
-// `valid` are zero. 16-byte global loads: the host checked the tensors are 16-byte aligned. The 32 lanes
-// of a warp take 32 consecutive rows at one column group: the transposed tile's 16-bit stores then land
-// in 16 consecutive words (no bank conflict; with lanes along a row all 16 column groups would hit one
-// bank), and the row-major 16-byte stores of each 8-lane phase start 4 banks apart (tile_stride's pad).
-template <int D>
-__device__ void copy_rows(const u16* __restrict__ x, int64_t row_stride, int64_t head, int64_t t0, int valid,
-                          u16* __restrict__ tile, u16* __restrict__ tile_t) {
-  constexpr int kVecs = D / 8, ld = mma::tile_stride(D), ldt = mma::tile_stride(kRows);
-  for (int e = threadIdx.x; e < kRows * kVecs; e += kMmaThreads) {
-    const int r = e % kRows, c = e / kRows * 8;
-    uint4 w = make_uint4(0u, 0u, 0u, 0u);
-    if (r < valid) w = *reinterpret_cast<const uint4*>(x + (t0 + r) * row_stride + head * D + c);
-    if (tile) *reinterpret_cast<uint4*>(tile + r * ld + c) = w;
-    if (tile_t) {
-      const uint32_t words[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-      for (int u = 0; u < 8; ++u) tile_t[(c + u) * ldt + r] = u16(words[u / 2] >> (16 * (u % 2)));
-    }
-  }
 }
 
 // Queues the copy of `valid` rows of head `head` from token t0 on (token rows `row_stride` elements apart),
@@ -185,15 +159,10 @@ __device__ void copy_row_stats(const float* __restrict__ lse, const float* __res
   }
 }
 
-struct SmemTiles {
-  u16 *q, *d_o, *k, *v, *qt, *d_ot, *kt, *vt;
-  float *lse, *row_dot;
-};
-__device__ SmemTiles tiles_of(const MmaSmem& L) {
-  char* base = kernels::dynamic_shared();
-  auto at = [&](int offset) { return offset < 0 ? nullptr : reinterpret_cast<u16*>(base + offset); };
-  auto at_f = [&](int offset) { return offset < 0 ? nullptr : reinterpret_cast<float*>(base + offset); };
-  return {at(L.q), at(L.d_o), at(L.k), at(L.v), at(L.qt), at(L.d_ot), at(L.kt), at(L.vt), at_f(L.lse), at_f(L.row_dot)};
+// A tile of the kernel's shared memory by its byte offset (attention_grid.h's MmaSmem).
+__device__ __forceinline__ u16* tile_at(int offset) { return reinterpret_cast<u16*>(kernels::dynamic_shared() + offset); }
+__device__ __forceinline__ float* floats_at(int offset) {
+  return reinterpret_cast<float*>(kernels::dynamic_shared() + offset);
 }
 
 // Writes a warp's 16 x D accumulator rows (times row_scale[0] / [1] for its rows group and group + 8) as
@@ -215,40 +184,51 @@ __device__ void store_rows(const float (&acc)[D / 8][4], const float (&row_scale
 
 // The two products a backward chunk recomputes, for one warp: x = A1 B1^T and y = A2 B2^T, A the warp's 16
 // rows from a_row0 of the row-major [64][D] tiles a1, a2 and B the 16 rows from n0 of the row-major tiles
-// b1, b2 (n-major as B operands), summed over the D columns.
+// b1, b2 (n-major as B operands), summed over the D columns. ldmatrix x4: A's matrices are rows + 8 (i % 2),
+// columns + 8 (i / 2) (registers 0-3 of the A fragment); B's rows + 8 (i / 2), columns + 8 (i % 2) (registers
+// 0, 1 for n0, 2, 3 for n0 + 8).
 template <int D>
 __device__ __forceinline__ void chunk_products(float (&x)[2][4], float (&y)[2][4], const u16* a1, const u16* a2,
                                                int a_row0, const u16* b1, const u16* b2, int n0, int lane) {
   constexpr int ld = mma::tile_stride(D);
+  const int m_row = lane % 8, m_idx = lane / 8;
+  const int a_at = (a_row0 + m_row + 8 * (m_idx % 2)) * ld + 8 * (m_idx / 2);
+  const int b_at = (n0 + m_row + 8 * (m_idx / 2)) * ld + 8 * (m_idx % 2);
   zero(x);
   zero(y);
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
-    uint32_t fa1[4], fa2[4];
-    load_a(fa1, a1, ld, a_row0, kk * 16, lane);
-    load_a(fa2, a2, ld, a_row0, kk * 16, lane);
+    uint32_t fa1[4], fa2[4], fb1[4], fb2[4];
+    ldsm_x4(fa1, a1 + a_at + kk * 16);
+    ldsm_x4(fa2, a2 + a_at + kk * 16);
+    ldsm_x4(fb1, b1 + b_at + kk * 16);
+    ldsm_x4(fb2, b2 + b_at + kk * 16);
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
-      uint32_t b[2];
-      load_b(b, b1, ld, n0 + j * 8, kk * 16, lane);
-      mma_bf16(x[j], fa1, b);
-      load_b(b, b2, ld, n0 + j * 8, kk * 16, lane);
-      mma_bf16(y[j], fa2, b);
+      const uint32_t bx[2] = {fb1[2 * j], fb1[2 * j + 1]}, by[2] = {fb2[2 * j], fb2[2 * j + 1]};
+      mma_bf16(x[j], fa1, bx);
+      mma_bf16(y[j], fa2, by);
     }
   }
 }
 
 // acc (the warp's 16 x D accumulator) += A B, A a 16 x 16 fragment over 16 of a tile's 64 rows (k0 on) and
-// B those rows of the transposed [D][64] tile bt: P V, P^T dO, dS^T Q and dS K alike.
+// B those rows of the row-major [64][D] tile, transposed by ldmatrix as it is loaded (keys or queries as k,
+// columns as n; matrices rows + 8 (i % 2), columns + 8 (i / 2): B registers 0, 1 at nt, 2, 3 at nt + 1):
+// P V, P^T dO, dS^T Q and dS K alike.
 template <int D>
-__device__ __forceinline__ void add_product(float (&acc)[D / 8][4], const uint32_t (&a)[4], const u16* bt, int k0,
+__device__ __forceinline__ void add_product(float (&acc)[D / 8][4], const uint32_t (&a)[4], const u16* tile, int k0,
                                             int lane) {
-  constexpr int ldt = mma::tile_stride(kRows);
+  constexpr int ld = mma::tile_stride(D);
+  const int m_row = lane % 8, m_idx = lane / 8;
+  const u16* rows = tile + (k0 + m_row + 8 * (m_idx % 2)) * ld + 8 * (m_idx / 2);
 #pragma unroll
-  for (int nt = 0; nt < D / 8; ++nt) {
-    uint32_t b[2];
-    load_b(b, bt, ldt, nt * 8, k0, lane);
-    mma_bf16(acc[nt], a, b);
+  for (int nt = 0; nt < D / 8; nt += 2) {
+    uint32_t b[4];
+    ldsm_x4_trans(b, rows + nt * 8);
+    const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+    mma_bf16(acc[nt], a, b0);
+    mma_bf16(acc[nt + 1], a, b1);
   }
 }
 
@@ -281,23 +261,22 @@ __global__ void __launch_bounds__(kMmaThreads)
   // Two slots of K and V tiles (row-major): tile j + 1 is copied in (cp.async) while tile j is multiplied.
   // The Q tile passes through slot 1, which the first prefetch overwrites once Q is in registers.
   const MmaSmem L = mma_smem(MmaKernel::Forward, D);
-  u16* const smem = reinterpret_cast<u16*>(kernels::dynamic_shared());
-  auto k_slot = [&](int slot) { return smem + (slot ? L.k_next : L.k) / 2; };  // selects, not an array: registers
-  auto v_slot = [&](int slot) { return smem + (slot ? L.v_next : L.v) / 2; };
+  auto k_slot = [&](int slot) { return tile_at(slot ? L.k_next : L.k); };  // selects, not an array: registers
+  auto v_slot = [&](int slot) { return tile_at(slot ? L.v_next : L.v); };
   const int64_t tiles = (key_end(qr) + kBlockK - 1) / kBlockK;
   auto copy_tile = [&](int64_t j, int slot) {
     const int nk = int(tile_rows(j, kBlockK, sq.len).count);
     copy_rows_async<D>(k, p.ld_k, g, sq.start + j * kBlockK, nk, k_slot(slot));
     copy_rows_async<D>(v, p.ld_v, g, sq.start + j * kBlockK, nk, v_slot(slot));
   };
-  copy_rows_async<D>(q, p.ld_q, h, sq.start + q0, nq, smem + L.q / 2);
+  copy_rows_async<D>(q, p.ld_q, h, sq.start + q0, nq, tile_at(L.q));
   copy_tile(0, 0);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
   uint32_t qf[D / 16][4];
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) load_a(qf[kk], smem + L.q / 2, ld, row0, kk * 16, lane);
+  for (int kk = 0; kk < D / 16; ++kk) load_a(qf[kk], tile_at(L.q), ld, row0, kk * 16, lane);
   __syncthreads();  // Q is in every warp's registers before slot 1 takes keys
 
   // ldmatrix row addresses of this lane: row lane % 8 of matrix lane / 8.
@@ -372,20 +351,12 @@ __global__ void __launch_bounds__(kMmaThreads)
       acc[nt][0] *= alpha[0], acc[nt][1] *= alpha[0];
       acc[nt][2] *= alpha[1], acc[nt][3] *= alpha[1];
     }
-    // acc += P V: P's C fragments are the A operand (bf16), V the B operand, transposed as it is loaded:
-    // keys kk*16.. (k) by columns nt*8.. (n), matrices 0, 1 B registers 0, 1 at nt, 2, 3 at nt + 1.
+    // acc += P V: P's C fragments are the A operand (bf16), V the B operand (transposed as it is loaded).
 #pragma unroll
     for (int kk = 0; kk < kBlockK / 16; ++kk) {
       uint32_t a[4];
       a_from_c_pair(a, s[2 * kk], s[2 * kk + 1]);
-#pragma unroll
-      for (int nt = 0; nt < D / 8; nt += 2) {
-        uint32_t b[4];
-        ldsm_x4_trans(b, vt + (kk * 16 + m_row + 8 * (m_idx % 2)) * ld + nt * 8 + 8 * (m_idx / 2));
-        const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-        mma_bf16(acc[nt], a, b0);
-        mma_bf16(acc[nt + 1], a, b1);
-      }
+      add_product<D>(acc, a, vt, kk * 16, lane);
     }
     __syncthreads();  // every warp is done with this slot before tile j + 2 is copied into it
   }
@@ -403,7 +374,9 @@ __global__ void __launch_bounds__(kMmaThreads)
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Backward, dK and dV: one block per (sequence, kv head, key tile), as dkdv_kernel; the warp's 16 keys.
+// Backward, dK and dV: one block per (sequence, kv head, key tile), as dkdv_kernel; the warp's 16 keys. The
+// (query head, query tile) pairs are visited in dkdv_kernel's order, their Q and dO tiles in two slots: the
+// next pair's cp.async copy runs while this one is multiplied.
 template <int D>
 __global__ void __launch_bounds__(kMmaThreads)
     dkdv_mma_kernel(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
@@ -415,46 +388,71 @@ __global__ void __launch_bounds__(kMmaThreads)
   if (kr.count <= 0) return;
   const int nk = int(kr.count), warp = threadIdx.x / 32, lane = threadIdx.x % 32, key0 = warp * kWarpRows;
   const int64_t g = bc.head, k0 = kr.first;
-  const SmemTiles t = tiles_of(mma_smem(MmaKernel::DkDv, D));
+  const MmaSmem L = mma_smem(MmaKernel::DkDv, D);
+  const u16* const kt = tile_at(L.k);
+  const u16* const vt = tile_at(L.v);
+  float* const lse_s = floats_at(L.lse);
+  float* const dot_s = floats_at(L.row_dot);
+  auto q_slot = [&](int slot) { return tile_at(slot ? L.q_next : L.q); };  // selects, not an array: registers
+  auto d_o_slot = [&](int slot) { return tile_at(slot ? L.d_o_next : L.d_o); };
 
-  copy_rows<D>(k, p.ld_k, g, sq.start + k0, nk, t.k, nullptr);
-  copy_rows<D>(v, p.ld_v, g, sq.start + k0, nk, t.v, nullptr);
+  // The (query head, query tile) pairs: heads of the group ascending, tiles from the first that sees a key.
+  const int64_t first_q0 = first_query_start(k0), h_end = (g + 1) * p.r;
+  struct Pair {
+    int64_t h, q0;
+  };
+  auto next = [&](Pair x) { return x.q0 + kBlockQ < sq.len ? Pair{x.h, x.q0 + kBlockQ} : Pair{x.h + 1, first_q0}; };
+  auto valid = [&](Pair x) { return x.h < h_end && x.q0 < sq.len; };  // first_q0 past the end: no pair at all
+  auto copy_pair = [&](Pair x, int slot) {
+    const int nq = int(tile_rows(x.q0 / kBlockQ, kBlockQ, sq.len).count);
+    copy_rows_async<D>(q, p.ld_q, x.h, sq.start + x.q0, nq, q_slot(slot));
+    copy_rows_async<D>(d_o, p.ld_q, x.h, sq.start + x.q0, nq, d_o_slot(slot));
+  };
+
+  copy_rows_async<D>(k, p.ld_k, g, sq.start + k0, nk, tile_at(L.k));
+  copy_rows_async<D>(v, p.ld_v, g, sq.start + k0, nk, tile_at(L.v));
+  Pair cur{g * p.r, first_q0};
+  if (valid(cur)) copy_pair(cur, 0);
+  cp_async_commit();
   float dk_acc[D / 8][4], dv_acc[D / 8][4];
   zero(dk_acc);
   zero(dv_acc);
 
-  for (int64_t h = g * p.r; h < (g + 1) * p.r; ++h) {
-    for (int64_t q0 = first_query_start(k0); q0 < sq.len; q0 += kBlockQ) {
-      const int nq = int(tile_rows(q0 / kBlockQ, kBlockQ, sq.len).count);
-      __syncthreads();  // the previous query tile's readers are done (first pass: K, V are written)
-      copy_rows<D>(q, p.ld_q, h, sq.start + q0, nq, t.q, t.qt);
-      copy_rows<D>(d_o, p.ld_q, h, sq.start + q0, nq, t.d_o, t.d_ot);
-      copy_row_stats(lse, row_dot, p, h, sq.start + q0, nq, t.lse, t.row_dot);
-      __syncthreads();
+  for (int slot = 0; valid(cur); cur = next(cur), slot ^= 1) {
+    const int64_t h = cur.h, q0 = cur.q0;
+    const Pair after = next(cur);
+    if (valid(after)) copy_pair(after, slot ^ 1);
+    cp_async_commit();
+    const int nq = int(tile_rows(q0 / kBlockQ, kBlockQ, sq.len).count);
+    copy_row_stats(lse, row_dot, p, h, sq.start + q0, nq, lse_s, dot_s);
+    cp_async_wait<1>();  // this pair's tiles (and K, V) have landed
+    __syncthreads();
+    const u16* qt = q_slot(slot);
+    const u16* d_ot = d_o_slot(slot);
 #pragma unroll 1
-      for (int qc = 0; qc < kRows / 16; ++qc) {
-        if (k0 + key0 > q0 + qc * 16 + 15) continue;  // every query of the chunk precedes the warp's keys
-        float st[2][4], dpt[2][4];  // S^T = K Q^T and dP^T = V dO^T: the warp's 16 keys x the chunk's 16 queries
-        chunk_products<D>(st, dpt, t.k, t.v, key0, t.q, t.d_o, qc * 16, lane);
+    for (int qc = 0; qc < kRows / 16; ++qc) {
+      if (k0 + key0 > q0 + qc * 16 + 15) continue;  // every query of the chunk precedes the warp's keys
+      float st[2][4], dpt[2][4];  // S^T = K Q^T and dP^T = V dO^T: the warp's 16 keys x the chunk's 16 queries
+      chunk_products<D>(st, dpt, kt, vt, key0, qt, d_ot, qc * 16, lane);
 #pragma unroll
-        for (int j = 0; j < 2; ++j) {
+      for (int j = 0; j < 2; ++j) {
 #pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const mma::FragIndex e = mma::c_index(lane, i);
-            const int query = qc * 16 + j * 8 + e.col;
-            const ProbGrad r = prob_and_dscore(st[j][i], dpt[j][i], masked(sq, q0 + query, k0 + key0 + e.row),
-                                               t.lse[query], t.row_dot[query], p);
-            st[j][i] = r.prob;
-            dpt[j][i] = r.ds;
-          }
+        for (int i = 0; i < 4; ++i) {
+          const mma::FragIndex e = mma::c_index(lane, i);
+          const int query = qc * 16 + j * 8 + e.col;
+          const ProbGrad r = prob_and_dscore(st[j][i], dpt[j][i], masked(sq, q0 + query, k0 + key0 + e.row),
+                                             lse_s[query], dot_s[query], p);
+          st[j][i] = r.prob;
+          dpt[j][i] = r.ds;
         }
-        uint32_t a[4];
-        a_from_c_pair(a, st[0], st[1]);  // P^T: dV += P^T dO
-        add_product<D>(dv_acc, a, t.d_ot, qc * 16, lane);
-        a_from_c_pair(a, dpt[0], dpt[1]);  // dS^T: dK += dS^T Q
-        add_product<D>(dk_acc, a, t.qt, qc * 16, lane);
       }
+      uint32_t a[4];
+      a_from_c_pair(a, st[0], st[1]);  // P^T: dV += P^T dO
+      add_product<D>(dv_acc, a, d_ot, qc * 16, lane);
+      a_from_c_pair(a, dpt[0], dpt[1]);  // dS^T: dK += dS^T Q
+      add_product<D>(dk_acc, a, qt, qc * 16, lane);
     }
+    __syncthreads();  // every warp is done with this slot and the row stats before the next pair's
   }
   const float one[2] = {1.0f, 1.0f};
   store_rows<D>(dk_acc, one, dk, p.ld_k, g, sq.start + k0, key0, nk, lane);
@@ -462,7 +460,8 @@ __global__ void __launch_bounds__(kMmaThreads)
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Backward, dQ: one block per (sequence, query head, query tile), as dq_kernel; the warp's 16 queries.
+// Backward, dQ: one block per (sequence, query head, query tile), as dq_kernel; the warp's 16 queries. K and V
+// tiles in two slots, as in forward.
 template <int D>
 __global__ void __launch_bounds__(kMmaThreads)
     dq_mma_kernel(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
@@ -474,40 +473,58 @@ __global__ void __launch_bounds__(kMmaThreads)
   if (qr.count <= 0) return;
   const int nq = int(qr.count), warp = threadIdx.x / 32, lane = threadIdx.x % 32, row0 = warp * kWarpRows;
   const int64_t h = bc.head, g = h / p.r, q0 = qr.first;
-  const SmemTiles t = tiles_of(mma_smem(MmaKernel::Dq, D));
+  const MmaSmem L = mma_smem(MmaKernel::Dq, D);
+  const u16* const qt = tile_at(L.q);
+  const u16* const d_ot = tile_at(L.d_o);
+  const float* const lse_s = floats_at(L.lse);
+  const float* const dot_s = floats_at(L.row_dot);
+  auto k_slot = [&](int slot) { return tile_at(slot ? L.k_next : L.k); };
+  auto v_slot = [&](int slot) { return tile_at(slot ? L.v_next : L.v); };
+  auto copy_tile = [&](int64_t j, int slot) {
+    const int nk = int(tile_rows(j, kBlockK, sq.len).count);
+    copy_rows_async<D>(k, p.ld_k, g, sq.start + j * kBlockK, nk, k_slot(slot));
+    copy_rows_async<D>(v, p.ld_v, g, sq.start + j * kBlockK, nk, v_slot(slot));
+  };
 
-  copy_rows<D>(q, p.ld_q, h, sq.start + q0, nq, t.q, nullptr);
-  copy_rows<D>(d_o, p.ld_q, h, sq.start + q0, nq, t.d_o, nullptr);
-  copy_row_stats(lse, row_dot, p, h, sq.start + q0, nq, t.lse, t.row_dot);
+  copy_rows_async<D>(q, p.ld_q, h, sq.start + q0, nq, tile_at(L.q));
+  copy_rows_async<D>(d_o, p.ld_q, h, sq.start + q0, nq, tile_at(L.d_o));
+  copy_tile(0, 0);
+  cp_async_commit();
+  copy_row_stats(lse, row_dot, p, h, sq.start + q0, nq, floats_at(L.lse), floats_at(L.row_dot));
   float acc[D / 8][4];
   zero(acc);
 
-  for (int64_t k0 = 0; k0 < key_end(qr); k0 += kBlockK) {
-    const int nk = int(tile_rows(k0 / kBlockK, kBlockK, sq.len).count);
-    __syncthreads();  // the previous tile's readers are done (first pass: Q, dO and the row stats are written)
-    copy_rows<D>(k, p.ld_k, g, sq.start + k0, nk, t.k, t.kt);
-    copy_rows<D>(v, p.ld_v, g, sq.start + k0, nk, t.v, nullptr);
+  const int64_t tiles = (key_end(qr) + kBlockK - 1) / kBlockK;
+  for (int64_t j = 0; j < tiles; ++j) {
+    const int slot = int(j & 1);
+    if (j + 1 < tiles) copy_tile(j + 1, slot ^ 1);
+    cp_async_commit();
+    cp_async_wait<1>();  // tile j has landed (with Q, dO on the first pass)
     __syncthreads();
+    const int64_t k0 = j * kBlockK;
+    const u16* kt = k_slot(slot);
+    const u16* vt = v_slot(slot);
 #pragma unroll 1
     for (int kc = 0; kc < kRows / 16; ++kc) {
       if (k0 + kc * 16 > q0 + row0 + 15) continue;  // every key of the chunk follows the warp's queries
       float s[2][4], dp[2][4];  // S = Q K^T and dP = dO V^T: the warp's 16 queries x the chunk's 16 keys
-      chunk_products<D>(s, dp, t.q, t.d_o, row0, t.k, t.v, kc * 16, lane);
+      chunk_products<D>(s, dp, qt, d_ot, row0, kt, vt, kc * 16, lane);
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {
+      for (int j2 = 0; j2 < 2; ++j2) {
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           const mma::FragIndex e = mma::c_index(lane, i);
           const int row = row0 + e.row;
-          s[j][i] = prob_and_dscore(s[j][i], dp[j][i], masked(sq, q0 + row, k0 + kc * 16 + j * 8 + e.col), t.lse[row],
-                                    t.row_dot[row], p)
-                        .ds;
+          s[j2][i] = prob_and_dscore(s[j2][i], dp[j2][i], masked(sq, q0 + row, k0 + kc * 16 + j2 * 8 + e.col),
+                                     lse_s[row], dot_s[row], p)
+                         .ds;
         }
       }
       uint32_t a[4];
       a_from_c_pair(a, s[0], s[1]);  // dQ += dS K
-      add_product<D>(acc, a, t.kt, kc * 16, lane);
+      add_product<D>(acc, a, kt, kc * 16, lane);
     }
+    __syncthreads();  // every warp is done with this slot before tile j + 2 is copied into it
   }
   const float one[2] = {1.0f, 1.0f};
   store_rows<D>(acc, one, dq, p.ld_q, h, sq.start + q0, row0, nq, lane);

@@ -397,22 +397,20 @@ TEST(MmaFragments, LoadsAddressTheLayoutWithoutBankConflicts) {
 }
 
 TEST(AttentionGrid, TensorCoreSharedMemoryLayouts) {
-  // Literal sizes at head_dim 128: a [64][136] bf16 tile is 17408 bytes, a [128][72] one 18432.
+  // Literal sizes at head_dim 128: a [64][136] bf16 tile is 17408 bytes.
   EXPECT_EQ(mma_smem(MmaKernel::Forward, 128).bytes, 4 * 17408);
   EXPECT_EQ(mma_smem(MmaKernel::Forward, 128).q, mma_smem(MmaKernel::Forward, 128).k_next);  // Q passes through
-  EXPECT_EQ(mma_smem(MmaKernel::DkDv, 128).bytes, 4 * 17408 + 2 * 18432 + 2 * 256);
-  EXPECT_EQ(mma_smem(MmaKernel::Dq, 128).bytes, 4 * 17408 + 18432 + 2 * 256);
+  EXPECT_EQ(mma_smem(MmaKernel::DkDv, 128).bytes, 6 * 17408 + 2 * 256);
+  EXPECT_EQ(mma_smem(MmaKernel::Dq, 128).bytes, 6 * 17408 + 2 * 256);
   EXPECT_EQ(kMmaThreads, 128);
   for (int d : {64, 128}) {
     for (MmaKernel kind : {MmaKernel::Forward, MmaKernel::DkDv, MmaKernel::Dq}) {
       const MmaSmem L = mma_smem(kind, d);
       EXPECT_LE(L.bytes, 163 * 1024) << "fits an A100's block (and an H100's 227 KiB)";
-      const int rows = rows_tile_bytes(d), cols = cols_tile_bytes(d);
+      const int rows = rows_tile_bytes(d);
       std::vector<std::pair<int, int>> regions;
-      for (int at : {kind == MmaKernel::Forward ? -1 : L.q, L.d_o, L.k, L.v, L.k_next, L.v_next})
+      for (int at : {kind == MmaKernel::Forward ? -1 : L.q, L.d_o, L.k, L.v, L.q_next, L.d_o_next, L.k_next, L.v_next})
         if (at >= 0) regions.push_back({at, rows});
-      for (int at : {L.qt, L.d_ot, L.kt, L.vt})
-        if (at >= 0) regions.push_back({at, cols});
       for (int at : {L.lse, L.row_dot})
         if (at >= 0) regions.push_back({at, kBlockQ * 4});
       std::sort(regions.begin(), regions.end());
@@ -420,9 +418,9 @@ TEST(AttentionGrid, TensorCoreSharedMemoryLayouts) {
         EXPECT_EQ(regions[i].first % 16, 0);
         EXPECT_LE(regions[i].first + regions[i].second, i + 1 < regions.size() ? regions[i + 1].first : L.bytes);
       }
-      // What each kernel reads: forward two slots of K and V (Q in the second); dK/dV all four row tiles,
-      // Q^T, dO^T and the row stats; dQ the row tiles, K^T and the row stats.
-      const size_t want = kind == MmaKernel::Forward ? 4 : kind == MmaKernel::DkDv ? 8 : 7;
+      // What each kernel reads: forward two slots of K and V (Q in the second); dK/dV K, V, two slots of Q
+      // and dO and the row stats; dQ Q, dO, two slots of K and V and the row stats.
+      const size_t want = kind == MmaKernel::Forward ? 4 : 8;
       EXPECT_EQ(regions.size(), want);
     }
   }
