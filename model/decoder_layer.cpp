@@ -173,8 +173,7 @@ void decoder_layer_backward(ModelOps& ops, const Qwen3Config& c, std::span<const
   dg.reset();
   du.reset();
   Activation dh = ops.alloc({R, H});
-  ops.rmsnorm_backward(s.h, w[kPostNorm], s.rstd_post, db, dh, gw[kPostNorm]);
-  ops.add(dy, dh, dh);
+  ops.rmsnorm_backward_add(s.h, w[kPostNorm], s.rstd_post, db, dy, dh, gw[kPostNorm]);
 
   // h = x + o_proj(o).
   Activation d_o = ops.alloc({R, c.q_dim()}, act);
@@ -213,8 +212,7 @@ void decoder_layer_backward(ModelOps& ops, const Qwen3Config& c, std::span<const
     ops.linear_weight_grad(s.a, d.v, gw[kVProj]);
   }
 
-  ops.rmsnorm_backward(x, w[kInputNorm], s.rstd_in, da, dx, gw[kInputNorm]);
-  ops.add(dx, dh, dx);
+  ops.rmsnorm_backward_add(x, w[kInputNorm], s.rstd_in, da, dh, dx, gw[kInputNorm]);
 }
 
 }  // namespace zero::model

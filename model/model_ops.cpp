@@ -162,6 +162,27 @@ void ModelOps::rmsnorm_backward(const TensorRef& x, const TensorRef& w, const Te
   do_rmsnorm_backward(x, w, rstd, dy, dx, dw);
 }
 
+void ModelOps::rmsnorm_backward_add(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
+                                    const TensorRef& residual, const TensorRef& dx, const TensorRef& dw) {
+  check_weight(w, x.row_elems(), "rmsnorm_backward_add");
+  check_weight(dw, x.row_elems(), "rmsnorm_backward_add dw");
+  check_shape(x, dy, "rmsnorm_backward_add dy");
+  check_shape(x, dx, "rmsnorm_backward_add dx");
+  check_same(dx, residual, "rmsnorm_backward_add residual");
+  ZERO_CHECK(dx.data != residual.data, "rmsnorm_backward_add: dx must not be the residual it adds");
+  check_f32(rstd, x.rows(), "rmsnorm_backward_add rstd");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "rmsnorm_backward_add");
+  do_rmsnorm_backward_add(x, w, rstd, dy, residual, dx, dw);
+}
+
+void ModelOps::do_rmsnorm_backward_add(const TensorRef& x, const TensorRef& w, const TensorRef& rstd,
+                                       const TensorRef& dy, const TensorRef& residual, const TensorRef& dx,
+                                       const TensorRef& dw) {
+  do_rmsnorm_backward(x, w, rstd, dy, dx, dw);
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "rmsnorm_backward_add (the add)");
+  do_add(dx, residual, dx);
+}
+
 void ModelOps::qk_norm_rope_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y,
                                     const TensorRef& rstd) {
   const int64_t d = w.numel(), heads = d > 0 ? x.row_elems() / d : 0;

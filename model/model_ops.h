@@ -140,6 +140,10 @@ class ModelOps {
   // dx overwritten; dw = the sum over rows.
   void rmsnorm_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
                         const TensorRef& dx, const TensorRef& dw);
+  // dx = the norm's input gradient + residual (the residual stream's gradient passing the norm by; dx is not
+  // residual): on CUDA one kernel, elsewhere rmsnorm_backward then add. The same bits either way.
+  void rmsnorm_backward_add(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
+                            const TensorRef& residual, const TensorRef& dx, const TensorRef& dw);
 
   // ---- q_norm / k_norm then RoPE at each token's position, on a projection [rows, heads * head_dim] ----
   // RMSNorm per head over head_dim (w [head_dim], rstd [rows * heads]), then the rotate_half rotation.
@@ -219,6 +223,10 @@ class ModelOps {
                                   const TensorRef& rstd) = 0;
   virtual void do_rmsnorm_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
                                    const TensorRef& dx, const TensorRef& dw) = 0;
+  // Default: do_rmsnorm_backward into dx, then do_add (the add timed as element-wise work of its own).
+  virtual void do_rmsnorm_backward_add(const TensorRef& x, const TensorRef& w, const TensorRef& rstd,
+                                       const TensorRef& dy, const TensorRef& residual, const TensorRef& dx,
+                                       const TensorRef& dw);
   virtual void do_qk_norm_rope_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y,
                                        const TensorRef& rstd) = 0;
   virtual void do_qk_norm_rope_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd,

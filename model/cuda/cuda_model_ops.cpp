@@ -186,6 +186,15 @@ class CudaModelOpsImpl final : public CudaModelOps {
                      rows, dim, dx.data, elem(dx.dtype), partials.as<float>(), dw.data, elem(dw.dtype), nullptr,
                      nullptr, 1, stream_);
   }
+  void do_rmsnorm_backward_add(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
+                               const TensorRef& residual, const TensorRef& dx, const TensorRef& dw) override {
+    const int64_t dim = x.row_elems(), rows = plan().num_tokens();
+    check_norm_dim(dim, "rmsnorm_backward_add");
+    Scratch partials(pool_, sizeof(float) * size_t(K::norm_partial_blocks(rows, dim) * dim));
+    K::norm_backward(x.data, elem(x.dtype), w.data, elem(w.dtype), rstd.as<const float>(), dy.data, elem(dy.dtype),
+                     rows, dim, dx.data, elem(dx.dtype), partials.as<float>(), dw.data, elem(dw.dtype), nullptr,
+                     nullptr, 1, stream_, 0, 0, residual.data, elem(residual.dtype));
+  }
   void do_qk_norm_rope_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y,
                                const TensorRef& rstd) override {
     const int64_t d = w.numel(), heads = x.row_elems() / d;

@@ -160,7 +160,7 @@ __global__ void norm_forward_kernel(NormRows n, const void* x, Elem xt, const vo
 template <int G, int K>
 __global__ void norm_backward_kernel(NormRows n, const void* x, Elem xt, const void* w, Elem wt, const float* rstd,
                                      const void* dy, Elem dyt, void* dx, Elem dxt, float* partials, const float* cosv,
-                                     const float* sinv) {
+                                     const float* sinv, const void* res, Elem rt) {
   constexpr int kGroups = kThreads / G;
   __shared__ float red[kThreads / 32];
   const int lane = int(threadIdx.x) % G, group = int(threadIdx.x) / G;
@@ -195,8 +195,10 @@ __global__ void norm_backward_kernel(NormRows n, const void* x, Elem xt, const v
     }
     const float mean = math::div_rn(group_sum<G>(red, acc), float(n.dim));
     for (int k = 0; k < K; ++k)
-      if (const int64_t i = lane + int64_t(k) * G; i < n.dim)
-        st(dx, dxt, dxbase + i, math::rmsnorm_dx(mul_rn(xv[k], rs), mul_rn(dn[k], wv[k]), mean, rs));
+      if (const int64_t i = lane + int64_t(k) * G; i < n.dim) {
+        const float d = math::rmsnorm_dx(mul_rn(xv[k], rs), mul_rn(dn[k], wv[k]), mean, rs);
+        st(dx, dxt, dxbase + i, res ? add_rn(d, ld(res, rt, dxbase + i)) : d);
+      }
   }
   float* part = partials + int64_t(blockIdx.x) * n.dim;
   if constexpr (kGroups == 1) {
@@ -477,7 +479,8 @@ void norm_forward(const void* x, Elem xt, const void* w, Elem wt, int64_t rows, 
 
 void norm_backward(const void* x, Elem xt, const void* w, Elem wt, const float* rstd, const void* dy, Elem dyt,
                    int64_t rows, int64_t dim, void* dx, Elem dxt, float* partials, void* dw, Elem dwt,
-                   const float* cos, const float* sin, int64_t heads, cudaStream_t s, int64_t x_ld, int64_t dx_ld) {
+                   const float* cos, const float* sin, int64_t heads, cudaStream_t s, int64_t x_ld, int64_t dx_ld,
+                   const void* residual, Elem residual_t) {
   const int blocks = norm_partial_blocks(rows, dim);
   const int64_t row_heads = cos ? heads : 1;
   const NormRows n{rows, dim, row_heads, x_ld ? x_ld : row_heads * dim, dx_ld ? dx_ld : row_heads * dim};
@@ -485,7 +488,8 @@ void norm_backward(const void* x, Elem xt, const void* w, Elem wt, const float* 
   const size_t shmem = cos || groups > 1 ? sizeof(float) * size_t(groups * dim) : 0;
   with_norm_group(dim, [&](auto g, auto k) {
     constexpr auto kernel = norm_backward_kernel<decltype(g)::value, decltype(k)::value>;
-    ZERO_LAUNCH(kernel, blocks, kThreads, shmem, s, n, x, xt, w, wt, rstd, dy, dyt, dx, dxt, partials, cos, sin);
+    ZERO_LAUNCH(kernel, blocks, kThreads, shmem, s, n, x, xt, w, wt, rstd, dy, dyt, dx, dxt, partials, cos, sin,
+        residual, residual_t);
   });
   check_launch();
   column_sum(partials, blocks, dim, dw, dwt, s);

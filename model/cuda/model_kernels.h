@@ -35,11 +35,12 @@ void norm_forward(const void* x, Elem xt, const void* w, Elem wt, int64_t rows, 
                   int64_t x_ld = 0);
 // Its backward: dx overwritten, dw = the sum over rows of dy * xhat (through `partials`,
 // norm_partial_blocks(rows, dim) * dim floats of device scratch), stored in dw's type. With rope, dy is rotated
-// back first. dx_ld: dx's row stride as x_ld is x's.
+// back first. dx_ld: dx's row stride as x_ld is x's. With a residual (laid out as dx), dx = its value + the
+// norm's input gradient (the residual stream's gradient passing the norm by), in one pass.
 void norm_backward(const void* x, Elem xt, const void* w, Elem wt, const float* rstd, const void* dy, Elem dyt,
                    int64_t rows, int64_t dim, void* dx, Elem dxt, float* partials, void* dw, Elem dwt,
                    const float* cos, const float* sin, int64_t heads, cudaStream_t s, int64_t x_ld = 0,
-                   int64_t dx_ld = 0);
+                   int64_t dx_ld = 0, const void* residual = nullptr, Elem residual_t = Elem::F32);
 
 // m = silu(g) * u; its backward du = dm * silu(g), dg = dm * u * silu'(g). One type for all. Over `rows` rows
 // of `cols` elements; g, u, dg and du rows start ld_* elements apart (the halves of the fused gate/up GEMM's

@@ -225,6 +225,12 @@ TEST_P(CudaModelOpsTest, RmsNorm) {
   b.cpu->rmsnorm_backward(x.cpu, w.cpu, rstd.cpu, dy.cpu, dx.cpu, dw.cpu);
   b.check("rmsnorm_backward", [&] { b.gpu->rmsnorm_backward(x.gpu, w.gpu, rstd.gpu, dy.gpu, dx.gpu, dw.gpu); },
           {{&dx, N * H}, {&dw, H}}, tol);
+  // The residual stream's gradient added in the same pass (the CPU: backward, then add).
+  Dual res = b.tokens(H, F, 4), dxr = b.out_tokens(H, F), dwr = b.out({H}, F);
+  b.cpu->rmsnorm_backward_add(x.cpu, w.cpu, rstd.cpu, dy.cpu, res.cpu, dxr.cpu, dwr.cpu);
+  b.check("rmsnorm_backward_add",
+          [&] { b.gpu->rmsnorm_backward_add(x.gpu, w.gpu, rstd.gpu, dy.gpu, res.gpu, dxr.gpu, dwr.gpu); },
+          {{&dxr, N * H}, {&dwr, H}}, tol);
 }
 
 TEST_P(CudaModelOpsTest, QkNormRope) {

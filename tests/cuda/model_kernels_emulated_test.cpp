@@ -68,11 +68,13 @@ Rope rope_tables(int64_t tokens, int64_t half) {
 struct NormCase {
   int64_t rows, dim, heads;  // heads > 0: rows are (token, head) rows with RoPE
   int64_t pad = 0;           // x and dx as column views: each token's row `pad` elements wider
+  bool residual = false;     // dx = a residual (laid out as dx, fp32) + the norm's input gradient
 };
 
 void check_norm(const NormCase& c, bool bf16_out) {
   const float eps = 1e-6f;
   const int64_t n = c.rows * c.dim, half = c.dim / 2;
+  const std::vector<float> res = draw(n, 1.0f, 14 + c.dim);
   const std::vector<float> x = draw(n, 2.0f, 11 + c.dim), w = draw(c.dim, 1.5f, 12 + c.dim),
                            dy = draw(n, 1.0f, 13 + c.dim);
   const bool rope = c.heads > 0;
@@ -80,7 +82,7 @@ void check_norm(const NormCase& c, bool bf16_out) {
   const float* cos = rope ? t.cos.data() : nullptr;
   const float* sin = rope ? t.sin.data() : nullptr;
   const std::string name = "norm rows " + std::to_string(c.rows) + " dim " + std::to_string(c.dim) +
-                           (rope ? " rope" : "") + (bf16_out ? " bf16" : " fp32");
+                           (rope ? " rope" : "") + (c.residual ? " + residual" : "") + (bf16_out ? " bf16" : " fp32");
 
   // Reference.
   std::vector<double> y(n), rstd(c.rows), dx(n), dw(c.dim, 0.0);
@@ -109,7 +111,7 @@ void check_norm(const NormCase& c, bool bf16_out) {
     }
     for (int64_t i = 0; i < c.dim; ++i) {
       const double xhat = x[r * c.dim + i] * rstd[r];
-      dx[r * c.dim + i] = (dn[i] * w[i] - xhat * dot / double(c.dim)) * rstd[r];
+      dx[r * c.dim + i] = (dn[i] * w[i] - xhat * dot / double(c.dim)) * rstd[r] + (c.residual ? res[r * c.dim + i] : 0.0);
     }
   }
 
@@ -117,8 +119,9 @@ void check_norm(const NormCase& c, bool bf16_out) {
   // token rows pad + width wide (width: the token's heads x dim), the columns around them never touched.
   const Elem ot = bf16_out ? Elem::BF16 : Elem::F32;
   const int64_t width = (rope ? c.heads : 1) * c.dim, tokens = n / width, ld = width + c.pad;
-  std::vector<float> xw(size_t(tokens * ld), 1e30f);
+  std::vector<float> xw(size_t(tokens * ld), 1e30f), resw(size_t(tokens * ld), 1e30f);
   for (int64_t t = 0; t < tokens; ++t) std::copy_n(x.data() + t * width, width, xw.data() + t * ld + c.pad);
+  for (int64_t t = 0; t < tokens; ++t) std::copy_n(res.data() + t * width, width, resw.data() + t * ld + c.pad);
   std::vector<float> yf(n, NAN), rs(c.rows, NAN), dxf(size_t(tokens * ld), NAN), dwf(c.dim, NAN);
   std::vector<uint16_t> yb(n, 0xffff), dxb(size_t(tokens * ld), 0xffff), dwb(c.dim, 0xffff);
   std::vector<float> partials(size_t(norm_partial_blocks(c.rows, c.dim) * c.dim), NAN);
@@ -130,7 +133,8 @@ void check_norm(const NormCase& c, bool bf16_out) {
   norm_forward(xw.data() + c.pad, Elem::F32, w.data(), Elem::F32, c.rows, c.dim, eps, yp, ot, rs.data(), cos, sin,
                c.heads, nullptr, x_ld);
   norm_backward(xw.data() + c.pad, Elem::F32, w.data(), Elem::F32, rs.data(), dy.data(), Elem::F32, c.rows, c.dim,
-                static_cast<char*>(dxp) + dx_off, ot, partials.data(), dwp, ot, cos, sin, c.heads, nullptr, x_ld, x_ld);
+                static_cast<char*>(dxp) + dx_off, ot, partials.data(), dwp, ot, cos, sin, c.heads, nullptr, x_ld, x_ld,
+                c.residual ? resw.data() + c.pad : nullptr, Elem::F32);
   const double tol = bf16_out ? 1e-2 : 1e-6;
   expect_close(name + ": y", bf16_out ? from_bf16(yb) : yf, y, tol);
   expect_close(name + ": rstd", rs, rstd, 1e-6);
@@ -163,6 +167,11 @@ TEST(ModelKernelsEmulated, RmsNormForwardAndBackward) {
   check_norm({8200, 128, 4}, false);  // more rows than the backward's warps (8192)
   check_norm({6, 512, 2}, false);     // a block a row, RoPE in registers
   check_norm({6, 300, 3}, true);      // a block a row, RoPE through shared memory
+  // The residual stream's gradient added as dx is stored (rmsnorm_backward_add): a warp's rows, a block's,
+  // and column views.
+  check_norm({40, 96, 0, 0, true}, false);
+  check_norm({5, 2048, 0, 0, true}, false);
+  check_norm({5, 96, 0, 40, true}, false);
   // x and dx as column views: k's columns of a fused [q | k | v] row (q: 8 heads of 16 before them, v after
   // them: the pad here puts q's columns before and leaves v's beyond the last row's end), and a plain norm
   // over a view.
