@@ -1,8 +1,8 @@
 // The reward model's CUDA kernels (see model_kernels.h): a warp or a block per row for the norms (the row in
 // registers), a block per pooled row for the head, grid-stride loops for element-wise work, fixed-order sums
-// (a warp's butterfly, then warps in order), and column sums of per-block partials for the weight gradients. Per-element math from core/math, as on the CPU. Launches
-// through cuda/kernel_launch.cuh, so the whole file also runs on the host under the SIMT emulator
-// (tests/cuda/model_kernels_emulated_test.cpp).
+// (a warp's butterfly, then warps in order), and column sums of per-block partials for the weight gradients.
+// Per-element math from core/math, as on the CPU. Launches through cuda/kernel_launch.cuh, so the whole file
+// also runs on the host under the SIMT emulator (tests/cuda/model_kernels_emulated_test.cpp).
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
