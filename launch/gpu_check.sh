@@ -57,7 +57,7 @@ not_run=$(( ${total:-0} - passed - failed ))
 timeout "$(left 120)" mpirun -np 2 "$BUILD/bench/cuda/nccl_collectives_bench" 2>&1 | tail -30
 # Attention speed, ours (fp32 and bf16 FMA paths, bf16 tensor cores) and torch's sdpa on the same shapes:
 # numbers for the log, not part of the pass count.
-timeout "$(left 120)" "$BUILD/bench/cuda/attention_bench" --iters 3 2>&1 | tail -12
+timeout "$(left 120)" "$BUILD/bench/cuda/attention_bench" --iters 3 2>&1 | tail -14
 timeout "$(left 90)" python3 bench/torch/sdpa_attention.py --iters 5 2>&1 | tail -6
 [ -f "$ZERO_PARITY_TABLE" ] && echo "# transformers parity table: $ZERO_PARITY_TABLE"
 echo "# gpu_check took $(( $(date +%s) - START )) s"

@@ -5,8 +5,9 @@
 // query heads, 8 kv heads, head_dim 128; sequence lengths 512 and 2048, about 16k tokens per batch.
 // Our kernels three ways: fp32 storage (FMA path), bf16 storage on the FMA path, bf16 on the tensor-core
 // path (the production one). torch's sdpa on the same shapes: bench/torch/sdpa_attention.py.
-// Median of the timed iterations after warm-up, cudaEvent timing on one stream. Without a GPU it prints
-// a skip line and exits 0.
+// Median of the timed iterations after warm-up, cudaEvent timing on one stream; the tensor-core path's
+// forward is also timed alone (its backward: the pair's time less it). Without a GPU it prints a skip line
+// and exits 0.
 //   attention_bench [--iters N]
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -220,6 +221,11 @@ int main(int argc, char** argv) {
         median_ms(flash(ca::Elem::BF16, ca::Path::Fma, q16, k16, v16, o16, do16, dq16, dk16, dv16), iters, stream);
     const double tc =
         median_ms(flash(ca::Elem::BF16, ca::Path::Mma, q16, k16, v16, o16, do16, dq16, dk16, dv16), iters, stream);
+    // The tensor-core forward alone: the profile's split of the attention time (the model runs it twice a
+    // step with activation checkpointing, the backward once).
+    const double tc_fwd = median_ms(
+        [=, &shape, &batch] { ca::forward(q16, k16, v16, ca::Elem::BF16, shape, batch, o16, b.lse, stream, ca::Path::Mma); },
+        iters, stream);
     const double base = median_ms([&] { eager(handle, b, seqs, L, stream); }, iters, stream);
     // Useful causal work: each of forward's 2 and backward's 5 tile products (FlashAttention-2's count)
     // is 2 flops per (query, key, dim) over n * L / 2 causal pairs per head. The kernels' separate dQ
@@ -233,6 +239,10 @@ int main(int argc, char** argv) {
     line("flash kernels bf16 storage", f16);
     line("flash kernels bf16 tensor core", tc);
     line("eager cuBLAS fp32 (baseline)", base);
+    const double product = flops / 7.0;  // one tile product's useful flops
+    std::printf("  L %5lld  %-28s %9.3f ms forward (%.2f TFLOP/s), %.3f ms backward (%.2f TFLOP/s)\n", (long long)L,
+                "bf16 tensor core, split", tc_fwd, 2.0 * product / (tc_fwd * 1e-3) / 1e12, tc - tc_fwd,
+                5.0 * product / ((tc - tc_fwd) * 1e-3) / 1e12);
     std::fflush(stdout);
 
     for (void* p : {(void*)b.q, (void*)b.k, (void*)b.v, (void*)b.o, (void*)b.d_o, (void*)b.lse, (void*)b.dq,
