@@ -151,26 +151,30 @@ void ModelOps::rmsnorm_forward(const TensorRef& x, const TensorRef& w, float eps
   do_rmsnorm_forward(x, w, eps, y, rstd);
 }
 
+namespace {
+// The arguments of rmsnorm_backward and rmsnorm_backward_add (`what`: the op's name for the messages).
+void check_rmsnorm_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
+                            const TensorRef& dx, const TensorRef& dw, const std::string& what) {
+  check_weight(w, x.row_elems(), what.c_str());
+  check_weight(dw, x.row_elems(), (what + " dw").c_str());
+  check_shape(x, dy, (what + " dy").c_str());
+  check_shape(x, dx, (what + " dx").c_str());
+  check_f32(rstd, x.rows(), (what + " rstd").c_str());
+}
+}  // namespace
+
 void ModelOps::rmsnorm_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
                                 const TensorRef& dx, const TensorRef& dw) {
-  check_weight(w, x.row_elems(), "rmsnorm_backward");
-  check_weight(dw, x.row_elems(), "rmsnorm_backward dw");
-  check_shape(x, dy, "rmsnorm_backward dy");
-  check_shape(x, dx, "rmsnorm_backward dx");
-  check_f32(rstd, x.rows(), "rmsnorm_backward rstd");
+  check_rmsnorm_backward(x, w, rstd, dy, dx, dw, "rmsnorm_backward");
   const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "rmsnorm_backward");
   do_rmsnorm_backward(x, w, rstd, dy, dx, dw);
 }
 
 void ModelOps::rmsnorm_backward_add(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
                                     const TensorRef& residual, const TensorRef& dx, const TensorRef& dw) {
-  check_weight(w, x.row_elems(), "rmsnorm_backward_add");
-  check_weight(dw, x.row_elems(), "rmsnorm_backward_add dw");
-  check_shape(x, dy, "rmsnorm_backward_add dy");
-  check_shape(x, dx, "rmsnorm_backward_add dx");
+  check_rmsnorm_backward(x, w, rstd, dy, dx, dw, "rmsnorm_backward_add");
   check_same(dx, residual, "rmsnorm_backward_add residual");
   ZERO_CHECK(dx.data != residual.data, "rmsnorm_backward_add: dx must not be the residual it adds");
-  check_f32(rstd, x.rows(), "rmsnorm_backward_add rstd");
   const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "rmsnorm_backward_add");
   do_rmsnorm_backward_add(x, w, rstd, dy, residual, dx, dw);
 }

@@ -165,6 +165,19 @@ __device__ __forceinline__ float* floats_at(int offset) {
   return reinterpret_cast<float*>(kernels::dynamic_shared() + offset);
 }
 
+// The two K / V slots of the forward and dQ kernels (a select, not an array: the pointers stay in registers),
+// the key tiles a query tile sees, and the copy of key tile j (kv head g) into a slot.
+__device__ __forceinline__ u16* k_slot(const MmaSmem& L, int slot) { return tile_at(slot ? L.k_next : L.k); }
+__device__ __forceinline__ u16* v_slot(const MmaSmem& L, int slot) { return tile_at(slot ? L.v_next : L.v); }
+__device__ __forceinline__ int64_t key_tiles(const TileRows& qr) { return (key_end(qr) + kBlockK - 1) / kBlockK; }
+template <int D>
+__device__ void copy_kv_tile(const u16* k, const u16* v, const Params& p, const Sequence& sq, int64_t g, int64_t j,
+                             const MmaSmem& L, int slot) {
+  const int nk = int(tile_rows(j, kBlockK, sq.len).count);
+  copy_rows_async<D>(k, p.ld_k, g, sq.start + j * kBlockK, nk, k_slot(L, slot));
+  copy_rows_async<D>(v, p.ld_v, g, sq.start + j * kBlockK, nk, v_slot(L, slot));
+}
+
 // Writes a warp's 16 x D accumulator rows (times row_scale[0] / [1] for its rows group and group + 8) as
 // bf16 into rows t0 + row0 .. of head `head`, rows < valid only.
 template <int D>
@@ -261,16 +274,9 @@ __global__ void __launch_bounds__(kMmaThreads)
   // Two slots of K and V tiles (row-major): tile j + 1 is copied in (cp.async) while tile j is multiplied.
   // The Q tile passes through slot 1, which the first prefetch overwrites once Q is in registers.
   const MmaSmem L = mma_smem(MmaKernel::Forward, D);
-  auto k_slot = [&](int slot) { return tile_at(slot ? L.k_next : L.k); };  // selects, not an array: registers
-  auto v_slot = [&](int slot) { return tile_at(slot ? L.v_next : L.v); };
-  const int64_t tiles = (key_end(qr) + kBlockK - 1) / kBlockK;
-  auto copy_tile = [&](int64_t j, int slot) {
-    const int nk = int(tile_rows(j, kBlockK, sq.len).count);
-    copy_rows_async<D>(k, p.ld_k, g, sq.start + j * kBlockK, nk, k_slot(slot));
-    copy_rows_async<D>(v, p.ld_v, g, sq.start + j * kBlockK, nk, v_slot(slot));
-  };
+  const int64_t tiles = key_tiles(qr);
   copy_rows_async<D>(q, p.ld_q, h, sq.start + q0, nq, tile_at(L.q));
-  copy_tile(0, 0);
+  copy_kv_tile<D>(k, v, p, sq, g, 0, L, 0);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
@@ -286,13 +292,13 @@ __global__ void __launch_bounds__(kMmaThreads)
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};  // rows group, group + 8
   for (int64_t j = 0; j < tiles; ++j) {
     const int slot = int(j & 1);
-    if (j + 1 < tiles) copy_tile(j + 1, slot ^ 1);
+    if (j + 1 < tiles) copy_kv_tile<D>(k, v, p, sq, g, j + 1, L, slot ^ 1);
     cp_async_commit();
     cp_async_wait<1>();  // tile j has landed (tile j + 1 may still be in flight)
     __syncthreads();
     const int64_t k0 = j * kBlockK;
-    const u16* kt = k_slot(slot);
-    const u16* vt = v_slot(slot);
+    const u16* kt = k_slot(L, slot);
+    const u16* vt = v_slot(L, slot);
 
     float s[kBlockK / 8][4];  // S = Q K^T for the warp's 16 rows x 64 keys
     zero(s);
@@ -476,34 +482,27 @@ __global__ void __launch_bounds__(kMmaThreads)
   const MmaSmem L = mma_smem(MmaKernel::Dq, D);
   const u16* const qt = tile_at(L.q);
   const u16* const d_ot = tile_at(L.d_o);
-  const float* const lse_s = floats_at(L.lse);
-  const float* const dot_s = floats_at(L.row_dot);
-  auto k_slot = [&](int slot) { return tile_at(slot ? L.k_next : L.k); };
-  auto v_slot = [&](int slot) { return tile_at(slot ? L.v_next : L.v); };
-  auto copy_tile = [&](int64_t j, int slot) {
-    const int nk = int(tile_rows(j, kBlockK, sq.len).count);
-    copy_rows_async<D>(k, p.ld_k, g, sq.start + j * kBlockK, nk, k_slot(slot));
-    copy_rows_async<D>(v, p.ld_v, g, sq.start + j * kBlockK, nk, v_slot(slot));
-  };
+  float* const lse_s = floats_at(L.lse);
+  float* const dot_s = floats_at(L.row_dot);
 
   copy_rows_async<D>(q, p.ld_q, h, sq.start + q0, nq, tile_at(L.q));
   copy_rows_async<D>(d_o, p.ld_q, h, sq.start + q0, nq, tile_at(L.d_o));
-  copy_tile(0, 0);
+  copy_kv_tile<D>(k, v, p, sq, g, 0, L, 0);
   cp_async_commit();
-  copy_row_stats(lse, row_dot, p, h, sq.start + q0, nq, floats_at(L.lse), floats_at(L.row_dot));
+  copy_row_stats(lse, row_dot, p, h, sq.start + q0, nq, lse_s, dot_s);
   float acc[D / 8][4];
   zero(acc);
 
-  const int64_t tiles = (key_end(qr) + kBlockK - 1) / kBlockK;
+  const int64_t tiles = key_tiles(qr);
   for (int64_t j = 0; j < tiles; ++j) {
     const int slot = int(j & 1);
-    if (j + 1 < tiles) copy_tile(j + 1, slot ^ 1);
+    if (j + 1 < tiles) copy_kv_tile<D>(k, v, p, sq, g, j + 1, L, slot ^ 1);
     cp_async_commit();
     cp_async_wait<1>();  // tile j has landed (with Q, dO on the first pass)
     __syncthreads();
     const int64_t k0 = j * kBlockK;
-    const u16* kt = k_slot(slot);
-    const u16* vt = v_slot(slot);
+    const u16* kt = k_slot(L, slot);
+    const u16* vt = v_slot(L, slot);
 #pragma unroll 1
     for (int kc = 0; kc < kRows / 16; ++kc) {
       if (k0 + kc * 16 > q0 + row0 + 15) continue;  // every key of the chunk follows the warp's queries

@@ -179,21 +179,22 @@ class CudaModelOpsImpl final : public CudaModelOps {
   }
   void do_rmsnorm_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
                            const TensorRef& dx, const TensorRef& dw) override {
-    const int64_t dim = x.row_elems(), rows = plan().num_tokens();
-    check_norm_dim(dim, "rmsnorm_backward");
-    Scratch partials(pool_, sizeof(float) * size_t(K::norm_partial_blocks(rows, dim) * dim));
-    K::norm_backward(x.data, elem(x.dtype), w.data, elem(w.dtype), rstd.as<const float>(), dy.data, elem(dy.dtype),
-                     rows, dim, dx.data, elem(dx.dtype), partials.as<float>(), dw.data, elem(dw.dtype), nullptr,
-                     nullptr, 1, stream_);
+    token_norm_backward(x, w, rstd, dy, nullptr, dx, dw, "rmsnorm_backward");
   }
   void do_rmsnorm_backward_add(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
                                const TensorRef& residual, const TensorRef& dx, const TensorRef& dw) override {
+    token_norm_backward(x, w, rstd, dy, &residual, dx, dw, "rmsnorm_backward_add");
+  }
+  // The backward of a norm over token rows, with the residual added as dx is stored when one is given.
+  void token_norm_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
+                           const TensorRef* residual, const TensorRef& dx, const TensorRef& dw, const char* what) {
     const int64_t dim = x.row_elems(), rows = plan().num_tokens();
-    check_norm_dim(dim, "rmsnorm_backward_add");
+    check_norm_dim(dim, what);
     Scratch partials(pool_, sizeof(float) * size_t(K::norm_partial_blocks(rows, dim) * dim));
     K::norm_backward(x.data, elem(x.dtype), w.data, elem(w.dtype), rstd.as<const float>(), dy.data, elem(dy.dtype),
                      rows, dim, dx.data, elem(dx.dtype), partials.as<float>(), dw.data, elem(dw.dtype), nullptr,
-                     nullptr, 1, stream_, 0, 0, residual.data, elem(residual.dtype));
+                     nullptr, 1, stream_, 0, 0, residual ? residual->data : nullptr,
+                     residual ? elem(residual->dtype) : K::Elem::F32);
   }
   void do_qk_norm_rope_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y,
                                const TensorRef& rstd) override {
