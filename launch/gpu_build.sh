@@ -1,11 +1,15 @@
 # Sourced, not run: the GPU machine's build, shared by launch/gpu_check.sh and bench/gpu/speed.sh.
-#   gpu_configure BUILD_DIR           configures (Release, CUDA on, sm_90a, benches on); 1 when it failed (the
-#                                     configure log is printed)
+#   gpu_configure BUILD_DIR           configures (Release, CUDA on, sm_90a, benches on, $GPU_CMAKE_ARGS); 1 when
+#                                     it failed (the configure log is printed)
 #   gpu_test_targets BUILD_DIR        the programs the gpu-labelled tests run (named on their command lines)
 #                                     and the NCCL and attention benches: a target no GPU test needs (the
 #                                     fuzz drivers) cannot fail the check; "all" when none is found
-#   gpu_build BUILD_DIR [TARGET...]   configures and builds TARGETs (default: everything); 0 when built, 1 when
-#                                     configuring failed, 2 when the build failed (its errors are printed)
+#   gpu_build BUILD_DIR [TARGET...]   configures and builds TARGETs (default: everything) with $GPU_BUILD_JOBS jobs
+#                                     (default: every core); 0 when built, 1 when configuring failed, 2 when the
+#                                     build failed (its errors are printed)
+#   gpu_prebuilt_pack                 packs build-gpu-pre into .gpuprebuilt (launch/gpu_prebuild.sh)
+#   gpu_prebuilt_use                  unpacks .gpuprebuilt (launch/gpu_prebuild.sh, built on the CPU machine) into
+#                                     build-gpu-pre when it is this tree's build and loads here; 1 (and why) if not
 #   gpu_test_env                      the environment of the GPU tests (ZERO_REQUIRE_GPU, MPI as root, libraries)
 #   machine_cores                     the machine's cores, whatever OMP_NUM_THREADS says
 #   ctest_counts CTEST_LOG            "PASSED FAILED": the tests ctest's log reports passed, and failed, skipped,
@@ -47,7 +51,7 @@ gpu_configure() {
     python_args=(-DPython3_EXECUTABLE="$py" -Dpybind11_DIR="$pybind")
   fi
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DZERO_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a \
-    -DZERO_BUILD_BENCH=ON "${python_args[@]}" > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; return 1; }
+    -DZERO_BUILD_BENCH=ON "${python_args[@]}" ${GPU_CMAKE_ARGS:-} > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; return 1; }
   grep -E "^-- zero: zero_torch" "$build.configure.log" || true
 }
 
@@ -73,7 +77,7 @@ gpu_build() {
   for t in "$@"; do targets+=(--target "$t"); done
   t0=$(date +%s)
   gpu_configure "$build" || return 1
-  jobs=$(machine_cores)
+  jobs=${GPU_BUILD_JOBS:-$(machine_cores)}
   echo "# configured in $(( $(date +%s) - t0 )) s; building with -j $jobs"
   # One build into a log, its errors printed from the log (a build piped into head dies of SIGPIPE).
   if ! cmake --build "$build" -j "$jobs" "${targets[@]}" > "$build.build.log" 2>&1; then
@@ -83,6 +87,47 @@ gpu_build() {
   fi
   grep -E "warning: unused" "$build.build.log" | head -20
   return 0
+}
+
+# The pack of build-gpu-pre: what ctest and the tests read from the build tree (programs, modules, the ctest
+# files, configured files), without objects, static libraries, CMake's own files and zero_torch (a module for
+# one python3: built on the GPU machine for its own), beside the sha256 of every tracked file and a stamp.
+gpu_prebuilt_pack() {
+  local dir=build-gpu-pre
+  rm -rf .gpuprebuilt && mkdir -p .gpuprebuilt || return 1
+  tar -czf .gpuprebuilt/build.tar.gz --exclude=CMakeFiles --exclude='*.a' --exclude='*.o' --exclude=Makefile \
+    --exclude=cmake_install.cmake --exclude=CMakeCache.txt --exclude='*.log' --exclude="$dir/python" "$dir" || return 1
+  git ls-files -z | xargs -0 sha256sum > .gpuprebuilt/sources.sha256 || return 1
+  {
+    echo "root $(realpath .)"
+    echo "mpi $(mpi_major)"
+    echo "built $(date -u +%FT%TZ) from $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' + changes')"
+  } > .gpuprebuilt/stamp
+}
+mpi_major() { mpirun --version 2>/dev/null | sed -nE '1s/.* ([0-9]+)\.[0-9.]+$/\1/p'; }
+
+gpu_prebuilt_use() {
+  local dir=build-gpu-pre root mpi here_mpi f bad=""
+  [ -f .gpuprebuilt/stamp ] && [ -f .gpuprebuilt/build.tar.gz ] || { echo "# prebuilt: none carried"; return 1; }
+  [ -n "${GPU_DEPS_DONE:-}" ] || { gpu_deps_env; GPU_DEPS_DONE=1; }
+  root=$(sed -n 's/^root //p' .gpuprebuilt/stamp)
+  mpi=$(sed -n 's/^mpi //p' .gpuprebuilt/stamp)
+  here_mpi=$(mpi_major)
+  [ "$root" = "$(realpath .)" ] || { echo "# prebuilt: built in $root, this checkout is $(realpath .)"; return 1; }
+  [ "$mpi" = "$here_mpi" ] || { echo "# prebuilt: Open MPI $mpi there, ${here_mpi:-none} here"; return 1; }
+  sha256sum --quiet -c .gpuprebuilt/sources.sha256 > /dev/null 2>&1 || {
+    echo "# prebuilt: of another tree ($(sha256sum --quiet -c .gpuprebuilt/sources.sha256 2>&1 | head -3 | tr '\n' ' '))"
+    return 1; }
+  rm -rf "$dir" && tar -xzf .gpuprebuilt/build.tar.gz || { echo "# prebuilt: unpacking failed"; return 1; }
+  # Every library found in the versions each program needs (ldd names a missing one, and a C++ runtime older
+  # than this machine's: "version `GLIBCXX_...' not found").
+  for f in $(find "$dir" -type f -perm -u+x); do
+    [ "$(head -c 4 "$f" | tail -c 3)" = ELF ] || continue
+    ldd "$f" 2>&1 | grep -q "not found" &&
+      bad+=" $(basename "$f"): $(ldd "$f" 2>&1 | grep "not found" | head -2 | sed -E 's/^[[:space:]]+//' | paste -sd,);"
+  done
+  [ -z "$bad" ] || { echo "# prebuilt: not loadable here:$bad"; rm -rf "$dir"; return 1; }
+  echo "# prebuilt: $(sed -n 's/^built //p' .gpuprebuilt/stamp), unpacked into $dir"
 }
 
 # What the GPU tests run under (gpu_check.sh, gpu_rerun.sh): a skip is a failure, MPI as root with more ranks

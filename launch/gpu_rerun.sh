@@ -4,6 +4,7 @@
 # environment gpu_check.sh gives them (gpu_test_env: carried libraries, MPI as root, ZERO_REQUIRE_GPU). A
 # bare `ctest` there lacks the carried libraries' path (bench/results/gpu_20261127_h200: exit 127).
 #   device run: bash launch/gpu_rerun.sh $OUT 'REGEX' [SECONDS]      carry [".gpudeps"]; SECONDS default 200
+# (build-gpu, which gpu_check.sh builds beside the tests of a prebuilt pack, is built again incrementally).
 # The log is $OUT/gpu_rerun.log; copy it under bench/results/ beside the session's.
 set -uo pipefail
 cd "$(dirname "$0")/.."

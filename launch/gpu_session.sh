@@ -4,10 +4,12 @@
 # with skips as failures, transformers parity, NCCL and attention benches), then bench/gpu/speed.sh with
 # what is left, all under one deadline, and everything packed into OUT_DIR as 4 files (the device tool
 # brings back 8).
-#   here, first:  bash launch/gpu_deps.sh
-#   device run:   bash launch/gpu_session.sh $OUT      carry [".gpudeps"], timeout_s 600
+#   here, first:  bash launch/gpu_deps.sh && bash launch/gpu_prebuild.sh   (the test programs built here, after
+#                 the last change: gpu_check.sh then starts the tests at once; without them it builds first)
+#   device run:   bash launch/gpu_session.sh $OUT      carry [".gpudeps", ".gpuprebuilt"], timeout_s 600
 # A failure to look at again, at once (the machine stays warm 30 s and keeps build-gpu; the session's 15 device
-# minutes leave about 4 after this call): bash launch/gpu_rerun.sh $OUT 'REGEX' 200, timeout_s 220.
+# minutes leave about 4 after this call): bash launch/gpu_rerun.sh $OUT 'REGEX' 200, timeout_s 220 (it runs
+# the tests from build-gpu, which gpu_check.sh builds beside the prebuilt programs' tests).
 # Then copy $OUT's files under bench/results/ (gpu_check.log, its _hf_parity.txt, the ctest log, speed.tar.gz
 # with speed.md, speed.log and every cell) and commit them: a GPU claim counts only with a saved log.
 #   GPU_SESSION_S        the whole run's seconds (default 570: the machine's start took about 30 s of the 900)
