@@ -29,4 +29,14 @@ ZERO_HD bool attention_masked(int64_t query, int64_t key, int64_t hidden_begin, 
   return key > query || (key >= h.begin && key < h.end);
 }
 
+// Whether the mask hides any key of [k_first, k_last] from any query of [q_first, q_last] (attention_masked
+// true for some pair of the box), exactly. When not, a kernel scores the whole box without asking per element:
+// the same scores, and most boxes of a long sequence lie wholly below its diagonal.
+ZERO_HD bool attention_box_masked(int64_t q_first, int64_t q_last, int64_t k_first, int64_t k_last,
+                                  int64_t hidden_begin, int64_t hidden_end) {
+  if (k_last > q_first) return true;  // causal: the box's last key follows its first query
+  // Every key precedes every query: only a hidden span masks, for the queries at hidden_end and after.
+  return hidden_begin < hidden_end && q_last >= hidden_end && k_first < hidden_end && k_last >= hidden_begin;
+}
+
 }  // namespace zero::math

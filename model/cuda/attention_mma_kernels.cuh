@@ -20,7 +20,9 @@
 // runs while this one is multiplied. Fragments come by ldmatrix x4; the B operands whose k runs over a tile's
 // 64 rows (V in P V, dO in P^T dO, Q in dS^T Q, K in dS K) by ldmatrix.trans, which transposes them as it
 // loads. Chunks of 16 rows that the causal mask hides from a warp's 16 rows entirely are skipped (their terms
-// are exact zeros). These kernels gave the bits of the earlier ones (32-bit fragment loads from transposed
+// are exact zeros); a warp asks the mask per element only in a tile or chunk where it hides something
+// (math::attention_box_masked: the diagonal's, a hidden span's), elsewhere (nearly all of a long sequence) it
+// scores without it, to the same bits (attention_emulated_test's outputs unchanged at -O0 emulation). These kernels gave the bits of the earlier ones (32-bit fragment loads from transposed
 // copies, one slot) exactly in the emulator: every output of attention_emulated_test's tensor-core cases,
 // host code at -O0 (at -O3 g++'s code for the emulation moved single scores by an ulp either way). Speed
 // left for the profiler: K/V (dK/dV) and Q/dO (dQ) fragments kept in registers, wgmma on sm_90a.
@@ -28,6 +30,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "core/math/bf16.h"
 #include "core/math/softmax_backward.h"
@@ -314,19 +317,24 @@ __global__ void __launch_bounds__(kMmaThreads)
         mma_bf16(s[nt], qf[kk + 1], b1);
       }
     }
-    // Scale into the exp2 domain, mask, and the tile's row maxima (a row's 64 scores lie in the 4 lanes
-    // of its quad: two shuffles).
+    // Scale into the exp2 domain, mask (only where the tile crosses the warp's diagonal or a hidden span), and
+    // the tile's row maxima (a row's 64 scores lie in the 4 lanes of its quad: two shuffles).
     float tile_max[2] = {-INFINITY, -INFINITY};
+    auto scale_and_mask = [&](auto check) {
 #pragma unroll
-    for (int nt = 0; nt < kBlockK / 8; ++nt) {
+      for (int nt = 0; nt < kBlockK / 8; ++nt) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const mma::FragIndex e = mma::c_index(lane, i);
-        const float x = masked(sq, q0 + row0 + e.row, k0 + nt * 8 + e.col) ? -INFINITY : s[nt][i] * p.scale_log2;
-        s[nt][i] = x;
-        tile_max[i / 2] = fmaxf(tile_max[i / 2], x);
+        for (int i = 0; i < 4; ++i) {
+          const mma::FragIndex e = mma::c_index(lane, i);
+          const bool excluded = decltype(check)::value && masked(sq, q0 + row0 + e.row, k0 + nt * 8 + e.col);
+          const float x = excluded ? -INFINITY : s[nt][i] * p.scale_log2;
+          s[nt][i] = x;
+          tile_max[i / 2] = fmaxf(tile_max[i / 2], x);
+        }
       }
-    }
+    };
+    if (box_masked(sq, q0 + row0, kWarpRows, k0, kBlockK)) scale_and_mask(std::true_type{});
+    else scale_and_mask(std::false_type{});
     float alpha[2], ref[2];
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
@@ -440,18 +448,22 @@ __global__ void __launch_bounds__(kMmaThreads)
       if (k0 + key0 > q0 + qc * 16 + 15) continue;  // every query of the chunk precedes the warp's keys
       float st[2][4], dpt[2][4];  // S^T = K Q^T and dP^T = V dO^T: the warp's 16 keys x the chunk's 16 queries
       chunk_products<D>(st, dpt, kt, vt, key0, qt, d_ot, qc * 16, lane);
+      auto probs = [&](auto check) {  // the mask asked per element only where the chunk needs it
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {
+        for (int j = 0; j < 2; ++j) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const mma::FragIndex e = mma::c_index(lane, i);
-          const int query = qc * 16 + j * 8 + e.col;
-          const ProbGrad r = prob_and_dscore(st[j][i], dpt[j][i], masked(sq, q0 + query, k0 + key0 + e.row),
-                                             lse_s[query], dot_s[query], p);
-          st[j][i] = r.prob;
-          dpt[j][i] = r.ds;
+          for (int i = 0; i < 4; ++i) {
+            const mma::FragIndex e = mma::c_index(lane, i);
+            const int query = qc * 16 + j * 8 + e.col;
+            const bool excluded = decltype(check)::value && masked(sq, q0 + query, k0 + key0 + e.row);
+            const ProbGrad r = prob_and_dscore(st[j][i], dpt[j][i], excluded, lse_s[query], dot_s[query], p);
+            st[j][i] = r.prob;
+            dpt[j][i] = r.ds;
+          }
         }
-      }
+      };
+      if (box_masked(sq, q0 + qc * 16, 16, k0 + key0, kWarpRows)) probs(std::true_type{});
+      else probs(std::false_type{});
       uint32_t a[4];
       a_from_c_pair(a, st[0], st[1]);  // P^T: dV += P^T dO
       add_product<D>(dv_acc, a, d_ot, qc * 16, lane);
@@ -508,17 +520,20 @@ __global__ void __launch_bounds__(kMmaThreads)
       if (k0 + kc * 16 > q0 + row0 + 15) continue;  // every key of the chunk follows the warp's queries
       float s[2][4], dp[2][4];  // S = Q K^T and dP = dO V^T: the warp's 16 queries x the chunk's 16 keys
       chunk_products<D>(s, dp, qt, d_ot, row0, kt, vt, kc * 16, lane);
+      auto score_grads = [&](auto check) {  // the mask asked per element only where the chunk needs it
 #pragma unroll
-      for (int j2 = 0; j2 < 2; ++j2) {
+        for (int j2 = 0; j2 < 2; ++j2) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const mma::FragIndex e = mma::c_index(lane, i);
-          const int row = row0 + e.row;
-          s[j2][i] = prob_and_dscore(s[j2][i], dp[j2][i], masked(sq, q0 + row, k0 + kc * 16 + j2 * 8 + e.col),
-                                     lse_s[row], dot_s[row], p)
-                         .ds;
+          for (int i = 0; i < 4; ++i) {
+            const mma::FragIndex e = mma::c_index(lane, i);
+            const int row = row0 + e.row;
+            const bool excluded = decltype(check)::value && masked(sq, q0 + row, k0 + kc * 16 + j2 * 8 + e.col);
+            s[j2][i] = prob_and_dscore(s[j2][i], dp[j2][i], excluded, lse_s[row], dot_s[row], p).ds;
+          }
         }
-      }
+      };
+      if (box_masked(sq, q0 + row0, kWarpRows, k0 + kc * 16, 16)) score_grads(std::true_type{});
+      else score_grads(std::false_type{});
       uint32_t a[4];
       a_from_c_pair(a, s[0], s[1]);  // dQ += dS K
       add_product<D>(acc, a, kt, kc * 16, lane);

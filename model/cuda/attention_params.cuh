@@ -63,4 +63,10 @@ __device__ inline bool masked(const Sequence& sq, int64_t query_pos, int64_t key
   return math::attention_masked(query_pos, key_pos, sq.hidden_begin, sq.hidden_end);
 }
 
+// Whether the mask hides anything in the box of queries [q, q + nq) x keys [k, k + nk) of sq; when not, a kernel
+// skips the per-element mask for the box (the same bits: masked() is false for each element of it).
+__device__ inline bool box_masked(const Sequence& sq, int64_t q, int nq, int64_t k, int nk) {
+  return math::attention_box_masked(q, q + nq - 1, k, k + nk - 1, sq.hidden_begin, sq.hidden_end);
+}
+
 }  // namespace zero::model::cuda_attention::detail

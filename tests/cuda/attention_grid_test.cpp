@@ -198,6 +198,27 @@ TEST(AttentionGrid, MaskIsCausalMinusTheHiddenSpan) {
   EXPECT_TRUE(attention_masked(6, 7, 3, 6));   // causally
 }
 
+// The kernels skip the per-element mask for a box of queries x keys that attention_box_masked calls unmasked:
+// it must say "masked" exactly when some element of the box is (never less: a wrong score; more would only
+// cost time). Every box of a 12-token sequence, under no span and spans at its start, middle and end.
+TEST(AttentionGrid, BoxMaskedExactlyWhenAnElementIs) {
+  const int64_t n = 12;
+  int64_t unmasked_boxes = 0;
+  for (const auto& [hb, he] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {1, 2}, {3, 6}, {5, 11}, {1, 12}})
+    for (int64_t q0 = 0; q0 < n; ++q0)
+      for (int64_t q1 = q0; q1 < n; ++q1)
+        for (int64_t k0 = 0; k0 < n; ++k0)
+          for (int64_t k1 = k0; k1 < n; ++k1) {
+            bool any = false;
+            for (int64_t q = q0; q <= q1; ++q)
+              for (int64_t k = k0; k <= k1; ++k) any = any || math::attention_masked(q, k, hb, he);
+            ASSERT_EQ(math::attention_box_masked(q0, q1, k0, k1, hb, he), any)
+                << "queries [" << q0 << ", " << q1 << "] keys [" << k0 << ", " << k1 << "] span [" << hb << ", " << he << ")";
+            unmasked_boxes += !any;
+          }
+  EXPECT_GT(unmasked_boxes, 1000);  // the skip is taken, not only allowed
+}
+
 TEST(AttentionGrid, SharedMemoryLayout) {
   // Literal sizes at head_dim 128: forward Q 64x128, K and V 64x129, S 64x64, three row vectors;
   // backward Q and dO 64x128, K and V 64x129, P and dS 64x64, two row vectors.
