@@ -6,6 +6,9 @@
 #include <initializer_list>
 #include <vector>
 
+#include "model/device_scratch.h"
+#include "model/token_plan.h"
+
 namespace zero::model {
 
 namespace {
@@ -188,6 +191,18 @@ size_t cpu_op_scratch_bytes(const Qwen3Config& c, int64_t max_seq_len, bool bf16
                         size_t(c.hidden_size);
   const size_t widened = bf16_weights ? 2 * widest * 4 : 0;  // a weight widened + a weight gradient in fp32
   return std::max(scores, widened);
+}
+
+size_t gpu_op_scratch_bytes(const Qwen3Config& c, int64_t tokens, int64_t seqs, DType activations) {
+  namespace ds = device_scratch;
+  const int64_t H = c.hidden_size, d = c.head_dim;
+  // A GEMM converts an operand that is not in its input dtype: with bf16 inputs, the fp32 residual stream's
+  // gradient (dy, dh: [rows, hidden]) into the input and weight gradients of o_proj and down_proj.
+  const size_t gemm_operand =
+      activations == DType::F32 ? 0 : dtype_size(activations) * size_t(padded_token_rows(tokens)) * size_t(H);
+  return std::max({ds::norm_partials_bytes(tokens, H), ds::norm_partials_bytes(tokens * c.num_heads, d),
+                   ds::norm_partials_bytes(tokens * c.num_kv_heads, d), ds::attention_workspace_bytes(tokens, c.num_heads),
+                   ds::pooled_head_partials_bytes(seqs, H), gemm_operand});
 }
 
 }  // namespace zero::model

@@ -55,4 +55,11 @@ size_t plan_forward_activations(const Qwen3Config& c, int64_t rows, int64_t seqs
 // sequence and head (len x len fp32) or a bf16 weight widened to fp32, whichever is larger.
 size_t cpu_op_scratch_bytes(const Qwen3Config& c, int64_t max_seq_len, bool bf16_weights);
 
+// The CUDA backend's largest device scratch inside one op of a forward_backward (CudaModelOps takes it from
+// the activation pool for the op's length, outside ModelOps' count; model/device_scratch.h): the norms' dw
+// partials, the attention backward's workspace, the pooled head's partials and, with bf16 activations, a
+// GEMM operand from the fp32 residual stream ([rows, hidden]) converted to bf16. tokens: the micro-batch's
+// (rows = padded_token_rows(tokens)); seqs: its sequences; activations: the GEMMs' input dtype.
+size_t gpu_op_scratch_bytes(const Qwen3Config& c, int64_t tokens, int64_t seqs, DType activations);
+
 }  // namespace zero::model

@@ -134,8 +134,13 @@ MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, con
     m.comm_buffers -= b.offload_staging_bytes();
   }
   // Activations as the model allocates them for the largest micro-batch (fp32 token rows on the CPU; the GPU
-  // path's bf16 activations with rows rounded up to its GEMM tiles).
+  // path's bf16 activations with rows rounded up to its GEMM tiles); on a GPU with the largest device scratch
+  // an op takes beside them from the same pool (norm partials, attention workspace, a converted GEMM operand).
   m.activations = step_activation_bytes(cfg, qc, device, micro_pairs);
+  if (device == PlanDevice::Gpu) {
+    const MicroShape s = largest_micro_batch(cfg, micro_pairs);
+    m.activations += model::gpu_op_scratch_bytes(qc, s.tokens, s.seqs, activation_dtypes(cfg, device).activations);
+  }
   if (device == PlanDevice::Cpu) {
     // Besides the activations, the larger of an op's own scratch (during a step) and the initialisation's
     // host scratch (init_scratch_bytes, before any activation exists).

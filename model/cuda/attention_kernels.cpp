@@ -8,11 +8,12 @@
 #include "core/check.h"
 #include "model/cuda/attention_grid.h"
 #include "model/cuda/attention_launch.h"
+#include "model/device_scratch.h"
 
 namespace zero::model::cuda_attention {
 namespace {
 
-constexpr size_t kWorkspaceAlign = 256;
+using device_scratch::kAttentionWorkspaceAlign;
 
 void check_shape(const AttentionShape& s) {
   ZERO_REQUIRE(s.heads > 0 && s.kv_heads > 0, ConfigError, "attention kernels: heads {} and kv_heads {} must be positive",
@@ -105,8 +106,7 @@ void forward(const void* q, const void* k, const void* v, Elem t, const Attentio
 size_t backward_workspace_bytes(const AttentionShape& s, const VarlenBatch& b) {
   check_shape(s);
   check_batch(b);
-  const size_t row_dot = size_t(b.num_tokens) * size_t(s.heads) * sizeof(float);  // D, fp32 per (token, head)
-  return (row_dot + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
+  return device_scratch::attention_workspace_bytes(b.num_tokens, s.heads);  // D, fp32 per (token, head)
 }
 
 void backward(const void* q, const void* k, const void* v, const void* o, const void* d_o, const float* lse, Elem t,
@@ -122,8 +122,8 @@ void backward(const void* q, const void* k, const void* v, const void* o, const 
   ZERO_REQUIRE(workspace != nullptr && workspace_bytes >= need, ConfigError,
                "attention backward: workspace of {} bytes given, backward_workspace_bytes says {}", workspace_bytes,
                need);
-  ZERO_REQUIRE(reinterpret_cast<uintptr_t>(workspace) % kWorkspaceAlign == 0, ConfigError,
-               "attention backward: workspace {} is not {}-byte aligned", workspace, kWorkspaceAlign);
+  ZERO_REQUIRE(reinterpret_cast<uintptr_t>(workspace) % kAttentionWorkspaceAlign == 0, ConfigError,
+               "attention backward: workspace {} is not {}-byte aligned", workspace, kAttentionWorkspaceAlign);
   g.mma = use_mma(path, t, s, {q, k, v, o, d_o, dq, dk, dv}, rows_aligned({v_stride, dv_stride}, t));
   detail::launch_backward(g, q, k, v, o, d_o, lse, static_cast<float*>(workspace), dq, dk, dv, stream);
 }

@@ -3,6 +3,7 @@
 
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "model/cuda/batch_upload.h"
 #include "model/cuda/lt_gemm.h"
 #include "model/cuda/model_kernels.h"
+#include "model/device_scratch.h"
 
 namespace zero::model {
 
@@ -77,6 +79,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
   int64_t token_rows(const TokenPlan& plan) const override { return plan.padded_tokens; }
   cudaStream_t stream() const override { return stream_; }
   const cuda_pool::PoolStats& pool_stats() const override { return pool_.stats(); }
+  size_t peak_scratch_bytes() const override { return scratch_peak_; }
   size_t gemm_plans() const override { return gemm_.cached_plans(); }
 
  protected:
@@ -190,7 +193,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
                            const TensorRef* residual, const TensorRef& dx, const TensorRef& dw, const char* what) {
     const int64_t dim = x.row_elems(), rows = plan().num_tokens();
     check_norm_dim(dim, what);
-    Scratch partials(pool_, sizeof(float) * size_t(K::norm_partial_blocks(rows, dim) * dim));
+    Scratch partials(*this, device_scratch::norm_partials_bytes(rows, dim));
     K::norm_backward(x.data, elem(x.dtype), w.data, elem(w.dtype), rstd.as<const float>(), dy.data, elem(dy.dtype),
                      rows, dim, dx.data, elem(dx.dtype), partials.as<float>(), dw.data, elem(dw.dtype), nullptr,
                      nullptr, 1, stream_, 0, 0, residual ? residual->data : nullptr,
@@ -208,7 +211,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
                                 const TensorRef& dx, const TensorRef& dw) override {
     const int64_t d = w.numel(), heads = x.row_elems() / d, rows = plan().num_tokens() * heads;
     check_rope(d, "qk_norm_rope_backward");
-    Scratch partials(pool_, sizeof(float) * size_t(K::norm_partial_blocks(rows, d) * d));
+    Scratch partials(*this, device_scratch::norm_partials_bytes(rows, d));
     K::norm_backward(x.data, elem(x.dtype), w.data, elem(w.dtype), rstd.as<const float>(), dy.data, elem(dy.dtype),
                      rows, d, dx.data, elem(dx.dtype), partials.as<float>(), dw.data, elem(dw.dtype),
                      batch<float>(layout_.cos), batch<float>(layout_.sin), heads, stream_, x.stride(), dx.stride());
@@ -227,7 +230,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
     const cuda_attention::Elem t = attention_elem({&q, &k, &v, &o, &d_o, &dq, &dk, &dv});
     const cuda_attention::VarlenBatch b = varlen();
     const size_t ws = cuda_attention::backward_workspace_bytes(s, b);
-    Scratch workspace(pool_, ws);
+    Scratch workspace(*this, ws);
     cuda_attention::backward(q.data, k.data, v.data, o.data, d_o.data, lse.as<const float>(), t, s, b, dq.data,
                              dk.data, dv.data, workspace.get(), ws, stream_, attention_path_, v.stride(), dv.stride());
   }
@@ -271,7 +274,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
                                const TensorRef& drewards, const TensorRef& dx, const TensorRef& d_norm_w,
                                const TensorRef& d_score) override {
     const int64_t H = x.row_elems(), S = plan().num_seqs();
-    Scratch partials(pool_, sizeof(float) * size_t(2 * S * H));
+    Scratch partials(*this, device_scratch::pooled_head_partials_bytes(S, H));
     K::pooled_head_backward(x.data, elem(x.dtype), H, batch<int32_t>(layout_.pooled), S, norm_w.data,
                             elem(norm_w.dtype), score.data, elem(score.dtype), eps, drewards.as<const float>(),
                             dx.data, elem(dx.dtype), dx.rows(), partials.as<float>(), d_norm_w.data,
@@ -322,15 +325,22 @@ class CudaModelOpsImpl final : public CudaModelOps {
   // Device scratch from the pool for the length of one op (the stream orders its reuse).
   class Scratch {
    public:
-    Scratch(cuda_pool::ActivationPool& pool, size_t bytes) : pool_(pool), p_(pool.alloc(bytes)) {}
-    ~Scratch() { pool_.free(p_); }
+    Scratch(CudaModelOpsImpl& ops, size_t bytes) : ops_(ops), bytes_(bytes), p_(ops.pool_.alloc(bytes)) {
+      ops_.scratch_live_ += bytes_;
+      ops_.scratch_peak_ = std::max(ops_.scratch_peak_, ops_.scratch_live_);
+    }
+    ~Scratch() {
+      ops_.pool_.free(p_);
+      ops_.scratch_live_ -= bytes_;
+    }
     Scratch(const Scratch&) = delete;
     Scratch& operator=(const Scratch&) = delete;
     void* get() const { return p_; }
     template <class T> T* as() const { return static_cast<T*>(p_); }
 
    private:
-    cuda_pool::ActivationPool& pool_;
+    CudaModelOpsImpl& ops_;
+    size_t bytes_;
     void* p_;
   };
 
@@ -361,7 +371,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
     const DType in = act_;
     auto operand = [&](const TensorRef& t, std::optional<Scratch>& s) -> const void* {
       if (t.dtype == in) return t.data;
-      s.emplace(pool_, bytes_of(in, t.numel()));
+      s.emplace(*this, bytes_of(in, t.numel()));
       K::convert(s->get(), elem(in), t.data, elem(t.dtype), t.numel(), stream_);
       return s->get();
     };
@@ -374,7 +384,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
       gemm_.run(key, pa, pb, dest.data, beta);
       return;
     }
-    sd.emplace(pool_, bytes_of(key.out, dest.numel()));
+    sd.emplace(*this, bytes_of(key.out, dest.numel()));
     if (accumulate) K::convert(sd->get(), elem(key.out), dest.data, elem(dest.dtype), dest.numel(), stream_);
     gemm_.run(key, pa, pb, sd->get(), beta);
     K::convert(dest.data, elem(dest.dtype), sd->get(), elem(key.out), dest.numel(), stream_);
@@ -385,6 +395,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
   DType act_;
   cuda_attention::Path attention_path_;  // model.attention: flash_fma keeps the tensor cores out
   cuda_pool::ActivationPool pool_;  // before gemm_ and the buffers: destroyed last
+  size_t scratch_live_ = 0, scratch_peak_ = 0;  // Scratch's bytes held now, and at most
   cuda_gemm::LtGemm gemm_;
   cuda_batch::BatchLayout layout_;
   int64_t rope_head_dim_ = 0, num_ids_ = 0;

@@ -27,6 +27,9 @@ class CudaModelOps : public ModelOps {
  public:
   virtual cudaStream_t stream() const = 0;
   virtual const cuda_pool::PoolStats& pool_stats() const = 0;
+  // The most device scratch its ops held at once (from the pool, for the length of an op; not in ModelOps'
+  // peak_bytes): what model::gpu_op_scratch_bytes plans for a batch.
+  virtual size_t peak_scratch_bytes() const = 0;
   virtual size_t gemm_plans() const = 0;  // cuBLASLt plans cached so far
 };
 

@@ -14,6 +14,7 @@
 #include "core/math/rope_math.h"
 #include "cuda/check.h"
 #include "cuda/dynamic_shared.cuh"
+#include "model/device_scratch.h"
 #include "cuda/kernel_launch.cuh"
 #include "model/cuda/model_kernels.h"
 
@@ -49,7 +50,9 @@ void check_launch() { CUDA_CHECK(kernels::last_launch_error()); }
 // ..., t + (K - 1) G of its row in registers (those below dim), so each load of the group is contiguous and the
 // row is read once. One block per row with a shared-memory tree (8 barriers a sum) and 256 blocks for the
 // backward ran head-sized rows one after another: the q/k-norm backward was latency, not bandwidth.
-constexpr int kMaxNormBackwardBlocks = 1024;  // backward grids (each block one fp32 partial of dw)
+using device_scratch::kMaxNormBackwardBlocks;  // backward grids (each block one fp32 partial of dw)
+using device_scratch::norm_blocks;             // the grids and their partials: model/device_scratch.h
+static_assert(kThreads == device_scratch::kNormBlockThreads, "the planner sizes the norm grids for these blocks");
 
 template <int G>
 __device__ __forceinline__ void group_barrier() {
@@ -454,14 +457,10 @@ void with_norm_group(int64_t dim, F&& f) {
   else if (dim <= 32 * kThreads) f(integral_constant<int, kThreads>{}, integral_constant<int, 32>{});
   else f(integral_constant<int, kThreads>{}, integral_constant<int, 48>{});
 }
-int64_t norm_groups_per_block(int64_t dim) { return dim <= 256 ? kThreads / 32 : 1; }
-int64_t norm_blocks(int64_t rows, int64_t dim, int64_t cap) {
-  const int64_t g = norm_groups_per_block(dim);
-  return std::max<int64_t>(1, std::min<int64_t>((rows + g - 1) / g, cap));
-}
+int64_t norm_groups_per_block(int64_t dim) { return device_scratch::norm_rows_per_block(dim); }
 }  // namespace
 
-int norm_partial_blocks(int64_t rows, int64_t dim) { return int(norm_blocks(rows, dim, kMaxNormBackwardBlocks)); }
+int norm_partial_blocks(int64_t rows, int64_t dim) { return int(device_scratch::norm_partial_blocks(rows, dim)); }
 
 void norm_forward(const void* x, Elem xt, const void* w, Elem wt, int64_t rows, int64_t dim, float eps, void* y,
                   Elem yt, float* rstd, const float* cos, const float* sin, int64_t heads, cudaStream_t s, int64_t x_ld) {

@@ -55,9 +55,14 @@ TEST(CudaRewardModel, FixtureMatchesCpuInFp32Mode) {
     const data::PairBatch batch = testing::padded_batch(fb.seqs, int32_t(config.pad_token_id), fb.row_len);
     const RewardOutput ref = cpu.forward_backward(batch, host);
 
-    const Qwen3RewardModel gpu(config, opt, make_cuda_model_ops({nullptr, DType::F32, AttentionKind::Auto}));
+    std::unique_ptr<CudaModelOps> owned = make_cuda_model_ops({nullptr, DType::F32, AttentionKind::Auto});
+    const CudaModelOps* ops = owned.get();
+    const Qwen3RewardModel gpu(config, opt, std::move(owned));
     DeviceParams dev(host, DType::F32);
     const RewardOutput out = gpu.forward_backward(batch, dev);
+    // The device scratch the ops took at most at once is what the planner adds for it (fp32: no conversions).
+    const TokenPlan plan = make_token_plan(batch, config.vocab_size);
+    EXPECT_EQ(ops->peak_scratch_bytes(), gpu_op_scratch_bytes(config, plan.num_tokens(), plan.num_seqs(), DType::F32));
     const double r = rel_l2(out.rewards, ref.rewards);
     printf("  checkpointing mode %d: rewards rel L2 %.3e, loss %.9g vs %.9g\n", int(ckpt), r, out.pairs.loss_sum, ref.pairs.loss_sum);
     EXPECT_LE(r, 1e-5);
@@ -139,6 +144,11 @@ TEST(CudaRewardModel, CheckpointingModesAgreeBitForBitInBf16Mode) {
     EXPECT_EQ(peak[int(mode)],
               plan_activations(config, ops->token_rows(plan), plan.num_seqs(), mode, kGpuActivations).peak)
         << "mode " << int(mode);
+    // Beside them, the device scratch of one op at a time, as model::gpu_op_scratch_bytes plans it (bf16: with
+    // the conversion of the residual stream's gradient for the GEMMs).
+    const size_t scratch = static_cast<const CudaModelOps*>(ops)->peak_scratch_bytes();
+    EXPECT_EQ(scratch, gpu_op_scratch_bytes(config, plan.num_tokens(), plan.num_seqs(), DType::BF16)) << int(mode);
+    if (mode == ActivationCheckpointing::None) printf("  op scratch bytes at most: %zu\n", scratch);
     std::vector<std::vector<float>> grads;
     for (size_t g = 0; g < host.groups().size(); ++g)
       for (size_t t = 0; t < host.groups()[g].tensors.size(); ++t) grads.push_back(dev.grad(int(g), int(t)));

@@ -107,5 +107,22 @@ TEST(ActivationPlan, GpuDtypesByHand) {
             plan_activations(c, 100, 2, Mode::None, kCpuActivations).peak);
 }
 
+// The CUDA ops' largest device scratch by hand, at Qwen3-4B's layer shapes and 16384 tokens in 16 sequences:
+// the hidden norm's dw partials 1024 blocks x 2560 x 4 = 10,485,760; q-norm's (524,288 rows of 128, 8 a
+// block, capped at 1024 blocks) 1024 x 128 x 4 = 524,288; the attention workspace 16384 x 32 x 4 = 2,097,152;
+// the pooled head's 2 x 16 x 2560 x 4 = 327,680; in bf16, the residual stream's gradient as a bf16 GEMM operand
+// 16384 x 2560 x 2 = 83,886,080. 4000 tokens: their rows padded to 4032 for the GEMM operand (2 x 4032 x 2560 = 20,643,840, not 20,480,000).
+TEST(ActivationPlan, GpuOpScratchByHand) {
+  Qwen3Config c;
+  c.hidden_size = 2560, c.intermediate_size = 9728, c.num_layers = 2, c.num_heads = 32, c.num_kv_heads = 8;
+  c.head_dim = 128;
+  EXPECT_EQ(gpu_op_scratch_bytes(c, 16384, 16, DType::BF16), 83886080u);
+  EXPECT_EQ(gpu_op_scratch_bytes(c, 16384, 16, DType::F32), 10485760u);
+  EXPECT_EQ(gpu_op_scratch_bytes(c, 4000, 8, DType::BF16), 20643840u);
+  // 100 tokens in fp32: the hidden norm's 100 blocks (100 x 2560 x 4 = 1,024,000) over q-norm's 400 blocks of
+  // 128 (204,800) and the attention's 12,800.
+  EXPECT_EQ(gpu_op_scratch_bytes(c, 100, 2, DType::F32), 1024000u);
+}
+
 }  // namespace
 }  // namespace zero::model
