@@ -91,13 +91,14 @@ gpu_build() {
 
 # The pack of build-gpu-pre: what ctest and the tests read from the build tree (programs, modules, the ctest
 # files, configured files), without objects, static libraries, CMake's own files and zero_torch (a module for
-# one python3: built on the GPU machine for its own), beside the sha256 of every tracked file and a stamp.
+# one python3: built on the GPU machine for its own), beside the sha256 of the tracked files and a stamp.
 gpu_prebuilt_pack() {
   local dir=build-gpu-pre
   rm -rf .gpuprebuilt && mkdir -p .gpuprebuilt || return 1
   tar -czf .gpuprebuilt/build.tar.gz --exclude=CMakeFiles --exclude='*.a' --exclude='*.o' --exclude=Makefile \
     --exclude=cmake_install.cmake --exclude=CMakeCache.txt --exclude='*.log' --exclude="$dir/python" "$dir" || return 1
-  git ls-files -z | xargs -0 sha256sum > .gpuprebuilt/sources.sha256 || return 1
+  # Every tracked file the build can read: not the results, the docs and other prose committed after it.
+  git ls-files -z -- . ':!:bench/results' ':!:docs' ':!:*.md' | xargs -0 sha256sum > .gpuprebuilt/sources.sha256 || return 1
   {
     echo "root $(realpath .)"
     echo "mpi $(mpi_major)"

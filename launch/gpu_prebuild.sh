@@ -6,10 +6,11 @@
 # 900 s session on the H200 of 2026-11-28, 99 s on the next machine), and builds build-gpu beside them for
 # what only that machine can build (zero_torch for its python3) and for gpu_rerun.sh's incremental builds.
 # gpu_check.sh uses the pack only when it is what this tree builds and that machine can load it
-# (gpu_prebuilt_use in launch/gpu_build.sh): every tracked file's sha256 as here, the same checkout path
-# (the test entries name absolute paths), the same Open MPI major version, every library found (in
-# the versions the programs need); else it builds as before. So rerun this after any change, right before the device call
-# (about 8 minutes from nothing on 2 cores, 1-2 after a change; GPU_BUILD_JOBS: build jobs, default every core).
+# (gpu_prebuilt_use in launch/gpu_build.sh): every tracked file the build reads (all but bench/results, docs
+# and *.md) with the sha256 it has here, the same checkout path (the test entries name absolute paths), the
+# same Open MPI major version, every library found (in the versions the programs need); else it builds as
+# before. So rerun this after any change to the code, right before the device call (about 8 minutes from
+# nothing on 2 cores, 1-2 after a change; GPU_BUILD_JOBS: build jobs, default every core).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source launch/gpu_build.sh

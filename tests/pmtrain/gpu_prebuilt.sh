@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU session's prebuilt test programs (launch/gpu_prebuild.sh packs them here, launch/gpu_check.sh uses
-# them on the GPU machine), on a checkout of its own: a pack of this tree's build is unpacked and used; a
-# tracked file changed since, another checkout path, another Open MPI major version, or a program whose
-# library is missing there each refuse it with the reason, so gpu_check.sh builds as before.
+# them on the GPU machine), on a checkout of its own: a pack of this tree's build is unpacked and used (also
+# after prose and results changed); a source changed since, another checkout path, another Open MPI major
+# version, or a program whose library is missing there each refuse it with the reason, so gpu_check.sh builds
+# as before.
 source "$(dirname "$0")/common.sh"
 SRC=$PWD
 CO=$TMP/checkout
@@ -11,7 +12,8 @@ cp launch/gpu_build.sh $CO/launch/
 cd $CO
 git init -q . && git config user.email t@t && git config user.name t
 echo "int answer() { return 42; }" > source.cpp
-git add source.cpp launch && git commit -qm tree
+echo "notes" > NOTES.md && mkdir -p bench/results && echo "a log" > bench/results/log.txt
+git add source.cpp launch NOTES.md bench && git commit -qm tree
 # Two programs: one on the C library alone, one on a library of its own (libfake.so, beside the checkout).
 echo 'int main(void) { return 0; }' > $TMP/plain.c
 gcc -o build-gpu-pre/tests/cuda/plain_test $TMP/plain.c
@@ -37,6 +39,11 @@ use
 [ $rc -eq 0 ] && [ -x build-gpu-pre/tests/cuda/needs_fake_test ] || { echo "$out"; fail "this tree's pack was not used"; }
 grep -q "unpacked into build-gpu-pre" <<< "$out" || { echo "$out"; fail "no line saying the pack is used"; }
 echo "ok: used: $out"
+
+# Prose and results committed after the build leave it this tree's.
+echo "more notes" >> NOTES.md && echo "a later log" > bench/results/log.txt
+use
+[ $rc -eq 0 ] || { echo "$out"; fail "a changed note or result refused the pack"; }
 
 echo "int answer() { return 43; }" > source.cpp
 use
