@@ -22,10 +22,15 @@
 // loads. Chunks of 16 rows that the causal mask hides from a warp's 16 rows entirely are skipped (their terms
 // are exact zeros); a warp asks the mask per element only in a tile or chunk where it hides something
 // (math::attention_box_masked: the diagonal's, a hidden span's), elsewhere (nearly all of a long sequence) it
-// scores without it, to the same bits (attention_emulated_test's outputs unchanged at -O0 emulation). These kernels gave the bits of the earlier ones (32-bit fragment loads from transposed
-// copies, one slot) exactly in the emulator: every output of attention_emulated_test's tensor-core cases,
-// host code at -O0 (at -O3 g++'s code for the emulation moved single scores by an ulp either way). Speed
-// left for the profiler: K/V (dK/dV) and Q/dO (dQ) fragments kept in registers, wgmma on sm_90a.
+// scores without it, to the same bits. These kernels gave the bits of the earlier ones (32-bit fragment loads
+// from transposed copies, one slot, the mask asked everywhere) exactly in the emulator: every output of
+// attention_emulated_test's tensor-core cases, host code at -O0 (at -O3 g++'s code for the emulation moved
+// single scores by an ulp either way). Speed left for the profiler. An estimate from the code, not a
+// measurement: with 16 rows a warp these kernels wait on shared memory more than on the tensor cores (an
+// ldmatrix x4 moves 512 bytes, 4 cycles of an SM's 128 bytes a cycle, and feeds 2 m16n8k16 products of about a
+// cycle each in forward and dQ; dK/dV reloads its fixed K and V fragments for every 16-query chunk, about one
+// load a product). Next: 32 rows a warp (each B fragment feeding two row tiles), the fixed fragments in
+// registers, wgmma on sm_90a.
 #pragma once
 #include <cmath>
 #include <cstdint>
