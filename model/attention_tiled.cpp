@@ -112,11 +112,10 @@ void score_tile(const float* q_tile, const float* kt_tile, int64_t rows, int64_t
   tile_product_abt(q_tile, kt_tile, rows, block_k, d, scores);
   for (int64_t i = 0; i < rows * block_k; ++i) scores[i] *= scale;
   // Only a tile whose last key lies past its first query, or whose keys meet the hidden span while its last
-  // query lies at or past the span's end, has a masked element. Keys past the sequence end are past every
-  // query, so the same test and mask cover them (zero-filled keys would score 0).
-  const bool crosses_diagonal = k0 + block_k - 1 > q0;
-  const bool meets_hidden = k0 < hidden.end && k0 + block_k > hidden.begin && q0 + rows - 1 >= hidden.end;
-  if (crosses_diagonal || meets_hidden) {
+  // query lies at or past the span's end, has a masked element (math::attention_box_masked, as the CUDA
+  // kernels ask it). Keys past the sequence end are past every query, so the same test and mask cover them
+  // (zero-filled keys would score 0).
+  if (math::attention_box_masked(q0, q0 + rows - 1, k0, k0 + block_k - 1, hidden.begin, hidden.end)) {
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < block_k; ++j)
         if (math::attention_masked(q0 + i, k0 + j, hidden.begin, hidden.end)) scores[i * block_k + j] = -INFINITY;
