@@ -12,9 +12,9 @@
 //   - backward, dK/dV: a warp owns 16 keys; per query tile and 16-query chunk it recomputes S^T = K Q^T
 //     and dP^T = V dO^T, forms P^T and dS^T = scale * P^T (dP^T - D) (softmax_backward.h) and adds
 //     P^T dO to dV and dS^T Q to dK, over the group's query heads and query tiles ascending.
-//   - backward, dQ: a warp owns 16 query rows; per key tile and 16-key chunk it recomputes S and dP and
-//     adds dS K to dQ, key tiles ascending. Its own kernel, so no block waits for another and no atomics:
-//     every sum has one fixed order, and two runs are bit-identical.
+//   - backward, dQ: a warp owns 16 query rows (their Q and dO fragments in registers); per key tile and
+//     16-key chunk it recomputes S and dP and adds dS K to dQ, key tiles ascending. Its own kernel, so no
+//     block waits for another and no atomics: every sum has one fixed order, and two runs are bit-identical.
 // Every tile is copied in row-major by cp.async (16 bytes a thread, no registers on the way), the tiles a
 // kernel walks through (K and V in forward and dQ, Q and dO in dK/dV) in two slots, so the next one's copy
 // runs while this one is multiplied. Fragments come by ldmatrix x4; the B operands whose k runs over a tile's
@@ -29,8 +29,8 @@
 // measurement: with 16 rows a warp these kernels wait on shared memory more than on the tensor cores (an
 // ldmatrix x4 moves 512 bytes, 4 cycles of an SM's 128 bytes a cycle, and feeds 2 m16n8k16 products of about a
 // cycle each in forward and dQ; dK/dV reloads its fixed K and V fragments for every 16-query chunk, about one
-// load a product). Next: 32 rows a warp (each B fragment feeding two row tiles), the fixed fragments in
-// registers, wgmma on sm_90a.
+// load a product: no registers are left for them at 236, while dQ keeps its Q and dO fragments, 221). Next:
+// 32 rows a warp (each B fragment feeding two row tiles), wgmma on sm_90a.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -207,30 +207,59 @@ __device__ void store_rows(const float (&acc)[D / 8][4], const float (&row_scale
 // rows from a_row0 of the row-major [64][D] tiles a1, a2 and B the 16 rows from n0 of the row-major tiles
 // b1, b2 (n-major as B operands), summed over the D columns. ldmatrix x4: A's matrices are rows + 8 (i % 2),
 // columns + 8 (i / 2) (registers 0-3 of the A fragment); B's rows + 8 (i / 2), columns + 8 (i % 2) (registers
-// 0, 1 for n0, 2, 3 for n0 + 8).
+// 0, 1 for n0, 2, 3 for n0 + 8). The A fragments come from shared memory at every step (dK/dV: its K and V
+// rows, no registers to spare) or from registers (dQ: its Q and dO rows, loaded once by load_a_rows).
+__device__ __forceinline__ int a_row_address(int a_row0, int ld, int lane) {
+  const int m_row = lane % 8, m_idx = lane / 8;
+  return (a_row0 + m_row + 8 * (m_idx % 2)) * ld + 8 * (m_idx / 2);
+}
+// One step kk of the columns: x += A1 B1^T, y += A2 B2^T over columns kk * 16 .. + 16.
+template <int D>
+__device__ __forceinline__ void chunk_step(float (&x)[2][4], float (&y)[2][4], const uint32_t (&fa1)[4],
+                                           const uint32_t (&fa2)[4], const u16* b1, const u16* b2, int n0, int kk,
+                                           int lane) {
+  constexpr int ld = mma::tile_stride(D);
+  const int m_row = lane % 8, m_idx = lane / 8;
+  const int b_at = (n0 + m_row + 8 * (m_idx / 2)) * ld + 8 * (m_idx % 2) + kk * 16;
+  uint32_t fb1[4], fb2[4];
+  ldsm_x4(fb1, b1 + b_at);
+  ldsm_x4(fb2, b2 + b_at);
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const uint32_t bx[2] = {fb1[2 * j], fb1[2 * j + 1]}, by[2] = {fb2[2 * j], fb2[2 * j + 1]};
+    mma_bf16(x[j], fa1, bx);
+    mma_bf16(y[j], fa2, by);
+  }
+}
 template <int D>
 __device__ __forceinline__ void chunk_products(float (&x)[2][4], float (&y)[2][4], const u16* a1, const u16* a2,
                                                int a_row0, const u16* b1, const u16* b2, int n0, int lane) {
-  constexpr int ld = mma::tile_stride(D);
-  const int m_row = lane % 8, m_idx = lane / 8;
-  const int a_at = (a_row0 + m_row + 8 * (m_idx % 2)) * ld + 8 * (m_idx / 2);
-  const int b_at = (n0 + m_row + 8 * (m_idx / 2)) * ld + 8 * (m_idx % 2);
+  const int a_at = a_row_address(a_row0, mma::tile_stride(D), lane);
   zero(x);
   zero(y);
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
-    uint32_t fa1[4], fa2[4], fb1[4], fb2[4];
+    uint32_t fa1[4], fa2[4];
     ldsm_x4(fa1, a1 + a_at + kk * 16);
     ldsm_x4(fa2, a2 + a_at + kk * 16);
-    ldsm_x4(fb1, b1 + b_at + kk * 16);
-    ldsm_x4(fb2, b2 + b_at + kk * 16);
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const uint32_t bx[2] = {fb1[2 * j], fb1[2 * j + 1]}, by[2] = {fb2[2 * j], fb2[2 * j + 1]};
-      mma_bf16(x[j], fa1, bx);
-      mma_bf16(y[j], fa2, by);
-    }
+    chunk_step<D>(x, y, fa1, fa2, b1, b2, n0, kk, lane);
   }
+}
+template <int D>
+__device__ __forceinline__ void chunk_products(float (&x)[2][4], float (&y)[2][4], const uint32_t (&fa1)[D / 16][4],
+                                               const uint32_t (&fa2)[D / 16][4], const u16* b1, const u16* b2, int n0,
+                                               int lane) {
+  zero(x);
+  zero(y);
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) chunk_step<D>(x, y, fa1[kk], fa2[kk], b1, b2, n0, kk, lane);
+}
+// The A fragments of the warp's 16 rows from a_row0 of a row-major [64][D] tile, every column step.
+template <int D>
+__device__ __forceinline__ void load_a_rows(uint32_t (&f)[D / 16][4], const u16* tile, int a_row0, int lane) {
+  const int a_at = a_row_address(a_row0, mma::tile_stride(D), lane);
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) ldsm_x4(f[kk], tile + a_at + kk * 16);
 }
 
 // acc (the warp's 16 x D accumulator) += A B, A a 16 x 16 fragment over 16 of a tile's 64 rows (k0 on) and
@@ -507,6 +536,13 @@ __global__ void __launch_bounds__(kMmaThreads)
   copy_kv_tile<D>(k, v, p, sq, g, 0, L, 0);
   cp_async_commit();
   copy_row_stats(lse, row_dot, p, h, sq.start + q0, nq, lse_s, dot_s);
+  cp_async_wait<0>();
+  __syncthreads();
+  // The warp's Q and dO rows, the A operands of every chunk's S and dP, in registers for the whole kernel
+  // (loaded once, not per chunk: half the shared-memory reads of those products).
+  uint32_t qf[D / 16][4], d_of[D / 16][4];
+  load_a_rows<D>(qf, qt, row0, lane);
+  load_a_rows<D>(d_of, d_ot, row0, lane);
   float acc[D / 8][4];
   zero(acc);
 
@@ -515,7 +551,7 @@ __global__ void __launch_bounds__(kMmaThreads)
     const int slot = int(j & 1);
     if (j + 1 < tiles) copy_kv_tile<D>(k, v, p, sq, g, j + 1, L, slot ^ 1);
     cp_async_commit();
-    cp_async_wait<1>();  // tile j has landed (with Q, dO on the first pass)
+    cp_async_wait<1>();  // tile j has landed
     __syncthreads();
     const int64_t k0 = j * kBlockK;
     const u16* kt = k_slot(L, slot);
@@ -524,7 +560,7 @@ __global__ void __launch_bounds__(kMmaThreads)
     for (int kc = 0; kc < kRows / 16; ++kc) {
       if (k0 + kc * 16 > q0 + row0 + 15) continue;  // every key of the chunk follows the warp's queries
       float s[2][4], dp[2][4];  // S = Q K^T and dP = dO V^T: the warp's 16 queries x the chunk's 16 keys
-      chunk_products<D>(s, dp, qt, d_ot, row0, kt, vt, kc * 16, lane);
+      chunk_products<D>(s, dp, qf, d_of, kt, vt, kc * 16, lane);
       auto score_grads = [&](auto check) {  // the mask asked per element only where the chunk needs it
 #pragma unroll
         for (int j2 = 0; j2 < 2; ++j2) {
