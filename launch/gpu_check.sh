@@ -29,6 +29,7 @@ BUILD=${BUILD_DIR:-build-gpu}
 gpu_configure "$BUILD" || { echo "0 passed, 1 failed"; exit 1; }
 # Only what the gpu-labelled tests run and the NCCL bench: half the build.
 TARGETS=$(gpu_test_targets "$BUILD")
+total=$(cd "$BUILD" && ctest -L gpu -N | sed -nE 's/^Total Tests: ([0-9]+)/\1/p')  # before a build rewrites it
 # The programs built on the CPU machine (launch/gpu_prebuild.sh, carried in .gpuprebuilt) when they are this
 # tree's and load here: the tests start now, and $BUILD is built beside them for zero_torch (this python3's
 # module) and for gpu_rerun.sh. Otherwise the build first, as the tests need it.
@@ -60,7 +61,6 @@ until_deadline() {  # until_deadline RESERVE COMMAND...: COMMAND, stopped RESERV
   [ "$t" -lt 30 ] && t=30
   timeout -k 10 "$t" "$@"
 }
-total=$(cd "$BUILD" && ctest -L gpu -N | sed -nE 's/^Total Tests: ([0-9]+)/\1/p')
 # Two at a time (a test of 2 ranks runs alone): a hung test leaves the others running beside it. NCCL's
 # set-up and network lines go into the output a failed test prints (the H200's 2-rank NCCL test once hung
 # with nothing to say where).
