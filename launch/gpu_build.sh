@@ -108,7 +108,7 @@ gpu_prebuilt_pack() {
 mpi_major() { mpirun --version 2>/dev/null | sed -nE '1s/.* ([0-9]+)\.[0-9.]+$/\1/p'; }
 
 gpu_prebuilt_use() {
-  local dir=build-gpu-pre root mpi here_mpi f bad=""
+  local dir=build-gpu-pre root mpi here_mpi changed f missing bad=""
   [ -f .gpuprebuilt/stamp ] && [ -f .gpuprebuilt/build.tar.gz ] || { echo "# prebuilt: none carried"; return 1; }
   [ -n "${GPU_DEPS_DONE:-}" ] || { gpu_deps_env; GPU_DEPS_DONE=1; }
   root=$(sed -n 's/^root //p' .gpuprebuilt/stamp)
@@ -116,16 +116,15 @@ gpu_prebuilt_use() {
   here_mpi=$(mpi_major)
   [ "$root" = "$(realpath .)" ] || { echo "# prebuilt: built in $root, this checkout is $(realpath .)"; return 1; }
   [ "$mpi" = "$here_mpi" ] || { echo "# prebuilt: Open MPI $mpi there, ${here_mpi:-none} here"; return 1; }
-  sha256sum --quiet -c .gpuprebuilt/sources.sha256 > /dev/null 2>&1 || {
-    echo "# prebuilt: of another tree ($(sha256sum --quiet -c .gpuprebuilt/sources.sha256 2>&1 | head -3 | tr '\n' ' '))"
-    return 1; }
+  changed=$(sha256sum --quiet -c .gpuprebuilt/sources.sha256 2>&1) ||
+    { echo "# prebuilt: of another tree ($(head -3 <<< "$changed" | tr '\n' ' '))"; return 1; }
   rm -rf "$dir" && tar -xzf .gpuprebuilt/build.tar.gz || { echo "# prebuilt: unpacking failed"; return 1; }
   # Every library found in the versions each program needs (ldd names a missing one, and a C++ runtime older
   # than this machine's: "version `GLIBCXX_...' not found").
   for f in $(find "$dir" -type f -perm -u+x); do
     [ "$(head -c 4 "$f" | tail -c 3)" = ELF ] || continue
-    ldd "$f" 2>&1 | grep -q "not found" &&
-      bad+=" $(basename "$f"): $(ldd "$f" 2>&1 | grep "not found" | head -2 | sed -E 's/^[[:space:]]+//' | paste -sd,);"
+    missing=$(ldd "$f" 2>&1 | grep "not found" | head -2 | sed -E 's/^[[:space:]]+//' | paste -sd,)
+    [ -z "$missing" ] || bad+=" $(basename "$f"): $missing;"
   done
   [ -z "$bad" ] || { echo "# prebuilt: not loadable here:$bad"; rm -rf "$dir"; return 1; }
   echo "# prebuilt: $(sed -n 's/^built //p' .gpuprebuilt/stamp), unpacked into $dir"

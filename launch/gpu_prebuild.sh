@@ -23,13 +23,11 @@ grep -qx '/.gpuprebuilt/' "$EXCLUDE" 2>/dev/null || echo '/.gpuprebuilt/' >> "$E
 # zero_torch is a module for one python3: this one is not the GPU machine's (3.12 with torch), so it is left
 # out here and built there. Host code for any x86-64, not -march=native: this machine's instructions (AVX-512
 # here) may be missing on that one's processor.
-GPU_CMAKE_ARGS="-DCMAKE_DISABLE_FIND_PACKAGE_pybind11=TRUE -DZERO_NATIVE_ARCH=OFF" gpu_configure "$PRE" || exit 1
+export GPU_CMAKE_ARGS="-DCMAKE_DISABLE_FIND_PACKAGE_pybind11=TRUE -DZERO_NATIVE_ARCH=OFF"
+gpu_configure "$PRE" || exit 1
 targets=$(gpu_test_targets "$PRE")
 echo "# gpu_prebuild: building $targets"
-args=()
-for t in $targets; do args+=(--target "$t"); done
-cmake --build "$PRE" -j "${GPU_BUILD_JOBS:-$(machine_cores)}" "${args[@]}" > "$PRE.build.log" 2>&1 || {
-  grep -E "error|Error " "$PRE.build.log" | head -30; echo "gpu_prebuild: build failed ($PRE.build.log)"; exit 1; }
+gpu_build "$PRE" $targets || { echo "gpu_prebuild: build failed ($PRE.build.log)"; exit 1; }
 
 gpu_prebuilt_pack || { echo "gpu_prebuild: packing failed"; exit 1; }
 echo "# gpu_prebuild: $(du -sh .gpuprebuilt | cut -f1) in .gpuprebuilt ($(( $(date +%s) - START )) s); carry it:" \

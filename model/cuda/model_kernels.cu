@@ -14,9 +14,9 @@
 #include "core/math/rope_math.h"
 #include "cuda/check.h"
 #include "cuda/dynamic_shared.cuh"
-#include "model/device_scratch.h"
 #include "cuda/kernel_launch.cuh"
 #include "model/cuda/model_kernels.h"
+#include "model/device_scratch.h"
 
 namespace zero::model::cuda_kernels {
 namespace {
@@ -52,6 +52,7 @@ void check_launch() { CUDA_CHECK(kernels::last_launch_error()); }
 // backward ran head-sized rows one after another: the q/k-norm backward was latency, not bandwidth.
 using device_scratch::kMaxNormBackwardBlocks;  // backward grids (each block one fp32 partial of dw)
 using device_scratch::norm_blocks;             // the grids and their partials: model/device_scratch.h
+using device_scratch::norm_rows_per_block;     // rows a block holds: 8 warps' of up to 256, else one
 static_assert(kThreads == device_scratch::kNormBlockThreads, "the planner sizes the norm grids for these blocks");
 
 template <int G>
@@ -457,7 +458,6 @@ void with_norm_group(int64_t dim, F&& f) {
   else if (dim <= 32 * kThreads) f(integral_constant<int, kThreads>{}, integral_constant<int, 32>{});
   else f(integral_constant<int, kThreads>{}, integral_constant<int, 48>{});
 }
-int64_t norm_groups_per_block(int64_t dim) { return device_scratch::norm_rows_per_block(dim); }
 }  // namespace
 
 int norm_partial_blocks(int64_t rows, int64_t dim) { return int(device_scratch::norm_partial_blocks(rows, dim)); }
@@ -467,7 +467,7 @@ void norm_forward(const void* x, Elem xt, const void* w, Elem wt, int64_t rows, 
   if (rows == 0) return;
   const int64_t row_heads = cos ? heads : 1;  // without RoPE every row is a token's
   const NormRows n{rows, dim, row_heads, x_ld ? x_ld : row_heads * dim, 0};
-  const size_t shmem = cos ? sizeof(float) * size_t(norm_groups_per_block(dim) * dim) : 0;
+  const size_t shmem = cos ? sizeof(float) * size_t(norm_rows_per_block(dim) * dim) : 0;
   with_norm_group(dim, [&](auto g, auto k) {
     constexpr auto kernel = norm_forward_kernel<decltype(g)::value, decltype(k)::value>;
     ZERO_LAUNCH(kernel, norm_blocks(rows, dim, kMaxRowBlocks), kThreads, shmem, s, n, x, xt, w, wt, eps, y, yt, rstd,
@@ -483,7 +483,7 @@ void norm_backward(const void* x, Elem xt, const void* w, Elem wt, const float* 
   const int blocks = norm_partial_blocks(rows, dim);
   const int64_t row_heads = cos ? heads : 1;
   const NormRows n{rows, dim, row_heads, x_ld ? x_ld : row_heads * dim, dx_ld ? dx_ld : row_heads * dim};
-  const int64_t groups = norm_groups_per_block(dim);
+  const int64_t groups = norm_rows_per_block(dim);
   const size_t shmem = cos || groups > 1 ? sizeof(float) * size_t(groups * dim) : 0;
   with_norm_group(dim, [&](auto g, auto k) {
     constexpr auto kernel = norm_backward_kernel<decltype(g)::value, decltype(k)::value>;
