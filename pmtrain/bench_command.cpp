@@ -92,7 +92,7 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
   auto comm = mpi.world_communicator();
   const int W = comm->world();
   const bool r0 = info.rank == 0;
-  const Config cfg = bench_config(a, W);
+  Config cfg = bench_config(a, W);  // activation_checkpointing: auto resolved by plan_and_check_run
   FILE* const json_out = a.json ? data_stdout() : nullptr;  // before NCCL starts printing to stdout
   comm->set_peer_timeout(cfg.run.collective_timeout_s);
 
@@ -113,9 +113,7 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
   const int64_t non_embedding = non_embedding_params(stack.model->groups());
   const bool cuda = cfg.backend == Backend::Cuda;
   const double peak_tflops = a.peak_tflops > 0 ? a.peak_tflops : cuda ? kH100PeakTflops : 0;
-  const std::string ckpt =
-      checkpointing_name(cfg.model.activation_checkpointing) +
-      (cfg.model.selective_layers > 0 ? fmt::format(" (last {} layers selective)", cfg.model.selective_layers) : "");
+  const std::string ckpt = checkpointing_text(cfg.model, qc.num_layers);
   const std::string head = fmt::format(
       "bench: {}, backend {}, world {}, stage {}, {} layers hidden {} ({} parameters, {} non-embedding), seq {}, "
       "{} pairs ({} sequences) per step, micro {}, checkpointing {}",

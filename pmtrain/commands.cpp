@@ -21,21 +21,29 @@ namespace {
 // What `train --dry-run` prints: the batch at this world size and the memory per rank on this node (on the
 // CUDA backend the host's share, then the plan per rank on its GPU, which a dry run does not check: it opens
 // no device); ConfigError (after the plan) when the node cannot hold its ranks.
-void print_plan(const Config& cfg, int world, int per_node) {
-  const auto tok = data::Tokenizer::from_file(cfg.data.tokenizer);
-  const auto qc = resolve_model_config(cfg.model, tok.vocab_size());
-  const model::Qwen3RewardModel m(qc, reward_model_options(cfg));
-  const ResolvedBatch b = run_batch(cfg, world);  // the trainer's batch (engine_assembly.h)
+void print_plan(const Config& given, int world, int per_node) {
+  const auto tok = data::Tokenizer::from_file(given.data.tokenizer);
+  const auto qc = resolve_model_config(given.model, tok.vocab_size());
+  const model::Qwen3RewardModel m(qc, reward_model_options(given));
+  const ResolvedBatch b = run_batch(given, world);  // the trainer's batch (engine_assembly.h)
   const std::vector<GroupInfo> groups = engine_groups(m.groups());
-  const MemoryPlan plan = plan_memory(cfg, qc, groups, world, per_node, b.micro, b.accum);
-  const PlanDevice device = model_device(cfg);
+  const PlanDevice device = model_device(given);
+  auto host_plan = [&](const Config& c) { return plan_memory(c, qc, groups, world, per_node, b.micro, b.accum); };
+  // activation_checkpointing auto: on the CPU chosen here as the run will; a GPU's is chosen when the run starts.
+  const Config cfg = device == PlanDevice::Cpu ? resolve_checkpointing(given, qc.num_layers, [&](const Config& c) {
+    return node_use(host_plan(c));
+  }) : given;
+  const MemoryPlan plan = host_plan(cfg);
+  if (cfg.model.checkpointing_auto)
+    printf("activation checkpointing %s\n", device == PlanDevice::Cpu ? checkpointing_text(cfg.model, qc.num_layers).c_str()
+                                                                     : "auto: chosen against the GPUs when the run starts");
   printf("%s: world %d (%d per node), stage %lld, batch global %lld = micro %lld x accum %lld x world %d\n%s%s\n",
          cfg.source.c_str(), world, per_node, (long long)cfg.zero.stage, (long long)b.global, (long long)b.micro,
          (long long)b.accum, world, device == PlanDevice::Gpu ? "host memory " : "", plan.describe().c_str());
   if (device == PlanDevice::Gpu)
     printf("GPU memory %s (checked against the GPUs when the run starts)\n",
            plan_gpu_memory(cfg, qc, groups, world, b.micro, b.accum, {}).describe().c_str());
-  printf("evaluation batches of at most %s per rank\n", eval_batch(cfg, qc, device, b.micro).describe().c_str());
+  printf("evaluation batches of at most %s per rank\n", eval_batch(given, qc, device, b.micro).describe().c_str());
   fflush(stdout);  // the plans first, then an error about them
   if (device == PlanDevice::Gpu) require_fits(plan, cfg);  // the host's share: its own advice
   // The breakdown is printed above: the error says what to change, not the plan again.

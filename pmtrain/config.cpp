@@ -56,9 +56,12 @@ const Choices<model::AttentionKind> kAttention{
     {"flash", model::AttentionKind::Flash},
     {"reference", model::AttentionKind::Reference},
     {"flash_fma", model::AttentionKind::FlashFma}};
-const Choices<model::ActivationCheckpointing> kCheckpointing{{"none", model::ActivationCheckpointing::None},
-                                                              {"selective", model::ActivationCheckpointing::Selective},
-                                                              {"full", model::ActivationCheckpointing::Full}};
+// model.activation_checkpointing: auto (no mode: the run chooses, ModelSection::checkpointing_auto) or a mode.
+const Choices<std::optional<model::ActivationCheckpointing>> kCheckpointing{
+    {"auto", std::nullopt},
+    {"none", model::ActivationCheckpointing::None},
+    {"selective", model::ActivationCheckpointing::Selective},
+    {"full", model::ActivationCheckpointing::Full}};
 const Choices<KeepBest> kKeepBest{{"none", KeepBest::None}, {"loss", KeepBest::Loss}, {"accuracy", KeepBest::Accuracy}};
 const Choices<data::TextMode> kTextModes{{"raw", data::TextMode::Raw}, {"chat", data::TextMode::Chat}};
 const Choices<data::TooLongPolicy> kTooLong{{"truncate", data::TooLongPolicy::TruncateKeepEnd},
@@ -177,6 +180,38 @@ Field choice_or_bool(std::string key, E& ref, const Choices<E>& options, E if_tr
   return f;
 }
 
+// model.activation_checkpointing: a mode, or auto (ModelSection::checkpointing_auto: full until the run
+// resolves it), written back as auto once resolved. A YAML boolean reads as full / none (it was a bool once).
+Field checkpointing_field(ModelSection& m) {
+  Field f;
+  f.key = "model.activation_checkpointing";
+  f.set = [&m, k = f.key](const YAML::Node& n) {
+    bool b = false;
+    const std::optional<model::ActivationCheckpointing> mode =
+        YAML::convert<bool>::decode(n, b) ? (b ? model::ActivationCheckpointing::Full : model::ActivationCheckpointing::None)
+                                          : pick(k, n.as<std::string>(), kCheckpointing);
+    m.checkpointing_auto = !mode;
+    m.activation_checkpointing = mode.value_or(model::ActivationCheckpointing::Full);
+  };
+  f.get = [&m] {
+    return YAML::Node(choice_name(m.checkpointing_auto ? std::nullopt : std::optional(m.activation_checkpointing),
+                                  kCheckpointing));
+  };
+  f.doc = "what a layer keeps for backward: none = everything; selective = all but the element-wise tensors (norm "
+          "outputs, q/k after RoPE, the SwiGLU product), rebuilt in backward without repeating a GEMM; full = only its "
+          "input, the whole layer recomputed in backward; auto = the least recompute whose memory plan fits the GPU "
+          "(or host) with room to spare: none, selective, else full with the most selective_layers (chosen at the "
+          "start and logged; every mode gives the same bits)";
+  f.type = "enum";
+  f.accepted = choice_names(kCheckpointing, " | ") + " (or true = full, false = none)";
+  return f;
+}
+// A key that activation_checkpointing: auto sets at the run's start: written back as given (0), not as chosen.
+Field resolved_by_auto(Field f, const ModelSection& m) {
+  f.get = [&m, given = f.get] { return m.checkpointing_auto ? YAML::Node(0) : given(); };
+  return f;
+}
+
 }  // namespace
 
 // A set name is printed in reports and is a JSON key of the eval records.
@@ -254,14 +289,10 @@ std::vector<Field> schema(Config& c) {
       field("model.rope_theta", m.rope_theta, kNonNegative, "RoPE base (0 = the preset's)"),
       field("model.rms_norm_eps", m.rms_norm_eps, kPositive, "RMSNorm epsilon of a random-init model"),
       field("model.init_seed", m.init_seed, "seed of the random init (and of a new score head on imported weights)"),
-      choice_or_bool("model.activation_checkpointing", m.activation_checkpointing, kCheckpointing,
-                     model::ActivationCheckpointing::Full, model::ActivationCheckpointing::None,
-                     "what a layer keeps for backward: none = everything; selective = all but the element-wise tensors "
-                     "(norm outputs, q/k after RoPE, the SwiGLU product), rebuilt in backward without repeating "
-                     "a GEMM; full = only its input, the whole layer recomputed in backward"),
-      field("model.selective_layers", m.selective_layers, kNonNegative,
+      checkpointing_field(m),
+      resolved_by_auto(field("model.selective_layers", m.selective_layers, kNonNegative,
             "with activation_checkpointing full: the last N layers checkpoint selectively instead (their GEMMs are not "
-            "recomputed): less recompute for more memory; `pmtrain plan` shows what fits"),
+            "recomputed): less recompute for more memory; `pmtrain plan` shows what fits"), m),
       choice("model.attention", m.attention, kAttention, "attention kernel: auto = reference on the CPU, flash on a GPU (tensor cores in bf16); flash_fma = flash on the GPU's fp32-FMA kernels only"),
       field("model.decay_norms", m.decay_norms, "apply weight decay to the norm weights"),
       field("model.decay_embedding", m.decay_embedding, "apply weight decay to the embedding"),
@@ -545,7 +576,9 @@ std::string to_yaml(const Config& const_c) {
 }
 
 std::string backend_name(Backend b) { return choice_name(b, kBackends); }
-std::string checkpointing_name(model::ActivationCheckpointing mode) { return choice_name(mode, kCheckpointing); }
+std::string checkpointing_name(model::ActivationCheckpointing mode) {
+  return choice_name(std::optional(mode), kCheckpointing);
+}
 std::string preset_name(ModelPreset preset) { return choice_name(preset, kPresets); }
 std::string keep_best_name(KeepBest metric) { return choice_name(metric, kKeepBest); }
 

@@ -58,6 +58,11 @@ model::Qwen3Config resolve_model_config(const ModelSection& m, int64_t tokenizer
   if (m.rope_theta > 0) c.rope_theta = m.rope_theta;
   if (m.vocab_size) c.vocab_size = m.vocab_size;
   if (c.vocab_size == 0) c.vocab_size = tokenizer_vocab;
+  // Called before a run resolves auto (which then sets selective_layers itself).
+  ZERO_REQUIRE(m.selective_layers == 0 || !m.checkpointing_auto, ConfigError,
+               "model.selective_layers {} is chosen by model.activation_checkpointing: auto; leave it 0 under auto, "
+               "or set activation_checkpointing to full",
+               m.selective_layers);
   ZERO_REQUIRE(m.selective_layers == 0 || m.activation_checkpointing == model::ActivationCheckpointing::Full,
                ConfigError,
                "model.selective_layers {} makes some layers of full checkpointing selective, but "

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -116,6 +117,7 @@ struct Cell {
   double data_step_s = 0;  // a step at the data's own lengths (0: unknown, the epoch takes step_s)
   double data_compute_s = 0, data_elementwise_s = 0, data_comm_s = 0, data_exposed_comm_s = 0;  // its parts
   std::string link;
+  std::string checkpointing;  // checkpointing_text: the config's, or what auto chose for this cell
 };
 
 Config with_stage(const Config& cfg, int stage) {
@@ -298,8 +300,34 @@ void predict_time(const Setup& s, const Partition& part, Cell& c) {
   c.epoch_s = std::ceil(double(s.pairs) / double(s.global)) * (c.data_step_s > 0 ? c.data_step_s : c.step_s);
 }
 
-// The largest micro-batch (dividing global / world, so micro x accum x world = global exactly) that fits.
-Cell plan_cell(const Setup& s, int stage, int world, int per_node, size_t mem) {
+Cell plan_fixed_cell(const Setup& s, int stage, int world, int per_node, size_t mem);
+
+// activation_checkpointing auto: at each micro-batch the least recompute that fits (resolve_checkpointing, as
+// the run chooses), and of those the micro-batch with the fastest epoch (more recompute buys a larger
+// micro-batch: the time model weighs the two). A token budget fixes the micro-batch. Nothing fits: full.
+Cell plan_auto_cell(const Setup& s, int stage, int world, int per_node, size_t mem) {
+  const int64_t per_rank = s.global / world;
+  std::vector<int64_t> micros;
+  for (int64_t m = per_rank; m >= 1; --m)
+    if (s.micro > 0 ? m == s.micro : per_rank % m == 0) micros.push_back(m);
+  if (micros.empty()) micros.push_back(s.micro > 0 ? s.micro : 1);
+  std::optional<Cell> best;
+  for (const int64_t m : micros) {
+    Setup t = s;
+    t.micro = m;
+    const int64_t accum = (per_rank + m - 1) / m;
+    t.cfg = resolve_checkpointing(with_stage(s.cfg, stage), s.qc.num_layers, [&](const Config& c) {
+      return double(plan_rank_memory(c, s.qc, s.groups, world, m, accum, s.device, s.baseline).total()) / double(mem);
+    });
+    Cell c = plan_fixed_cell(t, stage, world, per_node, mem);
+    if (!best || (c.fits && (!best->fits || c.epoch_s < best->epoch_s * 0.999))) best = std::move(c);
+  }
+  return *best;
+}
+
+// The largest micro-batch (dividing global / world, so micro x accum x world = global exactly) that fits, at
+// the config's checkpointing.
+Cell plan_fixed_cell(const Setup& s, int stage, int world, int per_node, size_t mem) {
   Cell c;
   c.stage = stage, c.world = world, c.per_node = std::min(per_node, world);
   c.nodes = (world + c.per_node - 1) / c.per_node;
@@ -327,9 +355,16 @@ Cell plan_cell(const Setup& s, int stage, int world, int per_node, size_t mem) {
     }
   }
   c.accum = accum_of(c.micro);
+  c.checkpointing = checkpointing_text(cfg.model, s.qc.num_layers);
   const EngineConfig ec = engine_config(cfg, world, c.accum, 1);
   predict_time(s, make_partition(s.groups, world, ec.bucket_elements), c);
   return c;
+}
+
+// A cell of the grid: its plan at the config's checkpointing, or under auto the fastest that fits.
+Cell plan_cell(const Setup& s, int stage, int world, int per_node, size_t mem) {
+  return s.cfg.model.checkpointing_auto ? plan_auto_cell(s, stage, world, per_node, mem)
+                                        : plan_fixed_cell(s, stage, world, per_node, mem);
 }
 
 // data.train_files tokenized as training reads them (through the same cache, so the run that follows
@@ -377,7 +412,8 @@ const Cell* best_of(const std::vector<Cell>& cells, int world, size_t mem) {
 // Under full checkpointing: the most layers model.selective_layers can make selective in plan b (its stage
 // and micro-batch, within its memory; the peak grows with them), and that plan's epoch time and peak.
 std::string selective_advice(const Setup& s, const Cell& b, int per_node) {
-  if (s.cfg.model.activation_checkpointing != model::ActivationCheckpointing::Full || s.cfg.model.selective_layers > 0)
+  if (s.cfg.model.checkpointing_auto || s.cfg.model.activation_checkpointing != model::ActivationCheckpointing::Full ||
+      s.cfg.model.selective_layers > 0)
     return "";
   Setup t = s;
   Cell best;
@@ -431,15 +467,16 @@ std::string recommendation(const Setup& s, const std::vector<Cell>& cells, int w
   for (const Cell& c : cells)
     if (c.world == world && c.mem == mem) any = &c;
   const std::string who = mem_label(s, *any);
+  const std::string ckpt = b && s.cfg.model.checkpointing_auto ? ", checkpointing " + b->checkpointing : "";
   if (b && s.micro_tokens > 0)
-    return fmt::format("{}: stage {}, micro_tokens {} ({} pairs at max_len), at most {} micro-steps, ~{}/epoch (peak {} "
+    return fmt::format("{}: stage {}, micro_tokens {} ({} pairs at max_len), at most {} micro-steps{}, ~{}/epoch (peak {} "
                        "of {} per rank)",
-                       who, b->stage, s.micro_tokens, b->micro, b->accum, time_text(b->epoch_s),
+                       who, b->stage, s.micro_tokens, b->micro, b->accum, ckpt, time_text(b->epoch_s),
                        bytes_text(double(b->m.total())), bytes_text(double(b->mem)));
   if (b)
-    return fmt::format("{}: stage {}, micro {}, accum {}, ~{}/epoch (peak {} of {} per rank){}{}", who, b->stage, b->micro,
-                       b->accum, time_text(b->epoch_s), bytes_text(double(b->m.total())), bytes_text(double(b->mem)),
-                       selective_advice(s, *b, per_node), token_budget_advice(s, *b, per_node));
+    return fmt::format("{}: stage {}, micro {}, accum {}{}, ~{}/epoch (peak {} of {} per rank){}{}", who, b->stage,
+                       b->micro, b->accum, ckpt, time_text(b->epoch_s), bytes_text(double(b->m.total())),
+                       bytes_text(double(b->mem)), selective_advice(s, *b, per_node), token_budget_advice(s, *b, per_node));
   // Nothing fits: what would, at stage 3 and micro 1.
   const Cell s3 = plan_cell(s, 3, world, per_node, mem);
   std::string more = "no world size up to 4096";
@@ -472,6 +509,8 @@ void print_table(const Setup& s, const std::vector<Cell>& cells) {
   printf("%-5s %-6s %-9s %9s %9s %9s %9s %9s %9s %9s %9s %-4s %5s %5s %10s %15s %9s %9s\n", "stage", "ranks", "mem/rank",
          "params", "grads", "optim", "commbuf", "gathered", "activ", "runtime", "peak", "fits", "micro", "accum",
          "wire/step", "comm exp/all", "step", "epoch");
+  // Under activation_checkpointing auto each cell's choice follows its row.
+  const bool chosen = s.cfg.model.checkpointing_auto;
   for (const Cell& c : cells) {
     const MemoryPlan& m = c.m;
     printf("%-5d %-6d %-9s %9s %9s %9s %9s %9s %9s %9s %9s %-4s %5lld %5lld %10s %15s %9s %9s\n", c.stage, c.world,
@@ -482,6 +521,7 @@ void print_table(const Setup& s, const std::vector<Cell>& cells) {
            (long long)c.micro, (long long)c.accum, bytes_text(c.traffic.wire_bytes).c_str(),
            fmt::format("{}/{}", time_text(c.exposed_comm_s), time_text(c.comm_s)).c_str(), time_text(c.step_s).c_str(),
            time_text(c.epoch_s).c_str());
+    if (chosen) printf("      checkpointing %s\n", c.checkpointing.c_str());
   }
 }
 
@@ -511,7 +551,8 @@ nlohmann::json cell_json(const Cell& c) {
           {"data_elementwise_seconds", c.data_elementwise_s},
           {"data_comm_seconds", c.data_comm_s},
           {"data_exposed_comm_seconds", c.data_exposed_comm_s},
-          {"epoch_seconds", c.epoch_s}};
+          {"epoch_seconds", c.epoch_s},
+          {"activation_checkpointing", c.checkpointing}};
 }
 
 // Seconds before an sbatch job's time limit at which its ranks are told to stop: the step under way, a
@@ -703,7 +744,7 @@ int run_plan(const PlanArgs& a) {
                         {"data_shared_prompt_share", s.data.shared},
                         {"max_len", cfg.data.max_len},
                         {"micro_tokens", s.micro_tokens},
-                        {"activation_checkpointing", checkpointing_name(cfg.model.activation_checkpointing)},
+                        {"activation_checkpointing", cfg.model.checkpointing_auto ? std::string("auto") : checkpointing_text(cfg.model, s.qc.num_layers)},
                         {"profile", s.prof.to_json()},
                         {"inter_node_link_assumed", s.inter.what},
                         {"cells", nlohmann::json::array()},
@@ -715,7 +756,7 @@ int run_plan(const PlanArgs& a) {
            "activation checkpointing %s\n",
            cfg.source.c_str(), params.c_str(), gpu ? "GPUs (backend cuda)" : "CPU ranks (host memory)",
            (long long)s.global, (long long)s.pairs, (long long)cfg.data.max_len,
-           checkpointing_name(cfg.model.activation_checkpointing).c_str());
+           (cfg.model.checkpointing_auto ? std::string("auto (chosen per cell)") : checkpointing_text(cfg.model, s.qc.num_layers)).c_str());
     if (s.data.pairs > 0)
       printf("epoch at the training data's own lengths: %.1f tokens computed a pair (%.0f%% of 2 x max_len%s); "
              "memory and step at max_len\n",

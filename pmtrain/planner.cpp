@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "checkpoint/shard_layout.h"
 #include "core/check.h"
@@ -219,19 +220,59 @@ std::string MemoryPlan::describe() const {
                      gib(total() * size_t(ranks_on_node)), gib(node_bytes));
 }
 
-bool fits_on_node(const MemoryPlan& plan) {
-  // A GPU plan carries its own slack (kCudaPoolSlack); host memory keeps a tenth for everything else.
-  const size_t usable = plan.device == PlanDevice::Gpu ? plan.node_bytes : plan.node_bytes / 10 * 9;
-  return plan.total() * size_t(plan.ranks_on_node) <= usable;
+namespace {
+// A GPU plan carries its own slack (kCudaPoolSlack); host memory keeps a tenth for everything else.
+size_t usable_bytes(const MemoryPlan& plan) {
+  return plan.device == PlanDevice::Gpu ? plan.node_bytes : plan.node_bytes / 10 * 9;
 }
+size_t needed_bytes(const MemoryPlan& plan) { return plan.total() * size_t(plan.ranks_on_node); }
+}  // namespace
+double node_use(const MemoryPlan& plan) {
+  const size_t usable = usable_bytes(plan);
+  return usable > 0 ? double(needed_bytes(plan)) / double(usable) : INFINITY;
+}
+bool fits_on_node(const MemoryPlan& plan) { return needed_bytes(plan) <= usable_bytes(plan); }
 
 std::string checkpointing_advice(const Config& cfg) {
-  switch (cfg.model.activation_checkpointing) {
+  // auto chose the least recompute within its headroom; an out-of-memory past that asks for the most.
+  const model::ActivationCheckpointing mode = cfg.model.activation_checkpointing;
+  if (cfg.model.checkpointing_auto && (mode != model::ActivationCheckpointing::Full || cfg.model.selective_layers > 0))
+    return "model.activation_checkpointing: full (" + checkpointing_text(cfg.model) + "), ";
+  switch (mode) {
     case model::ActivationCheckpointing::None: return "model.activation_checkpointing: selective or full, ";
     case model::ActivationCheckpointing::Selective: return "model.activation_checkpointing: full, ";
     case model::ActivationCheckpointing::Full: break;
   }
   return "";
+}
+
+Config resolve_checkpointing(Config cfg, int64_t layers, const std::function<double(const Config&)>& use) {
+  if (!cfg.model.checkpointing_auto) return cfg;
+  using model::ActivationCheckpointing;
+  auto fits = [&](const Config& c) { return use(c) <= kAutoCheckpointingUse; };
+  auto with = [&](ActivationCheckpointing mode, int64_t selective) {
+    Config c = cfg;
+    c.model.activation_checkpointing = mode;
+    c.model.selective_layers = selective;
+    return c;
+  };
+  if (Config none = with(ActivationCheckpointing::None, 0); fits(none)) return none;
+  if (Config selective = with(ActivationCheckpointing::Selective, 0); fits(selective)) return selective;
+  int64_t lo = 0, hi = layers - 1;  // the most selective layers under full that fit: in [lo, hi] (0 if none does)
+  while (lo < hi) {
+    const int64_t mid = (lo + hi + 1) / 2;
+    if (fits(with(ActivationCheckpointing::Full, mid))) lo = mid;
+    else hi = mid - 1;
+  }
+  return with(ActivationCheckpointing::Full, lo);
+}
+
+std::string checkpointing_text(const ModelSection& m, int64_t layers) {
+  std::string mode = checkpointing_name(m.activation_checkpointing);
+  if (m.activation_checkpointing == model::ActivationCheckpointing::Full && m.selective_layers > 0)
+    mode += layers > 0 ? fmt::format(", the last {} of {} layers selective", m.selective_layers, layers)
+                       : fmt::format(", the last {} layers selective", m.selective_layers);
+  return m.checkpointing_auto ? "auto: " + mode : mode;
 }
 
 void require_fits(const MemoryPlan& plan, const Config& cfg) {

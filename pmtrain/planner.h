@@ -5,6 +5,7 @@
 // a node offers. A run that cannot fit stops here with a clear message, not in an allocator.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -72,7 +73,8 @@ size_t step_activation_bytes(const Config& cfg, const model::Qwen3Config& qc, Pl
 // (model::plan_forward_activations) fits in the training step's activations (step_activation_bytes), so the memory
 // plan holds for evaluation as it is. Depends on the config alone, not on the world size or stage: training's
 // evaluations, `pmtrain eval` and zero.world_invariant cut the same batches. ConfigError for a value that
-// does not fit (naming the most that does) or the key of the other batching.
+// does not fit (naming the most that does) or the key of the other batching. Under activation_checkpointing auto
+// the config as written (full: the fewest activations), not the mode a run chose for its GPUs.
 struct EvalBatch {
   int64_t pairs = 0;   // batches of pairs: pairs per evaluation batch
   int64_t tokens = 0;  // token budgets: tokens per evaluation batch
@@ -99,12 +101,28 @@ MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const st
 MemoryPlan plan_gpu_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
                            int world, int64_t micro_pairs, int64_t accum_steps,
                            const std::vector<DeviceMemory>& devices);
-bool fits_on_node(const MemoryPlan& plan);  // ranks_on_node x total within 90% of the node (a GPU: all it offers)
+// ranks_on_node x total over what the node offers them: 90% of its host memory, or all a GPU offers.
+double node_use(const MemoryPlan& plan);
+bool fits_on_node(const MemoryPlan& plan);  // node_use at most 1
 // Throws ConfigError with the plan when it does not fit; the advice never names a stage above 3.
 void require_fits(const MemoryPlan& plan, const Config& cfg);
 // The activation-checkpointing advice of an out-of-memory message: "" when it is full already, else the
 // next modes to try, ending in ", ".
 std::string checkpointing_advice(const Config& cfg);
+
+// model.activation_checkpointing: auto, resolved: cfg with the least recompute whose plan uses at most
+// kAutoCheckpointingUse of what the device offers (`use`: node_use of the config's plan): none, then selective,
+// then full with the most model.selective_layers within it (a binary search over 0..layers: the plan's peak
+// grows with them), else full, which the caller's require_fits then judges. checkpointing_auto stays set (the
+// resolved config says auto). A config without auto comes back as it is.
+// The headroom: the plan is an estimate (its peak within 3% of the measured one on an H200,
+// bench/results/gpu_20261128_h200) and a caching allocator's fragmentation under changing shapes is not in it;
+// a plan with no room to spare runs when the user sets its mode, never by auto's choice.
+inline constexpr double kAutoCheckpointingUse = 0.9;
+Config resolve_checkpointing(Config cfg, int64_t layers, const std::function<double(const Config&)>& use);
+// A config's checkpointing in words: "none", "selective", "full", "full, the last 12 of 28 layers selective"
+// (layers 0: "of 28" left out), after "auto: " when auto chose it.
+std::string checkpointing_text(const ModelSection& m, int64_t layers = 0);
 
 size_t host_memory_bytes();
 

@@ -6,16 +6,28 @@
 
 namespace zero::pmtrain {
 
-MemoryPlan plan_and_check_run(const Config& cfg, const model::Qwen3Config& qc, int rank, int world, int ranks_on_node,
+MemoryPlan plan_and_check_run(Config& cfg, const model::Qwen3Config& qc, int rank, int world, int ranks_on_node,
                               int64_t micro_pairs, int64_t accum_steps) {
   const model::Qwen3RewardModel planned(qc, reward_model_options(cfg));  // its groups, no parameters
   const std::vector<GroupInfo> groups = engine_groups(planned.groups());
-  const MemoryPlan host = plan_memory(cfg, qc, groups, world, ranks_on_node, micro_pairs, accum_steps);
+  auto host_plan = [&](const Config& c) {
+    return plan_memory(c, qc, groups, world, ranks_on_node, micro_pairs, accum_steps);
+  };
   require_backend_here(cfg, rank);  // no GPU: one line now, not after the data is read
-  require_fits(host, cfg);
-  if (cfg.backend != Backend::Cuda) return host;
-  const MemoryPlan gpu =
-      plan_gpu_memory(cfg, qc, groups, world, micro_pairs, accum_steps, probe_devices(cfg, rank));
+  if (cfg.backend != Backend::Cuda) {
+    // On the CPU each node's ranks choose by its own memory: every choice gives the same numbers.
+    cfg = resolve_checkpointing(cfg, qc.num_layers, [&](const Config& c) { return node_use(host_plan(c)); });
+    const MemoryPlan host = host_plan(cfg);
+    require_fits(host, cfg);
+    return host;
+  }
+  require_fits(host_plan(cfg), cfg);  // the host's share of a GPU run: no activations, whatever the checkpointing
+  const std::vector<DeviceMemory> devices = probe_devices(cfg, rank);
+  auto gpu_plan = [&](const Config& c) {
+    return plan_gpu_memory(c, qc, groups, world, micro_pairs, accum_steps, devices);
+  };
+  cfg = resolve_checkpointing(cfg, qc.num_layers, [&](const Config& c) { return node_use(gpu_plan(c)); });
+  const MemoryPlan gpu = gpu_plan(cfg);
   require_fits(gpu, cfg);  // every rank saw the same devices: all stop here together, or none
   return gpu;
 }

@@ -40,8 +40,9 @@ struct TrainStack {
 // is read or memory allocated: ConfigError (one line, the plan in it) when the backend cannot run here or the
 // plan does not fit. The CPU backend: the whole plan in the node's host memory. The CUDA backend: the host's
 // share (the process and its staging) in host memory, and the GPU plan on the tightest of the ranks' GPUs
-// (collective over MPI_COMM_WORLD: every rank calls it); the GPU plan is the one returned.
-MemoryPlan plan_and_check_run(const Config& cfg, const model::Qwen3Config& qc, int rank, int world, int ranks_on_node,
+// (collective over MPI_COMM_WORLD: every rank calls it); the GPU plan is the one returned. Resolves
+// model.activation_checkpointing: auto in cfg first (resolve_checkpointing against that same check).
+MemoryPlan plan_and_check_run(Config& cfg, const model::Qwen3Config& qc, int rank, int world, int ranks_on_node,
                               int64_t micro_pairs, int64_t accum_steps);
 
 // `comm`: the run's communicator (MPI_COMM_WORLD). Throws as make_backend does (one line) when the backend

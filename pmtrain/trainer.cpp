@@ -124,8 +124,10 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   // Exported models must know their pad and end tokens (HF pools the rightmost non-pad token).
   if (model_cfg_.pad_token_id < 0) model_cfg_.pad_token_id = tokenizer_->pad_id();
   if (model_cfg_.eos_token_ids.empty() && tokenizer_->eos_id() >= 0) model_cfg_.eos_token_ids = {tokenizer_->eos_id()};
+  // Evaluation batches from the config as written, before activation_checkpointing auto is resolved (which
+  // depends on the GPUs and world size): the same batches at any world size (eval_batch).
+  eval_batch_ = eval_batch(cfg_, model_cfg_, model_device(cfg_), micro_pairs);
   plan_ = plan_and_check_run(cfg_, model_cfg_, info_.rank, W, info_.local_world, micro_pairs, batch_.accum);
-  eval_batch_ = eval_batch(cfg_, model_cfg_, plan_.device, micro_pairs);
 
   if (training) {
     ZERO_REQUIRE(!cfg_.data.train_files.empty(), ConfigError, "{}: data.train_files is empty", cfg_.source);
@@ -207,6 +209,10 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
       printf("pmtrain: evaluation batches of at most %s per rank (%s)\n", eval_batch_.describe().c_str(),
              cfg_.batch.eval_micro + cfg_.batch.eval_micro_tokens > 0 ? "as set" : "what the step's activation memory holds");
     printf("pmtrain: backend %s\n", stack_.backend_description.c_str());
+    if (cfg_.model.checkpointing_auto)
+      printf("pmtrain: activation checkpointing %s (model.activation_checkpointing auto: the least recompute whose "
+             "memory plan fits)\n",
+             checkpointing_text(cfg_.model, model_cfg_.num_layers).c_str());
     printf("pmtrain: memory plan %s\n", plan_.describe().c_str());
     printf("--- resolved config (saved to %s/config.resolved.yaml) ---\n%s---\n", cfg_.run.dir.c_str(),
            to_yaml(cfg_).c_str());

@@ -6,6 +6,9 @@
 #     the GPU, before its tokens are read; on the emulated device, also two ranks sharing a GPU too small for
 #     both (ZERO_EMULATED_DEVICE_GIB) though big enough for one;
 #  1d. zero.offload optimizer (AdamW on the host, the master, m and v in host memory): the same bits as 1;
+#  1e. (emulated device) model.activation_checkpointing auto on a device sized so that none's plan (pmtrain plan
+#     --json) leaves too little headroom and full's does not: it says it chose some recompute, not none, and
+#     trains to 1's bits;
 #  2. 1 rank: stop at step 2 and resume: the steps after equal the uninterrupted run bit for bit (loss, grad
 #     norm, pair ids), as tests/pmtrain/resume.sh checks on the CPU;
 #  3. 2 ranks on the one GPU (pmtrain gives each rank its own NCCL_HOSTID when ranks share a GPU), stages 0
@@ -156,6 +159,26 @@ if on_gpu; then
       "2 ranks on GPU 0 of rank 0 (zero SIMT emulator (host, not a GPU): 1.50 GiB, 1.50 GiB free) need" \
       $MPIRUN -np 2 "$PMTRAIN" train $BASE --set run.dir=$TMP/small2 --set backend=cuda --set zero.param_dtype=fp32
   fi
+fi
+
+# 1e. activation_checkpointing auto on an emulated device between none's and full's plan over the 0.9 headroom
+# (pmtrain/planner.h kAutoCheckpointingUse): the plans' bytes from pmtrain plan --json (rank 1, stage 2, micro 2
+# as the run), the device that much larger (ZERO_EMULATED_DEVICE_GIB), the choice from the log.
+if on_gpu && [[ "${ZERO_PMTRAIN_CUDA_BACKEND:-}" == *emulated* ]]; then
+  plan_peak() {
+    "$PMTRAIN" plan $BASE --set backend=cuda --set zero.param_dtype=fp32 --set model.activation_checkpointing=$1 \
+      --world 1 --micro 2 --gpu-mem 80GiB --dataset-pairs 24 --json \
+      | python3 -c 'import json, sys; print([c for c in json.load(sys.stdin)["cells"] if c["stage"] == 2][0]["peak_per_rank_bytes"])'
+  }
+  none=$(plan_peak none) && full=$(plan_peak full) || fail "pmtrain plan --json failed"
+  [ "$none" -gt "$full" ] || fail "none's plan ($none bytes) is not above full's ($full)"
+  gib=$(python3 -c "print(($none + $full) / 2 / 0.9 / 2**30)")
+  ZERO_EMULATED_DEVICE_GIB=$gib train 1 auto1 --set backend=cuda --set zero.param_dtype=fp32 --set run.save_final=false \
+    --set model.activation_checkpointing=auto
+  chose=$(grep "^pmtrain: activation checkpointing auto: " $TMP/auto1.txt) || { head -30 $TMP/auto1.txt; fail "auto1: no choice logged"; }
+  [[ "$chose" != *"auto: none "* ]] || fail "auto1 chose none on a device whose headroom none's plan exceeds: $chose"
+  diff <(fields gpu1) <(fields auto1) || fail "auto1 ($chose) differs from the run without checkpointing"
+  echo "ok: a ${gib} GiB device (plans: none $none, full $full bytes): ${chose#pmtrain: }, the same bits as 1"
 fi
 
 # 1d. The optimizer offloaded to the host: the host's AdamW (core/math's, as the kernel's) gives the same bits.

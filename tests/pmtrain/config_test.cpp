@@ -242,8 +242,15 @@ TEST(PmtrainConfig, CheckpointingModesAndTheOldBooleans) {
   }
   EXPECT_NE(to_yaml(parse_config("", "t.yaml", {"model.activation_checkpointing=true"})).find("activation_checkpointing: full"),
             std::string::npos);
+  for (const auto& [text, want] : cases) EXPECT_FALSE(parse_config("model:\n  activation_checkpointing: " + text + "\n", "t.yaml").model.checkpointing_auto);
+  // auto: the run chooses (full until then); printed back as auto.
+  const Config a = parse_config("model:\n  activation_checkpointing: auto\n", "t.yaml");
+  EXPECT_TRUE(a.model.checkpointing_auto);
+  EXPECT_EQ(a.model.activation_checkpointing, ActivationCheckpointing::Full);
+  EXPECT_NE(to_yaml(a).find("activation_checkpointing: auto"), std::string::npos);
+  EXPECT_TRUE(parse_config(to_yaml(a), "again.yaml").model.checkpointing_auto);
   const std::string e = error_of("model:\n  activation_checkpointing: partial\n");
-  EXPECT_NE(e.find("test.yaml:2: model.activation_checkpointing: unknown value 'partial' (expected none, selective, full)"),
+  EXPECT_NE(e.find("test.yaml:2: model.activation_checkpointing: unknown value 'partial' (expected auto, none, selective, full)"),
             std::string::npos) << e;
 }
 

@@ -124,20 +124,40 @@ PY
 # Full checkpointing with memory to spare: the recommendation names the most model.selective_layers that
 # fit, and planning with them agrees (same stage and micro, fits, that peak); one more layer does not fit.
 "$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 1 --gpu-mem 80GiB --global-batch 2 --set data.max_len=2048 \
-  --dataset-pairs 1000 > $TMP/sel.txt || { cat $TMP/sel.txt; fail "plan 4b on one GPU"; }
+  --dataset-pairs 1000 --set model.activation_checkpointing=full > $TMP/sel.txt || { cat $TMP/sel.txt; fail "plan 4b on one GPU"; }
 sel=$(grep -oE 'model.selective_layers=[0-9]+' $TMP/sel.txt | head -1 | cut -d= -f2)
 [ -n "$sel" ] || { cat $TMP/sel.txt; fail "no model.selective_layers advice under full checkpointing"; }
 peak=$(grep -oE 'model.selective_layers=[0-9]+ .*peak [0-9.]+ GiB' $TMP/sel.txt | grep -oE '[0-9.]+ GiB$')
 "$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 1 --gpu-mem 80GiB --global-batch 2 --set data.max_len=2048 \
-  --dataset-pairs 1000 --set model.selective_layers=$sel > $TMP/sel2.txt || { cat $TMP/sel2.txt; fail "plan with the advice"; }
+  --dataset-pairs 1000 --set model.activation_checkpointing=full --set model.selective_layers=$sel > $TMP/sel2.txt || { cat $TMP/sel2.txt; fail "plan with the advice"; }
 grep -qE "^0 +1 .* $peak +yes +2 +1 " $TMP/sel2.txt || { cat $TMP/sel.txt $TMP/sel2.txt; fail "the advised selective_layers=$sel: not a stage-0 fit at micro 2 with peak $peak"; }
 ! grep -q "selective_layers=" $TMP/sel2.txt || fail "advice repeated when selective_layers is set"
 set +e
 "$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 1 --gpu-mem 80GiB --global-batch 2 --set data.max_len=2048 \
-  --dataset-pairs 1000 --set model.selective_layers=$((sel + 1)) > $TMP/sel3.txt 2>&1
+  --dataset-pairs 1000 --set model.activation_checkpointing=full --set model.selective_layers=$((sel + 1)) > $TMP/sel3.txt 2>&1
 set -e
 grep -qE "^0 +1 .* yes +2 +1 " $TMP/sel3.txt && { cat $TMP/sel3.txt; fail "selective_layers=$((sel + 1)) fits too: the advice is not the most"; }
 echo "ok: selective_layers advice: $sel layers, peak $peak"
+
+# activation_checkpointing auto (the shipped configs'): each cell the least recompute within 90% of the GPU at
+# its micro-batch, the fastest of those; here the cell at stage 0: a choice named in the table, the JSON and the
+# recommendation, its peak within 0.9 x 80 GiB and no larger than full checkpointing's at the same micro.
+"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 1 --gpu-mem 80GiB --global-batch 2 --set data.max_len=2048 \
+  --dataset-pairs 1000 --json > $TMP/auto.json || fail "plan 4b with auto"
+"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 1 --gpu-mem 80GiB --global-batch 2 --set data.max_len=2048 \
+  --dataset-pairs 1000 > $TMP/auto.txt || fail "plan 4b with auto"
+grep -qE "^recommended: 1 x 80.0 GiB: stage [0-3], micro [12], accum [12], checkpointing auto: " $TMP/auto.txt \
+  || { cat $TMP/auto.txt; fail "auto: the recommendation does not name the checkpointing"; }
+[ "$(grep -c '^      checkpointing auto: ' $TMP/auto.txt)" = 4 ] || { cat $TMP/auto.txt; fail "auto: not one choice per cell"; }
+python3 - $TMP/auto.json <<'PY' || fail "plan --json under auto"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["activation_checkpointing"] == "auto", j["activation_checkpointing"]
+c = [c for c in j["cells"] if c["stage"] == 0][0]
+assert c["fits"] and c["activation_checkpointing"].startswith("auto: "), c
+assert c["peak_per_rank_bytes"] <= 0.9 * 80 * 2**30, c["peak_per_rank_bytes"]
+print("ok: auto on 4b, 1 x 80 GiB, stage 0: micro %d, %s, peak %.1f GiB" % (c["micro"], c["activation_checkpointing"], c["peak_per_rank_bytes"] / 2**30))
+PY
 
 # Fits nowhere: exit 3, and the message says what would fit (more GPUs or larger ones).
 set +e
