@@ -8,7 +8,9 @@
 // Median of the timed iterations after warm-up, cudaEvent timing on one stream; the tensor-core path's
 // forward is also timed alone (its backward: the pair's time less it). Without a GPU it prints a skip line
 // and exits 0.
-//   attention_bench [--iters N]
+//   attention_bench [--iters N] [--length L] [--mma-only]
+// --length: only sequences of L tokens (512 or 2048 by default); --mma-only: only the tensor-core path (forward
+// + backward, then forward alone), for a profiler (bench/gpu/profile_attention.sh: ncu on its three kernels).
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -145,8 +147,17 @@ double median_ms(F&& f, int iters, cudaStream_t stream) {
 
 int main(int argc, char** argv) {
   int iters = 5;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], "--iters") == 0) iters = std::max(1, std::atoi(argv[i + 1]));
+  std::vector<int64_t> lengths = {512, 2048};
+  bool mma_only = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--mma-only") == 0) mma_only = true;
+    else if (i + 1 < argc && std::strcmp(argv[i], "--iters") == 0) iters = std::max(1, std::atoi(argv[++i]));
+    else if (i + 1 < argc && std::strcmp(argv[i], "--length") == 0) lengths = {std::clamp<int64_t>(std::atoi(argv[++i]), 64, kTokensPerBatch)};
+    else {
+      std::fprintf(stderr, "attention_bench: unknown argument '%s' (usage: [--iters N] [--length L] [--mma-only])\n", argv[i]);
+      return 2;
+    }
+  }
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("attention_bench: no CUDA device, skipped\n");
@@ -162,7 +173,7 @@ int main(int argc, char** argv) {
   CUBLAS_CHECK(cublasCreate(&handle));
   CUBLAS_CHECK(cublasSetStream(handle, stream));
 
-  for (int64_t L : {512, 2048}) {
+  for (int64_t L : lengths) {
     const int64_t seqs = kTokensPerBatch / L, n = seqs * L;
     const size_t qn = size_t(n * kHeads * kHeadDim), kn = size_t(n * kKvHeads * kHeadDim);
     std::vector<float> host(std::max(qn, kn));
@@ -215,9 +226,9 @@ int main(int argc, char** argv) {
         ca::backward(q, k, v, o, d_o, b.lse, t, shape, batch, dq, dk, dv, ws, ws_bytes, stream, path);
       };
     };
-    const double f32 =
+    const double f32 = mma_only ? 0.0 :
         median_ms(flash(ca::Elem::F32, ca::Path::Fma, b.q, b.k, b.v, b.o, b.d_o, b.dq, b.dk, b.dv), iters, stream);
-    const double f16 =
+    const double f16 = mma_only ? 0.0 :
         median_ms(flash(ca::Elem::BF16, ca::Path::Fma, q16, k16, v16, o16, do16, dq16, dk16, dv16), iters, stream);
     const double tc =
         median_ms(flash(ca::Elem::BF16, ca::Path::Mma, q16, k16, v16, o16, do16, dq16, dk16, dv16), iters, stream);
@@ -226,7 +237,7 @@ int main(int argc, char** argv) {
     const double tc_fwd = median_ms(
         [=, &shape, &batch] { ca::forward(q16, k16, v16, ca::Elem::BF16, shape, batch, o16, b.lse, stream, ca::Path::Mma); },
         iters, stream);
-    const double base = median_ms([&] { eager(handle, b, seqs, L, stream); }, iters, stream);
+    const double base = mma_only ? 0.0 : median_ms([&] { eager(handle, b, seqs, L, stream); }, iters, stream);
     // Useful causal work: each of forward's 2 and backward's 5 tile products (FlashAttention-2's count)
     // is 2 flops per (query, key, dim) over n * L / 2 causal pairs per head. The kernels' separate dQ
     // kernel recomputes two more products; those are not counted.
@@ -235,10 +246,12 @@ int main(int argc, char** argv) {
       std::printf("  L %5lld  %-28s %9.3f ms  %10.0f tokens/s  %7.2f TFLOP/s (causal, fwd+bwd)  x%.2f vs eager\n",
                   (long long)L, what, ms, double(n) / (ms * 1e-3), flops / (ms * 1e-3) / 1e12, base / ms);
     };
-    line("flash kernels fp32", f32);
-    line("flash kernels bf16 storage", f16);
-    line("flash kernels bf16 tensor core", tc);
-    line("eager cuBLAS fp32 (baseline)", base);
+    if (!mma_only) {
+      line("flash kernels fp32", f32);
+      line("flash kernels bf16 storage", f16);
+    }
+    line("flash kernels bf16 tensor core", tc);  // (x0.00 vs eager under --mma-only: no eager run)
+    if (!mma_only) line("eager cuBLAS fp32 (baseline)", base);
     const double product = flops / 7.0;  // one tile product's useful flops
     std::printf("  L %5lld  %-28s %9.3f ms forward (%.2f TFLOP/s), %.3f ms backward (%.2f TFLOP/s)\n", (long long)L,
                 "bf16 tensor core, split", tc_fwd, 2.0 * product / (tc_fwd * 1e-3) / 1e12, tc - tc_fwd,

@@ -89,13 +89,12 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
 #if defined(ZERO_SIMT_EMULATION)
 __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const u16* row) { simt::ldmatrix_x4(r, row, false); }
 __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const u16* row) { simt::ldmatrix_x4(r, row, true); }
-__device__ __forceinline__ void cp_async16(u16* dst, const u16* src, bool valid) {
-  if (valid) std::memcpy(dst, src, 16);
-  else std::memset(dst, 0, 16);
-}
-__device__ __forceinline__ void cp_async_commit() {}
+__device__ __forceinline__ void cp_async16(u16* dst, const u16* src, bool valid) { simt::cp_async16(dst, src, valid); }
+__device__ __forceinline__ void cp_async_commit() { simt::cp_async_commit(); }
 template <int N>
-__device__ __forceinline__ void cp_async_wait() {}
+__device__ __forceinline__ void cp_async_wait() {
+  simt::cp_async_wait(N);
+}
 #else
 __device__ __forceinline__ uint32_t smem_address(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));

@@ -98,7 +98,7 @@ void park(Fiber& f) { swapcontext(&f.ctx, &scheduler_ctx); }
 }  // namespace
 #endif
 
-Block::Block(unsigned n, size_t smem_bytes) : threads(n), smem(smem_bytes, 16), warps((n + 31) / 32) {
+Block::Block(unsigned n, size_t smem_bytes) : threads(n), smem(smem_bytes, 16), warps((n + 31) / 32), async(n) {
   sync.expected = n;
   for (auto& w : warps) w.sync.expected = 32;
   for (unsigned t = 0; t < n; ++t) fibers.push_back(std::make_unique<Fiber>());
@@ -169,6 +169,7 @@ void run_grid(Block& block, unsigned grid) {
   for (unsigned b = 0; b < grid; ++b) {
     blockIdx = {b, 0, 0};
     std::memset(block.smem_launch, 0xff, block.smem_launch_bytes);
+    for (AsyncCopies& a : block.async) a = AsyncCopies();  // a block's copies never land in the next one's memory
     prepare(*block.fibers[0]);
     block.current = 0;
     threadIdx = {0, 0, 0};

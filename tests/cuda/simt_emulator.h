@@ -6,6 +6,10 @@
 //     word nobody wrote shows, and ending at an inaccessible page (guarded_memory.h), so an index past
 //     the size the launch asked for faults;
 //   - __syncthreads: a barrier of the block's threads; __syncwarp: of the warp's;
+//   - cp.async (16 bytes, global -> shared): queued by the issuing thread and done only when that thread's
+//     cp.async.wait_group lets its group complete, so a read that comes before its wait (or, for another
+//     thread's copy, before the barrier after that thread's wait) sees the old bytes, as it may on a GPU;
+//     its addresses, and ldmatrix's row addresses, must be 16-byte aligned (an unaligned one aborts);
 //   - warp collectives (__shfl_xor_sync, mma.sync m16n8k16 bf16, ldmatrix m8n8 x4 b16): a barrier of the
 //     warp's 32 threads around an exchange through per-warp staging, the product computed from the
 //     fragments exactly as the PTX ISA lays them out (model/cuda/mma_fragments.h, itself checked against the ISA's figures in
@@ -29,6 +33,7 @@
 #include <vector_types.h>      // uint3, uint4, float4 (host and device)
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -75,6 +80,15 @@ struct Warp {
   uint32_t a[32][4], b[32][2];
   const uint16_t* rows[32];  // ldmatrix's row addresses
 };
+// A thread's cp.async copies: those not yet committed, then the committed groups, oldest first.
+struct AsyncCopy {
+  void* dst;
+  const void* src;  // null: zero-fill (src-size 0)
+};
+struct AsyncCopies {
+  std::vector<AsyncCopy> open;
+  std::deque<std::vector<AsyncCopy>> groups;
+};
 struct Fiber;  // simt_emulator.cpp
 // One launch's threads, reused by the next launch of as many threads (stacks are costly to set up).
 struct Block {
@@ -86,6 +100,7 @@ struct Block {
   char* smem_launch = nullptr;  // this launch's: its last byte the buffer's last, 16-byte aligned
   size_t smem_launch_bytes = 0;
   std::vector<Warp> warps;
+  std::vector<AsyncCopies> async;  // per thread; emptied as each block starts
   std::vector<std::unique_ptr<Fiber>> fibers;
   std::deque<unsigned> runnable;
   unsigned current = 0;
@@ -104,6 +119,39 @@ inline Warp& my_warp() { return current_block()->warps[threadIdx.x / 32]; }
 inline int my_lane() { return int(threadIdx.x % 32); }
 
 inline char* dynamic_shared() { return current_block()->smem_launch; }
+
+// An address an instruction needs 16-byte aligned (cp.async of 16 bytes, ldmatrix's rows): a GPU faults on
+// another ("misaligned address"), so the emulation stops with the instruction named.
+inline void require_16_byte_aligned(const void* p, const char* what) {
+  if (reinterpret_cast<uintptr_t>(p) % 16 == 0) return;
+  std::fprintf(stderr, "simt emulator: %s address %p is not 16-byte aligned (thread %u of block %u)\n", what, p,
+               threadIdx.x, blockIdx.x);
+  std::abort();
+}
+
+// cp.async.cg.shared.global [dst], [src], 16, valid ? 16 : 0 (src unread when !valid: zero-fill).
+inline void cp_async16(void* dst, const void* src, bool valid) {
+  require_16_byte_aligned(dst, "cp.async shared");
+  if (valid) require_16_byte_aligned(src, "cp.async global");
+  current_block()->async[threadIdx.x].open.push_back({dst, valid ? src : nullptr});
+}
+// cp.async.commit_group: this thread's uncommitted copies become its newest group.
+inline void cp_async_commit() {
+  AsyncCopies& a = current_block()->async[threadIdx.x];
+  a.groups.push_back(std::move(a.open));
+  a.open.clear();
+}
+// cp.async.wait_group n: this thread's groups complete, oldest first, until at most n are in flight.
+inline void cp_async_wait(int n) {
+  AsyncCopies& a = current_block()->async[threadIdx.x];
+  while (int(a.groups.size()) > n) {
+    for (const AsyncCopy& c : a.groups.front()) {
+      if (c.src) std::memcpy(c.dst, c.src, 16);
+      else std::memset(c.dst, 0, 16);
+    }
+    a.groups.pop_front();
+  }
+}
 
 inline float shfl_xor(float v, int lane_mask) {
   Warp& w = my_warp();
@@ -148,6 +196,7 @@ inline void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint3
 // 2 (l % 4)) and (l / 4, 2 (l % 4) + 1), low half first, or with trans those of the transposed matrix,
 // (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4) (the PTX ISA's "Warp-level matrix load instruction").
 inline void ldmatrix_x4(uint32_t (&r)[4], const uint16_t* row, bool trans) {
+  require_16_byte_aligned(row, "ldmatrix row");
   Warp& w = my_warp();
   const int lane = my_lane();
   w.rows[lane] = row;
