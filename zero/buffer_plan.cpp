@@ -21,6 +21,7 @@ BufferPlan plan_buffers(const EngineConfig& cfg, const Partition& part) {
   // Chunks never exceed a bucket, so a group larger than a bucket needs no full-size send buffer; but a
   // split group's piece goes out whole, and a piece is at least kShardAlign a rank.
   b.chunk = std::max(std::min(part.max_bucket_padded / W, std::max<size_t>(1, cfg.bucket_elements / W)), part.max_piece);
+  b.reduction_buffers = !reductions_in_place(cfg, part);
   if (cfg.stage == 3 && !gathers_in_place(part)) {
     b.ring_slots = size_t(cfg.prefetch_depth) + 1;
     b.ring_slot = part.max_unit_padded;
@@ -40,7 +41,8 @@ size_t BufferPlan::bytes(MemCategory c) const {
     case MemCategory::Master: return optimizer * (split_master ? 2 : 4);
     case MemCategory::OptimM:
     case MemCategory::OptimV: return optimizer * 4;
-    case MemCategory::CommBuffers: return 2 * staging * p + kReductionsInFlight * (chunk * size_t(world) * r + chunk * r);
+    case MemCategory::CommBuffers:
+      return 2 * staging * p + (reduction_buffers ? kReductionsInFlight * (chunk * size_t(world) * r + chunk * r) : 0);
     case MemCategory::Gathered: return ring_slots * ring_slot * p;
     case MemCategory::Other: return partials * 8 + offload_staging_bytes();
     default: return 0;

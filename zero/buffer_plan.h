@@ -8,7 +8,8 @@
 //                                                               (2 * S): its low halves, the params its high
 //   bucket slots  2 * T * p       T = partition.max_staged (a bucket, or one piece of a split group)
 //   send / recv   F * (C * W * r + C * r)                       reduce dtype, C = chunk elements per rank,
-//                                                               F = kReductionsInFlight (2)
+//                                                               F = kReductionsInFlight (2); none when the
+//                                                               reductions are in place (one rank)
 //   gather ring   (prefetch_depth + 1) * U * p at stage 3       U = partition.max_unit_padded; none at one rank
 //                                                               (its shard is the whole group, read in place)
 //   step partials 8 * (1 + tensors [+ 3])                       fp64: sum of squares, non-finite counts
@@ -40,6 +41,7 @@ struct BufferPlan {
   size_t params = 0, accum = 0, optimizer = 0;  // elements (optimizer: each of master, m, v)
   size_t staging = 0;                           // elements of one bucket slot (two slots)
   size_t chunk = 0;                             // reduction chunk: elements per rank (kReductionsInFlight pairs)
+  bool reduction_buffers = true;                // send / recv allocated (not when reductions_in_place)
   size_t ring_slots = 0, ring_slot = 0;         // stage-3 gather ring: slots x elements
   size_t partials = 0;                          // fp64 step partials
   DType param_dtype = DType::F32, accum_dtype = DType::F32, reduce_dtype = DType::F32;
@@ -60,5 +62,16 @@ BufferPlan plan_buffers(const EngineConfig& cfg, const Partition& part);
 // Stage 3 on one rank: a rank's shard of a group is the whole (padded) group, laid out as its all-gather
 // would write it, so the model reads the parameters where they are: no ring, no copy per use.
 inline bool gathers_in_place(const Partition& part) { return part.world == 1; }
+
+// One rank: the sum over one rank is the values themselves, so a reduction changes nothing when the reduce
+// dtype holds what it reduces exactly (the gradients, in the param dtype, at stages 2-3; the accumulator at
+// stages 0-1): the same dtype, bf16 widened to fp32, or fixed point into a fixed-point accumulator (the
+// conversion the accumulator's add makes anyway). Then the engine adds each gradient into its accumulator as
+// stage 0 does, issues no reduction and holds no send / recv buffers (the same bits); comm_plan counts none.
+inline bool reductions_in_place(const EngineConfig& cfg, const Partition& part) {
+  const DType from = cfg.stage >= 2 ? cfg.param_dtype : cfg.accum_dtype, rt = cfg.reduce_dtype;
+  return part.world == 1 && (rt == from || (rt == DType::F32 && from == DType::BF16) ||
+                             (rt == DType::FX64 && cfg.accum_dtype == DType::FX64));
+}
 
 }  // namespace zero

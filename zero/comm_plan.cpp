@@ -19,6 +19,7 @@ StepTraffic plan_step_traffic(const EngineConfig& cfg, const Partition& part, in
       t.reduce_scatter = K * psi, t.all_gather = gathers_in_place(part) ? 0 : K * (2 * psi - split);
       break;
   }
+  if (reductions_in_place(cfg, part)) t.all_reduce = t.reduce_scatter = 0;  // one rank: folded, not reduced
   // Reductions travel in the reduce dtype, gathers in the parameters' dtype; a ring moves (W - 1) / W.
   const double W = double(part.world), ring = (W - 1) / W;
   const double r = double(dtype_size(cfg.reduce_dtype)), p = double(dtype_size(cfg.param_dtype));

@@ -6,6 +6,7 @@
 //   stage 0: all-reduce 2 Psi        stage 1: reduce-scatter Psi + all-gather Psi
 //   stage 2: reduce-scatter k Psi + all-gather Psi
 //   stage 3: reduce-scatter k Psi + all-gather k (2 Psi - split)
+// One rank: no reductions where they are in place (buffer_plan.h reductions_in_place), no gathers at stage 3.
 #pragma once
 #include <cstdint>
 

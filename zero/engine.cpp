@@ -58,7 +58,7 @@ Engine::Engine(const EngineConfig& cfg, std::vector<GroupInfo> groups, Communica
   v_ = Buffer(*optim_alloc, plan_.optimizer, DType::F32, MemCategory::OptimV);
   chunk_shard_ = plan_.chunk;
   for (int s = 0; s < 2; ++s) staging_[s] = Buffer(alloc_, plan_.staging, cfg_.param_dtype, MemCategory::CommBuffers);
-  for (int s = 0; s < kReductionsInFlight; ++s) {
+  for (int s = 0; s < kReductionsInFlight && plan_.reduction_buffers; ++s) {
     send_[s] = Buffer(alloc_, chunk_shard_ * world_, cfg_.reduce_dtype, MemCategory::CommBuffers);
     recv_[s] = Buffer(alloc_, chunk_shard_, cfg_.reduce_dtype, MemCategory::CommBuffers);
   }
@@ -567,6 +567,7 @@ void Engine::launch_bucket(int b) {
       slot_state_[slot] = SlotState::Free;  // the views are folded into the accumulator already
     }
     if (!last_micro()) return;            // nothing to reduce before the accumulation boundary
+    if (!plan_.reduction_buffers) return;  // one rank: the accumulator is the sum (reductions_in_place)
     const size_t first = part_.groups[B.first_group()].full_offset;
     if (cfg_.stage == 0 && at_ == rt) {  // all-reduce the accumulator in place, chunk by chunk
       // Chunks of at most a bucket (a split group's bucket is the whole group: the embedding's 155 MB in one
@@ -617,6 +618,13 @@ void Engine::launch_bucket(int b) {
   // Stages 2-3: reduce-scatter this micro-step's bucket, chunk by chunk, into the shard accumulator.
   // The bucket's groups are consecutive, so its shard space is one contiguous run of the accumulator.
   const size_t dst = part_.groups[B.first_group()].shard_offset;
+  if (!plan_.reduction_buffers) {  // one rank (reductions_in_place): each shard is its group, folded in as at stage 0
+    for (int g : B.groups)
+      ops_.add(at(accum_, part_.groups[g].shard_offset), at_, at(staging_[slot], offset_in_bucket_[g]), pt,
+               part_.groups[g].shard);
+    slot_state_[slot] = SlotState::Free;
+    return;
+  }
   for (size_t a = 0; a < B.shard; a += chunk_shard_) {
     const size_t n = std::min(chunk_shard_, B.shard - a);
     const int c = acquire_chunk_slot();
@@ -637,6 +645,11 @@ void Engine::launch_piece(int g, int k, int slot) {
     for (size_t r = 0; r < W; ++r)
       ops_.add(at(accum_, L.full_offset + r * L.shard + c0), cfg_.accum_dtype, at(staging_[slot], r * len),
                cfg_.param_dtype, len);
+    slot_state_[slot] = SlotState::Free;
+    return;
+  }
+  if (!plan_.reduction_buffers) {  // one rank (reductions_in_place): the piece is its own shard, folded in
+    ops_.add(at(accum_, L.shard_offset + c0), cfg_.accum_dtype, staging_[slot].data(), cfg_.param_dtype, len);
     slot_state_[slot] = SlotState::Free;
     return;
   }
