@@ -29,6 +29,7 @@ struct Cell {
   std::string reason;  // why it failed
   double tokens_per_s = 0, peak_rss_mib = 0, step_s = 0, final_loss = 0, seconds = 0;
   double peak_device_mib = 0;  // backend cuda: the largest rank's tracked device peak (0 on the CPU)
+  std::string checkpointing;   // the run's activation checkpointing (under auto, what it chose for this cell)
   int64_t steps = 0;
 };
 
@@ -79,6 +80,7 @@ void read_cell(Cell& c) {
   c.peak_rss_mib = summary.at("peak_rss_bytes_max_rank").get<double>() / (1 << 20);
   if (summary.contains("peak_device_bytes_max_rank"))
     c.peak_device_mib = summary.at("peak_device_bytes_max_rank").get<double>() / (1 << 20);
+  c.checkpointing = summary.value("activation_checkpointing", "");
   c.seconds = summary.at("seconds").get<double>();
   c.steps = summary.at("steps").get<int64_t>();
   std::vector<double> step_s;
@@ -114,17 +116,17 @@ std::string micro_text(const Cell& c, int64_t config_micro) {
 
 void write_csv(const std::string& path, const std::vector<Cell>& cells, int64_t config_micro) {
   std::ofstream out(path);
-  out << "ranks,stage,micro,micro_tokens,status,tokens_per_s,peak_rss_mib,peak_device_mib,step_s_median,final_loss,steps,seconds,run_dir,"
-         "reason\n";
+  out << "ranks,stage,micro,micro_tokens,status,tokens_per_s,peak_rss_mib,peak_device_mib,step_s_median,final_loss,steps,seconds,"
+         "activation_checkpointing,run_dir,reason\n";
   for (const Cell& c : cells) {
     out << c.ranks << "," << c.stage << "," << (c.micro_tokens > 0 ? "" : micro_text(c, config_micro)) << ","
         << (c.micro_tokens > 0 ? std::to_string(c.micro_tokens) : "") << "," << (c.ok ? "ok" : "failed") << ",";
     if (c.ok)
-      out << fmt::format("{},{},{},{},{},{},{}", c.tokens_per_s, c.peak_rss_mib,
+      out << fmt::format("{},{},{},{},{},{},{},{}", c.tokens_per_s, c.peak_rss_mib,
                          c.peak_device_mib > 0 ? fmt::format("{}", c.peak_device_mib) : "", c.step_s, c.final_loss,
-                         c.steps, c.seconds);
+                         c.steps, c.seconds, csv_field(c.checkpointing));
     else
-      out << ",,,,,,";
+      out << ",,,,,,,";
     out << "," << csv_field(c.dir) << "," << csv_field(c.reason) << "\n";
   }
   ZERO_REQUIRE(out, InputError, "{}: cannot write", path);
@@ -140,16 +142,18 @@ void write_markdown(const std::string& path, const SweepArgs& a, const std::vect
       << (mem.field == &Cell::peak_rss_mib
               ? "peak RSS: the largest rank's high-water mark (VmHWM).\n\n"
               : "peak device memory: the largest rank's engine buffers and activations at their peak (tracked).\n\n");
-  out << "| ranks | stage | micro | status | tokens/s | " << mem.column << " | step time (s, median) | final loss |\n";
-  out << "|---:|---:|---:|---|---:|---:|---:|---:|\n";
+  out << "| ranks | stage | micro | status | tokens/s | " << mem.column
+      << " | step time (s, median) | final loss | checkpointing |\n";
+  out << "|---:|---:|---:|---|---:|---:|---:|---:|---|\n";
   for (const Cell& c : cells) {
     out << fmt::format("| {} | {} | {} | ", c.ranks, c.stage, micro_text(c, config_micro));
     if (c.ok) {
-      out << fmt::format("ok | {:.0f} | {:.1f} | {:.3f} | {:.4f} |\n", c.tokens_per_s, c.*mem.field, c.step_s, c.final_loss);
+      out << fmt::format("ok | {:.0f} | {:.1f} | {:.3f} | {:.4f} | {} |\n", c.tokens_per_s, c.*mem.field, c.step_s,
+                         c.final_loss, c.checkpointing);
     } else {
       std::string why = c.reason;
       for (size_t p = 0; (p = why.find('|', p)) != std::string::npos; p += 2) why.replace(p, 1, "\\|");
-      out << "failed: " << why << " | | | | |\n";
+      out << "failed: " << why << " | | | | | |\n";
     }
   }
   ZERO_REQUIRE(out, InputError, "{}: cannot write", path);

@@ -581,7 +581,8 @@ int Trainer::train_loop() {
                             {"world", comm_.world()}, {"skipped_steps", skipped},
                             {"peak_rss_bytes_max_rank", int64_t(peak_rss)},
                             {"train_step_s", step_s_total}, {"time_s", time_breakdown_json(times_total, step_s_total)},
-                            {"op_s", op_times_json(times_total)}, {"early_stopped", early_stopped}};
+                            {"op_s", op_times_json(times_total)}, {"early_stopped", early_stopped},
+                           {"activation_checkpointing", checkpointing_text(cfg_.model, model_cfg_.num_layers)}};
   if (gpu) summary.update({{"peak_device_bytes_max_rank", int64_t(peaks[1])},
                            {"device_bytes_in_use_max_rank", int64_t(peaks[2])}});
   metrics_->write(summary);

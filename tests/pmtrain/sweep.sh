@@ -39,6 +39,8 @@ for r in rows:
         v = float(r[k])
         if not (math.isfinite(v) and v > 0): fail(f"cell {cell}: {k} = {v}")
     if not math.isfinite(float(r["final_loss"])): fail(f"cell {cell}: final loss {r['final_loss']}")
+    # The run's activation checkpointing (tiny_cpu.yaml: none), from its summary record.
+    if r["activation_checkpointing"] != "none": fail(f"cell {cell}: activation_checkpointing {r['activation_checkpointing']!r}")
 # The markdown table: one row per cell, the same (ranks, stage) pairs.
 md = [l for l in open(f"{out}/sweep.md") if re.match(r"^\| \d+ \| \d \|", l)]
 if sorted(",".join(l.split("|")[1:3]).replace(" ", "") for l in md) != cells: fail(f"sweep.md rows: {md}")
@@ -67,9 +69,11 @@ check_sweep $TMP/partial "1,0 1,3" "3,0 3,3" || fail "partial sweep output check
 grep -q 'batch' <(grep ',failed,' $TMP/partial/sweep.csv) || fail "the failed row does not give the reason"
 # Token budgets (--micro-tokens): a cell per budget in DIR/r<R>_s<S>_t<T>, each run with that batch.micro_tokens
 # (its own resolved config says so), the CSV's micro_tokens column, the table's micro column "T tokens";
-# --micro with it is refused.
+# --micro with it is refused. Under activation_checkpointing auto each cell's CSV row and table row say what its run
+# chose (the tiny model fits without: "auto: none").
 "$PMTRAIN" sweep configs/tiny_cpu.yaml --ranks 1 --stages 0 --micro-tokens 256,512 --steps 1 --out $TMP/tok "${COMMON[@]}" \
-  --set batch.global=4 > $TMP/tok.txt 2>&1 || { cat $TMP/tok.txt; fail "sweep --micro-tokens failed"; }
+  --set batch.global=4 --set model.activation_checkpointing=auto > $TMP/tok.txt 2>&1 \
+  || { cat $TMP/tok.txt; fail "sweep --micro-tokens failed"; }
 python3 - $TMP/tok <<'PY' || fail "sweep --micro-tokens"
 import csv, re, sys
 out = sys.argv[1]
@@ -78,7 +82,9 @@ assert [r["micro_tokens"] for r in rows] == ["256", "512"] and all(r["status"] =
 for t in (256, 512):
     resolved = open(f"{out}/r1_s0_t{t}/config.resolved.yaml").read()
     assert re.search(rf"^  micro_tokens: {t}$", resolved, re.M), f"r1_s0_t{t}: batch.micro_tokens not {t}"
-    assert re.search(rf"^\| 1 \| 0 \| {t} tokens \| ok \|", open(f"{out}/sweep.md").read(), re.M), f"sweep.md: no {t}-token row"
+    assert re.search(rf"^\| 1 \| 0 \| {t} tokens \| ok \|.*\| auto: none \|$", open(f"{out}/sweep.md").read(), re.M), \
+        f"sweep.md: no {t}-token row with auto's choice"
+assert all(r["activation_checkpointing"] == "auto: none" for r in rows), [r["activation_checkpointing"] for r in rows]
 print("sweep --micro-tokens: cells", [r["run_dir"].rsplit("/", 1)[1] for r in rows], "ok")
 PY
 bad "sweep --micro with --micro-tokens" "sweep one of them" sweep configs/tiny_cpu.yaml --micro 1 --micro-tokens 256
