@@ -50,23 +50,31 @@ LayerTensors layer_tensors(const Qwen3Config& c, int64_t R, const ActivationDTyp
 struct Event {
   size_t bytes;
   bool drop = false;
+  bool attention = false;  // o or lse: attention's outputs, which full checkpointing keeps apart
 };
 std::vector<Event> forward_events(const LayerTensors& t) {
-  return {{t.rstd_in}, {t.a},        {t.q + t.k + t.v}, {t.a, true},    {t.rstd_q},  {t.rstd_k},    {t.qr},
-          {t.kr},      {t.o},        {t.lse},           {t.qr, true},   {t.kr, true}, {t.h},        {t.rstd_post},
-          {t.b},       {t.g + t.u},  {t.b, true},       {t.m},          {t.m, true}};
+  return {{t.rstd_in}, {t.a},          {t.q + t.k + t.v},   {t.a, true},    {t.rstd_q},   {t.rstd_k}, {t.qr},
+          {t.kr},      {t.o, false, true}, {t.lse, false, true}, {t.qr, true}, {t.kr, true}, {t.h},      {t.rstd_post},
+          {t.b},       {t.g + t.u},    {t.b, true},         {t.m},          {t.m, true}};
 }
+
+// What a fully checkpointed layer's forward does with attention's outputs (reward_model.cpp): computes them
+// into the scratch slot like the rest (Scratch: recompute_attention), computes them and moves them out of the
+// slot to be kept (Keep: the first forward), or finds them already there (Given: the recompute).
+enum class AttentionOut { Scratch, Keep, Given };
 
 // decoder_layer_forward into a LayerActivations that may already hold a layer (full checkpointing's
 // scratch): each field is allocated before its old tensor is freed.
-void layer_forward(Live& m, const std::vector<Event>& events, bool drop_elementwise, bool slot_full) {
+void layer_forward(Live& m, const std::vector<Event>& events, bool drop_elementwise, bool slot_full,
+                   AttentionOut attention = AttentionOut::Scratch) {
   for (const Event& e : events) {
     if (e.drop) {
       if (drop_elementwise) m.free(e.bytes);
       continue;
     }
+    if (e.attention && attention == AttentionOut::Given) continue;
     m.alloc(e.bytes);
-    if (slot_full) m.free(e.bytes);
+    if (slot_full && !(e.attention && attention == AttentionOut::Keep)) m.free(e.bytes);
   }
 }
 
@@ -101,7 +109,7 @@ void layer_backward(Live& m, const Qwen3Config& c, int64_t R, const ActivationDT
 }  // namespace
 
 ActivationPlan plan_activations(const Qwen3Config& c, int64_t R, int64_t seqs, ActivationCheckpointing mode,
-                                const ActivationDTypes& dt, int64_t selective_layers) {
+                                const ActivationDTypes& dt, int64_t selective_layers, bool recompute_attention) {
   const int64_t L = c.num_layers;
   const bool full = mode == ActivationCheckpointing::Full, selective = mode == ActivationCheckpointing::Selective;
   auto mode_of = [&](int64_t l) { return layer_checkpointing(mode, selective_layers, l, L); };
@@ -109,10 +117,14 @@ ActivationPlan plan_activations(const Qwen3Config& c, int64_t R, int64_t seqs, A
   const LayerTensors t = layer_tensors(c, R, dt);
   const std::vector<Event> events = forward_events(t);
 
+  const size_t attention_kept = recompute_attention ? 0 : t.o + t.lse;  // what a full layer keeps besides its input
+  const AttentionOut first = recompute_attention ? AttentionOut::Scratch : AttentionOut::Keep,
+                     again = recompute_attention ? AttentionOut::Scratch : AttentionOut::Given;
+
   ActivationPlan p;
   p.per_layer_forward = t.all();
-  p.per_layer_kept = full ? 0 : selective ? t.all() - t.elementwise() : t.all();
-  p.per_layer_recomputed = full ? t.all() : selective ? t.elementwise() : 0;
+  p.per_layer_kept = full ? attention_kept : selective ? t.all() - t.elementwise() : t.all();
+  p.per_layer_recomputed = full ? t.all() - attention_kept : selective ? t.elementwise() : 0;
   {
     Live tr;
     layer_backward(tr, c, R, dt);
@@ -126,17 +138,17 @@ ActivationPlan plan_activations(const Qwen3Config& c, int64_t R, int64_t seqs, A
   bool scratch = false;  // full checkpointing's slot holds a layer
   for (int64_t l = 0; l < L; ++l) {
     const ActivationCheckpointing ml = mode_of(l);
-    if (ml != ActivationCheckpointing::Full && scratch) m.free(t.all()), scratch = false;  // past the full layers
+    if (ml != ActivationCheckpointing::Full && scratch) m.free(t.all() - attention_kept), scratch = false;  // past the full layers
     m.alloc(x);  // y
     if (ml == ActivationCheckpointing::Full) {
-      layer_forward(m, events, false, scratch);
+      layer_forward(m, events, false, scratch, first);
       scratch = true;
     } else {
       layer_forward(m, events, ml == ActivationCheckpointing::Selective, false);
       p.recomputed += ml == ActivationCheckpointing::Selective ? t.elementwise() : 0;
     }
   }
-  if (scratch) m.free(t.all());  // scratch reset before the head
+  if (scratch) m.free(t.all() - attention_kept);  // scratch reset before the head (the kept o, lse moved out)
   const size_t rewards = size_t(seqs) * 4;
   m.alloc(rewards), m.alloc(rewards);  // rewards, drewards (fp32)
 
@@ -148,12 +160,14 @@ ActivationPlan plan_activations(const Qwen3Config& c, int64_t R, int64_t seqs, A
   for (int64_t l = L - 1; l >= 0; --l) {
     const ActivationCheckpointing ml = mode_of(l);
     if (ml == ActivationCheckpointing::Full) {
-      m.alloc(x);                                // y of the recompute
-      layer_forward(m, events, false, scratch);  // scratch is empty for the first recompute
+      if (scratch && !recompute_attention) m.free(t.o + t.lse);  // the layer's kept o, lse replace the slot's
+      m.alloc(x);                                       // y of the recompute
+      layer_forward(m, events, false, scratch, again);  // scratch is empty for the first recompute
       scratch = true;
       m.free(x);
-      p.recomputed += t.all();
+      p.recomputed += t.all() - attention_kept;
       ++p.full_layers;
+      p.attention_recomputed_layers += recompute_attention ? 1 : 0;
     }
     if (ml == ActivationCheckpointing::Selective) layer_rematerialise(m, t);
     m.alloc(x);  // dprev

@@ -1,7 +1,7 @@
 // Activation memory of one forward_backward, as the model's orchestration allocates it: the kept
 // tensors of each layer (all of them; selective recompute's GEMM and attention outputs and statistics,
 // with one layer's element-wise tensors rebuilt in backward; or, with full checkpointing, each layer's
-// input and one layer being recomputed),
+// input and attention output and log-sum-exp, and one layer being recomputed),
 // the residual stream, and the transient peak of one layer's backward. It replays the allocation
 // order of reward_model.cpp and decoder_layer.cpp (alloc before the old tensor of a slot is freed,
 // tensors freed at scope exit), so the peak is the peak of ModelOps' own byte count
@@ -31,19 +31,22 @@ inline constexpr ActivationDTypes kGpuActivations{DType::BF16, DType::F32, DType
 
 struct ActivationPlan {
   size_t per_layer_forward = 0;     // bytes one layer's forward writes (every LayerActivations field)
-  size_t per_layer_kept = 0;        // of those, what stays until the layer's backward (0 under full)
+  size_t per_layer_kept = 0;        // of those, what stays until the layer's backward (full: o and lse, or 0)
   size_t per_layer_recomputed = 0;  // bytes one layer's backward writes again (selective: a, qr, kr, b, m)
   size_t recomputed = 0;            // bytes every layer's backward writes again, with selective_layers
-  int64_t full_layers = 0;          // layers recomputed whole (GEMMs included)
+  int64_t full_layers = 0;          // layers recomputed (GEMMs included)
+  int64_t attention_recomputed_layers = 0;  // of those, the layers whose attention forward runs again too
   size_t backward_transient = 0;  // one layer's backward temporaries at their peak
   size_t peak = 0;                // the whole forward_backward's peak of live activation bytes
 };
 
 // rows: token rows of the micro-batch on the backend (ModelOps::token_rows: the CPU's real tokens, a
 // GPU's rounded up); seqs: sequences (2 x pairs); selective_layers: model.selective_layers
-// (layer_checkpointing; per_layer_* are `mode`'s, recomputed and full_layers count the mix).
+// (layer_checkpointing; per_layer_* are `mode`'s, recomputed and full_layers count the mix);
+// recompute_attention: RewardModelOptions' (full layers keep no attention output).
 ActivationPlan plan_activations(const Qwen3Config& c, int64_t rows, int64_t seqs, ActivationCheckpointing mode,
-                                const ActivationDTypes& dt, int64_t selective_layers = 0);
+                                const ActivationDTypes& dt, int64_t selective_layers = 0,
+                                bool recompute_attention = false);
 
 // The peak of live activation bytes of one forward pass alone (Qwen3RewardModel::forward / queue_forward:
 // an evaluation batch): the residual stream and the next layer's output, one layer's activations at a time

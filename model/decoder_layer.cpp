@@ -3,6 +3,7 @@
 
 #include <initializer_list>
 
+#include "core/check.h"
 #include "model/param_layout.h"
 
 namespace zero::model {
@@ -83,7 +84,7 @@ void gated(ModelOps& ops, const Qwen3Config& c, LayerActivations& s) {
 }  // namespace
 
 void decoder_layer_forward(ModelOps& ops, const Qwen3Config& c, std::span<const TensorRef> w, const TensorRef& x,
-                           const TensorRef& y, LayerActivations& s, LayerKeep keep) {
+                           const TensorRef& y, LayerActivations& s, LayerKeep keep, LayerAttention attention) {
   const int64_t I = c.intermediate_size, R = x.rows();
   const DType act = ops.activation_dtype();  // the residual stream (x, h, y) and the statistics stay fp32
   const bool drop = keep == LayerKeep::WithoutElementwise;
@@ -106,9 +107,13 @@ void decoder_layer_forward(ModelOps& ops, const Qwen3Config& c, std::span<const 
   s.rstd_q = ops.alloc({R * c.num_heads});
   s.rstd_k = ops.alloc({R * c.num_kv_heads});
   rotated_qk(ops, c, w, s);
-  s.o = ops.alloc({R, c.q_dim()}, act);
-  s.lse = ops.alloc({R, c.num_heads});
-  ops.attention_forward(s.qr, s.kr, qkv_of(c, s).v, attention_shape(c), s.o, s.lse);
+  if (attention == LayerAttention::Compute) {
+    s.o = ops.alloc({R, c.q_dim()}, act);
+    s.lse = ops.alloc({R, c.num_heads});
+    ops.attention_forward(s.qr, s.kr, qkv_of(c, s).v, attention_shape(c), s.o, s.lse);
+  } else {
+    ZERO_CHECK(s.o.ref().rows() == R && s.lse.ref().rows() == R, "a layer's kept attention output is not this batch's");
+  }
   if (drop) s.qr.reset(), s.kr.reset();
   s.h = ops.alloc({R, c.hidden_size});
   ops.linear_forward_add(s.o, w[kOProj], x, s.h);

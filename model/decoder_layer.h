@@ -33,10 +33,16 @@ struct LayerActivations {
 // them, so the layer keeps the GEMM and attention outputs, h and the statistics).
 enum class LayerKeep : uint8_t { All, WithoutElementwise };
 
+// Attention in decoder_layer_forward: computed into saved.o and saved.lse, or (a fully checkpointed layer's
+// recompute, activation_checkpointing.h) already there from the layer's first forward, which kept them:
+// the same tensors bit for bit, one attention forward fewer.
+enum class LayerAttention : uint8_t { Compute, Given };
+
 // weights / grads: one view per tensor in LayerTensor order (param_layout.h).
 // x: [R, H] -> y: [R, H]; y may not alias x.
 void decoder_layer_forward(ModelOps& ops, const Qwen3Config& c, std::span<const TensorRef> weights, const TensorRef& x,
-                           const TensorRef& y, LayerActivations& saved, LayerKeep keep = LayerKeep::All);
+                           const TensorRef& y, LayerActivations& saved, LayerKeep keep = LayerKeep::All,
+                           LayerAttention attention = LayerAttention::Compute);
 
 // Rebuilds what a LayerKeep::WithoutElementwise forward dropped (a, qr, kr, b, m, in that order) from x
 // and the kept tensors with forward's own ops on the same inputs, so bit for bit what forward computed.

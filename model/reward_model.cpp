@@ -102,8 +102,11 @@ int64_t Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& params,
     }
   }
   std::vector<Activation> inputs(backward ? L : 0);  // each layer's input, kept for backward
-  std::vector<LayerActivations> saved(backward ? L : 0);  // the layers not fully checkpointed
+  // The layers not fully checkpointed; of a fully checkpointed one, its attention output and log-sum-exp
+  // unless options_.recompute_attention (moved out of the scratch after its forward, back in for its recompute).
+  std::vector<LayerActivations> saved(backward ? L : 0);
   LayerActivations scratch;  // forward-only and fully checkpointed layers
+  const bool keep_attention = !options_.recompute_attention;
   for (int64_t l = 0; l < L; ++l) {
     const int g = layer_group(int(l));
     const auto w = acquire_views(params, groups_[g], g);
@@ -115,6 +118,8 @@ int64_t Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& params,
                                                                                    : LayerKeep::All;
     decoder_layer_forward(ops, c, w, x, y, backward && mode != ActivationCheckpointing::Full ? saved[l] : scratch,
                           keep);
+    if (backward && mode == ActivationCheckpointing::Full && keep_attention)
+      saved[l].o = std::move(scratch.o), saved[l].lse = std::move(scratch.lse);
     params.release(g);
     if (backward) inputs[l] = std::move(x);
     x = std::move(y);
@@ -153,8 +158,10 @@ int64_t Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& params,
       const bool full = mode == ActivationCheckpointing::Full;
       const LayerActivations* acts = &scratch;
       if (full) {
+        if (keep_attention) scratch.o = std::move(saved[l].o), scratch.lse = std::move(saved[l].lse);
         Activation y = ops.alloc({R, H});
-        decoder_layer_forward(ops, c, w, inputs[l], y, scratch);
+        decoder_layer_forward(ops, c, w, inputs[l], y, scratch, LayerKeep::All,
+                              keep_attention ? LayerAttention::Given : LayerAttention::Compute);
       } else {
         if (mode == ActivationCheckpointing::Selective) decoder_layer_rematerialise(ops, c, w, inputs[l], saved[l]);
         acts = &saved[l];

@@ -23,6 +23,9 @@ struct RewardModelOptions {
   // (acquiring its group once more, as the contract says). Same numbers in every mode, bit for bit.
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::None;
   int64_t selective_layers = 0;  // under Full: the last this many layers are Selective (layer_checkpointing)
+  // Under Full: drop each fully checkpointed layer's attention output and log-sum-exp too and run its
+  // attention forward again in backward (the least memory); by default they are kept.
+  bool recompute_attention = false;
   DecayPolicy decay;  // weight-decay flags written into the group specs
   AttentionKind attention = AttentionKind::Auto;  // for the default (CPU) ops
   double center_rewards = 0.0;  // reward-centering coefficient of the pair loss (core/math/pair_loss_math.h)

@@ -199,16 +199,17 @@ Field checkpointing_field(ModelSection& m) {
   };
   f.doc = "what a layer keeps for backward: none = everything; selective = all but the element-wise tensors (norm "
           "outputs, q/k after RoPE, the SwiGLU product), rebuilt in backward without repeating a GEMM; full = only its "
-          "input, the whole layer recomputed in backward; auto = the least recompute whose memory plan fits the GPU "
-          "(or host) with room to spare: none, selective, else full with the most selective_layers (chosen at the "
-          "start and logged; every mode gives the same bits)";
+          "input and attention output, the rest of the layer recomputed in backward; auto = the least recompute whose "
+          "memory plan fits the GPU (or host) with room to spare: none, selective, else full with the most selective_layers, else full with "
+          "recompute_attention (chosen at the start and logged; every mode gives the same bits)";
   f.type = "enum";
   f.accepted = choice_names(kCheckpointing, " | ") + " (or true = full, false = none)";
   return f;
 }
-// A key that activation_checkpointing: auto sets at the run's start: written back as given (0), not as chosen.
-Field resolved_by_auto(Field f, const ModelSection& m) {
-  f.get = [&m, given = f.get] { return m.checkpointing_auto ? YAML::Node(0) : given(); };
+// A key that activation_checkpointing: auto sets at the run's start: written back as auto requires it given
+// (`unset`: 0, false), not as chosen.
+Field resolved_by_auto(Field f, const ModelSection& m, const YAML::Node& unset) {
+  f.get = [&m, unset, given = f.get] { return m.checkpointing_auto ? unset : given(); };
   return f;
 }
 
@@ -292,7 +293,11 @@ std::vector<Field> schema(Config& c) {
       checkpointing_field(m),
       resolved_by_auto(field("model.selective_layers", m.selective_layers, kNonNegative,
             "with activation_checkpointing full: the last N layers checkpoint selectively instead (their GEMMs are not "
-            "recomputed): less recompute for more memory; `pmtrain plan` shows what fits"), m),
+            "recomputed): less recompute for more memory; `pmtrain plan` shows what fits"), m, YAML::Node(0)),
+      resolved_by_auto(field("model.recompute_attention", m.recompute_attention,
+            "with activation_checkpointing full: recompute each layer's attention forward in backward too instead of "
+            "keeping its output and log-sum-exp (rows x (q_dim x 2 + heads x 4) bytes a layer on a GPU): the least "
+            "memory; auto turns it on only when nothing else fits"), m, YAML::Node(false)),
       choice("model.attention", m.attention, kAttention, "attention kernel: auto = reference on the CPU, flash on a GPU (tensor cores in bf16); flash_fma = flash on the GPU's fp32-FMA kernels only"),
       field("model.decay_norms", m.decay_norms, "apply weight decay to the norm weights"),
       field("model.decay_embedding", m.decay_embedding, "apply weight decay to the embedding"),

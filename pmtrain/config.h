@@ -71,8 +71,9 @@ struct ModelSection {
   uint64_t init_seed = 0;
   model::ActivationCheckpointing activation_checkpointing = model::RewardModelOptions{}.activation_checkpointing;
   int64_t selective_layers = model::RewardModelOptions{}.selective_layers;
-  // activation_checkpointing: auto. Until the run resolves it (resolve_checkpointing, planner.h) the two
-  // fields above hold full and 0; then the least recompute whose memory plan fits. The resolved config
+  bool recompute_attention = model::RewardModelOptions{}.recompute_attention;
+  // activation_checkpointing: auto. Until the run resolves it (resolve_checkpointing, planner.h) the three
+  // fields above hold full, 0 and false; then the least recompute whose memory plan fits. The resolved config
   // still says auto, so a resume on other GPUs or world sizes chooses again (every choice gives the same bits).
   bool checkpointing_auto = false;
   model::AttentionKind attention = model::RewardModelOptions{}.attention;  // auto: reference on the CPU, flash on a GPU

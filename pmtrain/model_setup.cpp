@@ -58,11 +58,19 @@ model::Qwen3Config resolve_model_config(const ModelSection& m, int64_t tokenizer
   if (m.rope_theta > 0) c.rope_theta = m.rope_theta;
   if (m.vocab_size) c.vocab_size = m.vocab_size;
   if (c.vocab_size == 0) c.vocab_size = tokenizer_vocab;
-  // Called before a run resolves auto (which then sets selective_layers itself).
+  // Called before a run resolves auto (which then sets selective_layers and recompute_attention itself).
   ZERO_REQUIRE(m.selective_layers == 0 || !m.checkpointing_auto, ConfigError,
                "model.selective_layers {} is chosen by model.activation_checkpointing: auto; leave it 0 under auto, "
                "or set activation_checkpointing to full",
                m.selective_layers);
+  ZERO_REQUIRE(!m.recompute_attention || !m.checkpointing_auto, ConfigError,
+               "model.recompute_attention is chosen by model.activation_checkpointing: auto; leave it false under "
+               "auto, or set activation_checkpointing to full");
+  ZERO_REQUIRE(!m.recompute_attention || m.activation_checkpointing == model::ActivationCheckpointing::Full,
+               ConfigError,
+               "model.recompute_attention recomputes the attention of fully checkpointed layers, but "
+               "model.activation_checkpointing is {}: set it to full, or recompute_attention to false",
+               checkpointing_name(m.activation_checkpointing));
   ZERO_REQUIRE(m.selective_layers == 0 || m.activation_checkpointing == model::ActivationCheckpointing::Full,
                ConfigError,
                "model.selective_layers {} makes some layers of full checkpointing selective, but "
@@ -114,6 +122,7 @@ model::RewardModelOptions reward_model_options(const Config& cfg) {
   model::RewardModelOptions o;
   o.activation_checkpointing = m.activation_checkpointing;
   o.selective_layers = m.selective_layers;
+  o.recompute_attention = m.recompute_attention;
   o.decay.norms = m.decay_norms;
   o.decay.embedding = m.decay_embedding;
   o.attention = m.attention;

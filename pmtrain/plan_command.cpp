@@ -194,8 +194,10 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
   const double attn_fwd = L * attention_flops(w.scores, double(q.q_dim()), 1.0);
   const model::ActivationPlan ap =
       model::plan_activations(q, int64_t(std::ceil(T)), int64_t(std::ceil(w.seqs)), s.cfg.model.activation_checkpointing,
-                              activation_dtypes(s.cfg, s.device), s.cfg.model.selective_layers);
+                              activation_dtypes(s.cfg, s.device), s.cfg.model.selective_layers,
+                              s.cfg.model.recompute_attention);
   const double recomputed = double(ap.full_layers) / L;  // the share of layers whose forward runs twice
+  const double attention_recomputed = double(ap.attention_recomputed_layers) / L;  // of those, attention's too
   // Each projection's three GEMMs (forward, input and weight gradient; the forward again where recomputed)
   // at their own measured rates for T tokens of that shape (else the profile's one gemm_flops).
   using Pass = ComputeProfile::GemmPass;
@@ -205,7 +207,7 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
     fwd_s += flops / s.prof.gemm_rate(T, in, out, Pass::Forward);
     bwd_s += flops / s.prof.gemm_rate(T, in, out, Pass::InputGrad) + flops / s.prof.gemm_rate(T, in, out, Pass::WeightGrad);
   }
-  const double attn = attn_fwd * (kAttentionForwardBackwardPasses + recomputed);
+  const double attn = attn_fwd * (kAttentionForwardBackwardPasses + attention_recomputed);
   double share = 1.0;
   if (s.device == PlanDevice::Cpu) share = std::min(1.0, double(s.prof.cores) / double(c.per_node * s.prof.threads));
   StepTime t;

@@ -77,7 +77,8 @@ MicroShape largest_micro_batch(const Config& cfg, int64_t micro_pairs) {
 size_t step_activation_bytes(const Config& cfg, const model::Qwen3Config& qc, PlanDevice device, int64_t micro_pairs) {
   const MicroShape s = largest_micro_batch(cfg, micro_pairs);
   return model::plan_activations(qc, device_rows(s.tokens, device), s.seqs, cfg.model.activation_checkpointing,
-                                 activation_dtypes(cfg, device), cfg.model.selective_layers)
+                                 activation_dtypes(cfg, device), cfg.model.selective_layers,
+                                 cfg.model.recompute_attention)
       .peak;
 }
 
@@ -235,25 +236,29 @@ bool fits_on_node(const MemoryPlan& plan) { return needed_bytes(plan) <= usable_
 
 std::string checkpointing_advice(const Config& cfg) {
   // auto chose the least recompute within its headroom; an out-of-memory past that asks for the most.
-  const model::ActivationCheckpointing mode = cfg.model.activation_checkpointing;
-  if (cfg.model.checkpointing_auto && (mode != model::ActivationCheckpointing::Full || cfg.model.selective_layers > 0))
-    return "model.activation_checkpointing: full (" + checkpointing_text(cfg.model) + "), ";
-  switch (mode) {
+  const ModelSection& m = cfg.model;
+  const bool least = m.activation_checkpointing == model::ActivationCheckpointing::Full && m.selective_layers == 0 &&
+                     m.recompute_attention;
+  if (m.checkpointing_auto && !least)
+    return "model.activation_checkpointing: full with model.recompute_attention: true (" + checkpointing_text(m) + "), ";
+  switch (m.activation_checkpointing) {
     case model::ActivationCheckpointing::None: return "model.activation_checkpointing: selective or full, ";
     case model::ActivationCheckpointing::Selective: return "model.activation_checkpointing: full, ";
     case model::ActivationCheckpointing::Full: break;
   }
-  return "";
+  if (m.selective_layers > 0) return "model.selective_layers: 0, ";
+  return m.recompute_attention ? "" : "model.recompute_attention: true, ";
 }
 
 Config resolve_checkpointing(Config cfg, int64_t layers, const std::function<double(const Config&)>& use) {
   if (!cfg.model.checkpointing_auto) return cfg;
   using model::ActivationCheckpointing;
   auto fits = [&](const Config& c) { return use(c) <= kAutoCheckpointingUse; };
-  auto with = [&](ActivationCheckpointing mode, int64_t selective) {
+  auto with = [&](ActivationCheckpointing mode, int64_t selective, bool recompute_attention = false) {
     Config c = cfg;
     c.model.activation_checkpointing = mode;
     c.model.selective_layers = selective;
+    c.model.recompute_attention = recompute_attention;
     return c;
   };
   if (Config none = with(ActivationCheckpointing::None, 0); fits(none)) return none;
@@ -264,7 +269,8 @@ Config resolve_checkpointing(Config cfg, int64_t layers, const std::function<dou
     if (fits(with(ActivationCheckpointing::Full, mid))) lo = mid;
     else hi = mid - 1;
   }
-  return with(ActivationCheckpointing::Full, lo);
+  if (Config full = with(ActivationCheckpointing::Full, lo); lo > 0 || fits(full)) return full;
+  return with(ActivationCheckpointing::Full, 0, true);
 }
 
 std::string checkpointing_text(const ModelSection& m, int64_t layers) {
@@ -272,6 +278,8 @@ std::string checkpointing_text(const ModelSection& m, int64_t layers) {
   if (m.activation_checkpointing == model::ActivationCheckpointing::Full && m.selective_layers > 0)
     mode += layers > 0 ? fmt::format(", the last {} of {} layers selective", m.selective_layers, layers)
                        : fmt::format(", the last {} layers selective", m.selective_layers);
+  if (m.activation_checkpointing == model::ActivationCheckpointing::Full && m.recompute_attention)
+    mode += ", attention recomputed";
   return m.checkpointing_auto ? "auto: " + mode : mode;
 }
 

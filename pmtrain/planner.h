@@ -113,7 +113,8 @@ std::string checkpointing_advice(const Config& cfg);
 // model.activation_checkpointing: auto, resolved: cfg with the least recompute whose plan uses at most
 // kAutoCheckpointingUse of what the device offers (`use`: node_use of the config's plan): none, then selective,
 // then full with the most model.selective_layers within it (a binary search over 0..layers: the plan's peak
-// grows with them), else full, which the caller's require_fits then judges. checkpointing_auto stays set (the
+// grows with them), then full, else full with model.recompute_attention (the least memory), which the
+// caller's require_fits then judges. checkpointing_auto stays set (the
 // resolved config says auto). A config without auto comes back as it is.
 // The headroom: the plan is an estimate (its peak within 3% of the measured one on an H200,
 // bench/results/gpu_20261128_h200) and a caching allocator's fragmentation under changing shapes is not in it;
@@ -121,7 +122,7 @@ std::string checkpointing_advice(const Config& cfg);
 inline constexpr double kAutoCheckpointingUse = 0.9;
 Config resolve_checkpointing(Config cfg, int64_t layers, const std::function<double(const Config&)>& use);
 // A config's checkpointing in words: "none", "selective", "full", "full, the last 12 of 28 layers selective"
-// (layers 0: "of 28" left out), after "auto: " when auto chose it.
+// (layers 0: "of 28" left out), "full, attention recomputed", after "auto: " when auto chose it.
 std::string checkpointing_text(const ModelSection& m, int64_t layers = 0);
 
 size_t host_memory_bytes();

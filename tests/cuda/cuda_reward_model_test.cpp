@@ -131,23 +131,26 @@ TEST(CudaRewardModel, CheckpointingModesAgreeBitForBitInBf16Mode) {
   DeviceParams dev(host, DType::BF16);
   RewardOutput ref;
   std::vector<std::vector<float>> ref_grads;
-  size_t peak[3] = {};
-  for (ActivationCheckpointing mode :
-       {ActivationCheckpointing::None, ActivationCheckpointing::Selective, ActivationCheckpointing::Full}) {
+  // The modes, then full with its attention recomputed too (model.recompute_attention): peak[3].
+  size_t peak[4] = {};
+  for (int variant = 0; variant < 4; ++variant) {
+    const ActivationCheckpointing mode = variant < 3 ? ActivationCheckpointing(variant) : ActivationCheckpointing::Full;
     RewardModelOptions opt;
     opt.activation_checkpointing = mode;
+    opt.recompute_attention = variant == 3;
     std::unique_ptr<CudaModelOps> owned = make_cuda_model_ops({nullptr, DType::BF16, AttentionKind::Auto});
     const ModelOps* ops = owned.get();
     const Qwen3RewardModel gpu(config, opt, std::move(owned));
     const RewardOutput out = gpu.forward_backward(batch, dev);
-    peak[int(mode)] = ops->peak_bytes();
-    EXPECT_EQ(peak[int(mode)],
-              plan_activations(config, ops->token_rows(plan), plan.num_seqs(), mode, kGpuActivations).peak)
-        << "mode " << int(mode);
+    peak[variant] = ops->peak_bytes();
+    EXPECT_EQ(peak[variant], plan_activations(config, ops->token_rows(plan), plan.num_seqs(), mode, kGpuActivations, 0,
+                                              opt.recompute_attention)
+                                 .peak)
+        << "variant " << variant;
     // Beside them, the device scratch of one op at a time, as model::gpu_op_scratch_bytes plans it (bf16: with
     // the conversion of the residual stream's gradient for the GEMMs).
     const size_t scratch = static_cast<const CudaModelOps*>(ops)->peak_scratch_bytes();
-    EXPECT_EQ(scratch, gpu_op_scratch_bytes(config, plan.num_tokens(), plan.num_seqs(), DType::BF16)) << int(mode);
+    EXPECT_EQ(scratch, gpu_op_scratch_bytes(config, plan.num_tokens(), plan.num_seqs(), DType::BF16)) << "variant " << variant;
     if (mode == ActivationCheckpointing::None) printf("  op scratch bytes at most: %zu\n", scratch);
     std::vector<std::vector<float>> grads;
     for (size_t g = 0; g < host.groups().size(); ++g)
@@ -157,13 +160,15 @@ TEST(CudaRewardModel, CheckpointingModesAgreeBitForBitInBf16Mode) {
       continue;
     }
     ASSERT_EQ(out.rewards.size(), ref.rewards.size());
-    EXPECT_EQ(0, std::memcmp(out.rewards.data(), ref.rewards.data(), out.rewards.size() * sizeof(float))) << int(mode);
-    EXPECT_EQ(out.pairs.loss_sum, ref.pairs.loss_sum) << int(mode);
+    EXPECT_EQ(0, std::memcmp(out.rewards.data(), ref.rewards.data(), out.rewards.size() * sizeof(float))) << "variant " << variant;
+    EXPECT_EQ(out.pairs.loss_sum, ref.pairs.loss_sum) << "variant " << variant;
     for (size_t i = 0; i < grads.size(); ++i)
       EXPECT_EQ(0, std::memcmp(grads[i].data(), ref_grads[i].data(), grads[i].size() * sizeof(float)))
-          << "mode " << int(mode) << " tensor " << i;
+          << "variant " << variant << " tensor " << i;
   }
-  printf("  activation peak bytes: none %zu, selective %zu, full %zu\n", peak[0], peak[1], peak[2]);
+  printf("  activation peak bytes: none %zu, selective %zu, full %zu, full recomputing attention %zu\n", peak[0],
+         peak[1], peak[2], peak[3]);
+  EXPECT_LT(peak[3], peak[2]);
   EXPECT_LT(peak[2], peak[1]);
   EXPECT_LT(peak[1], peak[0]);
   // A forward pass alone (an evaluation batch): its peak is plan_forward_activations', below full's.

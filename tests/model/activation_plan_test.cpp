@@ -23,12 +23,13 @@ struct Shape {
 };
 
 size_t measured_peak(const Qwen3Config& c, const data::PairBatch& batch, ActivationCheckpointing ckpt,
-                     int64_t selective_layers = 0, bool forward_only = false) {
+                     int64_t selective_layers = 0, bool forward_only = false, bool recompute_attention = false) {
   auto owned = make_cpu_model_ops();
   ModelOps* ops = owned.get();
   RewardModelOptions o;
   o.activation_checkpointing = ckpt;
   o.selective_layers = selective_layers;
+  o.recompute_attention = recompute_attention;
   Qwen3RewardModel m(c, o, std::move(owned));
   DenseParams p(qwen3_rm_groups(c));
   init_random(p, c, 3);
@@ -75,17 +76,24 @@ TEST(ActivationPlan, EqualsTheCpuBackendsPeakAllocation) {
     EXPECT_EQ(forward, measured_peak(c, batch, ActivationCheckpointing::None, 0, true)) << "forward, layers " << s.layers;
     EXPECT_EQ(forward, measured_peak(c, batch, ActivationCheckpointing::Full, 0, true)) << "forward, layers " << s.layers;
     EXPECT_LT(forward, plan_activations(c, tokens, int64_t(seqs.size()), ActivationCheckpointing::Full, kCpuActivations).peak);
-    for (int64_t sel = 1; sel < s.layers; ++sel)  // full with its last layers selective (model.selective_layers)
-      EXPECT_EQ(plan_activations(c, tokens, int64_t(seqs.size()), ActivationCheckpointing::Full, kCpuActivations, sel).peak,
-                measured_peak(c, batch, ActivationCheckpointing::Full, sel))
-          << "layers " << s.layers << " hidden " << s.hidden << " selective_layers " << sel;
+    // Full with its last layers selective (model.selective_layers), its attention kept or recomputed
+    // (model.recompute_attention).
+    for (bool recompute : {false, true})
+      for (int64_t sel = 0; sel < s.layers; ++sel)
+        EXPECT_EQ(plan_activations(c, tokens, int64_t(seqs.size()), ActivationCheckpointing::Full, kCpuActivations, sel,
+                                   recompute)
+                      .peak,
+                  measured_peak(c, batch, ActivationCheckpointing::Full, sel, false, recompute))
+            << "layers " << s.layers << " hidden " << s.hidden << " selective_layers " << sel << " recompute_attention "
+            << recompute;
   }
 }
 
 // The GPU path's dtypes by hand (no GPU here): tiny config, 10 rows, bf16 activations, fp32 residual h and
 // stats. a, q, qr, o, b: 5 x 10 x 64 x 2 = 6400; k, v, kr: 3 x 10 x 32 x 2 = 1920; g, u, m: 3 x 10 x 160 x 2
 // = 9600; h: 10 x 64 x 4 = 2560; rstd_in, rstd_post: 2 x 40; rstd_q, lse: 2 x 160; rstd_k: 80. Sum 20960.
-// Selective drops a, qr, b (3 x 1280), kr (640) and m (3200): 7680, rebuilt in backward; 13280 stay.
+// Selective drops a, qr, b (3 x 1280), kr (640) and m (3200): 7680, rebuilt in backward; 13280 stay. Full keeps
+// o (1280) and lse (160): 1440, and recomputes 19520; with recompute_attention it keeps nothing.
 TEST(ActivationPlan, GpuDtypesByHand) {
   using Mode = ActivationCheckpointing;
   const Qwen3Config c = tiny_qwen3_config();
@@ -98,9 +106,21 @@ TEST(ActivationPlan, GpuDtypesByHand) {
   EXPECT_EQ(sel.per_layer_kept, 13280u);
   EXPECT_EQ(sel.per_layer_recomputed, 7680u);
   const ActivationPlan full = plan_activations(c, 10, 2, Mode::Full, kGpuActivations);
-  EXPECT_EQ(full.per_layer_kept, 0u);
-  EXPECT_EQ(full.per_layer_recomputed, 20960u);
+  EXPECT_EQ(full.per_layer_kept, 1440u);
+  EXPECT_EQ(full.per_layer_recomputed, 19520u);
+  EXPECT_EQ(full.full_layers, 2);
+  EXPECT_EQ(full.attention_recomputed_layers, 0);
+  const ActivationPlan least = plan_activations(c, 10, 2, Mode::Full, kGpuActivations, 0, true);
+  EXPECT_EQ(least.per_layer_kept, 0u);
+  EXPECT_EQ(least.per_layer_recomputed, 20960u);
+  EXPECT_EQ(least.attention_recomputed_layers, 2);
+  // The peak: more by at most the layers' kept o and lse (2 x 1440; where the peak falls, one layer's are the
+  // scratch's under either).
+  EXPECT_GT(full.peak, least.peak);
+  EXPECT_LE(full.peak, least.peak + 2 * 1440);
   // Each mode keeps less than the one before.
+  EXPECT_LT(plan_activations(c, 100, 2, Mode::Full, kCpuActivations, 0, true).peak,
+            plan_activations(c, 100, 2, Mode::Full, kCpuActivations).peak);
   EXPECT_LT(plan_activations(c, 100, 2, Mode::Full, kCpuActivations).peak,
             plan_activations(c, 100, 2, Mode::Selective, kCpuActivations).peak);
   EXPECT_LT(plan_activations(c, 100, 2, Mode::Selective, kCpuActivations).peak,

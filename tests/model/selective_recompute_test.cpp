@@ -50,12 +50,13 @@ struct Outcome {
 
 // One forward_backward on fresh CPU ops; parameters fp32 (dense) or bf16 (half, same values).
 Outcome run(const Qwen3Config& c, Mode mode, const data::PairBatch& batch, DenseParams& dense, testing::Bf16Params* half,
-            int64_t selective_layers = 0) {
+            int64_t selective_layers = 0, bool recompute_attention = false) {
   auto owned = make_cpu_model_ops();
   const ModelOps* ops = owned.get();
   RewardModelOptions o;
   o.activation_checkpointing = mode;
   o.selective_layers = selective_layers;
+  o.recompute_attention = recompute_attention;
   const Qwen3RewardModel m(c, o, std::move(owned));
   const RewardOutput out = half ? m.forward_backward(batch, *half) : m.forward_backward(batch, dense);
   EXPECT_EQ(ops->live_bytes(), 0u) << "every activation is freed after forward_backward";
@@ -128,13 +129,16 @@ TEST(SelectiveRecompute, BitIdenticalToNoneAndFull) {
           ASSERT_EQ(r.grads.size(), none.grads.size());
           for (size_t t = 0; t < r.grads.size(); ++t) EXPECT_EQ(r.grads[t], none.grads[t]) << mode_name(mode) << " tensor " << t;
         }
-        // Full with its last layers selective (model.selective_layers), every split of the layers.
-        for (int64_t sel = 1; sel < k.config.num_layers; ++sel) {
-          const Outcome r = run(k.config, Mode::Full, *batch, *k.params, bf16_params ? &half : nullptr, sel);
-          EXPECT_EQ(r.rewards, none.rewards) << "selective_layers " << sel;
-          EXPECT_EQ(r.loss_sum, none.loss_sum) << "selective_layers " << sel;
-          for (size_t t = 0; t < r.grads.size(); ++t) EXPECT_EQ(r.grads[t], none.grads[t]) << "selective_layers " << sel << " tensor " << t;
-        }
+        // Full with its last layers selective (model.selective_layers), every split of the layers, with the
+        // attention of its fully recomputed layers kept (the default) or recomputed (model.recompute_attention).
+        for (bool recompute : {false, true})
+          for (int64_t sel = recompute ? 0 : 1; sel < k.config.num_layers; ++sel) {
+            SCOPED_TRACE(::testing::Message() << "selective_layers " << sel << " recompute_attention " << recompute);
+            const Outcome r = run(k.config, Mode::Full, *batch, *k.params, bf16_params ? &half : nullptr, sel, recompute);
+            EXPECT_EQ(r.rewards, none.rewards);
+            EXPECT_EQ(r.loss_sum, none.loss_sum);
+            for (size_t t = 0; t < r.grads.size(); ++t) EXPECT_EQ(r.grads[t], none.grads[t]) << "tensor " << t;
+          }
       }
   }
 }
@@ -163,6 +167,10 @@ TEST(SelectiveRecompute, KeepsLessThanNoneAndMoreThanFullAsPlanned) {
     previous = mixed;
   }
   EXPECT_GT(previous, peak[int(Mode::Full)]);
+  // Full with its attention recomputed keeps less than full, as planned.
+  const size_t least = run(k.config, Mode::Full, batch, *k.params, nullptr, 0, true).peak;
+  EXPECT_EQ(least, plan_activations(k.config, k.tokens, int64_t(k.seqs.size()), Mode::Full, kCpuActivations, 0, true).peak);
+  EXPECT_LT(least, peak[int(Mode::Full)]);
   // The dropped tensors, fp32 on the CPU: a and b [R, 96], qr [R, 96], kr [R, 32], m [R, 288].
   const size_t dropped_per_layer = size_t(k.tokens) * (96 + 96 + 96 + 32 + 288) * 4;
   EXPECT_GE(peak[int(Mode::None)] - peak[int(Mode::Selective)], size_t(k.config.num_layers - 1) * dropped_per_layer);

@@ -1,6 +1,6 @@
 // model.activation_checkpointing: auto (pmtrain/planner.h resolve_checkpointing): the least recompute whose plan
 // uses at most kAutoCheckpointingUse of what the device offers, in the order none, selective, full with the most
-// selective layers, full; the resolved config still says auto when written back.
+// selective layers, full, full with its attention recomputed; the resolved config still says auto when written back.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -20,7 +20,8 @@ using model::ActivationCheckpointing;
 Config auto_config() { return parse_config("model:\n  activation_checkpointing: auto\n", "t.yaml"); }
 
 // A device offering `offered` bytes, each choice's bytes written out: none 200, full with n of the 28 layers
-// selective 50 + 5 n, selective (= all 28) 190. Records how many plans were asked for.
+// selective 50 + 5 n, selective (= all 28) 190, full with its attention recomputed 45. Records how many plans
+// were asked for.
 struct Device {
   double offered = 0;
   int asked = 0;
@@ -28,6 +29,7 @@ struct Device {
     ++asked;
     const model::ActivationCheckpointing mode = c.model.activation_checkpointing;
     const double n = mode == ActivationCheckpointing::Selective ? 28.0 : double(c.model.selective_layers);
+    if (c.model.recompute_attention) return (n == 0 ? 45.0 : 1e9) / offered;
     return (mode == ActivationCheckpointing::None ? 200.0 : 50.0 + 5.0 * n) / offered;
   }
 };
@@ -45,6 +47,7 @@ TEST(CheckpointingAuto, TheLeastRecomputeWithinTheHeadroom) {
   Config c = resolved(100);
   EXPECT_EQ(c.model.activation_checkpointing, ActivationCheckpointing::Full);
   EXPECT_EQ(c.model.selective_layers, 8);
+  EXPECT_FALSE(c.model.recompute_attention);
   EXPECT_TRUE(c.model.checkpointing_auto);
   EXPECT_EQ(checkpointing_text(c.model, 28), "auto: full, the last 8 of 28 layers selective");
   EXPECT_EQ(resolved(200).model.selective_layers, 26);  // 180 of 200
@@ -56,14 +59,21 @@ TEST(CheckpointingAuto, TheLeastRecomputeWithinTheHeadroom) {
   c = resolved(60);  // full alone: 50 of 60
   EXPECT_EQ(c.model.activation_checkpointing, ActivationCheckpointing::Full);
   EXPECT_EQ(c.model.selective_layers, 0);
+  EXPECT_FALSE(c.model.recompute_attention);
   EXPECT_EQ(checkpointing_text(c.model, 28), "auto: full");
-  // Nothing within the headroom (full alone: 50 of 55, which still fits the device): full, for require_fits to judge.
+  // Full alone is 50 of 55: past the headroom; with its attention recomputed, 45 of 55.
   int asked = 0;
   c = resolved(55, &asked);
   EXPECT_EQ(c.model.activation_checkpointing, ActivationCheckpointing::Full);
   EXPECT_EQ(c.model.selective_layers, 0);
-  // A binary search over the layers, not a walk: none, selective, then at most ceil(log2 28) = 5 more plans.
-  EXPECT_LE(asked, 2 + 5);
+  EXPECT_TRUE(c.model.recompute_attention);
+  EXPECT_EQ(checkpointing_text(c.model, 28), "auto: full, attention recomputed");
+  // A binary search over the layers, not a walk: none, selective, at most ceil(log2 28) = 5 more plans, full alone.
+  EXPECT_LE(asked, 2 + 5 + 1);
+  // Nothing within the headroom (45 of 48, which still fits the device): the least memory, for require_fits to judge.
+  c = resolved(48);
+  EXPECT_EQ(c.model.activation_checkpointing, ActivationCheckpointing::Full);
+  EXPECT_TRUE(c.model.recompute_attention);
 }
 
 TEST(CheckpointingAuto, AChosenModeIsLeftAlone) {
@@ -84,9 +94,13 @@ TEST(CheckpointingAuto, TheResolvedConfigStillSaysAuto) {
   const std::string yaml = to_yaml(c);
   EXPECT_NE(yaml.find("activation_checkpointing: auto\n"), std::string::npos) << yaml;
   EXPECT_NE(yaml.find("selective_layers: 0\n"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("recompute_attention: false\n"), std::string::npos) << yaml;
+  EXPECT_TRUE(resolved(55).model.recompute_attention);
+  EXPECT_NE(to_yaml(resolved(55)).find("recompute_attention: false\n"), std::string::npos);
   const Config again = parse_config(yaml, "again.yaml");
   EXPECT_TRUE(again.model.checkpointing_auto);
   EXPECT_EQ(again.model.selective_layers, 0);
+  EXPECT_FALSE(again.model.recompute_attention);
 }
 
 // On real plans: the plan of auto's choice for Qwen3-4B at one 80 GiB GPU (stage 0, a pair per micro-batch of
