@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "comm/launch_env.h"
@@ -37,9 +39,14 @@ void print_plan(const Config& given, int world, int per_node) {
   if (cfg.model.checkpointing_auto)
     printf("activation checkpointing %s\n", device == PlanDevice::Cpu ? checkpointing_text(cfg.model, qc.num_layers).c_str()
                                                                      : "auto: chosen against the GPUs when the run starts");
-  printf("%s: world %d (%d per node), stage %lld, batch global %lld = micro %lld x accum %lld x world %d\n%s%s\n",
-         cfg.source.c_str(), world, per_node, (long long)cfg.zero.stage, (long long)b.global, (long long)b.micro,
-         (long long)b.accum, world, device == PlanDevice::Gpu ? "host memory " : "", plan.describe().c_str());
+  const std::string batch =
+      cfg.batch.micro_tokens > 0
+          ? fmt::format("batch global {} pairs per step, micro-batches of at most {} tokens (accumulation varies per "
+                        "step; memory planned for {} pair{} at max_len)",
+                        b.global, cfg.batch.micro_tokens, b.micro, b.micro == 1 ? "" : "s")
+          : fmt::format("batch global {} = micro {} x accum {} x world {}", b.global, b.micro, b.accum, world);
+  printf("%s: world %d (%d per node), stage %lld, %s\n%s%s\n", cfg.source.c_str(), world, per_node,
+         (long long)cfg.zero.stage, batch.c_str(), device == PlanDevice::Gpu ? "host memory " : "", plan.describe().c_str());
   if (device == PlanDevice::Gpu)
     printf("GPU memory %s (checked against the GPUs when the run starts)\n",
            plan_gpu_memory(cfg, qc, groups, world, b.micro, b.accum, {}).describe().c_str());

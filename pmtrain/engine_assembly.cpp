@@ -83,7 +83,8 @@ ResolvedBatch run_batch(const Config& cfg, int world) {
     // engine's accumulation is set per step).
     ZERO_REQUIRE(cfg.batch.global > 0 && cfg.batch.micro == 0 && spec.accum == 0, ConfigError,
                  "{}: batch.micro_tokens sets the micro-batches by tokens: give batch.global (pairs per step) and "
-                 "leave batch.micro and batch.accum at 0 (got micro {}, accum {})",
+                 "leave batch.micro and batch.accum at 0 (got micro {}, accum {}), or set batch.micro_tokens=0 for "
+                 "micro-batches of batch.micro pairs",
                  cfg.source, cfg.batch.micro, spec.accum);
     return {cfg.batch.global, std::max<int64_t>(1, cfg.batch.micro_tokens / (2 * cfg.data.max_len)), 1, world};
   }

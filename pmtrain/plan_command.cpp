@@ -306,7 +306,8 @@ Cell plan_fixed_cell(const Setup& s, int stage, int world, int per_node, size_t 
 
 // activation_checkpointing auto: at each micro-batch the least recompute that fits (resolve_checkpointing, as
 // the run chooses), and of those the micro-batch with the fastest epoch (more recompute buys a larger
-// micro-batch: the time model weighs the two). A token budget fixes the micro-batch. Nothing fits: full.
+// micro-batch: the time model weighs the two). A token budget fixes the micro-batch. Nothing fits: the smallest
+// micro-batch at the least memory (what the table and the advice show).
 Cell plan_auto_cell(const Setup& s, int stage, int world, int per_node, size_t mem) {
   const int64_t per_rank = s.global / world;
   std::vector<int64_t> micros;
@@ -322,7 +323,9 @@ Cell plan_auto_cell(const Setup& s, int stage, int world, int per_node, size_t m
       return double(plan_rank_memory(c, s.qc, s.groups, world, m, accum, s.device, s.baseline).total()) / double(mem);
     });
     Cell c = plan_fixed_cell(t, stage, world, per_node, mem);
-    if (!best || (c.fits && (!best->fits || c.epoch_s < best->epoch_s * 0.999))) best = std::move(c);
+    // micros run largest first: while nothing fits, each smaller one replaces the last.
+    if (!best || (c.fits && (!best->fits || c.epoch_s < best->epoch_s * 0.999)) || (!c.fits && !best->fits))
+      best = std::move(c);
   }
   return *best;
 }
@@ -437,13 +440,13 @@ std::string selective_advice(const Setup& s, const Cell& b, int per_node) {
                      bytes_text(double(best.m.total())));
 }
 
-// Pair batching with the data's lengths known: a token budget for plan b's stage and memory (k pairs at
-// max_len: the worst case a budget's memory is planned for), when its epoch beats b's. Short pairs (hh-rlhf:
-// ~5% of 2 x max_len) then fill a few large micro-steps instead of many small ones, whose per-micro-step
-// work (the gradient accumulation passes, stage 3's gathers, small GEMMs) dominates. Of the budgets that
-// fit, the smallest within 1% of the fastest: a larger one buys no speed for its memory.
+// With the data's lengths known: a token budget for plan b's stage and memory (k pairs at max_len: the worst
+// case a budget's memory is planned for), when its epoch beats b's: pair batches' or another budget's. Short
+// pairs (hh-rlhf: ~5% of 2 x max_len) then fill a few large micro-steps instead of many small ones, whose
+// per-micro-step work (the gradient accumulation passes, stage 3's gathers, small GEMMs) dominates. Of the
+// budgets that fit, the smallest within 1% of the fastest: a larger one buys no speed for its memory.
 std::string token_budget_advice(const Setup& s, const Cell& b, int per_node) {
-  if (s.micro_tokens > 0 || s.data.pairs == 0) return "";
+  if (s.data.pairs == 0) return "";
   const int64_t per_rank = s.global / b.world, pair_tokens = 2 * s.cfg.data.max_len;
   Setup t = s;
   t.cfg.batch.micro = 0, t.cfg.batch.accum = 0;
@@ -458,9 +461,10 @@ std::string token_budget_advice(const Setup& s, const Cell& b, int per_node) {
   double fastest = fits.front().second.epoch_s;
   for (const auto& f : fits) fastest = std::min(fastest, f.second.epoch_s);
   const auto pick = std::find_if(fits.rbegin(), fits.rend(), [&](const auto& f) { return f.second.epoch_s <= fastest * 1.01; });
-  if (pick->second.epoch_s >= b.epoch_s * 0.97) return "";
-  return fmt::format("; with batch.micro_tokens={} (micro-batches by tokens, micro 0) ~{}/epoch, peak {}", pick->first,
-                     time_text(pick->second.epoch_s), bytes_text(double(pick->second.m.total())));
+  if (pick->first == s.micro_tokens || pick->second.epoch_s >= b.epoch_s * 0.97) return "";
+  return fmt::format("; with batch.micro_tokens={}{} ~{}/epoch, peak {}", pick->first,
+                     s.micro_tokens > 0 ? "" : " (micro-batches by tokens, micro 0)", time_text(pick->second.epoch_s),
+                     bytes_text(double(pick->second.m.total())));
 }
 
 std::string recommendation(const Setup& s, const std::vector<Cell>& cells, int world, size_t mem, int per_node) {
@@ -472,9 +476,9 @@ std::string recommendation(const Setup& s, const std::vector<Cell>& cells, int w
   const std::string ckpt = b && s.cfg.model.checkpointing_auto ? ", checkpointing " + b->checkpointing : "";
   if (b && s.micro_tokens > 0)
     return fmt::format("{}: stage {}, micro_tokens {} ({} pairs at max_len), at most {} micro-steps{}, ~{}/epoch (peak {} "
-                       "of {} per rank)",
+                       "of {} per rank){}",
                        who, b->stage, s.micro_tokens, b->micro, b->accum, ckpt, time_text(b->epoch_s),
-                       bytes_text(double(b->m.total())), bytes_text(double(b->mem)));
+                       bytes_text(double(b->m.total())), bytes_text(double(b->mem)), token_budget_advice(s, *b, per_node));
   if (b)
     return fmt::format("{}: stage {}, micro {}, accum {}{}, ~{}/epoch (peak {} of {} per rank){}{}", who, b->stage,
                        b->micro, b->accum, ckpt, time_text(b->epoch_s), bytes_text(double(b->m.total())),
@@ -498,10 +502,10 @@ std::string recommendation(const Setup& s, const std::vector<Cell>& cells, int w
         break;
       }
   }
-  if (s.micro_tokens > 0)
-    return fmt::format("{}: fits at no stage (stage 3 with micro_tokens {} needs {} per rank); needs a smaller "
-                       "batch.micro_tokens, {}{}",
-                       who, s.micro_tokens, bytes_text(double(s3.m.total())), more, bigger);
+  if (s.micro_tokens > 0)  // a budget is planned for at least one pair at max_len: smaller than that saves nothing
+    return fmt::format("{}: fits at no stage (stage 3 with micro_tokens {} needs {} per rank); needs {}{}{}", who,
+                       s.micro_tokens, bytes_text(double(s3.m.total())),
+                       s.micro_tokens > 2 * s.cfg.data.max_len ? "a smaller batch.micro_tokens, " : "", more, bigger);
   return fmt::format("{}: fits at no stage (stage 3, micro 1 needs {} per rank); needs {}{}", who,
                      bytes_text(double(s3.m.total())), more, bigger);
 }

@@ -61,7 +61,8 @@ std::vector<std::string> cell_command(const SweepArgs& a, const std::string& lau
                            "run.start_over=true", "run.save_final=false", "run.save_every=0", "run.eval_every=0",
                            "run.eval_at_start=false", "data.test_files=[]", "data.test_sets={}", "run.keep_best=none",
                            "run.keep_best_set=''", "run.early_stop=0", "batch.world=0"});
-  if (c.micro > 0) sets.push_back("batch.micro=" + std::to_string(c.micro));
+  if (c.micro > 0)  // a pair count sets the micro-batches: no token budget (the Qwen3 configs have one)
+    sets.insert(sets.end(), {"batch.micro=" + std::to_string(c.micro), "batch.micro_tokens=0"});
   if (c.micro_tokens > 0)  // a token budget sets the micro-batches: no pair count, the accumulation derived
     sets.insert(sets.end(), {"batch.micro=0", "batch.accum=0", "batch.micro_tokens=" + std::to_string(c.micro_tokens)});
   if (a.steps > 0) sets.push_back("run.steps=" + std::to_string(a.steps));
@@ -208,6 +209,7 @@ int run_sweep(const SweepArgs& a) {
                                     : by_tokens ? fmt::format("r{}_s{}_t{}", r, s, m)
                                                 : fmt::format("r{}_s{}_m{}", r, s, m)))
                     .string();
+        if (m == 0) c.micro_tokens = int(cfg.batch.micro_tokens);  // the config's budget, if any, in the tables
         cells.push_back(c);
       }
   printf("sweep: %zu cells (ranks %s x stages %s%s) of %s with %s, into %s\n", cells.size(),

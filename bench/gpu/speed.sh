@@ -95,7 +95,7 @@ ours() {  # ours SHAPE CKPT [SELECTIVE_LAYERS]: CKPT off, on, or mix (on with th
   local ck=$2 sel=()
   [ "$ck" = mix ] && ck=on sel=(--set model.selective_layers=$3)
   cell "ours_$1_ckpt$2" "$PMTRAIN" bench "$(config_of "$1")" --set backend=$BACKEND --set zero.stage=0 \
-    --set threads=$HOST_THREADS --set model.activation_checkpointing=$(bool "$ck") "${sel[@]}" --seq $SEQ \
+    --set batch.micro_tokens=0 --set threads=$HOST_THREADS --set model.activation_checkpointing=$(bool "$ck") "${sel[@]}" --seq $SEQ \
     --pairs-per-step $PAIRS --steps $STEPS --warmup $WARMUP --json
 }
 # The most layers of full checkpointing the planner lets this GPU keep selective at the bench's batch (none

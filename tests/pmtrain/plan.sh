@@ -123,17 +123,18 @@ PY
 
 # Full checkpointing with memory to spare: the recommendation names the most model.selective_layers that
 # fit, and planning with them agrees (same stage and micro, fits, that peak); one more layer does not fit.
-"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 1 --gpu-mem 80GiB --global-batch 2 --set data.max_len=2048 \
+# These plans search micro-batches of pairs (the shipped config's token budget set off).
+"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 1 --gpu-mem 80GiB --global-batch 2 --set batch.micro_tokens=0 --set data.max_len=2048 \
   --dataset-pairs 1000 --set model.activation_checkpointing=full > $TMP/sel.txt || { cat $TMP/sel.txt; fail "plan 4b on one GPU"; }
 sel=$(grep -oE 'model.selective_layers=[0-9]+' $TMP/sel.txt | head -1 | cut -d= -f2)
 [ -n "$sel" ] || { cat $TMP/sel.txt; fail "no model.selective_layers advice under full checkpointing"; }
 peak=$(grep -oE 'model.selective_layers=[0-9]+ .*peak [0-9.]+ GiB' $TMP/sel.txt | grep -oE '[0-9.]+ GiB$')
-"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 1 --gpu-mem 80GiB --global-batch 2 --set data.max_len=2048 \
+"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 1 --gpu-mem 80GiB --global-batch 2 --set batch.micro_tokens=0 --set data.max_len=2048 \
   --dataset-pairs 1000 --set model.activation_checkpointing=full --set model.selective_layers=$sel > $TMP/sel2.txt || { cat $TMP/sel2.txt; fail "plan with the advice"; }
 grep -qE "^0 +1 .* $peak +yes +2 +1 " $TMP/sel2.txt || { cat $TMP/sel.txt $TMP/sel2.txt; fail "the advised selective_layers=$sel: not a stage-0 fit at micro 2 with peak $peak"; }
 ! grep -q "selective_layers=" $TMP/sel2.txt || fail "advice repeated when selective_layers is set"
 set +e
-"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 1 --gpu-mem 80GiB --global-batch 2 --set data.max_len=2048 \
+"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 1 --gpu-mem 80GiB --global-batch 2 --set batch.micro_tokens=0 --set data.max_len=2048 \
   --dataset-pairs 1000 --set model.activation_checkpointing=full --set model.selective_layers=$((sel + 1)) > $TMP/sel3.txt 2>&1
 set -e
 grep -qE "^0 +1 .* yes +2 +1 " $TMP/sel3.txt && { cat $TMP/sel3.txt; fail "selective_layers=$((sel + 1)) fits too: the advice is not the most"; }
@@ -142,9 +143,9 @@ echo "ok: selective_layers advice: $sel layers, peak $peak"
 # activation_checkpointing auto (the shipped configs'): each cell the least recompute within 90% of the GPU at
 # its micro-batch, the fastest of those; here the cell at stage 0: a choice named in the table, the JSON and the
 # recommendation, its peak within 0.9 x 80 GiB and no larger than full checkpointing's at the same micro.
-"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 1 --gpu-mem 80GiB --global-batch 2 --set data.max_len=2048 \
+"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 1 --gpu-mem 80GiB --global-batch 2 --set batch.micro_tokens=0 --set data.max_len=2048 \
   --dataset-pairs 1000 --json > $TMP/auto.json || fail "plan 4b with auto"
-"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 1 --gpu-mem 80GiB --global-batch 2 --set data.max_len=2048 \
+"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 1 --gpu-mem 80GiB --global-batch 2 --set batch.micro_tokens=0 --set data.max_len=2048 \
   --dataset-pairs 1000 > $TMP/auto.txt || fail "plan 4b with auto"
 grep -qE "^recommended: 1 x 80.0 GiB: stage [0-3], micro [12], accum [12], checkpointing auto: " $TMP/auto.txt \
   || { cat $TMP/auto.txt; fail "auto: the recommendation does not name the checkpointing"; }
@@ -161,12 +162,22 @@ PY
 
 # Fits nowhere: exit 3, and the message says what would fit (more GPUs or larger ones).
 set +e
-"$PMTRAIN" plan configs/qwen3_8b_bs128.yaml --world 1 --gpu-mem 24GiB > $TMP/nowhere.txt 2> $TMP/nowhere.err
+"$PMTRAIN" plan configs/qwen3_8b_bs128.yaml --world 1 --gpu-mem 24GiB --set batch.micro_tokens=0 > $TMP/nowhere.txt 2> $TMP/nowhere.err
 rc=$?
+"$PMTRAIN" plan configs/qwen3_8b_bs128.yaml --world 1 --gpu-mem 24GiB > $TMP/nowhere_tokens.txt 2> $TMP/nowhere_tokens.err
+rc_tokens=$?
 set -e
+# Its token budget (one pair at max_len: the least a budget plans for) is not what to shrink.
+[ $rc_tokens = 3 ] && grep -q "with micro_tokens 4096 needs .*; needs stage 3 and .* GPUs of 24.0 GiB" $TMP/nowhere_tokens.err \
+  || { cat $TMP/nowhere_tokens.err; fail "fits nowhere with the config's token budget"; }
 [ $rc = 3 ] || { cat $TMP/nowhere.txt $TMP/nowhere.err; fail "fits nowhere: exit $rc, expected 3"; }
 grep -q "needs stage 3 and .* GPUs of 24.0 GiB" $TMP/nowhere.err || { cat $TMP/nowhere.err; fail "fits nowhere: no advice"; }
 ! grep -q "higher zero.stage\|stage 4" $TMP/nowhere.err || fail "advice names a stage above 3"
+# ... and the need it names is micro 1's at the least memory (activation_checkpointing auto: full with attention
+# recomputed): 8B's parameters, gradients and optimizer state and one pair's activations, ~124 GiB, not the
+# largest micro-batch's.
+need=$(sed -n 's/.*stage 3, micro 1 needs \([0-9.]*\) GiB per rank.*/\1/p' $TMP/nowhere.err)
+python3 -c "import sys; sys.exit(not (120 < float('${need:-0}') < 130))" || { cat $TMP/nowhere.err; fail "fits nowhere: needs ${need} GiB"; }
 echo "ok: fits nowhere: $(cat $TMP/nowhere.err)"
 
 # sbatch: 2 nodes x 8 GPUs (16 x 24 GiB) with srun; one CPU node with mpirun.
@@ -218,7 +229,14 @@ row=$(grep -E "^$stage +2 .* yes .* $epoch\$" $TMP/budget2.txt) \
   || { cat $TMP/budget.txt $TMP/budget2.txt; fail "the advised budget $budget: not a stage-$stage fit at $epoch"; }
 awk -v want="${peak% MiB}" '{ got = $19 + 0; d = got - want; if ($20 != "MiB" || d > 3 || d < -3) exit 1 }' <<< "$row" \
   || { cat $TMP/budget.txt $TMP/budget2.txt; fail "the advised budget $budget: peak not $peak"; }
-! grep -q "with batch.micro_tokens=" $TMP/budget2.txt || fail "budget advice repeated under a budget"
+! grep -q "with batch.micro_tokens=" $TMP/budget2.txt || fail "budget advice repeated under the best budget"
+# Under a smaller budget (one pair at max_len, as the Qwen3 configs have): the same advice, the same epoch.
+if [ "$budget" != 768 ]; then
+  "$PMTRAIN" plan configs/tiny_cpu.yaml --world 2 --set data.cache_dir=$TMP/cache --set batch.micro=0 \
+    --set batch.micro_tokens=768 > $TMP/budget3.txt || { cat $TMP/budget3.txt; fail "plan with a 768-token budget"; }
+  grep -qE "^recommended: .*micro_tokens 768 .*; with batch.micro_tokens=$budget ~$epoch/epoch" $TMP/budget3.txt \
+    || { cat $TMP/budget3.txt; fail "no advice of the $budget-token budget under 768 tokens"; }
+fi
 echo "ok: token-budget advice: $advice"
 
 # calibrate: a profile the planner reads and names as measured (--quick here: a tenth of the time, as it says).

@@ -88,4 +88,19 @@ assert all(r["activation_checkpointing"] == "auto: none" for r in rows), [r["act
 print("sweep --micro-tokens: cells", [r["run_dir"].rsplit("/", 1)[1] for r in rows], "ok")
 PY
 bad "sweep --micro with --micro-tokens" "sweep one of them" sweep configs/tiny_cpu.yaml --micro 1 --micro-tokens 256
+# A config with a token budget (as the Qwen3 configs have): without --micro its cell keeps the budget (the CSV and
+# table say so); --micro 2 runs micro-batches of 2 pairs (the budget set off for that cell).
+"$PMTRAIN" sweep configs/tiny_cpu.yaml --ranks 1 --stages 0 --steps 1 --out $TMP/budget "${COMMON[@]}" --set batch.global=4 \
+  --set batch.micro=0 --set batch.micro_tokens=256 > $TMP/budget.txt 2>&1 || { cat $TMP/budget.txt; fail "sweep of a budget config"; }
+"$PMTRAIN" sweep configs/tiny_cpu.yaml --ranks 1 --stages 0 --micro 2 --steps 1 --out $TMP/pairs "${COMMON[@]}" --set batch.global=4 \
+  --set batch.micro=0 --set batch.micro_tokens=256 > $TMP/pairs.txt 2>&1 || { cat $TMP/pairs.txt; fail "sweep --micro of a budget config"; }
+python3 - $TMP/budget $TMP/pairs <<'PY' || fail "sweep of a config with a token budget"
+import csv, re, sys
+budget, pairs = (list(csv.DictReader(open(f"{d}/sweep.csv")))[0] for d in sys.argv[1:])
+assert budget["status"] == "ok" and budget["micro_tokens"] == "256" and budget["micro"] == "", budget
+assert pairs["status"] == "ok" and pairs["micro"] == "2" and pairs["micro_tokens"] == "", pairs
+resolved = open(f"{sys.argv[2]}/r1_s0_m2/config.resolved.yaml").read()
+assert re.search(r"^  micro: 2$", resolved, re.M) and re.search(r"^  micro_tokens: 0$", resolved, re.M), "r1_s0_m2 batch"
+print("sweep of a budget config: the budget kept, --micro 2 as pairs: ok")
+PY
 echo "sweep ok"
