@@ -19,6 +19,8 @@
 #                        10 of 18 tests never ran (bench/results/gpu_20261128_h200); speed.sh gets what is left
 #   SPEED_SHAPES         speed.sh's shapes (default here "1.7b": the GPU issue's cell, Qwen3-1.7B at 4 x 2048
 #                        tokens with checkpointing, beside PyTorch, comes first)
+#   SPEED_REAL_SHAPE     speed.sh's real-data cell's shape (default: the first of SPEED_SHAPES); 4b for the
+#                        issue's one-hour epoch (checkpointing on the baseline's side, auto on pmtrain's)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:?usage: launch/gpu_session.sh OUT_DIR}

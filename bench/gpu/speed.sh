@@ -141,8 +141,12 @@ done
 MIX=$([ "$DRY" = 1 ] || mix_layers "$LAST")
 [ -n "$MIX" ] && ours "$LAST" mix "$MIX"
 
-# Real data: pmtrain train on the bundled pairs with a token budget per micro-batch (0.6B, or tiny).
-REAL_SHAPE=${SHAPES[0]}
+# Real data: pmtrain train on the bundled pairs with a token budget per micro-batch (the first shape, or
+# SPEED_REAL_SHAPE; tiny in the dry run). Without checkpointing on both sides, except at 4B, whose activations
+# do not fit one 80 GiB GPU without it: there transformers checkpoints and pmtrain takes the config's
+# activation_checkpointing auto (the least recompute that fits).
+REAL_SHAPE=${SPEED_REAL_SHAPE:-${SHAPES[0]}}
+REAL_CKPT=$([ "$REAL_SHAPE" = 4b ] && echo on || echo off)
 real_ours() {
   local dir=$OUT/cells/real_run
   rm -rf "$dir"
@@ -151,7 +155,8 @@ real_ours() {
     --set run.steps=$REAL_STEPS --set run.eval_every=0 --set run.save_every=0 \
     --set run.save_final=false --set data.test_files=[] --set data.test_sets={} --set data.cache_dir="$OUT/cells/cache" \
     --set batch.world=0 --set batch.global=$REAL_PAIRS --set batch.micro=0 --set batch.accum=0 \
-    --set batch.micro_tokens=$REAL_TOKENS --set model.activation_checkpointing=false --set run.log_every=0 >&2 || return 1
+    --set batch.micro_tokens=$REAL_TOKENS --set model.activation_checkpointing=$([ $REAL_CKPT = on ] && echo auto || echo false) \
+    --set run.log_every=0 >&2 || return 1
   python3 - "$dir/metrics.jsonl" "$WARMUP" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if '"type":"train"' in l.replace(" ", "")]
@@ -167,24 +172,24 @@ print(json.dumps({"side": "pmtrain", "mode": "real", "tokens_per_s": n / t, "rea
 PY
 }
 export -f real_ours config_of  # cell runs it under timeout, in a child bash
-export PMTRAIN BACKEND OUT REAL_SHAPE REAL_STEPS REAL_PAIRS REAL_TOKENS WARMUP HOST_THREADS
+export PMTRAIN BACKEND OUT REAL_SHAPE REAL_CKPT REAL_STEPS REAL_PAIRS REAL_TOKENS WARMUP HOST_THREADS
 cell "ours_real" bash -c real_ours
 if [ "$DRY" = 1 ]; then
   echo '{"skipped": "dry run"}' > "$OUT/cells/hf_real.json"
 else
-  # The baseline's faster setting at this shape without checkpointing: eager unless compile was measured faster.
-  REAL_COMPILE=$(python3 - "$OUT/cells" "$REAL_SHAPE" <<'PY'
+  # The baseline's faster setting at this shape and checkpointing: eager unless compile was measured faster.
+  REAL_COMPILE=$(python3 - "$OUT/cells" "$REAL_SHAPE" "$REAL_CKPT" <<'PY'
 import json, sys
 def tps(name):
     try:
         return json.loads(open(f"{sys.argv[1]}/{name}.json").read().strip().splitlines()[-1]).get("tokens_per_s", 0)
     except Exception:
         return 0
-s = sys.argv[2]
-print("on" if tps(f"hf_{s}_ckptoff_compileon") > tps(f"hf_{s}_ckptoff_compileoff") else "off")
+s, c = sys.argv[2], sys.argv[3]
+print("on" if tps(f"hf_{s}_ckpt{c}_compileon") > tps(f"hf_{s}_ckpt{c}_compileoff") else "off")
 PY
 )
-  cell "hf_real" python3 bench/torch/hf_reward_baseline.py --shape "$REAL_SHAPE" --real --ckpt off \
+  cell "hf_real" python3 bench/torch/hf_reward_baseline.py --shape "$REAL_SHAPE" --real --ckpt $REAL_CKPT \
     --compile "$REAL_COMPILE" --seq $SEQ --pairs $REAL_PAIRS --micro-tokens $REAL_TOKENS --steps $REAL_STEPS \
     --warmup $WARMUP --json
 fi
@@ -198,9 +203,9 @@ for shape in "${SHAPES[@]}"; do
 done
 
 # The table.
-python3 - "$OUT" "$BACKEND" "${SHAPES[@]}" <<'PY'
+python3 - "$OUT" "$BACKEND" "$REAL_SHAPE" "$REAL_CKPT" "${SHAPES[@]}" <<'PY'
 import json, os, sys
-out, backend, shapes = sys.argv[1], sys.argv[2], sys.argv[3:]
+out, backend, real_shape, real_ckpt, shapes = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 def load(name):
     try:
         return json.loads(open(f"{out}/cells/{name}.json").read().strip().splitlines()[-1])
@@ -239,14 +244,14 @@ ro, rh = load("ours_real"), load("hf_real")
 skipped += [f"{name} real data ({r['skipped']})" for name, r in (("pmtrain", ro), ("HF", rh)) if "skipped" in r]
 ratio = f"{ro['tokens_per_s'] / rh['tokens_per_s']:.2f}" if "tokens_per_s" in ro and "tokens_per_s" in rh else "-"
 lines += ["", "Real data (bundled hh-rlhf pairs at their own lengths, token-budget micro-batches; real tokens/s):", "",
-          "| shape | pmtrain train tokens/s | HF tokens/s (compile " + str(rh.get("compile", "-")) + ") | pmtrain / HF |",
-          "|---|---|---|---|",
-          f"| {shapes[0]} | {tps(ro)} | {tps(rh)} | {ratio} |"]
+          "| shape | ckpt | pmtrain train tokens/s | HF tokens/s (compile " + str(rh.get("compile", "-")) + ") | pmtrain / HF |",
+          "|---|---|---|---|---|",
+          f"| {real_shape} | {'off' if real_ckpt == 'off' else 'HF on, pmtrain auto'} | {tps(ro)} | {tps(rh)} | {ratio} |"]
 # pmtrain's profile: where its measured steps went, by the step clock's categories (rank 0), per cell.
 cats = ("gemm", "attention", "elementwise", "grad_buckets", "optimizer", "comm", "other")
 prof = [f"| {name} | " + " | ".join(f"{100 * r['measured_time_s'][k] / sum(r['measured_time_s'].values()):.1f}%" for k in cats) + " |"
         for name, r in [(f"{s} ckpt {ck}", load(f"ours_{s}_ckpt{ck}")) for s in shapes for ck in ("off", "on", "mix")]
-        + [(f"{shapes[0]} real data", ro)] if sum(r.get("measured_time_s", {}).values()) > 0]
+        + [(f"{real_shape} real data", ro)] if sum(r.get("measured_time_s", {}).values()) > 0]
 if prof:
     lines += ["", "pmtrain's steps after warm-up by category (rank 0's step clock; other = host work and gaps):", "",
               "| cell | " + " | ".join(cats) + " |", "|---" * (len(cats) + 1) + "|"] + prof

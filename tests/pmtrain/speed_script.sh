@@ -12,7 +12,7 @@ md=$TMP/speed/speed.md
 for ck in off on; do
   grep -qE "^\| tiny \| $ck \| [0-9,]+ \| - \| [0-9.]+ \| dry run \|" $md || { cat $md $TMP/speed.out; fail "no pmtrain numbers for ckpt $ck"; }
 done
-grep -qE "^\| tiny \| [0-9,]+ \| dry run \| - \|" $md || { cat $md $TMP/speed.out; fail "no real-data row"; }
+grep -qE "^\| tiny \| off \| [0-9,]+ \| dry run \| - \|" $md || { cat $md $TMP/speed.out; fail "no real-data row"; }
 grep -q "Cells not run: .*HF eager tiny ckpt off (dry run)" $md || { cat $md; fail "the skipped cells are not named"; }
 # The planner beside the measured cells, from the profile the script calibrated on this backend.
 for ck in off on; do
