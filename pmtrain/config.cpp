@@ -200,8 +200,9 @@ Field checkpointing_field(ModelSection& m) {
   f.doc = "what a layer keeps for backward: none = everything; selective = all but the element-wise tensors (norm "
           "outputs, q/k after RoPE, the SwiGLU product), rebuilt in backward without repeating a GEMM; full = only its "
           "input and attention output, the rest of the layer recomputed in backward; auto = the least recompute whose "
-          "memory plan fits the GPU (or host) with room to spare: none, selective, else full with the most selective_layers, else full with "
-          "recompute_attention (chosen at the start and logged; every mode gives the same bits)";
+          "memory plan fits the GPU (or host) with room to spare: none, selective, else full with the most "
+          "selective_layers, else full with recompute_attention (chosen at the start and logged; every mode gives the "
+          "same bits)";
   f.type = "enum";
   f.accepted = choice_names(kCheckpointing, " | ") + " (or true = full, false = none)";
   return f;

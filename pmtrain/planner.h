@@ -114,8 +114,8 @@ std::string checkpointing_advice(const Config& cfg);
 // kAutoCheckpointingUse of what the device offers (`use`: node_use of the config's plan): none, then selective,
 // then full with the most model.selective_layers within it (a binary search over 0..layers: the plan's peak
 // grows with them), then full, else full with model.recompute_attention (the least memory), which the
-// caller's require_fits then judges. checkpointing_auto stays set (the
-// resolved config says auto). A config without auto comes back as it is.
+// caller's require_fits then judges. checkpointing_auto stays set (the resolved config says auto). A config
+// without auto comes back as it is.
 // The headroom: the plan is an estimate (its peak within 3% of the measured one on an H200,
 // bench/results/gpu_20261128_h200) and a caching allocator's fragmentation under changing shapes is not in it;
 // a plan with no room to spare runs when the user sets its mode, never by auto's choice.
