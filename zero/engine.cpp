@@ -558,7 +558,9 @@ void Engine::launch_bucket(int b) {
   // (stages 2-3) one by one as they came.
   const bool split = part_.groups[B.first_group()].split();
 
-  if (!sharded_grads()) {
+  // Stages 0-1, and any stage on one rank with the reductions in place (reductions_in_place: there a shard is its
+  // whole group, shard_offset = full_offset): fold the views into the accumulator now.
+  if (!sharded_grads() || !plan_.reduction_buffers) {
     if (!split) {
       for (int g : B.groups) {
         const auto& L = part_.groups[g];
@@ -618,13 +620,6 @@ void Engine::launch_bucket(int b) {
   // Stages 2-3: reduce-scatter this micro-step's bucket, chunk by chunk, into the shard accumulator.
   // The bucket's groups are consecutive, so its shard space is one contiguous run of the accumulator.
   const size_t dst = part_.groups[B.first_group()].shard_offset;
-  if (!plan_.reduction_buffers) {  // one rank (reductions_in_place): each shard is its group, folded in as at stage 0
-    for (int g : B.groups)
-      ops_.add(at(accum_, part_.groups[g].shard_offset), at_, at(staging_[slot], offset_in_bucket_[g]), pt,
-               part_.groups[g].shard);
-    slot_state_[slot] = SlotState::Free;
-    return;
-  }
   for (size_t a = 0; a < B.shard; a += chunk_shard_) {
     const size_t n = std::min(chunk_shard_, B.shard - a);
     const int c = acquire_chunk_slot();
@@ -641,15 +636,12 @@ void Engine::launch_bucket(int b) {
 void Engine::launch_piece(int g, int k, int slot) {
   const auto& L = part_.groups[g];
   const size_t c0 = L.piece_begin(k), len = L.piece_len(k), W = size_t(world_);
-  if (!sharded_grads()) {  // fold into the full accumulator now; the bucket reduces at the boundary
+  // Fold into the full accumulator now; the bucket reduces at the boundary (stages 0-1), or nothing does (one
+  // rank with the reductions in place, any stage: W = 1, the piece is its own shard).
+  if (!sharded_grads() || !plan_.reduction_buffers) {
     for (size_t r = 0; r < W; ++r)
       ops_.add(at(accum_, L.full_offset + r * L.shard + c0), cfg_.accum_dtype, at(staging_[slot], r * len),
                cfg_.param_dtype, len);
-    slot_state_[slot] = SlotState::Free;
-    return;
-  }
-  if (!plan_.reduction_buffers) {  // one rank (reductions_in_place): the piece is its own shard, folded in
-    ops_.add(at(accum_, L.shard_offset + c0), cfg_.accum_dtype, staging_[slot].data(), cfg_.param_dtype, len);
     slot_state_[slot] = SlotState::Free;
     return;
   }
