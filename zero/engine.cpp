@@ -14,8 +14,8 @@
 namespace zero {
 
 Engine::Engine(const EngineConfig& cfg, std::vector<GroupInfo> groups, Communicator& comm, DeviceOps& ops,
-               TrackingAllocator& alloc)
-    : cfg_(cfg), groups_(std::move(groups)), comm_(comm), ops_(ops), alloc_(alloc) {
+               TrackingAllocator& alloc, Communicator* replicas)
+    : cfg_(cfg), groups_(std::move(groups)), comm_(comm), replicas_(replicas), ops_(ops), alloc_(alloc) {
   validate(cfg_);
   ZERO_REQUIRE(ops_.supports_storage(cfg_.param_dtype), ConfigError,
                "zero.param_dtype {} is not supported by the {} backend", dtype_name(cfg_.param_dtype), ops_.name());
@@ -30,6 +30,15 @@ Engine::Engine(const EngineConfig& cfg, std::vector<GroupInfo> groups, Communica
                dtype_name(cfg_.reduce_dtype), comm_.backend_name());
   rank_ = comm_.rank();
   world_ = comm_.world();
+  data_rank_ = rank_, data_world_ = world_;
+  if (replicated()) {
+    // The accumulator goes on the wire across groups as it is (fixed point included: exact).
+    ZERO_REQUIRE(replicas_->supports_reduction(cfg_.accum_dtype), ConfigError,
+                 "hybrid sharding: zero.accum_dtype {} cannot be summed across shard groups by the {} communicator",
+                 dtype_name(cfg_.accum_dtype), replicas_->backend_name());
+    data_rank_ = replicas_->rank() * world_ + rank_;
+    data_world_ = replicas_->world() * world_;
+  }
   check_fixed_point_terms(cfg_.accum_steps);
   part_ = make_partition(groups_, world_, cfg_.bucket_elements);
   plan_ = plan_buffers(cfg_, part_);
@@ -423,10 +432,10 @@ void Engine::count_nonfinite(int g, size_t flat_begin, const void* data, size_t 
 
 void Engine::check_fixed_point_terms(int accum_steps) const {
   if (!fixed_point_sums(cfg_)) return;
-  ZERO_REQUIRE(int64_t(accum_steps) * world_ <= math::kFixedMaxTerms, ConfigError,
+  ZERO_REQUIRE(int64_t(accum_steps) * data_world_ <= math::kFixedMaxTerms, ConfigError,
                "fixed-point gradient sums take at most {} micro-batches a step (accumulation {} x {} ranks): "
                "use larger micro-batches",
-               math::kFixedMaxTerms, accum_steps, world_);
+               math::kFixedMaxTerms, accum_steps, data_world_);
 }
 
 void Engine::grad_ready(int g) {
@@ -568,9 +577,12 @@ void Engine::launch_bucket(int b) {
       }
       slot_state_[slot] = SlotState::Free;  // the views are folded into the accumulator already
     }
-    if (!last_micro()) return;            // nothing to reduce before the accumulation boundary
-    if (!plan_.reduction_buffers) return;  // one rank: the accumulator is the sum (reductions_in_place)
+    if (!last_micro()) return;  // nothing to reduce before the accumulation boundary
     const size_t first = part_.groups[B.first_group()].full_offset;
+    if (!plan_.reduction_buffers) {  // one rank: the accumulator is the group's sum (reductions_in_place)
+      if (replicated()) reduce_across_replicas(first, B.padded);
+      return;
+    }
     if (cfg_.stage == 0 && at_ == rt) {  // all-reduce the accumulator in place, chunk by chunk
       // Chunks of at most a bucket (a split group's bucket is the whole group: the embedding's 155 MB in one
       // MPI_Iallreduce ran at ~0.3 GB/s on shared memory against ~6 GB/s for messages of a few MB), at most
@@ -583,7 +595,7 @@ void Engine::launch_bucket(int b) {
         const size_t n = std::min(cap, B.padded - a);
         const int c = acquire_chunk_slot();
         push_pending(c, start_timed([&] { return comm_.all_reduce_async(at(accum_, first + a), n, rt, ReduceOp::Sum, "ar"); }),
-                     nullptr);
+                     [this, first, a, n] { if (replicated()) reduce_across_replicas(first + a, n); });
       }
       return;
     }
@@ -596,6 +608,7 @@ void Engine::launch_bucket(int b) {
         push_pending(c, start_timed([&] { return comm_.all_reduce_async(send_[c].data(), n, rt, ReduceOp::Sum, "ar"); }),
                      [this, c, first, a, n] {
           ops_.copy(at(accum_, first + a), cfg_.accum_dtype, send_[c].data(), cfg_.reduce_dtype, n);
+          if (replicated()) reduce_across_replicas(first + a, n);
         });
       }
       return;
@@ -609,8 +622,9 @@ void Engine::launch_bucket(int b) {
                    [this, b, c, a, n] {
                      for_each_piece(part_.buckets[b], a, n, [&](int g, size_t in_shard, size_t in_chunk, size_t len) {
                        const auto& L = part_.groups[g];
-                       ops_.copy(at(accum_, L.full_offset + size_t(rank_) * L.shard + in_shard), cfg_.accum_dtype,
-                                 at(recv_[c], in_chunk), cfg_.reduce_dtype, len);
+                       const size_t own = L.full_offset + size_t(rank_) * L.shard + in_shard;
+                       ops_.copy(at(accum_, own), cfg_.accum_dtype, at(recv_[c], in_chunk), cfg_.reduce_dtype, len);
+                       if (replicated()) reduce_across_replicas(own, len);
                      });
                    });
     }
@@ -619,14 +633,17 @@ void Engine::launch_bucket(int b) {
   if (split) return;
   // Stages 2-3: reduce-scatter this micro-step's bucket, chunk by chunk, into the shard accumulator.
   // The bucket's groups are consecutive, so its shard space is one contiguous run of the accumulator.
+  // Hybrid sharding: at the last micro-step each chunk, once summed in, goes across the replicas.
   const size_t dst = part_.groups[B.first_group()].shard_offset;
+  const bool across = replicated() && last_micro();
   for (size_t a = 0; a < B.shard; a += chunk_shard_) {
     const size_t n = std::min(chunk_shard_, B.shard - a);
     const int c = acquire_chunk_slot();
     pack_chunk(B, a, n, [&](int g) { return at(staging_[slot], offset_in_bucket_[g]); }, pt, send_[c].data());
     push_pending(c, start_timed([&] { return comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), n, rt, ReduceOp::Sum, "rs"); }),
-                 [this, c, dst, a, n] {
+                 [this, c, dst, a, n, across] {
                    ops_.add(at(accum_, dst + a), cfg_.accum_dtype, at(recv_[c], 0), cfg_.reduce_dtype, n);
+                   if (across) reduce_across_replicas(dst + a, n);
                  });
   }
   // Every chunk is packed (copied out, in queue order on a device): the slot can be refilled.
@@ -652,11 +669,13 @@ void Engine::launch_piece(int g, int k, int slot) {
   ops_.copy(send_[c].data(), cfg_.reduce_dtype, staging_[slot].data(), cfg_.param_dtype, len * W);
   slot_state_[slot] = SlotState::Free;
   const size_t dst = L.shard_offset + c0;
+  const bool across = replicated() && last_micro();  // hybrid sharding, as in launch_bucket
   push_pending(c, start_timed([&] {
                  return comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), len, cfg_.reduce_dtype, ReduceOp::Sum, "rs");
                }),
-               [this, c, dst, len] {
+               [this, c, dst, len, across] {
                  ops_.add(at(accum_, dst), cfg_.accum_dtype, at(recv_[c], 0), cfg_.reduce_dtype, len);
+                 if (across) reduce_across_replicas(dst, len);
                });
 }
 
@@ -673,7 +692,19 @@ void Engine::complete_oldest() {
 }
 
 void Engine::complete_all() {
-  while (!pending_.empty()) complete_oldest();
+  while (!pending_.empty()) complete_oldest();  // including what their on_done starts across replicas
+}
+
+void Engine::reduce_across_replicas(size_t offset, size_t n) {
+  const size_t cap = transfer_chunk();
+  for (size_t a = 0; a < n; a += cap) {
+    const size_t k = std::min(cap, n - a);
+    push_pending(-1, start_timed([&] {
+                   return replicas_->all_reduce_async(at(accum_, offset + a), k, cfg_.accum_dtype, ReduceOp::Sum,
+                                                      "ar replicas");
+                 }),
+                 nullptr);
+  }
 }
 
 // ---- the optimizer step --------------------------------------------------------------------------
@@ -727,7 +758,7 @@ StepResult Engine::step(double loss_divisor) {
           fixed ? fmt::format("non-finite or out-of-range (|g| >= {}: fixed-point sums)", math::kFixedTermLimit)
                 : "non-finite";
       fprintf(stderr, "zero: rank %d: %.0f %s gradient values in group '%s' tensor '%s'; the step is skipped\n",
-              rank_, bad, what.c_str(), groups_[g].name.c_str(), groups_[g].tensors[t].name.c_str());
+              data_rank_, bad, what.c_str(), groups_[g].name.c_str(), groups_[g].tensors[t].name.c_str());
     }
   // One scalar all-reduce: [the bad flag, the sum of squares] (fixed point: its 16-bit limbs, summed
   // exactly in doubles at any rank order).
@@ -741,6 +772,9 @@ StepResult Engine::step(double loss_divisor) {
   {
     const StepClock::Scope waiting(clock_, TimeCategory::Comm);
     comm_.all_reduce_scalars(sums, fixed ? 1 + kLimbs : 2, ReduceOp::Sum);
+    // Hybrid sharding: the norm is every group's already (their shards hold the same sums); the bad flag
+    // was this group's ranks' own, so every group must hear it to skip together.
+    if (replicated()) replicas_->all_reduce_scalars(sums, 1, ReduceOp::Sum);
   }
   StepResult r;
   r.grad_norm = std::sqrt(fixed ? math::FixedSquareSum::limbs_to_value(sums + 1) : sums[1]) / loss_divisor;
@@ -748,9 +782,10 @@ StepResult Engine::step(double loss_divisor) {
   if (any_bad || !std::isfinite(r.grad_norm)) {
     if (any_bad) {  // name the lowest rank that saw it, and its group
       const double G = double(groups_.size());
-      double code = first_bad_group >= 0 ? rank_ * G + first_bad_group : std::numeric_limits<double>::max();
+      double code = first_bad_group >= 0 ? data_rank_ * G + first_bad_group : std::numeric_limits<double>::max();
       const StepClock::Scope waiting(clock_, TimeCategory::Comm);
       comm_.all_reduce_scalars(&code, 1, ReduceOp::Min);
+      if (replicated()) replicas_->all_reduce_scalars(&code, 1, ReduceOp::Min);
       r.bad_rank = int(code / G);
       r.bad_group = groups_[size_t(code - r.bad_rank * G)].name;
     } else {

@@ -17,6 +17,16 @@
 //          prefetch_depth + 1 slots allocated once (prefetching the next ones in the current
 //          direction), release() gives its slot back.
 //
+// Hybrid sharding (FSDP's HYBRID_SHARD; ZeRO++'s hierarchical partitioning at stage 3): the state is
+// sharded over a shard group, normally a node, and replicated across groups. `comm` is then the
+// shard group and `replicas` the ranks holding this rank's shard in the other groups (one per group,
+// in group order). Everything above runs inside the group; at the last micro-step each range of the
+// accumulator is all-reduced across the replicas (in the accumulation dtype) as soon as the group's own
+// reduction of it completes, so the collectives that cross nodes are one all-reduce of a shard per step,
+// hidden behind the rest of backward. Every group then steps on the sum over all ranks, bit for bit the
+// same. Groups are consecutive blocks of ranks: the data-parallel rank is
+// replicas.rank() * comm.world() + comm.rank() (comm/hybrid_groups.h splits a world so).
+//
 // Split groups (GroupInfo::splittable and larger than a bucket: an embedding) are never gathered or
 // staged whole: the model uses gather_piece / release_piece in forward and grad_piece / piece_ready in
 // backward, piece by piece (partition.h says what a piece is). Backward need not gather them.
@@ -91,8 +101,9 @@ struct OptimizerShard {
 
 class Engine {
  public:
+  // `replicas` (hybrid sharding, above): null or one rank for plain sharding over `comm`.
   Engine(const EngineConfig& cfg, std::vector<GroupInfo> groups, Communicator& comm, DeviceOps& ops,
-         TrackingAllocator& alloc);
+         TrackingAllocator& alloc, Communicator* replicas = nullptr);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -161,8 +172,14 @@ class Engine {
     return host_alloc_ ? host_alloc_->stats() + host_staging_alloc_->stats() : MemoryStats{};
   }
   const CommReport& comm_report() const { return comm_.report(); }
-  Communicator& comm() { return comm_; }
-  int rank() const { return rank_; }
+  Communicator& comm() { return comm_; }  // the shard group
+  int rank() const { return rank_; }       // in the shard group
+  // Hybrid sharding: the communicator across shard groups (null without), and its collectives' counts.
+  Communicator* replicas() const { return replicated() ? replicas_ : nullptr; }
+  CommReport replica_comm_report() const { return replicated() ? replicas_->report() : CommReport{}; }
+  // The rank and world of data parallelism: all ranks, over every shard group (the shard group's without).
+  int data_rank() const { return data_rank_; }
+  int data_world() const { return data_world_; }
   // Times the engine's work into `clock` (null: untimed): grad_view / grad_ready and their piece forms as
   // grad_buckets, step() as optimizer, and every start of and wait for a collective (host wait, or the
   // compute stream's enqueue_wait) as comm, nested scopes counting apart (core/step_clock.h).
@@ -226,6 +243,10 @@ class Engine {
   void for_each_piece(const Bucket& B, size_t a, size_t n, const std::function<void(int, size_t, size_t, size_t)>& fn) const;
   void complete_oldest();
   void complete_all();
+  bool replicated() const { return replicas_ != nullptr && replicas_->world() > 1; }
+  // Hybrid sharding: all-reduces accumulator elements [offset, offset + n) across the replicas, in place, a
+  // transfer chunk at a time (completed with the group's reductions, by complete_all at the latest).
+  void reduce_across_replicas(size_t offset, size_t n);
   // Stage-3 gather units: group g's piece k is unit unit_base_[g] + k.
   int unit_of(int g, int k) const { return unit_base_[g] + k; }
   void start_gather(int unit);
@@ -251,6 +272,8 @@ class Engine {
   EngineConfig cfg_;
   std::vector<GroupInfo> groups_;
   Communicator& comm_;
+  Communicator* replicas_ = nullptr;
+  int data_rank_ = 0, data_world_ = 1;
   DeviceOps& ops_;
   TrackingAllocator& alloc_;
   Partition part_;

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "comm/hybrid_groups.h"
 #include "core/check.h"
 #include "tests/engine/engine_harness.h"
 
@@ -50,13 +51,19 @@ struct Trained {
   std::vector<double> norms;
 };
 
-// `steps` steps of kMicroBatches micro-batches on `comm`; rank r takes a contiguous block of them.
-Trained train(MPI_Comm mpi, int stage, DType param, bool fixed, int steps, float spike = 0) {
+// `steps` steps of kMicroBatches micro-batches on `comm`; data-parallel rank r takes a contiguous block of them.
+// `across`: hybrid sharding, `mpi` then being the shard group and `across` the replicas (comm/hybrid_groups.h).
+Trained train(MPI_Comm mpi, int stage, DType param, bool fixed, int steps, float spike = 0,
+              MPI_Comm across = MPI_COMM_NULL, CommReport* replica_report = nullptr) {
   auto comm = make_test_comm(mpi);
+  auto replicas = across == MPI_COMM_NULL ? nullptr : make_test_comm(across);
   auto ops = make_test_ops();
   TrackingAllocator alloc{make_host_allocator()};
-  const int W = comm->world(), r = comm->rank(), accum = kMicroBatches / W;
-  Engine e(config(stage, param, fixed, accum), groups(), *comm, *ops, alloc);
+  const int W = comm->world() * (replicas ? replicas->world() : 1);
+  const int r = replicas ? replicas->rank() * comm->world() + comm->rank() : comm->rank(), accum = kMicroBatches / W;
+  Engine e(config(stage, param, fixed, accum), groups(), *comm, *ops, alloc, replicas.get());
+  EXPECT_EQ(e.data_rank(), r);
+  EXPECT_EQ(e.data_world(), W);
   e.init_params([](int g, int t, float* dst) {
     const size_t n = groups()[size_t(g)].tensors[size_t(t)].numel;
     for (size_t i = 0; i < n; ++i) dst[i] = 0.02f * float(int((i * 37 + size_t(g) * 11 + size_t(t)) % 101) - 50);
@@ -124,6 +131,7 @@ Trained train(MPI_Comm mpi, int stage, DType param, bool fixed, int steps, float
       dst->insert(dst->end(), f.begin(), f.end());
     }
   }
+  if (replica_report) *replica_report = e.replica_comm_report();
   return out;
 }
 
@@ -144,6 +152,23 @@ void for_each_world(F&& fn) {
       fn(w, sub);
       MPI_Comm_free(&sub);
     }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+}
+
+// Hybrid sharding: calls fn(S, shard group, replicas) for every group size S that divides the world and is
+// smaller than it (none at one rank).
+template <class F>
+void for_each_hybrid(F&& fn) {
+  int world;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  for (int S = 1; S < world; ++S) {
+    if (world % S) continue;
+    const HybridComms h = split_hybrid(MPI_COMM_WORLD, S);
+    fn(S, h.shard, h.replicas);
+    MPI_Comm h_shard = h.shard, h_replicas = h.replicas;
+    MPI_Comm_free(&h_shard);
+    MPI_Comm_free(&h_replicas);
     MPI_Barrier(MPI_COMM_WORLD);
   }
 }
@@ -207,4 +232,57 @@ TEST(EngineWorldInvariant, RefusesFixedPointSumsThatCouldRoundOrOverflow) {
   Engine e(c, groups(), *comm, *ops, alloc);
   EXPECT_THROW(e.set_accum_steps(int(math::kFixedMaxTerms) + 1), ConfigError);
   EXPECT_NO_THROW(e.set_accum_steps(int(math::kFixedMaxTerms)));
+}
+
+// Hybrid sharding (shard groups of S ranks, replicated across them) with fixed-point sums: the same bits as one
+// rank, at every stage, and every group skips a step that one rank's gradient spoils, naming that rank.
+TEST(EngineHybrid, FixedPointSumsGiveTheSameBitsInShardGroups) {
+  const Trained ref = train(MPI_COMM_SELF, 0, DType::F32, true, 3);
+  int ran = 0;
+  for_each_hybrid([&](int S, MPI_Comm shard, MPI_Comm replicas) {
+    for (int stage = 0; stage <= 3; ++stage) {
+      const Trained got = train(shard, stage, DType::F32, true, 3, 0, replicas);
+      const std::string where = fmt::format("groups of {} ranks, stage {}", S, stage);
+      EXPECT_TRUE(same_bits(got.master, ref.master)) << where << ": master differs by " << rel_diff(got.master, ref.master);
+      EXPECT_TRUE(same_bits(got.m, ref.m)) << where << ": m";
+      EXPECT_TRUE(same_bits(got.v, ref.v)) << where << ": v";
+      EXPECT_EQ(got.norms, ref.norms) << where;
+      train(shard, stage, DType::F32, true, 1, math::kFixedTermLimit, replicas);  // skipped everywhere
+      ++ran;
+    }
+  });
+  int world;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  EXPECT_EQ(ran > 0, world > 1);
+}
+
+// fp32 sums: the replicas of a shard hold the same master bit for bit (each group steps on the same sums), close
+// to one rank's; the all-reduces across replicas move each rank's owned range once a step, counted twice
+// (comm_report's convention): at stages 1-3 the shard (groups of 2: 512 + 192 + 128 + 64 = 896 elements of
+// embed 1000, layer0 317, layer1 129 and head 5 at 64-element alignment; groups of 1: 1600), at stage 0 the
+// whole padded model (2 ranks: 1792; 1 rank: 1600).
+TEST(EngineHybrid, ReplicasStayIdenticalAndMoveTheirShardOnceAStep) {
+  const Trained ref = train(MPI_COMM_SELF, 0, DType::F32, false, 3);
+  for_each_hybrid([&](int S, MPI_Comm shard, MPI_Comm replicas) {
+    for (int stage = 0; stage <= 3; ++stage) {
+      CommReport across;
+      const Trained got = train(shard, stage, DType::F32, false, 3, 0, replicas, &across);
+      const std::string where = fmt::format("groups of {} ranks, stage {}", S, stage);
+      EXPECT_LT(rel_diff(got.master, ref.master), 1e-5) << where;
+      std::vector<float> first = got.master;  // replica 0's, on every replica
+      MPI_Bcast(first.data(), int(first.size()), MPI_FLOAT, 0, replicas);
+      EXPECT_TRUE(same_bits(got.master, first)) << where << ": replicas differ";
+      const uint64_t owned = S == 1 ? 1600 : S == 2 ? (stage == 0 ? 1792 : 896) : 0;
+      if (owned > 0) EXPECT_EQ(across.of(Collective::AllReduce).elements, 3 * 2 * owned) << where;
+      EXPECT_EQ(across.of(Collective::ReduceScatter).calls + across.of(Collective::AllGather).calls, 0u) << where;
+    }
+  });
+}
+
+TEST(EngineHybrid, ShardGroupsMustDivideTheWorld) {
+  int world;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  EXPECT_THROW(split_hybrid(MPI_COMM_WORLD, 0), ConfigError);
+  EXPECT_THROW(split_hybrid(MPI_COMM_WORLD, world + 1), ConfigError);
+  if (world == 4) EXPECT_THROW(split_hybrid(MPI_COMM_WORLD, 3), ConfigError);
 }
