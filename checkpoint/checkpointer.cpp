@@ -8,7 +8,17 @@
 namespace zero::checkpoint {
 
 Checkpointer::Checkpointer(Engine& engine, CheckpointOptions opts)
-    : engine_(engine), comm_(engine.comm()), opts_(std::move(opts)), paths_(opts_.run_dir), faults_(FaultPlan::from_env()) {
+    : engine_(engine),
+      comm_(opts.world ? *opts.world : engine.comm()),
+      files_(engine.comm().world()),
+      writes_(engine.replicas() == nullptr || engine.replicas()->rank() == 0),
+      opts_(std::move(opts)),
+      paths_(opts_.run_dir),
+      faults_(FaultPlan::from_env()) {
+  ZERO_REQUIRE(comm_.world() == engine_.data_world(), ConfigError,
+               "checkpoints of an engine sharded over groups of {} ranks need the run's communicator over all {} "
+               "ranks (CheckpointOptions::world; given: {} ranks)",
+               files_, engine_.data_world(), comm_.world());
   ZERO_REQUIRE(!opts_.run_dir.empty(), ConfigError, "checkpointing needs a run directory (got an empty path)");
   ZERO_REQUIRE(opts_.retention.keep_last >= 1, ConfigError, "checkpoint keep_last must be at least 1 (got {})",
                opts_.retention.keep_last);
@@ -21,7 +31,7 @@ Checkpointer::~Checkpointer() = default;  // AsyncWriter joins its thread
 Manifest Checkpointer::describe(const TrainState& state) const {
   Manifest m;
   m.step = state.step;
-  m.world = comm_.world();
+  m.world = files_;
   m.stage = engine_.config().stage;
   m.optimizer_step = engine_.optimizer_step();
   m.config = opts_.config_text;
@@ -34,12 +44,17 @@ void Checkpointer::save(const TrainState& state) {
   ZERO_REQUIRE(state.step >= 0, ConfigError, "checkpoint step must be non-negative (got {})", state.step);
   wait();
   Pending p{state.step, describe(state)};
-  const int r = comm_.rank();
   if (auto f = agree(comm_, capture([&] {
-        if (r == 0) prepare_tmp_dir(paths_, p.step);
+        if (comm_.rank() == 0) prepare_tmp_dir(paths_, p.step);
       })))
     fail_save(p.step, *f);
+  const int r = engine_.rank();  // the file's: the rank in the shard group
   const std::string file = (std::filesystem::path(paths_.tmp_dir(p.step)) / file_name_for_rank(r)).string();
+  if (!writes_) {  // another shard group's replica writes this shard; this rank only agrees
+    if (opts_.async) pending_ = std::move(p);
+    else finalize(std::move(p), WrittenFile{}, std::nullopt);
+    return;
+  }
   if (opts_.async) {
     std::vector<char> snapshot = read_rank_file(engine_);  // host copy: the write never touches the engine
     writer_.start(file, std::move(snapshot), faults_.for_write(r, p.step));
@@ -63,7 +78,7 @@ void Checkpointer::save(const TrainState& state) {
 
 bool Checkpointer::finish_pending() {
   if (!pending_) return false;
-  double done = writer_.done() ? 1.0 : 0.0;
+  double done = !writes_ || writer_.done() ? 1.0 : 0.0;
   comm_.all_reduce_scalars(&done, 1, ReduceOp::Min);
   if (done < 1.0) return false;
   wait();
@@ -74,20 +89,23 @@ void Checkpointer::wait() {
   if (!pending_) return;
   Pending p = std::move(*pending_);
   pending_.reset();
-  const AsyncWriter::Result res = writer_.wait();
+  const AsyncWriter::Result res = writes_ ? writer_.wait() : AsyncWriter::Result{};
   finalize(std::move(p), res.file, res.error);
 }
 
 void Checkpointer::finalize(Pending p, const WrittenFile& mine, const std::optional<Failure>& local) {
-  const int W = comm_.world(), r = comm_.rank();
+  const int r = comm_.rank(), q0 = engine_.rank();
   if (auto f = agree(comm_, local)) fail_save(p.step, *f);  // also the barrier before the rename
-  // Gather every file's size and hash (exact in doubles: sizes < 2^53, hashes as two 32-bit halves).
-  std::vector<double> v(3 * size_t(W), 0.0);
-  v[3 * r] = double(mine.bytes);
-  v[3 * r + 1] = double(mine.xxh64 >> 32);
-  v[3 * r + 2] = double(mine.xxh64 & 0xffffffffu);
+  // Gather every file's size and hash (exact in doubles: sizes < 2^53, hashes as two 32-bit halves), each
+  // from the rank that wrote it.
+  std::vector<double> v(3 * size_t(files_), 0.0);
+  if (writes_) {
+    v[3 * q0] = double(mine.bytes);
+    v[3 * q0 + 1] = double(mine.xxh64 >> 32);
+    v[3 * q0 + 2] = double(mine.xxh64 & 0xffffffffu);
+  }
   comm_.all_reduce_scalars(v.data(), v.size(), ReduceOp::Sum);
-  for (int q = 0; q < W; ++q)
+  for (int q = 0; q < files_; ++q)
     p.manifest.files.push_back({file_name_for_rank(q), q, uint64_t(v[3 * q]),
                                 (uint64_t(v[3 * q + 1]) << 32) | uint64_t(v[3 * q + 2])});
   if (auto f = agree(comm_, capture([&] {
@@ -151,7 +169,7 @@ void Checkpointer::amend_extra(int64_t step, const nlohmann::json& patch) {
 
 LoadResult Checkpointer::load(const std::string& dir) {
   wait();
-  return load_checkpoint(engine_, dir, opts_.verify_checksums, opts_.chunk_bytes);
+  return load_checkpoint(engine_, dir, opts_.verify_checksums, opts_.chunk_bytes, &comm_);
 }
 
 }  // namespace zero::checkpoint

@@ -39,6 +39,11 @@ struct CheckpointOptions {
   // The host buffer a synchronous save or a load streams a device-resident optimizer through (tests
   // make it small to cross chunk boundaries).
   size_t chunk_bytes = kRankFileChunkBytes;
+  // Every rank of the run, where the engine's own communicator is not (hybrid sharding: the engine's is one
+  // shard group, and this is required); null: the engine's. The ranks agree over it and its rank 0 does the
+  // directory work; a shard group's files are written by the first group only (replicas().rank() 0), named by
+  // the rank in the group, and the manifest's world is the group's size.
+  Communicator* world = nullptr;
 };
 
 class Checkpointer {
@@ -87,7 +92,9 @@ class Checkpointer {
   [[noreturn]] void fail_save(int64_t step, const Failure& f);
 
   Engine& engine_;
-  Communicator& comm_;
+  Communicator& comm_;  // CheckpointOptions::world, else the engine's
+  int files_ = 1;       // rank files a checkpoint holds: the engine's (shard group's) world
+  bool writes_ = true;  // this rank writes its shard's file (the first shard group's ranks)
   CheckpointOptions opts_;
   RunPaths paths_;
   FaultPlan faults_;

@@ -37,9 +37,12 @@ void check_hash(const ReadFile& f, uint64_t got, uint64_t want) {
 
 }  // namespace
 
-LoadResult load_checkpoint(Engine& e, const std::string& dir, bool verify, size_t chunk_bytes) {
-  Communicator& comm = e.comm();
-  const int W = comm.world(), r = comm.rank();
+LoadResult load_checkpoint(Engine& e, const std::string& dir, bool verify, size_t chunk_bytes, Communicator* world) {
+  Communicator& comm = world ? *world : e.comm();  // agreement; the layout is the engine's (its shard group)
+  ZERO_REQUIRE(comm.world() == e.data_world(), ConfigError,
+               "loading a checkpoint into an engine sharded over groups of {} ranks needs the run's communicator over "
+               "all {} ranks (given: {} ranks)", e.comm().world(), e.data_world(), comm.world());
+  const int W = e.comm().world(), r = e.rank();
   Manifest m;
   run_agreed(comm, [&] {
     m = Manifest::read(dir);
@@ -101,8 +104,8 @@ LoadResult load_checkpoint(Engine& e, const std::string& dir, bool verify, size_
       for (const DestRange& gap : uncovered(spans, g, dest[size_t(g)].count))
         for (StateArray a : {StateArray::Master, StateArray::M, StateArray::V})
           copy_in(g, a, gap.begin, gap.count, [](float* dst, size_t, size_t n) { std::fill(dst, dst + n, 0.0f); });
-    if (verify)  // every saved file is hashed by exactly one new rank
-      for (int q = r; q < m.world; q += W) {
+    if (verify)  // every saved file is hashed by exactly one new rank (of all shard groups)
+      for (int q = e.data_rank(); q < m.world; q += e.data_world()) {
         ReadFile& f = file(q);
         check_hash(f, hash_file(f), m.files[q].xxh64);
         res.bytes_read += f.size();

@@ -26,8 +26,9 @@ struct LoadResult {
 
 // Restores master, m, v and the optimizer step of every group, then engine.sync_params(). On an error
 // (InputError naming the file; a checksum is checked after its file's bytes went in) the engine's optimizer
-// state is unspecified: do not train on.
+// state is unspecified: do not train on. `world`: the communicator the ranks agree over (every rank of the
+// run: CheckpointOptions::world, required under hybrid sharding); null: the engine's.
 LoadResult load_checkpoint(Engine& engine, const std::string& dir, bool verify_checksums = true,
-                           size_t chunk_bytes = kRankFileChunkBytes);
+                           size_t chunk_bytes = kRankFileChunkBytes, Communicator* world = nullptr);
 
 }  // namespace zero::checkpoint

@@ -19,8 +19,8 @@ std::vector<StepLog> train_with_engine(const MlpModel& model, Engine& engine, co
 
 void train_from_step(const MlpModel& model, Engine& engine, const MlpDataset& data, int64_t G, int64_t m,
                      int first_step, int last_step, const std::function<void(const StepLog&)>& on_step) {
-  Communicator& comm = engine.comm();
-  const int W = comm.world(), r = comm.rank();
+  // Data parallelism is over every rank: under hybrid sharding the engine's communicator is one shard group.
+  const int W = engine.data_world(), r = engine.data_rank();
   const int k = engine.config().accum_steps;
   ZERO_REQUIRE(G == m * k * W, ConfigError, "global {} != micro {} x accum {} x world {}", G, m, k, W);
   const int d = model.input_dim(), N = data.size();
@@ -40,7 +40,8 @@ void train_from_step(const MlpModel& model, Engine& engine, const MlpDataset& da
     StepLog log;
     log.step = s + 1;
     log.result = engine.step(double(G));
-    comm.all_reduce_scalars(&loss, 1, ReduceOp::Sum);
+    engine.comm().all_reduce_scalars(&loss, 1, ReduceOp::Sum);
+    if (Communicator* across = engine.replicas()) across->all_reduce_scalars(&loss, 1, ReduceOp::Sum);
     log.loss = loss / double(G);
     if (on_step) on_step(log);
   }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "checkpoint/shard_layout.h"
+#include "comm/hybrid_groups.h"
 #include "tests/checkpoint/ckpt_harness.h"
 
 using namespace zero;
@@ -143,4 +144,72 @@ TEST(CheckpointStream, PiecesAreBoundedAndJoinToTheRankFile) {
     EXPECT_EQ(at, whole.size());
     EXPECT_TRUE(checkpoint::read_rank_file(*fresh.engine) == whole) << "chunk " << chunk;
   }
+}
+
+// Hybrid sharding (shard groups of W/2 ranks, replicated across the two groups): the first group writes the
+// files, one per rank of a group (the manifest's world is the group's), while every rank agrees over the whole
+// world. The checkpoint loads into the same groups, training then going on bit for bit as without the stop,
+// and into a plain engine over every rank (resharded: the same master, m and v). Sync and async saves.
+TEST(CheckpointHybrid, TheFirstGroupWritesAndAnyLayoutLoads) {
+  const int W = world_size(), S = W / 2;
+  if (W < 2) GTEST_SKIP() << "hybrid sharding needs 2 ranks";
+  auto world = make_test_comm(MPI_COMM_WORLD);
+  const HybridComms h = split_hybrid(MPI_COMM_WORLD, S);
+  for (bool async : {false, true})
+    for (int stage : {1, 3}) {
+      SCOPED_TRACE(fmt::format("groups of {}, stage {}, {}", S, stage, async ? "async" : "sync"));
+      const std::string dir = shared_temp_dir(fmt::format("hybrid_{}{}", stage, int(async)));
+      checkpoint::CheckpointOptions o = ckpt_opts(dir, async);
+      o.world = world.get();
+      checkpoint::FullState saved, uninterrupted;
+      {
+        MlpRun run(h.shard, h.replicas, stage);
+        run.train(0, 4);
+        checkpoint::Checkpointer ck(*run.engine, o);
+        ck.save(run.state(4));
+        ck.wait();
+        EXPECT_EQ(ck.last_published_step(), 4);
+        saved = checkpoint::gather_full_state(*run.engine);
+        run.train(4, kTotalSteps);
+        uninterrupted = checkpoint::gather_full_state(*run.engine);
+      }
+      const std::string step_dir = checkpoint::RunPaths(dir).step_dir(4);
+      if (world_rank() == 0) {
+        int files = 0;
+        for (const auto& f : std::filesystem::directory_iterator(step_dir))
+          files += f.path().extension() == ".bin";
+        EXPECT_EQ(files, S);
+        EXPECT_EQ(checkpoint::Manifest::read(step_dir).world, S);
+      }
+      {
+        MlpRun run(h.shard, h.replicas, stage);
+        checkpoint::Checkpointer ck(*run.engine, o);
+        const checkpoint::LoadResult res = ck.load(*ck.resume_path("auto"));
+        EXPECT_FALSE(res.resharded);
+        EXPECT_TRUE(checkpoint::gather_full_state(*run.engine) == saved);
+        run.train(4, kTotalSteps);
+        EXPECT_TRUE(checkpoint::gather_full_state(*run.engine) == uninterrupted) << "resumed in the same groups";
+      }
+      {
+        MlpRun run(MPI_COMM_WORLD, 2);
+        checkpoint::Checkpointer ck(*run.engine, ckpt_opts(dir));
+        const checkpoint::LoadResult res = ck.load(step_dir);
+        EXPECT_EQ(res.saved_world, S);
+        EXPECT_TRUE(res.resharded);
+        EXPECT_TRUE(checkpoint::gather_full_state(*run.engine) == saved);
+      }
+      MPI_Barrier(MPI_COMM_WORLD);
+      if (world_rank() == 0) std::filesystem::remove_all(dir);
+    }
+  {
+    MlpRun run(h.shard, h.replicas, 2);
+    const std::string dir = shared_temp_dir("hybrid_no_world");
+    expect_error<ConfigError>([&] { checkpoint::Checkpointer ck(*run.engine, ckpt_opts(dir)); },
+                              {"groups of", "CheckpointOptions::world"});
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (world_rank() == 0) std::filesystem::remove_all(dir);
+  }
+  MPI_Comm shard = h.shard, replicas = h.replicas;
+  MPI_Comm_free(&shard);
+  MPI_Comm_free(&replicas);
 }

@@ -74,19 +74,26 @@ inline EngineConfig ckpt_config(int stage, int world) {
 
 struct MlpRun {
   std::unique_ptr<Communicator> comm;
+  std::unique_ptr<Communicator> replicas;  // hybrid sharding: across the shard groups (null: none)
   std::unique_ptr<DeviceOps> ops = testing::make_test_ops();
   TrackingAllocator alloc{make_host_allocator()};
   example::MlpModel model;
   example::MlpDataset data;
   std::unique_ptr<Engine> engine;
 
-  MlpRun(MPI_Comm c, int stage, example::MlpSpec spec = {})
-      : comm(testing::make_test_comm(c)), model(spec), data(200, model.input_dim(), 7) {
-    engine = std::make_unique<Engine>(ckpt_config(stage, comm->world()), model.groups(), *comm, *ops, alloc);
+  MlpRun(MPI_Comm c, int stage, example::MlpSpec spec = {}) : MlpRun(c, MPI_COMM_NULL, stage, spec) {}
+  // Hybrid sharding: `c` a shard group, `across` its replicas (comm/hybrid_groups.h).
+  MlpRun(MPI_Comm c, MPI_Comm across, int stage, example::MlpSpec spec = {})
+      : comm(testing::make_test_comm(c)),
+        replicas(across == MPI_COMM_NULL ? nullptr : testing::make_test_comm(across)),
+        model(spec),
+        data(200, model.input_dim(), 7) {
+    const int world = comm->world() * (replicas ? replicas->world() : 1);
+    engine = std::make_unique<Engine>(ckpt_config(stage, world), model.groups(), *comm, *ops, alloc, replicas.get());
     engine->init_params([&](int g, int t, float* dst) { model.init(g, t, dst); });
   }
   void train(int first, int last) {
-    const int64_t micro = kGlobal / (engine->config().accum_steps * comm->world());
+    const int64_t micro = kGlobal / (engine->config().accum_steps * engine->data_world());
     example::train_from_step(model, *engine, data, kGlobal, micro, first, last, {});
   }
   checkpoint::TrainState state(int step) const {
