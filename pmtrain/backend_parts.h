@@ -19,6 +19,9 @@ struct BackendParts {
   std::unique_ptr<DeviceOps> ops;
   std::unique_ptr<TrackingAllocator> alloc;
   std::unique_ptr<Communicator> engine_comm;  // null: the run's own communicator (MPI)
+  // Hybrid sharding (zero.shard_ranks): engine_comm is this rank's shard group, replica_comm the ranks holding
+  // its shard in the other groups (comm/hybrid_groups.h); null without.
+  std::unique_ptr<Communicator> replica_comm;
   std::unique_ptr<model::ModelOps> model_ops;  // null: the model's default (the CPU's)
   bool model_reads_backend_memory = false;     // the model's ops take the engine's views in place
   std::unique_ptr<StepClock> clock;            // times the step (host clock; CUDA: events on the stream)

@@ -6,7 +6,11 @@
 
 #include <cstring>
 
+#include "comm/hybrid_groups.h"
+#include "comm/mpi_check.h"
+#include "comm/mpi_communicator.h"
 #include "core/check.h"
+#include "pmtrain/engine_assembly.h"
 #include "core/out_of_memory.h"
 #include "pmtrain/cuda_backend_loader.h"
 #include "pmtrain/model_setup.h"
@@ -34,14 +38,15 @@ void require_backend_here(const Config& cfg, int rank) {
 namespace {
 // What the CUDA module needs of the config. zero.param_dtype picks the model's mode: bf16 parameters ->
 // bf16 activations (fp32 residual and statistics), fp32 -> everything fp32.
-CudaBackendOptions cuda_options(const Config& cfg) {
-  return {cfg.zero.param_dtype == DType::BF16 ? DType::BF16 : DType::F32, reward_model_options(cfg).attention};
+CudaBackendOptions cuda_options(const Config& cfg, int world) {
+  return {cfg.zero.param_dtype == DType::BF16 ? DType::BF16 : DType::F32, reward_model_options(cfg).attention,
+          shard_group_ranks(cfg, world)};
 }
 }  // namespace
 
 ScoringBackend make_scoring_backend(const Config& cfg, const model::DenseParams& host) {
   require_backend_here(cfg, 0);
-  if (cfg.backend == Backend::Cuda) return load_cuda_backend().api->make_scoring(cuda_options(cfg), host);
+  if (cfg.backend == Backend::Cuda) return load_cuda_backend().api->make_scoring(cuda_options(cfg, 1), host);
   ScoringBackend b;
   b.description = "cpu";
   return b;
@@ -64,8 +69,18 @@ BackendParts make_backend(const Config& cfg, Communicator& comm) {
   // The host's math threads per rank (`threads`; one when ranks share the cores): the CPU backend's
   // model math, and whatever host math a CUDA run does.
   Eigen::setNbThreads(int(cfg.threads));
-  if (cfg.backend == Backend::Cuda) return load_cuda_backend().api->make_training(cuda_options(cfg), comm.rank());
+  if (cfg.backend == Backend::Cuda)
+    return load_cuda_backend().api->make_training(cuda_options(cfg, comm.world()), comm.rank());
   BackendParts b;
+  // Hybrid sharding: MPI over the shard group and over the replicas (the run's communicator is MPI_COMM_WORLD).
+  const int S = shard_group_ranks(cfg, comm.world());
+  if (S < comm.world()) {
+    HybridComms h = split_hybrid(MPI_COMM_WORLD, S);
+    b.engine_comm = std::make_unique<MpiCommunicator>(h.shard);
+    b.replica_comm = std::make_unique<MpiCommunicator>(h.replicas);
+    MPI_CHECK(MPI_Comm_free(&h.shard));  // the communicators hold duplicates
+    MPI_CHECK(MPI_Comm_free(&h.replicas));
+  }
   b.ops = make_cpu_ops();
   b.alloc = std::make_unique<TrackingAllocator>(make_host_allocator());
   b.clock = std::make_unique<HostStepClock>();

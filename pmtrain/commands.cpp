@@ -45,8 +45,8 @@ void print_plan(const Config& given, int world, int per_node) {
                         "step; memory planned for {} pair{} at max_len)",
                         b.global, cfg.batch.micro_tokens, b.micro, b.micro == 1 ? "" : "s")
           : fmt::format("batch global {} = micro {} x accum {} x world {}", b.global, b.micro, b.accum, world);
-  printf("%s: world %d (%d per node), stage %lld, %s\n%s%s\n", cfg.source.c_str(), world, per_node,
-         (long long)cfg.zero.stage, batch.c_str(), device == PlanDevice::Gpu ? "host memory " : "", plan.describe().c_str());
+  printf("%s: world %d (%d per node), %s, %s\n%s%s\n", cfg.source.c_str(), world, per_node,
+         stage_text(cfg, world).c_str(), batch.c_str(), device == PlanDevice::Gpu ? "host memory " : "", plan.describe().c_str());
   if (device == PlanDevice::Gpu)
     printf("GPU memory %s (checked against the GPUs when the run starts)\n",
            plan_gpu_memory(cfg, qc, groups, world, b.micro, b.accum, {}).describe().c_str());

@@ -131,6 +131,9 @@ struct ZeroSection {
   // Gradient sums in fixed point and micro-batches composed over the whole step: the same bits at any
   // world size and stage (engine: DType::FX64 sums; sampler: SamplerConfig::world_invariant).
   bool world_invariant = false;
+  // Hybrid sharding: the ranks one copy of the sharded state is spread over (a divisor of the world; 0, or
+  // the world or more: all of them). shard_group_ranks (engine_assembly.h) resolves it.
+  int64_t shard_ranks = 0;
 };
 
 struct OptimSection {

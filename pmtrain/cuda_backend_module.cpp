@@ -8,6 +8,7 @@
 
 #include <cstdio>
 
+#include "comm/hybrid_groups.h"
 #include "comm/mpi_check.h"
 #include "cuda/check.h"
 #include "cuda/cuda_ops.h"
@@ -28,7 +29,19 @@ BackendParts make_training(const CudaBackendOptions& o, int rank) {
   if (dev.shared) isolate_ranks_for_shared_gpu(dev, rank);
   auto cuda_ops = make_cuda_ops();
   const cudaStream_t stream = cuda_ops->stream();
-  auto nccl = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, stream);
+  // Hybrid sharding: NCCL over the shard group for the engine, and over the replicas of this rank's shard.
+  std::unique_ptr<NcclCommunicator> nccl;
+  int world = 1;
+  MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world));
+  if (o.shard_ranks > 0 && o.shard_ranks < world) {
+    HybridComms h = split_hybrid(MPI_COMM_WORLD, o.shard_ranks);
+    nccl = std::make_unique<NcclCommunicator>(h.shard, stream);
+    b.replica_comm = std::make_unique<NcclCommunicator>(h.replicas, stream);
+    MPI_CHECK(MPI_Comm_free(&h.shard));  // the communicators hold duplicates
+    MPI_CHECK(MPI_Comm_free(&h.replicas));
+  } else {
+    nccl = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, stream);
+  }
   // The compute stream waits on NCCL's events, so every host wait on it is watched: a peer lost mid-step
   // ends the job with its rank named instead of hanging in a stream synchronisation. (The stack destroys
   // the communicator after the model and the clock; CudaOps waits no more once the step loop is over.)

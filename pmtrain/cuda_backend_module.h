@@ -23,8 +23,9 @@
 
 namespace zero::pmtrain {
 
-// 2: BackendParts carries the step clock; 3: device_bytes_in_use; 4: probe_devices
-inline constexpr int kCudaBackendAbi = 4;
+// 2: BackendParts carries the step clock; 3: device_bytes_in_use; 4: probe_devices; 5: hybrid sharding
+// (CudaBackendOptions::shard_ranks, BackendParts::replica_comm)
+inline constexpr int kCudaBackendAbi = 5;
 // The entry point's name, defined by the module and looked up by the loader.
 #define ZERO_PMTRAIN_CUDA_BACKEND_ENTRY zero_pmtrain_cuda_backend
 
@@ -32,6 +33,7 @@ inline constexpr int kCudaBackendAbi = 4;
 struct CudaBackendOptions {
   DType activations = DType::BF16;  // BF16: bf16 mode (fp32 residual and statistics); F32: fp32 mode
   model::AttentionKind attention = model::AttentionKind::Auto;
+  int shard_ranks = 0;  // hybrid sharding: ranks of a shard group, resolved (shard_group_ranks); 0 = the world
 };
 
 struct CudaBackendApi {

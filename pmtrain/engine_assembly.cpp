@@ -1,5 +1,7 @@
 #include "pmtrain/engine_assembly.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -19,6 +21,23 @@ DType accum_dtype_for(const Config& cfg, int world, int64_t accum_steps) {
   if (cfg.zero.accum_dtype) return *cfg.zero.accum_dtype;
   const bool sums = world > 1 || accum_steps != 1 || cfg.batch.micro_tokens > 0;
   return sums ? DType::F32 : cfg.zero.param_dtype;
+}
+
+int shard_group_ranks(const Config& cfg, int world) {
+  const int64_t n = cfg.zero.shard_ranks;
+  if (n == 0 || n >= world) return world;
+  ZERO_REQUIRE(world % n == 0, ConfigError,
+               "{}: zero.shard_ranks {} does not divide the world of {} ranks: shard groups must be equal (a divisor of "
+               "{}, for example the ranks of a node; 0 = one group of all ranks)",
+               cfg.source, n, world, world);
+  return int(n);
+}
+
+std::string stage_text(const Config& cfg, int world) {
+  const int S = shard_group_ranks(cfg, world);
+  if (S == world) return fmt::format("stage {}", cfg.zero.stage);
+  return fmt::format("stage {} in shard groups of {} rank{}, replicated {}x (zero.shard_ranks)", cfg.zero.stage, S,
+                     S == 1 ? "" : "s", world / S);
 }
 
 size_t bucket_elements_for(const Config& cfg) {

@@ -3,6 +3,7 @@
 // values).
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "pmtrain/config.h"
 #include "zero/engine_config.h"
@@ -27,6 +28,13 @@ size_t bucket_elements_for(const Config& cfg);
 // gradient the model produced in the parameters' dtype, and that dtype holds it bit for bit (a 4B model
 // on one GPU: 7.5 GiB less).
 DType accum_dtype_for(const Config& cfg, int world, int64_t accum_steps);
+
+// zero.shard_ranks resolved at `world` ranks: the ranks of a shard group (the engine's communicator, and the world
+// its partition and buffers are sized for); `world` without hybrid sharding. ConfigError naming the key when it
+// does not divide the world.
+int shard_group_ranks(const Config& cfg, int world);
+// "stage 3", and under hybrid sharding "stage 3 in shard groups of 8 ranks, replicated 2x (zero.shard_ranks)".
+std::string stage_text(const Config& cfg, int world);
 
 // The batch at `world` ranks: the batch contract (zero::resolve_batch). A pinned batch.world other than
 // `world` keeps the global batch and derives accum (ConfigError when global, micro and accum are all

@@ -159,6 +159,17 @@ struct StepTime {
   double total() const { return compute_s + elementwise_s + exposed_comm_s; }
 };
 
+// The share of a phase's collectives that is one unit (a bucket, or a gathered group).
+double unit_share(const Partition& part, size_t bucket_elements) {
+  const size_t unit = std::max(std::min(bucket_elements, part.total_padded), part.max_unit_padded);
+  return std::min(1.0, double(unit) / double(part.total_padded));
+}
+
+// What of `comm_s` seconds of a phase's collectives the phase's `window` seconds of compute do not hide.
+double exposed_in(double comm_s, double window, double unit_share) {
+  return std::max(comm_s - window, comm_s * unit_share);
+}
+
 // On a GPU the collectives run on NCCL's stream beside the compute stream, in the phases the engine issues
 // them (zero/comm_plan.h): a phase's comm time hides behind that phase's GEMMs and attention, except what
 // does not fit in it and, at least, one unit's share (the last bucket reduced after backward ends, the first
@@ -169,13 +180,9 @@ double exposed_comm_on_gpu(const StepTime& t, const Partition& part, size_t buck
                            double backward_s, int64_t micro_steps) {
   const StepTraffic& tr = t.traffic;
   if (tr.wire_bytes <= 0 || t.comm_s <= 0) return 0;
-  const size_t unit = std::max(std::min(bucket_elements, part.total_padded), part.max_unit_padded);
-  const double unit_share = std::min(1.0, double(unit) / double(part.total_padded));
+  const double share = unit_share(part, bucket_elements);
   const double seconds_per_byte = t.comm_s / tr.wire_bytes;  // the link's rate, or the measured collectives'
-  const auto exposed = [&](double bytes, double window) {
-    const double c = bytes * seconds_per_byte;
-    return std::max(c - window, c * unit_share);
-  };
+  const auto exposed = [&](double bytes, double window) { return exposed_in(bytes * seconds_per_byte, window, share); };
   const double k = double(micro_steps);
   return k * exposed(tr.forward_bytes, forward_s) + k * exposed(tr.backward_bytes, backward_s) +
          exposed(tr.last_backward_bytes, backward_s) + tr.after_step_bytes * seconds_per_byte;
@@ -253,34 +260,50 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
     t.elementwise_s += swiglu * (forwards / s.prof.swiglu_forward_elements + 1.0 / s.prof.swiglu_backward_elements) / share;
   }
 
-  double bw = 0;
-  if (c.world == 1) {
-    t.link = "none";
-  } else if (s.device == PlanDevice::Cpu) {
-    bw = s.prof.elementwise_bytes / 2 * share;  // MPI over shared memory: a copy in and a copy out
-    t.link = "shared memory (from the profile)";
-  } else if (c.nodes == 1) {
-    bw = s.intra(c.mem).bytes_per_s;
-    t.link = std::string(s.intra(c.mem).name) + " (assumed)";
-  } else {
+  // The collectives inside a shard group (all ranks without hybrid sharding), and those across the groups.
+  // Groups are consecutive ranks: a group of at most a node's ranks stays on one node.
+  const int S = part.world, R = c.world / S;
+  const bool group_on_node = S <= c.per_node, replicas_on_node = c.nodes == 1;
+  auto link = [&](bool on_node, double& bw) -> std::string {
+    if (s.device == PlanDevice::Cpu) {
+      bw = s.prof.elementwise_bytes / 2 * share;  // MPI over shared memory: a copy in and a copy out
+      return "shared memory (from the profile)";
+    }
+    if (on_node) {
+      bw = s.intra(c.mem).bytes_per_s;
+      return std::string(s.intra(c.mem).name) + " (assumed)";
+    }
     bw = std::min(s.intra(c.mem).bytes_per_s, s.inter.bytes_per_s);
-    t.link = std::string(s.inter.name) + " (assumed)";
-  }
-  t.traffic = plan_step_traffic(ec, part, int(micro_steps));
+    return std::string(s.inter.name) + " (assumed)";
+  };
+  double bw = 0;
+  t.link = S == 1 ? "none" : link(group_on_node, bw);
+  t.traffic = plan_step_traffic(ec, part, int(micro_steps), R);
   t.comm_s = bw > 0 ? t.traffic.wire_bytes / bw : 0;
-  // Ranks on one node with the collectives measured at this world size (`mpirun -np W pmtrain calibrate`: MPI
+  // Ranks on one node with the collectives measured at this group size (`mpirun -np W pmtrain calibrate`: MPI
   // on the CPU, NCCL on GPUs; at 1 rank the communicator still copies): the elements the step's collectives
   // move at that rate. Across nodes the link table stands (nothing here measures a network).
-  if (c.nodes == 1 && s.prof.collectives.count(c.world)) {
-    const ComputeProfile::CollectiveRates& rates = s.prof.collectives.at(c.world);
+  if (group_on_node && s.prof.collectives.count(S)) {
+    const ComputeProfile::CollectiveRates& rates = s.prof.collectives.at(S);
     t.comm_s = double(t.traffic.all_reduce) / rates.all_reduce + double(t.traffic.reduce_scatter) / rates.reduce_scatter +
                double(t.traffic.all_gather) / rates.all_gather;
-    t.link = fmt::format("{}, measured at {} rank{}", s.device == PlanDevice::Cpu ? "MPI" : "NCCL", c.world,
-                         c.world == 1 ? "" : "s");
+    t.link = fmt::format("{}, measured at {} rank{}", s.device == PlanDevice::Cpu ? "MPI" : "NCCL", S, S == 1 ? "" : "s");
   }
   t.exposed_comm_s = s.device == PlanDevice::Gpu
                          ? exposed_comm_on_gpu(t, part, ec.bucket_elements, forward_window, backward_window, micro_steps)
                          : t.comm_s;
+  if (R > 1) {
+    // Hybrid sharding: each rank's shard all-reduced across the groups during the last backward (on a GPU hidden
+    // behind it but for the last bucket's), on its own link.
+    double across_bw = 0;
+    const std::string across = link(replicas_on_node, across_bw);
+    const double across_s = t.traffic.replica_wire_bytes / across_bw;
+    t.comm_s += across_s;
+    t.exposed_comm_s += s.device == PlanDevice::Gpu
+                            ? exposed_in(across_s, backward_window, unit_share(part, ec.bucket_elements))
+                            : across_s;
+    t.link = fmt::format("{} in groups of {}, {} across {} groups", t.link, S, across, R);
+  }
   return t;
 }
 
@@ -362,7 +385,7 @@ Cell plan_fixed_cell(const Setup& s, int stage, int world, int per_node, size_t 
   c.accum = accum_of(c.micro);
   c.checkpointing = checkpointing_text(cfg.model, s.qc.num_layers);
   const EngineConfig ec = engine_config(cfg, world, c.accum, 1);
-  predict_time(s, make_partition(s.groups, world, ec.bucket_elements), c);
+  predict_time(s, make_partition(s.groups, shard_group_ranks(cfg, world), ec.bucket_elements), c);
   return c;
 }
 
@@ -467,6 +490,24 @@ std::string token_budget_advice(const Setup& s, const Cell& b, int per_node) {
                      bytes_text(double(pick->second.m.total())));
 }
 
+// Across nodes without hybrid sharding: the fastest stage with a shard group per node (zero.shard_ranks = its
+// ranks), when its epoch beats plan b's: stage 3's gathers and the reductions then stay on the node's links, and
+// one all-reduce of a shard a step crosses the network.
+std::string hybrid_advice(const Setup& s, const Cell& b) {
+  if (b.nodes == 1 || s.cfg.zero.shard_ranks > 0 || b.world % b.per_node != 0) return "";
+  Setup t = s;
+  t.cfg.zero.shard_ranks = b.per_node;
+  std::optional<Cell> best;
+  for (int stage = 1; stage <= 3; ++stage) {
+    Cell c = plan_cell(t, stage, b.world, b.per_node, b.mem);
+    if (c.fits && (!best || c.epoch_s < best->epoch_s)) best = std::move(c);
+  }
+  if (!best || best->epoch_s >= b.epoch_s * 0.97) return "";
+  return fmt::format("; with zero.shard_ranks={} (hybrid sharding: each node's ranks shard, the nodes replicate) at "
+                     "stage {} ~{}/epoch, peak {}",
+                     b.per_node, best->stage, time_text(best->epoch_s), bytes_text(double(best->m.total())));
+}
+
 std::string recommendation(const Setup& s, const std::vector<Cell>& cells, int world, size_t mem, int per_node) {
   const Cell* b = best_of(cells, world, mem);
   const Cell* any = nullptr;
@@ -476,13 +517,15 @@ std::string recommendation(const Setup& s, const std::vector<Cell>& cells, int w
   const std::string ckpt = b && s.cfg.model.checkpointing_auto ? ", checkpointing " + b->checkpointing : "";
   if (b && s.micro_tokens > 0)
     return fmt::format("{}: stage {}, micro_tokens {} ({} pairs at max_len), at most {} micro-steps{}, ~{}/epoch (peak {} "
-                       "of {} per rank){}",
+                       "of {} per rank){}{}",
                        who, b->stage, s.micro_tokens, b->micro, b->accum, ckpt, time_text(b->epoch_s),
-                       bytes_text(double(b->m.total())), bytes_text(double(b->mem)), token_budget_advice(s, *b, per_node));
+                       bytes_text(double(b->m.total())), bytes_text(double(b->mem)), token_budget_advice(s, *b, per_node),
+                       hybrid_advice(s, *b));
   if (b)
-    return fmt::format("{}: stage {}, micro {}, accum {}{}, ~{}/epoch (peak {} of {} per rank){}{}", who, b->stage,
+    return fmt::format("{}: stage {}, micro {}, accum {}{}, ~{}/epoch (peak {} of {} per rank){}{}{}", who, b->stage,
                        b->micro, b->accum, ckpt, time_text(b->epoch_s), bytes_text(double(b->m.total())),
-                       bytes_text(double(b->mem)), selective_advice(s, *b, per_node), token_budget_advice(s, *b, per_node));
+                       bytes_text(double(b->mem)), selective_advice(s, *b, per_node), token_budget_advice(s, *b, per_node),
+                       hybrid_advice(s, *b));
   // Nothing fits: what would, at stage 3 and micro 1.
   const Cell s3 = plan_cell(s, 3, world, per_node, mem);
   std::string more = "no world size up to 4096";
@@ -524,7 +567,7 @@ void print_table(const Setup& s, const std::vector<Cell>& cells) {
            bytes_text(double(m.optimizer)).c_str(), bytes_text(double(m.comm_buffers)).c_str(),
            bytes_text(double(m.gathered)).c_str(), bytes_text(double(m.activations)).c_str(),
            bytes_text(double(m.runtime)).c_str(), bytes_text(double(m.total())).c_str(), c.fits ? "yes" : "no",
-           (long long)c.micro, (long long)c.accum, bytes_text(c.traffic.wire_bytes).c_str(),
+           (long long)c.micro, (long long)c.accum, bytes_text(c.traffic.wire_bytes + c.traffic.replica_wire_bytes).c_str(),
            fmt::format("{}/{}", time_text(c.exposed_comm_s), time_text(c.comm_s)).c_str(), time_text(c.step_s).c_str(),
            time_text(c.epoch_s).c_str());
     if (chosen) printf("      checkpointing %s\n", c.checkpointing.c_str());
@@ -546,6 +589,7 @@ nlohmann::json cell_json(const Cell& c) {
           {"micro", c.micro},
           {"accum", c.accum},
           {"wire_bytes_per_step", c.traffic.wire_bytes},
+          {"replica_wire_bytes_per_step", c.traffic.replica_wire_bytes},  // hybrid sharding: across the groups
           {"link", c.link},
           {"step_seconds", c.step_s},
           {"compute_seconds", c.compute_s},
@@ -585,10 +629,17 @@ void write_sbatch(const PlanArgs& a, const Setup& s, const Cell& c) {
   }
   const long mem_gib = std::max(1L, long(std::ceil(node_mem / double(1ull << 30))));
   const std::string stem = std::filesystem::path(s.cfg.source).stem().string();
-  // The config as given on the command line (relative to where the job is submitted), the plan as --set.
-  // A token budget stays the config's (batch.micro must then stay 0).
-  std::string sets = fmt::format("--set zero.stage={} --set batch.global={}{} --set batch.world={}", c.stage, s.global,
-                                 s.micro_tokens > 0 ? "" : fmt::format(" --set batch.micro={}", c.micro), c.world);
+  // The config as given on the command line (relative to where the job is submitted) with the plan's own --set
+  // overrides (single-quoted for the shell), then the plan as --set (a later --set of a key wins). A token budget
+  // stays the config's (batch.micro must then stay 0).
+  std::string sets;
+  for (const std::string& o : a.overrides) {
+    std::string quoted;
+    for (char ch : o) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    sets += fmt::format("--set '{}' ", quoted);
+  }
+  sets += fmt::format("--set zero.stage={} --set batch.global={}{} --set batch.world={}", c.stage, s.global,
+                      s.micro_tokens > 0 ? "" : fmt::format(" --set batch.micro={}", c.micro), c.world);
   std::ofstream out(a.sbatch);
   ZERO_REQUIRE(out.good(), ConfigError, "--sbatch {}: cannot write", a.sbatch);
   out << "#!/usr/bin/env bash\n"

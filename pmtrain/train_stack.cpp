@@ -45,13 +45,16 @@ TrainStack assemble_train_stack(const Config& cfg, Communicator& comm, const mod
   s.engine_comm = std::move(backend.engine_comm);
   // The engine's own communicator (NCCL) waits under the run's timeout too: a lost peer ends the job with its
   // rank named (exit 76) instead of hanging in a stream wait. Slow phases widen both (Trainer::slow_phase).
-  if (s.engine_comm) s.engine_comm->set_peer_timeout(cfg.run.collective_timeout_s);
+  s.replica_comm = std::move(backend.replica_comm);
+  for (Communicator* c : {s.engine_comm.get(), s.replica_comm.get()})
+    if (c) c->set_peer_timeout(cfg.run.collective_timeout_s);
   s.clock = std::move(backend.clock);
   s.backend_description = std::move(backend.description);
   // The backend's model ops (null: the model's default, the CPU's).
   s.model = std::make_unique<model::Qwen3RewardModel>(qc, reward_model_options(cfg), std::move(backend.model_ops));
   const std::vector<model::GroupSpec>& groups = s.model->groups();
-  s.engine = std::make_unique<Engine>(ec, engine_groups(groups), s.engine_comm ? *s.engine_comm : comm, *s.ops, *s.alloc);
+  s.engine = std::make_unique<Engine>(ec, engine_groups(groups), s.engine_comm ? *s.engine_comm : comm, *s.ops, *s.alloc,
+                                     s.replica_comm.get());
   // The step-time breakdown is always on: a scope costs two clock reads (CPU: ~55 ns a scope measured, about
   // 1.2k scopes in a 1.3 s tiny_cpu step, so < 0.01%) or two event records on the stream (CUDA).
   s.engine->set_step_clock(s.clock.get());

@@ -24,6 +24,8 @@ struct TrainStack {
   std::unique_ptr<DeviceOps> ops;
   std::unique_ptr<TrackingAllocator> alloc;
   std::unique_ptr<Communicator> engine_comm;  // the CUDA backend's NCCL communicator (null: the run's own)
+                                               // or, under hybrid sharding, the shard group's
+  std::unique_ptr<Communicator> replica_comm;  // hybrid sharding: across the shard groups (null: none)
   std::unique_ptr<StepClock> clock;            // the step-time breakdown the model's ops and the engine fill
   std::unique_ptr<model::Qwen3RewardModel> model;
   std::unique_ptr<Engine> engine;

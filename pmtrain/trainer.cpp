@@ -163,8 +163,9 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   if (info_.rank == 0 && !training) {
     int64_t n = 0, per_rank = 0;
     for (const TestSet& t : test_sets_) n += eval_count(t.pairs), per_rank += int64_t(eval_batches(t.pairs).size());
-    printf("pmtrain: eval of %lld of %lld test pairs, world %d, stage %d, batches of at most %s (%lld per rank)\n",
-           (long long)n, (long long)test_pairs(), W, ec.stage, eval_batch_.describe().c_str(), (long long)per_rank);
+    printf("pmtrain: eval of %lld of %lld test pairs, world %d, %s, batches of at most %s (%lld per rank)\n",
+           (long long)n, (long long)test_pairs(), W, stage_text(cfg_, W).c_str(), eval_batch_.describe().c_str(),
+           (long long)per_rank);
     fflush(stdout);
   }
   if (info_.rank == 0 && training) {
@@ -177,8 +178,8 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
              paths.root.c_str(), fmt::format("{}", fmt::join(earlier, ", step_")).c_str());
     }
     make_dir(cfg_.run.dir, "run.dir");
-    printf("pmtrain: %s, world %d (%d nodes), stage %d, %s\n", cfg_.source.c_str(), W, info_.node_count, ec.stage,
-           info_.launcher.c_str());
+    printf("pmtrain: %s, world %d (%d nodes), %s, %s\n", cfg_.source.c_str(), W, info_.node_count,
+           stage_text(cfg_, W).c_str(), info_.launcher.c_str());
     printf("pmtrain: params %s, gradients accumulated in %s%s, reduced in %s; master weights %s\n",
            dtype_name(ec.param_dtype), dtype_name(ec.accum_dtype), cfg_.zero.accum_dtype ? "" : " (zero.accum_dtype auto)",
            dtype_name(ec.reduce_dtype),
@@ -226,6 +227,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   early_.metric = best_metric(cfg_.run).metric;
   co.async = cfg_.run.async_save;
   co.config_text = to_yaml(cfg_);
+  co.world = &comm_;  // every rank (the engine's communicator is a shard group's under hybrid sharding)
   ckpt_ = std::make_unique<checkpoint::Checkpointer>(*stack_.engine, co);
   if (!training) return;
   resume_if_asked();

@@ -98,7 +98,8 @@ class Trainer {
   // Both of the run's communicators: the MPI world and, on the CUDA backend, the engine's NCCL one (whose
   // waits a checkpoint's collectives and the compute stream's host waits go through).
   Communicator::SlowPhase slow_phase() {
-    return Communicator::SlowPhase({&comm_, stack_.engine_comm.get()}, cfg_.run.slow_phase_timeout_s);
+    return Communicator::SlowPhase({&comm_, stack_.engine_comm.get(), stack_.replica_comm.get()},
+                                   cfg_.run.slow_phase_timeout_s);
   }
   void log(const char* fmt_line) const;
 

@@ -5,7 +5,7 @@
 
 namespace zero {
 
-StepTraffic plan_step_traffic(const EngineConfig& cfg, const Partition& part, int k) {
+StepTraffic plan_step_traffic(const EngineConfig& cfg, const Partition& part, int k, int replicas) {
   const uint64_t psi = part.total_padded, K = uint64_t(k);
   uint64_t split = 0;
   for (const GroupLayout& g : part.groups)
@@ -35,6 +35,12 @@ StepTraffic plan_step_traffic(const EngineConfig& cfg, const Partition& part, in
       t.backward_bytes = reductions / double(K) + (gathered ? ring * double(psi - split) * p : 0);
       break;
     }
+  }
+  if (replicas > 1) {
+    const uint64_t owned = cfg.stage == 0 ? psi : part.total_shard;
+    const double R = double(replicas);
+    t.replica_all_reduce = 2 * owned;
+    t.replica_wire_bytes = 2 * (R - 1) / R * double(owned) * double(dtype_size(cfg.accum_dtype));
   }
   return t;
 }

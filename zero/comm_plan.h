@@ -7,6 +7,9 @@
 //   stage 2: reduce-scatter k Psi + all-gather Psi
 //   stage 3: reduce-scatter k Psi + all-gather k (2 Psi - split)
 // One rank: no reductions where they are in place (buffer_plan.h reductions_in_place), no gathers at stage 3.
+// Hybrid sharding over R shard groups (zero/engine.h; `part` is then a group's): the above inside each group, and
+// apart from it, on the link between the groups, one all-reduce a step of each rank's owned accumulator range
+// (stage 0: Psi; stages 1-3: Psi / W) in the accumulation dtype.
 #pragma once
 #include <cstdint>
 
@@ -26,8 +29,13 @@ struct StepTraffic {
   //   after_step_bytes     after the optimizer step: stages 1-2's parameter all-gather (Psi)
   // wire_bytes = k (forward_bytes + backward_bytes) + last_backward_bytes + after_step_bytes.
   double forward_bytes = 0, backward_bytes = 0, last_backward_bytes = 0, after_step_bytes = 0;
+  // Hybrid sharding: elements all-reduced across the replicas (counted as replica_comm_report()), and the bytes a
+  // rank puts on that link for them (a ring over R: 2 (R - 1) / R of the range), during the last micro-step's
+  // backward. Not part of wire_bytes.
+  uint64_t replica_all_reduce = 0;
+  double replica_wire_bytes = 0;
 };
 
-StepTraffic plan_step_traffic(const EngineConfig& cfg, const Partition& part, int accum_steps);
+StepTraffic plan_step_traffic(const EngineConfig& cfg, const Partition& part, int accum_steps, int replicas = 1);
 
 }  // namespace zero

@@ -18,7 +18,9 @@
 #  4. reshard: a 2-rank stage-3 checkpoint resumed on 1 rank at stage 2 ("resharded"): the same pairs per step
 #     as the uninterrupted 1-rank run and the losses within 1e-4 (the CPU's reshard test compares the same
 #     things within 1e-5: other world sizes sum in other orders, so bits cannot match);
-#  4b. zero.world_invariant in bf16: 1 rank, 2 ranks and 2 ranks resumed on 1 give the same bits;
+#  4b. zero.world_invariant in bf16: 1 rank, 2 ranks and 2 ranks resumed on 1 give the same bits; so do 2 ranks
+#     in hybrid sharding (zero.shard_ranks=1: a shard group of one and NCCL across the two: the replicas'
+#     all-reduce on its own communicator);
 #  4c. 2 ranks resumed on 3 (stage 3, resharded) = 1 rank within 1e-4, the same pairs;
 #  5. bf16 mode (zero.param_dtype=bf16) trains: losses within 5e-2 of the fp32 run;
 #  6. eval on cuda (1 and 2 ranks) = eval on the CPU within 1e-4 (loss, rewards), same accuracy and pairs;
@@ -271,6 +273,11 @@ grep -q "resharded" $TMP/wicut.txt || { tail -30 $TMP/wicut.txt; fail "world_inv
 diff <(wfields wi1) <(wfields wicut) || fail "world_invariant: resumed on 1 rank, the steps differ from the 1-rank run"
 cmp -s <(weights wi1) <(weights wicut) || fail "world_invariant: resumed on 1 rank, the final weights differ"
 echo "world_invariant bf16 on cuda: 1 rank = 2 ranks = 2 ranks resumed on 1, bit for bit ($(wfields wi1 | tail -1))"
+train 2 wihy $WI --set zero.stage=3 --set zero.shard_ranks=1
+grep -q "in shard groups of 1 rank, replicated 2x" $TMP/wihy.txt || { tail -30 $TMP/wihy.txt; fail "hybrid: the log does not name the layout"; }
+diff <(wfields wi1) <(wfields wihy) || fail "world_invariant: 2 ranks in groups of 1 differ from 1 rank"
+cmp -s <(weights wi1) <(weights wihy) || fail "world_invariant: the final weights in groups of 1 differ from 1 rank's"
+echo "world_invariant bf16 on cuda: 2 ranks in hybrid groups of 1 = 1 rank, bit for bit"
 
 # 5. bf16 mode trains (the run went beside 2's resume).
 ! on_gpu || grep -q "bf16 activations" $TMP/bf16.txt || { head -20 $TMP/bf16.txt; fail "bf16 run is not in bf16 mode"; }

@@ -28,6 +28,15 @@ bad() {
   grep -qF -- "$want" $TMP/bad.txt || { cat $TMP/bad.txt; fail "$name: message lacks '$want'"; }
   echo "ok: $name (exit $rc): $(cat $TMP/bad.txt)"
 }
+# fields FILE: type, grad norm, pairs and metrics of every train and eval record, one a line ("-": none): what
+# two runs that must agree bit for bit (zero.world_invariant) are compared by.
+field() { grep -E '"type":"(train|eval)"' $1 | sed -E "s/.*\"$2\":\"?(-?[0-9.eE+a-z-]+).*/\1/;t;s/.*/-/"; }
+fields() {
+  paste -d' ' <(field $1 type) <(field $1 step) <(field $1 grad_norm) <(field $1 pair_id_sum) <(field $1 loss) \
+    <(field $1 accuracy) <(field $1 chosen_reward) <(field $1 rejected_reward)
+}
+# weights RUN_DIR NAME: the run's final weights exported in fp32 (the safetensors bytes) on stdout.
+weights() { "$PMTRAIN" export $1 --to $TMP/hf_$2 --dtype fp32 > /dev/null || fail "export of $1 failed"; cat $TMP/hf_$2/model.safetensors; }
 # untimed: eval records on stdin without their speed (runtime_s, pairs_per_s), to compare their numbers.
 untimed() { sed -E 's/"(pairs_per_s|runtime_s)":[^,}]*,?//g'; }
 # SMALL: overrides that put configs/tiny_cpu.yaml's model on a 299-token byte-level tokenizer

@@ -121,6 +121,42 @@ print("ok: 4b on 8 x 80 GiB, exposed / all comm by stage:",
       {s: f'{c["exposed_comm_seconds"]:.3f} / {c["comm_seconds"]:.3f} s' for s, c in sorted(by_stage.items())})
 PY
 
+# Hybrid sharding (zero.shard_ranks), 4B on 16 x 80 GiB (2 nodes of 8): in groups of 8 every stage plans the
+# memory and the in-group wire bytes of 8 plain ranks, plus an all-reduce of each rank's shard across the 2
+# groups: 2 x (2 - 1) / 2 x shard x 4 bytes (fp32 accumulator) = 2x stage 3's bf16 params (stage 0: of the whole
+# model). Its collectives stay on NVLink but that one, so stages 1-3 spend less time in comm than 16 plain
+# ranks, whose rings cross the network; the plain plan's recommendation advises it.
+plan16() { "$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --gpu-mem 80GiB --dataset-pairs 1000 --json "$@"; }
+plan16 --world 16 --set zero.shard_ranks=8 > $TMP/hybrid.json && plan16 --world 8 > $TMP/plain8.json && plan16 --world 16 > $TMP/plain16.json \
+  || fail "plan 4b in groups of 8"
+python3 - $TMP/hybrid.json $TMP/plain8.json $TMP/plain16.json <<'PY' || fail "plan: hybrid sharding"
+import json, sys
+hy, p8, p16 = ({c["stage"]: c for c in json.load(open(f))["cells"]} for f in sys.argv[1:])
+for st in range(4):
+    h = hy[st]
+    assert h["world"] == 16 and h["peak_per_rank_bytes"] == p8[st]["peak_per_rank_bytes"], (st, h, p8[st])
+    # The same per micro-step, at half the micro-steps a step (half the pairs a rank): stage 2 reduce-scatters k
+    # times in fp32 and all-gathers once in bf16, stage 3 does everything per micro-step.
+    kh, k8 = h["accum"], p8[st]["accum"]
+    scale = {0: 1, 1: 1, 2: (4 * kh + 2) / (4 * k8 + 2), 3: kh / k8}[st]
+    assert abs(h["wire_bytes_per_step"] - p8[st]["wire_bytes_per_step"] * scale) <= 1e-9 * h["wire_bytes_per_step"], (st, h, p8[st])
+    params = hy[0 if st == 0 else 3]["components_bytes"]["params"]
+    assert abs(h["replica_wire_bytes_per_step"] - 2 * params) <= 1e-6 * params, (st, h["replica_wire_bytes_per_step"], params)
+    assert p16[st]["replica_wire_bytes_per_step"] == 0, p16[st]
+    assert "across 2 groups" in h["link"], h["link"]
+    if st >= 1:
+        assert h["comm_seconds"] < p16[st]["comm_seconds"], (st, h["comm_seconds"], p16[st]["comm_seconds"])
+print("ok: 4b on 16 x 80 GiB in groups of 8: comm s by stage (hybrid / plain 16):",
+      {s: f'{hy[s]["comm_seconds"]:.2f} / {p16[s]["comm_seconds"]:.2f}' for s in range(4)})
+PY
+"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --gpu-mem 80GiB --dataset-pairs 1000 --world 16 | grep -q "^recommended: .*; with zero.shard_ranks=8 (hybrid sharding" \
+  || fail "plan 4b on 16 x 80 GiB: no hybrid sharding advice"
+echo "ok: the plain 16-GPU plan advises zero.shard_ranks=8"
+"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --gpu-mem 80GiB --world 16 --set zero.shard_ranks=8 --sbatch $TMP/hybrid.sbatch > /dev/null
+grep -qE "^srun .* train configs/qwen3_4b_bs128.yaml --set 'zero.shard_ranks=8' --set zero.stage=[0-3] " $TMP/hybrid.sbatch \
+  || { cat $TMP/hybrid.sbatch; fail "the sbatch script of a plan in groups of 8 does not set zero.shard_ranks"; }
+echo "ok: its sbatch script sets zero.shard_ranks=8"
+
 # Full checkpointing with memory to spare: the recommendation names the most model.selective_layers that
 # fit, and planning with them agrees (same stage and micro, fits, that peak); one more layer does not fit.
 # These plans search micro-batches of pairs (the shipped config's token budget set off).
@@ -197,16 +233,18 @@ grep -q '^mpirun -np 4 --map-by ppr:4:node ' $TMP/cpu.sbatch || { cat $TMP/cpu.s
 echo "ok: sbatch scripts"
 
 # A token-budget config: the plan keeps the budget (no micro of its own), says how many pairs of max_len it
-# holds and the most micro-steps a step takes, and its sbatch line is one `train` accepts (batch.micro
-# would clash with batch.micro_tokens).
+# holds and the most micro-steps a step takes, and its sbatch line is one `train` accepts as the shell reads
+# it (batch.micro would clash with batch.micro_tokens), the plan's own --set overrides in it.
 TOK=(--set batch.micro_tokens=1024 --set batch.micro=0 --set batch.accum=0 --set batch.global=16 --set data.max_len=256)
 "$PMTRAIN" plan configs/tiny_cpu.yaml --world 2 "${TOK[@]}" --sbatch $TMP/tok.sbatch --launcher mpirun > $TMP/tok.txt
 grep -q "^recommended: .*stage [0-3], micro_tokens 1024 (2 pairs at max_len), at most 4 micro-steps" $TMP/tok.txt \
   || { cat $TMP/tok.txt; fail "token-budget plan: recommendation"; }
-! grep -q "batch.micro=" $TMP/tok.sbatch || { cat $TMP/tok.sbatch; fail "token-budget sbatch sets batch.micro"; }
+! grep -qE "batch.micro=[1-9]" $TMP/tok.sbatch || { cat $TMP/tok.sbatch; fail "token-budget sbatch sets batch.micro"; }
 line=$(grep '^mpirun ' $TMP/tok.sbatch | sed -E 's/^mpirun -np 2 --map-by ppr:2:node "\$PMTRAIN" train //; s/ \$RESUME "\$@"$//')
-"$PMTRAIN" train $line "${TOK[@]:0:6}" --set data.max_len=256 --dry-run > $TMP/tok_dry.txt 2>&1 \
+eval "\"\$PMTRAIN\" train $line --dry-run" > $TMP/tok_dry.txt 2>&1 \
   || { cat $TMP/tok.sbatch $TMP/tok_dry.txt; fail "the token-budget sbatch's train line is refused"; }
+grep -q "^  micro_tokens: 1024$" $TMP/tok_dry.txt && grep -q "^  max_len: 256$" $TMP/tok_dry.txt \
+  || { cat $TMP/tok.sbatch $TMP/tok_dry.txt; fail "the token-budget sbatch's train line lacks the plan's --set overrides"; }
 bad "--micro with a token budget" "drop --micro" plan configs/tiny_cpu.yaml "${TOK[@]}" --micro 2
 echo "ok: token-budget plan"
 

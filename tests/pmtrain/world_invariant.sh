@@ -13,13 +13,6 @@ source "$(dirname "$0")/common.sh"
 COMMON="configs/tiny_cpu.yaml $SMALL --set data.cache_dir=$TMP/cache --set run.steps=4 --set batch.global=24 --set batch.micro=2
   --set run.eval_every=2 --set run.eval_pairs=20 --set run.log_every=1 --set zero.world_invariant=true"
 train() { local np=$1; shift; $MPIRUN -np $np "$PMTRAIN" train $COMMON "$@" > $TMP/out.txt 2>&1 || { cat $TMP/out.txt; fail "run failed: $*"; }; }
-# fields FILE: type, grad norm, pairs and metrics of every train and eval record, one a line ("-": none)
-field() { grep -E '"type":"(train|eval)"' $1 | sed -E "s/.*\"$2\":\"?(-?[0-9.eE+a-z-]+).*/\1/;t;s/.*/-/"; }
-fields() {
-  paste -d' ' <(field $1 type) <(field $1 step) <(field $1 grad_norm) <(field $1 pair_id_sum) <(field $1 loss) \
-    <(field $1 accuracy) <(field $1 chosen_reward) <(field $1 rejected_reward)
-}
-weights() { "$PMTRAIN" export $1 --to $TMP/hf_$2 --dtype fp32 > /dev/null || fail "export of $1 failed"; cat $TMP/hf_$2/model.safetensors; }
 
 train 1 --set zero.stage=0 --set run.dir=$TMP/w1
 grep -q "fixed64" $TMP/out.txt || { cat $TMP/out.txt; fail "the run does not say it sums in fixed point"; }

@@ -3,8 +3,10 @@
 // name on them, synchronous (the stream argument is already ordered: every emulated call completes in
 // order). bf16 reductions add in fp32 and round once per combination (core/math/bf16.h), as NCCL's do; the
 // order of combination is MPI's, not NCCL's ring, so multi-rank bf16 sums need not match a GPU's bits.
-// A communicator must span MPI_COMM_WORLD in rank order (pmtrain's and the tests' one communicator does);
-// ncclCommInitRank checks the size and says so otherwise.
+// A communicator is a sub-communicator of MPI_COMM_WORLD named by its unique id (the world rank that made it and
+// that process's count of ids made), and every rank of the world initialises one at once: ncclCommInitRank is
+// an MPI_Comm_split of the world by that name (pmtrain's one communicator over the world does so, and under
+// hybrid sharding each rank's shard group's, then each rank's replicas'); it checks the size it gets.
 #define OMPI_SKIP_MPICXX 1  // the C API only (the deprecated C++ bindings need their own library)
 #include <mpi.h>
 #include <cuda_runtime_api.h>
@@ -115,12 +117,18 @@ bool buffers_ok(const void* send, size_t send_bytes, const void* recv, size_t re
 
 extern "C" {
 
+// The id: a tag, then the maker's world rank and its count of ids made so far (two ints).
+constexpr char kIdTag[] = "zero emulated nccl";
 ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
+  static int made = 0;
   std::memset(id, 0, sizeof *id);
-  std::strncpy(id->internal, "zero emulated nccl", sizeof id->internal - 1);
+  std::strncpy(id->internal, kIdTag, sizeof id->internal - 1);
+  int name[2] = {0, made++};
+  MPI_Comm_rank(MPI_COMM_WORLD, &name[0]);
+  std::memcpy(id->internal + sizeof kIdTag, name, sizeof name);
   return ncclSuccess;
 }
-ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId, int rank) {
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
   // As NCCL does under NCCL_DEBUG (VERSION or more): its version on stdout, once a process, rank 0 only
   // (what broke `pmtrain bench --json` on the H200: tests/cuda/pmtrain_bench_cuda.sh checks it stays off stdout).
   static bool version_printed = false;
@@ -130,18 +138,22 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId, int ra
     std::fflush(stdout);
     version_printed = true;
   }
-  int world = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  if (nranks != world) {
-    std::fprintf(stderr, "emulated NCCL: a communicator of %d ranks in a world of %d (it must span the world)\n",
-                 nranks, world);
-    return ncclInvalidUsage;
-  }
+  int name[2] = {0, 0};
+  std::memcpy(name, id.internal + sizeof kIdTag, sizeof name);
   auto* c = new ncclComm;
   c->rank = rank, c->nranks = nranks;
-  if (MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &c->mpi) != MPI_SUCCESS) {
+  if (MPI_Comm_split(MPI_COMM_WORLD, name[0] * 4096 + name[1] % 4096, rank, &c->mpi) != MPI_SUCCESS) {
     delete c;
     return ncclSystemError;
+  }
+  int size = 0;
+  MPI_Comm_size(c->mpi, &size);
+  if (size != nranks) {
+    std::fprintf(stderr, "emulated NCCL: a communicator of %d ranks, but %d ranks of the world initialised it at once "
+                         "(every rank of the world must initialise a communicator together)\n", nranks, size);
+    MPI_Comm_free(&c->mpi);
+    delete c;
+    return ncclInvalidUsage;
   }
   *comm = c;
   return ncclSuccess;
