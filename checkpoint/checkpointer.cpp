@@ -32,6 +32,7 @@ Manifest Checkpointer::describe(const TrainState& state) const {
   Manifest m;
   m.step = state.step;
   m.world = files_;
+  m.shard_groups = engine_.data_world() / files_;
   m.stage = engine_.config().stage;
   m.optimizer_step = engine_.optimizer_step();
   m.config = opts_.config_text;

@@ -117,6 +117,7 @@ LoadResult load_checkpoint(Engine& e, const std::string& dir, bool verify, size_
   res.dir = dir;
   res.optimizer_step = m.optimizer_step;
   res.saved_world = m.world;
+  res.saved_shard_groups = m.shard_groups;
   res.saved_stage = m.stage;
   return res;
 }

@@ -18,7 +18,8 @@ struct LoadResult {
   TrainState state;
   std::string dir;
   int64_t optimizer_step = 0;
-  int saved_world = 1;
+  int saved_world = 1;         // rank files (a shard group's ranks under hybrid sharding)
+  int saved_shard_groups = 1;  // hybrid sharding: the groups that held them
   int saved_stage = 0;
   bool resharded = false;    // read through the general plan (not "each rank its own whole file")
   uint64_t bytes_read = 0;   // by this rank (hash-only passes included)

@@ -71,7 +71,7 @@ json Manifest::to_json() const {
   json files_j = json::array();
   for (const auto& f : files)
     files_j.push_back({{"name", f.name}, {"rank", f.rank}, {"bytes", f.bytes}, {"xxh64", hex64(f.xxh64)}});
-  return json{
+  json j{
       {"format", kFormatName},
       {"format_version", format_version},
       {"step", step},
@@ -90,6 +90,8 @@ json Manifest::to_json() const {
         {"rng", state.rng},
         {"extra", state.extra}}},
   };
+  if (shard_groups > 1) j["shard_groups"] = shard_groups;  // written only where it says something
+  return j;
 }
 
 Manifest Manifest::from_json(const json& j, const std::string& where, std::optional<int64_t> dir_step) {
@@ -107,6 +109,7 @@ Manifest Manifest::from_json(const json& j, const std::string& where, std::optio
     m.step = int_field<int64_t>(j, "step", where);
     m.world = int_field<int>(j, "world_size", where);
     m.stage = int_field<int>(j, "stage", where);
+    if (j.contains("shard_groups")) m.shard_groups = int_field<int>(j, "shard_groups", where);
     const json& dtype = j.at("dtype");
     ZERO_REQUIRE(dtype.is_string() && dtype.get<std::string>() == kDtype, InputError,
                  "{}: dtype is {}; this format stores only \"{}\" (fp32) shard files", where, short_dump(dtype), kDtype);
@@ -154,6 +157,7 @@ void Manifest::validate(const std::string& where, std::optional<int64_t> dir_ste
                optimizer_step);
   ZERO_REQUIRE(stage >= 0 && stage <= 3, InputError, "{}: stage {} is not 0-3", where, stage);
   ZERO_REQUIRE(world >= 1, InputError, "{}: world_size is {}; it must be >= 1", where, world);
+  ZERO_REQUIRE(shard_groups >= 1, InputError, "{}: shard_groups is {}; it must be >= 1", where, shard_groups);
   ZERO_REQUIRE(state.rng.is_null() || state.rng.is_object() || state.rng.is_array(), InputError,
                "{}: trainer.rng is {}; it must be an object, an array or null", where, short_dump(state.rng));
   ZERO_REQUIRE(files.size() == size_t(world), InputError, "{}: world_size {} but {} shard files listed", where, world,

@@ -52,7 +52,8 @@ struct FileEntry {
 struct Manifest {
   int format_version = kFormatVersion;
   int64_t step = 0;
-  int world = 1;
+  int world = 1;         // rank files: the ranks the state was sharded over
+  int shard_groups = 1;  // hybrid sharding: the groups of `world` ranks that each held it (optional key; 1: none)
   int stage = 0;
   int64_t optimizer_step = 0;
   std::string config;  // the resolved config, verbatim

@@ -298,8 +298,9 @@ void Trainer::resume_if_asked() {
   ZERO_REQUIRE(start_step_ <= total_steps_, ConfigError,
                "{}: checkpoint {} is at step {}, past this run's {} steps", cfg_.source, *path, start_step_, total_steps_);
   if (info_.rank == 0)
-    printf("pmtrain: resumed from %s: step %lld, optimizer step %lld, saved at world %d stage %d%s\n", r.dir.c_str(),
-           (long long)start_step_, (long long)r.optimizer_step, r.saved_world, r.saved_stage,
+    printf("pmtrain: resumed from %s: step %lld, optimizer step %lld, saved at world %d%s stage %d%s\n", r.dir.c_str(),
+           (long long)start_step_, (long long)r.optimizer_step, r.saved_world * r.saved_shard_groups,
+           r.saved_shard_groups > 1 ? fmt::format(" (shard groups of {})", r.saved_world).c_str() : "", r.saved_stage,
            r.resharded ? " (resharded onto this world size and stage)" : "");
 }
 

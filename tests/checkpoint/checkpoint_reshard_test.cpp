@@ -179,7 +179,9 @@ TEST(CheckpointHybrid, TheFirstGroupWritesAndAnyLayoutLoads) {
         for (const auto& f : std::filesystem::directory_iterator(step_dir))
           files += f.path().extension() == ".bin";
         EXPECT_EQ(files, S);
-        EXPECT_EQ(checkpoint::Manifest::read(step_dir).world, S);
+        const checkpoint::Manifest m = checkpoint::Manifest::read(step_dir);
+        EXPECT_EQ(m.world, S);
+        EXPECT_EQ(m.shard_groups, 2);
       }
       {
         MlpRun run(h.shard, h.replicas, stage);
@@ -195,6 +197,7 @@ TEST(CheckpointHybrid, TheFirstGroupWritesAndAnyLayoutLoads) {
         checkpoint::Checkpointer ck(*run.engine, ckpt_opts(dir));
         const checkpoint::LoadResult res = ck.load(step_dir);
         EXPECT_EQ(res.saved_world, S);
+        EXPECT_EQ(res.saved_shard_groups, 2);
         EXPECT_TRUE(res.resharded);
         EXPECT_TRUE(checkpoint::gather_full_state(*run.engine) == saved);
       }

@@ -27,6 +27,7 @@ train 4 --set zero.shard_ranks=2 --set zero.stage=3 --set run.dir=$TMP/cut --set
 [ $(ls $TMP/cut/checkpoints/step_2/*.bin | wc -l) = 2 ] || { ls -l $TMP/cut/checkpoints/step_2; fail "groups of 2: not 2 checkpoint files"; }
 cp -r $TMP/cut $TMP/cut_plain
 train 4 --set zero.shard_ranks=2 --set zero.stage=3 --set run.dir=$TMP/cut --set run.resume=auto
+grep -q "saved at world 4 (shard groups of 2) stage 3" $TMP/out.txt || { cat $TMP/out.txt; fail "the resume does not name the saved layout"; }
 cmp -s <(weights $TMP/g2 g2) <(weights $TMP/cut cut) || fail "resumed in groups of 2: the final weights differ"
 train 3 --set zero.stage=2 --set run.dir=$TMP/cut_plain --set run.resume=auto
 grep -q "resharded" $TMP/out.txt || { cat $TMP/out.txt; fail "groups of 2 -> 3 plain ranks: not resharded"; }
