@@ -165,14 +165,15 @@ def _group_specs(module, groups, no_decay):
 
 
 def estimate_memory(module, world, stage=3, groups=None, accum_steps=1, bucket_elements=None, prefetch_depth=None,
-                    param_dtype=torch.float32, backend=None):
+                    param_dtype=torch.float32, backend=None, shard_ranks=0):
     """The bytes each rank's engine allocates when ZeroModel(module, groups, stage, ...) runs at `world` ranks,
     before any launch (no MPI; DeepSpeed's estimate_zero3_model_states_mem_needs for this engine): the engine's
     own plan (zero/buffer_plan.h; it allocates all of it when built, nothing inside a step), as a dict by category
     (params, grads, master, optim_m, optim_v, comm_buffers, gathered, other) with "total" and "host" (in host
     memory). On the GPU that is device memory. Not counted: activations, and the storage torch holds for a
     group while it is gathered for use (FSDP's unsharded parameters): the model's. backend: the compiled
-    module to ask (the plan is the same for both); None = the one this process already loaded, else "cpu"."""
+    module to ask (the plan is the same for both); None = the one this process already loaded, else "cpu".
+    shard_ranks: as ZeroModel's (hybrid sharding: the plan of a world of that many ranks)."""
     if backend is None:
         backend = next(iter(_modules), "cpu")
     engine_module = _engine_module(backend)
@@ -181,7 +182,7 @@ def estimate_memory(module, world, stage=3, groups=None, accum_steps=1, bucket_e
         specs, int(world), int(stage), int(accum_steps),
         engine_module.default_bucket_elements if bucket_elements is None else int(bucket_elements),
         engine_module.default_prefetch_depth if prefetch_depth is None else int(prefetch_depth),
-        _engine_dtype(engine_module, param_dtype))
+        _engine_dtype(engine_module, param_dtype), int(shard_ranks))
 
 
 class ZeroModel:
@@ -193,11 +194,15 @@ class ZeroModel:
     keeps the fp32 master, m and v, and reduces and accumulates gradients in fp32). schedule: the learning
     rate over optimizer steps, as pmtrain's optim.schedule: "constant", "linear" or "cosine" decay from lr to
     min_lr_ratio x lr at step total_steps, after a linear warmup that reaches lr at step warmup_steps (each
-    step(): its lr is in what step() returns)."""
+    step(): its lr is in what step() returns). shard_ranks: hybrid sharding (PyTorch FSDP's HYBRID_SHARD): the
+    state sharded over each group of that many consecutive ranks (a node's) and replicated across the groups,
+    so only one all-reduce of each rank's gradient shard a step crosses groups; it must divide the world (0 =
+    one group of all ranks). rank and world stay data parallelism's: every rank."""
 
     def __init__(self, module, groups=None, stage=3, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
                  clip_norm=0.0, accum_steps=1, bucket_elements=None, prefetch_depth=None, no_decay=(), backend=None,
-                 param_dtype=torch.float32, schedule="constant", warmup_steps=0, total_steps=None, min_lr_ratio=0.0):
+                 param_dtype=torch.float32, schedule="constant", warmup_steps=0, total_steps=None, min_lr_ratio=0.0,
+                 shard_ranks=0):
         groups, names, specs = _group_specs(module, groups, no_decay)
         prefixes = {id(m): prefix for prefix, m in module.named_modules()}
         self.groups = [_Group(self, gi, m, n, prefixes.get(id(m), f"group{gi}"))
@@ -227,7 +232,8 @@ class ZeroModel:
             prefetch_depth = engine_module.default_prefetch_depth
         self.engine = engine_module.Engine(specs, stage, accum_steps, lr, betas[0], betas[1], eps, weight_decay,
                                            clip_norm, bucket_elements, prefetch_depth, self._engine_dtype,
-                                           schedules[schedule], warmup_steps, total_steps, min_lr_ratio)
+                                           schedules[schedule], warmup_steps, total_steps, min_lr_ratio,
+                                           int(shard_ranks))
         if self.device.type == "cuda" and self.device.index != self.engine.device:
             raise ValueError(f"zero_torch: the module is on {self.device}, but this rank's engine runs on "
                              f"cuda:{self.engine.device} (chosen by node-local rank): move the module there, or "

@@ -79,11 +79,16 @@ EngineConfig binding_config(int stage, int accum_steps, size_t bucket_elements, 
 // construction, nothing inside a step), by the allocator's categories, with "total" and "host" (what
 // lives in host memory: an offloaded optimizer; 0 here). No MPI: a plan before any launch.
 py::dict memory_plan(const GroupSpecs& groups, int world, int stage, int accum_steps, size_t bucket_elements,
-                     int prefetch_depth, DType param_dtype) {
+                     int prefetch_depth, DType param_dtype, int shard_ranks) {
   ZERO_REQUIRE(world >= 1, ConfigError, "zero_torch: world {}: expected at least 1 rank", world);
   const EngineConfig cfg = binding_config(stage, accum_steps, bucket_elements, prefetch_depth, param_dtype);
   validate(cfg);
-  const BufferPlan plan = plan_buffers(cfg, make_partition(group_infos(groups), world, cfg.bucket_elements));
+  // Hybrid sharding: the engine is sharded over a group of shard_ranks (comm/hybrid_groups.h).
+  const bool hy = torch_binding::hybrid(shard_ranks, world);
+  ZERO_REQUIRE(!hy || world % shard_ranks == 0, ConfigError,
+               "zero_torch: shard_ranks {} does not divide the world of {} ranks", shard_ranks, world);
+  const BufferPlan plan =
+      plan_buffers(cfg, make_partition(group_infos(groups), hy ? shard_ranks : world, cfg.bucket_elements));
   py::dict out;
   for (size_t c = 0; c < kMemCategories; ++c) out[mem_category_name(MemCategory(c))] = plan.bytes(MemCategory(c));
   out["total"] = plan.total_bytes();
@@ -95,14 +100,16 @@ class PyEngine {
  public:
   PyEngine(const GroupSpecs& groups, int stage, int accum_steps, float lr, float beta1, float beta2, float eps,
            float weight_decay, float clip_norm, size_t bucket_elements, int prefetch_depth, DType param_dtype,
-           optim::ScheduleKind schedule, int64_t warmup_steps, int64_t total_steps, float min_lr_ratio) {
+           optim::ScheduleKind schedule, int64_t warmup_steps, int64_t total_steps, float min_lr_ratio,
+           int shard_ranks) {
     ensure_mpi();
-    backend_ = torch_binding::make_binding_backend();
+    backend_ = torch_binding::make_binding_backend(shard_ranks);
     EngineConfig cfg = binding_config(stage, accum_steps, bucket_elements, prefetch_depth, param_dtype);
     cfg.adamw = {beta1, beta2, eps, weight_decay};
     cfg.schedule = {schedule, lr, warmup_steps, total_steps, min_lr_ratio};
     cfg.clip_norm = clip_norm;
-    engine_ = std::make_unique<Engine>(cfg, group_infos(groups), backend_->comm(), backend_->ops(), backend_->alloc());
+    engine_ = std::make_unique<Engine>(cfg, group_infos(groups), backend_->comm(), backend_->ops(), backend_->alloc(),
+                                       backend_->replicas());
     open_engines().insert(this);
   }
   ~PyEngine() { close(); }
@@ -218,16 +225,18 @@ PYBIND11_MODULE(ZERO_TORCH_MODULE, m) {
   py::enum_<optim::ScheduleKind> schedules(m, "Schedule");
   for (const auto& [name, kind] : optim::schedule_names()) schedules.value(name.c_str(), kind);
   m.def("memory_plan", &memory_plan, py::arg("groups"), py::arg("world"), py::arg("stage"), py::arg("accum_steps"),
-        py::arg("bucket_elements"), py::arg("prefetch_depth"), py::arg("param_dtype"));
+        py::arg("bucket_elements"), py::arg("prefetch_depth"), py::arg("param_dtype"), py::arg("shard_ranks"));
   py::class_<PyEngine>(m, "Engine")
       .def(py::init<const GroupSpecs&, int, int, float, float, float, float, float, float, size_t, int, DType,
-                    optim::ScheduleKind, int64_t, int64_t, float>(),
+                    optim::ScheduleKind, int64_t, int64_t, float, int>(),
            py::arg("groups"), py::arg("stage"), py::arg("accum_steps"), py::arg("lr"), py::arg("beta1"),
            py::arg("beta2"), py::arg("eps"), py::arg("weight_decay"), py::arg("clip_norm"),
            py::arg("bucket_elements"), py::arg("prefetch_depth"), py::arg("param_dtype"), py::arg("schedule"),
-           py::arg("warmup_steps"), py::arg("total_steps"), py::arg("min_lr_ratio"))
-      .def_property_readonly("rank", [](PyEngine& p) { return p.backend().comm().rank(); })
-      .def_property_readonly("world", [](PyEngine& p) { return p.backend().comm().world(); })
+           py::arg("warmup_steps"), py::arg("total_steps"), py::arg("min_lr_ratio"), py::arg("shard_ranks"))
+      // Data parallelism's rank and world: every rank (the engine's communicator is a shard group's under hybrid
+      // sharding).
+      .def_property_readonly("rank", [](PyEngine& p) { return p.e().data_rank(); })
+      .def_property_readonly("world", [](PyEngine& p) { return p.e().data_world(); })
       .def_property_readonly("device", [](PyEngine& p) { return p.backend().device(); })
       .def_property_readonly("description", [](PyEngine& p) { return p.backend().description(); })
       .def("set_tensor",
@@ -263,6 +272,7 @@ PYBIND11_MODULE(ZERO_TORCH_MODULE, m) {
              checkpoint::CheckpointOptions o;
              o.run_dir = run_dir;
              o.retention.keep_last = keep_last;
+             o.world = &p.backend().world();
              checkpoint::Checkpointer ckpt(p.e(), o);
              checkpoint::TrainState state;
              state.step = step;
@@ -277,6 +287,7 @@ PYBIND11_MODULE(ZERO_TORCH_MODULE, m) {
            [](PyEngine& p, const std::string& run_dir, const std::string& which) -> py::object {
              checkpoint::CheckpointOptions o;
              o.run_dir = run_dir;
+             o.world = &p.backend().world();
              checkpoint::Checkpointer ckpt(p.e(), o);
              const std::optional<std::string> dir = ckpt.resume_path(which);
              if (!dir) return py::none();

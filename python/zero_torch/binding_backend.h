@@ -24,7 +24,9 @@ struct CallerBuffer {
 class BindingBackend {
  public:
   virtual ~BindingBackend() = default;
-  Communicator& comm() { return *comm_; }
+  Communicator& comm() { return *comm_; }  // the engine's: a shard group's under hybrid sharding
+  Communicator* replicas() { return replicas_.get(); }  // hybrid sharding: across the groups (null: none)
+  Communicator& world() { return world_ ? *world_ : *comm_; }  // every rank (checkpoints agree over it)
   DeviceOps& ops() { return *ops_; }
   TrackingAllocator& alloc() { return *alloc_; }
   int device() const { return device_; }  // the CUDA device this rank runs on; -1 on the CPU
@@ -39,8 +41,10 @@ class BindingBackend {
   virtual void end_transfer(uintptr_t stream, const std::vector<CallerBuffer>& buffers) = 0;
 
  protected:
-  // Declared in this order so the communicator outlives the ops whose host waits it guards.
+  // Declared in this order so the communicators outlive the ops whose host waits they guard.
   std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<Communicator> replicas_;
+  std::unique_ptr<Communicator> world_;  // MPI over every rank, where comm_ is not (hybrid sharding)
   std::unique_ptr<DeviceOps> ops_;
   std::unique_ptr<TrackingAllocator> alloc_;
   int device_ = -1;
@@ -48,8 +52,11 @@ class BindingBackend {
 };
 
 // Collective over MPI_COMM_WORLD (MPI must be initialised). The CUDA one selects the device by node-local
-// rank (cuda/device_select.h) and makes it current.
-std::unique_ptr<BindingBackend> make_binding_backend();
+// rank (cuda/device_select.h) and makes it current. shard_ranks (0, or the world: none): hybrid sharding over
+// groups of that many consecutive ranks (comm/hybrid_groups.h; ConfigError unless it divides the world).
+std::unique_ptr<BindingBackend> make_binding_backend(int shard_ranks);
+// Whether shard_ranks asks for hybrid sharding at `world` ranks.
+inline bool hybrid(int shard_ranks, int world) { return shard_ranks > 0 && shard_ranks < world; }
 const char* binding_backend_name();  // "cpu" or "cuda"
 
 }  // namespace zero::torch_binding

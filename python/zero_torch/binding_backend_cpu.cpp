@@ -1,6 +1,8 @@
 // The binding on the CPU backend: host memory, MPI collectives; torch's CPU tensors are the caller's buffers.
 #include <mpi.h>
 
+#include "comm/hybrid_groups.h"
+#include "comm/mpi_check.h"
 #include "comm/mpi_communicator.h"
 #include "python/zero_torch/binding_backend.h"
 
@@ -9,11 +11,24 @@ namespace {
 
 class CpuBindingBackend final : public BindingBackend {
  public:
-  CpuBindingBackend() {
-    comm_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
+  explicit CpuBindingBackend(int shard_ranks) {
+    int world = 1;
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world));
+    if (hybrid(shard_ranks, world)) {
+      HybridComms h = split_hybrid(MPI_COMM_WORLD, shard_ranks);
+      comm_ = std::make_unique<MpiCommunicator>(h.shard);
+      replicas_ = std::make_unique<MpiCommunicator>(h.replicas);
+      world_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
+      MPI_CHECK(MPI_Comm_free(&h.shard));  // the communicators hold duplicates
+      MPI_CHECK(MPI_Comm_free(&h.replicas));
+    } else {
+      comm_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
+    }
     ops_ = make_cpu_ops();
     alloc_ = std::make_unique<TrackingAllocator>(make_host_allocator());
-    description_ = "cpu (MPI)";
+    description_ = hybrid(shard_ranks, world)
+                       ? "cpu (MPI, hybrid: shard groups of " + std::to_string(shard_ranks) + " ranks)"
+                       : "cpu (MPI)";
   }
   void begin_transfer(uintptr_t, const std::vector<CallerBuffer>&) override {}
   void end_transfer(uintptr_t, const std::vector<CallerBuffer>&) override {}
@@ -21,7 +36,9 @@ class CpuBindingBackend final : public BindingBackend {
 
 }  // namespace
 
-std::unique_ptr<BindingBackend> make_binding_backend() { return std::make_unique<CpuBindingBackend>(); }
+std::unique_ptr<BindingBackend> make_binding_backend(int shard_ranks) {
+  return std::make_unique<CpuBindingBackend>(shard_ranks);
+}
 const char* binding_backend_name() { return "cpu"; }
 
 }  // namespace zero::torch_binding

@@ -8,6 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "comm/hybrid_groups.h"
+#include "comm/mpi_check.h"
+#include "comm/mpi_communicator.h"
 #include "cuda/check.h"
 #include "cuda/cuda_ops.h"
 #include "cuda/device_allocator.h"
@@ -25,21 +28,36 @@ cudaStream_t as_stream(uintptr_t s) { return reinterpret_cast<cudaStream_t>(s); 
 
 class CudaBindingBackend final : public BindingBackend {
  public:
-  CudaBindingBackend() {
-    int rank = 0;
+  explicit CudaBindingBackend(int shard_ranks) {
+    int rank = 0, world = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
     const DeviceChoice dev = select_device(MPI_COMM_WORLD);
     if (dev.shared) isolate_ranks_for_shared_gpu(dev, rank);
     auto cuda_ops = std::make_unique<CudaOps>();
-    auto nccl = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, cuda_ops->stream());
+    // Hybrid sharding: NCCL over the shard group for the engine and over the replicas, MPI over every rank for
+    // the checkpoints' agreement.
+    std::unique_ptr<NcclCommunicator> nccl;
+    if (hybrid(shard_ranks, world)) {
+      HybridComms h = split_hybrid(MPI_COMM_WORLD, shard_ranks);
+      nccl = std::make_unique<NcclCommunicator>(h.shard, cuda_ops->stream());
+      replicas_ = std::make_unique<NcclCommunicator>(h.replicas, cuda_ops->stream());
+      world_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
+      MPI_CHECK(MPI_Comm_free(&h.shard));  // the communicators hold duplicates
+      MPI_CHECK(MPI_Comm_free(&h.replicas));
+    } else {
+      nccl = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, cuda_ops->stream());
+    }
     cuda_ops->waiter().set_guard(nccl->host_wait_guard());  // a lost peer named, not a hang in a stream wait
     stream_ = cuda_ops->stream();
     comm_ = std::move(nccl);
     ops_ = std::move(cuda_ops);
     alloc_ = std::make_unique<TrackingAllocator>(make_device_allocator());
     device_ = dev.device;
-    description_ = fmt::format("cuda (device {} of {}{}, NCCL)", dev.device, dev.device_count,
-                               dev.shared ? ", shared by ranks" : "");
+    description_ = fmt::format("cuda (device {} of {}{}, NCCL{})", dev.device, dev.device_count,
+                               dev.shared ? ", shared by ranks" : "",
+                               hybrid(shard_ranks, world) ? fmt::format(", hybrid: shard groups of {} ranks", shard_ranks)
+                                                          : std::string());
     CUDA_CHECK(cudaEventCreateWithFlags(&caller_done_, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&ops_done_, cudaEventDisableTiming));
   }
@@ -76,7 +94,9 @@ class CudaBindingBackend final : public BindingBackend {
 
 }  // namespace
 
-std::unique_ptr<BindingBackend> make_binding_backend() { return std::make_unique<CudaBindingBackend>(); }
+std::unique_ptr<BindingBackend> make_binding_backend(int shard_ranks) {
+  return std::make_unique<CudaBindingBackend>(shard_ranks);
+}
 const char* binding_backend_name() { return "cuda"; }
 
 }  // namespace zero::torch_binding

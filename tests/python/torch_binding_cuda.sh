@@ -23,6 +23,8 @@ if [ "$DEVICE" = cuda ]; then
   "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" || skip "torch sees no CUDA device"
 fi
 for n in 1 2; do "${MPIRUN[@]}" -np $n "$PY" "$HERE/torch_parity.py" --backend cuda --device "$DEVICE" --bf16 --schedule 0 1 2 3; done
+# Hybrid sharding: 2 ranks in shard groups of 1, NCCL across them (the replicas' communicator).
+"${MPIRUN[@]}" -np 2 "$PY" "$HERE/torch_parity.py" --backend cuda --device "$DEVICE" --shard-ranks 1 3
 # Checkpoints saved from the device and resumed: the same world and stage bit for bit, resharded within 1e-5.
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 RESUME=("$PY" "$HERE/torch_resume.py" --backend cuda --device "$DEVICE")

@@ -107,7 +107,7 @@ def reference_bf16(world, device):
     return {n: p.detach().clone() for n, p in master.named_parameters()}
 
 
-def through_zero(stage, backend, device, dtype, schedule=False):
+def through_zero(stage, backend, device, dtype, schedule=False, shard_ranks=0):
     torch.manual_seed(0)
     model = Net().to(device)
     seen = set()  # the dtypes of fc1's weight while the model runs
@@ -116,12 +116,16 @@ def through_zero(stage, backend, device, dtype, schedule=False):
     # zero_torch.estimate_memory before any engine exists (no MPI), for each world this test runs at: the engine's
     # allocator counts the same bytes, category by category, once it is built and at its peak after the steps.
     estimates = {w: zero_torch.estimate_memory(model, w, stage, groups, bucket_elements=256, param_dtype=dtype,
-                                               backend=backend) for w in (1, 2, 3)}
+                                               backend=backend, shard_ranks=shard_ranks)
+                 for w in (1, 2, 3, 4) if not shard_ranks or w % shard_ranks == 0}
     zm = zero_torch.ZeroModel(model, groups=groups, stage=stage, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD,
-                              bucket_elements=256, backend=backend, param_dtype=dtype,
+                              bucket_elements=256, backend=backend, param_dtype=dtype, shard_ranks=shard_ranks,
                               **(dict(schedule="cosine", warmup_steps=WARMUP, total_steps=STEPS, min_lr_ratio=MIN_RATIO)
                                  if schedule else {}))
     W, r = zm.world, zm.rank
+    # Every launched rank takes a share of the data (under hybrid sharding too: world is data parallelism's).
+    launched = int(os.environ.get("OMPI_COMM_WORLD_SIZE") or os.environ.get("PMI_SIZE") or W)
+    assert W == launched, f"zm.world {W}, but {launched} ranks were launched"
     est, live = estimates[W], zm.engine.live_bytes_by_category()
     assert sorted(live) == sorted(k for k in est if k not in ("total", "host")) and est["host"] == 0, (est, live)
     assert all(est[k] == live[k] for k in live) and est["total"] == sum(live.values()) > 0, \
@@ -162,6 +166,7 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--bf16", action="store_true")
     ap.add_argument("--schedule", action="store_true")
+    ap.add_argument("--shard-ranks", type=int, default=0, help="hybrid sharding over groups of N ranks")
     ap.add_argument("stages", type=int, nargs="+")
     args = ap.parse_args()
     device = rank_device(args.device)
@@ -172,7 +177,7 @@ def main():
     runs = [(torch.float32, s, False) for s in args.stages] + [(torch.bfloat16, s, False) for s in args.stages if args.bf16]
     runs += [(torch.float32, args.stages[-1], True)] if args.schedule else []
     for dtype, stage, schedule in runs:
-        params, lrs, zm = through_zero(stage, args.backend, device, dtype, schedule)
+        params, lrs, zm = through_zero(stage, args.backend, device, dtype, schedule, args.shard_ranks)
         bf16 = dtype == torch.bfloat16
         ref_params = reference_bf16(zm.world, device) if bf16 else cosine_params if schedule else fp32_params
         ref_lrs = cosine_lrs if schedule else fp32_lrs
