@@ -1,5 +1,6 @@
 // make_backend: CPU (host memory, MPI) here, or CUDA (device memory, NCCL, CudaModelOps on the ops' stream)
 // from the CUDA backend module.
+#include <tuple>
 #include "pmtrain/backend_setup.h"
 
 #include <Eigen/Core>
@@ -7,12 +8,11 @@
 #include <cstring>
 
 #include "comm/hybrid_groups.h"
-#include "comm/mpi_check.h"
 #include "comm/mpi_communicator.h"
 #include "core/check.h"
-#include "pmtrain/engine_assembly.h"
 #include "core/out_of_memory.h"
 #include "pmtrain/cuda_backend_loader.h"
+#include "pmtrain/engine_assembly.h"
 #include "pmtrain/model_setup.h"
 #include "zero/device_ops.h"
 
@@ -74,13 +74,7 @@ BackendParts make_backend(const Config& cfg, Communicator& comm) {
   BackendParts b;
   // Hybrid sharding: MPI over the shard group and over the replicas (the run's communicator is MPI_COMM_WORLD).
   const int S = shard_group_ranks(cfg, comm.world());
-  if (S < comm.world()) {
-    HybridComms h = split_hybrid(MPI_COMM_WORLD, S);
-    b.engine_comm = std::make_unique<MpiCommunicator>(h.shard);
-    b.replica_comm = std::make_unique<MpiCommunicator>(h.replicas);
-    MPI_CHECK(MPI_Comm_free(&h.shard));  // the communicators hold duplicates
-    MPI_CHECK(MPI_Comm_free(&h.replicas));
-  }
+  if (S < comm.world()) std::tie(b.engine_comm, b.replica_comm) = make_hybrid_communicators<MpiCommunicator>(MPI_COMM_WORLD, S);
   b.ops = make_cpu_ops();
   b.alloc = std::make_unique<TrackingAllocator>(make_host_allocator());
   b.clock = std::make_unique<HostStepClock>();

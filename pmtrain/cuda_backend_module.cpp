@@ -2,6 +2,7 @@
 // one stream for train/eval, the model's CUDA ops on DeviceParams for score. Loaded by
 // cuda_backend_loader.cpp for `backend: cuda` only; the boundary and why C++ objects may cross it are in
 // cuda_backend_module.h.
+#include <tuple>
 #include <mpi.h>
 
 #include <fmt/format.h>
@@ -33,12 +34,8 @@ BackendParts make_training(const CudaBackendOptions& o, int rank) {
   std::unique_ptr<NcclCommunicator> nccl;
   int world = 1;
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world));
-  if (o.shard_ranks > 0 && o.shard_ranks < world) {
-    HybridComms h = split_hybrid(MPI_COMM_WORLD, o.shard_ranks);
-    nccl = std::make_unique<NcclCommunicator>(h.shard, stream);
-    b.replica_comm = std::make_unique<NcclCommunicator>(h.replicas, stream);
-    MPI_CHECK(MPI_Comm_free(&h.shard));  // the communicators hold duplicates
-    MPI_CHECK(MPI_Comm_free(&h.replicas));
+  if (hybrid_sharding(o.shard_ranks, world)) {
+    std::tie(nccl, b.replica_comm) = make_hybrid_communicators<NcclCommunicator>(MPI_COMM_WORLD, o.shard_ranks, stream);
   } else {
     nccl = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, stream);
   }

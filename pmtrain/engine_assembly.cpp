@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "comm/hybrid_groups.h"
 #include "core/check.h"
 #include "core/dtype.h"
 #include "core/math/fixed_point.h"
@@ -24,8 +25,8 @@ DType accum_dtype_for(const Config& cfg, int world, int64_t accum_steps) {
 }
 
 int shard_group_ranks(const Config& cfg, int world) {
-  const int64_t n = cfg.zero.shard_ranks;
-  if (n == 0 || n >= world) return world;
+  const int n = int(std::min<int64_t>(cfg.zero.shard_ranks, world));  // (any value past the world: one group)
+  if (!hybrid_sharding(n, world)) return world;
   ZERO_REQUIRE(world % n == 0, ConfigError,
                "{}: zero.shard_ranks {} does not divide the world of {} ranks: shard groups must be equal (a divisor of "
                "{}, for example the ranks of a node; 0 = one group of all ranks)",

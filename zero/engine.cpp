@@ -580,7 +580,7 @@ void Engine::launch_bucket(int b) {
     if (!last_micro()) return;  // nothing to reduce before the accumulation boundary
     const size_t first = part_.groups[B.first_group()].full_offset;
     if (!plan_.reduction_buffers) {  // one rank: the accumulator is the group's sum (reductions_in_place)
-      if (replicated()) reduce_across_replicas(first, B.padded);
+      reduce_across_replicas(first, B.padded);
       return;
     }
     if (cfg_.stage == 0 && at_ == rt) {  // all-reduce the accumulator in place, chunk by chunk
@@ -595,7 +595,7 @@ void Engine::launch_bucket(int b) {
         const size_t n = std::min(cap, B.padded - a);
         const int c = acquire_chunk_slot();
         push_pending(c, start_timed([&] { return comm_.all_reduce_async(at(accum_, first + a), n, rt, ReduceOp::Sum, "ar"); }),
-                     [this, first, a, n] { if (replicated()) reduce_across_replicas(first + a, n); });
+                     [this, first, a, n] { reduce_across_replicas(first + a, n); });
       }
       return;
     }
@@ -608,7 +608,7 @@ void Engine::launch_bucket(int b) {
         push_pending(c, start_timed([&] { return comm_.all_reduce_async(send_[c].data(), n, rt, ReduceOp::Sum, "ar"); }),
                      [this, c, first, a, n] {
           ops_.copy(at(accum_, first + a), cfg_.accum_dtype, send_[c].data(), cfg_.reduce_dtype, n);
-          if (replicated()) reduce_across_replicas(first + a, n);
+          reduce_across_replicas(first + a, n);
         });
       }
       return;
@@ -624,7 +624,7 @@ void Engine::launch_bucket(int b) {
                        const auto& L = part_.groups[g];
                        const size_t own = L.full_offset + size_t(rank_) * L.shard + in_shard;
                        ops_.copy(at(accum_, own), cfg_.accum_dtype, at(recv_[c], in_chunk), cfg_.reduce_dtype, len);
-                       if (replicated()) reduce_across_replicas(own, len);
+                       reduce_across_replicas(own, len);
                      });
                    });
     }
@@ -635,15 +635,15 @@ void Engine::launch_bucket(int b) {
   // The bucket's groups are consecutive, so its shard space is one contiguous run of the accumulator.
   // Hybrid sharding: at the last micro-step each chunk, once summed in, goes across the replicas.
   const size_t dst = part_.groups[B.first_group()].shard_offset;
-  const bool across = replicated() && last_micro();
+  const bool last = last_micro();
   for (size_t a = 0; a < B.shard; a += chunk_shard_) {
     const size_t n = std::min(chunk_shard_, B.shard - a);
     const int c = acquire_chunk_slot();
     pack_chunk(B, a, n, [&](int g) { return at(staging_[slot], offset_in_bucket_[g]); }, pt, send_[c].data());
     push_pending(c, start_timed([&] { return comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), n, rt, ReduceOp::Sum, "rs"); }),
-                 [this, c, dst, a, n, across] {
+                 [this, c, dst, a, n, last] {
                    ops_.add(at(accum_, dst + a), cfg_.accum_dtype, at(recv_[c], 0), cfg_.reduce_dtype, n);
-                   if (across) reduce_across_replicas(dst + a, n);
+                   if (last) reduce_across_replicas(dst + a, n);
                  });
   }
   // Every chunk is packed (copied out, in queue order on a device): the slot can be refilled.
@@ -669,13 +669,13 @@ void Engine::launch_piece(int g, int k, int slot) {
   ops_.copy(send_[c].data(), cfg_.reduce_dtype, staging_[slot].data(), cfg_.param_dtype, len * W);
   slot_state_[slot] = SlotState::Free;
   const size_t dst = L.shard_offset + c0;
-  const bool across = replicated() && last_micro();  // hybrid sharding, as in launch_bucket
+  const bool last = last_micro();  // hybrid sharding, as in launch_bucket
   push_pending(c, start_timed([&] {
                  return comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), len, cfg_.reduce_dtype, ReduceOp::Sum, "rs");
                }),
-               [this, c, dst, len, across] {
+               [this, c, dst, len, last] {
                  ops_.add(at(accum_, dst), cfg_.accum_dtype, at(recv_[c], 0), cfg_.reduce_dtype, len);
-                 if (across) reduce_across_replicas(dst, len);
+                 if (last) reduce_across_replicas(dst, len);
                });
 }
 
@@ -696,6 +696,7 @@ void Engine::complete_all() {
 }
 
 void Engine::reduce_across_replicas(size_t offset, size_t n) {
+  if (!replicated()) return;
   const size_t cap = transfer_chunk();
   for (size_t a = 0; a < n; a += cap) {
     const size_t k = std::min(cap, n - a);

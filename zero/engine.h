@@ -244,8 +244,9 @@ class Engine {
   void complete_oldest();
   void complete_all();
   bool replicated() const { return replicas_ != nullptr && replicas_->world() > 1; }
-  // Hybrid sharding: all-reduces accumulator elements [offset, offset + n) across the replicas, in place, a
-  // transfer chunk at a time (completed with the group's reductions, by complete_all at the latest).
+  // Accumulator elements [offset, offset + n) hold the group's sum: under hybrid sharding, all-reduces them
+  // across the replicas, in place, a transfer chunk at a time (completed with the group's reductions, by
+  // complete_all at the latest); else nothing.
   void reduce_across_replicas(size_t offset, size_t n);
   // Stage-3 gather units: group g's piece k is unit unit_base_[g] + k.
   int unit_of(int g, int k) const { return unit_base_[g] + k; }

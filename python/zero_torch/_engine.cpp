@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpointer.h"
+#include "comm/hybrid_groups.h"
 #include "core/check.h"
 #include "core/process_memory.h"
 #include "optim/lr_schedule.h"
@@ -84,11 +85,8 @@ py::dict memory_plan(const GroupSpecs& groups, int world, int stage, int accum_s
   const EngineConfig cfg = binding_config(stage, accum_steps, bucket_elements, prefetch_depth, param_dtype);
   validate(cfg);
   // Hybrid sharding: the engine is sharded over a group of shard_ranks (comm/hybrid_groups.h).
-  const bool hy = torch_binding::hybrid(shard_ranks, world);
-  ZERO_REQUIRE(!hy || world % shard_ranks == 0, ConfigError,
-               "zero_torch: shard_ranks {} does not divide the world of {} ranks", shard_ranks, world);
-  const BufferPlan plan =
-      plan_buffers(cfg, make_partition(group_infos(groups), hy ? shard_ranks : world, cfg.bucket_elements));
+  const BufferPlan plan = plan_buffers(
+      cfg, make_partition(group_infos(groups), shard_group_size(shard_ranks, world), cfg.bucket_elements));
   py::dict out;
   for (size_t c = 0; c < kMemCategories; ++c) out[mem_category_name(MemCategory(c))] = plan.bytes(MemCategory(c));
   out["total"] = plan.total_bytes();

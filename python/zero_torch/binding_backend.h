@@ -55,8 +55,6 @@ class BindingBackend {
 // rank (cuda/device_select.h) and makes it current. shard_ranks (0, or the world: none): hybrid sharding over
 // groups of that many consecutive ranks (comm/hybrid_groups.h; ConfigError unless it divides the world).
 std::unique_ptr<BindingBackend> make_binding_backend(int shard_ranks);
-// Whether shard_ranks asks for hybrid sharding at `world` ranks.
-inline bool hybrid(int shard_ranks, int world) { return shard_ranks > 0 && shard_ranks < world; }
 const char* binding_backend_name();  // "cpu" or "cuda"
 
 }  // namespace zero::torch_binding

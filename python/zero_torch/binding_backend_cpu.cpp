@@ -1,4 +1,5 @@
 // The binding on the CPU backend: host memory, MPI collectives; torch's CPU tensors are the caller's buffers.
+#include <tuple>
 #include <mpi.h>
 
 #include "comm/hybrid_groups.h"
@@ -14,19 +15,16 @@ class CpuBindingBackend final : public BindingBackend {
   explicit CpuBindingBackend(int shard_ranks) {
     int world = 1;
     MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world));
-    if (hybrid(shard_ranks, world)) {
-      HybridComms h = split_hybrid(MPI_COMM_WORLD, shard_ranks);
-      comm_ = std::make_unique<MpiCommunicator>(h.shard);
-      replicas_ = std::make_unique<MpiCommunicator>(h.replicas);
+    const bool hybrid = hybrid_sharding(shard_ranks, world);
+    if (hybrid) {
+      std::tie(comm_, replicas_) = make_hybrid_communicators<MpiCommunicator>(MPI_COMM_WORLD, shard_ranks);
       world_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
-      MPI_CHECK(MPI_Comm_free(&h.shard));  // the communicators hold duplicates
-      MPI_CHECK(MPI_Comm_free(&h.replicas));
     } else {
       comm_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
     }
     ops_ = make_cpu_ops();
     alloc_ = std::make_unique<TrackingAllocator>(make_host_allocator());
-    description_ = hybrid(shard_ranks, world)
+    description_ = hybrid
                        ? "cpu (MPI, hybrid: shard groups of " + std::to_string(shard_ranks) + " ranks)"
                        : "cpu (MPI)";
   }

@@ -3,6 +3,7 @@
 // stream, our ops on theirs: each transfer is ordered both ways by events, never by a host wait.
 // Built with ZERO_TORCH_EMULATED against the emulated runtime (tests/cuda/emulated), where torch's tensors are
 // host memory: a transfer lends them to the fake runtime as device memory for its length (fake_cuda_lent.h).
+#include <tuple>
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 
@@ -38,13 +39,11 @@ class CudaBindingBackend final : public BindingBackend {
     // Hybrid sharding: NCCL over the shard group for the engine and over the replicas, MPI over every rank for
     // the checkpoints' agreement.
     std::unique_ptr<NcclCommunicator> nccl;
-    if (hybrid(shard_ranks, world)) {
-      HybridComms h = split_hybrid(MPI_COMM_WORLD, shard_ranks);
-      nccl = std::make_unique<NcclCommunicator>(h.shard, cuda_ops->stream());
-      replicas_ = std::make_unique<NcclCommunicator>(h.replicas, cuda_ops->stream());
+    const bool hybrid = hybrid_sharding(shard_ranks, world);
+    if (hybrid) {
+      std::tie(nccl, replicas_) =
+          make_hybrid_communicators<NcclCommunicator>(MPI_COMM_WORLD, shard_ranks, cuda_ops->stream());
       world_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
-      MPI_CHECK(MPI_Comm_free(&h.shard));  // the communicators hold duplicates
-      MPI_CHECK(MPI_Comm_free(&h.replicas));
     } else {
       nccl = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, cuda_ops->stream());
     }
@@ -56,8 +55,7 @@ class CudaBindingBackend final : public BindingBackend {
     device_ = dev.device;
     description_ = fmt::format("cuda (device {} of {}{}, NCCL{})", dev.device, dev.device_count,
                                dev.shared ? ", shared by ranks" : "",
-                               hybrid(shard_ranks, world) ? fmt::format(", hybrid: shard groups of {} ranks", shard_ranks)
-                                                          : std::string());
+                               hybrid ? fmt::format(", hybrid: shard groups of {} ranks", shard_ranks) : std::string());
     CUDA_CHECK(cudaEventCreateWithFlags(&caller_done_, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&ops_done_, cudaEventDisableTiming));
   }

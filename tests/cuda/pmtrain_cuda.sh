@@ -261,22 +261,21 @@ close $TMP/g12.loss $TMP/to3.loss 1e-4 "2 ranks stage 3 resumed on 3 ranks vs 1 
 # 4b. zero.world_invariant in bf16 (fixed-point gradient sums, micro-batches cut from the whole step): 1 rank at
 # stage 2 and 2 ranks at stage 3 give the same grad norms, pairs and final weights, bit for bit; a 2-rank
 # run stopped at step 2 and resumed on 1 rank continues as the uninterrupted 1-rank run.
-weights() { "$PMTRAIN" export $TMP/$1 --to $TMP/hf_$1 --dtype fp32 > /dev/null || fail "export of $1"; cat $TMP/hf_$1/model.safetensors; }
 # grad norm and pair ids (the logged loss is an fp64 sum of the ranks' sums: its last bits follow the world size)
 wfields() { paste -d' ' <(json_field $TMP/$1/metrics.jsonl train grad_norm) <(json_field $TMP/$1/metrics.jsonl train pair_id_sum); }
 train 2 wi2 $WI --set zero.stage=3
 diff <(wfields wi1) <(wfields wi2) || fail "world_invariant: 2 ranks differ from 1 rank"
-cmp -s <(weights wi1) <(weights wi2) || fail "world_invariant: the final weights at 2 ranks differ from 1 rank's"
+cmp -s <(weights $TMP/wi1 wi1) <(weights $TMP/wi2 wi2) || fail "world_invariant: the final weights at 2 ranks differ from 1 rank's"
 train 2 wicut $WI --set zero.stage=3 --set run.stop_at=2
 train 1 wicut $WI --set zero.stage=2 --set run.resume=auto
 grep -q "resharded" $TMP/wicut.txt || { tail -30 $TMP/wicut.txt; fail "world_invariant 2 -> 1 ranks: not resharded"; }
 diff <(wfields wi1) <(wfields wicut) || fail "world_invariant: resumed on 1 rank, the steps differ from the 1-rank run"
-cmp -s <(weights wi1) <(weights wicut) || fail "world_invariant: resumed on 1 rank, the final weights differ"
+cmp -s <(weights $TMP/wi1 wi1) <(weights $TMP/wicut wicut) || fail "world_invariant: resumed on 1 rank, the final weights differ"
 echo "world_invariant bf16 on cuda: 1 rank = 2 ranks = 2 ranks resumed on 1, bit for bit ($(wfields wi1 | tail -1))"
 train 2 wihy $WI --set zero.stage=3 --set zero.shard_ranks=1
 grep -q "in shard groups of 1 rank, replicated 2x" $TMP/wihy.txt || { tail -30 $TMP/wihy.txt; fail "hybrid: the log does not name the layout"; }
 diff <(wfields wi1) <(wfields wihy) || fail "world_invariant: 2 ranks in groups of 1 differ from 1 rank"
-cmp -s <(weights wi1) <(weights wihy) || fail "world_invariant: the final weights in groups of 1 differ from 1 rank's"
+cmp -s <(weights $TMP/wi1 wi1) <(weights $TMP/wihy wihy) || fail "world_invariant: the final weights in groups of 1 differ from 1 rank's"
 echo "world_invariant bf16 on cuda: 2 ranks in hybrid groups of 1 = 1 rank, bit for bit"
 
 # 5. bf16 mode trains (the run went beside 2's resume).
