@@ -20,6 +20,7 @@ void Communicator::count(Collective c, uint64_t elements, const char* label) {
   k.elements += elements;
   op_seq_ += 1;
   op_what_ = label && *label ? fmt::format("{} '{}'", collective_name(c), label) : collective_name(c);
+  if (!scope_.empty()) op_what_ += fmt::format(" ({})", scope_);
   if (logging_) log_.push_back({c, elements, label ? label : ""});
 }
 
@@ -48,7 +49,7 @@ void Communicator::broadcast(void* buf, size_t count_, DType t, int root) {
 void Communicator::barrier() {
   report_.barriers += 1;
   op_seq_ += 1;
-  op_what_ = "barrier";
+  op_what_ = scope_.empty() ? "barrier" : fmt::format("barrier ({})", scope_);
   do_barrier();
 }
 

@@ -19,6 +19,8 @@
 
 namespace zero {
 
+class PeerWatch;  // comm/peer_watch.h
+
 enum class ReduceOp : uint8_t { Sum, Max, Min };
 enum class Collective : uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, ScalarAllReduce, Count };
 const char* collective_name(Collective c);
@@ -85,6 +87,15 @@ class Communicator {
   void reset_report() { report_ = {}; log_.clear(); }
   void set_logging(bool on) { logging_ = on; }
   const std::vector<CommEvent>& log() const { return log_; }
+  // The PeerWatch its waits go through (comm/peer_watch.h; null for a backend without one). Communicators made
+  // later over part of the same job take it (make_hybrid_communicators, the CUDA backend's NCCL), so one watch
+  // serves every wait of the job: a verdict names ranks as the job numbers them, and a rank waiting in any of
+  // them answers a question asked from another.
+  const std::shared_ptr<PeerWatch>& shared_peer_watch() const { return watch_; }
+  // Which ranks this communicator joins, when it is not the whole job (hybrid sharding's "shard group" and
+  // "replicas", comm/hybrid_groups.h): added to the description of a wait that does not end, so a verdict
+  // over the whole job (comm/peer_watch.h) says which ring each rank waited in.
+  void set_scope(std::string scope) { scope_ = std::move(scope); }
 
   // How long a wait for peers may last before the job ends naming the ranks that did not come
   // (comm/peer_watch.h); 0 = wait forever (the default).
@@ -113,9 +124,11 @@ class Communicator {
 
  protected:
   // The collective being started (set before each do_* hook), for messages about a wait that does not end:
-  // its number on this communicator (1 = the first) and "name 'label'".
+  // its number on this communicator (1 = the first) and "name 'label'" (and " (scope)" when set).
   uint64_t op_sequence() const { return op_seq_; }
   const std::string& op_description() const { return op_what_; }
+
+  std::shared_ptr<PeerWatch> watch_;  // set by the backend's constructor (see shared_peer_watch)
 
   virtual CommHandle do_all_reduce(void* buf, size_t count, DType t, ReduceOp op) = 0;
   virtual CommHandle do_reduce_scatter(const void* send, void* recv, size_t recv_count, DType t, ReduceOp op) = 0;
@@ -130,6 +143,7 @@ class Communicator {
   double peer_timeout_s_ = 0;
   uint64_t op_seq_ = 0;
   std::string op_what_;
+  std::string scope_;
   bool logging_ = false;
   std::vector<CommEvent> log_;
 };

@@ -12,6 +12,8 @@
 #include <memory>
 #include <utility>
 
+#include "comm/peer_watch.h"
+
 namespace zero {
 
 // Whether `shard_ranks` asks for hybrid sharding at `world` ranks: 0, or the world or more, is one group of all.
@@ -30,16 +32,26 @@ HybridComms split_hybrid(MPI_Comm world, int shard_ranks);
 // itself, or `world` when it asks for no hybrid sharding (hybrid_sharding).
 int shard_group_size(int shard_ranks, int world);
 
-// The shard group's and the replicas' communicators of type C, built as C(that MPI_Comm, args...) (which
+// The shard group's and the replicas' communicators of type C, built as C(that MPI_Comm, args..., watch) (which
 // duplicates it) from split_hybrid; the split's MPI communicators are freed. Collective over `world`.
+// Both wait through one PeerWatch over `world` (comm/peer_watch.h): `watch`, the job's communicator's
+// (Communicator::shared_peer_watch, over `world`), or a new one when null. So a rank that stops is named by its
+// rank in the job, whichever ring the others are stuck in, and a rank waiting in one ring (or in the job's
+// communicator) answers a question asked from another (with a watch each, over its own ring, a verdict named
+// ring-local ranks, and called a live rank waiting elsewhere missing). Their waits say which ring: "(shard
+// group)", "(replicas)".
 template <class C, class... Args>
 std::pair<std::unique_ptr<C>, std::unique_ptr<C>> make_hybrid_communicators(MPI_Comm world, int shard_ranks,
+                                                                            std::shared_ptr<PeerWatch> watch,
                                                                             const Args&... args) {
   HybridComms h = split_hybrid(world, shard_ranks);
-  std::pair<std::unique_ptr<C>, std::unique_ptr<C>> made{std::make_unique<C>(h.shard, args...),
-                                                         std::make_unique<C>(h.replicas, args...)};
+  if (!watch) watch = std::make_shared<PeerWatch>(world);
+  std::pair<std::unique_ptr<C>, std::unique_ptr<C>> made{std::make_unique<C>(h.shard, args..., watch),
+                                                         std::make_unique<C>(h.replicas, args..., watch)};
   MPI_Comm_free(&h.shard);
   MPI_Comm_free(&h.replicas);
+  made.first->set_scope("shard group");
+  made.second->set_scope("replicas");
   return made;
 }
 

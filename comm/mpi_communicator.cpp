@@ -107,13 +107,14 @@ CommHandle MpiCommunicator::started(size_t pieces, std::function<MPI_Request(siz
 
 void MpiCommunicator::wait_started(MPI_Request req) { wait_request(req, WaitInfo{op_sequence(), op_description()}); }
 
-MpiCommunicator::MpiCommunicator(MPI_Comm comm) {
+MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::shared_ptr<PeerWatch> watch) {
+  watch_ = std::move(watch);
   MPI_CHECK(MPI_Comm_dup(comm, &comm_));
   MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   MPI_CHECK(MPI_Comm_size(comm_, &world_));
   MPI_CHECK(MPI_Op_create(&bf16_sum, /*commute=*/1, &bf16_sum_));
-  watch_ = std::make_unique<PeerWatch>(comm_);
+  if (!watch_) watch_ = std::make_shared<PeerWatch>(comm_);
 }
 
 MpiCommunicator::~MpiCommunicator() {

@@ -24,7 +24,9 @@ class MpiCommunicator final : public Communicator {
   // All-gathers need no temporary and run whole.
   static constexpr size_t kPieceBytes = size_t(1) << 20;
 
-  explicit MpiCommunicator(MPI_Comm comm);  // duplicates comm; errors return (and throw), never abort
+  // Duplicates comm; errors return (and throw), never abort. `watch`: the PeerWatch its waits go through, shared
+  // with other communicators (one over the whole job: make_hybrid_communicators); null: its own over `comm`.
+  explicit MpiCommunicator(MPI_Comm comm, std::shared_ptr<PeerWatch> watch = nullptr);
   ~MpiCommunicator() override;
   int rank() const override { return rank_; }
   int world() const override { return world_; }
@@ -52,7 +54,6 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, world_ = 1;
   MPI_Op bf16_sum_ = MPI_OP_NULL;
-  std::unique_ptr<PeerWatch> watch_;
 };
 
 }  // namespace zero

@@ -57,7 +57,8 @@ std::string where(const WaitInfo& w) { return fmt::format("{} #{}", w.what, w.se
 std::string PeerVerdict::describe() const {
   double longest = waited_s;
   bool same_place = true;
-  for (const WaitInfo& w : alive_at) same_place = same_place && w.seq == waiting.seq;
+  // Numbers count per communicator, so the same place is the same number in the same communicator's collective.
+  for (const WaitInfo& w : alive_at) same_place = same_place && w.seq == waiting.seq && w.what == waiting.what;
   std::string waits;
   if (same_place) {
     waits = fmt::format("ranks {} waited there", rank_list(alive));

@@ -10,6 +10,10 @@
 // only if it has not ended the job a few seconds later, and every rank leaves through MPI_Abort with
 // kExitPeerLost.
 //
+// One watch may serve several communicators (hybrid sharding's shard group and replicas share one over the
+// whole job, comm/hybrid_groups.h): its ranks are then the job's, so a verdict names the rank a user
+// launched, and a rank waiting in either communicator answers a question asked from the other.
+//
 // Phases where one rank legitimately keeps the others waiting long (rank 0 tokenizing, checkpoint
 // writes) are not served at poll points (their work has none); the caller widens the deadline for them
 // with Communicator::SlowPhase instead, so a rank stopped there is still found, only later.

@@ -108,9 +108,36 @@ void NcclCommunicator::throw_if_async_error() {
   NCCL_CHECK(async);
 }
 
-HostWaitGuard NcclCommunicator::host_wait_guard() {
-  return [this](cudaEvent_t done) {
-    wait_event(done, WaitInfo{op_sequence(), fmt::format("the compute stream behind {}", op_description())});
+HostWaitGuard NcclCommunicator::host_wait_guard(NcclCommunicator* also) {
+  ZERO_CHECK(!also || also->watch_ == watch_,
+             "NcclCommunicator::host_wait_guard: the second communicator must share this one's PeerWatch");
+  if (!also) {
+    return [this](cudaEvent_t done) {
+      wait_event(done, WaitInfo{op_sequence(), fmt::format("the compute stream behind {}", op_description())});
+    };
+  }
+  return [this, also](cudaEvent_t done) {
+    // Behind the latest collective of each ring that has had one ("#n" of the last is appended by the message).
+    WaitInfo info{op_sequence(), "the compute stream behind " + op_description()};
+    if (also->op_sequence() > 0 && op_sequence() > 0) {
+      info.what = fmt::format("the compute stream behind {} #{} and {}", also->op_description(), also->op_sequence(),
+                              op_description());
+    } else if (also->op_sequence() > 0) {
+      info = {also->op_sequence(), "the compute stream behind " + also->op_description()};
+    }
+    watch_->wait(
+        [&] {
+          const cudaError_t rc = cudaEventQuery(done);
+          if (rc == cudaSuccess) return true;
+          if (rc != cudaErrorNotReady) CUDA_CHECK(rc);
+          throw_if_async_error();  // a peer or the network failed, in either ring: an error now, not a hang
+          also->throw_if_async_error();
+          return false;
+        },
+        info, peer_timeout(), [&] {  // the stream is stuck in one ring or the other: free both
+          abort();
+          also->abort();
+        });
   };
 }
 
@@ -119,16 +146,20 @@ void NcclCommunicator::sync_stream() {
   wait_event(drained_, WaitInfo{op_sequence(), op_description()});
 }
 
-NcclCommunicator::NcclCommunicator(MPI_Comm comm, cudaStream_t producer, double setup_timeout_s)
+NcclCommunicator::NcclCommunicator(MPI_Comm comm, cudaStream_t producer, double setup_timeout_s,
+                                   std::shared_ptr<PeerWatch> watch)
     : producer_(producer) {
+  watch_ = std::move(watch);
   MPI_CHECK(MPI_Comm_dup(comm, &mpi_));
   MPI_CHECK(MPI_Comm_set_errhandler(mpi_, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_rank(mpi_, &rank_));
   MPI_CHECK(MPI_Comm_size(mpi_, &world_));
   // From here to the warm-up's end every call may block the host with no poll point (a wrong interface,
   // an unreachable peer: NCCL retries quietly), so a deadline ends the job with what to check instead.
+  int job_rank = 0;  // the message names the rank the user launched, not its place in a shard group
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &job_rank));
   SetupDeadline deadline(
-      setup_timeout_s, rank_,
+      setup_timeout_s, job_rank,
       fmt::format("NCCL did not finish setting up its communicator over {} ranks; ranks sharing one GPU talk "
                   "over loopback sockets (NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1); on a cluster check "
                   "NCCL_SOCKET_IFNAME / NCCL_IB_HCA; NCCL_DEBUG=INFO shows where it stops",
@@ -149,7 +180,7 @@ NcclCommunicator::NcclCommunicator(MPI_Comm comm, cudaStream_t producer, double 
   NCCL_CHECK(ncclAllReduce(d_scalars_, d_scalars_, 1, ncclFloat64, ncclSum, nccl_, stream_));
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   deadline.done();
-  watch_ = std::make_unique<PeerWatch>(mpi_);
+  if (!watch_) watch_ = std::make_shared<PeerWatch>(mpi_);
 }
 
 NcclCommunicator::~NcclCommunicator() {

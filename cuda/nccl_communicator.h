@@ -41,9 +41,11 @@ class NcclCommunicator final : public Communicator {
   // Collective over every rank of `comm` (duplicated), on the current CUDA device: select it first
   // (cuda/device_select.h). `producer`: the stream whose earlier work each collective waits for
   // (nullptr: none beyond the legacy default stream, which the blocking internal stream already
-  // follows). `setup_timeout_s`: the deadline over the NCCL set-up (see above).
+  // follows). `setup_timeout_s`: the deadline over the NCCL set-up (see above). `watch`: the PeerWatch its waits
+  // go through, shared with other communicators (one over the whole job: make_hybrid_communicators); null: its
+  // own over `comm`.
   explicit NcclCommunicator(MPI_Comm comm, cudaStream_t producer = nullptr,
-                            double setup_timeout_s = kNcclSetupTimeout_s);
+                            double setup_timeout_s = kNcclSetupTimeout_s, std::shared_ptr<PeerWatch> watch = nullptr);
   ~NcclCommunicator() override;
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
@@ -65,8 +67,11 @@ class NcclCommunicator final : public Communicator {
   void abort();
   // The guard for host waits on the producer (compute) stream, which may be stalled behind this
   // communicator's collectives (cuda/host_wait.h): wait_event, described as waiting behind the latest
-  // collective. Valid while this communicator lives.
-  HostWaitGuard host_wait_guard();
+  // collective. `also`: a second communicator the same stream waits on (hybrid sharding's replicas): its
+  // asynchronous errors are polled too, it is aborted with this one at the deadline, and the description
+  // names its latest collective as well; it must share this one's PeerWatch (make_hybrid_communicators),
+  // whose verdict then covers both rings. Valid while the communicators live.
+  HostWaitGuard host_wait_guard(NcclCommunicator* also = nullptr);
   PeerWatch& peer_watch() { return *watch_; }
 
  protected:
@@ -94,7 +99,6 @@ class NcclCommunicator final : public Communicator {
   // cudaMemcpyAsync until the all-reduce before it ends, outside the peer watch (a dead peer: a silent hang).
   double* h_scalars_ = nullptr;
   cudaEvent_t drained_ = nullptr;  // recorded by sync_stream
-  std::unique_ptr<PeerWatch> watch_;
 };
 
 }  // namespace zero

@@ -39,8 +39,11 @@ namespace {
 // What the CUDA module needs of the config. zero.param_dtype picks the model's mode: bf16 parameters ->
 // bf16 activations (fp32 residual and statistics), fp32 -> everything fp32.
 CudaBackendOptions cuda_options(const Config& cfg, int world) {
-  return {cfg.zero.param_dtype == DType::BF16 ? DType::BF16 : DType::F32, reward_model_options(cfg).attention,
-          shard_group_ranks(cfg, world)};
+  CudaBackendOptions o;
+  o.activations = cfg.zero.param_dtype == DType::BF16 ? DType::BF16 : DType::F32;
+  o.attention = reward_model_options(cfg).attention;
+  o.shard_ranks = shard_group_ranks(cfg, world);
+  return o;
 }
 }  // namespace
 
@@ -69,12 +72,15 @@ BackendParts make_backend(const Config& cfg, Communicator& comm) {
   // The host's math threads per rank (`threads`; one when ranks share the cores): the CPU backend's
   // model math, and whatever host math a CUDA run does.
   Eigen::setNbThreads(int(cfg.threads));
-  if (cfg.backend == Backend::Cuda)
-    return load_cuda_backend().api->make_training(cuda_options(cfg, comm.world()), comm.rank());
+  if (cfg.backend == Backend::Cuda) {
+    CudaBackendOptions o = cuda_options(cfg, comm.world());
+    o.job_watch = comm.shared_peer_watch();  // NCCL's waits and the run's MPI ones through one watch
+    return load_cuda_backend().api->make_training(o, comm.rank());
+  }
   BackendParts b;
   // Hybrid sharding: MPI over the shard group and over the replicas (the run's communicator is MPI_COMM_WORLD).
   const int S = shard_group_ranks(cfg, comm.world());
-  if (S < comm.world()) std::tie(b.engine_comm, b.replica_comm) = make_hybrid_communicators<MpiCommunicator>(MPI_COMM_WORLD, S);
+  if (S < comm.world()) std::tie(b.engine_comm, b.replica_comm) = make_hybrid_communicators<MpiCommunicator>(MPI_COMM_WORLD, S, comm.shared_peer_watch());
   b.ops = make_cpu_ops();
   b.alloc = std::make_unique<TrackingAllocator>(make_host_allocator());
   b.clock = std::make_unique<HostStepClock>();

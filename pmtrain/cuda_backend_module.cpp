@@ -31,18 +31,21 @@ BackendParts make_training(const CudaBackendOptions& o, int rank) {
   auto cuda_ops = make_cuda_ops();
   const cudaStream_t stream = cuda_ops->stream();
   // Hybrid sharding: NCCL over the shard group for the engine, and over the replicas of this rank's shard.
-  std::unique_ptr<NcclCommunicator> nccl;
+  std::unique_ptr<NcclCommunicator> nccl, replicas;
   int world = 1;
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world));
   if (hybrid_sharding(o.shard_ranks, world)) {
-    std::tie(nccl, b.replica_comm) = make_hybrid_communicators<NcclCommunicator>(MPI_COMM_WORLD, o.shard_ranks, stream);
+    std::tie(nccl, replicas) =
+        make_hybrid_communicators<NcclCommunicator>(MPI_COMM_WORLD, o.shard_ranks, o.job_watch, stream, kNcclSetupTimeout_s);
   } else {
-    nccl = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, stream);
+    nccl = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, stream, kNcclSetupTimeout_s, o.job_watch);
   }
-  // The compute stream waits on NCCL's events, so every host wait on it is watched: a peer lost mid-step
-  // ends the job with its rank named instead of hanging in a stream synchronisation. (The stack destroys
-  // the communicator after the model and the clock; CudaOps waits no more once the step loop is over.)
-  const HostWaitGuard guard = nccl->host_wait_guard();
+  // The compute stream waits on NCCL's events (both rings' under hybrid sharding), so every host wait on it is
+  // watched: a peer lost mid-step ends the job with its rank named instead of hanging in a stream
+  // synchronisation. (The stack destroys the communicators after the model and the clock; CudaOps waits no
+  // more once the step loop is over.)
+  const HostWaitGuard guard = nccl->host_wait_guard(replicas.get());
+  b.replica_comm = std::move(replicas);
   cuda_ops->waiter().set_guard(guard);
   b.model_ops = model::make_cuda_model_ops({stream, o.activations, o.attention}, guard);
   b.clock = make_event_step_clock(stream, guard);

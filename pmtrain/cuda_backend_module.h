@@ -13,6 +13,7 @@
 // thrown in the module is caught by pmtrain's handlers by type. The module is never unloaded (its code
 // runs the destructors of the objects it made).
 #pragma once
+#include <memory>
 #include <vector>
 
 #include "core/dtype.h"
@@ -25,7 +26,7 @@ namespace zero::pmtrain {
 
 // 2: BackendParts carries the step clock; 3: device_bytes_in_use; 4: probe_devices; 5: hybrid sharding
 // (CudaBackendOptions::shard_ranks, BackendParts::replica_comm)
-inline constexpr int kCudaBackendAbi = 5;
+inline constexpr int kCudaBackendAbi = 6;
 // The entry point's name, defined by the module and looked up by the loader.
 #define ZERO_PMTRAIN_CUDA_BACKEND_ENTRY zero_pmtrain_cuda_backend
 
@@ -34,6 +35,9 @@ struct CudaBackendOptions {
   DType activations = DType::BF16;  // BF16: bf16 mode (fp32 residual and statistics); F32: fp32 mode
   model::AttentionKind attention = model::AttentionKind::Auto;
   int shard_ranks = 0;  // hybrid sharding: ranks of a shard group, resolved (shard_group_ranks); 0 = the world
+  // The run's MPI communicator's PeerWatch (over MPI_COMM_WORLD): the NCCL communicators wait through it too, so
+  // one watch serves every wait of the job (comm/peer_watch.h). Null: NCCL makes its own.
+  std::shared_ptr<PeerWatch> job_watch;
 };
 
 struct CudaBackendApi {

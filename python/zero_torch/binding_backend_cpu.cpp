@@ -17,8 +17,9 @@ class CpuBindingBackend final : public BindingBackend {
     MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world));
     const bool hybrid = hybrid_sharding(shard_ranks, world);
     if (hybrid) {
-      std::tie(comm_, replicas_) = make_hybrid_communicators<MpiCommunicator>(MPI_COMM_WORLD, shard_ranks);
-      world_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
+      world_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);  // its watch serves both rings too
+      std::tie(comm_, replicas_) =
+          make_hybrid_communicators<MpiCommunicator>(MPI_COMM_WORLD, shard_ranks, world_->shared_peer_watch());
     } else {
       comm_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
     }

@@ -38,16 +38,18 @@ class CudaBindingBackend final : public BindingBackend {
     auto cuda_ops = std::make_unique<CudaOps>();
     // Hybrid sharding: NCCL over the shard group for the engine and over the replicas, MPI over every rank for
     // the checkpoints' agreement.
-    std::unique_ptr<NcclCommunicator> nccl;
+    std::unique_ptr<NcclCommunicator> nccl, replicas;
     const bool hybrid = hybrid_sharding(shard_ranks, world);
     if (hybrid) {
-      std::tie(nccl, replicas_) =
-          make_hybrid_communicators<NcclCommunicator>(MPI_COMM_WORLD, shard_ranks, cuda_ops->stream());
-      world_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
+      world_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);  // its watch serves both rings too
+      std::tie(nccl, replicas) = make_hybrid_communicators<NcclCommunicator>(
+          MPI_COMM_WORLD, shard_ranks, world_->shared_peer_watch(), cuda_ops->stream(), kNcclSetupTimeout_s);
     } else {
       nccl = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, cuda_ops->stream());
     }
-    cuda_ops->waiter().set_guard(nccl->host_wait_guard());  // a lost peer named, not a hang in a stream wait
+    // A lost peer named, not a hang in a stream wait (behind either ring under hybrid sharding).
+    cuda_ops->waiter().set_guard(nccl->host_wait_guard(replicas.get()));
+    replicas_ = std::move(replicas);
     stream_ = cuda_ops->stream();
     comm_ = std::move(nccl);
     ops_ = std::move(cuda_ops);

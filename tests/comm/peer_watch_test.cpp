@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "comm/hybrid_groups.h"
 #include "comm/mpi_communicator.h"
 #include "comm/peer_watch.h"
 
@@ -68,6 +69,79 @@ TEST(PeerWatch, NamesTheRankThatNeverArrives) {
     while (!h->test()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   EXPECT_EQ(x, W * (W + 1) / 2.0);  // the collective itself still completes once everyone is there
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// Hybrid sharding (comm/hybrid_groups.h): the last rank never arrives; its shard-group partner waits in the
+// shard group's all-reduce, the others (past theirs) in the replicas'. Every verdict must name the stopped rank
+// by its rank in the job, with every other rank alive, each where it waits, although rank 0's deadline ran out
+// in a ring the stopped rank's partner is not waiting in. (With a watch per ring, rank 0's over the replicas
+// {0, 2} named "rank 1", its ring-local number for rank 2, which was alive and waiting in the other ring.)
+TEST(PeerWatch, HybridShardingNamesTheJobRankWhicheverRingTheOthersWaitIn) {
+  int W = 1, R = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &W);
+  MPI_Comm_rank(MPI_COMM_WORLD, &R);
+  const int S = W / 2, stuck = W - 1;  // at 4 ranks: groups {0, 1} {2, 3}, replicas {0, 2} {1, 3}
+  MpiCommunicator job(MPI_COMM_WORLD);  // as pmtrain: the run's communicator, whose watch both rings share
+  auto [shard, replicas] = make_hybrid_communicators<MpiCommunicator>(MPI_COMM_WORLD, S, job.shared_peer_watch());
+  ASSERT_EQ(&shard->peer_watch(), &job.peer_watch()) << "one watch over the job for every communicator";
+  ASSERT_EQ(&replicas->peer_watch(), &job.peer_watch());
+  shard->peer_watch().set_verdict_handler([](const PeerVerdict& v) { throw VerdictThrown{v}; });
+  shard->peer_watch().set_grace(1.0);
+  for (Communicator* c : {static_cast<Communicator*>(shard.get()), static_cast<Communicator*>(replicas.get())})
+    c->set_peer_timeout(R == 0 ? 1.0 : 0.0);  // rank 0 asks; the others only answer
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  double a = R + 1, b = R + 1;
+  const auto t0 = Clock::now();
+  auto finish = [](CommHandle& h) {  // test() serves no questions: the verdict is made by then
+    while (!h->test()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  CommHandle in_group, across;
+  if (R == stuck) {
+    std::this_thread::sleep_for(std::chrono::seconds(4));  // past rank 0's deadline and the grace period
+    in_group = shard->all_reduce_async(&a, 1, DType::F64, ReduceOp::Sum, "probe");
+    finish(in_group);
+    across = replicas->all_reduce_async(&b, 1, DType::F64, ReduceOp::Sum, "probe");
+    finish(across);
+  } else {
+    bool thrown = false;
+    in_group = shard->all_reduce_async(&a, 1, DType::F64, ReduceOp::Sum, "probe");
+    try {
+      in_group->wait();
+      across = replicas->all_reduce_async(&b, 1, DType::F64, ReduceOp::Sum, "probe");
+      across->wait();
+    } catch (const VerdictThrown& t) {
+      thrown = true;
+      EXPECT_LT(seconds_since(t0), 3.5) << "the verdict came after the stuck rank woke up";
+      EXPECT_EQ(t.v.reporter, R);
+      EXPECT_EQ(t.v.missing, std::vector<int>{stuck});
+      std::vector<int> alive;
+      for (int r = 0; r < W; ++r)
+        if (r != stuck) alive.push_back(r);
+      ASSERT_EQ(t.v.alive, alive);
+      for (size_t i = 0; i < alive.size(); ++i) {
+        const bool partner = S > 1 && alive[i] / S == stuck / S;  // stuck in its own group's all-reduce
+        EXPECT_EQ(t.v.alive_at[i].what, partner ? "all_reduce 'probe' (shard group)" : "all_reduce 'probe' (replicas)")
+            << "rank " << alive[i];
+      }
+      const std::string msg = t.v.describe();
+      EXPECT_NE(msg.find("rank " + std::to_string(stuck) + " did not reach all_reduce 'probe' ("), std::string::npos)
+          << msg;
+    }
+    EXPECT_TRUE(thrown) << "no verdict although rank " << stuck << " never arrived";
+    shard->set_peer_timeout(0);
+    replicas->set_peer_timeout(0);
+    finish(in_group);
+    if (!across) across = replicas->all_reduce_async(&b, 1, DType::F64, ReduceOp::Sum, "probe");
+    finish(across);
+  }
+  // Both rings still complete once everyone is there: the group's sum, then the replicas' of the same slot.
+  const int first = S * (R / S);
+  EXPECT_EQ(a, S * (2 * first + S + 1) / 2.0);
+  double slots = 0;
+  for (int r = R % S; r < W; r += S) slots += r + 1;
+  EXPECT_EQ(b, slots);
   MPI_Barrier(MPI_COMM_WORLD);
 }
 

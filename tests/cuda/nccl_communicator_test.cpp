@@ -11,6 +11,7 @@
 #include <memory>
 #include <thread>
 
+#include "comm/hybrid_groups.h"
 #include "comm/mpi_communicator.h"
 #include "core/splitmix.h"
 #include "cuda/cuda_ops.h"
@@ -351,6 +352,46 @@ TEST_F(NcclTest, AHostWaitBehindALostPeerNamesIt) {
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 3.5);
     EXPECT_EQ(t.v.missing, std::vector<int>{stuck});
     EXPECT_EQ(t.v.waiting.what, "the compute stream behind all_reduce 'probe'");
+  }
+  EXPECT_TRUE(thrown) << "the download returned although rank " << stuck << " never joined";
+  (void)h.release();  // unfinished: destroying it would wait on the aborted collective
+}
+
+// Hybrid sharding (comm/hybrid_groups.h) in groups of 1 rank: the compute stream waits behind the replicas'
+// ring, not the shard group's (which holds no one else). The guard of both rings must end the host wait in a
+// verdict naming the missing rank and the replicas' all-reduce it never joined; a guard of the shard group's
+// ring alone described it as waiting behind nothing and left the replicas' NCCL kernels stuck.
+TEST_F(NcclTest, AHostWaitBehindALostReplicaNamesIt) {
+#if defined(ZERO_EMULATED_CUDA)
+  GTEST_SKIP() << "emulated streams finish each call before it returns: no stream is ever left waiting";
+#endif
+  if (W != 2) GTEST_SKIP() << "needs 2 ranks (groups of 1)";
+  const int stuck = 1;
+  CudaOps* ops = make_cuda_ops().release();  // all left to the process, as above
+  auto made = make_hybrid_communicators<NcclCommunicator>(MPI_COMM_WORLD, 1, nullptr, ops->stream(), 60.0);
+  NcclCommunicator* shard = made.first.release();
+  NcclCommunicator* replicas = made.second.release();
+  ops->waiter().set_guard(shard->host_wait_guard(replicas));
+  shard->peer_watch().set_verdict_handler([](const PeerVerdict& v) { throw VerdictThrown{v}; });
+  shard->peer_watch().set_grace(1.0);
+  shard->set_peer_timeout(R == 0 ? 1.0 : 0.0);  // rank 0 asks; the other only answers
+  DeviceBuffer buf(4 * 1024);
+  if (R == stuck) {
+    std::this_thread::sleep_for(std::chrono::seconds(4));  // past rank 0's deadline and the grace period
+    return;
+  }
+  CommHandle h = replicas->all_reduce_async(buf.get(), 1024, DType::F32, ReduceOp::Sum, "probe");
+  h->enqueue_wait();  // the compute stream now waits on the replicas' all-reduce
+  const auto t0 = std::chrono::steady_clock::now();
+  double norm = 0;
+  bool thrown = false;
+  try {
+    ops->download(&norm, buf.get(), sizeof norm);
+  } catch (const VerdictThrown& t) {
+    thrown = true;
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 3.5);
+    EXPECT_EQ(t.v.missing, std::vector<int>{stuck});
+    EXPECT_EQ(t.v.waiting.what, "the compute stream behind all_reduce 'probe' (replicas)");
   }
   EXPECT_TRUE(thrown) << "the download returned although rank " << stuck << " never joined";
   (void)h.release();  // unfinished: destroying it would wait on the aborted collective

@@ -273,7 +273,9 @@ TEST(EngineHybrid, ReplicasStayIdenticalAndMoveTheirShardOnceAStep) {
       MPI_Bcast(first.data(), int(first.size()), MPI_FLOAT, 0, replicas);
       EXPECT_TRUE(same_bits(got.master, first)) << where << ": replicas differ";
       const uint64_t owned = S == 1 ? 1600 : S == 2 ? (stage == 0 ? 1792 : 896) : 0;
-      if (owned > 0) EXPECT_EQ(across.of(Collective::AllReduce).elements, 3 * 2 * owned) << where;
+      if (owned > 0) {
+        EXPECT_EQ(across.of(Collective::AllReduce).elements, 3 * 2 * owned) << where;
+      }
       EXPECT_EQ(across.of(Collective::ReduceScatter).calls + across.of(Collective::AllGather).calls, 0u) << where;
     }
   });
@@ -284,5 +286,7 @@ TEST(EngineHybrid, ShardGroupsMustDivideTheWorld) {
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   EXPECT_THROW(split_hybrid(MPI_COMM_WORLD, 0), ConfigError);
   EXPECT_THROW(split_hybrid(MPI_COMM_WORLD, world + 1), ConfigError);
-  if (world == 4) EXPECT_THROW(split_hybrid(MPI_COMM_WORLD, 3), ConfigError);
+  if (world == 4) {
+    EXPECT_THROW(split_hybrid(MPI_COMM_WORLD, 3), ConfigError);
+  }
 }

@@ -23,11 +23,13 @@ pid_of_rank() {
   done
 }
 
-# run_and_hit NAME SIGNAL RANK BOUND_S: start a run, send SIGNAL to RANK at step 3, then require that the
-# launcher and every rank are gone within BOUND_S seconds. Leaves the log in $TMP/NAME.log, rc in $rc.
+# run_and_hit NAME SIGNAL RANK BOUND_S [SETTINGS...]: start a run (with those extra --set ...), send SIGNAL to
+# RANK at step 3, then require that the launcher and every rank are gone within BOUND_S seconds. Leaves the log
+# in $TMP/NAME.log, rc in $rc.
 run_and_hit() {
   local name=$1 sig=$2 rank=$3 bound=$4
-  $MPIRUN -np 4 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.dir=$TMP/$name > $TMP/$name.log 2>&1 &
+  shift 4
+  $MPIRUN -np 4 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN "$@" --set run.dir=$TMP/$name > $TMP/$name.log 2>&1 &
   local launcher=$!
   for _ in $(seq 3000); do grep -q "^step 3/" $TMP/$name.log && break; sleep 0.1; done
   grep -q "^step 3/" $TMP/$name.log || { kill $launcher; cat $TMP/$name.log; fail "$name: the run never reached step 3"; }
@@ -76,4 +78,12 @@ grep -q "rank 0: rank 1 did not reach .* within [0-9.]* s (stopped, dead, or bus
 [ $rc -eq 76 ] || { cat $TMP/stop1.log; fail "stop1: exit code $rc, expected 76"; }
 echo "   $(grep "did not reach" $TMP/stop1.log | head -1 | cut -c1-200)"
 [ $took_ms -ge $((TIMEOUT * 1000)) ] || fail "stop1: ended after $took_ms ms, before the $TIMEOUT s timeout"
+# Hybrid sharding (groups {0, 1} {2, 3}, replicas {0, 2} {1, 3}): the others wait in different rings (rank 2 in
+# its group's, ranks 0 and 1 in the replicas', or the run's own reduction), and the verdict must still name the
+# stopped rank as the job numbers it (a watch per ring named ring-local ranks: "rank 1" for rank 3).
+run_and_hit stop3hybrid STOP 3 $((TIMEOUT + 15)) --set zero.shard_ranks=2 --set zero.stage=3
+grep -q "rank 0: rank 3 did not reach .* within [0-9.]* s (stopped, dead, or busy elsewhere)" $TMP/stop3hybrid.log \
+  || { cat $TMP/stop3hybrid.log; fail "stop3hybrid: rank 0 did not name the stopped rank 3"; }
+[ $rc -eq 76 ] || { cat $TMP/stop3hybrid.log; fail "stop3hybrid: exit code $rc, expected 76"; }
+echo "   $(grep "did not reach" $TMP/stop3hybrid.log | head -1 | cut -c1-200)"
 echo "all dead and stopped ranks ended the job with a message naming them"
