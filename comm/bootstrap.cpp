@@ -39,9 +39,13 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, info_.rank, MPI_INFO_NULL, &local));
   MPI_CHECK(MPI_Comm_rank(local, &info_.local_rank));
   MPI_CHECK(MPI_Comm_size(local, &info_.local_world));
+  int node_id = info_.rank;  // the node's lowest rank (split_type keyed by rank: its local rank 0)
+  MPI_CHECK(MPI_Bcast(&node_id, 1, MPI_INT, 0, local));
   MPI_CHECK(MPI_Comm_free(&local));
-  int leader = info_.local_rank == 0 ? 1 : 0;
-  MPI_CHECK(MPI_Allreduce(&leader, &info_.node_count, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  info_.node_of_rank.assign(size_t(info_.world), 0);
+  MPI_CHECK(MPI_Allgather(&node_id, 1, MPI_INT, info_.node_of_rank.data(), 1, MPI_INT, MPI_COMM_WORLD));
+  info_.node_count = 0;
+  for (int r = 0; r < info_.world; ++r) info_.node_count += info_.node_of_rank[size_t(r)] == r ? 1 : 0;
 
   MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &error_comm_));
   MPI_CHECK(MPI_Comm_set_errhandler(error_comm_, MPI_ERRORS_RETURN));

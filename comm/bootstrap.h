@@ -3,6 +3,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "comm/mpi_communicator.h"
 
@@ -14,6 +15,7 @@ struct LaunchInfo {
   int local_rank = 0;   // rank among the processes on this node (selects the GPU)
   int local_world = 1;
   int node_count = 1;
+  std::vector<int> node_of_rank;  // index: rank; an id of its node (its lowest rank), equal ids = one node
   std::string launcher; // "srun", "mpirun" or "none"
   int launcher_tasks = 0;  // srun's task count (SLURM_STEP_NUM_TASKS) when srun started this process; 0: unknown
   std::string host;

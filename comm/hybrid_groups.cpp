@@ -1,5 +1,7 @@
 #include "comm/hybrid_groups.h"
 
+#include <algorithm>
+
 #include "comm/mpi_check.h"
 #include "core/check.h"
 
@@ -17,6 +19,35 @@ int shard_group_size(int shard_ranks, int world) {
   if (!hybrid_sharding(shard_ranks, world)) return world;
   require_divides(shard_ranks, world);
   return shard_ranks;
+}
+
+int node_block_ranks(const std::vector<int>& node_of_rank) {
+  const int W = int(node_of_rank.size());
+  int L = 0;  // the first node's block
+  while (L < W && node_of_rank[size_t(L)] == node_of_rank[0]) ++L;
+  if (L == 0 || W % L != 0) return 0;
+  for (int r = 0; r < W; ++r) {
+    const int first = L * (r / L);
+    if (node_of_rank[size_t(r)] != node_of_rank[size_t(first)]) return 0;  // a block holds two nodes
+    if (first > 0 && r == first && node_of_rank[size_t(r)] == node_of_rank[size_t(r - 1)]) return 0;  // a node, two blocks
+  }
+  // A node whose ranks come back after another node's block (A A B B A A) has two blocks: each id once.
+  std::vector<int> firsts;
+  for (int r = 0; r < W; r += L) firsts.push_back(node_of_rank[size_t(r)]);
+  std::sort(firsts.begin(), firsts.end());
+  return std::adjacent_find(firsts.begin(), firsts.end()) == firsts.end() ? L : 0;
+}
+
+int shard_groups_spanning_nodes(const std::vector<int>& node_of_rank, int shard_ranks) {
+  const int W = int(node_of_rank.size());
+  int spanning = 0;
+  for (int first = 0; shard_ranks > 0 && first < W; first += shard_ranks) {
+    bool one_node = true;
+    for (int r = first; r < std::min(W, first + shard_ranks); ++r)
+      one_node = one_node && node_of_rank[size_t(r)] == node_of_rank[size_t(first)];
+    spanning += one_node ? 0 : 1;
+  }
+  return spanning;
 }
 
 HybridComms split_hybrid(MPI_Comm world, int shard_ranks) {

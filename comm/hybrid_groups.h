@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "comm/peer_watch.h"
 
@@ -31,6 +32,15 @@ HybridComms split_hybrid(MPI_Comm world, int shard_ranks);
 // The elements per group checked as split_hybrid checks them, without MPI (a plan before any launch): shard_ranks
 // itself, or `world` when it asks for no hybrid sharding (hybrid_sharding).
 int shard_group_size(int shard_ranks, int world);
+
+// Placement (no MPI; node_of_rank[r]: an id of rank r's node, LaunchInfo::node_of_rank, equal ids = one node).
+// The ranks of a node when every node holds one block of that many consecutive ranks (block placement: srun's
+// default and mpirun's --map-by slot/core), so shard groups of that size are the nodes; 0 when the nodes hold
+// unequal counts or ranks round-robin (srun --distribution=cyclic, mpirun --map-by node).
+int node_block_ranks(const std::vector<int>& node_of_rank);
+// How many of the shard groups of `shard_ranks` consecutive ranks (split_hybrid's) hold ranks of more than one
+// node: their gathers and reductions cross the network, the traffic hybrid sharding means to keep inside a node.
+int shard_groups_spanning_nodes(const std::vector<int>& node_of_rank, int shard_ranks);
 
 // The shard group's and the replicas' communicators of type C, built as C(that MPI_Comm, args..., watch) (which
 // duplicates it) from split_hybrid; the split's MPI communicators are freed. Collective over `world`.

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "comm/bootstrap.h"
+#include "comm/hybrid_groups.h"
 #include "core/check.h"
 #include "core/process_memory.h"
 #include "data/batcher.h"
@@ -93,6 +94,7 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
   const int W = comm->world();
   const bool r0 = info.rank == 0;
   Config cfg = bench_config(a, W);  // activation_checkpointing: auto resolved by plan_and_check_run
+  resolve_shard_ranks(cfg, node_block_ranks(info.node_of_rank));
   FILE* const json_out = a.json ? data_stdout() : nullptr;  // before NCCL starts printing to stdout
   comm->set_peer_timeout(cfg.run.collective_timeout_s);
 

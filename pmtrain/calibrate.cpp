@@ -15,6 +15,7 @@
 #include <random>
 #include <vector>
 
+#include "comm/hybrid_groups.h"
 #include "comm/mpi_communicator.h"
 #include "core/check.h"
 #include "core/memory.h"
@@ -23,6 +24,7 @@
 #include "optim/adamw.h"
 #include "pmtrain/backend_setup.h"
 #include "pmtrain/config.h"
+#include "pmtrain/engine_assembly.h"
 #include "pmtrain/model_setup.h"
 #include "pmtrain/paths.h"
 #include "zero/buffer_plan.h"
@@ -423,6 +425,7 @@ int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi) {
   Config cfg = a.config_path.empty() ? parse_config("{}", "pmtrain calibrate", a.overrides)
                                      : load_config(existing_path(a.config_path, "config file"), a.overrides);
   if (a.threads > 0) cfg.threads = a.threads;
+  resolve_shard_ranks(cfg, node_block_ranks(mpi.info().node_of_rank));
   const int threads = int(cfg.threads);
   const std::unique_ptr<MpiCommunicator> world = mpi.world_communicator();
   BackendParts parts = make_backend(cfg, *world);

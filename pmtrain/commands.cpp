@@ -84,9 +84,10 @@ int run_train(const TrainArgs& a, MpiRuntime& mpi) {
 int run_dry_run(const TrainArgs& a) {
   ConfigArgs c = a.config;
   if (!a.resume.empty()) c.overrides.push_back("run.resume=" + a.resume);
-  const Config cfg = load_resolved_config(c);
+  Config cfg = load_resolved_config(c);
   const int world = launcher_world().value_or(default_world(cfg));
   printf("--- resolved config (dry run: nothing is trained or written) ---\n%s---\n", to_yaml(cfg).c_str());
+  resolve_shard_ranks(cfg, world);  // (planned as one node: zero.shard_ranks node is then one group of all)
   print_plan(cfg, world, world);
   return 0;
 }

@@ -207,6 +207,24 @@ Field checkpointing_field(ModelSection& m) {
   f.accepted = choice_names(kCheckpointing, " | ") + " (or true = full, false = none)";
   return f;
 }
+// zero.shard_ranks: a count (>= 0), or `node` (ZeroSection::kShardRanksNode until the launch resolves it),
+// written back as node after that too.
+Field shard_ranks_field(ZeroSection& z, std::string doc) {
+  Field f = field("zero.shard_ranks", z.shard_ranks, kNonNegative, std::move(doc));
+  f.set = [&z, k = f.key](const YAML::Node& n) {
+    z.shard_ranks_node = n.IsScalar() && n.Scalar() == "node";
+    int64_t v = ZeroSection::kShardRanksNode;
+    ZERO_REQUIRE(z.shard_ranks_node || YAML::convert<int64_t>::decode(n, v), ConfigError,
+                 "key '{}': '{}' is neither a number of ranks nor node", k, YAML::Dump(n));
+    z.shard_ranks = v;
+  };
+  f.get = [&z] { return z.shard_ranks_node ? YAML::Node("node") : to_node(z.shard_ranks); };
+  f.number = [&z] { return z.shard_ranks_node ? 0.0 : double(z.shard_ranks); };
+  f.type = "integer or `node`";
+  f.accepted = "node";
+  return f;
+}
+
 // A key that activation_checkpointing: auto sets at the run's start: written back as auto requires it given
 // (`unset`: 0, false), not as chosen.
 Field resolved_by_auto(Field f, const ModelSection& m, const YAML::Node& unset) {
@@ -342,7 +360,7 @@ std::vector<Field> schema(Config& c) {
       choice("zero.reduce_dtype", z.reduce_dtype, kDTypes, "dtype of gradients on the wire"),
       field("zero.world_invariant", z.world_invariant, "the same weights and logged metrics (train and eval loss, accuracy, rewards), bit for bit, at any number of ranks (dividing the step's micro-batches) and any stage, so a run resumed on another world size continues exactly (same backend, device kind and threads): gradients are summed in 64-bit fixed point (exact in any order; 2^-32 resolution, terms under 2^14: a larger one skips the step like a non-finite one) and each micro-batch (and eval batch) is cut from the whole step's pairs (give batch.micro, or batch.micro_tokens), its metrics added in that cut's order. Costs: 8-byte gradient accumulators and wire elements"),
       choice("zero.master", z.master, kMasters, "how the fp32 master weights are kept: fp32 = an array of their own (4 bytes an element); split = as the bf16 params (their high halves, rounded half away from zero) plus their low 16 bits (2 bytes an element, the same fp32 values); auto = split with bf16 params, else fp32 (and fp32 under zero.offload)"),
-      field("zero.shard_ranks", z.shard_ranks, kNonNegative, "hybrid sharding (FSDP's HYBRID_SHARD): the stage's state is sharded over groups of N consecutive ranks (normally the GPUs of a node) and replicated across the groups; stage 3's gathers and every reduction stay inside a group, and one all-reduce of each rank's gradient shard a step crosses groups, overlapped with the last backward. Memory per rank is that of a world of N ranks. N must divide the world; 0 (or N at least the world) = one group of all ranks"),
+      shard_ranks_field(z, "hybrid sharding (FSDP's HYBRID_SHARD): the stage's state is sharded over groups of N consecutive ranks (normally the GPUs of a node) and replicated across the groups; stage 3's gathers and every reduction stay inside a group, and one all-reduce of each rank's gradient shard a step crosses groups, overlapped with the last backward. Memory per rank is that of a world of N ranks. N must divide the world; 0 (or N at least the world) = one group of all ranks; node = the ranks of a node, as launched (every node the same count, placed in blocks of consecutive ranks: srun's default, mpirun --map-by slot; `pmtrain plan` takes its ranks per node). A run whose groups span nodes says so at its start"),
       choice("zero.offload", z.offload_optimizer, kOffloads, "ZeRO-Offload: optimizer = the fp32 master, m and v (12 bytes a parameter of the rank's shard) in host memory, AdamW run by the host's `threads` threads a chunk at a time (the gradients come down, the params go up: PCIe traffic and host time every step); the device keeps the params, the gradient accumulator and the comm buffers. The same bits as without it. none = all on the device"),
 
       field("optim.lr", o.lr, kPositive, "peak learning rate of AdamW"),
@@ -617,7 +635,8 @@ std::string config_reference_markdown() {
     const YAML::Node v = f.get();
     std::string def = v.IsSequence() && v.size() == 0 ? "[]" : YAML::Dump(v);
     if (def.empty() || (v.IsScalar() && v.Scalar().empty())) def = "\"\"";
-    const std::string accepted = f.range ? f.range->describe() : f.accepted;
+    std::string accepted = f.range ? f.range->describe() : f.accepted;
+    if (f.range && !f.accepted.empty()) accepted += ", or " + f.accepted;  // a number or a word (zero.shard_ranks)
     md += fmt::format("| `{}` | {} | `{}` | {} | {} |\n", f.key, f.type, cell(def), cell(accepted), cell(f.doc));
   }
   return md;

@@ -132,8 +132,12 @@ struct ZeroSection {
   // world size and stage (engine: DType::FX64 sums; sampler: SamplerConfig::world_invariant).
   bool world_invariant = false;
   // Hybrid sharding: the ranks one copy of the sharded state is spread over (a divisor of the world; 0, or
-  // the world or more: all of them). shard_group_ranks (engine_assembly.h) resolves it.
+  // the world or more: all of them), or kShardRanksNode (`node`: a node's ranks, until resolve_shard_ranks sets
+  // the launch's count; shard_ranks_node then still says it was asked so, and the config is written back so).
+  // shard_group_ranks (engine_assembly.h) resolves it.
+  static constexpr int64_t kShardRanksNode = -1;
   int64_t shard_ranks = 0;
+  bool shard_ranks_node = false;
 };
 
 struct OptimSection {

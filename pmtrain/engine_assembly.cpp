@@ -25,6 +25,8 @@ DType accum_dtype_for(const Config& cfg, int world, int64_t accum_steps) {
 }
 
 int shard_group_ranks(const Config& cfg, int world) {
+  ZERO_CHECK(cfg.zero.shard_ranks != ZeroSection::kShardRanksNode || world == 1,
+             "zero.shard_ranks: node reached shard_group_ranks unresolved (resolve_shard_ranks)");
   const int n = int(std::min<int64_t>(cfg.zero.shard_ranks, world));  // (any value past the world: one group)
   if (!hybrid_sharding(n, world)) return world;
   ZERO_REQUIRE(world % n == 0, ConfigError,
@@ -34,11 +36,37 @@ int shard_group_ranks(const Config& cfg, int world) {
   return int(n);
 }
 
+void resolve_shard_ranks(Config& cfg, int node_ranks) {
+  if (!cfg.zero.shard_ranks_node) return;
+  ZERO_REQUIRE(node_ranks > 0, ConfigError,
+               "{}: zero.shard_ranks node needs every node to hold the same number of ranks, placed in blocks of "
+               "consecutive ranks (srun's default --distribution=block, mpirun --map-by slot); these ranks are not "
+               "(placed round-robin: srun --distribution=cyclic or mpirun --map-by node? or nodes with different "
+               "counts). Place them in blocks, or give zero.shard_ranks a number",
+               cfg.source);
+  cfg.zero.shard_ranks = node_ranks;
+}
+
+std::string shard_placement_warning(const Config& cfg, const std::vector<int>& node_of_rank) {
+  const int world = int(node_of_rank.size());
+  const int S = shard_group_ranks(cfg, world);
+  const int spanning = S == world ? 0 : shard_groups_spanning_nodes(node_of_rank, S);
+  if (spanning == 0) return "";
+  const int L = node_block_ranks(node_of_rank);
+  return fmt::format(
+      "warning: {} of {} shard groups of {} consecutive ranks (zero.shard_ranks {}) hold ranks of more than one node, "
+      "so their gathers and reductions cross the network: {}",
+      spanning, world / S, S, S,
+      L > 0 ? fmt::format("a node holds {} ranks here; zero.shard_ranks node (or a divisor of {}) keeps each group on one node", L, L)
+            : "the ranks are not placed in blocks per node (srun --distribution=cyclic or mpirun --map-by node?); place "
+              "them in blocks (srun's default, mpirun --map-by slot)");
+}
+
 std::string stage_text(const Config& cfg, int world) {
   const int S = shard_group_ranks(cfg, world);
   if (S == world) return fmt::format("stage {}", cfg.zero.stage);
-  return fmt::format("stage {} in shard groups of {} rank{}, replicated {}x (zero.shard_ranks)", cfg.zero.stage, S,
-                     S == 1 ? "" : "s", world / S);
+  return fmt::format("stage {} in shard groups of {} rank{}, replicated {}x (zero.shard_ranks{})", cfg.zero.stage, S,
+                     S == 1 ? "" : "s", world / S, cfg.zero.shard_ranks_node ? " node" : "");
 }
 
 size_t bucket_elements_for(const Config& cfg) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "pmtrain/config.h"
 #include "zero/engine_config.h"
@@ -33,6 +34,15 @@ DType accum_dtype_for(const Config& cfg, int world, int64_t accum_steps);
 // its partition and buffers are sized for); `world` without hybrid sharding. ConfigError naming the key when it
 // does not divide the world.
 int shard_group_ranks(const Config& cfg, int world);
+// zero.shard_ranks: node, resolved for ranks placed in blocks of `node_ranks` consecutive ranks a node
+// (node_block_ranks in comm/hybrid_groups.h for a launch; a plan's ranks per node): the shard groups are the
+// nodes. ConfigError when node is asked and `node_ranks` is 0 (the launch's ranks are not in equal blocks).
+// Any other value is left as it is. Every command calls it before shard_group_ranks.
+void resolve_shard_ranks(Config& cfg, int node_ranks);
+// A launch's warning, "" when there is none: hybrid sharding whose shard groups hold ranks of more than one node
+// (placed round-robin, or a group larger than a node), so their traffic crosses the network. node_of_rank as in
+// LaunchInfo.
+std::string shard_placement_warning(const Config& cfg, const std::vector<int>& node_of_rank);
 // "stage 3", and under hybrid sharding "stage 3 in shard groups of 8 ranks, replicated 2x (zero.shard_ranks)".
 std::string stage_text(const Config& cfg, int world);
 

@@ -391,6 +391,11 @@ Cell plan_fixed_cell(const Setup& s, int stage, int world, int per_node, size_t 
 
 // A cell of the grid: its plan at the config's checkpointing, or under auto the fastest that fits.
 Cell plan_cell(const Setup& s, int stage, int world, int per_node, size_t mem) {
+  if (s.cfg.zero.shard_ranks_node && s.cfg.zero.shard_ranks == ZeroSection::kShardRanksNode) {
+    Setup t = s;  // zero.shard_ranks node: the cell's ranks per node (a copy only then: Setup holds the lengths)
+    resolve_shard_ranks(t.cfg, per_node);
+    return plan_cell(t, stage, world, per_node, mem);
+  }
   return s.cfg.model.checkpointing_auto ? plan_auto_cell(s, stage, world, per_node, mem)
                                         : plan_fixed_cell(s, stage, world, per_node, mem);
 }
@@ -490,21 +495,22 @@ std::string token_budget_advice(const Setup& s, const Cell& b, int per_node) {
                      bytes_text(double(pick->second.m.total())));
 }
 
-// Across nodes without hybrid sharding: the fastest stage with a shard group per node (zero.shard_ranks = its
+// Across nodes without hybrid sharding: the fastest stage with a shard group per node (zero.shard_ranks node: its
 // ranks), when its epoch beats plan b's: stage 3's gathers and the reductions then stay on the node's links, and
 // one all-reduce of a shard a step crosses the network.
 std::string hybrid_advice(const Setup& s, const Cell& b) {
-  if (b.nodes == 1 || s.cfg.zero.shard_ranks > 0 || b.world % b.per_node != 0) return "";
+  if (b.nodes == 1 || s.cfg.zero.shard_ranks != 0 || b.world % b.per_node != 0) return "";
   Setup t = s;
-  t.cfg.zero.shard_ranks = b.per_node;
+  t.cfg.zero.shard_ranks = ZeroSection::kShardRanksNode;
+  t.cfg.zero.shard_ranks_node = true;
   std::optional<Cell> best;
   for (int stage = 1; stage <= 3; ++stage) {
     Cell c = plan_cell(t, stage, b.world, b.per_node, b.mem);
     if (c.fits && (!best || c.epoch_s < best->epoch_s)) best = std::move(c);
   }
   if (!best || best->epoch_s >= b.epoch_s * 0.97) return "";
-  return fmt::format("; with zero.shard_ranks={} (hybrid sharding: each node's ranks shard, the nodes replicate) at "
-                     "stage {} ~{}/epoch, peak {}",
+  return fmt::format("; with zero.shard_ranks=node (hybrid sharding: each node's {} ranks shard, the nodes replicate) "
+                     "at stage {} ~{}/epoch, peak {}",
                      b.per_node, best->stage, time_text(best->epoch_s), bytes_text(double(best->m.total())));
 }
 
@@ -624,6 +630,7 @@ void write_sbatch(const PlanArgs& a, const Setup& s, const Cell& c) {
   if (gpu) {
     Config host_cfg = with_stage(s.cfg, c.stage);
     host_cfg.backend = Backend::Cuda;
+    resolve_shard_ranks(host_cfg, c.per_node);
     const double host = double(plan_memory(host_cfg, s.qc, s.groups, c.world, c.per_node, c.micro, c.accum).total());
     node_mem = double(c.per_node) * std::max(16.0 * double(1ull << 30), host * 1.2);
   }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "comm/hybrid_groups.h"
 #include "core/check.h"
 #include "core/process_memory.h"
 #include "data/token_cache.h"
@@ -105,6 +106,10 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   start_over_ = cfg_.run.start_over;
   cfg_.run.start_over = false;
   const int W = comm_.world();
+  // zero.shard_ranks node: the launch's ranks per node; a shard group across nodes is allowed, and said.
+  resolve_shard_ranks(cfg_, node_block_ranks(info_.node_of_rank));
+  if (const std::string w = shard_placement_warning(cfg_, info_.node_of_rank); info_.rank == 0 && !w.empty())
+    fprintf(stderr, "pmtrain: %s\n", w.c_str());
   if (training) {
     check_keep_best(cfg_);
     check_run_dir_is_free();  // before the data is read: a refusal should not wait for tokenizing

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "comm/hybrid_groups.h"
 #include "core/check.h"
 #include "pmtrain/config.h"
 #include "pmtrain/engine_assembly.h"
@@ -252,6 +253,55 @@ TEST(PmtrainConfig, CheckpointingModesAndTheOldBooleans) {
   const std::string e = error_of("model:\n  activation_checkpointing: partial\n");
   EXPECT_NE(e.find("test.yaml:2: model.activation_checkpointing: unknown value 'partial' (expected auto, none, selective, full)"),
             std::string::npos) << e;
+}
+
+// zero.shard_ranks: a count, or node (the launch's ranks per node, resolved by resolve_shard_ranks and written
+// back as node); anything else names the key and line. Placements as literal node-of-rank tables.
+TEST(PmtrainConfig, ShardRanksNodeIsResolvedByTheLaunchAndWrittenBackAsNode) {
+  Config c = parse_config("zero:\n  shard_ranks: node\n", "t.yaml");
+  EXPECT_TRUE(c.zero.shard_ranks_node);
+  EXPECT_NE(to_yaml(c).find("shard_ranks: node"), std::string::npos) << to_yaml(c);
+  EXPECT_TRUE(parse_config(to_yaml(c), "again.yaml").zero.shard_ranks_node);
+  EXPECT_TRUE(parse_config("", "t.yaml", {"zero.shard_ranks=node"}).zero.shard_ranks_node);
+  EXPECT_THROW(shard_group_ranks(c, 16), InternalError);  // a command that forgot to resolve it
+  EXPECT_EQ(shard_group_ranks(c, 1), 1);                  // one process: nothing to resolve
+  // 16 ranks, 2 nodes of 8 in blocks: groups of 8, written back as node still.
+  const std::vector<int> blocks = {0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8};
+  resolve_shard_ranks(c, node_block_ranks(blocks));
+  EXPECT_EQ(shard_group_ranks(c, 16), 8);
+  EXPECT_EQ(stage_text(c, 16), "stage 2 in shard groups of 8 ranks, replicated 2x (zero.shard_ranks node)");
+  EXPECT_NE(to_yaml(c).find("shard_ranks: node"), std::string::npos);
+  EXPECT_EQ(shard_placement_warning(c, blocks), "");
+  // Round-robin placement: node cannot be resolved; one line says why and what to do.
+  const std::vector<int> cyclic = {0, 1, 0, 1, 0, 1, 0, 1};
+  Config rr = parse_config("zero:\n  shard_ranks: node\n", "t.yaml");
+  try {
+    resolve_shard_ranks(rr, node_block_ranks(cyclic));
+    ADD_FAILURE() << "node resolved on round-robin ranks";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("t.yaml: zero.shard_ranks node needs every node to hold the same number of "
+                                         "ranks, placed in blocks"), std::string::npos) << e.what();
+  }
+  // A number is kept as given; groups across nodes are allowed, with a warning naming the count and the remedy.
+  Config four = parse_config("zero:\n  shard_ranks: 4\n", "t.yaml");
+  resolve_shard_ranks(four, 0);
+  EXPECT_EQ(shard_group_ranks(four, 8), 4);
+  EXPECT_EQ(shard_placement_warning(four, cyclic),
+            "warning: 2 of 2 shard groups of 4 consecutive ranks (zero.shard_ranks 4) hold ranks of more than one node, so "
+            "their gathers and reductions cross the network: the ranks are not placed in blocks per node (srun "
+            "--distribution=cyclic or mpirun --map-by node?); place them in blocks (srun's default, mpirun --map-by slot)");
+  Config sixteen = parse_config("zero:\n  shard_ranks: 16\n", "t.yaml");
+  const std::vector<int> four_nodes = {0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8,
+                                       16, 16, 16, 16, 16, 16, 16, 16, 24, 24, 24, 24, 24, 24, 24, 24};
+  EXPECT_NE(shard_placement_warning(sixteen, four_nodes).find("warning: 2 of 2 shard groups of 16 consecutive ranks "
+                                                              "(zero.shard_ranks 16) hold ranks of more than one node, so "
+                                                              "their gathers and reductions cross the network: a node "
+                                                              "holds 8 ranks here; zero.shard_ranks node"),
+            std::string::npos) << shard_placement_warning(sixteen, four_nodes);
+  EXPECT_EQ(shard_placement_warning(parse_config("", "t.yaml"), cyclic), "");  // no hybrid sharding: nothing to say
+  const std::string e = error_of("zero:\n  shard_ranks: nodes\n");
+  EXPECT_NE(e.find("test.yaml:2: key 'zero.shard_ranks': 'nodes' is neither a number of ranks nor node"), std::string::npos) << e;
+  EXPECT_NE(error_of("zero:\n  shard_ranks: -2\n").find("key 'zero.shard_ranks' is -2; it must be >= 0"), std::string::npos);
 }
 
 // One default per knob: the optimizer's defaults are written as doubles in pmtrain (so they print as

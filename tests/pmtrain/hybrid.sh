@@ -5,6 +5,7 @@
 #    final weights, and the log names the layout;
 #  - a run stopped at step 2 in groups of 2 holds one checkpoint file per rank of a group and resumes, bit for bit
 #    as the uninterrupted run, in the same groups and on 3 plain ranks (resharded);
+#  - zero.shard_ranks node on one node is one group of all, and is written back as node;
 #  - the memory plan of 4 ranks in groups of 2 is that of 2 ranks;
 #  - a group size that does not divide the world is refused in one line naming the key.
 source "$(dirname "$0")/common.sh"
@@ -21,6 +22,13 @@ for cell in "2 3" "1 1"; do
   cmp -s <(weights $TMP/one one) <(weights $TMP/g$1 g$1) || fail "groups of $1, stage $2: the final weights differ from 1 rank's"
   echo "4 ranks in groups of $1, stage $2: 1 rank's grad norms, metrics and final weights ($(fields $TMP/g$1/metrics.jsonl | tail -1))"
 done
+
+# zero.shard_ranks node: these 4 ranks share one node, so one group of all (plain stage 1), written back as node.
+train 4 --set zero.shard_ranks=node --set zero.stage=1 --set run.dir=$TMP/node
+grep -q "world 4 (1 nodes), stage 1, " $TMP/out.txt || { cat $TMP/out.txt; fail "node, 4 ranks on one node: not one group of all"; }
+grep -q "shard_ranks: node" $TMP/node/config.resolved.yaml || fail "node: config.resolved.yaml does not say node"
+diff <(fields $TMP/one/metrics.jsonl) <(fields $TMP/node/metrics.jsonl) || fail "node on one node: differs from 1 rank"
+echo "zero.shard_ranks node, 4 ranks on one node: one group of all, 1 rank's metrics, written back as node"
 
 # Stop at step 2 in groups of 2; the first group wrote the checkpoint, one file per rank of a group.
 train 4 --set zero.shard_ranks=2 --set zero.stage=3 --set run.dir=$TMP/cut --set run.stop_at=2

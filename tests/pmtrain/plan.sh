@@ -149,9 +149,21 @@ for st in range(4):
 print("ok: 4b on 16 x 80 GiB in groups of 8: comm s by stage (hybrid / plain 16):",
       {s: f'{hy[s]["comm_seconds"]:.2f} / {p16[s]["comm_seconds"]:.2f}' for s in range(4)})
 PY
-"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --gpu-mem 80GiB --dataset-pairs 1000 --world 16 | grep -q "^recommended: .*; with zero.shard_ranks=8 (hybrid sharding" \
+# zero.shard_ranks node is the plan's ranks per node: groups of 8 at 8 a node, of 4 at --ranks-per-node 4.
+plan16 --world 16 --set zero.shard_ranks=node > $TMP/node.json || fail "plan 4b with zero.shard_ranks node"
+plan16 --world 16 --ranks-per-node 4 --set zero.shard_ranks=node > $TMP/node4.json \
+  && plan16 --world 16 --ranks-per-node 4 --set zero.shard_ranks=4 > $TMP/four.json || fail "plan 4b, 4 ranks a node"
+python3 - $TMP/node.json $TMP/hybrid.json $TMP/node4.json $TMP/four.json <<'PY' || fail "plan: zero.shard_ranks node is not the ranks per node"
+import json, sys
+node, eight, node4, four = (json.load(open(f))["cells"] for f in sys.argv[1:])
+assert node == eight, "node at 8 a node differs from zero.shard_ranks=8"
+assert node4 == four, "node at 4 a node differs from zero.shard_ranks=4"
+assert node4 != node, "4 a node plans as 8 a node"
+PY
+echo "ok: zero.shard_ranks node plans as the ranks per node (8, and 4 with --ranks-per-node 4)"
+"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --gpu-mem 80GiB --dataset-pairs 1000 --world 16 | grep -q "^recommended: .*; with zero.shard_ranks=node (hybrid sharding: each node's 8 ranks" \
   || fail "plan 4b on 16 x 80 GiB: no hybrid sharding advice"
-echo "ok: the plain 16-GPU plan advises zero.shard_ranks=8"
+echo "ok: the plain 16-GPU plan advises zero.shard_ranks=node"
 "$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --gpu-mem 80GiB --world 16 --set zero.shard_ranks=8 --sbatch $TMP/hybrid.sbatch > /dev/null
 grep -qE "^srun .* train configs/qwen3_4b_bs128.yaml --set 'zero.shard_ranks=8' --set zero.stage=[0-3] " $TMP/hybrid.sbatch \
   || { cat $TMP/hybrid.sbatch; fail "the sbatch script of a plan in groups of 8 does not set zero.shard_ranks"; }
