@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "comm/hybrid_groups.h"
 #include "comm/launch_env.h"
 #include "comm/mpi_check.h"
 #include "core/check.h"
@@ -39,11 +40,8 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, info_.rank, MPI_INFO_NULL, &local));
   MPI_CHECK(MPI_Comm_rank(local, &info_.local_rank));
   MPI_CHECK(MPI_Comm_size(local, &info_.local_world));
-  int node_id = info_.rank;  // the node's lowest rank (split_type keyed by rank: its local rank 0)
-  MPI_CHECK(MPI_Bcast(&node_id, 1, MPI_INT, 0, local));
   MPI_CHECK(MPI_Comm_free(&local));
-  info_.node_of_rank.assign(size_t(info_.world), 0);
-  MPI_CHECK(MPI_Allgather(&node_id, 1, MPI_INT, info_.node_of_rank.data(), 1, MPI_INT, MPI_COMM_WORLD));
+  info_.node_of_rank = nodes_of_ranks(MPI_COMM_WORLD);
   info_.node_count = 0;
   for (int r = 0; r < info_.world; ++r) info_.node_count += info_.node_of_rank[size_t(r)] == r ? 1 : 0;
 

@@ -38,6 +38,20 @@ int node_block_ranks(const std::vector<int>& node_of_rank) {
   return std::adjacent_find(firsts.begin(), firsts.end()) == firsts.end() ? L : 0;
 }
 
+std::vector<int> nodes_of_ranks(MPI_Comm comm) {
+  int rank = 0, W = 1;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  MPI_CHECK(MPI_Comm_size(comm, &W));
+  MPI_Comm local;
+  MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local));
+  int node_id = rank;  // the node's lowest rank (split keyed by rank: its local rank 0)
+  MPI_CHECK(MPI_Bcast(&node_id, 1, MPI_INT, 0, local));
+  MPI_CHECK(MPI_Comm_free(&local));
+  std::vector<int> nodes(size_t(W), 0);
+  MPI_CHECK(MPI_Allgather(&node_id, 1, MPI_INT, nodes.data(), 1, MPI_INT, comm));
+  return nodes;
+}
+
 int shard_groups_spanning_nodes(const std::vector<int>& node_of_rank, int shard_ranks) {
   const int W = int(node_of_rank.size());
   int spanning = 0;

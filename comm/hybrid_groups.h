@@ -38,6 +38,9 @@ int shard_group_size(int shard_ranks, int world);
 // default and mpirun's --map-by slot/core), so shard groups of that size are the nodes; 0 when the nodes hold
 // unequal counts or ranks round-robin (srun --distribution=cyclic, mpirun --map-by node).
 int node_block_ranks(const std::vector<int>& node_of_rank);
+// Collective over `comm`: node_of_rank for its ranks (index: rank in comm; value: the comm rank of the lowest rank
+// on that rank's node, MPI_COMM_TYPE_SHARED), the table the two functions around it read.
+std::vector<int> nodes_of_ranks(MPI_Comm comm);
 // How many of the shard groups of `shard_ranks` consecutive ranks (split_hybrid's) hold ranks of more than one
 // node: their gathers and reductions cross the network, the traffic hybrid sharding means to keep inside a node.
 int shard_groups_spanning_nodes(const std::vector<int>& node_of_rank, int shard_ranks);

@@ -164,6 +164,16 @@ def _group_specs(module, groups, no_decay):
     return list(groups), names, specs
 
 
+def _shard_ranks_arg(engine_module, shard_ranks):
+    """shard_ranks as the engine takes it: a count, or "node"."""
+    if shard_ranks == "node":
+        return engine_module.shard_ranks_node
+    if isinstance(shard_ranks, str) or int(shard_ranks) < 0:
+        raise ValueError(f"zero_torch: shard_ranks {shard_ranks!r}: expected a number of ranks (0 = one group of all) "
+                         f"or 'node'")
+    return int(shard_ranks)
+
+
 def estimate_memory(module, world, stage=3, groups=None, accum_steps=1, bucket_elements=None, prefetch_depth=None,
                     param_dtype=torch.float32, backend=None, shard_ranks=0):
     """The bytes each rank's engine allocates when ZeroModel(module, groups, stage, ...) runs at `world` ranks,
@@ -173,7 +183,11 @@ def estimate_memory(module, world, stage=3, groups=None, accum_steps=1, bucket_e
     memory). On the GPU that is device memory. Not counted: activations, and the storage torch holds for a
     group while it is gathered for use (FSDP's unsharded parameters): the model's. backend: the compiled
     module to ask (the plan is the same for both); None = the one this process already loaded, else "cpu".
-    shard_ranks: as ZeroModel's (hybrid sharding: the plan of a world of that many ranks)."""
+    shard_ranks: as ZeroModel's (hybrid sharding: the plan of a world of that many ranks), as a number: "node"
+    is known only once launched."""
+    if shard_ranks == "node":
+        raise ValueError("zero_torch: estimate_memory(shard_ranks='node'): a plan before any launch cannot know the "
+                         "ranks of a node; give them as a number (e.g. shard_ranks=8)")
     if backend is None:
         backend = next(iter(_modules), "cpu")
     engine_module = _engine_module(backend)
@@ -197,7 +211,9 @@ class ZeroModel:
     step(): its lr is in what step() returns). shard_ranks: hybrid sharding (PyTorch FSDP's HYBRID_SHARD): the
     state sharded over each group of that many consecutive ranks (a node's) and replicated across the groups,
     so only one all-reduce of each rank's gradient shard a step crosses groups; it must divide the world (0 =
-    one group of all ranks). rank and world stay data parallelism's: every rank."""
+    one group of all ranks); "node" = the ranks of a node as launched (every node the same count, placed in
+    blocks of consecutive ranks: srun's default, mpirun --map-by slot). rank and world stay data parallelism's:
+    every rank."""
 
     def __init__(self, module, groups=None, stage=3, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
                  clip_norm=0.0, accum_steps=1, bucket_elements=None, prefetch_depth=None, no_decay=(), backend=None,
@@ -233,7 +249,7 @@ class ZeroModel:
         self.engine = engine_module.Engine(specs, stage, accum_steps, lr, betas[0], betas[1], eps, weight_decay,
                                            clip_norm, bucket_elements, prefetch_depth, self._engine_dtype,
                                            schedules[schedule], warmup_steps, total_steps, min_lr_ratio,
-                                           int(shard_ranks))
+                                           _shard_ranks_arg(engine_module, shard_ranks))
         if self.device.type == "cuda" and self.device.index != self.engine.device:
             raise ValueError(f"zero_torch: the module is on {self.device}, but this rank's engine runs on "
                              f"cuda:{self.engine.device} (chosen by node-local rank): move the module there, or "

@@ -36,6 +36,9 @@ using zero::torch_binding::CallerBuffer;
 
 namespace {
 
+// Engine(shard_ranks=...) for ZeroModel(shard_ranks="node") (zero_torch/__init__.py reads it as shard_ranks_node).
+constexpr int kShardRanksNode = -1;
+
 class PyEngine;
 // Engines still open: closed (engine, then backend: NCCL and device memory) before MPI is finalised at exit.
 std::set<PyEngine*>& open_engines() {
@@ -101,6 +104,13 @@ class PyEngine {
            optim::ScheduleKind schedule, int64_t warmup_steps, int64_t total_steps, float min_lr_ratio,
            int shard_ranks) {
     ensure_mpi();
+    if (shard_ranks == kShardRanksNode) {  // "node": the launch's block of ranks a node
+      shard_ranks = node_block_ranks(nodes_of_ranks(MPI_COMM_WORLD));
+      ZERO_REQUIRE(shard_ranks > 0, ConfigError,
+                   "zero_torch: shard_ranks='node' needs every node to hold the same number of ranks, placed in blocks "
+                   "of consecutive ranks (srun's default, mpirun --map-by slot); these ranks are not: place them so, or "
+                   "give shard_ranks a number");
+    }
     backend_ = torch_binding::make_binding_backend(shard_ranks);
     EngineConfig cfg = binding_config(stage, accum_steps, bucket_elements, prefetch_depth, param_dtype);
     cfg.adamw = {beta1, beta2, eps, weight_decay};
@@ -209,6 +219,7 @@ PYBIND11_MODULE(ZERO_TORCH_MODULE, m) {
   // The engine's own defaults, so the wrapper does not keep copies of them.
   m.attr("default_bucket_elements") = EngineConfig{}.bucket_elements;
   m.attr("default_prefetch_depth") = EngineConfig{}.prefetch_depth;
+  m.attr("shard_ranks_node") = kShardRanksNode;
   // zero::Error becomes zero_torch.ZeroError (one Python class, whichever module raised it).
   py::register_exception_translator([](std::exception_ptr p) {
     try {

@@ -317,30 +317,27 @@ TEST_F(NcclTest, CountersEqualTheMpiBackend) {
 // reads its norm) must end in a verdict naming the missing rank, not block for ever in a stream
 // synchronisation. Own communicator and ops (the verdict aborts NCCL on the waiting ranks). Needs real
 // streams: the emulated NCCL completes each collective inside its call.
+namespace {
 struct VerdictThrown {
   PeerVerdict v;
 };
 
-TEST_F(NcclTest, AHostWaitBehindALostPeerNamesIt) {
-#if defined(ZERO_EMULATED_CUDA)
-  GTEST_SKIP() << "emulated streams finish each call before it returns: no stream is ever left waiting";
-#endif
-  if (W < 2) GTEST_SKIP() << "needs 2 ranks";
+// Rank 1 never joins an all-reduce on `ring` that the compute stream of `ops` waits behind (the others' wait is
+// guarded through `guarded`, whose peer timeout and watch apply): rank 0's download must end within 3.5 s in a
+// verdict naming rank 1, waiting "the compute stream behind <what>"; the others only answer. Everything is left
+// to the process: after the verdict the waiting ranks' NCCL is aborted and their stream waits on its event.
+void expect_lost_peer_named(CudaOps* ops, NcclCommunicator* guarded, NcclCommunicator* ring, int R,
+                            const std::string& what) {
   const int stuck = 1;
-  // Both left to the process: after the verdict the waiting ranks' NCCL is aborted, and their compute
-  // stream waits on its event; the stuck rank's peers are gone.
-  CudaOps* ops = make_cuda_ops().release();
-  auto* nccl = new NcclCommunicator(MPI_COMM_WORLD, ops->stream());
-  ops->waiter().set_guard(nccl->host_wait_guard());
-  nccl->peer_watch().set_verdict_handler([](const PeerVerdict& v) { throw VerdictThrown{v}; });
-  nccl->peer_watch().set_grace(1.0);
-  nccl->set_peer_timeout(R == 0 ? 1.0 : 0.0);  // rank 0 asks; the others only answer
+  guarded->peer_watch().set_verdict_handler([](const PeerVerdict& v) { throw VerdictThrown{v}; });
+  guarded->peer_watch().set_grace(1.0);
+  guarded->set_peer_timeout(R == 0 ? 1.0 : 0.0);  // rank 0 asks; the others only answer
   DeviceBuffer buf(4 * 1024);
   if (R == stuck) {
     std::this_thread::sleep_for(std::chrono::seconds(4));  // past rank 0's deadline and the grace period
     return;
   }
-  CommHandle h = nccl->all_reduce_async(buf.get(), 1024, DType::F32, ReduceOp::Sum, "probe");
+  CommHandle h = ring->all_reduce_async(buf.get(), 1024, DType::F32, ReduceOp::Sum, "probe");
   h->enqueue_wait();  // the compute stream now waits on the all-reduce
   const auto t0 = std::chrono::steady_clock::now();
   double norm = 0;
@@ -351,10 +348,22 @@ TEST_F(NcclTest, AHostWaitBehindALostPeerNamesIt) {
     thrown = true;
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 3.5);
     EXPECT_EQ(t.v.missing, std::vector<int>{stuck});
-    EXPECT_EQ(t.v.waiting.what, "the compute stream behind all_reduce 'probe'");
+    EXPECT_EQ(t.v.waiting.what, "the compute stream behind " + what);
   }
   EXPECT_TRUE(thrown) << "the download returned although rank " << stuck << " never joined";
   (void)h.release();  // unfinished: destroying it would wait on the aborted collective
+}
+}  // namespace
+
+TEST_F(NcclTest, AHostWaitBehindALostPeerNamesIt) {
+#if defined(ZERO_EMULATED_CUDA)
+  GTEST_SKIP() << "emulated streams finish each call before it returns: no stream is ever left waiting";
+#endif
+  if (W < 2) GTEST_SKIP() << "needs 2 ranks";
+  CudaOps* ops = make_cuda_ops().release();
+  auto* nccl = new NcclCommunicator(MPI_COMM_WORLD, ops->stream());
+  ops->waiter().set_guard(nccl->host_wait_guard());
+  expect_lost_peer_named(ops, nccl, nccl, R, "all_reduce 'probe'");
 }
 
 // Hybrid sharding (comm/hybrid_groups.h) in groups of 1 rank: the compute stream waits behind the replicas'
@@ -366,33 +375,10 @@ TEST_F(NcclTest, AHostWaitBehindALostReplicaNamesIt) {
   GTEST_SKIP() << "emulated streams finish each call before it returns: no stream is ever left waiting";
 #endif
   if (W != 2) GTEST_SKIP() << "needs 2 ranks (groups of 1)";
-  const int stuck = 1;
-  CudaOps* ops = make_cuda_ops().release();  // all left to the process, as above
+  CudaOps* ops = make_cuda_ops().release();
   auto made = make_hybrid_communicators<NcclCommunicator>(MPI_COMM_WORLD, 1, nullptr, ops->stream(), 60.0);
   NcclCommunicator* shard = made.first.release();
   NcclCommunicator* replicas = made.second.release();
   ops->waiter().set_guard(shard->host_wait_guard(replicas));
-  shard->peer_watch().set_verdict_handler([](const PeerVerdict& v) { throw VerdictThrown{v}; });
-  shard->peer_watch().set_grace(1.0);
-  shard->set_peer_timeout(R == 0 ? 1.0 : 0.0);  // rank 0 asks; the other only answers
-  DeviceBuffer buf(4 * 1024);
-  if (R == stuck) {
-    std::this_thread::sleep_for(std::chrono::seconds(4));  // past rank 0's deadline and the grace period
-    return;
-  }
-  CommHandle h = replicas->all_reduce_async(buf.get(), 1024, DType::F32, ReduceOp::Sum, "probe");
-  h->enqueue_wait();  // the compute stream now waits on the replicas' all-reduce
-  const auto t0 = std::chrono::steady_clock::now();
-  double norm = 0;
-  bool thrown = false;
-  try {
-    ops->download(&norm, buf.get(), sizeof norm);
-  } catch (const VerdictThrown& t) {
-    thrown = true;
-    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 3.5);
-    EXPECT_EQ(t.v.missing, std::vector<int>{stuck});
-    EXPECT_EQ(t.v.waiting.what, "the compute stream behind all_reduce 'probe' (replicas)");
-  }
-  EXPECT_TRUE(thrown) << "the download returned although rank " << stuck << " never joined";
-  (void)h.release();  // unfinished: destroying it would wait on the aborted collective
+  expect_lost_peer_named(ops, shard, replicas, R, "all_reduce 'probe' (replicas)");
 }

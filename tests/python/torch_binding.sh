@@ -24,6 +24,28 @@ T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 "${MPIRUN[@]}" -np 2 $PY "$HERE/torch_resume.py" save "$T/run" "$T/ref.pt" 3
 "${MPIRUN[@]}" -np 2 $PY "$HERE/torch_resume.py" resume "$T/run" "$T/ref.pt" 3 0
 "${MPIRUN[@]}" -np 3 $PY "$HERE/torch_resume.py" resume "$T/run" "$T/ref.pt" 1 1e-5
+# shard_ranks="node": these 2 ranks share one node, so one group of both (no hybrid sharding); a bad value, or
+# "node" for a plan before any launch, is a ValueError saying what it takes.
+cat > "$T/node.py" <<'PYEOF'
+import torch
+import zero_torch
+zm = zero_torch.ZeroModel(torch.nn.Linear(3, 2), shard_ranks="node")
+assert zm.world == 2 and "hybrid" not in zm.engine.description, (zm.world, zm.engine.description)
+for bad in ("nodes", -1):
+    try:
+        zero_torch.ZeroModel(torch.nn.Linear(3, 2), shard_ranks=bad)
+        raise SystemExit(f"FAIL: shard_ranks={bad!r} was accepted")
+    except ValueError as e:
+        assert "expected a number of ranks (0 = one group of all) or 'node'" in str(e), e
+try:
+    zero_torch.estimate_memory(torch.nn.Linear(3, 2), 2, shard_ranks="node")
+    raise SystemExit("FAIL: estimate_memory took shard_ranks='node'")
+except ValueError as e:
+    assert "cannot know the ranks of a node" in str(e), e
+if zm.rank == 0:
+    print(f"torch_binding: shard_ranks='node', 2 ranks on one node: {zm.engine.description}")
+PYEOF
+"${MPIRUN[@]}" -np 2 $PY "$T/node.py"  # (a file: mpirun gives stdin to rank 0 only)
 # The engine's errors reach Python as zero_torch.ZeroError (one class for both compiled modules); a second
 # backend in the same process is refused (the modules would bind each other's symbols).
 "${MPIRUN[@]}" -np 1 $PY - <<'PYEOF'
