@@ -26,12 +26,9 @@ int node_block_ranks(const std::vector<int>& node_of_rank) {
   int L = 0;  // the first node's block
   while (L < W && node_of_rank[size_t(L)] == node_of_rank[0]) ++L;
   if (L == 0 || W % L != 0) return 0;
-  for (int r = 0; r < W; ++r) {
-    const int first = L * (r / L);
-    if (node_of_rank[size_t(r)] != node_of_rank[size_t(first)]) return 0;  // a block holds two nodes
-    if (first > 0 && r == first && node_of_rank[size_t(r)] == node_of_rank[size_t(r - 1)]) return 0;  // a node, two blocks
-  }
-  // A node whose ranks come back after another node's block (A A B B A A) has two blocks: each id once.
+  for (int r = 0; r < W; ++r)
+    if (node_of_rank[size_t(r)] != node_of_rank[size_t(L * (r / L))]) return 0;  // a block holds two nodes
+  // A node in two blocks (A A B B A A) is not one block a node: each id once.
   std::vector<int> firsts;
   for (int r = 0; r < W; r += L) firsts.push_back(node_of_rank[size_t(r)]);
   std::sort(firsts.begin(), firsts.end());

@@ -1,5 +1,6 @@
 #include "comm/launch_env.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace zero {
@@ -8,6 +9,8 @@ const char* env_var_name(EnvVar v) {
   switch (v) {
     case EnvVar::SlurmJobId: return "SLURM_JOB_ID";
     case EnvVar::SlurmStepNumTasks: return "SLURM_STEP_NUM_TASKS";
+    case EnvVar::SlurmStepTasksPerNode: return "SLURM_STEP_TASKS_PER_NODE";
+    case EnvVar::OmpiLocalSize: return "OMPI_COMM_WORLD_LOCAL_SIZE";
     case EnvVar::SlurmProcId: return "SLURM_PROCID";
     case EnvVar::OmpiWorldSize: return "OMPI_COMM_WORLD_SIZE";
     case EnvVar::OmpiWorldRank: return "OMPI_COMM_WORLD_RANK";
@@ -42,6 +45,33 @@ std::optional<int> launcher_rank() {
 
 std::optional<int> launcher_world() {
   return first_int({EnvVar::SlurmStepNumTasks, EnvVar::OmpiWorldSize});
+}
+
+std::optional<int> parse_slurm_tasks_per_node(const std::string& s) {
+  std::optional<int> same;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    const size_t comma = std::min(s.find(',', pos), s.size());
+    const std::string entry = s.substr(pos, comma - pos);  // "8" or "8(x2)"
+    char* end = nullptr;
+    const long n = std::strtol(entry.c_str(), &end, 10);
+    if (end == entry.c_str() || n <= 0) return std::nullopt;
+    if (*end != '\0') {
+      char* rep_end = nullptr;
+      const long reps = end[0] == '(' && end[1] == 'x' ? std::strtol(end + 2, &rep_end, 10) : 0;
+      if (reps <= 0 || rep_end[0] != ')' || rep_end[1] != '\0') return std::nullopt;
+    }
+    if (same && *same != int(n)) return std::nullopt;
+    same = int(n);
+    pos = comma + 1;
+  }
+  return same;
+}
+
+std::optional<int> launcher_ranks_per_node() {
+  if (const auto s = read_env(EnvVar::SlurmStepTasksPerNode); s && !read_env(EnvVar::OmpiWorldSize))
+    return parse_slurm_tasks_per_node(*s);
+  return first_int({EnvVar::OmpiLocalSize});
 }
 
 }  // namespace zero

@@ -9,6 +9,8 @@ namespace zero {
 enum class EnvVar {
   SlurmJobId,      // SLURM_JOB_ID: set under srun/sbatch
   SlurmStepNumTasks, // SLURM_STEP_NUM_TASKS
+  SlurmStepTasksPerNode,  // SLURM_STEP_TASKS_PER_NODE: "8(x2)", "8,4", ...
+  OmpiLocalSize,   // OMPI_COMM_WORLD_LOCAL_SIZE: set by mpirun (this node's ranks)
   SlurmProcId,     // SLURM_PROCID
   OmpiWorldSize,   // OMPI_COMM_WORLD_SIZE: set by mpirun
   OmpiWorldRank,   // OMPI_COMM_WORLD_RANK: set by mpirun
@@ -26,5 +28,11 @@ std::optional<std::string> read_env(EnvVar v);
 // per job (help, version, usage errors) or plan for the launched world.
 std::optional<int> launcher_rank();
 std::optional<int> launcher_world();
+// The ranks on each node as the launcher placed them, when every node holds the same number: srun's
+// SLURM_STEP_TASKS_PER_NODE ("8(x2)": 8; "8,4": nullopt), else mpirun's OMPI_COMM_WORLD_LOCAL_SIZE (this node's).
+// nullopt without a launcher. For a plan of the launched job before MPI (zero.shard_ranks node in --dry-run).
+std::optional<int> launcher_ranks_per_node();
+// SLURM_STEP_TASKS_PER_NODE's format: a comma list of "N" or "N(xK)"; N when every entry has the same N.
+std::optional<int> parse_slurm_tasks_per_node(const std::string& s);
 
 }  // namespace zero

@@ -1,5 +1,6 @@
 #include "pmtrain/commands.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -52,13 +53,12 @@ void print_plan(const Config& given, int world, int per_node) {
            plan_gpu_memory(cfg, qc, groups, world, b.micro, b.accum, {}).describe().c_str());
   printf("evaluation batches of at most %s per rank\n", eval_batch(given, qc, device, b.micro).describe().c_str());
   fflush(stdout);  // the plans first, then an error about them
-  if (device == PlanDevice::Gpu) require_fits(plan, cfg);  // the host's share: its own advice
+  if (device == PlanDevice::Gpu) require_fits(plan, cfg, world);  // the host's share: its own advice
   // The breakdown is printed above: the error says what to change, not the plan again.
   ZERO_REQUIRE(fits_on_node(plan), ConfigError,
                "{}: does not fit on this node (above); try {}{}a smaller batch.micro or more nodes, or compare stages "
                "and GPUs with `pmtrain plan {} --gpu-mem 24GiB,80GiB`",
-               cfg.source, cfg.zero.stage < 3 ? "a higher zero.stage, " : "",
-               checkpointing_advice(cfg), cfg.source);
+               cfg.source, sharding_advice(cfg, world), checkpointing_advice(cfg), cfg.source);
   printf("fits\n");
 }
 
@@ -87,8 +87,10 @@ int run_dry_run(const TrainArgs& a) {
   Config cfg = load_resolved_config(c);
   const int world = launcher_world().value_or(default_world(cfg));
   printf("--- resolved config (dry run: nothing is trained or written) ---\n%s---\n", to_yaml(cfg).c_str());
-  resolve_shard_ranks(cfg, world);  // (planned as one node: zero.shard_ranks node is then one group of all)
-  print_plan(cfg, world, world);
+  // Under a launcher its ranks per node (zero.shard_ranks node), else one node of them all.
+  const int per_node = std::min(world, launcher_ranks_per_node().value_or(world));
+  resolve_shard_ranks(cfg, per_node);
+  print_plan(cfg, world, per_node);
   return 0;
 }
 

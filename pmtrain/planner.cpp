@@ -284,15 +284,26 @@ std::string checkpointing_text(const ModelSection& m, int64_t layers) {
   return m.checkpointing_auto ? "auto: " + mode : mode;
 }
 
-void require_fits(const MemoryPlan& plan, const Config& cfg) {
+std::string sharding_advice(const Config& cfg, int world) {
+  std::string advice = cfg.zero.stage < 3 ? "a higher zero.stage, " : "";
+  const int S = shard_group_ranks(cfg, world);
+  if (S < world)
+    advice += fmt::format("larger shard groups (zero.shard_ranks {}: each rank holds 1/{} of the state however many "
+                          "ranks run; 0 = over all {}), ",
+                          S, S, world);
+  return advice;
+}
+
+void require_fits(const MemoryPlan& plan, const Config& cfg, int world) {
   if (fits_on_node(plan)) return;
-  const std::string higher = cfg.zero.stage < 3 ? "a higher zero.stage, " : "";
+  const std::string higher = sharding_advice(cfg, world);
   const std::string ckpt = checkpointing_advice(cfg);
+  const bool hybrid = shard_group_ranks(cfg, world) < world;  // more GPUs hold no less each
   if (plan.device == PlanDevice::Gpu)
     throw ConfigError(fmt::format(
-        "{}: the GPU cannot hold the run: {}. Use {}{}a smaller batch.micro (or batch.micro_tokens), or more GPUs "
+        "{}: the GPU cannot hold the run: {}. Use {}{}a smaller batch.micro (or batch.micro_tokens){} "
         "(`pmtrain plan {} --gpu-mem 80GiB --world 8,16` compares them).",
-        cfg.source, plan.describe(), higher, ckpt, cfg.source));
+        cfg.source, plan.describe(), higher, ckpt, hybrid ? "" : ", or more GPUs", cfg.source));
   if (model_device(cfg) == PlanDevice::Gpu)  // the host's share of a GPU run: the process, an offloaded optimizer, a snapshot
     throw ConfigError(fmt::format(
         "{}: this machine cannot hold the run's host memory: {}. Use fewer ranks on this node, {}{}{}or more nodes",

@@ -104,8 +104,13 @@ MemoryPlan plan_gpu_memory(const Config& cfg, const model::Qwen3Config& qc, cons
 // ranks_on_node x total over what the node offers them: 90% of its host memory, or all a GPU offers.
 double node_use(const MemoryPlan& plan);
 bool fits_on_node(const MemoryPlan& plan);  // node_use at most 1
-// Throws ConfigError with the plan when it does not fit; the advice never names a stage above 3.
-void require_fits(const MemoryPlan& plan, const Config& cfg);
+// Throws ConfigError with the plan when it does not fit; the advice never names a stage above 3. `world`: the
+// run's ranks (under hybrid sharding more of them hold no less each: the advice is larger shard groups).
+void require_fits(const MemoryPlan& plan, const Config& cfg, int world);
+// The sharding advice of an out-of-memory message, ending in ", " ("" when there is none): a higher zero.stage
+// below 3, and under hybrid sharding larger shard groups (each rank holds a shard of its group's, whatever the
+// world, so more GPUs do not help there).
+std::string sharding_advice(const Config& cfg, int world);
 // The activation-checkpointing advice of an out-of-memory message: "" when it is full already, else the
 // next modes to try, ending in ", ".
 std::string checkpointing_advice(const Config& cfg);

@@ -420,9 +420,12 @@ int Trainer::train() {
     return train_loop();
   } catch (const std::exception& e) {
     if (!is_out_of_memory(e)) throw;
+    const int W = comm_.world();
+    std::string more = sharding_advice(cfg_, W) + checkpointing_advice(cfg_);  // each ends in ", "
+    if (shard_group_ranks(cfg_, W) == W) more += "more ranks, ";         // (under hybrid sharding they hold no less)
     throw Error(fmt::format("{}: out of memory during training ({}). Memory plan: {}. Lower batch.micro (or "
-                            "batch.micro_tokens), raise zero.stage, {}or use more ranks",
-                            cfg_.source, e.what(), plan_.describe(), checkpointing_advice(cfg_)));
+                            "batch.micro_tokens), or use {}",
+                            cfg_.source, e.what(), plan_.describe(), more.substr(0, more.size() - 2)));
   }
 }
 

@@ -1,11 +1,12 @@
 // Where hybrid sharding's groups sit (comm/hybrid_groups.h), from literal node-of-rank tables (no MPI): block
 // placement is recognised only when every node holds one block of the same size; a group holding ranks of two
-// nodes is counted.
+// nodes is counted; srun's tasks per node read as one count or none.
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "comm/hybrid_groups.h"
+#include "comm/launch_env.h"
 
 namespace zero {
 namespace {
@@ -32,6 +33,17 @@ TEST(HybridPlacement, GroupsSpanningNodesAreCounted) {
   EXPECT_EQ(shard_groups_spanning_nodes(cyclic, 1), 0);
   const std::vector<int> three = {0, 0, 0, 3, 3, 3};             // 2 nodes of 3, groups of 2: {0,1} {2,3} {4,5}
   EXPECT_EQ(shard_groups_spanning_nodes(three, 2), 1);
+}
+
+// srun's SLURM_STEP_TASKS_PER_NODE (what a plan before MPI reads for zero.shard_ranks node): the count when every
+// node has it, nothing otherwise.
+TEST(HybridPlacement, SlurmTasksPerNodeIsOneCountOrNone) {
+  EXPECT_EQ(parse_slurm_tasks_per_node("8"), 8);
+  EXPECT_EQ(parse_slurm_tasks_per_node("8(x2)"), 8);
+  EXPECT_EQ(parse_slurm_tasks_per_node("4(x3),4"), 4);
+  EXPECT_EQ(parse_slurm_tasks_per_node("8,4"), std::nullopt);
+  EXPECT_EQ(parse_slurm_tasks_per_node("8(x2),4"), std::nullopt);
+  for (const char* bad : {"", "x", "8(2)", "8(x)", "8(x2", "0", "8,"}) EXPECT_EQ(parse_slurm_tasks_per_node(bad), std::nullopt) << bad;
 }
 
 }  // namespace

@@ -5,8 +5,10 @@
 #    final weights, and the log names the layout;
 #  - a run stopped at step 2 in groups of 2 holds one checkpoint file per rank of a group and resumes, bit for bit
 #    as the uninterrupted run, in the same groups and on 3 plain ranks (resharded);
-#  - zero.shard_ranks node on one node is one group of all, and is written back as node;
+#  - zero.shard_ranks node on one node is one group of all, and is written back as node; a --dry-run under srun's
+#    variables takes its tasks per node;
 #  - the memory plan of 4 ranks in groups of 2 is that of 2 ranks;
+#  - out of memory in groups of 2, the advice names larger shard groups;
 #  - a group size that does not divide the world is refused in one line naming the key.
 source "$(dirname "$0")/common.sh"
 COMMON="configs/tiny_cpu.yaml $SMALL --set data.cache_dir=$TMP/cache --set run.steps=4 --set batch.global=24 --set batch.micro=2
@@ -29,6 +31,12 @@ grep -q "world 4 (1 nodes), stage 1, " $TMP/out.txt || { cat $TMP/out.txt; fail 
 grep -q "shard_ranks: node" $TMP/node/config.resolved.yaml || fail "node: config.resolved.yaml does not say node"
 diff <(fields $TMP/one/metrics.jsonl) <(fields $TMP/node/metrics.jsonl) || fail "node on one node: differs from 1 rank"
 echo "zero.shard_ranks node, 4 ranks on one node: one group of all, 1 rank's metrics, written back as node"
+# --dry-run under srun (before MPI) takes srun's tasks per node: 2 nodes of 2 are groups of 2.
+SLURM_STEP_TASKS_PER_NODE='2(x2)' SLURM_STEP_NUM_TASKS=4 "$PMTRAIN" train configs/tiny_cpu.yaml --dry-run \
+  --set zero.shard_ranks=node > $TMP/dry.txt 2>&1 || { cat $TMP/dry.txt; fail "--dry-run with node under srun's variables"; }
+grep -q "world 4 (2 per node), stage 2 in shard groups of 2 ranks, replicated 2x (zero.shard_ranks node)" $TMP/dry.txt \
+  || { cat $TMP/dry.txt; fail "--dry-run under srun, 2 tasks a node: node is not groups of 2"; }
+echo "ok: --dry-run under srun's 2(x2) tasks a node: zero.shard_ranks node = groups of 2"
 
 # Stop at step 2 in groups of 2; the first group wrote the checkpoint, one file per rank of a group.
 train 4 --set zero.shard_ranks=2 --set zero.stage=3 --set run.dir=$TMP/cut --set run.stop_at=2
@@ -48,6 +56,13 @@ plan() { "$PMTRAIN" train configs/tiny_cpu.yaml --dry-run --set zero.stage=3 "$@
 [ "$(plan --set batch.world=4 --set zero.shard_ranks=2)" = "$(plan --set batch.world=2)" ] || fail "the plan of 4 ranks in groups of 2 is not 2 ranks'"
 [ "$(plan --set batch.world=4 --set zero.shard_ranks=2)" != "$(plan --set batch.world=4)" ] || fail "the plan of 4 ranks in groups of 2 is 4 plain ranks'"
 echo "memory plan, 4 ranks in groups of 2: $(plan --set batch.world=4 --set zero.shard_ranks=2)"
+
+# Out of memory under hybrid sharding: more ranks hold no less each, larger groups do; the advice says so (8B in
+# groups of 2 at 4 ranks plans ~250 GiB on this node: more than any CI machine has).
+set +e; "$PMTRAIN" train configs/qwen3_8b_bs128.yaml --dry-run --set backend=cpu --set batch.world=4 --set zero.shard_ranks=2 > $TMP/oom.txt 2>&1; rc=$?; set -e
+[ $rc -ne 0 ] && grep -q "does not fit on this node (above); try larger shard groups (zero.shard_ranks 2: each rank holds 1/2 of the state however many ranks run; 0 = over all 4)" $TMP/oom.txt \
+  || { cat $TMP/oom.txt; fail "8B on the CPU in groups of 2: the out-of-memory advice does not name larger shard groups"; }
+echo "ok: out of memory in groups of 2: $(grep -o 'try larger shard groups[^)]*)' $TMP/oom.txt)"
 
 set +e; $MPIRUN -np 4 "$PMTRAIN" train $COMMON --set zero.shard_ranks=3 --set run.dir=$TMP/bad > $TMP/bad.txt 2>&1; rc=$?; set -e
 [ $rc -ne 0 ] && [ "$(grep -c 'error:' $TMP/bad.txt)" -eq 1 ] \
