@@ -237,7 +237,7 @@ for want in "--nodes=2" "--ntasks-per-node=8" "--gpus-per-node=8" "--cpus-per-ta
 done
 grep -qE '^#SBATCH --time=[0-9]{2,}:[0-5][0-9]:00$' $TMP/job.sbatch || { cat $TMP/job.sbatch; fail "sbatch: --time"; }
 grep -qE '^#SBATCH --mem=[0-9]+G$' $TMP/job.sbatch || fail "sbatch: --mem"
-grep -qE '^srun --mpi=pmix "\$PMTRAIN" train configs/qwen3_4b_bs128.yaml --set zero.stage=[0-3] --set batch.global=128 ' $TMP/job.sbatch || { cat $TMP/job.sbatch; fail "sbatch: srun line"; }
+grep -qE '^srun --mpi=pmix --distribution=block "\$PMTRAIN" train configs/qwen3_4b_bs128.yaml --set zero.stage=[0-3] --set batch.global=128 ' $TMP/job.sbatch || { cat $TMP/job.sbatch; fail "sbatch: srun line"; }
 "$PMTRAIN" plan configs/tiny_cpu.yaml --world 4 --sbatch $TMP/cpu.sbatch --launcher mpirun > /dev/null
 bash -n $TMP/cpu.sbatch || fail "cpu sbatch: syntax"
 ! grep -q "gpus-per-node" $TMP/cpu.sbatch || fail "cpu sbatch asks for GPUs"
