@@ -77,16 +77,20 @@ class NcclRequest final : public CommRequest {
 
 }  // namespace
 
-void NcclCommunicator::wait_event(cudaEvent_t ev, const WaitInfo& info) {
+void NcclCommunicator::wait_event(cudaEvent_t ev, const WaitInfo& info, NcclCommunicator* also) {
   watch_->wait(
       [&] {
         const cudaError_t rc = cudaEventQuery(ev);
         if (rc == cudaSuccess) return true;
         if (rc != cudaErrorNotReady) CUDA_CHECK(rc);
-        throw_if_async_error();  // a peer or the network failed: an error now, not a hang
+        throw_if_async_error();  // a peer or the network failed (in either ring): an error now, not a hang
+        if (also) also->throw_if_async_error();
         return false;
       },
-      info, peer_timeout(), [&] { abort(); });  // the collective its peer never joined; the job ends right after
+      info, peer_timeout(), [&] {  // the collective its peer never joined (in one ring or the other); the job ends
+        abort();
+        if (also) also->abort();
+      });
 }
 
 void NcclCommunicator::abort() {
@@ -111,33 +115,16 @@ void NcclCommunicator::throw_if_async_error() {
 HostWaitGuard NcclCommunicator::host_wait_guard(NcclCommunicator* also) {
   ZERO_CHECK(!also || also->watch_ == watch_,
              "NcclCommunicator::host_wait_guard: the second communicator must share this one's PeerWatch");
-  if (!also) {
-    return [this](cudaEvent_t done) {
-      wait_event(done, WaitInfo{op_sequence(), fmt::format("the compute stream behind {}", op_description())});
-    };
-  }
   return [this, also](cudaEvent_t done) {
     // Behind the latest collective of each ring that has had one ("#n" of the last is appended by the message).
     WaitInfo info{op_sequence(), "the compute stream behind " + op_description()};
-    if (also->op_sequence() > 0 && op_sequence() > 0) {
+    if (also && also->op_sequence() > 0 && op_sequence() > 0) {
       info.what = fmt::format("the compute stream behind {} #{} and {}", also->op_description(), also->op_sequence(),
                               op_description());
-    } else if (also->op_sequence() > 0) {
+    } else if (also && also->op_sequence() > 0) {
       info = {also->op_sequence(), "the compute stream behind " + also->op_description()};
     }
-    watch_->wait(
-        [&] {
-          const cudaError_t rc = cudaEventQuery(done);
-          if (rc == cudaSuccess) return true;
-          if (rc != cudaErrorNotReady) CUDA_CHECK(rc);
-          throw_if_async_error();  // a peer or the network failed, in either ring: an error now, not a hang
-          also->throw_if_async_error();
-          return false;
-        },
-        info, peer_timeout(), [&] {  // the stream is stuck in one ring or the other: free both
-          abort();
-          also->abort();
-        });
+    wait_event(done, info, also);
   };
 }
 

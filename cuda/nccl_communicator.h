@@ -58,8 +58,10 @@ class NcclCommunicator final : public Communicator {
   cudaStream_t stream() const { return stream_; }
   ncclComm_t nccl_comm() const { return nccl_; }
   void set_producer(cudaStream_t producer) { producer_ = producer; }
-  // Host wait for `ev` under the peer timeout; a failed peer (async NCCL error) throws.
-  void wait_event(cudaEvent_t ev, const WaitInfo& info);
+  // Host wait for `ev` under the peer timeout; a failed peer (async NCCL error) throws. `also`: a second
+  // communicator sharing this one's PeerWatch whose collectives `ev` may wait behind too: its errors are polled
+  // as well, and it is aborted with this one at the deadline.
+  void wait_event(cudaEvent_t ev, const WaitInfo& info, NcclCommunicator* also = nullptr);
   // Throws NCCL's asynchronous error (a failed peer or network) if there is one, after aborting the
   // communicator (NCCL's rule: its kernels would otherwise stay stuck, and every stream behind them).
   void throw_if_async_error();

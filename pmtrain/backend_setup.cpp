@@ -1,11 +1,11 @@
 // make_backend: CPU (host memory, MPI) here, or CUDA (device memory, NCCL, CudaModelOps on the ops' stream)
 // from the CUDA backend module.
-#include <tuple>
 #include "pmtrain/backend_setup.h"
 
 #include <Eigen/Core>
 
 #include <cstring>
+#include <tuple>
 
 #include "comm/hybrid_groups.h"
 #include "comm/mpi_communicator.h"
@@ -80,7 +80,9 @@ BackendParts make_backend(const Config& cfg, Communicator& comm) {
   BackendParts b;
   // Hybrid sharding: MPI over the shard group and over the replicas (the run's communicator is MPI_COMM_WORLD).
   const int S = shard_group_ranks(cfg, comm.world());
-  if (S < comm.world()) std::tie(b.engine_comm, b.replica_comm) = make_hybrid_communicators<MpiCommunicator>(MPI_COMM_WORLD, S, comm.shared_peer_watch());
+  if (S < comm.world())
+    std::tie(b.engine_comm, b.replica_comm) =
+        make_hybrid_communicators<MpiCommunicator>(MPI_COMM_WORLD, S, comm.shared_peer_watch());
   b.ops = make_cpu_ops();
   b.alloc = std::make_unique<TrackingAllocator>(make_host_allocator());
   b.clock = std::make_unique<HostStepClock>();

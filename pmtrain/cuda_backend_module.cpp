@@ -2,12 +2,12 @@
 // one stream for train/eval, the model's CUDA ops on DeviceParams for score. Loaded by
 // cuda_backend_loader.cpp for `backend: cuda` only; the boundary and why C++ objects may cross it are in
 // cuda_backend_module.h.
-#include <tuple>
 #include <mpi.h>
 
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <tuple>
 
 #include "comm/hybrid_groups.h"
 #include "comm/mpi_check.h"
@@ -35,8 +35,8 @@ BackendParts make_training(const CudaBackendOptions& o, int rank) {
   int world = 1;
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world));
   if (hybrid_sharding(o.shard_ranks, world)) {
-    std::tie(nccl, replicas) =
-        make_hybrid_communicators<NcclCommunicator>(MPI_COMM_WORLD, o.shard_ranks, o.job_watch, stream, kNcclSetupTimeout_s);
+    std::tie(nccl, replicas) = make_hybrid_communicators<NcclCommunicator>(MPI_COMM_WORLD, o.shard_ranks, o.job_watch,
+                                                                          stream, kNcclSetupTimeout_s);
   } else {
     nccl = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, stream, kNcclSetupTimeout_s, o.job_watch);
   }

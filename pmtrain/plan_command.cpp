@@ -391,7 +391,7 @@ Cell plan_fixed_cell(const Setup& s, int stage, int world, int per_node, size_t 
 
 // A cell of the grid: its plan at the config's checkpointing, or under auto the fastest that fits.
 Cell plan_cell(const Setup& s, int stage, int world, int per_node, size_t mem) {
-  if (s.cfg.zero.shard_ranks_node && s.cfg.zero.shard_ranks == ZeroSection::kShardRanksNode) {
+  if (s.cfg.zero.shard_ranks == ZeroSection::kShardRanksNode) {
     Setup t = s;  // zero.shard_ranks node: the cell's ranks per node (a copy only then: Setup holds the lengths)
     resolve_shard_ranks(t.cfg, per_node);
     return plan_cell(t, stage, world, per_node, mem);

@@ -1,6 +1,7 @@
 // The binding on the CPU backend: host memory, MPI collectives; torch's CPU tensors are the caller's buffers.
-#include <tuple>
 #include <mpi.h>
+
+#include <tuple>
 
 #include "comm/hybrid_groups.h"
 #include "comm/mpi_check.h"

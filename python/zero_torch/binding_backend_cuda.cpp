@@ -3,9 +3,10 @@
 // stream, our ops on theirs: each transfer is ordered both ways by events, never by a host wait.
 // Built with ZERO_TORCH_EMULATED against the emulated runtime (tests/cuda/emulated), where torch's tensors are
 // host memory: a transfer lends them to the fake runtime as device memory for its length (fake_cuda_lent.h).
-#include <tuple>
 #include <cuda_runtime_api.h>
 #include <mpi.h>
+
+#include <tuple>
 
 #include <fmt/format.h>
 
