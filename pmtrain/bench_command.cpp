@@ -40,6 +40,7 @@ Config bench_config(const BenchArgs& a, int world) {
   ZERO_REQUIRE(a.pairs >= world, ConfigError, "--pairs-per-step {} is fewer than the {} ranks launched", a.pairs,
                world);
   cfg.data.max_len = a.seq;
+  set_provisional_micro_tokens(cfg);  // batch.micro_tokens auto: one pair at this max_len until resolved
   cfg.batch.global = a.pairs;
   cfg.batch.world = 0;
   cfg.batch.accum = 0;
@@ -93,7 +94,7 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
   auto comm = mpi.world_communicator();
   const int W = comm->world();
   const bool r0 = info.rank == 0;
-  Config cfg = bench_config(a, W);  // activation_checkpointing: auto resolved by plan_and_check_run
+  Config cfg = bench_config(a, W);  // the auto choices: resolved by plan_and_check_run
   resolve_shard_ranks(cfg, node_block_ranks(info.node_of_rank));
   FILE* const json_out = a.json ? data_stdout() : nullptr;  // before NCCL starts printing to stdout
   comm->set_peer_timeout(cfg.run.collective_timeout_s);
@@ -120,7 +121,8 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
       "bench: {}, backend {}, world {}, stage {}, {} layers hidden {} ({} parameters, {} non-embedding), seq {}, "
       "{} pairs ({} sequences) per step, micro {}, checkpointing {}",
       cfg.source, stack.backend_description, W, cfg.zero.stage, qc.num_layers, qc.hidden_size, params, non_embedding,
-      a.seq, a.pairs, 2 * a.pairs, cfg.batch.micro_tokens > 0 ? fmt::format("{} tokens", cfg.batch.micro_tokens)
+      a.seq, a.pairs, 2 * a.pairs, cfg.batch.micro_tokens > 0 ? fmt::format("{} tokens{}", cfg.batch.micro_tokens,
+                                                                            cfg.batch.micro_tokens_auto ? " (auto)" : "")
                                                                : fmt::format("{} pairs", batch.micro),
       ckpt);
   if (r0 && !a.json) {

@@ -32,19 +32,25 @@ void print_plan(const Config& given, int world, int per_node) {
   const std::vector<GroupInfo> groups = engine_groups(m.groups());
   const PlanDevice device = model_device(given);
   auto host_plan = [&](const Config& c) { return plan_memory(c, qc, groups, world, per_node, b.micro, b.accum); };
-  // activation_checkpointing auto: on the CPU chosen here as the run will; a GPU's is chosen when the run starts.
-  const Config cfg = device == PlanDevice::Cpu ? resolve_checkpointing(given, qc.num_layers, [&](const Config& c) {
+  // The auto choices (activation checkpointing, the token budget): on the CPU chosen here as the run will; a
+  // GPU's are chosen when the run starts (the plans below take full checkpointing and the least budget).
+  const Config cfg = device == PlanDevice::Cpu ? resolve_auto_choices(given, qc.num_layers, world, [&](const Config& c) {
     return node_use(host_plan(c));
   }) : given;
   const MemoryPlan plan = host_plan(cfg);
+  constexpr const char* kAtStart = "auto: chosen against the GPUs when the run starts";
   if (cfg.model.checkpointing_auto)
-    printf("activation checkpointing %s\n", device == PlanDevice::Cpu ? checkpointing_text(cfg.model, qc.num_layers).c_str()
-                                                                     : "auto: chosen against the GPUs when the run starts");
+    printf("activation checkpointing %s\n",
+           device == PlanDevice::Cpu ? checkpointing_text(cfg.model, qc.num_layers).c_str() : kAtStart);
+  if (cfg.batch.micro_tokens_auto)
+    printf("batch.micro_tokens %s\n",
+           device == PlanDevice::Cpu ? fmt::format("auto: {}", cfg.batch.micro_tokens).c_str() : kAtStart);
+  const int64_t budget_pairs = run_batch(cfg, world).micro;  // pairs at max_len the (chosen) budget holds
   const std::string batch =
       cfg.batch.micro_tokens > 0
           ? fmt::format("batch global {} pairs per step, micro-batches of at most {} tokens (accumulation varies per "
                         "step; memory planned for {} pair{} at max_len)",
-                        b.global, cfg.batch.micro_tokens, b.micro, b.micro == 1 ? "" : "s")
+                        b.global, cfg.batch.micro_tokens, budget_pairs, budget_pairs == 1 ? "" : "s")
           : fmt::format("batch global {} = micro {} x accum {} x world {}", b.global, b.micro, b.accum, world);
   printf("%s: world %d (%d per node), %s, %s\n%s%s\n", cfg.source.c_str(), world, per_node,
          stage_text(cfg, world).c_str(), batch.c_str(), device == PlanDevice::Gpu ? "host memory " : "", plan.describe().c_str());

@@ -225,6 +225,24 @@ Field shard_ranks_field(ZeroSection& z, std::string doc) {
   return f;
 }
 
+// batch.micro_tokens: a count (>= 0), or `auto` (BatchSection::micro_tokens_auto: token_budget_floor until the
+// run resolves it), written back as auto after that too.
+Field micro_tokens_field(BatchSection& b, std::string doc) {
+  Field f = field("batch.micro_tokens", b.micro_tokens, kNonNegative, std::move(doc));
+  f.set = [&b, k = f.key](const YAML::Node& n) {
+    b.micro_tokens_auto = n.IsScalar() && n.Scalar() == "auto";
+    int64_t v = 0;
+    ZERO_REQUIRE(b.micro_tokens_auto || YAML::convert<int64_t>::decode(n, v), ConfigError,
+                 "key '{}': '{}' is neither a number of tokens nor auto", k, YAML::Dump(n));
+    b.micro_tokens = v;
+  };
+  f.get = [&b] { return b.micro_tokens_auto ? YAML::Node("auto") : to_node(b.micro_tokens); };
+  f.number = [&b] { return b.micro_tokens_auto ? 0.0 : double(b.micro_tokens); };
+  f.type = "integer or `auto`";
+  f.accepted = "auto";
+  return f;
+}
+
 // A key that activation_checkpointing: auto sets at the run's start: written back as auto requires it given
 // (`unset`: 0, false), not as chosen.
 Field resolved_by_auto(Field f, const ModelSection& m, const YAML::Node& unset) {
@@ -348,7 +366,7 @@ std::vector<Field> schema(Config& c) {
       field("batch.micro", b.micro, kNonNegative, "pairs per micro-batch per rank (0 = derived)"),
       field("batch.accum", b.accum, kNonNegative, "micro-batches per rank per step (0 = derived)"),
       field("batch.world", b.world, kNonNegative, "pin the world size the batch is planned for (0 = whatever the launcher starts)"),
-      field("batch.micro_tokens", b.micro_tokens, kNonNegative, "> 0: micro-batches filled to this many tokens per rank instead of batch.micro pairs (evaluation batches too: batch.eval_micro_tokens)"),
+      micro_tokens_field(b, "> 0: micro-batches filled to this many tokens per rank instead of batch.micro pairs (evaluation batches too: batch.eval_micro_tokens); auto = the most whose memory plan fits the GPU (or host) with room to spare, from one pair at data.max_len up to the rank's whole share of a step at max_len (chosen at the start, after model.activation_checkpointing auto, and logged; evaluation batches and batch.eval_micro_tokens 0 as for one pair at max_len; not with zero.world_invariant)"),
       field("batch.eval_micro", b.eval_micro, kNonNegative, "pairs per evaluation batch per rank (HF's per_device_eval_batch_size; also `pmtrain score`'s forward passes; with no training batch, 8 pairs when 0); 0 = as many as a forward pass at data.max_len fits in the activation memory planned for a training micro-batch (a forward keeps nothing for a backward: the shipped Qwen3 configs get 3x batch.micro)"),
       field("batch.eval_micro_tokens", b.eval_micro_tokens, kNonNegative, "with batch.micro_tokens: tokens per evaluation batch per rank (and per `pmtrain score` forward pass); 0 = as many as a forward pass fits in the activation memory planned for a training micro-batch"),
 
@@ -569,7 +587,12 @@ Config parse_config(const std::string& text, const std::string& source, const st
     assign(*it, value, "--set");
   }
   check_ranges(fields, source);
+  set_provisional_micro_tokens(c);
   return c;
+}
+
+void set_provisional_micro_tokens(Config& c) {
+  if (c.batch.micro_tokens_auto) c.batch.micro_tokens = token_budget_floor(c.data);
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {

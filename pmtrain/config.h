@@ -115,6 +115,10 @@ struct BatchSection {
   int64_t world = 0;   // pin the world size (0 = whatever the launcher gives)
   int64_t micro_tokens = 0;  // > 0: micro-batches filled to this many tokens per rank instead of micro
                              // pairs; the global batch stays `global` pairs, the accumulation varies
+  // micro_tokens: auto. Until the run resolves it (resolve_micro_tokens, planner.h) micro_tokens holds the
+  // least budget (token_budget_floor); then the most tokens whose memory plan fits. The resolved config still
+  // says auto, so a resume on other GPUs or world sizes chooses again.
+  bool micro_tokens_auto = false;
   int64_t eval_micro = 0;         // pairs per evaluation batch per rank (0 = what the step's activations hold)
   int64_t eval_micro_tokens = 0;  // token budgets: tokens per evaluation batch per rank (0 = as above)
 };
@@ -185,6 +189,13 @@ bool plain_set_name(const std::string& name);
 // docs/CONFIG.md: every key with its type, default, accepted values and meaning, from the schema table.
 std::string config_reference_markdown();
 // The spelling of an enum value as the config writes it ("cuda", "packed", "bf16", ...).
+// The least token budget: one pair at data.max_len, what a budget's memory is planned for at the least
+// (a smaller one saves nothing). batch.micro_tokens auto holds it until resolved.
+inline int64_t token_budget_floor(const DataSection& d) { return 2 * d.max_len; }
+// batch.micro_tokens auto: micro_tokens back to token_budget_floor. parse_config calls it; so does a caller
+// that changes data.max_len afterwards (pmtrain bench).
+void set_provisional_micro_tokens(Config& c);
+
 std::string backend_name(Backend b);
 std::string checkpointing_name(model::ActivationCheckpointing mode);
 std::string preset_name(ModelPreset preset);

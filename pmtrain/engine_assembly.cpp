@@ -118,6 +118,12 @@ ResolvedBatch run_batch(const Config& cfg, int world) {
   // before any data is read. A token-budget step has at most one micro-batch a pair, so world ranks make at
   // most global + world - 1 micro-steps.
   if (cfg.zero.world_invariant) {
+    // Its micro-batches are cut by the budget: one chosen by the GPUs' memory would cut them apart at another
+    // world size or stage.
+    ZERO_REQUIRE(!cfg.batch.micro_tokens_auto, ConfigError,
+                 "{}: zero.world_invariant needs a budget that stays the same at every world size and stage; "
+                 "batch.micro_tokens auto chooses one by the memory they leave: give a number of tokens",
+                 cfg.source);
     const int64_t most = cfg.batch.micro_tokens > 0 ? cfg.batch.global + world - 1
                          : cfg.batch.micro > 0    ? cfg.batch.global / cfg.batch.micro
                                                   : 0;
@@ -134,7 +140,7 @@ ResolvedBatch run_batch(const Config& cfg, int world) {
                  "leave batch.micro and batch.accum at 0 (got micro {}, accum {}), or set batch.micro_tokens=0 for "
                  "micro-batches of batch.micro pairs",
                  cfg.source, cfg.batch.micro, spec.accum);
-    return {cfg.batch.global, std::max<int64_t>(1, cfg.batch.micro_tokens / (2 * cfg.data.max_len)), 1, world};
+    return {cfg.batch.global, std::max<int64_t>(1, cfg.batch.micro_tokens / token_budget_floor(cfg.data)), 1, world};
   }
   // World-invariant micro-batches are chunks of batch.micro pairs at any world size; derived from
   // global / (accum x world), they would change with it.

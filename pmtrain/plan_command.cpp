@@ -118,6 +118,7 @@ struct Cell {
   double data_compute_s = 0, data_elementwise_s = 0, data_comm_s = 0, data_exposed_comm_s = 0;  // its parts
   std::string link;
   std::string checkpointing;  // checkpointing_text: the config's, or what auto chose for this cell
+  int64_t micro_tokens = 0;   // the token budget: the config's, or what auto chose for this cell (0: pairs)
 };
 
 Config with_stage(const Config& cfg, int stage) {
@@ -384,20 +385,35 @@ Cell plan_fixed_cell(const Setup& s, int stage, int world, int per_node, size_t 
   }
   c.accum = accum_of(c.micro);
   c.checkpointing = checkpointing_text(cfg.model, s.qc.num_layers);
+  c.micro_tokens = s.micro_tokens;
   const EngineConfig ec = engine_config(cfg, world, c.accum, 1);
   predict_time(s, make_partition(s.groups, shard_group_ranks(cfg, world), ec.bucket_elements), c);
   return c;
 }
 
-// A cell of the grid: its plan at the config's checkpointing, or under auto the fastest that fits.
+// A cell at the config's checkpointing, or under auto the fastest that fits.
+Cell plan_checkpointing_cell(const Setup& s, int stage, int world, int per_node, size_t mem) {
+  return s.cfg.model.checkpointing_auto ? plan_auto_cell(s, stage, world, per_node, mem)
+                                        : plan_fixed_cell(s, stage, world, per_node, mem);
+}
+
+// A cell of the grid. batch.micro_tokens auto: the budget the run would choose on this cell's memory
+// (resolve_auto_choices against the cell's plan, as plan_and_check_run), then the cell at that budget.
 Cell plan_cell(const Setup& s, int stage, int world, int per_node, size_t mem) {
   if (s.cfg.zero.shard_ranks == ZeroSection::kShardRanksNode) {
     Setup t = s;  // zero.shard_ranks node: the cell's ranks per node (a copy only then: Setup holds the lengths)
     resolve_shard_ranks(t.cfg, per_node);
     return plan_cell(t, stage, world, per_node, mem);
   }
-  return s.cfg.model.checkpointing_auto ? plan_auto_cell(s, stage, world, per_node, mem)
-                                        : plan_fixed_cell(s, stage, world, per_node, mem);
+  if (!s.cfg.batch.micro_tokens_auto) return plan_checkpointing_cell(s, stage, world, per_node, mem);
+  const int64_t accum = s.global / world;  // more than one micro-step: a budget's accumulation sums either way
+  const Config chosen = resolve_auto_choices(with_stage(s.cfg, stage), s.qc.num_layers, world, [&](const Config& c) {
+    return double(plan_rank_memory(c, s.qc, s.groups, world, 1, accum, s.device, s.baseline).total()) / double(mem);
+  });
+  Setup t = s;
+  t.cfg.batch.micro_tokens = t.micro_tokens = chosen.batch.micro_tokens;
+  t.micro = run_batch(t.cfg, world).micro;
+  return plan_checkpointing_cell(t, stage, world, per_node, mem);
 }
 
 // data.train_files tokenized as training reads them (through the same cache, so the run that follows
@@ -474,7 +490,7 @@ std::string selective_advice(const Setup& s, const Cell& b, int per_node) {
 // per-micro-step work (the gradient accumulation passes, stage 3's gathers, small GEMMs) dominates. Of the
 // budgets that fit, the smallest within 1% of the fastest: a larger one buys no speed for its memory.
 std::string token_budget_advice(const Setup& s, const Cell& b, int per_node) {
-  if (s.data.pairs == 0) return "";
+  if (s.data.pairs == 0 || s.cfg.batch.micro_tokens_auto) return "";  // auto chose the budget already
   const int64_t per_rank = s.global / b.world, pair_tokens = 2 * s.cfg.data.max_len;
   Setup t = s;
   t.cfg.batch.micro = 0, t.cfg.batch.accum = 0;
@@ -489,9 +505,9 @@ std::string token_budget_advice(const Setup& s, const Cell& b, int per_node) {
   double fastest = fits.front().second.epoch_s;
   for (const auto& f : fits) fastest = std::min(fastest, f.second.epoch_s);
   const auto pick = std::find_if(fits.rbegin(), fits.rend(), [&](const auto& f) { return f.second.epoch_s <= fastest * 1.01; });
-  if (pick->first == s.micro_tokens || pick->second.epoch_s >= b.epoch_s * 0.97) return "";
+  if (pick->first == b.micro_tokens || pick->second.epoch_s >= b.epoch_s * 0.97) return "";
   return fmt::format("; with batch.micro_tokens={}{} ~{}/epoch, peak {}", pick->first,
-                     s.micro_tokens > 0 ? "" : " (micro-batches by tokens, micro 0)", time_text(pick->second.epoch_s),
+                     b.micro_tokens > 0 ? "" : " (micro-batches by tokens, micro 0)", time_text(pick->second.epoch_s),
                      bytes_text(double(pick->second.m.total())));
 }
 
@@ -521,10 +537,11 @@ std::string recommendation(const Setup& s, const std::vector<Cell>& cells, int w
     if (c.world == world && c.mem == mem) any = &c;
   const std::string who = mem_label(s, *any);
   const std::string ckpt = b && s.cfg.model.checkpointing_auto ? ", checkpointing " + b->checkpointing : "";
-  if (b && s.micro_tokens > 0)
-    return fmt::format("{}: stage {}, micro_tokens {} ({} pairs at max_len), at most {} micro-steps{}, ~{}/epoch (peak {} "
+  if (b && b->micro_tokens > 0)
+    return fmt::format("{}: stage {}, micro_tokens {}{} ({} pairs at max_len), at most {} micro-steps{}, ~{}/epoch (peak {} "
                        "of {} per rank){}{}",
-                       who, b->stage, s.micro_tokens, b->micro, b->accum, ckpt, time_text(b->epoch_s),
+                       who, b->stage, s.cfg.batch.micro_tokens_auto ? "auto: " : "", b->micro_tokens, b->micro, b->accum,
+                       ckpt, time_text(b->epoch_s),
                        bytes_text(double(b->m.total())), bytes_text(double(b->mem)), token_budget_advice(s, *b, per_node),
                        hybrid_advice(s, *b));
   if (b)
@@ -551,10 +568,11 @@ std::string recommendation(const Setup& s, const std::vector<Cell>& cells, int w
         break;
       }
   }
-  if (s.micro_tokens > 0)  // a budget is planned for at least one pair at max_len: smaller than that saves nothing
+  if (s3.micro_tokens > 0)  // a budget is planned for at least one pair at max_len: smaller than that saves nothing
     return fmt::format("{}: fits at no stage (stage 3 with micro_tokens {} needs {} per rank); needs {}{}{}", who,
-                       s.micro_tokens, bytes_text(double(s3.m.total())),
-                       s.micro_tokens > 2 * s.cfg.data.max_len ? "a smaller batch.micro_tokens, " : "", more, bigger);
+                       s3.micro_tokens, bytes_text(double(s3.m.total())),
+                       s3.micro_tokens > token_budget_floor(s.cfg.data) ? "a smaller batch.micro_tokens, " : "", more,
+                       bigger);
   return fmt::format("{}: fits at no stage (stage 3, micro 1 needs {} per rank); needs {}{}", who,
                      bytes_text(double(s3.m.total())), more, bigger);
 }
@@ -577,6 +595,7 @@ void print_table(const Setup& s, const std::vector<Cell>& cells) {
            fmt::format("{}/{}", time_text(c.exposed_comm_s), time_text(c.comm_s)).c_str(), time_text(c.step_s).c_str(),
            time_text(c.epoch_s).c_str());
     if (chosen) printf("      checkpointing %s\n", c.checkpointing.c_str());
+    if (s.cfg.batch.micro_tokens_auto) printf("      micro_tokens auto: %lld\n", (long long)c.micro_tokens);
   }
 }
 
@@ -608,7 +627,8 @@ nlohmann::json cell_json(const Cell& c) {
           {"data_comm_seconds", c.data_comm_s},
           {"data_exposed_comm_seconds", c.data_exposed_comm_s},
           {"epoch_seconds", c.epoch_s},
-          {"activation_checkpointing", c.checkpointing}};
+          {"activation_checkpointing", c.checkpointing},
+          {"micro_tokens", c.micro_tokens}};
 }
 
 // Seconds before an sbatch job's time limit at which its ranks are told to stop: the step under way, a
@@ -650,10 +670,11 @@ void write_sbatch(const PlanArgs& a, const Setup& s, const Cell& c) {
   std::ofstream out(a.sbatch);
   ZERO_REQUIRE(out.good(), ConfigError, "--sbatch {}: cannot write", a.sbatch);
   out << "#!/usr/bin/env bash\n"
-      << (s.micro_tokens > 0
-              ? fmt::format("# Generated by `pmtrain plan` for {}: stage {}, micro_tokens {} (at most {} micro-steps) x {} "
+      << (c.micro_tokens > 0
+              ? fmt::format("# Generated by `pmtrain plan` for {}: stage {}, micro_tokens {}{} (at most {} micro-steps) x {} "
                             "ranks, {} pairs per step;\n",
-                            s.cfg.source, c.stage, s.micro_tokens, c.accum, c.world, s.global)
+                            s.cfg.source, c.stage, s.cfg.batch.micro_tokens_auto ? "auto: " : "", c.micro_tokens, c.accum,
+                            c.world, s.global)
               : fmt::format("# Generated by `pmtrain plan` for {}: stage {}, micro {} x accum {} x {} ranks = {} pairs per "
                             "step;\n",
                             s.cfg.source, c.stage, c.micro, c.accum, c.world, s.global))
@@ -739,7 +760,7 @@ int run_plan(const PlanArgs& a) {
     ZERO_REQUIRE(a.micro == 0, ConfigError,
                  "--micro {}: {} sets micro-batches by tokens (batch.micro_tokens {}); drop --micro, or plan pair batches "
                  "with --set batch.micro_tokens=0",
-                 a.micro, cfg.source, s.micro_tokens);
+                 a.micro, cfg.source, cfg.batch.micro_tokens_auto ? std::string("auto") : std::to_string(s.micro_tokens));
     s.micro = run_batch(cfg, worlds[0]).micro;  // the pairs of max_len tokens a budget holds (engine_assembly.h)
   }
   // zero.world_invariant: a micro-batch must hold the same pairs at every world size, so the plan keeps the
@@ -810,7 +831,7 @@ int run_plan(const PlanArgs& a) {
                         {"data_tokens_per_pair", s.data.tokens_per_pair},
                         {"data_shared_prompt_share", s.data.shared},
                         {"max_len", cfg.data.max_len},
-                        {"micro_tokens", s.micro_tokens},
+                        {"micro_tokens", s.cfg.batch.micro_tokens_auto ? nlohmann::json("auto") : nlohmann::json(s.micro_tokens)},
                         {"activation_checkpointing", cfg.model.checkpointing_auto ? std::string("auto") : checkpointing_text(cfg.model, s.qc.num_layers)},
                         {"profile", s.prof.to_json()},
                         {"inter_node_link_assumed", s.inter.what},
@@ -844,7 +865,10 @@ int run_plan(const PlanArgs& a) {
            gpu ? "; GPU runtime: 1 GiB CUDA context + 5% pool slack (assumed); collectives hidden behind the compute "
                  "of the pass that issues them, as far as it lasts (assumed)"
                : "");
-    if (s.micro_tokens > 0)
+    if (s.cfg.batch.micro_tokens_auto)
+      printf("micro-batches by tokens: batch.micro_tokens auto, the most whose plan fits each cell's memory (below each "
+             "row; micro: the pairs at max_len it holds); accum below is the most micro-steps a step can take\n");
+    else if (s.micro_tokens > 0)
       printf("micro-batches by tokens: batch.micro_tokens %lld holds %lld pairs at max_len; accum below is the most "
              "micro-steps a step can take\n",
              (long long)s.micro_tokens, (long long)s.micro);

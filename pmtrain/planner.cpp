@@ -63,7 +63,7 @@ int64_t device_rows(int64_t tokens, PlanDevice device) {
 // n tokens, or one pair over them (2 x data.max_len), in at most as many sequences as tokens.
 MicroShape batch_shape(const Config& cfg, int64_t n) {
   if (cfg.batch.micro_tokens > 0) {
-    const int64_t tokens = std::max(n, 2 * cfg.data.max_len);
+    const int64_t tokens = std::max(n, token_budget_floor(cfg.data));
     return {tokens, tokens};
   }
   return {2 * n * cfg.data.max_len, 2 * n};
@@ -254,7 +254,7 @@ std::string checkpointing_advice(const Config& cfg) {
 Config resolve_checkpointing(Config cfg, int64_t layers, const std::function<double(const Config&)>& use) {
   if (!cfg.model.checkpointing_auto) return cfg;
   using model::ActivationCheckpointing;
-  auto fits = [&](const Config& c) { return use(c) <= kAutoCheckpointingUse; };
+  auto fits = [&](const Config& c) { return use(c) <= kAutoMemoryUse; };
   auto with = [&](ActivationCheckpointing mode, int64_t selective, bool recompute_attention = false) {
     Config c = cfg;
     c.model.activation_checkpointing = mode;
@@ -272,6 +272,34 @@ Config resolve_checkpointing(Config cfg, int64_t layers, const std::function<dou
   }
   if (Config full = with(ActivationCheckpointing::Full, lo); lo > 0 || fits(full)) return full;
   return with(ActivationCheckpointing::Full, 0, true);
+}
+
+Config resolve_micro_tokens(Config cfg, int world, const std::function<double(const Config&)>& use) {
+  if (!cfg.batch.micro_tokens_auto) return cfg;
+  const int64_t floor = token_budget_floor(cfg.data);
+  const int64_t share = (cfg.batch.global + world - 1) / std::max(1, world);
+  auto fits = [&](int64_t tokens) {
+    cfg.batch.micro_tokens = tokens;
+    return use(cfg) <= kAutoMemoryUse;
+  };
+  const int64_t whole = std::max(floor, share * floor);
+  if (fits(whole)) {
+    cfg.batch.micro_tokens = whole;
+    return cfg;
+  }
+  int64_t lo = floor, hi = whole;  // the most that fits: lo, or in (lo, hi); fits(hi) is false
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (fits(mid)) lo = mid;
+    else hi = mid;
+  }
+  cfg.batch.micro_tokens = std::max(floor, lo / model::kTokenRowMultiple * model::kTokenRowMultiple);
+  return cfg;
+}
+
+Config resolve_auto_choices(const Config& cfg, int64_t layers, int world,
+                            const std::function<double(const Config&)>& use) {
+  return resolve_micro_tokens(resolve_checkpointing(cfg, layers, use), world, use);
 }
 
 std::string checkpointing_text(const ModelSection& m, int64_t layers) {

@@ -116,7 +116,7 @@ std::string sharding_advice(const Config& cfg, int world);
 std::string checkpointing_advice(const Config& cfg);
 
 // model.activation_checkpointing: auto, resolved: cfg with the least recompute whose plan uses at most
-// kAutoCheckpointingUse of what the device offers (`use`: node_use of the config's plan): none, then selective,
+// kAutoMemoryUse of what the device offers (`use`: node_use of the config's plan): none, then selective,
 // then full with the most model.selective_layers within it (a binary search over 0..layers: the plan's peak
 // grows with them), then full, else full with model.recompute_attention (the least memory), which the
 // caller's require_fits then judges. checkpointing_auto stays set (the resolved config says auto). A config
@@ -124,8 +124,20 @@ std::string checkpointing_advice(const Config& cfg);
 // The headroom: the plan is an estimate (its peak within 3% of the measured one on an H200,
 // bench/results/gpu_20261128_h200) and a caching allocator's fragmentation under changing shapes is not in it;
 // a plan with no room to spare runs when the user sets its mode, never by auto's choice.
-inline constexpr double kAutoCheckpointingUse = 0.9;
+inline constexpr double kAutoMemoryUse = 0.9;
 Config resolve_checkpointing(Config cfg, int64_t layers, const std::function<double(const Config&)>& use);
+// batch.micro_tokens: auto, resolved: cfg with the most tokens a micro-batch may hold whose plan uses at most
+// kAutoMemoryUse of what the device offers (`use`, as above; the plan grows with the budget: a binary search),
+// between token_budget_floor (taken when even it does not fit: the caller's require_fits judges) and the rank's
+// whole share of a step at data.max_len, ceil(batch.global / world) pairs (no micro-batch holds more); below that
+// share rounded down to a multiple of model::kTokenRowMultiple (a GPU computes rows in those). Resolved after
+// activation_checkpointing auto, which chooses at the floor: recompute avoided first, then fewer, larger
+// micro-steps (each pays the gradient accumulation's passes and stage 3's gathers). micro_tokens_auto stays set
+// (the resolved config says auto). A config without auto comes back as it is.
+Config resolve_micro_tokens(Config cfg, int world, const std::function<double(const Config&)>& use);
+// Both auto choices in their order (resolve_checkpointing, then resolve_micro_tokens) against one plan's use.
+Config resolve_auto_choices(const Config& cfg, int64_t layers, int world,
+                            const std::function<double(const Config&)>& use);
 // A config's checkpointing in words: "none", "selective", "full", "full, the last 12 of 28 layers selective"
 // (layers 0: "of 28" left out), "full, attention recomputed", after "auto: " when auto chose it.
 std::string checkpointing_text(const ModelSection& m, int64_t layers = 0);

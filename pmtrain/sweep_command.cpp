@@ -82,6 +82,7 @@ void read_cell(Cell& c) {
   if (summary.contains("peak_device_bytes_max_rank"))
     c.peak_device_mib = summary.at("peak_device_bytes_max_rank").get<double>() / (1 << 20);
   c.checkpointing = summary.value("activation_checkpointing", "");
+  if (const int64_t budget = summary.value("micro_tokens", int64_t(0)); budget > 0) c.micro_tokens = int(budget);  // auto's choice
   c.seconds = summary.at("seconds").get<double>();
   c.steps = summary.at("steps").get<int64_t>();
   std::vector<double> step_s;
@@ -209,7 +210,8 @@ int run_sweep(const SweepArgs& a) {
                                     : by_tokens ? fmt::format("r{}_s{}_t{}", r, s, m)
                                                 : fmt::format("r{}_s{}_m{}", r, s, m)))
                     .string();
-        if (m == 0) c.micro_tokens = int(cfg.batch.micro_tokens);  // the config's budget, if any, in the tables
+        // The config's budget, if any, in the tables (auto's: each run's choice, read from its summary).
+        if (m == 0 && !cfg.batch.micro_tokens_auto) c.micro_tokens = int(cfg.batch.micro_tokens);
         cells.push_back(c);
       }
   printf("sweep: %zu cells (ranks %s x stages %s%s) of %s with %s, into %s\n", cells.size(),

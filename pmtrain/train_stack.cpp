@@ -16,17 +16,17 @@ MemoryPlan plan_and_check_run(Config& cfg, const model::Qwen3Config& qc, int ran
   require_backend_here(cfg, rank);  // no GPU: one line now, not after the data is read
   if (cfg.backend != Backend::Cuda) {
     // On the CPU each node's ranks choose by its own memory: every choice gives the same numbers.
-    cfg = resolve_checkpointing(cfg, qc.num_layers, [&](const Config& c) { return node_use(host_plan(c)); });
+    cfg = resolve_auto_choices(cfg, qc.num_layers, world, [&](const Config& c) { return node_use(host_plan(c)); });
     const MemoryPlan host = host_plan(cfg);
     require_fits(host, cfg, world);
     return host;
   }
-  require_fits(host_plan(cfg), cfg, world);  // the host's share of a GPU run: no activations, whatever the checkpointing
+  require_fits(host_plan(cfg), cfg, world);  // the host's share of a GPU run: no activations, whatever the auto choices
   const std::vector<DeviceMemory> devices = probe_devices(cfg, rank);
   auto gpu_plan = [&](const Config& c) {
     return plan_gpu_memory(c, qc, groups, world, micro_pairs, accum_steps, devices);
   };
-  cfg = resolve_checkpointing(cfg, qc.num_layers, [&](const Config& c) { return node_use(gpu_plan(c)); });
+  cfg = resolve_auto_choices(cfg, qc.num_layers, world, [&](const Config& c) { return node_use(gpu_plan(c)); });
   const MemoryPlan gpu = gpu_plan(cfg);
   require_fits(gpu, cfg, world);  // every rank saw the same devices: all stop here together, or none
   return gpu;

@@ -43,7 +43,8 @@ struct TrainStack {
 // plan does not fit. The CPU backend: the whole plan in the node's host memory. The CUDA backend: the host's
 // share (the process and its staging) in host memory, and the GPU plan on the tightest of the ranks' GPUs
 // (collective over MPI_COMM_WORLD: every rank calls it); the GPU plan is the one returned. Resolves
-// model.activation_checkpointing: auto in cfg first (resolve_checkpointing against that same check).
+// model.activation_checkpointing and batch.micro_tokens auto in cfg first (resolve_auto_choices against that
+// same check); micro_pairs matters only to batches of pairs (a token budget's plan reads cfg).
 MemoryPlan plan_and_check_run(Config& cfg, const model::Qwen3Config& qc, int rank, int world, int ranks_on_node,
                               int64_t micro_pairs, int64_t accum_steps);
 

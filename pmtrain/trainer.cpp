@@ -129,8 +129,8 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   // Exported models must know their pad and end tokens (HF pools the rightmost non-pad token).
   if (model_cfg_.pad_token_id < 0) model_cfg_.pad_token_id = tokenizer_->pad_id();
   if (model_cfg_.eos_token_ids.empty() && tokenizer_->eos_id() >= 0) model_cfg_.eos_token_ids = {tokenizer_->eos_id()};
-  // Evaluation batches from the config as written, before activation_checkpointing auto is resolved (which
-  // depends on the GPUs and world size): the same batches at any world size (eval_batch).
+  // Evaluation batches from the config as written, before activation_checkpointing and micro_tokens auto are
+  // resolved (which depends on the GPUs and world size): the same batches at any world size (eval_batch).
   eval_batch_ = eval_batch(cfg_, model_cfg_, model_device(cfg_), micro_pairs);
   plan_ = plan_and_check_run(cfg_, model_cfg_, info_.rank, W, info_.local_world, micro_pairs, batch_.accum);
 
@@ -203,10 +203,11 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
              "(%.1f%% fewer)\n",
              (long long)shared, (long long)train_.tokens.size(), 100.0 * double(shared) / double(train_.tokens.size()));
     if (cfg_.batch.micro_tokens > 0)
-      printf("pmtrain: batch global %lld pairs per step over %d ranks, micro-batches of at most %lld tokens "
+      printf("pmtrain: batch global %lld pairs per step over %d ranks, micro-batches of at most %lld tokens%s "
              "(accumulation varies per step); %lld steps (%lld per epoch)\n",
-             (long long)batch_.global, W, (long long)cfg_.batch.micro_tokens, (long long)total_steps_,
-             (long long)sampler_->steps_per_epoch());
+             (long long)batch_.global, W, (long long)cfg_.batch.micro_tokens,
+             cfg_.batch.micro_tokens_auto ? " (batch.micro_tokens auto: the most whose memory plan fits)" : "",
+             (long long)total_steps_, (long long)sampler_->steps_per_epoch());
     else
       printf("pmtrain: batch global %lld = micro %lld x accum %lld x world %d; %lld steps (%lld per epoch)\n",
              (long long)batch_.global, (long long)batch_.micro, (long long)batch_.accum, W, (long long)total_steps_,
@@ -593,7 +594,8 @@ int Trainer::train_loop() {
                             {"peak_rss_bytes_max_rank", int64_t(peak_rss)},
                             {"train_step_s", step_s_total}, {"time_s", time_breakdown_json(times_total, step_s_total)},
                             {"op_s", op_times_json(times_total)}, {"early_stopped", early_stopped},
-                           {"activation_checkpointing", checkpointing_text(cfg_.model, model_cfg_.num_layers)}};
+                           {"activation_checkpointing", checkpointing_text(cfg_.model, model_cfg_.num_layers)},
+                           {"micro_tokens", cfg_.batch.micro_tokens}};  // the budget (auto's choice); 0: pairs
   if (gpu) summary.update({{"peak_device_bytes_max_rank", int64_t(peaks[1])},
                            {"device_bytes_in_use_max_rank", int64_t(peaks[2])}});
   metrics_->write(summary);

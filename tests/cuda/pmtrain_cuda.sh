@@ -9,6 +9,8 @@
 #  1e. (emulated device) model.activation_checkpointing auto on a device sized so that none's plan (pmtrain plan
 #     --json) leaves too little headroom and full's does not: it says it chose some recompute, not none, and
 #     trains to 1's bits;
+#  1f. (emulated device) batch.micro_tokens auto on a device sized between the least budget's plan and the whole
+#     share's: it chooses a budget between them, the one `pmtrain plan` predicts for a GPU of that size;
 #  2. 1 rank: stop at step 2 and resume: the steps after equal the uninterrupted run bit for bit (loss, grad
 #     norm, pair ids), as tests/pmtrain/resume.sh checks on the CPU;
 #  3. 2 ranks on the one GPU (pmtrain gives each rank its own NCCL_HOSTID when ranks share a GPU), stages 0
@@ -164,7 +166,7 @@ if on_gpu; then
 fi
 
 # 1e. activation_checkpointing auto on an emulated device between none's and full's plan over the 0.9 headroom
-# (pmtrain/planner.h kAutoCheckpointingUse): the plans' bytes from pmtrain plan --json (rank 1, stage 2, micro 2
+# (pmtrain/planner.h kAutoMemoryUse): the plans' bytes from pmtrain plan --json (rank 1, stage 2, micro 2
 # as the run), the device that much larger (ZERO_EMULATED_DEVICE_GIB), the choice from the log.
 if on_gpu && [[ "${ZERO_PMTRAIN_CUDA_BACKEND:-}" == *emulated* ]]; then
   plan_peak() {
@@ -181,6 +183,34 @@ if on_gpu && [[ "${ZERO_PMTRAIN_CUDA_BACKEND:-}" == *emulated* ]]; then
   [[ "$chose" != *"auto: none "* ]] || fail "auto1 chose none on a device whose headroom none's plan exceeds: $chose"
   diff <(fields gpu1) <(fields auto1) || fail "auto1 ($chose) differs from the run without checkpointing"
   echo "ok: a ${gib} GiB device (plans: none $none, full $full bytes): ${chose#pmtrain: }, the same bits as 1"
+fi
+
+# 1f. batch.micro_tokens auto on an emulated device between the plans of the least budget (one pair at max_len)
+# and of the whole share of a step (pmtrain plan --json, as 1e): the run chooses a budget strictly between them,
+# and `pmtrain plan` on a GPU of that size predicts that very budget (the run's check and the plan are one
+# resolve_auto_choices over one memory plan).
+if on_gpu && [[ "${ZERO_PMTRAIN_CUDA_BACKEND:-}" == *emulated* ]]; then
+  AUTO="--set backend=cuda --set zero.param_dtype=fp32 --set batch.micro=0"
+  # plan_cell MEM BUDGET: "micro_tokens peak_bytes max_len" of the stage-2 cell at 1 rank
+  plan_cell() {
+    "$PMTRAIN" plan $BASE $AUTO --set batch.micro_tokens=$2 --world 1 --gpu-mem $1 --dataset-pairs 24 --json \
+      | python3 -c 'import json, sys; j = json.load(sys.stdin); c = [c for c in j["cells"] if c["stage"] == 2][0]
+print(c["micro_tokens"], c["peak_per_rank_bytes"], j["max_len"])'
+  }
+  read -r whole whole_peak max_len <<< "$(plan_cell 80GiB auto)" || fail "pmtrain plan --json failed"
+  least=$((2 * max_len))
+  read -r _ least_peak _ <<< "$(plan_cell 80GiB $least)" || fail "pmtrain plan --json failed"
+  [ "$whole" -gt $((least + 128)) ] && [ "$whole_peak" -gt "$least_peak" ] \
+    || fail "80 GiB: auto's budget $whole ($whole_peak bytes) is not well above the least, $least ($least_peak)"
+  gib=$(python3 -c "print(($least_peak + $whole_peak) / 2 / 0.9 / 2**30)")
+  ZERO_EMULATED_DEVICE_GIB=$gib train 1 tokauto $AUTO --set batch.micro_tokens=auto --set run.save_final=false
+  chose=$(sed -nE 's/.*micro-batches of at most ([0-9]+) tokens \(batch.micro_tokens auto: the most whose memory plan fits\).*/\1/p' \
+    $TMP/tokauto.txt)
+  [ -n "$chose" ] && [ "$chose" -gt $least ] && [ "$chose" -lt "$whole" ] \
+    || { grep micro-batches $TMP/tokauto.txt; fail "tokauto: not a budget strictly between $least and $whole: '$chose'"; }
+  read -r planned _ <<< "$(plan_cell ${gib}GiB auto)"
+  [ "$planned" = "$chose" ] || fail "a ${gib} GiB device: the run chose $chose tokens, pmtrain plan predicts $planned"
+  echo "ok: a ${gib} GiB device: batch.micro_tokens auto chose $chose tokens (least $least, whole share $whole), as the plan"
 fi
 
 # 1d. The optimizer offloaded to the host: the host's AdamW (core/math's, as the kernel's) gives the same bits.

@@ -1,5 +1,5 @@
 // model.activation_checkpointing: auto (pmtrain/planner.h resolve_checkpointing): the least recompute whose plan
-// uses at most kAutoCheckpointingUse of what the device offers, in the order none, selective, full with the most
+// uses at most kAutoMemoryUse of what the device offers, in the order none, selective, full with the most
 // selective layers, full, full with its attention recomputed; the resolved config still says auto when written back.
 #include <gtest/gtest.h>
 
@@ -42,7 +42,7 @@ Config resolved(double offered, int* asked = nullptr) {
 }
 
 TEST(CheckpointingAuto, TheLeastRecomputeWithinTheHeadroom) {
-  ASSERT_EQ(kAutoCheckpointingUse, 0.9);  // the literal cases below are worked out for it
+  ASSERT_EQ(kAutoMemoryUse, 0.9);  // the literal cases below are worked out for it
   // 100 bytes: at most 90 used: full with 8 layers selective (exactly 90: at most, not below).
   Config c = resolved(100);
   EXPECT_EQ(c.model.activation_checkpointing, ActivationCheckpointing::Full);
@@ -120,10 +120,10 @@ TEST(CheckpointingAuto, OnTheGpuPlanOfQwen3_4B) {
   ASSERT_EQ(c.model.activation_checkpointing, ActivationCheckpointing::Full);
   ASSERT_GT(c.model.selective_layers, 0);
   ASSERT_LT(c.model.selective_layers, qc.num_layers);
-  EXPECT_LE(use(c), kAutoCheckpointingUse);
+  EXPECT_LE(use(c), kAutoMemoryUse);
   Config more = c;
   more.model.selective_layers++;
-  EXPECT_GT(use(more), kAutoCheckpointingUse);
+  EXPECT_GT(use(more), kAutoMemoryUse);
 }
 
 }  // namespace

@@ -304,6 +304,39 @@ TEST(PmtrainConfig, ShardRanksNodeIsResolvedByTheLaunchAndWrittenBackAsNode) {
   EXPECT_NE(error_of("zero:\n  shard_ranks: -2\n").find("key 'zero.shard_ranks' is -2; it must be >= 0"), std::string::npos);
 }
 
+// batch.micro_tokens auto: one pair at data.max_len (the max_len as finally set, --set included) until the run
+// resolves it, written back as auto; a typo names the key; zero.world_invariant refuses it (its cuts would follow
+// the GPUs' memory).
+TEST(PmtrainConfig, MicroTokensAutoHoldsTheLeastBudgetUntilResolvedAndIsWrittenBackAsAuto) {
+  Config c = parse_config("batch:\n  global: 8\n  micro_tokens: auto\ndata:\n  max_len: 100\n", "t.yaml",
+                          {"data.max_len=300"});
+  EXPECT_TRUE(c.batch.micro_tokens_auto);
+  EXPECT_EQ(c.batch.micro_tokens, 600);
+  EXPECT_EQ(run_batch(c, 2).micro, 1);
+  c.batch.micro_tokens = 2400;  // as resolve_micro_tokens leaves it
+  EXPECT_NE(to_yaml(c).find("micro_tokens: auto\n"), std::string::npos) << to_yaml(c);
+  const Config again = parse_config(to_yaml(c), "again.yaml");
+  EXPECT_TRUE(again.batch.micro_tokens_auto);
+  EXPECT_EQ(again.batch.micro_tokens, 600);
+  c = parse_config("batch:\n  micro_tokens: 512\n", "t.yaml");
+  EXPECT_FALSE(c.batch.micro_tokens_auto);
+  EXPECT_EQ(c.batch.micro_tokens, 512);
+  EXPECT_NE(to_yaml(c).find("micro_tokens: 512\n"), std::string::npos);
+  const std::string e = error_of("batch:\n  micro_tokens: automatic\n");
+  EXPECT_NE(e.find("test.yaml:2: key 'batch.micro_tokens': 'automatic' is neither a number of tokens nor auto"),
+            std::string::npos) << e;
+  EXPECT_NE(error_of("batch:\n  micro_tokens: -2\n").find("key 'batch.micro_tokens' is -2; it must be >= 0"),
+            std::string::npos);
+  c = parse_config("batch:\n  global: 8\n  micro_tokens: auto\nzero:\n  world_invariant: true\n", "t.yaml");
+  try {
+    run_batch(c, 2);
+    ADD_FAILURE() << "zero.world_invariant took batch.micro_tokens auto";
+  } catch (const ConfigError& err) {
+    EXPECT_NE(std::string(err.what()).find("zero.world_invariant needs a budget that stays the same at every world size"),
+              std::string::npos) << err.what();
+  }
+}
+
 // One default per knob: the optimizer's defaults are written as doubles in pmtrain (so they print as
 // written) and must be the very values optim::AdamWConfig (and LrSchedule, the peak rate) hold; the engine's
 // are read from EngineConfig.

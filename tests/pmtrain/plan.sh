@@ -260,6 +260,26 @@ grep -q "^  micro_tokens: 1024$" $TMP/tok_dry.txt && grep -q "^  max_len: 256$" 
 bad "--micro with a token budget" "drop --micro" plan configs/tiny_cpu.yaml "${TOK[@]}" --micro 2
 echo "ok: token-budget plan"
 
+# batch.micro_tokens auto (the Qwen3 configs'): each cell takes the most tokens its plan fits within 90% of the
+# GPU, from one pair at max_len (4096) to the rank's share (16 pairs at 8 ranks: 65536); 1.7B at 8 x 80 GiB holds
+# more than one pair and less than the share at every stage, each peak within 90% of 80 GiB, the choice below
+# each row and in the recommendation.
+"$PMTRAIN" plan configs/qwen3_1_7b_bs128.yaml --world 8 --gpu-mem 80GiB --dataset-pairs 160800 --json > $TMP/auto.json \
+  || fail "plan of micro_tokens auto"
+python3 - $TMP/auto.json <<'PY' || fail "micro_tokens auto cells"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["micro_tokens"] == "auto", j["micro_tokens"]
+for c in j["cells"]:
+    assert 4096 < c["micro_tokens"] < 65536 and c["micro_tokens"] % 64 == 0, (c["stage"], c["micro_tokens"])
+    assert c["fits"] and c["peak_per_rank_bytes"] <= 0.9 * 80 * 2**30, (c["stage"], c["peak_per_rank_bytes"])
+    assert c["micro"] == c["micro_tokens"] // 4096, (c["micro"], c["micro_tokens"])
+print("ok: micro_tokens auto per cell:", [c["micro_tokens"] for c in j["cells"]])
+PY
+"$PMTRAIN" plan configs/qwen3_1_7b_bs128.yaml --world 8 --gpu-mem 80GiB --dataset-pairs 160800 > $TMP/auto.txt
+grep -qE "^      micro_tokens auto: [0-9]+$" $TMP/auto.txt && grep -qE "^recommended: .*micro_tokens auto: [0-9]+ \(" $TMP/auto.txt \
+  || { cat $TMP/auto.txt; fail "plan text of micro_tokens auto"; }
+
 # Pair batching on data far shorter than max_len: the recommendation also names the token budget that fits
 # (k pairs at max_len, k at most the rank's pairs a step) when its epoch is faster, and planning with that
 # budget agrees: the same stage fits, with that epoch and peak.

@@ -94,9 +94,17 @@ bad "sweep --micro with --micro-tokens" "sweep one of them" sweep configs/tiny_c
   --set batch.micro=0 --set batch.micro_tokens=256 > $TMP/budget.txt 2>&1 || { cat $TMP/budget.txt; fail "sweep of a budget config"; }
 "$PMTRAIN" sweep configs/tiny_cpu.yaml --ranks 1 --stages 0 --micro 2 --steps 1 --out $TMP/pairs "${COMMON[@]}" --set batch.global=4 \
   --set batch.micro=0 --set batch.micro_tokens=256 > $TMP/pairs.txt 2>&1 || { cat $TMP/pairs.txt; fail "sweep --micro of a budget config"; }
-python3 - $TMP/budget $TMP/pairs <<'PY' || fail "sweep of a config with a token budget"
+# batch.micro_tokens auto: the cell runs auto (no budget set over it) and its row shows the run's choice (the
+# summary's): the whole share of a 4-pair step at one rank, 4 pairs of two 64-token answers = 512 tokens, on
+# this host.
+"$PMTRAIN" sweep configs/tiny_cpu.yaml --ranks 1 --stages 0 --steps 1 --out $TMP/auto "${COMMON[@]}" --set batch.global=4 \
+  --set batch.micro=0 --set batch.micro_tokens=auto > $TMP/auto.txt 2>&1 || { cat $TMP/auto.txt; fail "sweep of an auto budget config"; }
+python3 - $TMP/budget $TMP/pairs $TMP/auto <<'PY' || fail "sweep of a config with a token budget"
 import csv, re, sys
-budget, pairs = (list(csv.DictReader(open(f"{d}/sweep.csv")))[0] for d in sys.argv[1:])
+budget, pairs, auto = (list(csv.DictReader(open(f"{d}/sweep.csv")))[0] for d in sys.argv[1:])
+assert auto["status"] == "ok" and auto["micro_tokens"] == "512", auto
+assert re.search(r"^  micro_tokens: auto$", open(f"{sys.argv[3]}/r1_s0/config.resolved.yaml").read(), re.M), "auto r1_s0"
+assert "512 tokens" in open(f"{sys.argv[3]}/sweep.md").read(), "sweep.md: no 512-token row"
 assert budget["status"] == "ok" and budget["micro_tokens"] == "256" and budget["micro"] == "", budget
 assert pairs["status"] == "ok" and pairs["micro"] == "2" and pairs["micro_tokens"] == "", pairs
 resolved = open(f"{sys.argv[2]}/r1_s0_m2/config.resolved.yaml").read()

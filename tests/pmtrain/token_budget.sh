@@ -29,6 +29,21 @@ diff <(json_field $TMP/tok/metrics.jsonl train loss) <(json_field $TMP/cut/metri
   || fail "token-budget resume is not bit-exact"
 echo "ok: same pairs and losses as pair batching; micro-steps per step: $micro; resume bit-exact"
 
+# batch.micro_tokens auto on the CPU backend: this machine's memory holds the rank's whole share of a step at
+# max_len (4 pairs of two 384-token answers: 3072 tokens), so every step is one micro-step a rank; --dry-run at
+# 1 rank chooses its share, 6144; the resolved config still says auto.
+AUTO="--set batch.micro=0 --set batch.micro_tokens=auto"
+"$PMTRAIN" train configs/tiny_cpu.yaml $RUN $AUTO --set run.dir=$TMP/auto --dry-run > $TMP/auto_dry.txt 2>&1 \
+  || { cat $TMP/auto_dry.txt; fail "dry run with batch.micro_tokens auto failed"; }
+grep -q "^batch.micro_tokens auto: 6144$" $TMP/auto_dry.txt || { cat $TMP/auto_dry.txt; fail "dry run at 1 rank: not its share, 6144 tokens"; }
+$MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN $AUTO --set run.dir=$TMP/auto > $TMP/auto.log 2>&1 \
+  || { cat $TMP/auto.log; fail "batch.micro_tokens auto run failed"; }
+grep -q "micro-batches of at most 3072 tokens (batch.micro_tokens auto: the most whose memory plan fits)" $TMP/auto.log \
+  || { grep "micro-batches" $TMP/auto.log; fail "auto did not choose the ranks' whole share, 3072 tokens"; }
+[ "$(json_field $TMP/auto/metrics.jsonl train micro_steps | sort -u)" = 1 ] || fail "auto's steps are not one micro-step"
+grep -q "^  micro_tokens: auto$" $TMP/auto/config.resolved.yaml || fail "the resolved config does not say auto"
+echo "ok: batch.micro_tokens auto chose 3072 tokens (the whole share) on the CPU, one micro-step a step"
+
 # Evaluation batches by the budget too (longest pairs first, cut as a step is): the same 40 pairs in fewer
 # batches than 2 pairs round-robin gives, and the same numbers to fp32 summation order. Then the default:
 # batches as large as a forward pass fits in the step's activation memory (pmtrain/planner.h eval_batch), which
