@@ -47,8 +47,8 @@ std::optional<int> launcher_world() {
   return first_int({EnvVar::SlurmStepNumTasks, EnvVar::OmpiWorldSize});
 }
 
-std::optional<int> parse_slurm_tasks_per_node(const std::string& s) {
-  std::optional<int> same;
+std::optional<std::vector<int>> parse_slurm_tasks_per_node(const std::string& s) {
+  std::vector<int> counts;
   size_t pos = 0;
   while (pos <= s.size()) {
     const size_t comma = std::min(s.find(',', pos), s.size());
@@ -56,22 +56,33 @@ std::optional<int> parse_slurm_tasks_per_node(const std::string& s) {
     char* end = nullptr;
     const long n = std::strtol(entry.c_str(), &end, 10);
     if (end == entry.c_str() || n <= 0) return std::nullopt;
+    long reps = 1;
     if (*end != '\0') {
       char* rep_end = nullptr;
-      const long reps = end[0] == '(' && end[1] == 'x' ? std::strtol(end + 2, &rep_end, 10) : 0;
+      reps = end[0] == '(' && end[1] == 'x' ? std::strtol(end + 2, &rep_end, 10) : 0;
       if (reps <= 0 || rep_end[0] != ')' || rep_end[1] != '\0') return std::nullopt;
     }
-    if (same && *same != int(n)) return std::nullopt;
-    same = int(n);
+    counts.insert(counts.end(), size_t(reps), int(n));
     pos = comma + 1;
   }
-  return same;
+  return counts;
 }
 
-std::optional<int> launcher_ranks_per_node() {
-  if (const auto s = read_env(EnvVar::SlurmStepTasksPerNode); s && !read_env(EnvVar::OmpiWorldSize))
-    return parse_slurm_tasks_per_node(*s);
-  return first_int({EnvVar::OmpiLocalSize});
+std::optional<std::vector<int>> launcher_node_of_rank(int world) {
+  std::vector<int> counts;
+  if (const auto s = read_env(EnvVar::SlurmStepTasksPerNode); s && !read_env(EnvVar::OmpiWorldSize)) {
+    const auto parsed = parse_slurm_tasks_per_node(*s);
+    if (!parsed) return std::nullopt;
+    counts = *parsed;
+  } else if (const auto local = first_int({EnvVar::OmpiLocalSize}); local && *local > 0 && world % *local == 0) {
+    counts.assign(size_t(world / *local), *local);
+  } else {
+    return std::nullopt;
+  }
+  std::vector<int> node_of_rank;
+  for (size_t node = 0; node < counts.size(); ++node) node_of_rank.insert(node_of_rank.end(), size_t(counts[node]), int(node));
+  if (int(node_of_rank.size()) != world) return std::nullopt;
+  return node_of_rank;
 }
 
 }  // namespace zero

@@ -3,6 +3,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace zero {
 
@@ -28,11 +29,15 @@ std::optional<std::string> read_env(EnvVar v);
 // per job (help, version, usage errors) or plan for the launched world.
 std::optional<int> launcher_rank();
 std::optional<int> launcher_world();
-// The ranks on each node as the launcher placed them, when every node holds the same number: srun's
-// SLURM_STEP_TASKS_PER_NODE ("8(x2)": 8; "8,4": nullopt), else mpirun's OMPI_COMM_WORLD_LOCAL_SIZE (this node's).
-// nullopt without a launcher. For a plan of the launched job before MPI (zero.shard_ranks node in --dry-run).
-std::optional<int> launcher_ranks_per_node();
-// SLURM_STEP_TASKS_PER_NODE's format: a comma list of "N" or "N(xK)"; N when every entry has the same N.
-std::optional<int> parse_slurm_tasks_per_node(const std::string& s);
+// The node of each of the launched ranks (index: rank; equal values: one node), as the launcher will place them,
+// before MPI: srun's SLURM_STEP_TASKS_PER_NODE in blocks of consecutive ranks (srun's default distribution; a
+// step started with --distribution=cyclic deals them round-robin, SLURM_STEP_TASKS_PER_NODE does not say so),
+// else blocks of mpirun's OMPI_COMM_WORLD_LOCAL_SIZE (this node's count; mpirun --map-by slot). nullopt
+// without a launcher, or when the launcher's counts do not add up to `world`. For a plan of the launched job
+// (zero.shard_ranks node in --dry-run), read as the run reads MPI's table (comm/hybrid_groups.h).
+std::optional<std::vector<int>> launcher_node_of_rank(int world);
+// SLURM_STEP_TASKS_PER_NODE's format: a comma list of "N" or "N(xK)" (K nodes of N): the count of each node in
+// order ("8(x2),4": 8, 8, 4); nullopt when malformed.
+std::optional<std::vector<int>> parse_slurm_tasks_per_node(const std::string& s);
 
 }  // namespace zero

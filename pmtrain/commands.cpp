@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "comm/hybrid_groups.h"
 #include "comm/launch_env.h"
 #include "core/check.h"
 #include "data/tokenizer.h"
@@ -93,9 +94,13 @@ int run_dry_run(const TrainArgs& a) {
   Config cfg = load_resolved_config(c);
   const int world = launcher_world().value_or(default_world(cfg));
   printf("--- resolved config (dry run: nothing is trained or written) ---\n%s---\n", to_yaml(cfg).c_str());
-  // Under a launcher its ranks per node (zero.shard_ranks node), else one node of them all.
-  const int per_node = std::min(world, launcher_ranks_per_node().value_or(world));
-  resolve_shard_ranks(cfg, per_node);
+  // Under a launcher its placement (zero.shard_ranks node, and a warning for groups across nodes, as the run
+  // reads MPI's), else one node of them all.
+  const std::vector<int> nodes = launcher_node_of_rank(world).value_or(std::vector<int>(size_t(world), 0));
+  resolve_shard_ranks(cfg, node_block_ranks(nodes));
+  if (const std::string w = shard_placement_warning(cfg, nodes); !w.empty()) printf("%s\n", w.c_str());
+  int per_node = 0;  // the most ranks on one node: what its host memory holds
+  for (const int n : nodes) per_node = std::max(per_node, int(std::count(nodes.begin(), nodes.end(), n)));
   print_plan(cfg, world, per_node);
   return 0;
 }

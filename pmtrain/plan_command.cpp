@@ -705,12 +705,12 @@ void write_sbatch(const PlanArgs& a, const Setup& s, const Cell& c) {
       << "if [ \"${SLURM_RESTART_COUNT:-0}\" -gt 0 ]; then RESUME=\"--resume auto\"; fi\n"
       << "set +e\n";
   // Ranks in blocks of consecutive ranks a node, as the plan (and zero.shard_ranks node) assumes, whatever a site's
-  // SLURM_DISTRIBUTION says.
+  // SLURM_DISTRIBUTION or Open MPI ranking policy (rmaps_base_ranking_policy: node would deal them round-robin) says.
   if (a.launcher == "srun")
     out << fmt::format("srun --mpi=pmix --distribution=block \"$PMTRAIN\" train {} {} $RESUME \"$@\"\n", a.config_path,
                        sets);
   else
-    out << fmt::format("mpirun -np {} --map-by ppr:{}:node \"$PMTRAIN\" train {} {} $RESUME \"$@\"\n",
+    out << fmt::format("mpirun -np {} --map-by ppr:{}:node --rank-by slot \"$PMTRAIN\" train {} {} $RESUME \"$@\"\n",
                        c.world, c.per_node, a.config_path, sets);
   out << "rc=$?\n"
       << fmt::format("# {}: every rank stopped on a signal after saving a checkpoint: run the rest as this job again.\n",

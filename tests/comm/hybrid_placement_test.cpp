@@ -1,8 +1,9 @@
 // Where hybrid sharding's groups sit (comm/hybrid_groups.h), from literal node-of-rank tables (no MPI): block
 // placement is recognised only when every node holds one block of the same size; a group holding ranks of two
-// nodes is counted; srun's tasks per node read as one count or none.
+// nodes is counted; srun's tasks per node read node by node, and the launch's table before MPI from them.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <vector>
 
 #include "comm/hybrid_groups.h"
@@ -35,15 +36,36 @@ TEST(HybridPlacement, GroupsSpanningNodesAreCounted) {
   EXPECT_EQ(shard_groups_spanning_nodes(three, 2), 1);
 }
 
-// srun's SLURM_STEP_TASKS_PER_NODE (what a plan before MPI reads for zero.shard_ranks node): the count when every
-// node has it, nothing otherwise.
-TEST(HybridPlacement, SlurmTasksPerNodeIsOneCountOrNone) {
-  EXPECT_EQ(parse_slurm_tasks_per_node("8"), 8);
-  EXPECT_EQ(parse_slurm_tasks_per_node("8(x2)"), 8);
-  EXPECT_EQ(parse_slurm_tasks_per_node("4(x3),4"), 4);
-  EXPECT_EQ(parse_slurm_tasks_per_node("8,4"), std::nullopt);
-  EXPECT_EQ(parse_slurm_tasks_per_node("8(x2),4"), std::nullopt);
+// srun's SLURM_STEP_TASKS_PER_NODE (what a plan before MPI reads for zero.shard_ranks node): each node's count.
+TEST(HybridPlacement, SlurmTasksPerNodeIsEachNodesCount) {
+  using V = std::vector<int>;
+  EXPECT_EQ(parse_slurm_tasks_per_node("8"), V({8}));
+  EXPECT_EQ(parse_slurm_tasks_per_node("8(x2)"), V({8, 8}));
+  EXPECT_EQ(parse_slurm_tasks_per_node("4(x3),4"), V({4, 4, 4, 4}));
+  EXPECT_EQ(parse_slurm_tasks_per_node("8,4"), V({8, 4}));
+  EXPECT_EQ(parse_slurm_tasks_per_node("2(x2),1"), V({2, 2, 1}));
   for (const char* bad : {"", "x", "8(2)", "8(x)", "8(x2", "0", "8,"}) EXPECT_EQ(parse_slurm_tasks_per_node(bad), std::nullopt) << bad;
+}
+
+// The launch's node table before MPI, read as the run reads MPI's: srun's counts in blocks (8,4: no block size, so
+// zero.shard_ranks node is refused as at the run's start), mpirun's local size in blocks; nothing that does not
+// add up to the world.
+TEST(HybridPlacement, TheLauncherNodeTableIsBlocksOfItsCounts) {
+  using V = std::vector<int>;
+  setenv("SLURM_STEP_TASKS_PER_NODE", "2(x2)", 1);
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+  EXPECT_EQ(launcher_node_of_rank(4), V({0, 0, 1, 1}));
+  EXPECT_EQ(node_block_ranks(*launcher_node_of_rank(4)), 2);
+  EXPECT_EQ(launcher_node_of_rank(5), std::nullopt);
+  setenv("SLURM_STEP_TASKS_PER_NODE", "3,1", 1);
+  EXPECT_EQ(launcher_node_of_rank(4), V({0, 0, 0, 1}));
+  EXPECT_EQ(node_block_ranks(*launcher_node_of_rank(4)), 0);
+  unsetenv("SLURM_STEP_TASKS_PER_NODE");
+  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "3", 1);
+  EXPECT_EQ(launcher_node_of_rank(6), V({0, 0, 0, 1, 1, 1}));
+  EXPECT_EQ(launcher_node_of_rank(4), std::nullopt);
+  unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  EXPECT_EQ(launcher_node_of_rank(4), std::nullopt);
 }
 
 }  // namespace

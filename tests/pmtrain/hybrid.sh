@@ -37,6 +37,18 @@ SLURM_STEP_TASKS_PER_NODE='2(x2)' SLURM_STEP_NUM_TASKS=4 "$PMTRAIN" train config
 grep -q "world 4 (2 per node), stage 2 in shard groups of 2 ranks, replicated 2x (zero.shard_ranks node)" $TMP/dry.txt \
   || { cat $TMP/dry.txt; fail "--dry-run under srun, 2 tasks a node: node is not groups of 2"; }
 echo "ok: --dry-run under srun's 2(x2) tasks a node: zero.shard_ranks node = groups of 2"
+# Unequal nodes (3,1) refuse node in --dry-run as the run's start does; groups of 4 over 2(x4) are said to span nodes.
+set +e
+SLURM_STEP_TASKS_PER_NODE='3,1' SLURM_STEP_NUM_TASKS=4 "$PMTRAIN" train configs/tiny_cpu.yaml --dry-run \
+  --set zero.shard_ranks=node > $TMP/uneven.txt 2>&1; rc=$?
+set -e
+[ $rc -ne 0 ] && grep -q "zero.shard_ranks node needs every node to hold the same number of ranks" $TMP/uneven.txt \
+  || { cat $TMP/uneven.txt; fail "--dry-run under srun's 3,1 tasks a node took zero.shard_ranks node (rc $rc)"; }
+SLURM_STEP_TASKS_PER_NODE='2(x4)' SLURM_STEP_NUM_TASKS=8 "$PMTRAIN" train configs/tiny_cpu.yaml --dry-run \
+  --set zero.shard_ranks=4 --set batch.global=16 > $TMP/span.txt 2>&1 || { cat $TMP/span.txt; fail "--dry-run, groups of 4 over nodes of 2"; }
+grep -q "^warning: 2 of 2 shard groups of 4 consecutive ranks (zero.shard_ranks 4) hold ranks of more than one node" $TMP/span.txt \
+  || { cat $TMP/span.txt; fail "--dry-run: no warning for groups of 4 over nodes of 2"; }
+echo "ok: --dry-run refuses node over nodes of 3 and 1 ranks, and warns of groups of 4 over nodes of 2"
 
 # Stop at step 2 in groups of 2; the first group wrote the checkpoint, one file per rank of a group.
 train 4 --set zero.shard_ranks=2 --set zero.stage=3 --set run.dir=$TMP/cut --set run.stop_at=2

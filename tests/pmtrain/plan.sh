@@ -241,8 +241,18 @@ grep -qE '^srun --mpi=pmix --distribution=block "\$PMTRAIN" train configs/qwen3_
 "$PMTRAIN" plan configs/tiny_cpu.yaml --world 4 --sbatch $TMP/cpu.sbatch --launcher mpirun > /dev/null
 bash -n $TMP/cpu.sbatch || fail "cpu sbatch: syntax"
 ! grep -q "gpus-per-node" $TMP/cpu.sbatch || fail "cpu sbatch asks for GPUs"
-grep -q '^mpirun -np 4 --map-by ppr:4:node ' $TMP/cpu.sbatch || { cat $TMP/cpu.sbatch; fail "cpu sbatch: mpirun line"; }
-echo "ok: sbatch scripts"
+grep -q '^mpirun -np 4 --map-by ppr:4:node --rank-by slot ' $TMP/cpu.sbatch || { cat $TMP/cpu.sbatch; fail "cpu sbatch: mpirun line"; }
+# Open MPI's own map of the line's placement on two (named, never contacted) nodes of 2 slots: ranks 0-1 on the
+# first, 2-3 on the second, in blocks as the plan and zero.shard_ranks node assume, even where a site's default
+# ranks round-robin (OMPI_MCA_rmaps_base_ranking_policy=node, which the line's --rank-by slot overrides).
+"$PMTRAIN" plan configs/tiny_cpu.yaml --world 4 --ranks-per-node 2 --sbatch $TMP/two.sbatch --launcher mpirun > /dev/null
+opts=$(sed -nE 's/^mpirun (-np 4 --map-by ppr:2:node .*)"\$PMTRAIN" train .*/\1/p' $TMP/two.sbatch)
+[ -n "$opts" ] || { cat $TMP/two.sbatch; fail "two-node sbatch: mpirun line"; }
+OMPI_MCA_rmaps_base_ranking_policy=node timeout 60 mpirun $opts --host nodeA:2,nodeB:2 --bind-to none --display-map \
+  --do-not-launch true > $TMP/map.txt 2>&1 || true  # it stops after the map: not launching is an error to it
+map=$(awk '/Data for node:/ { node = $4 } /Process rank:/ { printf "%s:%s ", $9, node }' $TMP/map.txt)
+[ "$map" = "0:nodeA 1:nodeA 2:nodeB 3:nodeB " ] || { cat $TMP/map.txt; fail "Open MPI places the sbatch's ranks as '$map'"; }
+echo "ok: sbatch scripts; Open MPI maps the mpirun line's ranks in blocks: $map"
 
 # A token-budget config: the plan keeps the budget (no micro of its own), says how many pairs of max_len it
 # holds and the most micro-steps a step takes, and its sbatch line is one `train` accepts as the shell reads
@@ -252,7 +262,7 @@ TOK=(--set batch.micro_tokens=1024 --set batch.micro=0 --set batch.accum=0 --set
 grep -q "^recommended: .*stage [0-3], micro_tokens 1024 (2 pairs at max_len), at most 4 micro-steps" $TMP/tok.txt \
   || { cat $TMP/tok.txt; fail "token-budget plan: recommendation"; }
 ! grep -qE "batch.micro=[1-9]" $TMP/tok.sbatch || { cat $TMP/tok.sbatch; fail "token-budget sbatch sets batch.micro"; }
-line=$(grep '^mpirun ' $TMP/tok.sbatch | sed -E 's/^mpirun -np 2 --map-by ppr:2:node "\$PMTRAIN" train //; s/ \$RESUME "\$@"$//')
+line=$(grep '^mpirun ' $TMP/tok.sbatch | sed -E 's/^mpirun -np 2 --map-by ppr:2:node --rank-by slot "\$PMTRAIN" train //; s/ \$RESUME "\$@"$//')
 eval "\"\$PMTRAIN\" train $line --dry-run" > $TMP/tok_dry.txt 2>&1 \
   || { cat $TMP/tok.sbatch $TMP/tok_dry.txt; fail "the token-budget sbatch's train line is refused"; }
 grep -q "^  micro_tokens: 1024$" $TMP/tok_dry.txt && grep -q "^  max_len: 256$" $TMP/tok_dry.txt \
