@@ -35,6 +35,12 @@ int node_block_ranks(const std::vector<int>& node_of_rank) {
   return std::adjacent_find(firsts.begin(), firsts.end()) == firsts.end() ? L : 0;
 }
 
+std::string node_placement_error(const std::string& asked, const std::string& key) {
+  return asked + " needs every node to hold the same number of ranks, placed in blocks of consecutive ranks (" +
+         kBlockPlacement + "); these ranks are not (placed round-robin: " + kRoundRobinPlacement +
+         "? or nodes with different counts). Place them in blocks, or give " + key + " a number";
+}
+
 std::vector<int> nodes_of_ranks(MPI_Comm comm) {
   int rank = 0, W = 1;
   MPI_CHECK(MPI_Comm_rank(comm, &rank));

@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -44,6 +45,12 @@ std::vector<int> nodes_of_ranks(MPI_Comm comm);
 // How many of the shard groups of `shard_ranks` consecutive ranks (split_hybrid's) hold ranks of more than one
 // node: their gathers and reductions cross the network, the traffic hybrid sharding means to keep inside a node.
 int shard_groups_spanning_nodes(const std::vector<int>& node_of_rank, int shard_ranks);
+// The launchers' options for the two placements, in every message that names them.
+inline constexpr const char* kBlockPlacement = "srun's default --distribution=block, mpirun --map-by slot";
+inline constexpr const char* kRoundRobinPlacement = "srun --distribution=cyclic or mpirun --map-by node";
+// The refusal of a group size that follows the nodes (`asked`: "zero.shard_ranks node") when node_block_ranks
+// is 0; `key` takes a number instead.
+std::string node_placement_error(const std::string& asked, const std::string& key);
 
 // The shard group's and the replicas' communicators of type C, built as C(that MPI_Comm, args..., watch) (which
 // duplicates it) from split_hybrid; the split's MPI communicators are freed. Collective over `world`.

@@ -38,12 +38,8 @@ int shard_group_ranks(const Config& cfg, int world) {
 
 void resolve_shard_ranks(Config& cfg, int node_ranks) {
   if (!cfg.zero.shard_ranks_node) return;
-  ZERO_REQUIRE(node_ranks > 0, ConfigError,
-               "{}: zero.shard_ranks node needs every node to hold the same number of ranks, placed in blocks of "
-               "consecutive ranks (srun's default --distribution=block, mpirun --map-by slot); these ranks are not "
-               "(placed round-robin: srun --distribution=cyclic or mpirun --map-by node? or nodes with different "
-               "counts). Place them in blocks, or give zero.shard_ranks a number",
-               cfg.source);
+  ZERO_REQUIRE(node_ranks > 0, ConfigError, "{}: {}", cfg.source,
+               node_placement_error("zero.shard_ranks node", "zero.shard_ranks"));
   cfg.zero.shard_ranks = node_ranks;
 }
 
@@ -58,8 +54,8 @@ std::string shard_placement_warning(const Config& cfg, const std::vector<int>& n
       "so their gathers and reductions cross the network: {}",
       spanning, world / S, S, S,
       L > 0 ? fmt::format("a node holds {} ranks here; zero.shard_ranks node (or a divisor of {}) keeps each group on one node", L, L)
-            : "the ranks are not placed in blocks per node (srun --distribution=cyclic or mpirun --map-by node?); place "
-              "them in blocks (srun's default, mpirun --map-by slot)");
+            : fmt::format("the ranks are not placed in blocks per node ({}?); place them in blocks ({})",
+                          kRoundRobinPlacement, kBlockPlacement));
 }
 
 std::string stage_text(const Config& cfg, int world) {

@@ -106,10 +106,7 @@ class PyEngine {
     ensure_mpi();
     if (shard_ranks == kShardRanksNode) {  // "node": the launch's block of ranks a node
       shard_ranks = node_block_ranks(nodes_of_ranks(MPI_COMM_WORLD));
-      ZERO_REQUIRE(shard_ranks > 0, ConfigError,
-                   "zero_torch: shard_ranks='node' needs every node to hold the same number of ranks, placed in blocks "
-                   "of consecutive ranks (srun's default, mpirun --map-by slot); these ranks are not: place them so, or "
-                   "give shard_ranks a number");
+      ZERO_REQUIRE(shard_ranks > 0, ConfigError, "zero_torch: {}", node_placement_error("shard_ranks='node'", "shard_ranks"));
     }
     backend_ = torch_binding::make_binding_backend(shard_ranks);
     EngineConfig cfg = binding_config(stage, accum_steps, bucket_elements, prefetch_depth, param_dtype);

@@ -289,7 +289,8 @@ TEST(PmtrainConfig, ShardRanksNodeIsResolvedByTheLaunchAndWrittenBackAsNode) {
   EXPECT_EQ(shard_placement_warning(four, cyclic),
             "warning: 2 of 2 shard groups of 4 consecutive ranks (zero.shard_ranks 4) hold ranks of more than one node, so "
             "their gathers and reductions cross the network: the ranks are not placed in blocks per node (srun "
-            "--distribution=cyclic or mpirun --map-by node?); place them in blocks (srun's default, mpirun --map-by slot)");
+            "--distribution=cyclic or mpirun --map-by node?); place them in blocks (srun's default "
+            "--distribution=block, mpirun --map-by slot)");
   Config sixteen = parse_config("zero:\n  shard_ranks: 16\n", "t.yaml");
   const std::vector<int> four_nodes = {0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8,
                                        16, 16, 16, 16, 16, 16, 16, 16, 24, 24, 24, 24, 24, 24, 24, 24};
