@@ -192,6 +192,7 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
                         {"activation_checkpointing", ckpt},
                         {"seq", a.seq},
                         {"pairs_per_step", a.pairs},
+                        {"micro_tokens", cfg.batch.micro_tokens},  // the budget (auto's choice); 0: pairs
                         {"parameters", params},
                         {"non_embedding_parameters", non_embedding},
                         {"steps", a.steps},

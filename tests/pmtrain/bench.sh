@@ -73,6 +73,14 @@ check $TMP/two.json 4 32 2 3 1 || fail "bench at 2 ranks"
   --set batch.micro=0 --set batch.micro_tokens=128 --set zero.stage=3 > $TMP/tok.json 2> $TMP/tok.err \
   || { cat $TMP/tok.err; fail "bench with micro_tokens failed"; }
 check $TMP/tok.json 6 32 2 3 1 || fail "bench with batch.micro_tokens at 2 ranks"
+# batch.micro_tokens auto at --seq 32: a rank's share of the step, 3 pairs of two 32-token answers (192 tokens),
+# fits this host: the JSON names the budget the run chose.
+"$MPIRUN" -np 2 "$PMTRAIN" bench configs/tiny_cpu.yaml --seq 32 --pairs-per-step 6 --steps 3 --warmup 1 --json \
+  --set batch.micro=0 --set batch.micro_tokens=auto > $TMP/auto.json 2> $TMP/auto.err \
+  || { cat $TMP/auto.err; fail "bench with micro_tokens auto failed"; }
+check $TMP/auto.json 6 32 2 3 1 || fail "bench with batch.micro_tokens auto at 2 ranks"
+python3 -c 'import json, sys; b = json.load(open(sys.argv[1]))["micro_tokens"]; sys.exit(0 if b == 192 else f"micro_tokens {b}, not 192")' \
+  $TMP/auto.json || fail "bench with batch.micro_tokens auto: the budget"
 
 # The lines: a header, one per step (warm-up marked), the summary.
 "$PMTRAIN" bench configs/tiny_cpu.yaml --seq 16 --steps 3 > $TMP/text.txt || fail "bench (text) failed"
