@@ -207,39 +207,22 @@ Field checkpointing_field(ModelSection& m) {
   f.accepted = choice_names(kCheckpointing, " | ") + " (or true = full, false = none)";
   return f;
 }
-// zero.shard_ranks: a count (>= 0), or `node` (ZeroSection::kShardRanksNode until the launch resolves it),
-// written back as node after that too.
-Field shard_ranks_field(ZeroSection& z, std::string doc) {
-  Field f = field("zero.shard_ranks", z.shard_ranks, kNonNegative, std::move(doc));
-  f.set = [&z, k = f.key](const YAML::Node& n) {
-    z.shard_ranks_node = n.IsScalar() && n.Scalar() == "node";
-    int64_t v = ZeroSection::kShardRanksNode;
-    ZERO_REQUIRE(z.shard_ranks_node || YAML::convert<int64_t>::decode(n, v), ConfigError,
-                 "key '{}': '{}' is neither a number of ranks nor node", k, YAML::Dump(n));
-    z.shard_ranks = v;
+// A count (>= 0) or a word that `said` records (zero.shard_ranks `node`, batch.micro_tokens `auto`): the count
+// holds `while_word` until the run resolves the word, and the config is written back with the word after that too.
+Field count_or_word(std::string key, int64_t& count, bool& said, std::string word, int64_t while_word,
+                    const std::string& unit, std::string doc) {
+  Field f = field(std::move(key), count, kNonNegative, std::move(doc));
+  f.set = [&count, &said, word, while_word, unit, k = f.key](const YAML::Node& n) {
+    said = n.IsScalar() && n.Scalar() == word;
+    int64_t v = while_word;
+    ZERO_REQUIRE(said || YAML::convert<int64_t>::decode(n, v), ConfigError, "key '{}': '{}' is neither a number of {} nor {}",
+                 k, YAML::Dump(n), unit, word);
+    count = v;
   };
-  f.get = [&z] { return z.shard_ranks_node ? YAML::Node("node") : to_node(z.shard_ranks); };
-  f.number = [&z] { return z.shard_ranks_node ? 0.0 : double(z.shard_ranks); };
-  f.type = "integer or `node`";
-  f.accepted = "node";
-  return f;
-}
-
-// batch.micro_tokens: a count (>= 0), or `auto` (BatchSection::micro_tokens_auto: token_budget_floor until the
-// run resolves it), written back as auto after that too.
-Field micro_tokens_field(BatchSection& b, std::string doc) {
-  Field f = field("batch.micro_tokens", b.micro_tokens, kNonNegative, std::move(doc));
-  f.set = [&b, k = f.key](const YAML::Node& n) {
-    b.micro_tokens_auto = n.IsScalar() && n.Scalar() == "auto";
-    int64_t v = 0;
-    ZERO_REQUIRE(b.micro_tokens_auto || YAML::convert<int64_t>::decode(n, v), ConfigError,
-                 "key '{}': '{}' is neither a number of tokens nor auto", k, YAML::Dump(n));
-    b.micro_tokens = v;
-  };
-  f.get = [&b] { return b.micro_tokens_auto ? YAML::Node("auto") : to_node(b.micro_tokens); };
-  f.number = [&b] { return b.micro_tokens_auto ? 0.0 : double(b.micro_tokens); };
-  f.type = "integer or `auto`";
-  f.accepted = "auto";
+  f.get = [&count, &said, word] { return said ? YAML::Node(word) : to_node(count); };
+  f.number = [&count, &said] { return said ? 0.0 : double(count); };
+  f.type = "integer or `" + word + "`";
+  f.accepted = word;
   return f;
 }
 
@@ -366,7 +349,7 @@ std::vector<Field> schema(Config& c) {
       field("batch.micro", b.micro, kNonNegative, "pairs per micro-batch per rank (0 = derived)"),
       field("batch.accum", b.accum, kNonNegative, "micro-batches per rank per step (0 = derived)"),
       field("batch.world", b.world, kNonNegative, "pin the world size the batch is planned for (0 = whatever the launcher starts)"),
-      micro_tokens_field(b, "> 0: micro-batches filled to this many tokens per rank instead of batch.micro pairs (evaluation batches too: batch.eval_micro_tokens); auto = the most whose memory plan fits the GPU (or host) with room to spare, from one pair at data.max_len up to the rank's whole share of a step at max_len (chosen at the start, after model.activation_checkpointing auto, and logged; evaluation batches and batch.eval_micro_tokens 0 as for one pair at max_len; not with zero.world_invariant)"),
+      count_or_word("batch.micro_tokens", b.micro_tokens, b.micro_tokens_auto, "auto", 0, "tokens", "> 0: micro-batches filled to this many tokens per rank instead of batch.micro pairs (evaluation batches too: batch.eval_micro_tokens); auto = the most whose memory plan fits the GPU (or host) with room to spare, from one pair at data.max_len up to the rank's whole share of a step at max_len (chosen at the start, after model.activation_checkpointing auto, and logged; evaluation batches and batch.eval_micro_tokens 0 as for one pair at max_len; not with zero.world_invariant)"),
       field("batch.eval_micro", b.eval_micro, kNonNegative, "pairs per evaluation batch per rank (HF's per_device_eval_batch_size; also `pmtrain score`'s forward passes; with no training batch, 8 pairs when 0); 0 = as many as a forward pass at data.max_len fits in the activation memory planned for a training micro-batch (a forward keeps nothing for a backward: the shipped Qwen3 configs get 3x batch.micro)"),
       field("batch.eval_micro_tokens", b.eval_micro_tokens, kNonNegative, "with batch.micro_tokens: tokens per evaluation batch per rank (and per `pmtrain score` forward pass); 0 = as many as a forward pass fits in the activation memory planned for a training micro-batch"),
 
@@ -378,7 +361,7 @@ std::vector<Field> schema(Config& c) {
       choice("zero.reduce_dtype", z.reduce_dtype, kDTypes, "dtype of gradients on the wire inside a shard group (all of them without hybrid sharding); the replicas' all-reduce of hybrid sharding (zero.shard_ranks) is in zero.accum_dtype"),
       field("zero.world_invariant", z.world_invariant, "the same weights and logged metrics (train and eval loss, accuracy, rewards), bit for bit, at any number of ranks (dividing the step's micro-batches) and any stage, so a run resumed on another world size continues exactly (same backend, device kind and threads): gradients are summed in 64-bit fixed point (exact in any order; 2^-32 resolution, terms under 2^14: a larger one skips the step like a non-finite one) and each micro-batch (and eval batch) is cut from the whole step's pairs (give batch.micro, or batch.micro_tokens), its metrics added in that cut's order. Costs: 8-byte gradient accumulators and wire elements"),
       choice("zero.master", z.master, kMasters, "how the fp32 master weights are kept: fp32 = an array of their own (4 bytes an element); split = as the bf16 params (their high halves, rounded half away from zero) plus their low 16 bits (2 bytes an element, the same fp32 values); auto = split with bf16 params, else fp32 (and fp32 under zero.offload)"),
-      shard_ranks_field(z, "hybrid sharding (FSDP's HYBRID_SHARD): the stage's state is sharded over groups of N consecutive ranks (normally the GPUs of a node) and replicated across the groups; stage 3's gathers and every reduction stay inside a group, and one all-reduce of each rank's gradient shard a step crosses groups, overlapped with the last backward. Memory per rank is that of a world of N ranks. N must divide the world; 0 (or N at least the world) = one group of all ranks; node = the ranks of a node, as launched (every node the same count, placed in blocks of consecutive ranks: srun's default, mpirun --map-by slot; `pmtrain plan` takes its ranks per node, `--dry-run` the launcher's). A run whose groups span nodes says so at its start"),
+      count_or_word("zero.shard_ranks", z.shard_ranks, z.shard_ranks_node, "node", ZeroSection::kShardRanksNode, "ranks", "hybrid sharding (FSDP's HYBRID_SHARD): the stage's state is sharded over groups of N consecutive ranks (normally the GPUs of a node) and replicated across the groups; stage 3's gathers and every reduction stay inside a group, and one all-reduce of each rank's gradient shard a step crosses groups, overlapped with the last backward. Memory per rank is that of a world of N ranks. N must divide the world; 0 (or N at least the world) = one group of all ranks; node = the ranks of a node, as launched (every node the same count, placed in blocks of consecutive ranks: srun's default, mpirun --map-by slot; `pmtrain plan` takes its ranks per node, `--dry-run` the launcher's). A run whose groups span nodes says so at its start"),
       choice("zero.offload", z.offload_optimizer, kOffloads, "ZeRO-Offload: optimizer = the fp32 master, m and v (12 bytes a parameter of the rank's shard) in host memory, AdamW run by the host's `threads` threads a chunk at a time (the gradients come down, the params go up: PCIe traffic and host time every step); the device keeps the params, the gradient accumulator and the comm buffers. The same bits as without it. none = all on the device"),
 
       field("optim.lr", o.lr, kPositive, "peak learning rate of AdamW"),

@@ -3,14 +3,11 @@
 // selective layers, full, full with its attention recomputed; the resolved config still says auto when written back.
 #include <gtest/gtest.h>
 
-#include <map>
 #include <string>
 
-#include "model/reward_model.h"
 #include "pmtrain/config.h"
-#include "pmtrain/engine_params.h"
-#include "pmtrain/model_setup.h"
 #include "pmtrain/planner.h"
+#include "tests/pmtrain/gpu_plan_use.h"
 
 namespace zero::pmtrain {
 namespace {
@@ -110,16 +107,11 @@ TEST(CheckpointingAuto, OnTheGpuPlanOfQwen3_4B) {
       "backend: cuda\nmodel:\n  preset: qwen3-4b\n  vocab_size: 151936\n  activation_checkpointing: auto\n"
       "data:\n  max_len: 2048\nbatch:\n  global: 128\n  micro: 1\nzero:\n  stage: 0\n  param_dtype: bf16\n",
       "t.yaml");
-  const model::Qwen3Config qc = resolve_model_config(cfg.model, 151936);
-  const model::Qwen3RewardModel m(qc, reward_model_options(cfg));
-  const std::vector<GroupInfo> groups = engine_groups(m.groups());
-  DeviceMemory gpu;
-  gpu.device = 0, gpu.free_bytes = gpu.total_bytes = size_t(80) << 30, gpu.name = "H100";
-  auto use = [&](const Config& c) { return node_use(plan_gpu_memory(c, qc, groups, 1, 1, 128, {gpu})); };
-  const Config c = resolve_checkpointing(cfg, qc.num_layers, use);
+  const GpuPlanUse use(cfg, 1, 128);
+  const Config c = resolve_checkpointing(cfg, use.qc.num_layers, use);
   ASSERT_EQ(c.model.activation_checkpointing, ActivationCheckpointing::Full);
   ASSERT_GT(c.model.selective_layers, 0);
-  ASSERT_LT(c.model.selective_layers, qc.num_layers);
+  ASSERT_LT(c.model.selective_layers, use.qc.num_layers);
   EXPECT_LE(use(c), kAutoMemoryUse);
   Config more = c;
   more.model.selective_layers++;

@@ -4,11 +4,9 @@
 // (resolve_auto_choices). The devices below write each budget's bytes out, so every answer is worked by hand.
 #include <gtest/gtest.h>
 
-#include "model/reward_model.h"
 #include "pmtrain/config.h"
-#include "pmtrain/engine_params.h"
-#include "pmtrain/model_setup.h"
 #include "pmtrain/planner.h"
+#include "tests/pmtrain/gpu_plan_use.h"
 
 namespace zero::pmtrain {
 namespace {
@@ -84,13 +82,7 @@ TEST(MicroTokensAuto, OnTheGpuPlanOfQwen3_1_7B) {
       "backend: cuda\nmodel:\n  preset: qwen3-1.7b\n  vocab_size: 151936\n  activation_checkpointing: none\n"
       "data:\n  max_len: 2048\nbatch:\n  global: 128\n  micro_tokens: auto\nzero:\n  stage: 3\n  param_dtype: bf16\n",
       "t.yaml");
-  const model::Qwen3Config qc = resolve_model_config(cfg.model, 151936);
-  const model::Qwen3RewardModel m(qc, reward_model_options(cfg));
-  const std::vector<GroupInfo> groups = engine_groups(m.groups());
-  DeviceMemory gpu;
-  gpu.device = 0, gpu.free_bytes = gpu.total_bytes = size_t(80) << 30, gpu.name = "H100";
-  const std::vector<DeviceMemory> gpus(8, gpu);
-  auto use = [&](const Config& c) { return node_use(plan_gpu_memory(c, qc, groups, 8, 1, 16, gpus)); };
+  const GpuPlanUse use(cfg, 8, 16);
   const Config c = resolve_micro_tokens(cfg, 8, use);
   ASSERT_GT(c.batch.micro_tokens, 2 * 4096);
   ASSERT_LT(c.batch.micro_tokens, 16 * 4096);
