@@ -39,6 +39,7 @@ CudaOps::CudaOps() {
   CUDA_CHECK(cudaMalloc(&d_count_, sizeof(unsigned long long)));
   CUDA_CHECK(cudaMallocHost(&h_sum_, sizeof(double)));
   CUDA_CHECK(cudaMallocHost(&h_count_, sizeof(unsigned long long)));
+  for (cudaEvent_t& e : transferred_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 }
 
 CudaOps::~CudaOps() {
@@ -51,6 +52,8 @@ CudaOps::~CudaOps() {
   CUDA_WARN(cudaFree(d_staging_));
   CUDA_WARN(cudaFreeHost(h_sum_));
   CUDA_WARN(cudaFreeHost(h_count_));
+  for (cudaEvent_t e : transferred_)
+    if (e) CUDA_WARN(cudaEventDestroy(e));
   waiter_.reset();
   if (stream_) CUDA_WARN(cudaStreamDestroy(stream_));
 }
@@ -150,6 +153,29 @@ void CudaOps::upload(void* dst, const void* host, size_t bytes) {
   waiter_->before_pageable_copy();
   CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_));
   waiter_->wait();
+}
+
+// Staging is pinned (make_staging_allocator): the copy is a DMA the host does not wait for, and nothing for a
+// driver to wait behind inside the call (before_pageable_copy is for pageable memory).
+void CudaOps::download_async(int slot, void* host, const void* src, size_t bytes) {
+  ZERO_CHECK(slot >= 0 && slot < kTransferSlots, "download_async: transfer slot {} of {}", slot, kTransferSlots);
+  if (bytes == 0) return;
+  require_device(src, "src", "download_async");
+  CUDA_CHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  CUDA_CHECK(cudaEventRecord(transferred_[slot], stream_));
+}
+
+void CudaOps::upload_async(int slot, void* dst, const void* host, size_t bytes) {
+  ZERO_CHECK(slot >= 0 && slot < kTransferSlots, "upload_async: transfer slot {} of {}", slot, kTransferSlots);
+  if (bytes == 0) return;
+  require_device(dst, "dst", "upload_async");
+  CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaEventRecord(transferred_[slot], stream_));
+}
+
+void CudaOps::wait_transfer(int slot) {
+  ZERO_CHECK(slot >= 0 && slot < kTransferSlots, "wait_transfer: transfer slot {} of {}", slot, kTransferSlots);
+  waiter_->wait_if_pending(transferred_[slot]);  // an event never recorded has completed
 }
 
 void CudaOps::adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n,

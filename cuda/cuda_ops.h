@@ -41,6 +41,10 @@ class CudaOps final : public DeviceOps {
   void accumulate_fixed_square_sum(const int64_t* src, size_t n, math::FixedSquareSum* acc) override;
   void download(void* host, const void* src, size_t bytes) override;
   void upload(void* dst, const void* host, size_t bytes) override;
+  // On the stream into (out of) pinned staging, an event per slot; wait_transfer is a watched host wait on it.
+  void download_async(int slot, void* host, const void* src, size_t bytes) override;
+  void upload_async(int slot, void* dst, const void* host, size_t bytes) override;
+  void wait_transfer(int slot) override;
   void adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n, const optim::AdamWConfig& c,
              float lr, int64_t t, bool decay, float grad_scale) override;
   void split_master(void* high, uint16_t* low, const float* src, size_t n) override;
@@ -73,6 +77,7 @@ class CudaOps final : public DeviceOps {
   double* h_sum_ = nullptr;                 // pinned host copies of the outputs
   unsigned long long* h_count_ = nullptr;
   float* d_staging_ = nullptr;              // host transfers in chunks (lazily allocated)
+  cudaEvent_t transferred_[kTransferSlots] = {};  // each transfer slot's last queued copy
   size_t staging_elems_ = 0;
 };
 

@@ -244,14 +244,16 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
   t.elementwise_s = (steps * micro_bytes + step_bytes) / (s.prof.elementwise_bytes * share) + shard / (adamw_rate * share);
   if (ec.offload_optimizer && s.device == PlanDevice::Gpu) {
     // zero.offload: AdamW and the cast run on the host's `threads` cores instead of the device, the gradients
-    // come down and the params go up. Assumed, not measured (a profile has no host side for a GPU): pageable
-    // copies over PCIe Gen5 x16 at kOffloadLinkBytes, shared by the node's ranks; a core steps
-    // kOffloadCoreElements elements a second, at most the node's memory bandwidth over 32 bytes an element.
+    // come down while the host steps the chunk before (the slower of the two) and the params go up while it
+    // casts the next. Assumed, not measured (a profile has no host side for a GPU): pinned copies over PCIe
+    // Gen5 x16 at kOffloadLinkBytes, shared by the node's ranks; a core steps kOffloadCoreElements elements a
+    // second, at most the node's memory bandwidth over 32 bytes an element.
     constexpr double kOffloadLinkBytes = 20e9, kOffloadCoreElements = 200e6, kHostMemoryBytes = 200e9;
     const double ranks = double(c.per_node);
     const double host_rate =
         std::min(double(std::max<int64_t>(1, s.cfg.threads)) * kOffloadCoreElements, kHostMemoryBytes / 32 / ranks);
-    t.elementwise_s += shard * (a + p) / (kOffloadLinkBytes / ranks) + shard / host_rate - shard / (adamw_rate * share);
+    const double link = kOffloadLinkBytes / ranks;
+    t.elementwise_s += std::max(shard * a / link, shard / host_rate) + shard * p / link - shard / (adamw_rate * share);
   }
   // SwiGLU at its own measured speed: a forward per layer, again before backward when the layer is
   // recomputed (full or selective), and a backward.

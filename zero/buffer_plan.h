@@ -14,8 +14,10 @@
 //                                                               (its shard is the whole group, read in place)
 //   step partials 8 * (1 + tensors [+ 3])                       fp64: sum of squares, non-finite counts
 //                                                               [fixed-point sums: their exact sum of squares]
-//   offload staging  K * (a + p) in host memory                 zero.offload: one chunk's gradients down and
-//                                                               params up, K = min(optimizer, offload_chunk)
+//   offload staging  2 K * (a + p) in host memory               zero.offload: chunks of gradients down and
+//                                                               params up, K = min(optimizer, offload_chunk),
+//                                                               two each (DeviceOps::kTransferSlots: one copied
+//                                                               while the host steps or casts the other)
 // Under zero.offload the master, m and v (and the staging) are host memory: host_bytes(); the rest is the
 // backend's: device_bytes(). bytes(category) counts a category wherever it lives (staging under Other).
 // with Psi = partition.total_padded, S = Psi / W, C = max(min(max_bucket_padded, bucket_elements) / W,
@@ -25,6 +27,7 @@
 
 #include "core/math/fixed_point.h"
 #include "core/memory.h"
+#include "zero/device_ops.h"
 #include "zero/engine_config.h"
 #include "zero/partition.h"
 
@@ -52,7 +55,9 @@ struct BufferPlan {
 
   size_t bytes(MemCategory c) const;  // by the allocator's categories, wherever they live
   size_t total_bytes() const;
-  size_t offload_staging_bytes() const { return offload_chunk * (dtype_size(accum_dtype) + dtype_size(param_dtype)); }
+  size_t offload_staging_bytes() const {
+    return size_t(DeviceOps::kTransferSlots) * offload_chunk * (dtype_size(accum_dtype) + dtype_size(param_dtype));
+  }
   size_t host_bytes() const;    // what zero.offload keeps in host memory (0 without it)
   size_t device_bytes() const { return total_bytes() - host_bytes(); }
 };

@@ -54,6 +54,16 @@ class DeviceOps {
   // Raw bytes (counters, fp64 partials). Both return when the copy is done.
   virtual void download(void* host, const void* src, size_t bytes) = 0;
   virtual void upload(void* dst, const void* host, size_t bytes) = 0;
+  // zero.offload's transfers, overlapped with the host's work on the other staging buffer: a copy between
+  // backend memory and staging memory (make_staging_allocator), queued behind the backend's work already
+  // queued and before any queued after it, and the call returns at once. `slot` (0 .. kTransferSlots - 1) is
+  // the staging buffer's: the host reads a buffer downloaded into, or writes one uploaded from, only after
+  // wait_transfer(slot), and queues a slot's next copy only after that. These defaults are for backends
+  // whose copies are done when they return (the CPU's).
+  static constexpr int kTransferSlots = 2;
+  virtual void download_async(int slot, void* host, const void* src, size_t bytes) { download(host, src, bytes); }
+  virtual void upload_async(int slot, void* dst, const void* host, size_t bytes) { upload(dst, host, bytes); }
+  virtual void wait_transfer(int slot) {}
   virtual void synchronize() {}
 };
 

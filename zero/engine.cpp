@@ -58,8 +58,10 @@ Engine::Engine(const EngineConfig& cfg, std::vector<GroupInfo> groups, Communica
       optim_alloc = host_alloc_.get();
       staging_alloc = host_staging_alloc_.get();
     }
-    host_grad_ = Buffer(*staging_alloc, plan_.offload_chunk, cfg_.accum_dtype, MemCategory::Other);
-    host_params_ = Buffer(*staging_alloc, plan_.offload_chunk, cfg_.param_dtype, MemCategory::Other);
+    for (int s = 0; s < DeviceOps::kTransferSlots; ++s) {
+      host_grad_[s] = Buffer(*staging_alloc, plan_.offload_chunk, cfg_.accum_dtype, MemCategory::Other);
+      host_params_[s] = Buffer(*staging_alloc, plan_.offload_chunk, cfg_.param_dtype, MemCategory::Other);
+    }
   }
   // A split master's buffer holds the low halves: 16-bit patterns, stored as bf16 only for their size.
   master_ = Buffer(*optim_alloc, plan_.optimizer, cfg_.split_master ? DType::BF16 : DType::F32, MemCategory::Master);
@@ -849,13 +851,23 @@ void parallel_parts(size_t n, int threads, F&& fn) {
 }
 }  // namespace
 
+// The shard's gradients come down a chunk at a time, each chunk's download queued before the host steps the
+// one before it, so the copy runs while the host threads do AdamW (a chunk of K elements: K a bytes over the
+// link against K AdamW updates on the host).
 void Engine::offload_adamw(int g, const OptimizerShard& s, float lr, float grad_scale) {
   const char* grad = static_cast<const char*>(grad_for_optimizer(g));
-  const size_t gsz = dtype_size(cfg_.accum_dtype), K = host_grad_.count();
-  const char* staged = static_cast<const char*>(host_grad_.data());
-  for (size_t a = 0; a < s.count; a += K) {
+  const size_t gsz = dtype_size(cfg_.accum_dtype), K = host_grad_[0].count();
+  constexpr int kSlots = DeviceOps::kTransferSlots;
+  auto download = [&](size_t a, int slot) {
+    ops_.download_async(slot, host_grad_[slot].data(), grad + a * gsz, std::min(K, s.count - a) * gsz);
+  };
+  if (s.count > 0) download(0, 0);
+  for (size_t a = 0, i = 0; a < s.count; a += K, ++i) {
+    const int slot = int(i % kSlots);
     const size_t n = std::min(K, s.count - a);
-    ops_.download(host_grad_.data(), grad + a * gsz, n * gsz);
+    if (a + K < s.count) download(a + K, int((i + 1) % kSlots));  // its buffer's last chunk was stepped already
+    ops_.wait_transfer(slot);
+    const char* staged = static_cast<const char*>(host_grad_[slot].data());
     parallel_parts(n, cfg_.offload_threads, [&](size_t p0, size_t p1) {
       // Each tensor's part of this thread's range, with its own weight-decay flag; padding is skipped.
       for_each_tensor_in(g, s.begin + a + p0, s.begin + a + p1, [&](size_t t, size_t lo, size_t hi) {
@@ -867,16 +879,23 @@ void Engine::offload_adamw(int g, const OptimizerShard& s, float lr, float grad_
   }
 }
 
+// The master cast into a chunk of staging while the chunk before it goes up; a buffer is refilled only once its
+// last upload is done.
 void Engine::offload_upload_params(const OptimizerShard& s, void* params) {
-  const size_t psz = dtype_size(cfg_.param_dtype), K = host_params_.count();
-  for (size_t a = 0; a < s.count; a += K) {
+  const size_t psz = dtype_size(cfg_.param_dtype), K = host_params_[0].count();
+  constexpr int kSlots = DeviceOps::kTransferSlots;
+  size_t i = 0;
+  for (size_t a = 0; a < s.count; a += K, ++i) {
+    const int slot = int(i % kSlots);
     const size_t n = std::min(K, s.count - a);
+    char* staged = static_cast<char*>(host_params_[slot].data());
+    if (i >= size_t(kSlots)) ops_.wait_transfer(slot);
     parallel_parts(n, cfg_.offload_threads, [&](size_t p0, size_t p1) {
-      host_ops_->copy(static_cast<char*>(host_params_.data()) + p0 * psz, cfg_.param_dtype, s.master + a + p0,
-                      DType::F32, p1 - p0);
+      host_ops_->copy(staged + p0 * psz, cfg_.param_dtype, s.master + a + p0, DType::F32, p1 - p0);
     });
-    ops_.upload(static_cast<char*>(params) + a * psz, host_params_.data(), n * psz);
+    ops_.upload_async(slot, static_cast<char*>(params) + a * psz, staged, n * psz);
   }
+  for (size_t k = 0; k < std::min(i, size_t(kSlots)); ++k) ops_.wait_transfer(int(k));  // the staging is free again
 }
 
 void Engine::set_accum_steps(int k) {

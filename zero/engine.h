@@ -284,7 +284,9 @@ class Engine {
   std::unique_ptr<TrackingAllocator> host_alloc_;
   std::unique_ptr<TrackingAllocator> host_staging_alloc_;  // the backend's staging memory (CUDA: page-locked)
   std::unique_ptr<DeviceOps> host_ops_;
-  Buffer host_grad_, host_params_;  // staging: one chunk of gradients (accum dtype) and params (param dtype)
+  // zero.offload's staging, a buffer per transfer slot: chunks of gradients (accum dtype) and params (param
+  // dtype), one copied while the host works on the other.
+  Buffer host_grad_[DeviceOps::kTransferSlots], host_params_[DeviceOps::kTransferSlots];
 
   Buffer params_;  // compute dtype: full padded (stages 0-2) or the shard (stage 3)
   Buffer accum_;   // accum dtype: full padded (stages 0-1) or the shard (stages 2-3)

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "comm/mpi_communicator.h"
+#include "core/check.h"
 
 namespace zero::testing {
 namespace {
@@ -124,8 +125,44 @@ class ScrambledOps final : public DeviceOps {
     if (bytes) std::memcpy(host, s.data(), bytes);
   }
   void upload(void* dst, const void* host, size_t bytes) override { store(dst, host, bytes); }
+  // Copies in flight as a GPU's are, so that the engine's use of them is checked: a download's bytes reach the
+  // host buffer only at wait_transfer (until then it holds 0xFF bytes, NaN as floats: read early, the step goes
+  // wrong); an upload reads the host buffer when queued (backend work after it sees the data, as in stream
+  // order) and wait_transfer checks the host left that buffer alone meanwhile; a slot's next copy queued before
+  // its wait is a contract error too.
+  void download_async(int slot, void* host, const void* src, size_t bytes) override {
+    Transfer& t = start(slot, "download_async");
+    t = {true, true, host, plain(src, bytes)};
+    if (bytes) std::memset(host, 0xFF, bytes);
+  }
+  void upload_async(int slot, void* dst, const void* host, size_t bytes) override {
+    Transfer& t = start(slot, "upload_async");
+    t = {true, false, const_cast<void*>(host), std::vector<char>(static_cast<const char*>(host), static_cast<const char*>(host) + bytes)};
+    store(dst, host, bytes);
+  }
+  void wait_transfer(int slot) override {
+    ZERO_CHECK(slot >= 0 && slot < kTransferSlots, "wait_transfer: transfer slot {} of {}", slot, kTransferSlots);
+    Transfer& t = transfers_[slot];
+    if (!t.busy) return;
+    if (t.download && !t.bytes.empty()) std::memcpy(t.host, t.bytes.data(), t.bytes.size());
+    ZERO_CHECK(t.download || t.bytes.empty() || std::memcmp(t.host, t.bytes.data(), t.bytes.size()) == 0,
+               "scrambled backend: the staging of transfer slot {} was rewritten while its upload was in flight", slot);
+    t.busy = false;
+  }
 
  private:
+  struct Transfer {
+    bool busy = false, download = false;
+    void* host = nullptr;
+    std::vector<char> bytes;  // a download's data, or an upload's source as queued
+  };
+  Transfer& start(int slot, const char* op) {
+    ZERO_CHECK(slot >= 0 && slot < kTransferSlots, "{}: transfer slot {} of {}", op, slot, kTransferSlots);
+    ZERO_CHECK(!transfers_[slot].busy, "{}: transfer slot {} still holds a copy not waited for (wait_transfer)", op, slot);
+    return transfers_[slot];
+  }
+  Transfer transfers_[kTransferSlots];
+
   void add_to(double* acc, double x) {
     double a;
     download(&a, acc, sizeof a);

@@ -5,7 +5,9 @@
 // reads are the same bits after every round of steps. Chunks of 100 elements cut groups of ~300 and cross
 // their tensor boundaries; three threads split a 360k-element tensor. The allocator holds what buffer_plan says, and
 // checkpoint transfers round-trip. Under ZERO_TEST_BACKEND=scrambled (engine_mpi_test's scrambled run) the
-// backend's memory is not host memory: a transfer the offload forgot would read or write garbage.
+// backend's memory is not host memory: a transfer the offload forgot would read or write garbage; and its
+// copies are in flight until waited for (a download's bytes arrive at wait_transfer, an upload's buffer must be
+// left alone until then), so a chunk read or refilled before its wait gives wrong bits or an error.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -100,8 +102,9 @@ TEST(EngineOffload, HoldsWhatTheBufferPlanSays) {
     const EngineConfig with = config(stage, DType::BF16, true), without = config(stage, DType::BF16, false);
     Harness off(with), ref(without);
     const BufferPlan plan = plan_buffers(with, off.engine->partition());
-    // The staging: a chunk (100 elements, or the whole shard when smaller) of fp32 gradients and bf16 params.
-    const size_t staging = std::min<size_t>(plan.optimizer, 100) * (4 + 2);
+    // The staging: two chunks (100 elements, or the whole shard when smaller) of fp32 gradients and two of bf16
+    // params, one copied while the host works on the other.
+    const size_t staging = 2 * std::min<size_t>(plan.optimizer, 100) * (4 + 2);
     const size_t optimizer =
         plan.bytes(MemCategory::Master) + plan.bytes(MemCategory::OptimM) + plan.bytes(MemCategory::OptimV);
     EXPECT_EQ(plan.host_bytes(), optimizer + staging);
