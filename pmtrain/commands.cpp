@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -99,8 +100,10 @@ int run_dry_run(const TrainArgs& a) {
   const std::vector<int> nodes = launcher_node_of_rank(world).value_or(std::vector<int>(size_t(world), 0));
   resolve_shard_ranks(cfg, node_block_ranks(nodes));
   if (const std::string w = shard_placement_warning(cfg, nodes); !w.empty()) printf("%s\n", w.c_str());
-  int per_node = 0;  // the most ranks on one node: what its host memory holds
-  for (const int n : nodes) per_node = std::max(per_node, int(std::count(nodes.begin(), nodes.end(), n)));
+  std::map<int, int> on_node;  // ranks by node: the most on one is what its host memory holds
+  for (const int n : nodes) ++on_node[n];
+  int per_node = 0;
+  for (const auto& [node, ranks] : on_node) per_node = std::max(per_node, ranks);
   print_plan(cfg, world, per_node);
   return 0;
 }
