@@ -130,7 +130,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   if (model_cfg_.pad_token_id < 0) model_cfg_.pad_token_id = tokenizer_->pad_id();
   if (model_cfg_.eos_token_ids.empty() && tokenizer_->eos_id() >= 0) model_cfg_.eos_token_ids = {tokenizer_->eos_id()};
   // Evaluation batches from the config as written, before activation_checkpointing and micro_tokens auto are
-  // resolved (which depends on the GPUs and world size): the same batches at any world size (eval_batch).
+  // resolved (they depend on the GPUs and the world size): the same batches at any world size (eval_batch).
   eval_batch_ = eval_batch(cfg_, model_cfg_, model_device(cfg_), micro_pairs);
   plan_ = plan_and_check_run(cfg_, model_cfg_, info_.rank, W, info_.local_world, micro_pairs, batch_.accum);
 
