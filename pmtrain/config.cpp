@@ -450,6 +450,13 @@ void assign(Field& f, const YAML::Node& value, const std::string& at) {
   }
 }
 
+// A mapping's key as text: a plain scalar; YAML's complex keys ('? [a, b]: 1', '? {a: 1}: 2') name nothing here.
+std::string key_name(const YAML::Node& k, const std::string& source) {
+  ZERO_REQUIRE(k.IsScalar(), ConfigError, "{}: a key must be a name, not a {}", where(source, k),
+               k.IsSequence() ? "list" : k.IsMap() ? "mapping" : "null");
+  return k.Scalar();
+}
+
 // yaml-cpp keeps every entry of a mapping, duplicates included, and lookups see only one of them: a key
 // given twice is almost always an edit that did not take effect, so it is an error naming both lines.
 void reject_duplicate_keys(const YAML::Node& node, const std::string& prefix, const std::string& source) {
@@ -458,10 +465,10 @@ void reject_duplicate_keys(const YAML::Node& node, const std::string& prefix, co
   if (!node.IsMap()) return;
   std::vector<YAML::Node> seen;
   for (const auto& kv : node) {
-    const std::string name = kv.first.as<std::string>();
+    const std::string name = key_name(kv.first, source);
     const std::string key = prefix.empty() ? name : prefix + "." + name;
     for (const YAML::Node& earlier : seen)
-      ZERO_REQUIRE(earlier.as<std::string>() != name, ConfigError, "{}: key '{}' is given twice (lines {} and {})",
+      ZERO_REQUIRE(earlier.Scalar() != name, ConfigError, "{}: key '{}' is given twice (lines {} and {})",
                    where(source, kv.first), key, earlier.Mark().line + 1, kv.first.Mark().line + 1);
     seen.push_back(kv.first);
     reject_duplicate_keys(kv.second, key, source);
@@ -488,7 +495,7 @@ std::string section_keys(const std::string& section, const std::vector<Field>& f
 
 void walk(const YAML::Node& node, const std::string& prefix, std::vector<Field>& fields, const std::string& source) {
   for (const auto& kv : node) {
-    const std::string name = kv.first.as<std::string>();
+    const std::string name = key_name(kv.first, source);
     const std::string key = prefix.empty() ? name : prefix + "." + name;
     auto it = std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
     if (it != fields.end()) {
@@ -522,13 +529,25 @@ struct DocumentStarts : YAML::EventHandler {
   void OnMapEnd() override {}
 };
 
-int second_document_line(const std::string& text) {
+// Where the text's documents start: none, one, or where the second starts (a config file holds one). Read with
+// yaml-cpp's event parser, not LoadAll: yaml-cpp 0.7's LoadAll never returns on a stream its parser cannot get
+// past (a ',' at the top level: an empty document at the same place again and again, each allocated;
+// jbeder/yaml-cpp#1040, fixed upstream by #1319 after 0.8). Here a document that starts where the one before it
+// did is that, and is malformed YAML at its line. yaml-cpp's ParserException passes through.
+std::vector<YAML::Mark> document_starts(const std::string& text, const std::string& source) {
   std::istringstream in(text);
   YAML::Parser parser(in);
   DocumentStarts starts;
-  while (starts.marks.size() < 2 && parser.HandleNextDocument(starts)) {
+  std::vector<YAML::Mark>& m = starts.marks;
+  while (m.size() < 3 && parser.HandleNextDocument(starts)) {
+    const size_t n = m.size();
+    if (n >= 2 && m[n - 1].pos == m[n - 2].pos)
+      throw ConfigError(fmt::format("{}:{}: malformed YAML: nothing can be read past column {} (a ',' outside [ ] "
+                                    "or {{ }}?)",
+                                    source, m[n - 1].line + 1, m[n - 1].column + 1));
   }
-  return starts.marks.size() < 2 ? 0 : starts.marks[1].line + 1;
+  if (m.size() > 2) m.resize(2);
+  return m;
 }
 
 }  // namespace
@@ -537,16 +556,16 @@ Config parse_config(const std::string& text, const std::string& source, const st
   Config c;
   c.source = source;
   std::vector<Field> fields = schema(c);
-  std::vector<YAML::Node> documents;
+  YAML::Node root;
   try {
-    documents = YAML::LoadAll(text);
+    // yaml-cpp's Load reads the first document only: a later one ('---') would be dropped without a word.
+    const std::vector<YAML::Mark> starts = document_starts(text, source);
+    ZERO_REQUIRE(starts.size() <= 1, ConfigError, "{}:{}: a second YAML document starts here; a config file holds one",
+                 source, starts.size() > 1 ? starts[1].line + 1 : 0);
+    if (!starts.empty()) root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     throw ConfigError(fmt::format("{}:{}: malformed YAML: {}", source, e.mark.line + 1, e.msg));
   }
-  // yaml-cpp's Load reads the first document only: a later one ('---') would be dropped without a word.
-  ZERO_REQUIRE(documents.size() <= 1, ConfigError, "{}:{}: a second YAML document starts here; a config file holds one",
-               source, second_document_line(text));
-  const YAML::Node root = documents.empty() ? YAML::Node() : documents[0];
   if (!root.IsNull()) {
     ZERO_REQUIRE(root.IsMap(), ConfigError, "{}: the top level must be a mapping of sections (run:, model:, ...)", source);
     reject_duplicate_keys(root, "", source);

@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include "comm/hybrid_groups.h"
 #include "core/check.h"
@@ -447,6 +451,32 @@ TEST(PmtrainConfig, ASecondYamlDocumentIsAnError) {
   const std::string lead = error_of("---\nrun: {steps: 1}\n\n---\n");
   EXPECT_NE(lead.find("test.yaml:4: a second YAML document starts here"), std::string::npos) << lead;
   EXPECT_EQ(parse_config("---\nrun: {steps: 1}\n", "t.yaml").run.steps, 1);  // one document, marked
+}
+
+// A ',' at the top level stalls yaml-cpp 0.7's parser: its LoadAll read the same empty document again and again,
+// allocating, and pmtrain hung on a 2-byte config (found by fuzz_config). It is malformed YAML at its line.
+TEST(PmtrainConfig, AStreamTheParserCannotGetPastIsMalformedNotAHang) {
+  for (const std::string text : {",", ",!", "!,", "\n\n ,,"}) {
+    // A parse that hangs fails here within 10 s and ends the process: it would allocate until the machine
+    // runs out of memory.
+    auto parsed = std::async(std::launch::async, [text] { return error_of(text); });
+    if (parsed.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      fprintf(stderr, "FAILED: parse_config of '%s' did not return within 10 s\n", text.c_str());
+      std::_Exit(1);
+    }
+    const std::string e = parsed.get();
+    EXPECT_NE(e.find("malformed YAML: nothing can be read past column"), std::string::npos) << text << ": " << e;
+    EXPECT_NE(e.find(text[0] == '\n' ? "test.yaml:3:" : "test.yaml:1:"), std::string::npos) << text << ": " << e;
+  }
+}
+
+// YAML's complex keys ('? KEY' with a list or mapping as the key) escaped as yaml-cpp's own bad-conversion error,
+// naming neither the file nor the line (found by fuzz_config).
+TEST(PmtrainConfig, AKeyThatIsNoNameSaysSo) {
+  std::string e = error_of("model:\n  ? [a, b]\n  : 1\n");
+  EXPECT_NE(e.find("test.yaml:2: a key must be a name, not a list"), std::string::npos) << e;
+  e = error_of("? {run: 1}\n: 2\n");
+  EXPECT_NE(e.find("test.yaml:1: a key must be a name, not a mapping"), std::string::npos) << e;
 }
 
 // A directory opens as a stream that reads nothing, so it loaded as an empty config; each kind of path
