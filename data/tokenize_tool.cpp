@@ -25,6 +25,8 @@ int run_tokenize(const std::string& tokenizer_path, std::istream& in, std::ostre
         j = nlohmann::json::parse(line);
       } catch (const nlohmann::json::parse_error& e) {
         throw InputError(fmt::format("stdin:{}: not JSON (byte {})", lineno, e.byte));
+      } catch (const nlohmann::json::exception& e) {  // a number past a double's range
+        throw InputError(fmt::format("stdin:{}: not JSON ({})", lineno, e.what()));
       }
       ZERO_REQUIRE(j.is_object() && j.contains("text"), InputError, "stdin:{}: no field 'text'", lineno);
       ZERO_REQUIRE(j["text"].is_string(), InputError, "stdin:{}: field 'text' is not a string", lineno);

@@ -30,6 +30,8 @@ nlohmann::json read_json_file(const std::string& path, const char* what) {
     return nlohmann::json::parse(ss.str());
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(fmt::format("{}: not a {} (invalid JSON at byte {})", path, what, e.byte));
+  } catch (const nlohmann::json::exception& e) {  // valid syntax it cannot hold: a number past a double's range
+    throw InputError(fmt::format("{}: not a {} ({})", path, what, e.what()));
   }
 }
 
@@ -90,6 +92,8 @@ Tokenizer Tokenizer::from_json_text(const std::string& text, const std::string& 
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(fmt::format("{}: not a tokenizer.json (invalid JSON at byte {})", name, e.byte));
+  } catch (const nlohmann::json::exception& e) {  // valid syntax it cannot hold: a number past a double's range
+    throw InputError(fmt::format("{}: not a tokenizer.json ({})", name, e.what()));
   }
   return from_json(j, name, kDefaultEos, kDefaultPad);
 }

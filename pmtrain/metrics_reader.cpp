@@ -23,7 +23,7 @@ std::vector<nlohmann::json> read_metrics(const std::string& run_dir) {
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number past a double's range
       throw InputError(fmt::format("{}:{}: malformed line (not JSON: {})", path, n, e.what()));
     }
     ZERO_REQUIRE(j.is_object(), InputError, "{}:{}: malformed line (a JSON {}, expected an object)", path, n, j.type_name());

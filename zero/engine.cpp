@@ -286,10 +286,10 @@ void Engine::start_gather(int u) {
   const auto& L = part_.groups[g];
   ring_unit_[slot] = u;
   unit_slot_[u] = slot;
-  const size_t len = L.piece_len(k);
+  const size_t len = L.piece_len(k), own = L.shard_offset + L.piece_begin(k);  // (a lambda names no binding: clang 14)
   ring_handle_[slot] = start_timed([&] {
-    return comm_.all_gather_async(at(params_, L.shard_offset + L.piece_begin(k)), ring_[slot].data(), len,
-                                  cfg_.param_dtype, backward_ ? "ag bwd" : "ag fwd");
+    return comm_.all_gather_async(at(params_, own), ring_[slot].data(), len, cfg_.param_dtype,
+                                  backward_ ? "ag bwd" : "ag fwd");
   });
 }
 

@@ -140,6 +140,16 @@ TEST(Tokenizer, FilesThatAreNotTokenizersGetClearErrors) {
                                  "pre_tokenizer": {"type": "BertPreTokenizer"}})");
   msg = error_of([&] { Tokenizer::from_file(bert_pre); });
   EXPECT_NE(msg.find("unsupported pre_tokenizer"), std::string::npos) << msg;
+
+  // Valid JSON syntax nlohmann cannot hold (a number past a double's range) escaped as its out_of_range (found by
+  // fuzz_tokenizer): the file and the reason.
+  const std::string huge = dir.file("huge.json");
+  test::write_text(huge, R"({"model": 1e999})");
+  msg = error_of([&] { Tokenizer::from_file(huge); });
+  EXPECT_NE(msg.find(huge + ": not a tokenizer.json ([json.exception.out_of_range.406] number overflow"),
+            std::string::npos) << msg;
+  msg = error_of([&] { Tokenizer::from_json_text(R"({"model": 1e999})", "text.json"); });
+  EXPECT_NE(msg.find("text.json: not a tokenizer.json ("), std::string::npos) << msg;
 }
 
 }  // namespace
