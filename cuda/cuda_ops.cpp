@@ -158,24 +158,29 @@ void CudaOps::upload(void* dst, const void* host, size_t bytes) {
 // Staging is pinned (make_staging_allocator): the copy is a DMA the host does not wait for, and nothing for a
 // driver to wait behind inside the call (before_pageable_copy is for pageable memory).
 void CudaOps::download_async(int slot, void* host, const void* src, size_t bytes) {
-  ZERO_CHECK(slot >= 0 && slot < kTransferSlots, "download_async: transfer slot {} of {}", slot, kTransferSlots);
-  if (bytes == 0) return;
-  require_device(src, "src", "download_async");
-  CUDA_CHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream_));
-  CUDA_CHECK(cudaEventRecord(transferred_[slot], stream_));
+  if (bytes > 0) require_device(src, "src", "download_async");
+  queue_transfer(slot, host, src, bytes, cudaMemcpyDeviceToHost, "download_async");
 }
 
 void CudaOps::upload_async(int slot, void* dst, const void* host, size_t bytes) {
-  ZERO_CHECK(slot >= 0 && slot < kTransferSlots, "upload_async: transfer slot {} of {}", slot, kTransferSlots);
-  if (bytes == 0) return;
-  require_device(dst, "dst", "upload_async");
-  CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_));
-  CUDA_CHECK(cudaEventRecord(transferred_[slot], stream_));
+  if (bytes > 0) require_device(dst, "dst", "upload_async");
+  queue_transfer(slot, dst, host, bytes, cudaMemcpyHostToDevice, "upload_async");
 }
 
 void CudaOps::wait_transfer(int slot) {
-  ZERO_CHECK(slot >= 0 && slot < kTransferSlots, "wait_transfer: transfer slot {} of {}", slot, kTransferSlots);
-  waiter_->wait_if_pending(transferred_[slot]);  // an event never recorded has completed
+  waiter_->wait_if_pending(transfer_event(slot, "wait_transfer"));  // an event never recorded has completed
+}
+
+cudaEvent_t CudaOps::transfer_event(int slot, const char* op) const {
+  ZERO_CHECK(slot >= 0 && slot < kTransferSlots, "{}: transfer slot {} of {}", op, slot, kTransferSlots);
+  return transferred_[slot];
+}
+
+void CudaOps::queue_transfer(int slot, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, const char* op) {
+  const cudaEvent_t done = transfer_event(slot, op);
+  if (bytes == 0) return;
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, stream_));
+  CUDA_CHECK(cudaEventRecord(done, stream_));
 }
 
 void CudaOps::adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n,

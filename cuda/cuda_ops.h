@@ -65,6 +65,9 @@ class CudaOps final : public DeviceOps {
  private:
   void require_device(const void* p, const char* what, const char* op) const;
   float* staging(size_t n);  // device fp32 scratch of at least min(n, kStagingElems) elements
+  cudaEvent_t transfer_event(int slot, const char* op) const;  // the slot's event; a slot out of range is a bug
+  // A copy on the stream, then the slot's event recorded behind it (nothing for 0 bytes).
+  void queue_transfer(int slot, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, const char* op);
 
   int device_ = -1;
   cudaStream_t stream_ = nullptr;

@@ -188,7 +188,6 @@ std::vector<std::string> known_keys();
 bool plain_set_name(const std::string& name);
 // docs/CONFIG.md: every key with its type, default, accepted values and meaning, from the schema table.
 std::string config_reference_markdown();
-// The spelling of an enum value as the config writes it ("cuda", "packed", "bf16", ...).
 // The least token budget: one pair at data.max_len, what a budget's memory is planned for at the least
 // (a smaller one saves nothing). batch.micro_tokens auto holds it until resolved.
 inline int64_t token_budget_floor(const DataSection& d) { return 2 * d.max_len; }
@@ -196,6 +195,7 @@ inline int64_t token_budget_floor(const DataSection& d) { return 2 * d.max_len; 
 // that changes data.max_len afterwards (pmtrain bench).
 void set_provisional_micro_tokens(Config& c);
 
+// The spelling of an enum value as the config writes it ("cuda", "packed", "bf16", ...).
 std::string backend_name(Backend b);
 std::string checkpointing_name(model::ActivationCheckpointing mode);
 std::string preset_name(ModelPreset preset);

@@ -141,8 +141,7 @@ class ScrambledOps final : public DeviceOps {
     store(dst, host, bytes);
   }
   void wait_transfer(int slot) override {
-    ZERO_CHECK(slot >= 0 && slot < kTransferSlots, "wait_transfer: transfer slot {} of {}", slot, kTransferSlots);
-    Transfer& t = transfers_[slot];
+    Transfer& t = transfer(slot, "wait_transfer");
     if (!t.busy) return;
     if (t.download && !t.bytes.empty()) std::memcpy(t.host, t.bytes.data(), t.bytes.size());
     ZERO_CHECK(t.download || t.bytes.empty() || std::memcmp(t.host, t.bytes.data(), t.bytes.size()) == 0,
@@ -156,10 +155,14 @@ class ScrambledOps final : public DeviceOps {
     void* host = nullptr;
     std::vector<char> bytes;  // a download's data, or an upload's source as queued
   };
-  Transfer& start(int slot, const char* op) {
+  Transfer& transfer(int slot, const char* op) {
     ZERO_CHECK(slot >= 0 && slot < kTransferSlots, "{}: transfer slot {} of {}", op, slot, kTransferSlots);
-    ZERO_CHECK(!transfers_[slot].busy, "{}: transfer slot {} still holds a copy not waited for (wait_transfer)", op, slot);
     return transfers_[slot];
+  }
+  Transfer& start(int slot, const char* op) {
+    Transfer& t = transfer(slot, op);
+    ZERO_CHECK(!t.busy, "{}: transfer slot {} still holds a copy not waited for (wait_transfer)", op, slot);
+    return t;
   }
   Transfer transfers_[kTransferSlots];
 
