@@ -47,8 +47,9 @@ std::optional<int> launcher_world() {
   return first_int({EnvVar::SlurmStepNumTasks, EnvVar::OmpiWorldSize});
 }
 
-std::optional<std::vector<int>> parse_slurm_tasks_per_node(const std::string& s) {
+std::optional<std::vector<int>> parse_slurm_tasks_per_node(const std::string& s, int64_t max_tasks) {
   std::vector<int> counts;
+  int64_t tasks = 0;
   size_t pos = 0;
   while (pos <= s.size()) {
     const size_t comma = std::min(s.find(',', pos), s.size());
@@ -62,6 +63,9 @@ std::optional<std::vector<int>> parse_slurm_tasks_per_node(const std::string& s)
       reps = end[0] == '(' && end[1] == 'x' ? std::strtol(end + 2, &rep_end, 10) : 0;
       if (reps <= 0 || rep_end[0] != ')' || rep_end[1] != '\0') return std::nullopt;
     }
+    // Both at most max_tasks, so their product cannot overflow: no more tasks than the step has.
+    if (n > max_tasks || reps > max_tasks || n * reps > max_tasks - tasks) return std::nullopt;
+    tasks += n * reps;
     counts.insert(counts.end(), size_t(reps), int(n));
     pos = comma + 1;
   }
@@ -71,7 +75,7 @@ std::optional<std::vector<int>> parse_slurm_tasks_per_node(const std::string& s)
 std::optional<std::vector<int>> launcher_node_of_rank(int world) {
   std::vector<int> counts;
   if (const auto s = read_env(EnvVar::SlurmStepTasksPerNode); s && !read_env(EnvVar::OmpiWorldSize)) {
-    const auto parsed = parse_slurm_tasks_per_node(*s);
+    const auto parsed = parse_slurm_tasks_per_node(*s, world);
     if (!parsed) return std::nullopt;
     counts = *parsed;
   } else if (const auto local = first_int({EnvVar::OmpiLocalSize}); local && *local > 0 && world % *local == 0) {

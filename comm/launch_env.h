@@ -1,6 +1,7 @@
 // The one place that reads launcher environment variables (Slurm, Open MPI, PMIx, the project's own).
 // Everything else asks this table; nothing else calls getenv for these.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,7 +38,8 @@ std::optional<int> launcher_world();
 // (zero.shard_ranks node in --dry-run), read as the run reads MPI's table (comm/hybrid_groups.h).
 std::optional<std::vector<int>> launcher_node_of_rank(int world);
 // SLURM_STEP_TASKS_PER_NODE's format: a comma list of "N" or "N(xK)" (K nodes of N): the count of each node in
-// order ("8(x2),4": 8, 8, 4); nullopt when malformed.
-std::optional<std::vector<int>> parse_slurm_tasks_per_node(const std::string& s);
+// order ("8(x2),4": 8, 8, 4); nullopt when malformed or when the counts add up to more than max_tasks (the step's
+// tasks: a corrupt K is refused before it is expanded).
+std::optional<std::vector<int>> parse_slurm_tasks_per_node(const std::string& s, int64_t max_tasks = INT32_MAX);
 
 }  // namespace zero

@@ -45,6 +45,11 @@ TEST(HybridPlacement, SlurmTasksPerNodeIsEachNodesCount) {
   EXPECT_EQ(parse_slurm_tasks_per_node("8,4"), V({8, 4}));
   EXPECT_EQ(parse_slurm_tasks_per_node("2(x2),1"), V({2, 2, 1}));
   for (const char* bad : {"", "x", "8(2)", "8(x)", "8(x2", "0", "8,"}) EXPECT_EQ(parse_slurm_tasks_per_node(bad), std::nullopt) << bad;
+  // More tasks than the step has (a corrupt K or N) is refused before anything is expanded.
+  EXPECT_EQ(parse_slurm_tasks_per_node("8(x2),4", 20), V({8, 8, 4}));
+  for (const char* big : {"8(x2),4", "21", "1(x21)", "1(x999999999999999)", "99999999999999(x1)"})
+    EXPECT_EQ(parse_slurm_tasks_per_node(big, 19), std::nullopt) << big;
+  EXPECT_EQ(parse_slurm_tasks_per_node("1(x999999999999999)"), std::nullopt);
 }
 
 // The launch's node table before MPI, read as the run reads MPI's: srun's counts in blocks (8,4: no block size, so
