@@ -124,8 +124,9 @@ MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, con
   // The engine's buffers by the engine's own arithmetic (the schedule does not change sizes).
   // Sharded over the shard group (all ranks without hybrid sharding), as the engine is.
   const EngineConfig ec = engine_config(cfg, world, accum_steps, 1);
-  const Partition part = make_partition(groups, shard_group_ranks(cfg, world), ec.bucket_elements);
-  const BufferPlan b = plan_buffers(ec, part);
+  const int S = shard_group_ranks(cfg, world);
+  const Partition part = make_partition(groups, S, ec.bucket_elements);
+  const BufferPlan b = plan_buffers(ec, part, world / S);
   MemoryPlan m;
   m.params = b.bytes(MemCategory::Params);
   m.grads = b.bytes(MemCategory::Grads);
@@ -171,8 +172,9 @@ MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const st
     const size_t init_scratch = init_scratch_bytes(cfg, groups);
     // zero.offload: the optimizer, resident (master, m, v and the transfer staging: buffer_plan's host_bytes).
     const EngineConfig ec = engine_config(cfg, world, accum_steps, 1);
-    const Partition part = make_partition(groups, shard_group_ranks(cfg, world), ec.bucket_elements);
-    const size_t offloaded = plan_buffers(ec, part).host_bytes();
+    const int S = shard_group_ranks(cfg, world);
+    const Partition part = make_partition(groups, S, ec.bucket_elements);
+    const size_t offloaded = plan_buffers(ec, part, world / S).host_bytes();
     const size_t snapshot = async_save_snapshot_bytes(cfg, part);
     // Named as what it holds: the optimizer's copy, or the runtime's scratch.
     m.optimizer = offloaded + (snapshot > init_scratch ? snapshot : 0);

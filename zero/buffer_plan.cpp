@@ -4,7 +4,7 @@
 
 namespace zero {
 
-BufferPlan plan_buffers(const EngineConfig& cfg, const Partition& part) {
+BufferPlan plan_buffers(const EngineConfig& cfg, const Partition& part, int replicas) {
   BufferPlan b;
   const size_t W = size_t(part.world);
   b.world = part.world;
@@ -26,6 +26,9 @@ BufferPlan plan_buffers(const EngineConfig& cfg, const Partition& part) {
     b.ring_slots = size_t(cfg.prefetch_depth) + 1;
     b.ring_slot = part.max_unit_padded;
   }
+  // The replicas' chunks: a rank's reduction chunk at stages 2-3 (what each completed reduce-scatter hands on),
+  // the group's whole chunk at stages 0-1 (their buckets cross as all-reduces of the full accumulator).
+  if (replica_reduction_buffered(cfg, replicas)) b.replica_chunk = cfg.stage >= 2 ? b.chunk : b.chunk * W;
   size_t tensors = 0;
   for (const GroupLayout& g : part.groups) tensors += g.tensor_offsets.size();
   // Fixed-point sums add their exact sum of squares (math::FixedSquareSum, 3 words) after the counts.
@@ -42,7 +45,8 @@ size_t BufferPlan::bytes(MemCategory c) const {
     case MemCategory::OptimM:
     case MemCategory::OptimV: return optimizer * 4;
     case MemCategory::CommBuffers:
-      return 2 * staging * p + (reduction_buffers ? kReductionsInFlight * (chunk * size_t(world) * r + chunk * r) : 0);
+      return 2 * staging * p + (reduction_buffers ? kReductionsInFlight * (chunk * size_t(world) * r + chunk * r) : 0) +
+             kReductionsInFlight * replica_chunk * r;
     case MemCategory::Gathered: return ring_slots * ring_slot * p;
     case MemCategory::Other: return partials * 8 + offload_staging_bytes();
     default: return 0;

@@ -12,6 +12,11 @@
 //                                                               reductions are in place (one rank)
 //   gather ring   (prefetch_depth + 1) * U * p at stage 3       U = partition.max_unit_padded; none at one rank
 //                                                               (its shard is the whole group, read in place)
+//   replica chunks  F * X * r                                   hybrid sharding over R > 1 groups with the reduce
+//                                                               dtype not the accumulation dtype: the replicas'
+//                                                               all-reduce in the reduce dtype, X =
+//                                                               replica_chunk (stages 2-3: C; 0-1: C * W);
+//                                                               none otherwise (all-reduced in place)
 //   step partials 8 * (1 + tensors [+ 3])                       fp64: sum of squares, non-finite counts
 //                                                               [fixed-point sums: their exact sum of squares]
 //   offload staging  2 K * (a + p) in host memory               zero.offload: chunks of gradients down and
@@ -46,6 +51,7 @@ struct BufferPlan {
   size_t chunk = 0;                             // reduction chunk: elements per rank (kReductionsInFlight pairs)
   bool reduction_buffers = true;                // send / recv allocated (not when reductions_in_place)
   size_t ring_slots = 0, ring_slot = 0;         // stage-3 gather ring: slots x elements
+  size_t replica_chunk = 0;                     // hybrid sharding's replica chunks (kReductionsInFlight), 0: none
   size_t partials = 0;                          // fp64 step partials
   DType param_dtype = DType::F32, accum_dtype = DType::F32, reduce_dtype = DType::F32;
   bool split_master = false;  // master elements of 2 bytes (the low halves), else 4
@@ -62,7 +68,15 @@ struct BufferPlan {
   size_t device_bytes() const { return total_bytes() - host_bytes(); }
 };
 
-BufferPlan plan_buffers(const EngineConfig& cfg, const Partition& part);
+// `replicas`: hybrid sharding's shard groups (zero/engine.h; `part` is then a group's), 1 without it.
+BufferPlan plan_buffers(const EngineConfig& cfg, const Partition& part, int replicas = 1);
+
+// Hybrid sharding: the replicas' all-reduce goes on the wire in the reduce dtype, as the group's reductions do
+// (FSDP's HYBRID_SHARD with a reduce dtype does the same), through chunks of their own when that is not the
+// accumulator's dtype; else in place.
+inline bool replica_reduction_buffered(const EngineConfig& cfg, int replicas) {
+  return replicas > 1 && cfg.reduce_dtype != cfg.accum_dtype;
+}
 
 // Stage 3 on one rank: a rank's shard of a group is the whole (padded) group, laid out as its all-gather
 // would write it, so the model reads the parameters where they are: no ring, no copy per use.

@@ -40,7 +40,7 @@ StepTraffic plan_step_traffic(const EngineConfig& cfg, const Partition& part, in
     const uint64_t owned = cfg.stage == 0 ? psi : part.total_shard;
     const double R = double(replicas);
     t.replica_all_reduce = 2 * owned;
-    t.replica_wire_bytes = 2 * (R - 1) / R * double(owned) * double(dtype_size(cfg.accum_dtype));
+    t.replica_wire_bytes = 2 * (R - 1) / R * double(owned) * double(dtype_size(cfg.reduce_dtype));
   }
   return t;
 }

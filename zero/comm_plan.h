@@ -9,7 +9,7 @@
 // One rank: no reductions where they are in place (buffer_plan.h reductions_in_place), no gathers at stage 3.
 // Hybrid sharding over R shard groups (zero/engine.h; `part` is then a group's): the above inside each group, and
 // apart from it, on the link between the groups, one all-reduce a step of each rank's owned accumulator range
-// (stage 0: Psi; stages 1-3: Psi / W) in the accumulation dtype.
+// (stage 0: Psi; stages 1-3: Psi / W) in the reduce dtype (buffer_plan.h replica_reduction_buffered).
 #pragma once
 #include <cstdint>
 

@@ -32,16 +32,17 @@ Engine::Engine(const EngineConfig& cfg, std::vector<GroupInfo> groups, Communica
   world_ = comm_.world();
   data_rank_ = rank_, data_world_ = world_;
   if (replicated()) {
-    // The accumulator goes on the wire across groups as it is (fixed point included: exact).
-    ZERO_REQUIRE(replicas_->supports_reduction(cfg_.accum_dtype), ConfigError,
-                 "hybrid sharding: zero.accum_dtype {} cannot be summed across shard groups by the {} communicator",
-                 dtype_name(cfg_.accum_dtype), replicas_->backend_name());
+    // The accumulator goes on the wire across groups in the reduce dtype (replica_reduction_buffered), as it
+    // is when that is its own dtype (fixed point included: exact).
+    ZERO_REQUIRE(replicas_->supports_reduction(cfg_.reduce_dtype), ConfigError,
+                 "hybrid sharding: zero.reduce_dtype {} cannot be summed across shard groups by the {} communicator",
+                 dtype_name(cfg_.reduce_dtype), replicas_->backend_name());
     data_rank_ = replicas_->rank() * world_ + rank_;
     data_world_ = replicas_->world() * world_;
   }
   check_fixed_point_terms(cfg_.accum_steps);
   part_ = make_partition(groups_, world_, cfg_.bucket_elements);
-  plan_ = plan_buffers(cfg_, part_);
+  plan_ = plan_buffers(cfg_, part_, replicated() ? replicas_->world() : 1);
   const size_t G = groups_.size();
 
   params_ = Buffer(alloc_, plan_.params, cfg_.param_dtype, MemCategory::Params);
@@ -73,6 +74,8 @@ Engine::Engine(const EngineConfig& cfg, std::vector<GroupInfo> groups, Communica
     send_[s] = Buffer(alloc_, chunk_shard_ * world_, cfg_.reduce_dtype, MemCategory::CommBuffers);
     recv_[s] = Buffer(alloc_, chunk_shard_, cfg_.reduce_dtype, MemCategory::CommBuffers);
   }
+  for (int s = 0; s < kReductionsInFlight && plan_.replica_chunk > 0; ++s)
+    replica_send_[s] = Buffer(alloc_, plan_.replica_chunk, cfg_.reduce_dtype, MemCategory::CommBuffers);
   for (size_t s = 0; s < plan_.ring_slots; ++s)
     ring_.push_back(Buffer(alloc_, plan_.ring_slot, cfg_.param_dtype, MemCategory::Gathered));
   ring_unit_.assign(ring_.size(), -1);
@@ -549,11 +552,11 @@ void Engine::pack_chunk(const Bucket& B, size_t a, size_t n, const std::function
     });
 }
 
-int Engine::acquire_chunk_slot() {
-  const int c = next_chunk_;
-  next_chunk_ = (next_chunk_ + 1) % kReductionsInFlight;
-  while (chunk_busy_[c]) complete_oldest();
-  chunk_busy_[c] = true;
+int Engine::acquire_busy_slot(int first, int& next) {
+  const int c = next;
+  next = (next + 1) % kReductionsInFlight;
+  while (chunk_busy_[first + c]) complete_oldest();
+  chunk_busy_[first + c] = true;
   return c;
 }
 
@@ -699,14 +702,31 @@ void Engine::complete_all() {
 
 void Engine::reduce_across_replicas(size_t offset, size_t n) {
   if (!replicated()) return;
-  const size_t cap = transfer_chunk();
-  for (size_t a = 0; a < n; a += cap) {
-    const size_t k = std::min(cap, n - a);
-    push_pending(-1, start_timed([&] {
-                   return replicas_->all_reduce_async(at(accum_, offset + a), k, cfg_.accum_dtype, ReduceOp::Sum,
-                                                      "ar replicas");
+  if (plan_.replica_chunk == 0) {  // the accumulator's dtype is the reduce dtype: in place
+    const size_t cap = transfer_chunk();
+    for (size_t a = 0; a < n; a += cap) {
+      const size_t k = std::min(cap, n - a);
+      push_pending(-1, start_timed([&] {
+                     return replicas_->all_reduce_async(at(accum_, offset + a), k, cfg_.accum_dtype, ReduceOp::Sum,
+                                                        "ar replicas");
+                   }),
+                   nullptr);
+    }
+    return;
+  }
+  // Through a replica chunk in the reduce dtype, as the group's own reductions travel: rounded going out (a
+  // chunk waits for its slot's last all-reduce to be done), widened back into the accumulator when done.
+  const DType rt = cfg_.reduce_dtype;
+  for (size_t a = 0; a < n; a += plan_.replica_chunk) {
+    const size_t k = std::min(plan_.replica_chunk, n - a);
+    const int c = acquire_replica_slot();
+    ops_.copy(replica_send_[c].data(), rt, at(accum_, offset + a), cfg_.accum_dtype, k);
+    push_pending(kReductionsInFlight + c, start_timed([&] {
+                   return replicas_->all_reduce_async(replica_send_[c].data(), k, rt, ReduceOp::Sum, "ar replicas");
                  }),
-                 nullptr);
+                 [this, c, offset, a, k] {
+                   ops_.copy(at(accum_, offset + a), cfg_.accum_dtype, replica_send_[c].data(), cfg_.reduce_dtype, k);
+                 });
   }
 }
 

@@ -21,7 +21,7 @@
 // sharded over a shard group, normally a node, and replicated across groups. `comm` is then the
 // shard group and `replicas` the ranks holding this rank's shard in the other groups (one per group,
 // in group order). Everything above runs inside the group; at the last micro-step each range of the
-// accumulator is all-reduced across the replicas (in the accumulation dtype) as soon as the group's own
+// accumulator is all-reduced across the replicas (in the reduce dtype, as inside the group) as soon as the group's own
 // reduction of it completes, so the collectives that cross nodes are one all-reduce of a shard per step,
 // hidden behind the rest of backward. Every group then steps on the sum over all ranks, bit for bit the
 // same. Groups are consecutive blocks of ranks: the data-parallel rank is
@@ -189,7 +189,7 @@ class Engine {
   // A reduction in flight. Staging slots never wait for one: their data is copied into a send
   // buffer (or the accumulator) before the reduction starts.
   struct Pending {
-    int chunk_slot;  // the send/recv pair it uses (-1: none, in place)
+    int chunk_slot;  // the send/recv pair it uses, or F + the replica chunk (-1: none, in place)
     CommHandle handle;
     std::function<void()> on_done;
   };
@@ -235,7 +235,11 @@ class Engine {
   }
   void launch_bucket(int bucket);
   void launch_piece(int g, int k, int slot);
-  int acquire_chunk_slot();
+  // The chunk slots [0, F) and the replica chunks' slots [F, 2 F) (F = kReductionsInFlight), each set taken in
+  // turn; a busy slot is waited for by completing the oldest collectives.
+  int acquire_busy_slot(int first, int& next);
+  int acquire_chunk_slot() { return acquire_busy_slot(0, next_chunk_); }
+  int acquire_replica_slot() { return acquire_busy_slot(kReductionsInFlight, next_replica_chunk_); }
   // Copies elements [a, a + n) of the bucket's concatenated shard space, for every destination rank,
   // rank-major into send (one reduce-scatter's input). src(g) is group g's full padded region.
   void pack_chunk(const Bucket& B, size_t a, size_t n, const std::function<void*(int)>& src, DType src_t, void* send);
@@ -245,8 +249,9 @@ class Engine {
   void complete_all();
   bool replicated() const { return replicas_ != nullptr && replicas_->world() > 1; }
   // Accumulator elements [offset, offset + n) hold the group's sum: under hybrid sharding, all-reduces them
-  // across the replicas, in place, a transfer chunk at a time (completed with the group's reductions, by
-  // complete_all at the latest); else nothing.
+  // across the replicas, in place a transfer chunk at a time, or through the replica chunks in the reduce dtype
+  // (replica_reduction_buffered), completed with the group's reductions (by complete_all at the latest); else
+  // nothing.
   void reduce_across_replicas(size_t offset, size_t n);
   // Stage-3 gather units: group g's piece k is unit unit_base_[g] + k.
   int unit_of(int g, int k) const { return unit_base_[g] + k; }
@@ -295,8 +300,9 @@ class Engine {
   Buffer staging_[2];                      // per bucket slot: the grad views of a bucket (or one piece)
   Buffer send_[kReductionsInFlight], recv_[kReductionsInFlight];  // per chunk slot: packed send, reduce-scatter output
   size_t chunk_shard_ = 0;                 // elements per rank in one reduction chunk
-  bool chunk_busy_[kReductionsInFlight] = {};
-  int next_chunk_ = 0;
+  Buffer replica_send_[kReductionsInFlight];  // hybrid sharding in the reduce dtype (plan_.replica_chunk)
+  bool chunk_busy_[2 * kReductionsInFlight] = {};  // chunk slots, then replica chunks (acquire_busy_slot)
+  int next_chunk_ = 0, next_replica_chunk_ = 0;
   SlotState slot_state_[2] = {SlotState::Free, SlotState::Free};
   int slot_bucket_[2] = {-1, -1};
   int slot_piece_[2] = {0, 0};

@@ -88,8 +88,8 @@ py::dict memory_plan(const GroupSpecs& groups, int world, int stage, int accum_s
   const EngineConfig cfg = binding_config(stage, accum_steps, bucket_elements, prefetch_depth, param_dtype);
   validate(cfg);
   // Hybrid sharding: the engine is sharded over a group of shard_ranks (comm/hybrid_groups.h).
-  const BufferPlan plan = plan_buffers(
-      cfg, make_partition(group_infos(groups), shard_group_size(shard_ranks, world), cfg.bucket_elements));
+  const int S = shard_group_size(shard_ranks, world);
+  const BufferPlan plan = plan_buffers(cfg, make_partition(group_infos(groups), S, cfg.bucket_elements), world / S);
   py::dict out;
   for (size_t c = 0; c < kMemCategories; ++c) out[mem_category_name(MemCategory(c))] = plan.bytes(MemCategory(c));
   out["total"] = plan.total_bytes();

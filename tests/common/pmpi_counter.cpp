@@ -15,12 +15,18 @@ PmpiCounts& counts() {
   static PmpiCounts c;
   return c;
 }
-void note(const char* function, uint64_t count) {
+void note(const char* function, uint64_t count, uint64_t bytes = 0) {
   std::lock_guard lock(counts_mutex());
   PmpiCount& c = counts()[function];
   c.calls++;
   c.count_args += count;
   c.max_count_arg = std::max(c.max_count_arg, count);
+  c.bytes += bytes;
+}
+uint64_t type_size(MPI_Datatype t) {
+  int size = 0;
+  PMPI_Type_size(t, &size);
+  return uint64_t(size);
 }
 uint64_t sum(const int* counts_per_rank, MPI_Comm comm) {
   int n = 0;
@@ -48,12 +54,19 @@ void pmpi_reset() {
 
 using zero::testing::note;
 using zero::testing::sum;
+using zero::testing::type_size;
 
 // COUNTED(Name, count expression, (parameters), (arguments)) defines MPI_Name: note the call, then PMPI_Name.
 #define COUNTED(name, count, params, args) \
   int MPI_##name params {                  \
     note("MPI_" #name, uint64_t(count));   \
     return PMPI_##name args;               \
+  }
+// A reduction: also its bytes, count x the size of its datatype `t`.
+#define COUNTED_REDUCTION(name, count, params, args)               \
+  int MPI_##name params {                                          \
+    note("MPI_" #name, uint64_t(count), uint64_t(count) * type_size(t)); \
+    return PMPI_##name args;                                       \
   }
 namespace {
 using cvp = const void*;
@@ -90,18 +103,18 @@ COUNTED(Sendrecv_replace, n, (void* b, int n, T t, int d, int sg, int s, int rg,
 // Collectives and their non-blocking forms.
 COUNTED(Bcast, n, (void* b, int n, T t, int root, MPI_Comm c), (b, n, t, root, c))
 COUNTED(Ibcast, n, (void* b, int n, T t, int root, MPI_Comm c, Req q), (b, n, t, root, c, q))
-COUNTED(Reduce, n, (cvp s, void* r, int n, T t, MPI_Op op, int root, MPI_Comm c), (s, r, n, t, op, root, c))
-COUNTED(Ireduce, n, (cvp s, void* r, int n, T t, MPI_Op op, int root, MPI_Comm c, Req q), (s, r, n, t, op, root, c, q))
-COUNTED(Allreduce, n, (cvp s, void* r, int n, T t, MPI_Op op, MPI_Comm c), (s, r, n, t, op, c))
-COUNTED(Iallreduce, n, (cvp s, void* r, int n, T t, MPI_Op op, MPI_Comm c, Req q), (s, r, n, t, op, c, q))
+COUNTED_REDUCTION(Reduce, n, (cvp s, void* r, int n, T t, MPI_Op op, int root, MPI_Comm c), (s, r, n, t, op, root, c))
+COUNTED_REDUCTION(Ireduce, n, (cvp s, void* r, int n, T t, MPI_Op op, int root, MPI_Comm c, Req q), (s, r, n, t, op, root, c, q))
+COUNTED_REDUCTION(Allreduce, n, (cvp s, void* r, int n, T t, MPI_Op op, MPI_Comm c), (s, r, n, t, op, c))
+COUNTED_REDUCTION(Iallreduce, n, (cvp s, void* r, int n, T t, MPI_Op op, MPI_Comm c, Req q), (s, r, n, t, op, c, q))
 COUNTED(Scan, n, (cvp s, void* r, int n, T t, MPI_Op op, MPI_Comm c), (s, r, n, t, op, c))
 COUNTED(Iscan, n, (cvp s, void* r, int n, T t, MPI_Op op, MPI_Comm c, Req q), (s, r, n, t, op, c, q))
 COUNTED(Exscan, n, (cvp s, void* r, int n, T t, MPI_Op op, MPI_Comm c), (s, r, n, t, op, c))
 COUNTED(Iexscan, n, (cvp s, void* r, int n, T t, MPI_Op op, MPI_Comm c, Req q), (s, r, n, t, op, c, q))
-COUNTED(Reduce_scatter_block, n, (cvp s, void* r, int n, T t, MPI_Op op, MPI_Comm c), (s, r, n, t, op, c))
-COUNTED(Ireduce_scatter_block, n, (cvp s, void* r, int n, T t, MPI_Op op, MPI_Comm c, Req q), (s, r, n, t, op, c, q))
-COUNTED(Reduce_scatter, sum(n, c), (cvp s, void* r, cip n, T t, MPI_Op op, MPI_Comm c), (s, r, n, t, op, c))
-COUNTED(Ireduce_scatter, sum(n, c), (cvp s, void* r, cip n, T t, MPI_Op op, MPI_Comm c, Req q), (s, r, n, t, op, c, q))
+COUNTED_REDUCTION(Reduce_scatter_block, n, (cvp s, void* r, int n, T t, MPI_Op op, MPI_Comm c), (s, r, n, t, op, c))
+COUNTED_REDUCTION(Ireduce_scatter_block, n, (cvp s, void* r, int n, T t, MPI_Op op, MPI_Comm c, Req q), (s, r, n, t, op, c, q))
+COUNTED_REDUCTION(Reduce_scatter, sum(n, c), (cvp s, void* r, cip n, T t, MPI_Op op, MPI_Comm c), (s, r, n, t, op, c))
+COUNTED_REDUCTION(Ireduce_scatter, sum(n, c), (cvp s, void* r, cip n, T t, MPI_Op op, MPI_Comm c, Req q), (s, r, n, t, op, c, q))
 COUNTED(Allgather, rn, (cvp s, int sn, T st, void* r, int rn, T rt, MPI_Comm c), (s, sn, st, r, rn, rt, c))
 COUNTED(Iallgather, rn, (cvp s, int sn, T st, void* r, int rn, T rt, MPI_Comm c, Req q), (s, sn, st, r, rn, rt, c, q))
 COUNTED(Allgatherv, sum(rn, c), (cvp s, int sn, T st, void* r, cip rn, cip rd, T rt, MPI_Comm c),

@@ -18,6 +18,9 @@ struct PmpiCount {
   // (one-sided). pmpi_counter.cpp names the argument per function.
   uint64_t count_args = 0;
   uint64_t max_count_arg = 0;  // the largest count argument of one call
+  // Reductions only (the functions that take one datatype and an op): count x MPI_Type_size of that datatype,
+  // the bytes each call reduces (what tells a bf16 wire from an fp32 one).
+  uint64_t bytes = 0;
 };
 // By MPI function name ("MPI_Iallreduce"); only functions called since the last reset appear.
 using PmpiCounts = std::map<std::string, PmpiCount>;

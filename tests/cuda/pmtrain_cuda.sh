@@ -24,6 +24,8 @@
 #     in hybrid sharding (zero.shard_ranks=1: a shard group of one and NCCL across the two: the replicas'
 #     all-reduce on its own communicator);
 #  4c. 2 ranks resumed on 3 (stage 3, resharded) = 1 rank within 1e-4, the same pairs;
+#  4d. hybrid sharding with a bf16 wire (zero.reduce_dtype bf16, the replicas' all-reduce in bf16): = the CPU's
+#     same run within 1e-4;
 #  5. bf16 mode (zero.param_dtype=bf16) trains: losses within 5e-2 of the fp32 run;
 #  6. eval on cuda (1 and 2 ranks) = eval on the CPU within 1e-4 (loss, rewards), same accuracy and pairs;
 #  7b. a sweep on cuda reports each cell's device memory (summary: tracked peak, in bytes; at most the plan's);
@@ -307,6 +309,18 @@ grep -q "in shard groups of 1 rank, replicated 2x" $TMP/wihy.txt || { tail -30 $
 diff <(wfields wi1) <(wfields wihy) || fail "world_invariant: 2 ranks in groups of 1 differ from 1 rank"
 cmp -s <(weights $TMP/wi1 wi1) <(weights $TMP/wihy wihy) || fail "world_invariant: the final weights in groups of 1 differ from 1 rank's"
 echo "world_invariant bf16 on cuda: 2 ranks in hybrid groups of 1 = 1 rank, bit for bit"
+# 4d. Hybrid sharding with a bf16 wire (zero.reduce_dtype bf16): the replicas' all-reduce crosses in bf16 through
+# chunks of its own (rounded on the compute stream, summed on NCCL's, widened back): the CPU backend's same run
+# within 1e-4, and near the fp32 wire's 1-rank run (2e-2: the wire rounds each step's gradient sum to bf16).
+HYBF="--set zero.param_dtype=fp32 --set zero.stage=2 --set zero.shard_ranks=1 --set zero.reduce_dtype=bf16 --set run.save_final=false"
+train 2 hybfcpu --set backend=cpu $HYBF
+train 2 hybf --set backend=$GPU $HYBF
+grep -q "in shard groups of 1 rank, replicated 2x" $TMP/hybf.txt && grep -q "reduced in bf16" $TMP/hybf.txt \
+  || { tail -30 $TMP/hybf.txt; fail "hybrid bf16 wire: the log does not name the layout and the wire"; }
+json_field $TMP/hybfcpu/metrics.jsonl train loss > $TMP/hybfcpu.loss
+json_field $TMP/hybf/metrics.jsonl train loss > $TMP/hybf.loss
+close $TMP/hybfcpu.loss $TMP/hybf.loss 1e-4 "hybrid groups of 1, bf16 wire: cuda vs cpu per-step loss"
+close $TMP/gpu1.loss $TMP/hybf.loss 2e-2 "hybrid groups of 1, bf16 wire vs 1 rank fp32 (cuda), per-step loss"
 
 # 5. bf16 mode trains (the run went beside 2's resume).
 ! on_gpu || grep -q "bf16 activations" $TMP/bf16.txt || { head -20 $TMP/bf16.txt; fail "bf16 run is not in bf16 mode"; }

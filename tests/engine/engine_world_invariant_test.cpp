@@ -10,11 +10,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "comm/hybrid_groups.h"
 #include "core/check.h"
+#include "tests/common/pmpi_counter.h"
 #include "tests/engine/engine_harness.h"
 
 using namespace zero;
@@ -53,15 +55,19 @@ struct Trained {
 
 // `steps` steps of kMicroBatches micro-batches on `comm`; data-parallel rank r takes a contiguous block of them.
 // `across`: hybrid sharding, `mpi` then being the shard group and `across` the replicas (comm/hybrid_groups.h).
+// `reduce`: the wire's dtype, if not the accumulator's.
 Trained train(MPI_Comm mpi, int stage, DType param, bool fixed, int steps, float spike = 0,
-              MPI_Comm across = MPI_COMM_NULL, CommReport* replica_report = nullptr) {
+              MPI_Comm across = MPI_COMM_NULL, CommReport* replica_report = nullptr,
+              std::optional<DType> reduce = std::nullopt) {
   auto comm = make_test_comm(mpi);
   auto replicas = across == MPI_COMM_NULL ? nullptr : make_test_comm(across);
   auto ops = make_test_ops();
   TrackingAllocator alloc{make_host_allocator()};
   const int W = comm->world() * (replicas ? replicas->world() : 1);
   const int r = replicas ? replicas->rank() * comm->world() + comm->rank() : comm->rank(), accum = kMicroBatches / W;
-  Engine e(config(stage, param, fixed, accum), groups(), *comm, *ops, alloc, replicas.get());
+  EngineConfig cfg = config(stage, param, fixed, accum);
+  if (reduce) cfg.reduce_dtype = *reduce;
+  Engine e(cfg, groups(), *comm, *ops, alloc, replicas.get());
   EXPECT_EQ(e.data_rank(), r);
   EXPECT_EQ(e.data_world(), W);
   e.init_params([](int g, int t, float* dst) {
@@ -277,6 +283,36 @@ TEST(EngineHybrid, ReplicasStayIdenticalAndMoveTheirShardOnceAStep) {
         EXPECT_EQ(across.of(Collective::AllReduce).elements, 3 * 2 * owned) << where;
       }
       EXPECT_EQ(across.of(Collective::ReduceScatter).calls + across.of(Collective::AllGather).calls, 0u) << where;
+    }
+  });
+}
+
+// zero.reduce_dtype bf16 under hybrid sharding: the replicas' all-reduce crosses in bf16 as the group's reductions
+// do. Counted at the MPI boundary, bytes reduced by MPI_Iallreduce (at stages 1-3 only the replicas' bulk and the
+// step's fp64 scalars, the same in both runs): an fp32 wire carries 2 bytes an element more over the owned range
+// (groups of 2: 896 elements, of 1: 1600) each of the 3 steps. The replicas still step on the same sums bit for
+// bit; the result is a bf16 wire's, close to one rank's fp32 and not the fp32 wire's.
+TEST(EngineHybrid, ABf16ReduceDtypeCrossesTheReplicasInBf16) {
+  const Trained ref = train(MPI_COMM_SELF, 0, DType::F32, false, 3);
+  for_each_hybrid([&](int S, MPI_Comm shard, MPI_Comm replicas) {
+    for (int stage = 1; stage <= 3; ++stage) {
+      uint64_t bytes[2];
+      Trained got[2];
+      for (int b = 0; b < 2; ++b) {
+        pmpi_reset();
+        got[b] = train(shard, stage, DType::F32, false, 3, 0, replicas, nullptr, b ? DType::BF16 : DType::F32);
+        bytes[b] = pmpi_count("MPI_Iallreduce").bytes;
+      }
+      const std::string where = fmt::format("groups of {} ranks, stage {}", S, stage);
+      const uint64_t owned = S == 1 ? 1600 : S == 2 ? 896 : 0;
+      if (owned > 0) {
+        EXPECT_EQ(bytes[0] - bytes[1], 3 * owned * 2) << where << ": fp32 " << bytes[0] << " bytes, bf16 " << bytes[1];
+      }
+      std::vector<float> first = got[1].master;
+      MPI_Bcast(first.data(), int(first.size()), MPI_FLOAT, 0, replicas);
+      EXPECT_TRUE(same_bits(got[1].master, first)) << where << ": replicas differ";
+      EXPECT_LT(rel_diff(got[1].master, ref.master), 5e-5) << where;
+      EXPECT_FALSE(same_bits(got[1].master, got[0].master)) << where << ": a bf16 wire gave fp32's bits";
     }
   });
 }

@@ -96,6 +96,30 @@ TEST(Partition, BucketsFormInBackwardOrderAndBigGroupsStandAlone) {
   EXPECT_EQ(p.groups[3].bucket, 0);
 }
 
+// Hybrid sharding over 4 groups of 2 ranks with a bf16 wire and an fp32 accumulator: the replicas' all-reduce goes
+// through two chunks of its own in bf16, worked by hand for groups of 6400 and 3200 elements in one bucket (Psi
+// 9600, a rank's chunk 4800): a rank's chunk at stages 2-3, the group's 9600 at stages 0-1; 2 (R - 1) / R of the
+// owned range on the link, 2 bytes an element (stage 2: 2 x 3/4 x 4800 x 2). An fp32 wire: in place, 4 bytes.
+TEST(BufferPlan, ReplicasReduceInTheReduceDtypeThroughChunksOfTheirOwn) {
+  const Partition part = make_partition({{"a", {{"w", 6400}}}, {"b", {{"w", 3200}}}}, 2, 1u << 20);
+  EngineConfig cfg;
+  cfg.reduce_dtype = DType::BF16;
+  const size_t want_chunk[4] = {9600, 9600, 4800, 4800};
+  for (int stage = 0; stage < 4; ++stage) {
+    cfg.stage = stage;
+    const BufferPlan alone = plan_buffers(cfg, part), hybrid = plan_buffers(cfg, part, 4);
+    EXPECT_EQ(alone.replica_chunk, 0u) << stage;
+    EXPECT_EQ(hybrid.replica_chunk, want_chunk[stage]) << stage;
+    EXPECT_EQ(hybrid.bytes(MemCategory::CommBuffers) - alone.bytes(MemCategory::CommBuffers), 2 * want_chunk[stage] * 2)
+        << stage;
+  }
+  cfg.stage = 2;
+  EXPECT_DOUBLE_EQ(plan_step_traffic(cfg, part, 3, 4).replica_wire_bytes, 14400);
+  cfg.reduce_dtype = DType::F32;
+  EXPECT_EQ(plan_buffers(cfg, part, 4).replica_chunk, 0u);
+  EXPECT_DOUBLE_EQ(plan_step_traffic(cfg, part, 3, 4).replica_wire_bytes, 28800);
+}
+
 // The wire bytes by the phase the engine issues them in (zero/comm_plan.h), worked by hand: two groups of
 // 6400 and 3200 elements on 2 ranks (Psi 9600, a ring moves half), bf16 params, fp32 reductions, 3 micro-steps.
 TEST(CommPlan, WireBytesByPhase) {
