@@ -130,12 +130,12 @@ class _Group:
         self.tensors = []
 
 
-def _engine_dtype(engine_module, param_dtype):
-    """The compiled module's DType for a torch dtype the engine keeps parameters in."""
+def _engine_dtype(engine_module, dtype, what="param_dtype"):
+    """The compiled module's DType for a torch dtype the engine keeps parameters in (or reduces in: `what`)."""
     dtypes = {torch.float32: engine_module.DType.F32, torch.bfloat16: engine_module.DType.BF16}
-    if param_dtype not in dtypes:
-        raise ValueError(f"zero_torch: param_dtype {param_dtype}: expected torch.float32 or torch.bfloat16")
-    return dtypes[param_dtype]
+    if dtype not in dtypes:
+        raise ValueError(f"zero_torch: {what} {dtype}: expected torch.float32 or torch.bfloat16")
+    return dtypes[dtype]
 
 
 def _group_specs(module, groups, no_decay):
@@ -175,7 +175,7 @@ def _shard_ranks_arg(engine_module, shard_ranks):
 
 
 def estimate_memory(module, world, stage=3, groups=None, accum_steps=1, bucket_elements=None, prefetch_depth=None,
-                    param_dtype=torch.float32, backend=None, shard_ranks=0):
+                    param_dtype=torch.float32, backend=None, shard_ranks=0, reduce_dtype=torch.float32):
     """The bytes each rank's engine allocates when ZeroModel(module, groups, stage, ...) runs at `world` ranks,
     before any launch (no MPI; DeepSpeed's estimate_zero3_model_states_mem_needs for this engine): the engine's
     own plan (zero/buffer_plan.h; it allocates all of it when built, nothing inside a step), as a dict by category
@@ -184,7 +184,7 @@ def estimate_memory(module, world, stage=3, groups=None, accum_steps=1, bucket_e
     group while it is gathered for use (FSDP's unsharded parameters): the model's. backend: the compiled
     module to ask (the plan is the same for both); None = the one this process already loaded, else "cpu".
     shard_ranks: as ZeroModel's (hybrid sharding: the plan of a world of that many ranks), as a number: "node"
-    is known only once launched."""
+    is known only once launched. reduce_dtype: as ZeroModel's (its send and receive buffers)."""
     if shard_ranks == "node":
         raise ValueError("zero_torch: estimate_memory(shard_ranks='node'): a plan before any launch cannot know the "
                          "ranks of a node; give them as a number (e.g. shard_ranks=8)")
@@ -196,7 +196,8 @@ def estimate_memory(module, world, stage=3, groups=None, accum_steps=1, bucket_e
         specs, int(world), int(stage), int(accum_steps),
         engine_module.default_bucket_elements if bucket_elements is None else int(bucket_elements),
         engine_module.default_prefetch_depth if prefetch_depth is None else int(prefetch_depth),
-        _engine_dtype(engine_module, param_dtype), int(shard_ranks))
+        _engine_dtype(engine_module, param_dtype), int(shard_ranks),
+        _engine_dtype(engine_module, reduce_dtype, "reduce_dtype"))
 
 
 class ZeroModel:
@@ -205,7 +206,10 @@ class ZeroModel:
     bucket_elements and prefetch_depth default (None) to the engine's own defaults. backend: "cpu" or
     "cuda"; None = where the module's parameters are (all on one device). param_dtype: torch.float32, or
     torch.bfloat16 (the module's parameters and gradients in bf16, parameters gathered in bf16; the engine
-    keeps the fp32 master, m and v, and reduces and accumulates gradients in fp32). schedule: the learning
+    keeps the fp32 master, m and v, and accumulates gradients in fp32). reduce_dtype: the gradients' dtype on
+    the wire (FSDP's MixedPrecision reduce_dtype, DeepSpeed's communication_data_type): torch.float32, or
+    torch.bfloat16 (half the bytes, each reduction's sum rounded to bf16), for the shard group's reductions and
+    hybrid sharding's all-reduce across groups alike. schedule: the learning
     rate over optimizer steps, as pmtrain's optim.schedule: "constant", "linear" or "cosine" decay from lr to
     min_lr_ratio x lr at step total_steps, after a linear warmup that reaches lr at step warmup_steps (each
     step(): its lr is in what step() returns). shard_ranks: hybrid sharding (PyTorch FSDP's HYBRID_SHARD): the
@@ -218,7 +222,7 @@ class ZeroModel:
     def __init__(self, module, groups=None, stage=3, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
                  clip_norm=0.0, accum_steps=1, bucket_elements=None, prefetch_depth=None, no_decay=(), backend=None,
                  param_dtype=torch.float32, schedule="constant", warmup_steps=0, total_steps=None, min_lr_ratio=0.0,
-                 shard_ranks=0):
+                 shard_ranks=0, reduce_dtype=torch.float32):
         groups, names, specs = _group_specs(module, groups, no_decay)
         prefixes = {id(m): prefix for prefix, m in module.named_modules()}
         self.groups = [_Group(self, gi, m, n, prefixes.get(id(m), f"group{gi}"))
@@ -249,7 +253,8 @@ class ZeroModel:
         self.engine = engine_module.Engine(specs, stage, accum_steps, lr, betas[0], betas[1], eps, weight_decay,
                                            clip_norm, bucket_elements, prefetch_depth, self._engine_dtype,
                                            schedules[schedule], warmup_steps, total_steps, min_lr_ratio,
-                                           _shard_ranks_arg(engine_module, shard_ranks))
+                                           _shard_ranks_arg(engine_module, shard_ranks),
+                                           _engine_dtype(engine_module, reduce_dtype, "reduce_dtype"))
         if self.device.type == "cuda" and self.device.index != self.engine.device:
             raise ValueError(f"zero_torch: the module is on {self.device}, but this rank's engine runs on "
                              f"cuda:{self.engine.device} (chosen by node-local rank): move the module there, or "

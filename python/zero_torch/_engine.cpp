@@ -65,17 +65,22 @@ std::vector<GroupInfo> group_infos(const GroupSpecs& groups) {
 
 // The engine's configuration from the wrapper's arguments (the optimizer's are left at their defaults for
 // a memory plan: they change no buffer).
-EngineConfig binding_config(int stage, int accum_steps, size_t bucket_elements, int prefetch_depth, DType param_dtype) {
+EngineConfig binding_config(int stage, int accum_steps, size_t bucket_elements, int prefetch_depth, DType param_dtype,
+                            DType reduce_dtype) {
   EngineConfig cfg;
   cfg.stage = stage;
   cfg.accum_steps = accum_steps;
   cfg.bucket_elements = bucket_elements;
   cfg.prefetch_depth = prefetch_depth;
   // bf16: the model's parameters and gradients in bf16, the fp32 master, m and v sharded (mixed precision
-  // as DeepSpeed's bf16 mode runs it); gradients accumulate and reduce in fp32 either way.
-  ZERO_REQUIRE(param_dtype == DType::F32 || param_dtype == DType::BF16, ConfigError,
-               "zero_torch: param_dtype {}: expected fp32 or bf16", dtype_name(param_dtype));
+  // as DeepSpeed's bf16 mode runs it); gradients accumulate in fp32 either way.
+  for (const auto& [key, t] : {std::pair{"param_dtype", param_dtype}, {"reduce_dtype", reduce_dtype}})
+    ZERO_REQUIRE(t == DType::F32 || t == DType::BF16, ConfigError, "zero_torch: {} {}: expected fp32 or bf16", key,
+                 dtype_name(t));
   cfg.param_dtype = param_dtype;
+  // The gradients' dtype on the wire (FSDP's MixedPrecision reduce_dtype, DeepSpeed's communication_data_type):
+  // the shard group's reductions and hybrid sharding's all-reduce across groups.
+  cfg.reduce_dtype = reduce_dtype;
   return cfg;
 }
 
@@ -83,9 +88,9 @@ EngineConfig binding_config(int stage, int accum_steps, size_t bucket_elements, 
 // construction, nothing inside a step), by the allocator's categories, with "total" and "host" (what
 // lives in host memory: an offloaded optimizer; 0 here). No MPI: a plan before any launch.
 py::dict memory_plan(const GroupSpecs& groups, int world, int stage, int accum_steps, size_t bucket_elements,
-                     int prefetch_depth, DType param_dtype, int shard_ranks) {
+                     int prefetch_depth, DType param_dtype, int shard_ranks, DType reduce_dtype) {
   ZERO_REQUIRE(world >= 1, ConfigError, "zero_torch: world {}: expected at least 1 rank", world);
-  const EngineConfig cfg = binding_config(stage, accum_steps, bucket_elements, prefetch_depth, param_dtype);
+  const EngineConfig cfg = binding_config(stage, accum_steps, bucket_elements, prefetch_depth, param_dtype, reduce_dtype);
   validate(cfg);
   // Hybrid sharding: the engine is sharded over a group of shard_ranks (comm/hybrid_groups.h).
   const int S = shard_group_size(shard_ranks, world);
@@ -102,14 +107,14 @@ class PyEngine {
   PyEngine(const GroupSpecs& groups, int stage, int accum_steps, float lr, float beta1, float beta2, float eps,
            float weight_decay, float clip_norm, size_t bucket_elements, int prefetch_depth, DType param_dtype,
            optim::ScheduleKind schedule, int64_t warmup_steps, int64_t total_steps, float min_lr_ratio,
-           int shard_ranks) {
+           int shard_ranks, DType reduce_dtype) {
     ensure_mpi();
     if (shard_ranks == kShardRanksNode) {  // "node": the launch's block of ranks a node
       shard_ranks = node_block_ranks(nodes_of_ranks(MPI_COMM_WORLD));
       ZERO_REQUIRE(shard_ranks > 0, ConfigError, "zero_torch: {}", node_placement_error("shard_ranks='node'", "shard_ranks"));
     }
     backend_ = torch_binding::make_binding_backend(shard_ranks);
-    EngineConfig cfg = binding_config(stage, accum_steps, bucket_elements, prefetch_depth, param_dtype);
+    EngineConfig cfg = binding_config(stage, accum_steps, bucket_elements, prefetch_depth, param_dtype, reduce_dtype);
     cfg.adamw = {beta1, beta2, eps, weight_decay};
     cfg.schedule = {schedule, lr, warmup_steps, total_steps, min_lr_ratio};
     cfg.clip_norm = clip_norm;
@@ -231,14 +236,16 @@ PYBIND11_MODULE(ZERO_TORCH_MODULE, m) {
   py::enum_<optim::ScheduleKind> schedules(m, "Schedule");
   for (const auto& [name, kind] : optim::schedule_names()) schedules.value(name.c_str(), kind);
   m.def("memory_plan", &memory_plan, py::arg("groups"), py::arg("world"), py::arg("stage"), py::arg("accum_steps"),
-        py::arg("bucket_elements"), py::arg("prefetch_depth"), py::arg("param_dtype"), py::arg("shard_ranks"));
+        py::arg("bucket_elements"), py::arg("prefetch_depth"), py::arg("param_dtype"), py::arg("shard_ranks"),
+        py::arg("reduce_dtype"));
   py::class_<PyEngine>(m, "Engine")
       .def(py::init<const GroupSpecs&, int, int, float, float, float, float, float, float, size_t, int, DType,
-                    optim::ScheduleKind, int64_t, int64_t, float, int>(),
+                    optim::ScheduleKind, int64_t, int64_t, float, int, DType>(),
            py::arg("groups"), py::arg("stage"), py::arg("accum_steps"), py::arg("lr"), py::arg("beta1"),
            py::arg("beta2"), py::arg("eps"), py::arg("weight_decay"), py::arg("clip_norm"),
            py::arg("bucket_elements"), py::arg("prefetch_depth"), py::arg("param_dtype"), py::arg("schedule"),
-           py::arg("warmup_steps"), py::arg("total_steps"), py::arg("min_lr_ratio"), py::arg("shard_ranks"))
+           py::arg("warmup_steps"), py::arg("total_steps"), py::arg("min_lr_ratio"), py::arg("shard_ranks"),
+           py::arg("reduce_dtype"))
       // Data parallelism's rank and world: every rank (the engine's communicator is a shard group's under hybrid
       // sharding).
       .def_property_readonly("rank", [](PyEngine& p) { return p.e().data_rank(); })

@@ -4,7 +4,8 @@
 #     single-process torch with torch.optim.AdamW within 1e-5 (torch_parity.py); in param_dtype bf16, plain
 #     torch running the same mixed precision (fp32 master, bf16 model); a cosine schedule with warmup against
 #     torch's LambdaLR; checkpoints saved and resumed at the same and another world size and stage
-#     (torch_resume.py); at 2 ranks in hybrid shard groups of 1 (shard_ranks=1), stages 1 and 3;
+#     (torch_resume.py); at 2 ranks in hybrid shard groups of 1 (shard_ranks=1), stages 1 and 3; reduce_dtype bf16
+#     (a bf16 wire) at 2 ranks, plain and in groups of 1, against torch summing its gradients as that wire does;
 #  2. a 33.6M-parameter model at 3 ranks: the peak RSS of a rank at stage 3 is below stage 0's by at
 #     least 80% of what ZeRO-3 should save of the engine's model states, 20 bytes a parameter (compute
 #     params, fp32 gradient accumulator, master, m, v) times (1 - 1/3); the modules hold no parameter
@@ -16,8 +17,11 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 export PYTHONPATH=$(dirname "$MODULE_DIR")
 $PY -c "import torch" 2>/dev/null || { echo "SKIP: $PY has no torch (apt-get install python3-torch)"; exit 77; }
 for n in 1 2 3; do "${MPIRUN[@]}" -np $n $PY "$HERE/torch_parity.py" --bf16 --schedule 0 1 2 3; done
-# Hybrid sharding (shard_ranks): 2 ranks in groups of 1 (the replicas' all-reduce), the same parity.
-"${MPIRUN[@]}" -np 2 $PY "$HERE/torch_parity.py" --shard-ranks 1 1 3
+# Hybrid sharding (shard_ranks): 2 ranks in groups of 1 (the replicas' all-reduce), the same parity; with
+# reduce_dtype bf16 (the shard group's reductions, or the replicas' all-reduce, in bf16) against torch summing as
+# that wire does.
+"${MPIRUN[@]}" -np 2 $PY "$HERE/torch_parity.py" --reduce-bf16 0 2
+"${MPIRUN[@]}" -np 2 $PY "$HERE/torch_parity.py" --shard-ranks 1 --reduce-bf16 1 3
 # Checkpoints: saved at step 4 of 8 at 2 ranks, stage 3; resumed in new processes, the end equals the
 # uninterrupted run's: bit for bit at the same world and stage, within 1e-5 resharded to 3 ranks, stage 1.
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -56,6 +60,11 @@ try:
     raise SystemExit("FAIL: stage 7 was accepted")
 except zero_torch.ZeroError as e:
     assert "unknown stage 7" in str(e), e
+try:
+    zero_torch.ZeroModel(torch.nn.Linear(3, 2), reduce_dtype=torch.float16)
+    raise SystemExit("FAIL: reduce_dtype float16 was accepted")
+except ValueError as e:
+    assert "reduce_dtype torch.float16: expected torch.float32 or torch.bfloat16" in str(e), e
 try:
     zero_torch.ZeroModel(torch.nn.Linear(3, 2), backend="cuda")
     raise SystemExit("FAIL: a second backend was accepted")

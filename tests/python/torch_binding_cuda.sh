@@ -2,6 +2,7 @@
 # zero_torch on the CUDA backend (the module _engine_cuda) under mpirun: torch_parity.py --backend cuda, the
 # small torch model trained through the binding at stages 0-3 on 1 and 2 ranks against plain single-process
 # torch with torch.optim.AdamW, within 1e-5; and in param_dtype bf16 (torch running the same mixed precision);
+# hybrid sharding with an fp32 and a bf16 wire (reduce_dtype);
 # checkpoints saved from the device and resumed (torch_resume.py); on a GPU, the device memory ZeRO-3 saves
 # (torch_memory.py, memory_saving.py).
 #   torch_binding_cuda.sh MODULE_DIR DEVICE PYTHON MPIRUN...
@@ -23,8 +24,9 @@ if [ "$DEVICE" = cuda ]; then
   "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" || skip "torch sees no CUDA device"
 fi
 for n in 1 2; do "${MPIRUN[@]}" -np $n "$PY" "$HERE/torch_parity.py" --backend cuda --device "$DEVICE" --bf16 --schedule 0 1 2 3; done
-# Hybrid sharding: 2 ranks in shard groups of 1, NCCL across them (the replicas' communicator).
-"${MPIRUN[@]}" -np 2 "$PY" "$HERE/torch_parity.py" --backend cuda --device "$DEVICE" --shard-ranks 1 3
+# Hybrid sharding: 2 ranks in shard groups of 1, NCCL across them (the replicas' communicator); with reduce_dtype
+# bf16 too (the replicas' all-reduce in bf16 through its own chunks) against torch summing as that wire does.
+"${MPIRUN[@]}" -np 2 "$PY" "$HERE/torch_parity.py" --backend cuda --device "$DEVICE" --shard-ranks 1 --reduce-bf16 3
 # Checkpoints saved from the device and resumed: the same world and stage bit for bit, resharded within 1e-5.
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 RESUME=("$PY" "$HERE/torch_resume.py" --backend cuda --device "$DEVICE")

@@ -10,7 +10,9 @@ keeps fp32 master weights) against
 plain torch running the same mixed precision (reference_bf16), within 1e-5, the module's parameters bf16 while it
 runs; the error against the fp32 reference is printed beside it. --schedule: also, at the last stage given, a
 cosine learning-rate schedule with warmup against torch's AdamW under LambdaLR (cosine_lr); the lr each step
-reports must be torch's."""
+reports must be torch's. --reduce-bf16 (2 ranks): also fp32 at each stage with reduce_dtype bf16 (the gradients on
+the wire in bf16) against plain torch summing its gradients as such a wire does (reference_bf16_wire), within 1e-5;
+the error against the fp32 reference is printed beside it."""
 import argparse
 import math
 import os
@@ -78,6 +80,26 @@ def reference(schedule=False):
     return {n: p.detach().clone() for n, p in model.named_parameters()}, lrs
 
 
+def reference_bf16_wire():
+    """Plain torch as reference(), the gradients summed as 2 ranks with a bf16 wire sum them: each rank's half of
+    the batch rounded to bf16, the two added and the sum rounded to bf16 (a sum of two is the same in either
+    order, so MPI's and NCCL's order cannot matter), then divided by the batch in fp32."""
+    torch.manual_seed(0)
+    model = Net()
+    opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=BETAS, eps=EPS, weight_decay=WD)
+    for s in range(STEPS):
+        x, y = data(s)
+        halves = []
+        for lo, hi in ((0, GLOBAL // 2), (GLOBAL // 2, GLOBAL)):
+            model.zero_grad()
+            loss_sum(model, x[lo:hi], y[lo:hi]).backward()
+            halves.append([p.grad.bfloat16().float() for p in model.parameters()])
+        for p, a, b in zip(model.parameters(), *halves):
+            p.grad = (a + b).bfloat16().float() / GLOBAL
+        opt.step()
+    return {n: p.detach().clone() for n, p in model.named_parameters()}
+
+
 def reference_bf16(world, device):
     """Mixed precision as the engine runs it, in plain torch: each step the bf16 parameters are the fp32 master
     weights rounded (to nearest even, as the engine rounds), each rank's share of the batch goes through the
@@ -107,7 +129,7 @@ def reference_bf16(world, device):
     return {n: p.detach().clone() for n, p in master.named_parameters()}
 
 
-def through_zero(stage, backend, device, dtype, schedule=False, shard_ranks=0):
+def through_zero(stage, backend, device, dtype, schedule=False, shard_ranks=0, reduce_dtype=torch.float32):
     torch.manual_seed(0)
     model = Net().to(device)
     seen = set()  # the dtypes of fc1's weight while the model runs
@@ -116,10 +138,11 @@ def through_zero(stage, backend, device, dtype, schedule=False, shard_ranks=0):
     # zero_torch.estimate_memory before any engine exists (no MPI), for each world this test runs at: the engine's
     # allocator counts the same bytes, category by category, once it is built and at its peak after the steps.
     estimates = {w: zero_torch.estimate_memory(model, w, stage, groups, bucket_elements=256, param_dtype=dtype,
-                                               backend=backend, shard_ranks=shard_ranks)
+                                               backend=backend, shard_ranks=shard_ranks, reduce_dtype=reduce_dtype)
                  for w in (1, 2, 3, 4) if not shard_ranks or w % shard_ranks == 0}
     zm = zero_torch.ZeroModel(model, groups=groups, stage=stage, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD,
                               bucket_elements=256, backend=backend, param_dtype=dtype, shard_ranks=shard_ranks,
+                              reduce_dtype=reduce_dtype,
                               **(dict(schedule="cosine", warmup_steps=WARMUP, total_steps=STEPS, min_lr_ratio=MIN_RATIO)
                                  if schedule else {}))
     W, r = zm.world, zm.rank
@@ -167,19 +190,27 @@ def main():
     ap.add_argument("--bf16", action="store_true")
     ap.add_argument("--schedule", action="store_true")
     ap.add_argument("--shard-ranks", type=int, default=0, help="hybrid sharding over groups of N ranks")
+    ap.add_argument("--reduce-bf16", action="store_true")
     ap.add_argument("stages", type=int, nargs="+")
     args = ap.parse_args()
     device = rank_device(args.device)
     fp32_params, fp32_lrs = reference()
     cosine_params, cosine_lrs = reference(schedule=True)
     failed = False
-    # (dtype, stage, schedule): fp32 at each stage; --bf16: bf16 at each; --schedule: cosine at the last stage.
-    runs = [(torch.float32, s, False) for s in args.stages] + [(torch.bfloat16, s, False) for s in args.stages if args.bf16]
-    runs += [(torch.float32, args.stages[-1], True)] if args.schedule else []
-    for dtype, stage, schedule in runs:
-        params, lrs, zm = through_zero(stage, args.backend, device, dtype, schedule, args.shard_ranks)
+    # (dtype, stage, schedule, wire): fp32 at each stage; --bf16: bf16 at each; --schedule: cosine at the last stage;
+    # --reduce-bf16: fp32 with a bf16 wire at each.
+    f32, bf = torch.float32, torch.bfloat16
+    runs = [(f32, s, False, f32) for s in args.stages] + [(bf, s, False, f32) for s in args.stages if args.bf16]
+    runs += [(f32, args.stages[-1], True, f32)] if args.schedule else []
+    runs += [(f32, s, False, bf) for s in args.stages if args.reduce_bf16]
+    for dtype, stage, schedule, wire in runs:
+        params, lrs, zm = through_zero(stage, args.backend, device, dtype, schedule, args.shard_ranks, wire)
         bf16 = dtype == torch.bfloat16
-        ref_params = reference_bf16(zm.world, device) if bf16 else cosine_params if schedule else fp32_params
+        if wire == bf:
+            assert zm.world == 2, f"--reduce-bf16: the reference sums 2 ranks' gradients, not {zm.world}"
+            ref_params = reference_bf16_wire()
+        else:
+            ref_params = reference_bf16(zm.world, device) if bf16 else cosine_params if schedule else fp32_params
         ref_lrs = cosine_lrs if schedule else fp32_lrs
         worst = max(rel(params[n], ref_params[n]) for n in ref_params)
         worst_lr = max(abs(a - b) / b for a, b in zip(lrs, ref_lrs))
@@ -187,10 +218,11 @@ def main():
         init = Net().state_dict()
         moved = min(rel(ref_params[n], init[n]) for n in ref_params)  # the comparison is not vacuous
         ok = worst < TOLERANCE and worst_lr < TOLERANCE and moved > 1e-3
-        against_fp32 = f" (against fp32 torch: {max(rel(params[n], fp32_params[n]) for n in ref_params):.1e})" if bf16 else ""
+        against_fp32 = (f" (against fp32 torch: {max(rel(params[n], fp32_params[n]) for n in ref_params):.1e})"
+                        if bf16 or wire == bf else "")
         failed |= not ok
         if zm.rank == 0:
-            what = f"{dtype}{', cosine schedule' if schedule else ''}"
+            what = f"{dtype}{', cosine schedule' if schedule else ''}{', reduce_dtype bfloat16' if wire == bf else ''}"
             print(f"torch_parity: {zm.engine.description}, {what}, stage {stage}, world {zm.world}: worst parameter relative error {worst:.2e} "
                   f"over {len(ref_params)} tensors{against_fp32}, lr {worst_lr:.1e} (training moved each by at least {moved:.1e}): "
                   f"{'ok' if ok else 'MISMATCH'}", flush=True)
