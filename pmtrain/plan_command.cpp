@@ -532,6 +532,19 @@ std::string hybrid_advice(const Setup& s, const Cell& b) {
                      b.per_node, best->stage, time_text(best->epoch_s), bytes_text(double(best->m.total())));
 }
 
+// Gradients on an fp32 wire over more than one rank: plan b with zero.reduce_dtype bf16 (every reduction, inside
+// the shard group and across groups, in half the bytes; each sum rounded to bf16), when its epoch beats b's.
+// Not under zero.world_invariant, whose sums are fixed point.
+std::string wire_advice(const Setup& s, const Cell& b) {
+  if (b.world == 1 || s.cfg.zero.reduce_dtype != DType::F32 || s.cfg.zero.world_invariant) return "";
+  Setup t = s;
+  t.cfg.zero.reduce_dtype = DType::BF16;
+  const Cell c = plan_cell(t, b.stage, b.world, b.per_node, b.mem);
+  if (!c.fits || c.epoch_s >= b.epoch_s * 0.97) return "";
+  return fmt::format("; with zero.reduce_dtype=bf16 (gradients on the wire in bf16, half the bytes) ~{}/epoch",
+                     time_text(c.epoch_s));
+}
+
 std::string recommendation(const Setup& s, const std::vector<Cell>& cells, int world, size_t mem, int per_node) {
   const Cell* b = best_of(cells, world, mem);
   const Cell* any = nullptr;
@@ -541,16 +554,16 @@ std::string recommendation(const Setup& s, const std::vector<Cell>& cells, int w
   const std::string ckpt = b && s.cfg.model.checkpointing_auto ? ", checkpointing " + b->checkpointing : "";
   if (b && b->micro_tokens > 0)
     return fmt::format("{}: stage {}, micro_tokens {}{} ({} pairs at max_len), at most {} micro-steps{}, ~{}/epoch (peak {} "
-                       "of {} per rank){}{}",
+                       "of {} per rank){}{}{}",
                        who, b->stage, s.cfg.batch.micro_tokens_auto ? "auto: " : "", b->micro_tokens, b->micro, b->accum,
                        ckpt, time_text(b->epoch_s),
                        bytes_text(double(b->m.total())), bytes_text(double(b->mem)), token_budget_advice(s, *b, per_node),
-                       hybrid_advice(s, *b));
+                       hybrid_advice(s, *b), wire_advice(s, *b));
   if (b)
-    return fmt::format("{}: stage {}, micro {}, accum {}{}, ~{}/epoch (peak {} of {} per rank){}{}{}", who, b->stage,
+    return fmt::format("{}: stage {}, micro {}, accum {}{}, ~{}/epoch (peak {} of {} per rank){}{}{}{}", who, b->stage,
                        b->micro, b->accum, ckpt, time_text(b->epoch_s), bytes_text(double(b->m.total())),
                        bytes_text(double(b->mem)), selective_advice(s, *b, per_node), token_budget_advice(s, *b, per_node),
-                       hybrid_advice(s, *b));
+                       hybrid_advice(s, *b), wire_advice(s, *b));
   // Nothing fits: what would, at stage 3 and micro 1.
   const Cell s3 = plan_cell(s, 3, world, per_node, mem);
   std::string more = "no world size up to 4096";

@@ -164,6 +164,18 @@ echo "ok: zero.shard_ranks node plans as the ranks per node (8, and 4 with --ran
 "$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --gpu-mem 80GiB --dataset-pairs 1000 --world 16 | grep -q "^recommended: .*; with zero.shard_ranks=node (hybrid sharding: each node's 8 ranks" \
   || fail "plan 4b on 16 x 80 GiB: no hybrid sharding advice"
 echo "ok: the plain 16-GPU plan advises zero.shard_ranks=node"
+# An fp32 wire across nodes on a slow link: the recommendation names zero.reduce_dtype=bf16 with the epoch the bf16
+# plan recommends (8B at 4 nodes of 8 in node groups over InfiniBand 100 Gb/s: stage 3 either way); not once bf16
+# is set, nor on one GPU (1.7B: nothing on a wire).
+wire() { "$PMTRAIN" plan "$@" --gpu-mem 80GiB --dataset-pairs 160800 --set zero.shard_ranks=node | grep "^recommended:"; }
+wire configs/qwen3_8b_bs128.yaml --world 32 --inter-link ib100 > $TMP/wire32.txt \
+  && wire configs/qwen3_8b_bs128.yaml --world 32 --inter-link ib100 --set zero.reduce_dtype=bf16 > $TMP/wirebf.txt \
+  && wire configs/qwen3_1_7b_bs128.yaml --world 1 > $TMP/wire1.txt || fail "plan 8b (32 GPUs, fp32 and bf16 wires), 1.7b (1 GPU)"
+advised=$(grep -oE "; with zero.reduce_dtype=bf16 \(gradients on the wire in bf16, half the bytes\) ~[0-9.]+ [a-z]+/epoch" $TMP/wire32.txt | grep -oE "~[0-9.]+ [a-z]+")
+[ -n "$advised" ] && grep -q "stage 3, .*$advised/epoch" $TMP/wirebf.txt \
+  || { cat $TMP/wire32.txt $TMP/wirebf.txt; fail "8b at 32 GPUs over ib100: no bf16 wire advice, or not the bf16 plan's epoch"; }
+! grep -q "reduce_dtype=bf16" $TMP/wirebf.txt $TMP/wire1.txt || { cat $TMP/wirebf.txt $TMP/wire1.txt; fail "bf16 wire advised with bf16 set or on one GPU"; }
+echo "ok: across nodes on ib100 the plan advises zero.reduce_dtype=bf16 ($advised/epoch, the bf16 plan's)"
 "$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --gpu-mem 80GiB --world 16 --set zero.shard_ranks=8 --sbatch $TMP/hybrid.sbatch > /dev/null
 grep -qE "^srun .* train configs/qwen3_4b_bs128.yaml --set 'zero.shard_ranks=8' --set zero.stage=[0-3] " $TMP/hybrid.sbatch \
   || { cat $TMP/hybrid.sbatch; fail "the sbatch script of a plan in groups of 8 does not set zero.shard_ranks"; }
