@@ -40,6 +40,6 @@ std::optional<std::vector<int>> launcher_node_of_rank(int world);
 // SLURM_STEP_TASKS_PER_NODE's format: a comma list of "N" or "N(xK)" (K nodes of N): the count of each node in
 // order ("8(x2),4": 8, 8, 4); nullopt when malformed or when the counts add up to more than max_tasks (the step's
 // tasks: a corrupt K is refused before it is expanded).
-std::optional<std::vector<int>> parse_slurm_tasks_per_node(const std::string& s, int64_t max_tasks = INT32_MAX);
+std::optional<std::vector<int>> parse_slurm_tasks_per_node(const std::string& s, int64_t max_tasks);
 
 }  // namespace zero
