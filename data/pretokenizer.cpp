@@ -51,7 +51,10 @@ void Pretokenizer::split(std::string_view text, std::vector<std::string_view>& o
     ZERO_REQUIRE(rc >= 0, InputError, "pre-tokenizer regex failed with PCRE2 error {} at byte {}", rc, pos);
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(impl_->match);
     const PCRE2_SIZE b = ov[0], e = ov[1];
-    if (b > emitted) out.push_back(text.substr(emitted, b - emitted));  // unmatched gap is a piece too
+    if (b > emitted) {  // an unmatched gap is a piece too, once (after an empty match as after any other)
+      out.push_back(text.substr(emitted, b - emitted));
+      emitted = b;
+    }
     if (e > b) {
       out.push_back(text.substr(b, e - b));
       pos = emitted = e;

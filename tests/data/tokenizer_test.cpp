@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "data/hh_rlhf.h"
+#include "data/pretokenizer.h"
 #include "data/tokenizer.h"
 #include "test_util.h"
 
@@ -27,6 +28,19 @@ std::string nfc(const std::string& s) {
 }
 
 using test::error_of;
+
+// A Split regex that can match the empty string (an empty alternative, as a fuzzed tokenizer.json had): each
+// unmatched gap is one piece, once, so the pieces are the text again (the gap before each empty match was
+// emitted again and again with the next: "caf" came out as c, ca, caf).
+TEST(Pretokenizer, PiecesCoverTheTextOnceWhenTheRegexMatchesEmpty) {
+  using Pieces = std::vector<std::string_view>;
+  Pieces out;
+  Pretokenizer("'s|", "test").split("caf's x", out);
+  EXPECT_EQ(out, (Pieces{"c", "a", "f", "'s", " ", "x"}));
+  out.clear();
+  Pretokenizer("|z", "test").split("\xc3\xa9\xe4\xbd\xa0z", out);  // "é你z": whole code points
+  EXPECT_EQ(out, (Pieces{"\xc3\xa9", "\xe4\xbd\xa0", "z"}));
+}
 
 TEST(Tokenizer, DocumentedExamplesAndSpecialIds) {
   // FACTS.md: "Hello world" -> [9707, 1879]; " Hello world" -> [21927, 1879]; pad 151643, eos 151645.
