@@ -21,18 +21,23 @@ constexpr const char* kDefaultEos = "<|im_end|>";
 constexpr const char* kDefaultPad = "<|endoftext|>";
 constexpr size_t kMaxCachedIds = size_t(1) << 26;  // keeps pool offsets far inside uint32
 
+// `text` as JSON; bad JSON is an InputError naming `name` and what it should have been.
+nlohmann::json parse_json(const std::string& text, const std::string& name, const char* what) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(fmt::format("{}: not a {} (invalid JSON at byte {})", name, what, e.byte));
+  } catch (const nlohmann::json::exception& e) {  // valid syntax it cannot hold: a number past a double's range
+    throw InputError(fmt::format("{}: not a {} ({})", name, what, e.what()));
+  }
+}
+
 nlohmann::json read_json_file(const std::string& path, const char* what) {
   std::ifstream f(path, std::ios::binary);
   ZERO_REQUIRE(f.good(), InputError, "{}: cannot open {} (check the path)", path, what);
   std::stringstream ss;
   ss << f.rdbuf();
-  try {
-    return nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(fmt::format("{}: not a {} (invalid JSON at byte {})", path, what, e.byte));
-  } catch (const nlohmann::json::exception& e) {  // valid syntax it cannot hold: a number past a double's range
-    throw InputError(fmt::format("{}: not a {} ({})", path, what, e.what()));
-  }
+  return parse_json(ss.str(), path, what);
 }
 
 // Reads the Split regex out of the pre_tokenizer and checks the rest is the Qwen layout
@@ -87,15 +92,7 @@ Tokenizer Tokenizer::from_file(const std::string& path) {
 }
 
 Tokenizer Tokenizer::from_json_text(const std::string& text, const std::string& name) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(fmt::format("{}: not a tokenizer.json (invalid JSON at byte {})", name, e.byte));
-  } catch (const nlohmann::json::exception& e) {  // valid syntax it cannot hold: a number past a double's range
-    throw InputError(fmt::format("{}: not a tokenizer.json ({})", name, e.what()));
-  }
-  return from_json(j, name, kDefaultEos, kDefaultPad);
+  return from_json(parse_json(text, name, "tokenizer.json"), name, kDefaultEos, kDefaultPad);
 }
 
 Tokenizer Tokenizer::from_json(const nlohmann::json& j, const std::string& path, const std::string& eos,

@@ -36,6 +36,23 @@ size_t init_scratch_bytes(const Config& cfg, const std::vector<GroupInfo>& group
   const size_t piece = std::min(largest_tensor_elements(groups), model::kInitPieceElements);
   return piece * (sizeof(float) + (cfg.model.hf_dir.empty() ? 0 : 8));
 }
+
+// One rank's engine buffers by the engine's own arithmetic (the schedule does not change sizes): sharded over
+// the shard group (all ranks without hybrid sharding), with the replicas' chunks under hybrid sharding, as the
+// engine is.
+struct RankBuffers {
+  EngineConfig ec;
+  Partition part;
+  BufferPlan plan;
+};
+RankBuffers rank_buffers(const Config& cfg, const std::vector<GroupInfo>& groups, int world, int64_t accum_steps) {
+  RankBuffers r;
+  r.ec = engine_config(cfg, world, accum_steps, 1);
+  const int S = shard_group_ranks(cfg, world);
+  r.part = make_partition(groups, S, r.ec.bucket_elements);
+  r.plan = plan_buffers(r.ec, r.part, world / S);
+  return r;
+}
 }  // namespace
 
 size_t async_save_snapshot_bytes(const Config& cfg, const Partition& part) {
@@ -121,12 +138,10 @@ std::string EvalBatch::describe() const {
 MemoryPlan plan_rank_memory(const Config& cfg, const model::Qwen3Config& qc, const std::vector<GroupInfo>& groups,
                             int world, int64_t micro_pairs, int64_t accum_steps, PlanDevice device,
                             size_t process_baseline) {
-  // The engine's buffers by the engine's own arithmetic (the schedule does not change sizes).
-  // Sharded over the shard group (all ranks without hybrid sharding), as the engine is.
-  const EngineConfig ec = engine_config(cfg, world, accum_steps, 1);
-  const int S = shard_group_ranks(cfg, world);
-  const Partition part = make_partition(groups, S, ec.bucket_elements);
-  const BufferPlan b = plan_buffers(ec, part, world / S);
+  const RankBuffers rb = rank_buffers(cfg, groups, world, accum_steps);
+  const EngineConfig& ec = rb.ec;
+  const Partition& part = rb.part;
+  const BufferPlan& b = rb.plan;
   MemoryPlan m;
   m.params = b.bytes(MemCategory::Params);
   m.grads = b.bytes(MemCategory::Grads);
@@ -171,11 +186,9 @@ MemoryPlan plan_memory(const Config& cfg, const model::Qwen3Config& qc, const st
     // or an async save's snapshot of the optimizer state.
     const size_t init_scratch = init_scratch_bytes(cfg, groups);
     // zero.offload: the optimizer, resident (master, m, v and the transfer staging: buffer_plan's host_bytes).
-    const EngineConfig ec = engine_config(cfg, world, accum_steps, 1);
-    const int S = shard_group_ranks(cfg, world);
-    const Partition part = make_partition(groups, S, ec.bucket_elements);
-    const size_t offloaded = plan_buffers(ec, part, world / S).host_bytes();
-    const size_t snapshot = async_save_snapshot_bytes(cfg, part);
+    const RankBuffers rb = rank_buffers(cfg, groups, world, accum_steps);
+    const size_t offloaded = rb.plan.host_bytes();
+    const size_t snapshot = async_save_snapshot_bytes(cfg, rb.part);
     // Named as what it holds: the optimizer's copy, or the runtime's scratch.
     m.optimizer = offloaded + (snapshot > init_scratch ? snapshot : 0);
     m.runtime = cpu_process_baseline_bytes() + (snapshot > init_scratch ? 0 : init_scratch);
