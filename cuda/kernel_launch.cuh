@@ -1,6 +1,7 @@
 // How a kernel file launches and clears memory, through one macro and two functions, so the file also
 // compiles as host C++ under the SIMT emulator (tests/cuda/simt_emulator.h, ZERO_SIMT_EMULATION): there
-// a launch runs the kernel's blocks on the host at once, memory is host memory, and nothing fails late.
+// a launch runs the kernel's blocks on the host, at once or when its stream gets to it (simt::on_stream),
+// memory is host memory, and nothing fails late.
 //   ZERO_LAUNCH(kernel, grid, block, shared_bytes, stream, args...)   kernel<<<grid, block, ...>>>(args...)
 //   memset_async(p, value, bytes, stream)                              cudaMemsetAsync
 //   memcpy_async(dst, src, bytes, stream)                              cudaMemcpyAsync, device to device
@@ -14,14 +15,14 @@
 #if defined(ZERO_SIMT_EMULATION)
 #include <cstring>
 #define ZERO_LAUNCH(kernel, grid, block, shared_bytes, stream, ...) \
-  ::zero::simt::launch(unsigned(grid), unsigned(block), size_t(shared_bytes), kernel, __VA_ARGS__)
+  ::zero::simt::launch_on(stream, unsigned(grid), unsigned(block), size_t(shared_bytes), kernel, __VA_ARGS__)
 namespace zero::kernels {
-inline cudaError_t memset_async(void* p, int value, size_t bytes, cudaStream_t) {
-  std::memset(p, value, bytes);
+inline cudaError_t memset_async(void* p, int value, size_t bytes, cudaStream_t stream) {
+  ::zero::simt::on_stream(stream, [=] { std::memset(p, value, bytes); });
   return cudaSuccess;
 }
-inline cudaError_t memcpy_async(void* dst, const void* src, size_t bytes, cudaStream_t) {
-  std::memcpy(dst, src, bytes);
+inline cudaError_t memcpy_async(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+  ::zero::simt::on_stream(stream, [=] { std::memcpy(dst, src, bytes); });
   return cudaSuccess;
 }
 inline cudaError_t last_launch_error() { return cudaSuccess; }

@@ -213,4 +213,18 @@ void run_grid(Block& block, unsigned grid) {
   }
 }
 
+namespace {
+StreamDeferral& stream_deferral() {
+  static StreamDeferral deferral = nullptr;
+  return deferral;
+}
+}  // namespace
+
+void set_stream_deferral(StreamDeferral deferral) { stream_deferral() = deferral; }
+
+void on_stream(cudaStream_t stream, std::function<void()> work) {
+  if (StreamDeferral deferral = stream_deferral()) deferral(stream, std::move(work));
+  else work();
+}
+
 }  // namespace zero::simt

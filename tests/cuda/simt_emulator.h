@@ -29,6 +29,7 @@
 #pragma once
 #define ZERO_SIMT_EMULATION 1
 
+#include <driver_types.h>     // cudaStream_t
 #include <vector_functions.h>  // make_uint4 (host and device)
 #include <vector_types.h>      // uint3, uint4, float4 (host and device)
 
@@ -219,6 +220,19 @@ void launch(unsigned grid, unsigned threads, size_t smem_bytes, Kernel kernel, A
   blockDim = dim3(threads, 1, 1);
   gridDim = dim3(grid, 1, 1);
   run_grid(block, grid);
+}
+
+// Where a launch, or a kernel file's memset or memcpy, runs (cuda/kernel_launch.cuh): at once, in the plain
+// emulator; queued on its stream where the emulated runtime defers streams (ZERO_EMULATED_STREAMS,
+// tests/cuda/emulated/deferred_streams.h installs the deferral), to run when that stream gets to it.
+using StreamDeferral = void (*)(cudaStream_t, std::function<void()>);
+void set_stream_deferral(StreamDeferral deferral);
+void on_stream(cudaStream_t stream, std::function<void()> work);
+
+// launch() on `stream`: the arguments copied, as a kernel's are at its launch.
+template <class Kernel, class... Args>
+void launch_on(cudaStream_t stream, unsigned grid, unsigned threads, size_t smem_bytes, Kernel kernel, Args... args) {
+  on_stream(stream, [=] { launch(grid, threads, smem_bytes, kernel, args...); });
 }
 
 }  // namespace zero::simt

@@ -5,7 +5,8 @@
 // or bf16 widened exactly), rounded once to D's type (bf16: core/math's round to nearest even) — fp32
 // accumulation as the hardware's, in one fixed order. Only what lt_gemm asks for is accepted: fp32
 // compute and scale, no batch, no epilogue, no other attribute; anything else is
-// CUBLAS_STATUS_NOT_SUPPORTED, so a new use in lt_gemm cannot be emulated silently wrong.
+// CUBLAS_STATUS_NOT_SUPPORTED, so a new use in lt_gemm cannot be emulated silently wrong. The product runs
+// when its stream gets to it (deferred_streams.h), with the descriptors and host scalars as the call saw them.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
@@ -13,6 +14,7 @@
 #include <cstring>
 
 #include "core/math/bf16.h"
+#include "tests/cuda/emulated/deferred_streams.h"
 
 namespace {
 
@@ -102,10 +104,11 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDe
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t computeDesc, const void* alpha, const void* A,
                               cublasLtMatrixLayout_t Adesc, const void* B, cublasLtMatrixLayout_t Bdesc,
                               const void* beta, const void* C, cublasLtMatrixLayout_t Cdesc, void* D,
-                              cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t*, void*, size_t, cudaStream_t) {
-  const Desc& desc = *reinterpret_cast<const Desc*>(computeDesc);
-  const Layout &a = *reinterpret_cast<const Layout*>(Adesc), &b = *reinterpret_cast<const Layout*>(Bdesc),
-               &c = *reinterpret_cast<const Layout*>(Cdesc), &d = *reinterpret_cast<const Layout*>(Ddesc);
+                              cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t*, void*, size_t,
+                              cudaStream_t stream) {
+  const Desc desc = *reinterpret_cast<const Desc*>(computeDesc);
+  const Layout a = *reinterpret_cast<const Layout*>(Adesc), b = *reinterpret_cast<const Layout*>(Bdesc),
+               c = *reinterpret_cast<const Layout*>(Cdesc), d = *reinterpret_cast<const Layout*>(Ddesc);
   const bool ta = desc.trans_a == CUBLAS_OP_T, tb = desc.trans_b == CUBLAS_OP_T;
   const int64_t m = int64_t(d.rows), n = int64_t(d.cols), k = int64_t(ta ? a.rows : a.cols);
   // op(A) is m x k, op(B) k x n, C and D m x n: the stored shapes must agree.
@@ -113,19 +116,21 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t computeDesc
       c.rows != d.rows || c.cols != d.cols)
     return CUBLAS_STATUS_INVALID_VALUE;
   const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
-  for (int64_t j = 0; j < n; ++j) {
-    for (int64_t i = 0; i < m; ++i) {
-      float acc = 0.0f;
-      for (int64_t p = 0; p < k; ++p) {
-        const float x = load(A, a.type, ta ? p + i * a.ld : i + p * a.ld);
-        const float y = load(B, b.type, tb ? j + p * b.ld : p + j * b.ld);
-        acc += x * y;
+  zero::fake_cuda::enqueue(stream, [=] {
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t i = 0; i < m; ++i) {
+        float acc = 0.0f;
+        for (int64_t p = 0; p < k; ++p) {
+          const float x = load(A, a.type, ta ? p + i * a.ld : i + p * a.ld);
+          const float y = load(B, b.type, tb ? j + p * b.ld : p + j * b.ld);
+          acc += x * y;
+        }
+        float out = al * acc;
+        if (be != 0.0f) out += be * load(C, c.type, i + j * c.ld);
+        store(D, d.type, i + j * d.ld, out);
       }
-      float out = al * acc;
-      if (be != 0.0f) out += be * load(C, c.type, i + j * c.ld);
-      store(D, d.type, i + j * d.ld, out);
     }
-  }
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 

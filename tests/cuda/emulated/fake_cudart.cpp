@@ -1,8 +1,10 @@
 // The CUDA runtime calls of our backend, implemented on the host for the emulated backend (see
 // CMakeLists.txt here): "device" memory is host memory (256-byte aligned and guarded: guarded_memory.h;
 // tracked so that cudaPointerGetAttributes and cudaMemGetInfo answer as a device would), copies and sets
-// are memcpy and memset, and a kernel runs to completion inside its launch (simt_emulator.h), so every stream is
-// already ordered and synchronised; events keep the host time they were recorded at. One device, named
+// are memcpy and memset, and a kernel runs to completion (simt_emulator.h) inside its launch, so every stream
+// is already ordered and synchronised, or, under ZERO_EMULATED_STREAMS, when its stream gets to it
+// (deferred_streams.h: the waits, records and synchronisations below drive that); events keep the host time
+// their record ran at. One device, named
 // so a log cannot mistake it for a GPU, with an H100's limits (80 GiB, 227 KiB of shared memory a block).
 // ZERO_EMULATED_DEVICE_GIB gives it another size (tests of the memory checks): cudaMemGetInfo and the device's
 // properties report it, and a cudaMalloc past it fails as on a GPU (cudaErrorMemoryAllocation).
@@ -15,9 +17,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <utility>
+#include <vector>
 
+#include "tests/cuda/emulated/deferred_streams.h"
 #include "tests/cuda/emulated/fake_cuda_lent.h"
 #include "tests/cuda/guarded_memory.h"
 
@@ -96,13 +101,22 @@ struct StreamState {
   uint64_t behind = 0;  // seq of the latest cross-stream wait
   uint64_t seen = 0;    // the host has seen the stream complete up to this seq
 };
-struct FakeEvent {
+// Where an event's records stand on its stream: `issued` records queued, the latest of them that ran
+// (`done`), and when. Shared with the queued records and waits, which may outlive the event (a GPU lets
+// an event be destroyed while its record is pending).
+struct EventProgress {
+  uint64_t issued = 0, done = 0;
   std::chrono::steady_clock::time_point at{};
+};
+struct FakeEvent {
+  std::shared_ptr<EventProgress> progress = std::make_shared<EventProgress>();
   cudaStream_t stream = nullptr;
   uint64_t seq = 0;
   bool timing = true;     // not created with cudaEventDisableTiming
   bool recorded = false;
 };
+// The event's latest record has run (or it was never recorded).
+bool complete(const FakeEvent* ev) { return ev->progress->done >= ev->progress->issued; }
 struct Streams {
   std::mutex mu;
   std::map<cudaStream_t, StreamState> state;
@@ -140,6 +154,11 @@ cudaError_t check_pageable_copy(void* dst, const void* src, cudaStream_t s) {
 bool inside_lent(const std::map<uintptr_t, size_t>& m, const void* p) {
   return in_ranges(m, p, [](size_t bytes) { return bytes; });
 }
+bool pageable(const void* p) {
+  Allocations& a = allocations();
+  std::lock_guard<std::mutex> lock(a.mu);
+  return !inside(a.pinned, p) && !inside(a.device, p) && !inside_lent(a.lent, p);
+}
 
 }  // namespace
 
@@ -172,6 +191,7 @@ cudaError_t cudaMalloc(void** p, size_t size) {
 }
 cudaError_t cudaFree(void* p) {
   if (p == nullptr) return cudaSuccess;
+  zero::fake_cuda::drain_all();  // as the runtime's cudaFree, which synchronises the device
   Allocations& a = allocations();
   std::lock_guard<std::mutex> lock(a.mu);
   size_t bytes = 0;
@@ -187,32 +207,49 @@ cudaError_t cudaMallocHost(void** p, size_t size) {
 cudaError_t cudaHostAlloc(void** p, size_t size, unsigned int) { return cudaMallocHost(p, size); }
 cudaError_t cudaFreeHost(void* p) {
   if (p == nullptr) return cudaSuccess;
+  zero::fake_cuda::drain_all();
   Allocations& a = allocations();
   std::lock_guard<std::mutex> lock(a.mu);
   return release(a.pinned, p, "pinned", nullptr);
 }
 
+// On the legacy stream: after all queued work (every stream of ours is a blocking one).
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind) {
+  zero::fake_cuda::drain_all();
   if (count) std::memmove(dst, src, count);
   return cudaSuccess;
 }
+// As the runtime's: from pageable memory the source is staged before the call returns; into pageable
+// memory the call returns once the copy is done; between pinned or device buffers it runs in its turn.
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind, cudaStream_t s) {
   if (count == 0) return cudaSuccess;
   if (const cudaError_t rc = check_pageable_copy(dst, src, s); rc != cudaSuccess) return rc;
-  std::memmove(dst, src, count);
+  if (pageable(src)) {
+    auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + count);
+    zero::fake_cuda::enqueue(s, [dst, staged] { std::memmove(dst, staged->data(), staged->size()); });
+  } else {
+    zero::fake_cuda::enqueue(s, [dst, src, count] { std::memmove(dst, src, count); });
+  }
+  if (pageable(dst)) zero::fake_cuda::drain_stream(s);
   return cudaSuccess;
 }
 cudaError_t cudaMemset(void* p, int value, size_t count) {
+  zero::fake_cuda::drain_all();
   if (count) std::memset(p, value, count);
   return cudaSuccess;
 }
-cudaError_t cudaMemsetAsync(void* p, int value, size_t count, cudaStream_t) { return cudaMemset(p, value, count); }
+cudaError_t cudaMemsetAsync(void* p, int value, size_t count, cudaStream_t s) {
+  if (count) zero::fake_cuda::enqueue(s, [p, value, count] { std::memset(p, value, count); });
+  return cudaSuccess;
+}
 
 cudaError_t cudaStreamCreate(cudaStream_t* s) {
   *s = reinterpret_cast<cudaStream_t>(new char);  // a distinct handle a stream
+  zero::fake_cuda::stream_created(*s);
   return cudaSuccess;
 }
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  zero::fake_cuda::stream_destroyed(s);  // its queued work completes first, as on a GPU
   Streams& all = streams();
   std::lock_guard<std::mutex> lock(all.mu);
   all.state.erase(s);
@@ -220,6 +257,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
   return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  zero::fake_cuda::drain_stream(s);
   Streams& all = streams();
   std::lock_guard<std::mutex> lock(all.mu);
   StreamState& st = all.state[s];
@@ -227,6 +265,10 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   return cudaSuccess;
 }
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
+  // The wait is for the event's latest record queued so far, as the runtime's.
+  std::shared_ptr<EventProgress> progress = reinterpret_cast<FakeEvent*>(e)->progress;
+  const uint64_t record = progress->issued;
+  zero::fake_cuda::enqueue(s, [] {}, [progress, record] { return progress->done >= record; });
   if (reinterpret_cast<FakeEvent*>(e)->stream == s) return cudaSuccess;  // its own event: no cross-stream wait
   Streams& all = streams();
   std::lock_guard<std::mutex> lock(all.mu);
@@ -235,6 +277,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
   return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize(void) {
+  zero::fake_cuda::drain_all();
   Streams& all = streams();
   std::lock_guard<std::mutex> lock(all.mu);
   for (auto& [stream, st] : all.state) st.seen = st.seq;
@@ -256,7 +299,12 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
 }
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   FakeEvent* ev = reinterpret_cast<FakeEvent*>(e);
-  ev->at = std::chrono::steady_clock::now();
+  std::shared_ptr<EventProgress> progress = ev->progress;
+  const uint64_t record = ++progress->issued;
+  zero::fake_cuda::enqueue(s, [progress, record] {
+    progress->done = std::max(progress->done, record);
+    progress->at = std::chrono::steady_clock::now();
+  });
   Streams& all = streams();
   std::lock_guard<std::mutex> lock(all.mu);
   ev->stream = s;
@@ -266,9 +314,11 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   const FakeEvent* ev = reinterpret_cast<FakeEvent*>(e);
+  zero::fake_cuda::run_until([ev] { return complete(ev); }, "an event synchronisation");
   seen_up_to(ev->stream, ev->seq);
   return cudaSuccess;
 }
+// The device catches up while the host polls: a query runs the queued work the event needs.
 cudaError_t cudaEventQuery(cudaEvent_t e) { return cudaEventSynchronize(e); }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   // As the runtime: an event made with cudaEventDisableTiming, or never recorded, has no time to give.
@@ -276,8 +326,10 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
     const FakeEvent* ev = reinterpret_cast<const FakeEvent*>(e);
     if (!ev->timing || !ev->recorded) return cudaErrorInvalidResourceHandle;
   }
-  *ms = std::chrono::duration<float, std::milli>(reinterpret_cast<FakeEvent*>(end)->at -
-                                                 reinterpret_cast<FakeEvent*>(start)->at)
+  for (const cudaEvent_t e : {start, end})
+    if (!complete(reinterpret_cast<const FakeEvent*>(e))) return cudaErrorNotReady;  // its record has not run
+  *ms = std::chrono::duration<float, std::milli>(reinterpret_cast<FakeEvent*>(end)->progress->at -
+                                                 reinterpret_cast<FakeEvent*>(start)->progress->at)
             .count();
   return cudaSuccess;
 }

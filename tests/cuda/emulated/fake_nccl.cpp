@@ -1,7 +1,7 @@
 // The NCCL calls of cuda/nccl_communicator.cpp, implemented over MPI for the emulated backend: "device"
 // buffers are host memory here (fake_cudart.cpp), so each collective is the MPI collective of the same
-// name on them, synchronous (the stream argument is already ordered: every emulated call completes in
-// order). bf16 reductions add in fp32 and round once per combination (core/math/bf16.h), as NCCL's do; the
+// name on them, run when the stream gets to it (deferred_streams.h: inside the call, or under
+// ZERO_EMULATED_STREAMS when a synchronisation needs it; the buffers are checked in the call). bf16 reductions add in fp32 and round once per combination (core/math/bf16.h), as NCCL's do; the
 // order of combination is MPI's, not NCCL's ring, so multi-rank bf16 sums need not match a GPU's bits.
 // A communicator is a sub-communicator of MPI_COMM_WORLD named by its unique id (the world rank that made it and
 // that process's count of ids made), and every rank of the world initialises one at once: ncclCommInitRank is
@@ -16,13 +16,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "core/math/bf16.h"
+#include "tests/cuda/emulated/deferred_streams.h"
 
 struct ncclComm {
   MPI_Comm mpi = MPI_COMM_NULL;
   int rank = 0, nranks = 0;
+  // Set by ncclCommAbort: collectives still queued for the communicator do nothing (NCCL's abort drops them).
+  std::shared_ptr<bool> aborted = std::make_shared<bool>(false);
 };
 
 namespace {
@@ -87,6 +91,25 @@ size_t type_bytes(ncclDataType_t t) {
   }
 }
 ncclResult_t result(int mpi_rc) { return mpi_rc == MPI_SUCCESS ? ncclSuccess : ncclSystemError; }
+
+// Queues the collective `mpi_call` (returning an MPI code) on stream s for comm. Run inside the call (not
+// deferring), its failure is the call's result; deferred, the call succeeds and a failure aborts when it runs,
+// as an asynchronous NCCL error would surface later.
+template <class MpiCall>
+ncclResult_t on_stream(ncclComm_t comm, cudaStream_t s, MpiCall mpi_call) {
+  int rc = MPI_SUCCESS;
+  const bool deferred = zero::fake_cuda::deferring();
+  zero::fake_cuda::enqueue(s, [aborted = comm->aborted, mpi_call, deferred, &rc]() mutable {
+    if (*aborted) return;
+    const int code = mpi_call();
+    if (!deferred) rc = code;
+    else if (code != MPI_SUCCESS) {
+      std::fprintf(stderr, "emulated NCCL: a queued collective failed in MPI (code %d)\n", code);
+      std::abort();
+    }
+  });
+  return result(rc);
+}
 
 // NCCL's buffer rule: send and receive buffers are the same (the in-place form, `in_place`) or do not
 // overlap; anything between is undefined there, and an error here. For reduce-scatter the in-place form is
@@ -160,11 +183,16 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int
 }
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
+  if (!*comm->aborted) zero::fake_cuda::drain_all();  // NCCL's destroy completes what was queued
   MPI_Comm_free(&comm->mpi);
   delete comm;
   return ncclSuccess;
 }
-ncclResult_t ncclCommAbort(ncclComm_t comm) { return ncclCommDestroy(comm); }
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  if (comm == nullptr) return ncclSuccess;
+  *comm->aborted = true;
+  return ncclCommDestroy(comm);
+}
 ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t* async) {
   *async = ncclSuccess;
   return ncclSuccess;
@@ -174,15 +202,17 @@ const char* ncclGetErrorString(ncclResult_t r) {
 }
 
 ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t t, ncclRedOp_t op,
-                           ncclComm_t comm, cudaStream_t) {
+                           ncclComm_t comm, cudaStream_t stream) {
   Mpi m;
   if (!mpi_of(t, op, m)) return ncclInvalidArgument;
   const size_t bytes = count * type_bytes(t);
   if (!buffers_ok(send, bytes, recv, bytes, send == recv)) return ncclInvalidArgument;
-  return result(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, int(count), m.type, m.op, comm->mpi));
+  return on_stream(comm, stream, [=] {
+    return MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, int(count), m.type, m.op, comm->mpi);
+  });
 }
 ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount, ncclDataType_t t, ncclRedOp_t op,
-                               ncclComm_t comm, cudaStream_t) {
+                               ncclComm_t comm, cudaStream_t stream) {
   Mpi m;
   if (!mpi_of(t, op, m)) return ncclInvalidArgument;
   // NCCL's in-place form (recv is this rank's slice of send) is not MPI's (which writes the slice at the
@@ -191,26 +221,32 @@ ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount, n
   if (!buffers_ok(send, bytes * size_t(comm->nranks), recv, bytes,
                   static_cast<const char*>(send) + size_t(comm->rank) * bytes == recv))
     return ncclInvalidArgument;
-  std::vector<char> scratch(bytes);
-  const int rc = MPI_Reduce_scatter_block(send, scratch.data(), int(recvcount), m.type, m.op, comm->mpi);
-  if (bytes) std::memcpy(recv, scratch.data(), bytes);
-  return result(rc);
+  return on_stream(comm, stream, [=] {
+    std::vector<char> scratch(bytes);
+    const int rc = MPI_Reduce_scatter_block(send, scratch.data(), int(recvcount), m.type, m.op, comm->mpi);
+    if (bytes) std::memcpy(recv, scratch.data(), bytes);
+    return rc;
+  });
 }
 ncclResult_t ncclAllGather(const void* send, void* recv, size_t sendcount, ncclDataType_t t, ncclComm_t comm,
-                           cudaStream_t) {
+                           cudaStream_t stream) {
   const size_t bytes = sendcount * type_bytes(t);
   const bool in_place = static_cast<const char*>(recv) + comm->rank * bytes == send;
   if (!buffers_ok(send, bytes, recv, bytes * size_t(comm->nranks), in_place)) return ncclInvalidArgument;
-  return result(MPI_Allgather(in_place ? MPI_IN_PLACE : send, int(bytes), MPI_BYTE, recv, int(bytes), MPI_BYTE,
-                              comm->mpi));
+  return on_stream(comm, stream, [=] {
+    return MPI_Allgather(in_place ? MPI_IN_PLACE : send, int(bytes), MPI_BYTE, recv, int(bytes), MPI_BYTE,
+                         comm->mpi);
+  });
 }
 ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t t, int root, ncclComm_t comm,
-                           cudaStream_t) {
+                           cudaStream_t stream) {
   const size_t bytes = count * type_bytes(t);
   if (!device_memory(recv, bytes, "receive")) return ncclInvalidArgument;
   if (comm->rank == root && !buffers_ok(send, bytes, recv, bytes, send == recv)) return ncclInvalidArgument;
-  if (comm->rank == root && send != recv) std::memmove(recv, send, bytes);
-  return result(MPI_Bcast(recv, int(bytes), MPI_BYTE, root, comm->mpi));
+  return on_stream(comm, stream, [=] {
+    if (comm->rank == root && send != recv) std::memmove(recv, send, bytes);
+    return MPI_Bcast(recv, int(bytes), MPI_BYTE, root, comm->mpi);
+  });
 }
 
 }  // extern "C"
