@@ -87,6 +87,28 @@ void PairDataset::drop_first(int64_t pairs) {
   if (!margins.empty()) margins.erase(margins.begin(), margins.begin() + pairs);
 }
 
+void PairDataset::append(const PairDataset& other) {
+  if (num_pairs() == 0 && tokens.empty() && offsets.empty()) {
+    *this = other;
+    return;
+  }
+  ZERO_REQUIRE(end_id == other.end_id && pad_id == other.pad_id && margins.empty() == other.margins.empty(),
+               InternalError, "appending a dataset tokenized otherwise");
+  const int64_t base = offsets.back();
+  tokens.insert(tokens.end(), other.tokens.begin(), other.tokens.end());
+  for (size_t s = 1; s < other.offsets.size(); ++s) offsets.push_back(base + other.offsets[s]);
+  margins.insert(margins.end(), other.margins.begin(), other.margins.end());
+  stats.read.files += other.stats.read.files;
+  stats.read.lines += other.stats.read.lines;
+  stats.read.pairs += other.stats.read.pairs;
+  for (size_t k = 0; k < stats.read.bad.size(); ++k) {
+    if (stats.read.bad[k] == 0) stats.read.first_bad[k] = other.stats.read.first_bad[k];
+    stats.read.bad[k] += other.stats.read.bad[k];
+  }
+  stats.pairs_truncated += other.stats.pairs_truncated;
+  stats.pairs_dropped_too_long += other.stats.pairs_dropped_too_long;
+}
+
 PairEncoder::PairEncoder(const DataConfig& config, Tokenizer& tokenizer, PairDataset& out)
     : config_(config), tokenizer_(tokenizer), out_(out) {
   ZERO_REQUIRE(config.max_len >= 2, ConfigError, "data.max_len must be at least 2, got {}", config.max_len);

@@ -57,6 +57,9 @@ struct PairDataset {
   void keep_first(int64_t pairs);
   // Removes the first `pairs` pairs (all if fewer), their tokens and margins: pair p becomes pair p - pairs.
   void drop_first(int64_t pairs);
+  // Appends other's pairs after this one's (pair p of other becomes num_pairs() + p), their margins and read
+  // counts. Both from the same tokenizer and end token (InternalError otherwise); margins in both or neither.
+  void append(const PairDataset& other);
   // The first tokens the two answers of pair p have in common (their prompt, typically), at most the shorter
   // answer's length - 1, so each keeps a token of its own (the end token its reward is read at).
   int64_t common_prefix(int64_t p) const;

@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/splitmix.h"
+#include "data/mix.h"
 
 namespace zero::data {
 
@@ -17,26 +18,14 @@ namespace {
 // What pair id costs in a micro-batch: its pair_tokens, or 1 when none are given (pair batching).
 int64_t pair_cost(const std::vector<int64_t>& costs, int64_t id) { return costs.empty() ? int64_t(1) : costs[size_t(id)]; }
 
-// Uniform in [0, bound) without modulo bias (Lemire's multiply-and-reject).
-uint64_t bounded(uint64_t& s, uint64_t bound) {
-  __uint128_t m = __uint128_t(splitmix64(s)) * bound;
-  uint64_t low = uint64_t(m);
-  if (low < bound) {
-    const uint64_t threshold = -bound % bound;
-    while (low < threshold) {
-      m = __uint128_t(splitmix64(s)) * bound;
-      low = uint64_t(m);
-    }
-  }
-  return uint64_t(m >> 64);
-}
-
 }  // namespace
 
 nlohmann::json SamplerCursor::to_json() const {
-  return {{"version", 1}, {"seed", seed}, {"epoch", epoch}, {"position", position}, {"step", step},
+  nlohmann::json j = {{"version", 1}, {"seed", seed}, {"epoch", epoch}, {"position", position}, {"step", step},
           {"num_pairs", num_pairs}, {"dropped_pairs", dropped_pairs}, {"global_batch", global_batch},
           {"bucket_window", bucket_window}};
+  if (!mix.empty()) j["mix"] = mix_to_json(mix);  // absent: every pair once an epoch (cursors before mixes)
+  return j;
 }
 
 SamplerCursor SamplerCursor::from_json(const nlohmann::json& j) {
@@ -52,7 +41,8 @@ SamplerCursor SamplerCursor::from_json(const nlohmann::json& j) {
     c.dropped_pairs = j.at("dropped_pairs").get<int64_t>();
     c.global_batch = j.at("global_batch").get<int64_t>();
     c.bucket_window = j.at("bucket_window").get<int64_t>();
-    ZERO_REQUIRE(c.epoch >= 0 && c.position >= 0 && c.position <= c.num_pairs, ConfigError,
+    if (j.contains("mix")) c.mix = mix_from_json(j.at("mix"));
+    ZERO_REQUIRE(c.epoch >= 0 && c.position >= 0 && c.position <= epoch_pairs(c.mix, c.num_pairs), ConfigError,
                  "sampler cursor {} is out of range", j.dump());
     return c;
   } catch (const nlohmann::json::exception& e) {
@@ -64,6 +54,9 @@ PairSampler::PairSampler(const SamplerConfig& config, int64_t num_pairs, std::ve
                          int rank, int world)
     : cfg_(config), n_(num_pairs), pair_tokens_(std::move(pair_tokens)), rank_(rank), world_(world) {
   ZERO_REQUIRE(n_ > 0, ConfigError, "sampler: the dataset has no pairs");
+  check_mix(cfg_.mix, n_);
+  for (MixSource& s : cfg_.mix) s.name.clear();  // the cursor records the mix without its names
+  epoch_n_ = data::epoch_pairs(cfg_.mix, n_);
   ZERO_REQUIRE(world_ >= 1 && rank_ >= 0 && rank_ < world_, ConfigError, "sampler: rank {} of world {}", rank_,
                world_);
   ZERO_REQUIRE(cfg_.accum >= 1, ConfigError, "sampler: accum must be >= 1, got {}", cfg_.accum);
@@ -71,9 +64,9 @@ PairSampler::PairSampler(const SamplerConfig& config, int64_t num_pairs, std::ve
   ZERO_REQUIRE(cfg_.micro_tokens > 0 || cfg_.global_batch >= world_ * cfg_.accum, ConfigError,
                "global_batch {} < world {} x accum {}: every micro-batch needs at least one pair",
                cfg_.global_batch, world_, cfg_.accum);
-  ZERO_REQUIRE(cfg_.remainder == RemainderPolicy::Pad || cfg_.global_batch <= n_, ConfigError,
-               "global_batch {} exceeds the {} pairs of the dataset with remainder policy drop", cfg_.global_batch,
-               n_);
+  ZERO_REQUIRE(cfg_.remainder == RemainderPolicy::Pad || cfg_.global_batch <= epoch_n_, ConfigError,
+               "global_batch {} exceeds the {} pairs of an epoch with remainder policy drop", cfg_.global_batch,
+               epoch_n_);
   ZERO_REQUIRE(pair_tokens_.empty() || int64_t(pair_tokens_.size()) == n_, InternalError, "{} lengths for {} pairs",
                pair_tokens_.size(), n_);
   ZERO_REQUIRE(cfg_.bucket_window >= 1, ConfigError, "sampler: bucket_window must be >= 1, got {}",
@@ -81,13 +74,14 @@ PairSampler::PairSampler(const SamplerConfig& config, int64_t num_pairs, std::ve
   if (!pair_tokens_.empty()) filler_ = std::min_element(pair_tokens_.begin(), pair_tokens_.end()) - pair_tokens_.begin();
   cursor_.seed = cfg_.seed;
   cursor_.num_pairs = n_;
+  cursor_.mix = cfg_.mix;
   cursor_.global_batch = cfg_.global_batch;
   cursor_.bucket_window = cfg_.bucket_window;
 }
 
 int64_t PairSampler::steps_per_epoch() const {
-  return cfg_.remainder == RemainderPolicy::Drop ? n_ / cfg_.global_batch
-                                                 : (n_ + cfg_.global_batch - 1) / cfg_.global_batch;
+  return cfg_.remainder == RemainderPolicy::Drop ? epoch_n_ / cfg_.global_batch
+                                                 : (epoch_n_ + cfg_.global_batch - 1) / cfg_.global_batch;
 }
 
 void PairSampler::restore(const SamplerCursor& c) {
@@ -96,6 +90,10 @@ void PairSampler::restore(const SamplerCursor& c) {
   ZERO_REQUIRE(c.num_pairs == n_, ConfigError,
                "sampler cursor was saved for {} pairs but the dataset has {} (data changed since the checkpoint)",
                c.num_pairs, n_);
+  ZERO_REQUIRE(c.mix == cfg_.mix, ConfigError,
+               "sampler cursor was saved with the training mix {} but the config gives {} ([first pair, pairs, "
+               "weight] per source; data.train_sets and data.train_weights): resume with the same mix",
+               mix_to_json(c.mix).dump(), mix_to_json(cfg_.mix).dump());
   if (cfg_.bucket_by_length && cfg_.bucket_window > 1)
     ZERO_REQUIRE(c.global_batch == cfg_.global_batch && c.bucket_window == cfg_.bucket_window, ConfigError,
                  "sampler cursor was saved with global_batch {} and bucket_window {}, the config says {} and {}: "
@@ -108,11 +106,9 @@ void PairSampler::restore(const SamplerCursor& c) {
 
 const std::vector<int64_t>& PairSampler::permutation(int64_t epoch) {
   if (perm_epoch_ == epoch) return perm_;
-  perm_.resize(n_);
-  std::iota(perm_.begin(), perm_.end(), int64_t(0));
+  perm_ = epoch_pair_ids(cfg_.mix, n_, cfg_.seed, epoch);
   if (cfg_.shuffle) {
-    uint64_t state = cfg_.seed ^ (0xD1B54A32D192ED03ull * uint64_t(epoch + 1));
-    for (int64_t i = n_ - 1; i > 0; --i) std::swap(perm_[i], perm_[bounded(state, uint64_t(i + 1))]);
+    splitmix_shuffle(perm_, cfg_.seed ^ (0xD1B54A32D192ED03ull * uint64_t(epoch + 1)));
   }
   perm_epoch_ = epoch;
   return perm_;
@@ -124,7 +120,7 @@ std::vector<int64_t> PairSampler::windowed_step(const std::vector<int64_t>& perm
   const int64_t start = cursor_.position / window_pairs * window_pairs;
   if (window_epoch_ != cursor_.epoch || window_start_ != start) {
     // Only whole steps take part; a partial last step (remainder) is handled by the caller unsorted.
-    const int64_t full = std::min(window_pairs, (n_ - start) / G * G);
+    const int64_t full = std::min(window_pairs, (epoch_n_ - start) / G * G);
     window_.assign(perm.begin() + start, perm.begin() + start + full);
     std::sort(window_.begin(), window_.end(), [&](int64_t a, int64_t b) {
       return pair_tokens_[a] != pair_tokens_[b] ? pair_tokens_[a] > pair_tokens_[b] : a < b;
@@ -133,8 +129,7 @@ std::vector<int64_t> PairSampler::windowed_step(const std::vector<int64_t>& perm
     const int64_t steps = full / G;
     std::vector<int64_t> order(steps);
     std::iota(order.begin(), order.end(), int64_t(0));
-    uint64_t state = cfg_.seed ^ (0x8CB92BA72F3D8DD7ull * uint64_t(cursor_.epoch + 1)) ^ uint64_t(start);
-    for (int64_t i = steps - 1; i > 0; --i) std::swap(order[i], order[bounded(state, uint64_t(i + 1))]);
+    splitmix_shuffle(order, cfg_.seed ^ (0x8CB92BA72F3D8DD7ull * uint64_t(cursor_.epoch + 1)) ^ uint64_t(start));
     std::vector<int64_t> shuffled;
     shuffled.reserve(full);
     for (int64_t k : order) shuffled.insert(shuffled.end(), window_.begin() + k * G, window_.begin() + (k + 1) * G);
@@ -148,17 +143,17 @@ std::vector<int64_t> PairSampler::windowed_step(const std::vector<int64_t>& perm
 
 std::vector<StepPlan> PairSampler::next_step_all_ranks() {
   const int64_t G = cfg_.global_batch;
-  if (cursor_.position >= n_) {
+  if (cursor_.position >= epoch_n_) {
     ++cursor_.epoch;
     cursor_.position = 0;
   }
-  if (n_ - cursor_.position < G && cfg_.remainder == RemainderPolicy::Drop) {
-    cursor_.dropped_pairs += n_ - cursor_.position;
+  if (epoch_n_ - cursor_.position < G && cfg_.remainder == RemainderPolicy::Drop) {
+    cursor_.dropped_pairs += epoch_n_ - cursor_.position;
     ++cursor_.epoch;
     cursor_.position = 0;
   }
   const auto& perm = permutation(cursor_.epoch);
-  const int64_t take = std::min(G, n_ - cursor_.position);
+  const int64_t take = std::min(G, epoch_n_ - cursor_.position);
   const bool windowed = cfg_.bucket_by_length && !pair_tokens_.empty() && cfg_.bucket_window > 1 && take == G;
   std::vector<int64_t> ids = windowed ? windowed_step(perm)
                                       : std::vector<int64_t>(perm.begin() + cursor_.position,

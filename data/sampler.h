@@ -1,7 +1,8 @@
 // Deterministic, resumable, rank-sharded pair sampler.
 //
 // Each epoch is a seeded permutation of all pairs that depends only on (seed, epoch), never on the
-// world size. Every optimizer step takes the next global_batch pairs of it. Micro-step i takes the next
+// world size (of the epoch's pair ids under a training mix, data/mix.h: a source's pairs as many times as
+// its weight gives, so "pairs" below are those of the epoch's list, a pair perhaps more than once). Every optimizer step takes the next global_batch pairs of it. Micro-step i takes the next
 // slice of them, world chunks' worth (world * accum chunks over the step, sizes differing by at most one:
 // chunk i * world + r is the size of rank r's micro-batch i), and deals the slice in order, each pair to
 // the rank with the fewest tokens in this micro-step (its pairs' costs, pair_tokens) that has room left
@@ -36,6 +37,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "data/mix.h"
+
 namespace zero::data {
 
 enum class RemainderPolicy : uint8_t { Drop, Pad };
@@ -50,6 +53,7 @@ struct SamplerConfig {
   RemainderPolicy remainder = RemainderPolicy::Drop;
   int64_t micro_tokens = 0;   // > 0: micro-batches filled to this many tokens; accum is then ignored
   bool world_invariant = false;  // micro-batches composed over the whole step (see above)
+  Mix mix;                       // the training mix (data/mix.h); empty: every pair once an epoch
 };
 
 struct SamplerCursor {
@@ -61,6 +65,7 @@ struct SamplerCursor {
   int64_t dropped_pairs = 0;  // remainder pairs skipped so far (policy Drop)
   int64_t global_batch = 0;   // checked on restore when bucket_window > 1 (windows are cut in steps)
   int64_t bucket_window = 1;
+  Mix mix;                    // the training mix, names left out (checked on restore; empty: none)
 
   nlohmann::json to_json() const;
   static SamplerCursor from_json(const nlohmann::json& j);  // ConfigError on missing/bad keys
@@ -112,9 +117,10 @@ class PairSampler {
   std::vector<StepPlan> next_step_all_ranks();
 
   const SamplerCursor& cursor() const { return cursor_; }
-  // Continues from a saved cursor; ConfigError if it belongs to another seed or dataset size.
+  // Continues from a saved cursor; ConfigError if it belongs to another seed, dataset size or mix.
   void restore(const SamplerCursor& c);
   int64_t steps_per_epoch() const;
+  int64_t epoch_pairs() const { return epoch_n_; }  // pairs an epoch takes (the dataset's, or the mix's)
 
  private:
   const std::vector<int64_t>& permutation(int64_t epoch);
@@ -122,7 +128,8 @@ class PairSampler {
   std::vector<int64_t> windowed_step(const std::vector<int64_t>& perm);
 
   SamplerConfig cfg_;
-  int64_t n_;
+  int64_t n_;        // pairs in the dataset
+  int64_t epoch_n_;  // pairs in an epoch's list (n_ without a mix)
   std::vector<int64_t> pair_tokens_;
   int rank_, world_;
   int64_t filler_ = 0;

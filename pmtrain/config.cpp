@@ -106,6 +106,7 @@ std::string type_name() {
   else if constexpr (std::is_floating_point_v<T>) return "number";
   else if constexpr (std::is_same_v<T, std::vector<std::string>>) return "list of strings";
   else if constexpr (std::is_same_v<T, std::map<std::string, std::vector<std::string>>>) return "map of name: list of strings";
+  else if constexpr (std::is_same_v<T, std::map<std::string, double>>) return "map of name: number";
   else return "string";
 }
 
@@ -260,6 +261,38 @@ Field named_file_sets(std::string key, std::map<std::string, std::vector<std::st
   return f;
 }
 
+// A map of set names to weights (data.train_weights): plain names, positive finite numbers. That each names a
+// data.train_sets set is checked once both are read (check_train_weights).
+Field named_weights(std::string key, std::map<std::string, double>& ref, std::string doc) {
+  Field f = field(std::move(key), ref, std::move(doc));
+  f.null_ok = true;
+  f.set = [&ref, k = f.key](const YAML::Node& n) {
+    auto weights = n.IsNull() ? std::map<std::string, double>{} : n.as<std::map<std::string, double>>();
+    for (const auto& [name, w] : weights) {
+      ZERO_REQUIRE(plain_set_name(name), ConfigError, "key '{}': set name '{}' must be letters, digits, '_', '-' or '.'", k, name);
+      ZERO_REQUIRE(std::isfinite(w) && w > 0, ConfigError, "key '{}': set '{}' has weight {}; a weight is a positive number "
+                   "of passes over the set an epoch", k, name, w);
+    }
+    ref = std::move(weights);
+  };
+  f.get = [&ref] {
+    YAML::Node n(YAML::NodeType::Map);
+    for (const auto& [name, w] : ref) n[name] = to_node(w);
+    return n;
+  };
+  return f;
+}
+
+void check_train_weights(const Config& c) {
+  for (const auto& [name, w] : c.data.train_weights) {
+    if (c.data.train_sets.contains(name)) continue;
+    std::string sets;
+    for (const auto& [n, files] : c.data.train_sets) sets += (sets.empty() ? "" : ", ") + n;
+    throw ConfigError(fmt::format("{}: data.train_weights names '{}', which is not a data.train_sets set (the sets: {})",
+                                  c.source, name, sets.empty() ? "none" : sets));
+  }
+}
+
 std::vector<Field> schema(Config& c) {
   auto& r = c.run;
   auto& m = c.model;
@@ -324,9 +357,11 @@ std::vector<Field> schema(Config& c) {
 
       field("data.tokenizer", d.tokenizer, "tokenizer.json (Qwen2/Qwen3 byte-level BPE)"),
       field("data.train_files", d.train_files, "training pairs: .jsonl or .jsonl.gz files or globs"),
+      named_file_sets("data.train_sets", d.train_sets, "named training sets, name: [files or globs]: with data.train_files they make the training split, each set weighted by data.train_weights and reported on its own"),
+      named_weights("data.train_weights", d.train_weights, "passes over each data.train_sets set an epoch, name: weight (default 1; open-instruct's dataset_mixer, OpenRLHF's dataset_probs, but counted, not drawn): 2 = each pair twice an epoch; 0.5 = half its pairs, the other half the next epoch (a fixed shuffle of the set, taken a window at a time); data.train_files count once"),
       field("data.test_files", d.test_files, "test pairs for evaluation (empty = no evaluation)"),
       named_file_sets("data.test_sets", d.test_sets, "named test sets, name: [files or globs] (HF's dict of eval datasets): each is evaluated and reported on its own (metrics.jsonl: the eval record's \"sets\"), and with data.test_files they make the test split that run.keep_best and run.early_stop read"),
-      field("data.max_train_pairs", d.max_train_pairs, kNonNegative, "use the first N training pairs (0 = all)"),
+      field("data.max_train_pairs", d.max_train_pairs, kNonNegative, "use the first N pairs of the training split, data.train_files then data.train_sets (0 = all)"),
       empty_means(field("data.prompt_field", d.prompt_field, "JSON field of a prompt both answers follow (\"\" = none: each answer holds its prompt); a string, or a list of messages")),
       field("data.chosen_field", d.chosen_field, "JSON field of the chosen answer: a string, or a list of {\"role\", \"content\"} messages"),
       field("data.rejected_field", d.rejected_field, "JSON field of the rejected answer: a string, or a list of messages"),
@@ -589,6 +624,7 @@ Config parse_config(const std::string& text, const std::string& source, const st
     assign(*it, value, "--set");
   }
   check_ranges(fields, source);
+  check_train_weights(c);
   set_provisional_micro_tokens(c);
   return c;
 }

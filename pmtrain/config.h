@@ -88,7 +88,11 @@ struct DataSection {
   // Named test sets (name -> files or globs): each evaluated and reported on its own, and all of them
   // together with test_files make the test split. Names are ordered (std::map): reports list them so.
   std::map<std::string, std::vector<std::string>> test_sets;
-  int64_t max_train_pairs = 0;  // 0 = all; else the first N pairs of the training files
+  // Named training sets (name -> files or globs), after train_files in the training split, in name order,
+  // and their weights (passes an epoch, default 1: data/mix.h).
+  std::map<std::string, std::vector<std::string>> train_sets;
+  std::map<std::string, double> train_weights;
+  int64_t max_train_pairs = 0;  // 0 = all; else the first N pairs of the training split
   std::string prompt_field = data::HhReaderConfig{}.prompt_field;
   std::string chosen_field = data::HhReaderConfig{}.chosen_field;
   std::string rejected_field = data::HhReaderConfig{}.rejected_field;

@@ -114,6 +114,7 @@ void resolve_paths(Config& cfg) {
   resolve_files(cfg.data.train_files, "data.train_files");
   resolve_files(cfg.data.test_files, "data.test_files");
   for (auto& [name, files] : cfg.data.test_sets) resolve_files(files, "data.test_sets." + name);
+  for (auto& [name, files] : cfg.data.train_sets) resolve_files(files, "data.train_sets." + name);
   cfg.data.cache_dir = cfg.data.cache_dir.empty() ? default_cache_dir() : absolute_path(cfg.data.cache_dir);
 }
 

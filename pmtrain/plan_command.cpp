@@ -24,6 +24,7 @@
 #include "pmtrain/engine_params.h"
 #include "pmtrain/model_setup.h"
 #include "pmtrain/paths.h"
+#include "pmtrain/train_split.h"
 #include "pmtrain/planner.h"
 #include "pmtrain/stop_signals.h"
 #include "zero/comm_plan.h"
@@ -418,22 +419,27 @@ Cell plan_cell(const Setup& s, int stage, int world, int per_node, size_t mem) {
   return plan_checkpointing_cell(t, stage, world, per_node, mem);
 }
 
-// data.train_files tokenized as training reads them (through the same cache, so the run that follows
-// finds it), data.max_train_pairs applied, at the config's batch layout.
+// The training split (data.train_files and data.train_sets, train_split.h) tokenized as training reads it
+// (through the same cache, so the run that follows finds it), data.max_train_pairs applied, at the config's
+// batch layout; an epoch is the first epoch's pairs under the training mix.
 DataLengths data_lengths(const Config& cfg, data::Tokenizer& tok) {
-  ZERO_REQUIRE(!cfg.data.train_files.empty(), ConfigError,
-               "{}: no data.train_files to count pairs from for the epoch time: give --dataset-pairs N", cfg.source);
-  const data::DataConfig dc = data_config(cfg.data, cfg.data.train_files);
+  ZERO_REQUIRE(!cfg.data.train_files.empty() || !cfg.data.train_sets.empty(), ConfigError,
+               "{}: no data.train_files or data.train_sets to count pairs from for the epoch time: give --dataset-pairs "
+               "N", cfg.source);
   make_dir(cfg.data.cache_dir, "data.cache_dir");
-  data::PairDataset ds = data::load_or_build_dataset(dc, tok, dataset_cache_file(cfg.data, dc, "train"), nullptr);
-  if (cfg.data.max_train_pairs > 0) ds.keep_first(cfg.data.max_train_pairs);
-  ZERO_REQUIRE(ds.num_pairs() > 0, ConfigError, "{}: data.train_files hold no pairs: give --dataset-pairs N", cfg.source);
+  const TrainSplit split = load_train_split(cfg, [&](const std::vector<std::string>& files, const std::string&) {
+    const data::DataConfig dc = data_config(cfg.data, files);
+    return data::load_or_build_dataset(dc, tok, dataset_cache_file(cfg.data, dc, "train"), nullptr);
+  });
+  const data::PairDataset& ds = split.pairs;
+  ZERO_REQUIRE(ds.num_pairs() > 0, ConfigError, "{}: the training split holds no pairs: give --dataset-pairs N", cfg.source);
+  const std::vector<int64_t> epoch = data::epoch_pair_ids(split.mix, ds.num_pairs(), uint64_t(cfg.run.seed), 0);
   const data::BatchConfig bc = batch_config(cfg.data);
   DataLengths d;
-  d.pairs = ds.num_pairs();
+  d.pairs = int64_t(epoch.size());
   double tokens = 0, answers = 0, scores = 0;
   auto causal = [](double n) { return n * (n + 1) / 2; };
-  for (int64_t p = 0; p < ds.num_pairs(); ++p) {
+  for (const int64_t p : epoch) {
     const double c = double(ds.seq_len(2 * p)), r = double(ds.seq_len(2 * p + 1));
     const double shared = double(data::shared_prompt(ds, p, bc));
     tokens += c + r - shared;

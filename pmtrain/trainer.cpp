@@ -21,6 +21,7 @@
 #include "pmtrain/ordered_sums.h"
 #include "pmtrain/paths.h"
 #include "pmtrain/stop_signals.h"
+#include "pmtrain/train_split.h"
 #include "pmtrain/train_stack.h"
 #include "pmtrain/train_step.h"
 
@@ -135,15 +136,18 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   plan_ = plan_and_check_run(cfg_, model_cfg_, info_.rank, W, info_.local_world, micro_pairs, batch_.accum);
 
   if (training) {
-    ZERO_REQUIRE(!cfg_.data.train_files.empty(), ConfigError, "{}: data.train_files is empty", cfg_.source);
-    train_ = load_dataset(cfg_.data.train_files, "train");
-    if (cfg_.data.max_train_pairs > 0) train_.keep_first(cfg_.data.max_train_pairs);
-    ZERO_REQUIRE(train_.num_pairs() >= W, ConfigError,
-                 "{}: the training data has {} pairs, fewer than the {} ranks launched; use fewer ranks or more data",
-                 cfg_.source, train_.num_pairs(), W);
-    ZERO_REQUIRE(train_.num_pairs() >= batch_.global, ConfigError,
-                 "{}: batch.global is {} pairs but the training data has only {}", cfg_.source, batch_.global,
-                 train_.num_pairs());
+    TrainSplit split = load_train_split(cfg_, [this](const std::vector<std::string>& files, const std::string& set) {
+      return load_dataset(files, "train", set);
+    });
+    train_ = std::move(split.pairs);
+    train_mix_ = std::move(split.mix);
+    const int64_t epoch_pairs = data::epoch_pairs(train_mix_, train_.num_pairs());
+    ZERO_REQUIRE(epoch_pairs >= W, ConfigError,
+                 "{}: the training data has {} pairs an epoch, fewer than the {} ranks launched; use fewer ranks or more "
+                 "data", cfg_.source, epoch_pairs, W);
+    ZERO_REQUIRE(epoch_pairs >= batch_.global, ConfigError,
+                 "{}: batch.global is {} pairs but the training data has only {} an epoch", cfg_.source, batch_.global,
+                 epoch_pairs);
   }
   if (!cfg_.data.test_files.empty()) test_sets_.push_back({"", load_dataset(cfg_.data.test_files, "test")});
   for (const auto& [name, files] : cfg_.data.test_sets) test_sets_.push_back({name, load_dataset(files, "test", name)});
@@ -152,7 +156,9 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   batch_cfg_ = batch_config(cfg_.data);
 
   if (training) {
-    sampler_ = std::make_unique<data::PairSampler>(sampler_config(cfg_, batch_), train_.num_pairs(),
+    data::SamplerConfig sc = sampler_config(cfg_, batch_);
+    sc.mix = train_mix_;
+    sampler_ = std::make_unique<data::PairSampler>(sc, train_.num_pairs(),
                                                    data::pair_tokens(train_, batch_cfg_), info_.rank, W);
     total_steps_ = cfg_.run.steps > 0 ? cfg_.run.steps : cfg_.run.epochs * sampler_->steps_per_epoch();
     ZERO_REQUIRE(total_steps_ > 0, ConfigError, "{}: nothing to train (run.steps and run.epochs give 0 steps)", cfg_.source);
@@ -196,6 +202,8 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
            (long long)model_cfg_.hidden_size, stack_.engine->partition().total_numel, init.c_str());
     printf("pmtrain: data %lld train pairs, %lld test pairs; %s\n", (long long)train_.num_pairs(),
            (long long)test_pairs(), train_.stats.report().c_str());
+    if (!train_mix_.empty()) printf("pmtrain: training mix (data.train_sets x data.train_weights): %s\n",
+                                    describe_mix(train_mix_).c_str());
     int64_t shared = 0;
     for (int64_t p = 0; p < train_.num_pairs(); ++p) shared += data::shared_prompt(train_, p, batch_cfg_);
     if (shared > 0)
@@ -338,8 +346,9 @@ void Trainer::save_checkpoint(int64_t step, const EvalStats* eval, bool eval_owe
 
 data::PairDataset Trainer::load_dataset(const std::vector<std::string>& files, const char* split,
                                         const std::string& set_name) {
-  const std::string what = set_name.empty() ? fmt::format("{} split", split) : fmt::format("test set '{}'", set_name);
-  const std::string key = set_name.empty() ? fmt::format("data.{}_files", split) : "data.test_sets." + set_name;
+  const std::string what = set_name.empty() ? fmt::format("{} split", split) : fmt::format("{} set '{}'", split, set_name);
+  const std::string key =
+      set_name.empty() ? fmt::format("data.{}_files", split) : fmt::format("data.{}_sets.{}", split, set_name);
   std::set<fs::path> seen;  // a file given twice (or by two globs) would count its pairs twice
   for (const std::string& f : files)
     ZERO_REQUIRE(seen.insert(fs::weakly_canonical(f)).second, ConfigError, "{}: {} gives {} twice: the {} would hold "

@@ -108,6 +108,7 @@ class Trainer {
   Communicator& comm_;
   std::unique_ptr<data::Tokenizer> tokenizer_;
   data::PairDataset train_;
+  data::Mix train_mix_;  // data.train_sets with data.train_weights (train_split.h); empty without sets
   // The test split in parts: data.test_files (name "") if given, then each data.test_sets set by name.
   struct TestSet {
     std::string name;

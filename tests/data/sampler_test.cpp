@@ -347,6 +347,48 @@ TEST(Sampler, CursorJsonAndConfigErrors) {
 }
 
 
+// A training mix (data/mix.h): each epoch's real pairs over the ranks are exactly the mix's epoch list (a
+// weight-2 source's pairs twice, a half-weight source's window once), 75 of the 80 pairs' worth an epoch
+// (40 + round(0.5 x 30) + 2 x 10), so 8 steps of 10 (the last padded); a cursor resumes exactly, and one
+// saved under another mix (or none) is refused.
+TEST(SamplerMix, EpochsTakeTheMixAndResumeExactly) {
+  Env env;
+  SamplerConfig cfg;
+  cfg.seed = 99;
+  cfg.global_batch = 10;
+  cfg.remainder = RemainderPolicy::Pad;
+  cfg.mix = {{"a", 0, 40, 1.0}, {"b", 40, 30, 0.5}, {"c", 70, 10, 2.0}};
+  const int64_t n = 80;
+  PairSampler s(cfg, n, lengths_for(n), env.rank, env.world);
+  EXPECT_EQ(s.epoch_pairs(), 75);
+  EXPECT_EQ(s.steps_per_epoch(), 8);
+  for (int64_t e = 0; e < 3; ++e) {
+    std::multiset<int64_t> got;
+    for (int st = 0; st < 8; ++st)
+      for (const auto& [id, mask] : gather_step(s.next_step(), 1))
+        if (mask) got.insert(id);
+    const std::vector<int64_t> want = epoch_pair_ids(cfg.mix, n, cfg.seed, e);
+    EXPECT_EQ(got, std::multiset<int64_t>(want.begin(), want.end())) << "epoch " << e;
+    EXPECT_EQ(got.count(75), 2u);
+    EXPECT_EQ(got.count(3), 1u);
+  }
+  PairSampler resumed(cfg, n, lengths_for(n), env.rank, env.world);
+  resumed.restore(SamplerCursor::from_json(s.cursor().to_json()));
+  for (int st = 0; st < 11; ++st) {
+    const StepPlan x = s.next_step(), y = resumed.next_step();
+    ASSERT_EQ(x.micro.size(), y.micro.size());
+    for (size_t m = 0; m < x.micro.size(); ++m) EXPECT_EQ(x.micro[m].pair_ids, y.micro[m].pair_ids);
+  }
+  SamplerConfig other = cfg;
+  other.mix[1].weight = 0.6;
+  PairSampler reweighted(other, n, lengths_for(n), env.rank, env.world);
+  EXPECT_THROW(reweighted.restore(s.cursor()), ConfigError);
+  SamplerCursor unmixed = s.cursor();
+  unmixed.mix.clear();
+  unmixed.position = 0;
+  EXPECT_THROW(resumed.restore(unmixed), ConfigError);
+}
+
 // Token budgets: the same pairs per step as pair batching, no pair split, each micro-batch within the
 // budget unless it holds one pair over it, the same number of micro-batches on every rank, balanced
 // ranks, and a cursor that resumes exactly. Checked here against literal arithmetic on the lengths.

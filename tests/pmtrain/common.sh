@@ -28,6 +28,15 @@ bad() {
   grep -qF -- "$want" $TMP/bad.txt || { cat $TMP/bad.txt; fail "$name: message lacks '$want'"; }
   echo "ok: $name (exit $rc): $(cat $TMP/bad.txt)"
 }
+# stops NAME WANT CMD...: CMD fails with an error line holding WANT, after other output perhaps (the splits
+# loaded before the error print their pair counts), never a crash.
+stops() {
+  local name=$1 want=$2; shift 2
+  ! "$PMTRAIN" "$@" > $TMP/stops.txt 2>&1 || { cat $TMP/stops.txt; fail "$name: exit code 0"; }
+  ! grep -qiE "terminate called|what\(\)|core dumped|Aborted" $TMP/stops.txt || { cat $TMP/stops.txt; fail "$name: crashed"; }
+  grep "error" $TMP/stops.txt | grep -qF -- "$want" || { cat $TMP/stops.txt; fail "$name: no error line says '$want'"; }
+  echo "ok: $name: $(grep error $TMP/stops.txt)"
+}
 # fields FILE: type, grad norm, pairs and metrics of every train and eval record, one a line ("-": none): what
 # two runs that must agree bit for bit (zero.world_invariant) are compared by.
 field() { grep -E '"type":"(train|eval)"' $1 | sed -E "s/.*\"$2\":\"?(-?[0-9.eE+a-z-]+).*/\1/;t;s/.*/-/"; }

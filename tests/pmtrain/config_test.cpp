@@ -162,6 +162,29 @@ TEST(PmtrainConfig, AKeyGivenTwiceNamesBothLines) {
   EXPECT_NE(s.find("test.yaml:5: key 'optim' is given twice (lines 1 and 5)"), std::string::npos) << s;
 }
 
+// Training sets and their weights: read, written back by to_yaml to the same values (0.1 stays 0.1, not
+// yaml-cpp's 17 digits), an empty map for none; bad weights and a weight naming no set named with the key.
+TEST(PmtrainConfig, TrainSetsAndWeightsRoundTrip) {
+  const std::string yaml =
+      "data:\n  train_sets:\n    helpful: [h.jsonl]\n    harmless: [x.jsonl]\n  train_weights:\n    helpful: 0.1\n";
+  const Config c = parse_config(yaml, "t.yaml");
+  EXPECT_EQ(c.data.train_weights, (std::map<std::string, double>{{"helpful", 0.1}}));
+  const std::string y = to_yaml(c);
+  EXPECT_NE(y.find("helpful: 0.1\n"), std::string::npos) << y;
+  const Config back = parse_config(y, "resolved.yaml");
+  EXPECT_EQ(back.data.train_sets, c.data.train_sets);
+  EXPECT_EQ(back.data.train_weights, c.data.train_weights);
+  EXPECT_TRUE(parse_config(to_yaml(Config{}), "r.yaml").data.train_weights.empty());
+  EXPECT_NE(error_of("data:\n  train_sets:\n    a: [x]\n  train_weights:\n    a: -2\n")
+                .find("key 'data.train_weights': set 'a' has weight -2"),
+            std::string::npos);
+  EXPECT_NE(error_of("data:\n  train_sets:\n    a: [x]\n  train_weights:\n    a: .inf\n").find("train_weights"),
+            std::string::npos);
+  const std::string unknown = error_of("data:\n  train_sets:\n    a: [x]\n  train_weights:\n    b: 2\n");
+  EXPECT_NE(unknown.find("data.train_weights names 'b', which is not a data.train_sets set (the sets: a)"),
+            std::string::npos) << unknown;
+}
+
 TEST(PmtrainConfig, NamedTestSetsFromAFileRoundTripAndNameTheirLine) {
   const std::string yaml = "data:\n  test_sets:\n    helpful: [h1.jsonl, h2.jsonl]\n    harmless: [x.jsonl]\n";
   const Config c = parse_config(yaml, "t.yaml");

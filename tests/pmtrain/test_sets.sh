@@ -71,14 +71,7 @@ X="train $COMMON --set run.dir=$TMP/bad --set run.steps=1"
 # Files whose every line is dropped (no pair left) stop the run before it trains, naming the key, the files and
 # why their lines went: a set of 0 pairs once scored loss 0 and won run.keep_best.
 echo '{"chosen": "no rejected answer"}' > $TMP/e.jsonl
-# (the splits loaded before it print their pair counts too: the error is the one line that says "error")
-stops() {
-  local name=$1 want=$2; shift 2
-  ! "$PMTRAIN" "$@" > $TMP/stops.txt 2>&1 || { cat $TMP/stops.txt; fail "$name: exit code 0"; }
-  ! grep -qiE "terminate called|what\(\)|core dumped|Aborted" $TMP/stops.txt || { cat $TMP/stops.txt; fail "$name: crashed"; }
-  grep "error" $TMP/stops.txt | grep -qF -- "$want" || { cat $TMP/stops.txt; fail "$name: no error line says '$want'"; }
-  echo "ok: $name: $(grep error $TMP/stops.txt)"
-}
+# (the splits loaded before it print their pair counts too: common.sh's stops)
 stops "a test set with no pair left" "the test set 'e' (data.test_sets.e: $TMP/e.jsonl) has no pairs left" $X \
   --set "data.test_files=[]" --set "data.test_sets={a: [$TMP/a.jsonl], e: [$TMP/e.jsonl]}"
 stops "a test split with no pair left" "the test split (data.test_files: $TMP/e.jsonl) has no pairs left" $X \
