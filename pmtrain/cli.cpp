@@ -214,8 +214,8 @@ std::optional<int> parse_command_line(int argc, char** argv, bool speak, Command
       ->type_name("N");
   plan->add_option("--dataset-pairs", pl.dataset_pairs,
                    "pairs per epoch for the epoch time, priced at max_len, without reading the data, e.g. --dataset-pairs "
-                   "160000; default: data.train_files read as training reads them (tokenized through data.cache_dir), the "
-                   "epoch priced at their own lengths")
+                   "160000; default: the training split (data.train_files, data.train_sets) read as training reads it "
+                   "(tokenized through data.cache_dir), the epoch (under data.train_weights) priced at its own lengths")
       ->check(at_least(1))
       ->type_name("N");
   plan->add_option("--profile", pl.profile,

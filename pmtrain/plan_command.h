@@ -19,7 +19,7 @@ struct PlanArgs {
   std::string gpu_mem;         // "24GiB,80GiB"; empty: the cuda backend's 24GiB,40GiB,80GiB, CPU: host RAM
   int64_t global_batch = 0;    // 0: batch.global
   int64_t micro = 0;           // 0: the largest micro-batch that fits; else plan this one
-  int64_t dataset_pairs = 0;   // 0: data.train_files read (capped by data.max_train_pairs), epoch at their lengths
+  int64_t dataset_pairs = 0;   // 0: the training split read (train_split.h), its mix's epoch at its lengths
   std::string profile;         // compute profile (pmtrain calibrate); empty: assumed
   std::string intra_link = "";  // GPUs within a node: default pcie4 (nvlink-h100 for 80 GiB parts)
   std::string inter_link = "ib200";
