@@ -97,18 +97,15 @@ ncclResult_t result(int mpi_rc) { return mpi_rc == MPI_SUCCESS ? ncclSuccess : n
 // as an asynchronous NCCL error would surface later.
 template <class MpiCall>
 ncclResult_t on_stream(ncclComm_t comm, cudaStream_t s, MpiCall mpi_call) {
-  int rc = MPI_SUCCESS;
-  const bool deferred = zero::fake_cuda::deferring();
-  zero::fake_cuda::enqueue(s, [aborted = comm->aborted, mpi_call, deferred, &rc]() mutable {
+  if (!zero::fake_cuda::deferring()) return result(mpi_call());
+  zero::fake_cuda::enqueue(s, [aborted = comm->aborted, mpi_call] {
     if (*aborted) return;
-    const int code = mpi_call();
-    if (!deferred) rc = code;
-    else if (code != MPI_SUCCESS) {
+    if (const int code = mpi_call(); code != MPI_SUCCESS) {
       std::fprintf(stderr, "emulated NCCL: a queued collective failed in MPI (code %d)\n", code);
       std::abort();
     }
   });
-  return result(rc);
+  return ncclSuccess;
 }
 
 // NCCL's buffer rule: send and receive buffers are the same (the in-place form, `in_place`) or do not
