@@ -478,7 +478,9 @@ void assign(Field& f, const YAML::Node& value, const std::string& at) {
   } catch (const YAML::Exception&) {
     const YAML::Node expect = f.get();
     const std::string expected = expect.IsSequence() ? "a list"
-                                 : expect.IsMap() ? "a mapping like {name: [a.jsonl]}"
+                                 : expect.IsMap() ? (f.type == type_name<std::map<std::string, double>>()
+                                                         ? "a mapping like {name: 0.5}"
+                                                         : "a mapping like {name: [a.jsonl]}")
                                                   : "a value like '" + YAML::Dump(expect) + "'";
     throw ConfigError(fmt::format("{}: key '{}': cannot use {} here (expected {})", at, f.key,
                                   value.IsScalar() ? "'" + value.Scalar() + "'" : std::string("this value"), expected));

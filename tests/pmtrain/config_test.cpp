@@ -180,6 +180,9 @@ TEST(PmtrainConfig, TrainSetsAndWeightsRoundTrip) {
             std::string::npos);
   EXPECT_NE(error_of("data:\n  train_sets:\n    a: [x]\n  train_weights:\n    a: .inf\n").find("train_weights"),
             std::string::npos);
+  const std::string list = error_of("data:\n  train_sets:\n    a: [x]\n  train_weights: [a]\n");
+  EXPECT_NE(list.find("key 'data.train_weights': cannot use this value here (expected a mapping like {name: 0.5})"),
+            std::string::npos) << list;
   const std::string unknown = error_of("data:\n  train_sets:\n    a: [x]\n  train_weights:\n    b: 2\n");
   EXPECT_NE(unknown.find("data.train_weights names 'b', which is not a data.train_sets set (the sets: a)"),
             std::string::npos) << unknown;
