@@ -243,7 +243,19 @@ bool plain_set_name(const std::string& name) {
   });
 }
 
+std::string set_names(const std::map<std::string, std::vector<std::string>>& sets) {
+  std::string names;
+  for (const auto& [name, files] : sets) names += (names.empty() ? "" : ", ") + name;
+  return names.empty() ? "none" : names;
+}
+
 namespace {
+
+// The name of a set in key (data.test_sets, data.train_sets, data.train_weights) is a plain_set_name.
+void require_set_name(const std::string& key, const std::string& name) {
+  ZERO_REQUIRE(plain_set_name(name), ConfigError, "key '{}': set name '{}' must be letters, digits, '_', '-' or '.'", key,
+               name);
+}
 
 // A map of named file lists (data.test_sets): plain_set_name names; a set without files is a mistake.
 Field named_file_sets(std::string key, std::map<std::string, std::vector<std::string>>& ref, std::string doc) {
@@ -253,7 +265,7 @@ Field named_file_sets(std::string key, std::map<std::string, std::vector<std::st
     auto sets = n.IsNull() ? std::map<std::string, std::vector<std::string>>{}
                            : n.as<std::map<std::string, std::vector<std::string>>>();
     for (const auto& [name, files] : sets) {
-      ZERO_REQUIRE(plain_set_name(name), ConfigError, "key '{}': set name '{}' must be letters, digits, '_', '-' or '.'", k, name);
+      require_set_name(k, name);
       ZERO_REQUIRE(!files.empty(), ConfigError, "key '{}': set '{}' has no files", k, name);
     }
     ref = std::move(sets);
@@ -269,7 +281,7 @@ Field named_weights(std::string key, std::map<std::string, double>& ref, std::st
   f.set = [&ref, k = f.key](const YAML::Node& n) {
     auto weights = n.IsNull() ? std::map<std::string, double>{} : n.as<std::map<std::string, double>>();
     for (const auto& [name, w] : weights) {
-      ZERO_REQUIRE(plain_set_name(name), ConfigError, "key '{}': set name '{}' must be letters, digits, '_', '-' or '.'", k, name);
+      require_set_name(k, name);
       ZERO_REQUIRE(std::isfinite(w) && w > 0, ConfigError, "key '{}': set '{}' has weight {}; a weight is a positive number "
                    "of passes over the set an epoch", k, name, w);
     }
@@ -284,13 +296,10 @@ Field named_weights(std::string key, std::map<std::string, double>& ref, std::st
 }
 
 void check_train_weights(const Config& c) {
-  for (const auto& [name, w] : c.data.train_weights) {
-    if (c.data.train_sets.contains(name)) continue;
-    std::string sets;
-    for (const auto& [n, files] : c.data.train_sets) sets += (sets.empty() ? "" : ", ") + n;
-    throw ConfigError(fmt::format("{}: data.train_weights names '{}', which is not a data.train_sets set (the sets: {})",
-                                  c.source, name, sets.empty() ? "none" : sets));
-  }
+  for (const auto& [name, w] : c.data.train_weights)
+    ZERO_REQUIRE(c.data.train_sets.contains(name), ConfigError,
+                 "{}: data.train_weights names '{}', which is not a data.train_sets set (the sets: {})", c.source, name,
+                 set_names(c.data.train_sets));
 }
 
 std::vector<Field> schema(Config& c) {

@@ -190,6 +190,8 @@ std::string to_yaml(const Config& c);
 std::vector<std::string> known_keys();
 // A data.test_sets name: letters, digits, '_', '-' or '.' (printed in reports, a JSON key of eval records).
 bool plain_set_name(const std::string& name);
+// A named-set map's names, in order ("a, b"), or "none": what an error naming a set not among them lists.
+std::string set_names(const std::map<std::string, std::vector<std::string>>& sets);
 // docs/CONFIG.md: every key with its type, default, accepted values and meaning, from the schema table.
 std::string config_reference_markdown();
 // The least token budget: one pair at data.max_len, what a budget's memory is planned for at the least

@@ -78,12 +78,9 @@ void check_keep_best(const Config& c) {
   ZERO_REQUIRE(c.run.keep_best_set.empty() || c.run.keep_best != KeepBest::None, ConfigError,
                "{}: run.keep_best_set '{}' names the set run.keep_best ranks by, but run.keep_best is none", c.source,
                c.run.keep_best_set);
-  if (!c.run.keep_best_set.empty() && !c.data.test_sets.contains(c.run.keep_best_set)) {
-    std::string names;
-    for (const auto& [n, files] : c.data.test_sets) names += (names.empty() ? "" : ", ") + n;
-    throw ConfigError(fmt::format("{}: run.keep_best_set '{}' is not a data.test_sets set (the sets: {})", c.source,
-                                  c.run.keep_best_set, names.empty() ? "none" : names));
-  }
+  ZERO_REQUIRE(c.run.keep_best_set.empty() || c.data.test_sets.contains(c.run.keep_best_set), ConfigError,
+               "{}: run.keep_best_set '{}' is not a data.test_sets set (the sets: {})", c.source, c.run.keep_best_set,
+               set_names(c.data.test_sets));
   if (c.run.keep_best == KeepBest::None) return;
   const std::string name = keep_best_name(c.run.keep_best);
   ZERO_REQUIRE(!c.data.test_files.empty() || !c.data.test_sets.empty(), ConfigError,

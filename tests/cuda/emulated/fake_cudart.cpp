@@ -155,9 +155,10 @@ bool inside_lent(const std::map<uintptr_t, size_t>& m, const void* p) {
   return in_ranges(m, p, [](size_t bytes) { return bytes; });
 }
 bool pageable(const void* p) {
+  if (pinned_or_device(p)) return false;
   Allocations& a = allocations();
   std::lock_guard<std::mutex> lock(a.mu);
-  return !inside(a.pinned, p) && !inside(a.device, p) && !inside_lent(a.lent, p);
+  return !inside_lent(a.lent, p);
 }
 
 }  // namespace
