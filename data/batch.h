@@ -37,6 +37,8 @@ struct PairBatch {
   std::vector<int64_t> pair_ids;      // dataset index of each pair (for coverage checks and logs)
   std::vector<uint8_t> pair_mask;     // 1 = real pair, 0 = a masked filler pair (remainder policy pad)
   std::vector<float> pair_margin;     // the pairs' margins (data with a margin field), else empty
+  std::vector<int32_t> pair_group;    // each pair's group, 0 <= g < groups (pmtrain: its training set, for
+  int32_t groups = 0;                 // per-set metrics; set by the caller), else empty and 0
   std::vector<int64_t> shared;        // per pair: leading tokens the rejected answer shares with the chosen
                                       // one, stored once (above); empty: none shared
 

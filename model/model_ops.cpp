@@ -318,6 +318,10 @@ void ModelOps::pair_loss(const TensorRef& rewards, const PairLossInputs& in, con
   check_f32(rewards, 2 * int64_t(in.mask.size()), "pair_loss rewards");
   ZERO_CHECK(in.margin.empty() || in.margin.size() == in.mask.size(), "pair_loss: {} margins for {} pairs",
              in.margin.size(), in.mask.size());
+  ZERO_CHECK(in.group.empty() ? in.groups == 0 : in.group.size() == in.mask.size() && in.groups > 0,
+             "pair_loss: {} group ids in {} groups for {} pairs", in.group.size(), in.groups, in.mask.size());
+  for (const int32_t g : in.group)
+    ZERO_CHECK(g >= 0 && g < in.groups, "pair_loss: group {} outside the {} groups", g, in.groups);
   if (!drewards.empty()) check_f32(drewards, rewards.numel(), "pair_loss drewards");
   const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "pair_loss");
   do_pair_loss(rewards, in, drewards);

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <span>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/math/pair_loss_math.h"
@@ -54,6 +55,10 @@ struct PairLossInputs {
   std::span<const uint8_t> mask;   // [P]: 1 = real pair, 0 = a masked filler pair
   std::span<const float> margin;   // [P], or empty: no margins (0)
   double center = 0.0;             // reward-centering coefficient (0 = off)
+  // Optional: each pair's group (pmtrain: its training set), 0 <= group[i] < groups; PairStats::groups then
+  // holds each group's sums beside the total. Empty: no groups.
+  std::span<const int32_t> group;
+  int32_t groups = 0;
 };
 
 // What the pair loss reports (pair metrics over real pairs only).
@@ -63,9 +68,16 @@ struct PairStats {
   int64_t correct_pairs = 0;         // real pairs with r_chosen > r_rejected (ties count as wrong)
   double chosen_reward_sum = 0.0;    // over real pairs
   double rejected_reward_sum = 0.0;  // over real pairs
+  std::vector<PairStats> groups;     // PairLossInputs::group's: the sums of each group's real pairs (or empty)
 
   static PairStats of(const math::PairLossSums& s) {
-    return {s.loss_sum, s.real_pairs, s.correct_pairs, s.chosen_sum, s.rejected_sum};
+    return {s.loss_sum, s.real_pairs, s.correct_pairs, s.chosen_sum, s.rejected_sum, {}};
+  }
+  // The total and each group's from the op's sums: [total, group 0, ..., group groups - 1].
+  static PairStats of_groups(const math::PairLossSums* s, int32_t groups) {
+    PairStats t = of(s[0]);
+    for (int32_t g = 0; g < groups; ++g) t.groups.push_back(of(s[1 + g]));
+    return t;
   }
   // The entries added in order (ModelOps::take_pair_stats' sum of its calls).
   static PairStats sum(const std::vector<PairStats>& each) {
@@ -79,6 +91,8 @@ struct PairStats {
     correct_pairs += o.correct_pairs;
     chosen_reward_sum += o.chosen_reward_sum;
     rejected_reward_sum += o.rejected_reward_sum;
+    if (groups.size() < o.groups.size()) groups.resize(o.groups.size());
+    for (size_t g = 0; g < o.groups.size(); ++g) groups[g].add(o.groups[g]);
   }
 };
 

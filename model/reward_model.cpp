@@ -139,7 +139,8 @@ int64_t Qwen3RewardModel::run(const data::PairBatch& batch, ParamAccess& params,
     params.release(head);
   }
   Activation drewards = backward ? ops.alloc({S}) : Activation();
-  ops.pair_loss(rewards, {batch.pair_mask, batch.pair_margin, options_.center_rewards}, drewards);
+  ops.pair_loss(rewards, {batch.pair_mask, batch.pair_margin, options_.center_rewards, batch.pair_group, batch.groups},
+                drewards);
   if (backward) {  // ---- backward ----------------------------------------------------------------------
     params.begin_backward();
     Activation dx = ops.alloc({R, H});  // d loss / d residual stream

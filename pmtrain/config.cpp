@@ -366,7 +366,7 @@ std::vector<Field> schema(Config& c) {
 
       field("data.tokenizer", d.tokenizer, "tokenizer.json (Qwen2/Qwen3 byte-level BPE)"),
       field("data.train_files", d.train_files, "training pairs: .jsonl or .jsonl.gz files or globs"),
-      named_file_sets("data.train_sets", d.train_sets, "named training sets, name: [files or globs]: with data.train_files they make the training split, each set weighted by data.train_weights and reported on its own"),
+      named_file_sets("data.train_sets", d.train_sets, "named training sets, name: [files or globs]: with data.train_files they make the training split, each set weighted by data.train_weights, its training loss and accuracy logged on their own (\"sets\" in metrics.jsonl's train and epoch records)"),
       named_weights("data.train_weights", d.train_weights, "passes over each data.train_sets set an epoch, name: weight (default 1; open-instruct's dataset_mixer, OpenRLHF's dataset_probs, but counted, not drawn): 2 = each pair twice an epoch; 0.5 = half its pairs, the other half the next epoch (a fixed shuffle of the set, taken a window at a time); data.train_files count once"),
       field("data.test_files", d.test_files, "test pairs for evaluation (empty = no evaluation)"),
       named_file_sets("data.test_sets", d.test_sets, "named test sets, name: [files or globs] (HF's dict of eval datasets): each is evaluated and reported on its own (metrics.jsonl: the eval record's \"sets\"), and with data.test_files they make the test split that run.keep_best and run.early_stop read"),

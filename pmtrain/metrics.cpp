@@ -21,10 +21,27 @@ std::string PairStats::summary() const {
                      accuracy(), chosen(), rejected(), chosen() - rejected(), int64_t(pairs));
 }
 
-nlohmann::json EvalStats::to_json() const {
+nlohmann::json SetStats::to_json() const {
   nlohmann::json j = all.to_json();
-  for (const auto& [name, st] : sets) j["sets"][name] = st.to_json();
+  for (const auto& [name, st] : sets)
+    if (st.pairs > 0) j["sets"][name] = st.to_json();
   return j;
+}
+
+std::string SetStats::sets_text() const {
+  std::string text;
+  for (const auto& [name, st] : sets)
+    if (st.pairs > 0) text += fmt::format("  set {} | {}\n", name, st.summary());
+  return text;
+}
+
+void SetStats::add(const SetStats& o) {
+  all.add(o.all);
+  if (sets.empty()) sets = o.sets;
+  else {
+    ZERO_CHECK(sets.size() == o.sets.size(), "adding metrics of {} sets to {}", o.sets.size(), sets.size());
+    for (size_t i = 0; i < sets.size(); ++i) sets[i].second.add(o.sets[i].second);
+  }
 }
 
 nlohmann::json EvalStats::record() const {
@@ -38,11 +55,6 @@ std::string EvalStats::summary() const {
   return fmt::format("{} in {:.1f} s, {:.0f} pairs/s", all.summary(), runtime_s, pairs_per_s());
 }
 
-std::string EvalStats::sets_text() const {
-  std::string text;
-  for (const auto& [name, st] : sets) text += fmt::format("  set {} | {}\n", name, st.summary());
-  return text;
-}
 
 MetricsLog::MetricsLog(const std::string& path, bool active, int64_t keep_through_step) {
   if (!active) return;

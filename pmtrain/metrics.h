@@ -45,22 +45,30 @@ struct PairStats {
   std::string summary() const;
 };
 
-// One evaluation: the whole test split (data.test_files and every data.test_sets set together; what
-// run.keep_best and run.early_stop read) and each named set on its own, in data.test_sets' order.
-struct EvalStats {
+// Metrics of a split: all its pairs, and each named set's on its own. A train step or epoch under a
+// training mix: each data.train_sets set (and data.train_files), in the mix's order.
+struct SetStats {
   PairStats all;
   std::vector<std::pair<std::string, PairStats>> sets;
+  // all's fields at the top, as before named sets existed, and "sets": {name: its fields} for each set with
+  // pairs (a train step may hold none of a set's).
+  nlohmann::json to_json() const;
+  // "  set NAME | <summary>\n" for each set with pairs (printed under the eval or epoch line).
+  std::string sets_text() const;
+  // Each set's sums added to the same-named one's (sets in the same order, as every step of a run has them).
+  void add(const SetStats& o);
+};
+
+// One evaluation: the whole test split (data.test_files and every data.test_sets set together; what
+// run.keep_best and run.early_stop read) and each named set on its own, in data.test_sets' order.
+struct EvalStats : SetStats {
   bool stopped = false;  // a stop signal cut the evaluation short: no numbers (train stops at once)
   double runtime_s = 0;  // its wall time (HF's eval_runtime): in the logged records, not in to_json's numbers
-  // all's fields at the top, as before named sets existed, and "sets": {name: its fields} when there are any.
-  nlohmann::json to_json() const;
   // What an eval record logs (metrics.jsonl, `pmtrain eval`'s line): to_json and "runtime_s", "pairs_per_s".
   nlohmann::json record() const;
   // "<all's summary> in 1.2 s, 170 pairs/s": the eval line.
   std::string summary() const;
   double pairs_per_s() const { return runtime_s > 0 ? all.pairs / runtime_s : 0.0; }
-  // "  set NAME | <summary>\n" for each named set (printed under the eval line).
-  std::string sets_text() const;
 };
 
 class MetricsLog {

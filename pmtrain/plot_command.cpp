@@ -53,10 +53,10 @@ PlotSeries series(const std::string& title, const std::vector<nlohmann::json>& r
   return s;
 }
 
-// The named test sets (data.test_sets) a run's eval records report, in their order.
-std::vector<std::string> eval_set_names(const std::vector<nlohmann::json>& evals) {
+// The named sets records report (eval: data.test_sets; train: data.train_sets under a mix), in their order.
+std::vector<std::string> set_names(const std::vector<nlohmann::json>& records) {
   std::vector<std::string> names;
-  for (const nlohmann::json& r : evals)
+  for (const nlohmann::json& r : records)
     if (r.contains("sets") && r["sets"].is_object())
       for (const auto& [name, _] : r["sets"].items())
         if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
@@ -84,8 +84,10 @@ int run_plot(const PlotArgs& a) {
     for (const Run& r : runs) {
       p.series.push_back(series(m.has_eval ? r.name + " train" : r.name, r.train, field));
       if (!m.has_eval) continue;
+      for (const std::string& set : set_names(r.train))  // one curve per training set of a mix
+        p.series.push_back(series(r.name + " train " + set, r.train, "/sets/" + set + field));
       p.series.push_back(series(r.name + " eval", r.eval, field));
-      for (const std::string& set : eval_set_names(r.eval))  // one curve per named test set
+      for (const std::string& set : set_names(r.eval))  // one curve per named test set
         p.series.push_back(series(r.name + " eval " + set, r.eval, "/sets/" + set + field));
     }
     const std::string png = (fs::path(a.out) / (std::string(m.field) + ".png")).string();

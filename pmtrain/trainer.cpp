@@ -44,11 +44,19 @@ void put_in_order(OrderedSums& ordered, const std::vector<data::MicroBatchPlan>&
   ZERO_CHECK(k == each.size(), "{} micro-batches with pairs but {} pair-loss sums", k, each.size());
 }
 
-// The all-reduced slots (at `reduced`) replace the world-dependent sums of st with the ordered ones.
-void take_in_order(OrderedSums& ordered, const double* reduced, PairStats& st) {
+// The all-reduced slots (at `reduced`) replace the world-dependent sums of st, and of each of `sets` (the
+// slots' groups), with the ordered ones.
+void take_in_order(OrderedSums& ordered, const double* reduced, PairStats& st,
+                   std::vector<std::pair<std::string, PairStats>>* sets = nullptr) {
   if (ordered.slots().empty()) return;
   std::copy(reduced, reduced + ordered.slots().size(), ordered.slots().begin());
-  st.loss_sum = ordered.loss_sum(), st.chosen_sum = ordered.chosen_sum(), st.rejected_sum = ordered.rejected_sum();
+  auto take = [&](PairStats& p, int64_t group) {
+    p.loss_sum = ordered.loss_sum(group), p.chosen_sum = ordered.chosen_sum(group);
+    p.rejected_sum = ordered.rejected_sum(group);
+  };
+  take(st, -1);
+  if (sets)
+    for (size_t g = 0; g < sets->size(); ++g) take((*sets)[g].second, int64_t(g));
 }
 double now() { return MPI_Wtime(); }
 
@@ -138,6 +146,11 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     });
     train_ = std::move(split.pairs);
     train_mix_ = std::move(split.mix);
+    if (train_mix_.size() >= 2) {
+      train_set_of_.assign(size_t(train_.num_pairs()), 0);
+      for (size_t g = 0; g < train_mix_.size(); ++g)
+        std::fill_n(train_set_of_.begin() + train_mix_[g].first, train_mix_[g].count, int32_t(g));
+    }
     const int64_t epoch_pairs = data::epoch_pairs(train_mix_, train_.num_pairs());
     ZERO_REQUIRE(epoch_pairs >= W, ConfigError,
                  "{}: the training data has {} pairs an epoch, fewer than the {} ranks launched; use fewer ranks or more "
@@ -385,30 +398,43 @@ data::PairDataset Trainer::load_dataset(const std::vector<std::string>& files, c
   return ds;
 }
 
-PairStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result, double& pair_id_sum, bool& stop) {
+SetStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result, double& pair_id_sum, bool& stop) {
   PairStats local;
   std::vector<model::PairStats> each;  // the model's sums of each micro-batch with data, in order
   double ids = 0;  // sum of the real pairs' dataset ids: lets tests prove no pair is repeated or skipped
   for (const data::MicroBatchPlan& mb : plan.micro)
     for (size_t i = 0; i < mb.pair_ids.size(); ++i)
       if (mb.pair_mask.empty() || mb.pair_mask[i]) ids += double(mb.pair_ids[i]);
+  const size_t sets = train_set_of_.empty() ? 0 : train_mix_.size();
   result = train_step(
       *stack_.engine, *stack_.model, *stack_.access, plan.micro.size(),
       [&](size_t i) -> std::optional<data::PairBatch> {
         const data::MicroBatchPlan& mb = plan.micro[i];
         if (mb.pair_ids.empty()) return std::nullopt;
-        return data::make_batch(train_, mb.pair_ids, mb.pair_mask, batch_cfg_);
+        data::PairBatch batch = data::make_batch(train_, mb.pair_ids, mb.pair_mask, batch_cfg_);
+        if (sets > 0) {  // the pair loss sums each set's pairs apart too
+          batch.groups = int32_t(sets);
+          for (const int64_t id : mb.pair_ids) batch.pair_group.push_back(train_set_of_[size_t(id)]);
+        }
+        return batch;
       },
       plan.global_real_pairs, local, &each);
   // The metrics reduction also carries the stop vote: any rank that got SIGTERM/SIGINT stops them all here;
-  // under zero.world_invariant also each micro-batch's sums, to be added in the step's order.
+  // each set's sums under a mix; under zero.world_invariant also each micro-batch's sums, to be added in the
+  // step's order.
   constexpr size_t N = PairStats::kNumSums;
   std::vector<double> sums(N + 2);
   const auto stats = local.sums();
   std::copy(stats.begin(), stats.end(), sums.begin());
   sums[N] = ids;
   sums[N + 1] = stop_requested() ? 1.0 : 0.0;
-  OrderedSums ordered(cfg_.zero.world_invariant ? plan.micro.size() * size_t(comm_.world()) : 0);
+  for (size_t g = 0; g < sets; ++g) {
+    model::PairStats set_local;
+    for (const model::PairStats& mb : each) set_local.add(mb.groups.at(g));
+    const auto set_sums = PairStats::of(set_local, 0, 0).sums();
+    sums.insert(sums.end(), set_sums.begin(), set_sums.end());
+  }
+  OrderedSums ordered(cfg_.zero.world_invariant ? plan.micro.size() * size_t(comm_.world()) : 0, sets);
   put_in_order(ordered, plan.micro, each);
   sums.insert(sums.end(), ordered.slots().begin(), ordered.slots().end());
   {
@@ -417,8 +443,11 @@ PairStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result, doub
   }
   pair_id_sum = sums[N];
   stop = sums[N + 1] > 0;
-  PairStats st = PairStats::from_sums(sums.data());
-  take_in_order(ordered, sums.data() + N + 2, st);
+  SetStats st;
+  st.all = PairStats::from_sums(sums.data());
+  for (size_t g = 0; g < sets; ++g)
+    st.sets.emplace_back(train_mix_[g].name, PairStats::from_sums(&sums[N + 2 + N * g]));
+  take_in_order(ordered, sums.data() + N + 2 + N * sets, st.all, &st.sets);
   return st;
 }
 
@@ -438,7 +467,7 @@ int Trainer::train() {
 
 int Trainer::train_loop() {
   const bool r0 = info_.rank == 0;
-  PairStats epoch_stats;
+  SetStats epoch_stats;  // and each training set's under a mix
   int64_t epoch = -1;
   const int64_t last = cfg_.run.stop_at > 0 ? std::min(cfg_.run.stop_at, total_steps_) : total_steps_;
   int64_t end_step = total_steps_;  // where training ends: earlier after an early stop
@@ -473,15 +502,16 @@ int Trainer::train_loop() {
   // One record per finished epoch (an epoch cut by a stop is finished by the resumed run; its record then
   // covers the steps that run made). `step` is the steps done when it finished.
   auto end_epoch = [&](int64_t steps_done) {
-    if (epoch < 0 || epoch_stats.pairs == 0) return;
+    if (epoch < 0 || epoch_stats.all.pairs == 0) return;
     nlohmann::json j = epoch_stats.to_json();
     j["type"] = "epoch";
     j["epoch"] = epoch;
     j["step"] = steps_done;
     metrics_->write(j);
+    const PairStats& e = epoch_stats.all;
     if (r0)
-      printf("epoch %lld done | train loss %.4f | train acc %.3f | margin %.4f\n", (long long)epoch,
-             epoch_stats.loss(), epoch_stats.accuracy(), epoch_stats.chosen() - epoch_stats.rejected());
+      printf("epoch %lld done | train loss %.4f | train acc %.3f | margin %.4f\n%s", (long long)epoch, e.loss(),
+             e.accuracy(), e.chosen() - e.rejected(), epoch_stats.sets_text().c_str());
     epoch_stats = {};
   };
   // A stop came at an evaluation step before its evaluation ended: it runs now, as in the uninterrupted run, and
@@ -503,18 +533,19 @@ int Trainer::train_loop() {
     StepResult res;
     double pair_id_sum = 0;
     bool stop = false;
-    const PairStats st = run_train_step(plan, res, pair_id_sum, stop);
+    const SetStats step_stats = run_train_step(plan, res, pair_id_sum, stop);
+    const PairStats& st = step_stats.all;
     const StepTimes times = stack_.clock->take();  // CUDA: waits for the step's last kernels, so dt covers them
     const double dt = now() - t0;
     times_total += times;
     step_s_total += dt;
-    epoch_stats.add(st);
+    epoch_stats.add(step_stats);
     tokens_total += st.tokens;
     skipped += !res.applied;
     skipped_in_a_row_ = res.applied ? 0 : skipped_in_a_row_ + 1;
     const double elapsed = now() - t_start;
     const double eta = elapsed / double(s + 1 - start_step_) * double(total_steps_ - s - 1);
-    nlohmann::json j = st.to_json();
+    nlohmann::json j = step_stats.to_json();  // and "sets" under a mix
     j.update({{"type", "train"}, {"step", s + 1}, {"epoch", plan.epoch}, {"grad_norm", res.grad_norm},
               {"lr", res.lr}, {"tokens", int64_t(st.tokens)}, {"tokens_per_s", st.tokens / dt},
               {"answer_tokens", int64_t(st.answer_tokens)}, {"step_s", dt},

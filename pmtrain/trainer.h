@@ -79,7 +79,8 @@ class Trainer {
   int64_t eval_count(const data::PairDataset& pairs) const;  // pairs of it an evaluation reads
   int64_t test_pairs() const;  // over every part of the test split
   int train_loop();
-  PairStats run_train_step(data::StepPlan& plan, StepResult& result, double& pair_id_sum, bool& stop);
+  // The step's metrics, reduced over ranks: all its pairs, and each training set's under a mix (train_sets_).
+  SetStats run_train_step(data::StepPlan& plan, StepResult& result, double& pair_id_sum, bool& stop);
   // A fresh run (no run.resume) in a run.dir holding checkpoints: refused unless run.start_over (collective).
   void check_run_dir_is_free();
   void resume_if_asked();
@@ -109,6 +110,9 @@ class Trainer {
   std::unique_ptr<data::Tokenizer> tokenizer_;
   data::PairDataset train_;
   data::Mix train_mix_;  // data.train_sets with data.train_weights (train_split.h); empty without sets
+  // A mix of two or more sources: each training pair's source (its place in train_mix_), which the pair loss
+  // sums metrics by (per-set train metrics); else empty.
+  std::vector<int32_t> train_set_of_;
   // The test split in parts: data.test_files (name "") if given, then each data.test_sets set by name.
   struct TestSet {
     std::string name;

@@ -40,12 +40,25 @@ struct PairLossSums {
   long long correct_pairs = 0;  // r_c > r_r (ties count as wrong; the margin does not enter)
 };
 
+// One real pair's terms added to a sum (pair order is the adding order).
+ZERO_HD void add_pair(PairLossSums& s, double loss, double rc, double rr) {
+  s.loss_sum = add_rn(s.loss_sum, loss);
+  s.real_pairs += 1;
+  s.correct_pairs += rc > rr ? 1 : 0;
+  s.chosen_sum = add_rn(s.chosen_sum, rc);
+  s.rejected_sum = add_rn(s.rejected_sum, rr);
+}
+
 // rewards [2P]: sequence 2i chosen, 2i + 1 rejected of pair i; mask [P] (1 = real pair); margin [P] or
 // null (0 for every pair); drewards [2P] or null: d loss_sum / d reward, 0 for masked pairs. Pairs in order,
 // so both sides add the same numbers in the same order.
+// group [P] or null: pair i's group, 0 <= group[i] < groups (pmtrain: its training set); group_sums[g] then
+// gets the sums of group g's real pairs alone (in pair order), beside the total, which groups leave as is.
 ZERO_HD PairLossSums pair_losses(const float* rewards, const uint8_t* mask, const float* margin, int64_t pairs,
-                                 double center, float* drewards) {
+                                 double center, float* drewards, const int32_t* group = nullptr,
+                                 PairLossSums* group_sums = nullptr, int32_t groups = 0) {
   PairLossSums s;
+  for (int32_t g = 0; g < groups; ++g) group_sums[g] = PairLossSums{};
   for (int64_t i = 0; i < pairs; ++i) {
     const double rc = rewards[2 * i], rr = rewards[2 * i + 1];
     const bool real = mask[i] != 0;
@@ -55,11 +68,8 @@ ZERO_HD PairLossSums pair_losses(const float* rewards, const uint8_t* mask, cons
       drewards[2 * i + 1] = real ? float(t.d_rejected) : 0.0f;
     }
     if (!real) continue;
-    s.loss_sum = add_rn(s.loss_sum, t.loss);
-    s.real_pairs += 1;
-    s.correct_pairs += rc > rr ? 1 : 0;
-    s.chosen_sum = add_rn(s.chosen_sum, rc);
-    s.rejected_sum = add_rn(s.rejected_sum, rr);
+    add_pair(s, t.loss, rc, rr);
+    if (group) add_pair(group_sums[group[i]], t.loss, rc, rr);
   }
   return s;
 }

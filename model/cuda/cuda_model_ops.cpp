@@ -57,8 +57,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
                  "(or auto)");
     CUDA_CHECK(cudaEventCreateWithFlags(&uploaded_, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&pair_in_uploaded_, cudaEventDisableTiming));
-    CUDA_CHECK(cudaMalloc(&d_sums_, sizeof(K::PairLossSums) * kSumSlots));
-    CUDA_CHECK(cudaMallocHost(&h_sums_, sizeof(K::PairLossSums) * kSumSlots));
+    grow_pair_sums(kSumCalls);
   }
   ~CudaModelOpsImpl() override {
     // Not cudaStreamSynchronize(stream_): the stream is borrowed (CudaOps owns it), and pmtrain's Trainer
@@ -283,8 +282,10 @@ class CudaModelOpsImpl final : public CudaModelOps {
 
   void do_pair_loss(const TensorRef& rewards, const PairLossInputs& in, const TensorRef& drewards) override {
     const int64_t P = int64_t(in.mask.size());
-    // One upload of [margins (P floats, when given) | mask (P bytes)]: the floats first, for their alignment.
-    const size_t margin_bytes = sizeof(float) * in.margin.size(), bytes = margin_bytes + size_t(P);
+    // One upload of [margins (P floats, when given) | groups (P int32, when given) | mask (P bytes)]: the
+    // 4-byte words first, for their alignment.
+    const size_t margin_bytes = sizeof(float) * in.margin.size(), group_bytes = sizeof(int32_t) * in.group.size();
+    const size_t mask_at = margin_bytes + group_bytes, bytes = mask_at + size_t(P);
     if (bytes > pair_in_capacity_) {
       if (d_pair_in_) CUDA_CHECK(cudaFree(d_pair_in_));  // synchronises: no kernel reads the old inputs any more
       if (h_pair_in_) CUDA_CHECK(cudaFreeHost(h_pair_in_));
@@ -297,14 +298,21 @@ class CudaModelOpsImpl final : public CudaModelOps {
     if (P) {
       waiter_.wait_if_pending(pair_in_uploaded_);  // the previous inputs have left the staging buffer
       if (margin_bytes) std::memcpy(h_pair_in_, in.margin.data(), margin_bytes);
-      std::memcpy(h_pair_in_ + margin_bytes, in.mask.data(), size_t(P));
+      if (group_bytes) std::memcpy(h_pair_in_ + margin_bytes, in.group.data(), group_bytes);
+      std::memcpy(h_pair_in_ + mask_at, in.mask.data(), size_t(P));
       CUDA_CHECK(cudaMemcpyAsync(d_pair_in_, h_pair_in_, bytes, cudaMemcpyHostToDevice, stream_));
       CUDA_CHECK(cudaEventRecord(pair_in_uploaded_, stream_));
     }
-    if (sums_used_ == kSumSlots) fold_pair_sums();  // a long accumulation: read the slots back, go on
-    K::pair_loss(rewards.as<const float>(), reinterpret_cast<const uint8_t*>(d_pair_in_ + margin_bytes),
+    // The call's sums take 1 + groups slots; the buffers hold kSumCalls calls' worth before a read-back.
+    const int64_t need = 1 + int64_t(in.groups);
+    if (sums_capacity_ < kSumCalls * need) grow_pair_sums(kSumCalls * need);
+    if (sums_used_ + need > sums_capacity_) fold_pair_sums();  // a long accumulation: read the slots back, go on
+    K::pair_loss(rewards.as<const float>(), reinterpret_cast<const uint8_t*>(d_pair_in_ + mask_at),
                  margin_bytes ? reinterpret_cast<const float*>(d_pair_in_) : nullptr, P, in.center,
-                 drewards.empty() ? nullptr : drewards.as<float>(), d_sums_ + sums_used_++, stream_);
+                 drewards.empty() ? nullptr : drewards.as<float>(), d_sums_ + sums_used_, stream_,
+                 group_bytes ? reinterpret_cast<const int32_t*>(d_pair_in_ + margin_bytes) : nullptr, in.groups);
+    sums_used_ += need;
+    call_groups_.push_back(in.groups);
   }
 
   std::vector<PairStats> do_take_pair_stats() override {
@@ -318,8 +326,23 @@ class CudaModelOpsImpl final : public CudaModelOps {
     CUDA_CHECK(cudaMemcpyAsync(h_sums_, d_sums_, sizeof(K::PairLossSums) * size_t(sums_used_), cudaMemcpyDeviceToHost,
                                stream_));
     waiter_.wait();
-    for (int i = 0; i < sums_used_; ++i) pair_sums_.push_back(PairStats::of(h_sums_[i]));
+    int64_t at = 0;
+    for (const int32_t groups : call_groups_) {
+      pair_sums_.push_back(PairStats::of_groups(h_sums_ + at, groups));
+      at += 1 + groups;
+    }
+    call_groups_.clear();
     sums_used_ = 0;
+  }
+  // Room for `slots` sums (the queued ones read back first; cudaFree would wait for them anyway).
+  void grow_pair_sums(int64_t slots) {
+    fold_pair_sums();
+    if (d_sums_) CUDA_CHECK(cudaFree(d_sums_));
+    if (h_sums_) CUDA_CHECK(cudaFreeHost(h_sums_));
+    d_sums_ = nullptr, h_sums_ = nullptr, sums_capacity_ = 0;
+    CUDA_CHECK(cudaMalloc(&d_sums_, sizeof(K::PairLossSums) * size_t(slots)));
+    CUDA_CHECK(cudaMallocHost(&h_sums_, sizeof(K::PairLossSums) * size_t(slots)));
+    sums_capacity_ = slots;
   }
 
   // Device scratch from the pool for the length of one op (the stream orders its reuse).
@@ -407,12 +430,13 @@ class CudaModelOpsImpl final : public CudaModelOps {
   char* h_pair_in_ = nullptr;  // their pinned staging copy
   size_t pair_in_capacity_ = 0;
   cudaEvent_t pair_in_uploaded_ = nullptr;
-  // Each pair_loss writes its sums into the next slot; take_pair_stats (or a full set of slots) reads them
-  // back at once, in call order, so a step's micro-batches queue without a host wait.
-  static constexpr int kSumSlots = 64;
+  // Each pair_loss writes its sums (the total, then each group's) into the next slots; take_pair_stats (or
+  // full slots) reads them back at once, in call order, so a step's micro-batches queue without a host wait.
+  static constexpr int64_t kSumCalls = 64;  // calls between read-backs, at the most
   K::PairLossSums* d_sums_ = nullptr;
   K::PairLossSums* h_sums_ = nullptr;
-  int sums_used_ = 0;
+  int64_t sums_capacity_ = 0, sums_used_ = 0;
+  std::vector<int32_t> call_groups_;  // the groups of each call in the slots
   std::vector<PairStats> pair_sums_;  // folded slots since the last take, one per pair_loss
 };
 

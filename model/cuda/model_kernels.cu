@@ -434,9 +434,10 @@ __global__ void pooled_head_backward_kernel(const void* x, Elem xt, int64_t hidd
 
 // ---- the pair loss ----------------------------------------------------------------------------------
 __global__ void pair_loss_kernel(const float* rewards, const uint8_t* mask, const float* margin, int64_t pairs,
-                                 double center, float* drewards, PairLossSums* out) {
+                                 double center, float* drewards, PairLossSums* out, const int32_t* group,
+                                 int32_t groups) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
-  *out = math::pair_losses(rewards, mask, margin, pairs, center, drewards);
+  out[0] = math::pair_losses(rewards, mask, margin, pairs, center, drewards, group, out + 1, groups);
 }
 
 }  // namespace
@@ -597,8 +598,8 @@ void pooled_head_backward(const void* x, Elem xt, int64_t hidden, const int32_t*
 }
 
 void pair_loss(const float* rewards, const uint8_t* pair_mask, const float* margin, int64_t pairs, double center,
-               float* drewards, PairLossSums* out, cudaStream_t s) {
-  ZERO_LAUNCH(pair_loss_kernel, 1, 1, 0, s, rewards, pair_mask, margin, pairs, center, drewards, out);
+               float* drewards, PairLossSums* out, cudaStream_t s, const int32_t* group, int32_t groups) {
+  ZERO_LAUNCH(pair_loss_kernel, 1, 1, 0, s, rewards, pair_mask, margin, pairs, center, drewards, out, group, groups);
   check_launch();
 }
 

@@ -86,9 +86,10 @@ void pooled_head_backward(const void* x, Elem xt, int64_t hidden, const int32_t*
 
 // The pairwise loss over pairs (2i chosen, 2i + 1 rejected), in fp64 on one thread (a handful of pairs per
 // micro-batch): core/math/pair_loss_math.h's loop, the CPU's formulas in the CPU's order. margin and
-// drewards may be null.
+// drewards may be null. out: [1 + groups] sums, the total, then each group's (group: [pairs] or null).
 using PairLossSums = math::PairLossSums;
 void pair_loss(const float* rewards, const uint8_t* pair_mask, const float* margin, int64_t pairs, double center,
-               float* drewards, PairLossSums* out, cudaStream_t s);
+               float* drewards, PairLossSums* out, cudaStream_t s, const int32_t* group = nullptr,
+               int32_t groups = 0);
 
 }  // namespace zero::model::cuda_kernels

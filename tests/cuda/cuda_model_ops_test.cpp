@@ -330,6 +330,30 @@ TEST_P(CudaModelOpsTest, PooledHeadAndPairLoss) {
   EXPECT_EQ(many.loss_sum, loss);
   EXPECT_EQ(many.real_pairs, 100 * cs.real_pairs);
   EXPECT_EQ(b.gpu->take_pair_stats().real_pairs, 0);  // taken: nothing left
+  // Groups (pmtrain's training sets): each group's sums as the CPU's. Calls with and without groups
+  // interleaved past the slots' read-back, each taken back as its own call.
+  std::vector<int32_t> group(mask.size());
+  for (size_t i = 0; i < group.size(); ++i) group[i] = int32_t(i % 3 == 1 ? 2 : 0);  // group 1 empty
+  const PairLossInputs grouped{mask, margin, 0.01, group, 3};
+  b.cpu->pair_loss(r.cpu, grouped, dr.cpu);
+  const PairStats cg = b.cpu->take_pair_stats();
+  ASSERT_EQ(cg.groups.size(), 3u);
+  EXPECT_EQ(cg.groups[0].real_pairs + cg.groups[2].real_pairs, cs.real_pairs);
+  for (int i = 0; i < 70; ++i) b.gpu->pair_loss(r.gpu, i % 2 ? grouped : in, {});
+  const std::vector<PairStats> each = b.gpu->take_pair_stats_each();
+  ASSERT_EQ(each.size(), 70u);
+  for (size_t i = 0; i < each.size(); ++i) {
+    ASSERT_EQ(each[i].groups.size(), i % 2 ? 3u : 0u) << "call " << i;
+    EXPECT_EQ(each[i].real_pairs, cs.real_pairs) << "call " << i;
+    EXPECT_NEAR(each[i].loss_sum, cs.loss_sum, tol * std::abs(cs.loss_sum) + 1e-6) << "call " << i;
+    for (size_t g = 0; g < each[i].groups.size(); ++g) {
+      const PairStats &gg = each[i].groups[g], &cc = cg.groups[g];
+      EXPECT_EQ(gg.real_pairs, cc.real_pairs) << "call " << i << " group " << g;
+      EXPECT_EQ(gg.correct_pairs, cc.correct_pairs) << "call " << i << " group " << g;
+      EXPECT_NEAR(gg.loss_sum, cc.loss_sum, tol * std::abs(cc.loss_sum) + 1e-6) << "call " << i << " group " << g;
+      EXPECT_NEAR(gg.chosen_reward_sum, cc.chosen_reward_sum, tol * 10 + 1e-6) << "call " << i << " group " << g;
+    }
+  }
   // The same drewards on both sides for the head's backward (the CPU's).
   Dual drs = b.weight({S}, F, 9);
   Dual dx = b.out_tokens(H, F), dn = b.out({H}, F), ds = b.out({1, H}, F);

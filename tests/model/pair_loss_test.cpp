@@ -49,6 +49,37 @@ TEST(PairLoss, WithoutMarginOrCenteringItIsTheLogisticLoss) {
   EXPECT_EQ(d0, d);
 }
 
+// Groups (pmtrain's training sets): each group's sums over its own real pairs, the literal values above;
+// the total, the gradient and the masked pair as without groups.
+TEST(PairLoss, GroupsSumTheirOwnRealPairs) {
+  const std::vector<int32_t> group = {2, 0, 2};  // pair 0 and the masked pair 2 in group 2, pair 1 in 0, none in 1
+  std::vector<float> d(6, NAN), d_plain(6, NAN);
+  const PairStats s = cpu::pair_loss(kRewards, {kMask, kMargins, 0.01, group, 3}, d);
+  const PairStats plain = cpu::pair_loss(kRewards, {kMask, kMargins, 0.01}, d_plain);
+  EXPECT_TRUE(plain.groups.empty());
+  EXPECT_EQ(s.loss_sum, plain.loss_sum);
+  EXPECT_EQ(d, d_plain);
+  ASSERT_EQ(s.groups.size(), 3u);
+  EXPECT_NEAR(s.groups[0].loss_sum, 0.92301523812612657, 1e-15);
+  EXPECT_EQ(s.groups[0].real_pairs, 1);
+  EXPECT_EQ(s.groups[0].correct_pairs, 0);  // 0.3 < 0.7
+  EXPECT_NEAR(s.groups[0].chosen_reward_sum, 0.3, 1e-7);
+  EXPECT_NEAR(s.groups[0].rejected_reward_sum, 0.7, 1e-7);
+  EXPECT_EQ(s.groups[1].real_pairs, 0);
+  EXPECT_EQ(s.groups[1].loss_sum, 0.0);
+  EXPECT_NEAR(s.groups[2].loss_sum, 0.48407698418010668, 1e-15);
+  EXPECT_EQ(s.groups[2].real_pairs, 1);  // the masked pair is not counted
+  EXPECT_EQ(s.groups[2].correct_pairs, 1);
+  EXPECT_EQ(s.groups[2].chosen_reward_sum, 1.0);
+  EXPECT_EQ(s.groups[2].rejected_reward_sum, 0.0);
+  // Added call to call, group by group (a step's micro-batches).
+  PairStats two = s;
+  two.add(s);
+  ASSERT_EQ(two.groups.size(), 3u);
+  EXPECT_EQ(two.groups[2].real_pairs, 2);
+  EXPECT_EQ(two.groups[0].loss_sum, 2 * s.groups[0].loss_sum);
+}
+
 TEST(PairLoss, GradientIsTheLossDerivative) {
   const std::vector<uint8_t> all = {1, 1, 1};
   const PairLossInputs in{all, kMargins, 0.05};

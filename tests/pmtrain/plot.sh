@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# pmtrain plot on two short runs (different learning rates, train and eval records): six PNGs, each a
-# real PNG, and the points gnuplot plotted (its `set table` output) equal to the records of each run's
-# metrics.jsonl, parsed here on their own (python3). A step recorded twice is plotted with its last
-# record. Bad run directories get a clear error naming the file (and line).
+# pmtrain plot on two short runs (different learning rates, train and eval records, named test and training
+# sets): six PNGs, each a real PNG, and the points gnuplot plotted (its `set table` output) equal to the
+# records of each run's metrics.jsonl, parsed here on their own (python3). A step recorded twice is plotted with
+# its last record. Bad run directories get a clear error naming the file (and line).
 source "$(dirname "$0")/common.sh"
 command -v gnuplot >/dev/null || fail "gnuplot is not installed (launch/setup.sh installs gnuplot-nox)"
 run() {  # run NAME LR [--set ...]
@@ -16,7 +16,10 @@ run() {  # run NAME LR [--set ...]
 zcat data/assets/hh-rlhf/harmless-base/test.jsonl.gz | sed -n 1,6p > $TMP/first.jsonl
 zcat data/assets/hh-rlhf/harmless-base/test.jsonl.gz | sed -n 7,16p > $TMP/second.jsonl
 run lr_a 3e-3 --set "data.test_sets={first: [$TMP/first.jsonl], second: [$TMP/second.jsonl]}"
-run lr_b 1e-4
+# lr_b trains on a mix of two sets: a train curve each beside its train curve.
+zcat data/assets/hh-rlhf/harmless-base/train.jsonl.gz | sed -n 1,16p > $TMP/x.jsonl
+zcat data/assets/hh-rlhf/harmless-base/train.jsonl.gz | sed -n 17,32p > $TMP/y.jsonl
+run lr_b 1e-4 --set "data.train_files=[]" --set "data.train_sets={x: [$TMP/x.jsonl], y: [$TMP/y.jsonl]}"
 # A step written twice (as an old resumed run left it): the plot must keep the later record.
 cp -r $TMP/lr_b $TMP/dup
 echo '{"type":"train","step":1,"loss":0.125,"accuracy":0.5,"margin":0.25,"grad_norm":2.5,"lr":1e-4,"tokens_per_s":99}' \
@@ -47,11 +50,12 @@ for field, has_eval in (("loss", 1), ("accuracy", 1), ("margin", 1), ("grad_norm
         title = f"{name} {kind}" if has_eval else name
         pts = [(float(s), float(r[field])) for s, r in sorted(recs.items()) if field in r]
         if pts: expected[title] = pts
-        if kind == "eval" and has_eval:
+        if has_eval:  # the named sets: test sets in eval records, training sets in train records
             for set_name in sorted({n for r in recs.values() for n in r.get("sets", {})}):
                 expected[f"{title} {set_name}"] = [(float(s), float(r["sets"][set_name][field]))
                                                    for s, r in sorted(recs.items()) if set_name in r.get("sets", {})]
     if has_eval and not any(t.endswith(" eval first") for t in expected): fail("no curve of the named test sets")
+    if has_eval and not any(t.endswith(" train y") for t in expected): fail("no curve of the named training sets")
     check_points(field, read_points(f"{tmp}/plots/{field}.points.txt"), expected, "metrics.jsonl")
     print(f"{field}: {len(expected)} curves, {sum(map(len, expected.values()))} points match metrics.jsonl")
 PY

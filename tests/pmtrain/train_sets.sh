@@ -5,6 +5,9 @@
 #    epoch is 10 + 6 + 8 = 24 of the 26 pairs, 6 steps of 4 over 2 ranks; two epochs train on a twice
 #    (2 x 45), c four times (4 x 94) and b once (each half in one epoch: 186): pair ids summing to 652;
 #  - the log names the mix; `pmtrain plan` prices 24 pairs an epoch;
+#  - per-set metrics: each epoch record holds a 10, b 6 and c 8 pairs; each step's sets add up to the step
+#    (pairs, correct pairs, loss and reward sums); the epoch line lists the sets; under zero.world_invariant
+#    one rank logs the same per-set numbers as two;
 #  - stopped at step 5 and resumed, the steps after are the uninterrupted run's, bit for bit;
 #  - a weight naming no set, a weight of 0, one too small to take a pair, and a file in two sources are
 #    errors naming the key.
@@ -23,6 +26,43 @@ grep -qF "12 steps (6 per epoch)" $TMP/train.txt || { cat $TMP/train.txt; fail "
 sum=$(json_field $TMP/run/metrics.jsonl train pair_id_sum | awk '{s += $1} END {print s}')
 [ "$sum" = 652 ] || fail "two epochs trained on pair ids summing to $sum, not 652 (2 x a, 4 x c, b once)"
 echo "ok: two epochs of the mix: pair ids sum to $sum"
+
+# sets_add_up METRICS: each epoch's sets hold the mix's pairs; each step's and epoch's sets add up to it.
+sets_add_up() {
+  python3 - "$1" <<'PY' || fail "per-set train metrics of $1 do not add up (above)"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+epochs = [r for r in recs if r["type"] == "epoch"]
+assert len(epochs) == 2, f"{len(epochs)} epoch records"
+for e in epochs:
+    got = {k: v["pairs"] for k, v in e["sets"].items()}
+    assert got == {"a": 10, "b": 6, "c": 8}, f"epoch {e['epoch']}: set pairs {got}, want a 10, b 6, c 8"
+for r in [r for r in recs if r["type"] == "train"] + epochs:
+    sets = r["sets"].values()
+    assert sum(v["pairs"] for v in sets) == r["pairs"], r
+    for key in ("loss", "accuracy", "chosen_reward", "rejected_reward"):
+        total = sum(v[key] * v["pairs"] for v in sets)
+        assert abs(total - r[key] * r["pairs"]) <= 1e-9 * (1 + abs(total)), (key, total, r)
+PY
+}
+sets_add_up $TMP/run/metrics.jsonl
+grep -qE "^  set b \| loss [0-9.]+ \| acc [0-9.]+ \| .* \| 6 pairs$" $TMP/train.txt \
+  || { cat $TMP/train.txt; fail "the epoch line does not list set b's 6 pairs"; }
+for np in 1 2; do
+  $MPIRUN -np $np "$PMTRAIN" train "${COMMON[@]}" --set run.dir=$TMP/inv$np --set run.steps=6 --set batch.micro=1 \
+    --set zero.world_invariant=true > $TMP/inv$np.txt 2>&1 || { cat $TMP/inv$np.txt; fail "world_invariant np $np failed"; }
+done
+# step_sets METRICS: each train record's "sets", one line each.
+step_sets() {
+  python3 -c 'import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if r["type"] == "train": print(r["step"], json.dumps(r["sets"], sort_keys=True))' "$1"
+}
+diff <(step_sets $TMP/inv1/metrics.jsonl) <(step_sets $TMP/inv2/metrics.jsonl) \
+  || fail "zero.world_invariant: per-set train metrics at 1 rank differ from 2 ranks'"
+[ "$(step_sets $TMP/inv1/metrics.jsonl | wc -l)" = 6 ] || fail "not 6 steps of per-set metrics"
+echo "ok: per-set train metrics add up to each step and epoch (a 10, b 6, c 8 pairs an epoch), same at 1 and 2 ranks"
 
 # Stopped at step 5 (its checkpoint) and resumed: the same steps after it.
 $MPIRUN -np 2 "$PMTRAIN" train "${COMMON[@]}" --set run.dir=$TMP/stop --set run.epochs=2 --set run.stop_at=5 > $TMP/stop.txt 2>&1 \
