@@ -165,6 +165,29 @@ void replace_previous(const fs::path& tmp, const fs::path& out) {
 
 }  // namespace
 
+bool check_export_target(const fs::path& out_dir) {
+  const fs::path out = normalize_out(out_dir);
+  const fs::path tmp = out.string() + ".tmp";
+  std::error_code ec;
+  // Where we may write: an absent or empty OUT_DIR, or a previous export.
+  const fs::file_status st = fs::symlink_status(out, ec);
+  bool previous = false;
+  if (fs::exists(st)) {
+    ZERO_REQUIRE(fs::is_directory(st), InputError,
+                 "export: {} exists and is not a directory{}: refusing to replace it", out.string(),
+                 fs::is_symlink(st) ? " (a symlink)" : "");
+    previous = is_export_dir(out);
+    ZERO_REQUIRE(previous || dir_is_empty(out), InputError,
+                 "export: refusing to write into {}: it is not empty and not a previous export (no {} in it); "
+                 "choose another directory or remove it", out.string(), kExportMarker);
+  }
+  // A stale temp dir from a crashed export is ours to remove; anything else there is not.
+  if (fs::exists(fs::symlink_status(tmp, ec)))
+    ZERO_REQUIRE(fs::is_directory(fs::symlink_status(tmp, ec)) && (is_export_dir(tmp) || dir_is_empty(tmp)),
+                 InputError, "export: {} exists and was not left by an export; remove it", tmp.string());
+  return previous;
+}
+
 HfExportReport export_hf_model(const fs::path& out_dir, const Qwen3Config& config, const TensorReader& read,
                                const HfExportOptions& options) {
   ZERO_REQUIRE(options.dtype == DType::F32 || options.dtype == DType::BF16, ConfigError,
@@ -173,26 +196,9 @@ HfExportReport export_hf_model(const fs::path& out_dir, const Qwen3Config& confi
   const fs::path out = normalize_out(out_dir);
   const fs::path tmp = out.string() + ".tmp";
   std::error_code ec;
-
-  // Where we may write: an absent or empty OUT_DIR, or a previous export.
-  const fs::file_status st = fs::symlink_status(out, ec);
-  const bool exists = fs::exists(st);
-  bool previous = false;
-  if (exists) {
-    ZERO_REQUIRE(fs::is_directory(st), InputError,
-                 "export: {} exists and is not a directory{}: refusing to replace it", out.string(),
-                 fs::is_symlink(st) ? " (a symlink)" : "");
-    previous = is_export_dir(out);
-    ZERO_REQUIRE(previous || dir_is_empty(out), InputError,
-                 "export: refusing to write into {}: it is not empty and not a previous export (no {} in it); "
-                 "choose another --to directory or remove it", out.string(), kExportMarker);
-  }
-  // A stale temp dir from a crashed export is ours to remove; anything else there is not.
-  if (fs::exists(fs::symlink_status(tmp, ec))) {
-    ZERO_REQUIRE(fs::is_directory(fs::symlink_status(tmp, ec)) && (is_export_dir(tmp) || dir_is_empty(tmp)),
-                 InputError, "export: {} exists and was not left by an export; remove it", tmp.string());
-    remove_quietly(tmp);
-  }
+  const bool previous = check_export_target(out);
+  const bool exists = fs::exists(fs::symlink_status(out, ec));
+  if (fs::exists(fs::symlink_status(tmp, ec))) remove_quietly(tmp);  // a crashed export's (checked above)
   if (!out.parent_path().empty()) {
     fs::create_directories(out.parent_path(), ec);
     if (ec) throw InputError(fmt::format("export: creating {} failed: {}", out.parent_path().string(), ec.message()));

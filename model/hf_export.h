@@ -62,6 +62,11 @@ struct HfExportReport {
   bool replaced_previous = false;  // OUT_DIR held a previous export
 };
 
+// Whether export_hf_model may write `out_dir` (absent, empty, or a previous export, and no foreign
+// OUT_DIR.tmp beside it): InputError naming the path when not; true when it holds a previous export.
+// pmtrain checks run.export_dir with it before training, so a refusal does not wait for the run's end.
+bool check_export_target(const std::filesystem::path& out_dir);
+
 // Writes the HF model directory `out_dir` (see the header comment for atomicity and overwrite rules).
 // InputError (naming the path) on a refused OUT_DIR or an I/O error; whatever `read` throws propagates
 // (the temp directory is removed and OUT_DIR is untouched).

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdio>
 
+#include "pmtrain/config.h"
 #include "pmtrain/version.h"
 
 namespace zero::pmtrain {
@@ -267,9 +268,9 @@ std::optional<int> parse_command_line(int argc, char** argv, bool speak, Command
       ->check(at_least(0))
       ->type_name("N");
   exp->add_option("--to", ex.out_dir, "the HF directory to write, e.g. --to exports/rm")->required()->type_name("OUT_DIR");
-  exp->add_option_function<std::string>("--dtype", [&ex](const std::string& s) { ex.dtype = s == "fp32" ? DType::F32 : DType::BF16; },
+  exp->add_option_function<std::string>("--dtype", [&ex](const std::string& s) { ex.dtype = export_dtype_named("--dtype", s); },
                                         "weights stored as bf16 (default) or fp32, e.g. --dtype fp32")
-      ->check(CLI::IsMember({"bf16", "fp32"}))
+      ->check(CLI::IsMember(export_dtype_spellings()))
       ->type_name("bf16|fp32");
   exp->add_option("--tokenizer", ex.tokenizer,
                   "tokenizer.json to ship (its tokenizer_config.json too), e.g. --tokenizer data/assets/qwen3/tokenizer.json; "

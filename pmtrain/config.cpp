@@ -63,6 +63,8 @@ const Choices<std::optional<model::ActivationCheckpointing>> kCheckpointing{
     {"selective", model::ActivationCheckpointing::Selective},
     {"full", model::ActivationCheckpointing::Full}};
 const Choices<KeepBest> kKeepBest{{"none", KeepBest::None}, {"loss", KeepBest::Loss}, {"accuracy", KeepBest::Accuracy}};
+const Choices<RunExport> kRunExports{{"none", RunExport::None}, {"final", RunExport::Final}, {"best", RunExport::Best}};
+const Choices<DType> kExportDTypes{{"bf16", DType::BF16}, {"fp32", DType::F32}};
 const Choices<data::TextMode> kTextModes{{"raw", data::TextMode::Raw}, {"chat", data::TextMode::Chat}};
 const Choices<data::TooLongPolicy> kTooLong{{"truncate", data::TooLongPolicy::TruncateKeepEnd},
                                             {"truncate_keep_start", data::TooLongPolicy::TruncateKeepStart},
@@ -331,6 +333,9 @@ std::vector<Field> schema(Config& c) {
       choice("run.keep_best", r.keep_best, kKeepBest, "also keep the checkpoint with the best evaluation at its step (lowest loss or highest accuracy), linked as run.dir/checkpoints/best; every saved step needs an evaluation (run.save_every a multiple of run.eval_every)"),
       empty_means(field("run.keep_best_set", r.keep_best_set, "rank checkpoints (and count run.early_stop) by run.keep_best's metric on this data.test_sets set instead of the whole test split (HF's metric_for_best_model eval_NAME_loss; \"\" = the whole split)")),
       field("run.early_stop", r.early_stop, kNonNegative, "stop training once this many evaluations in a row did not improve run.keep_best's metric (HF's early_stopping_patience; 0 = never); the run ends as if finished there"),
+      choice("run.export", r.export_model, kRunExports, "when training ends, write a checkpoint as an HF model directory (run.export_dir) that transformers loads, as `pmtrain export` does: final = the last step's (needs run.save_final), best = run.keep_best's (HF's load_best_model_at_end); none = no export. A run stopped before its end (a signal, run.stop_at) exports when its resumed run ends"),
+      empty_means(field("run.export_dir", r.export_dir, "the directory run.export writes (\"\" = run.dir/hf); a directory that holds anything but an earlier pmtrain export is refused")),
+      choice("run.export_dtype", r.export_dtype, kExportDTypes, "dtype of run.export's weights: bf16 (as Qwen3 ships) or fp32 (the masters as they are)"),
       field("run.async_save", r.async_save, "write checkpoints in the background while training goes on"),
       empty_means(field("run.resume", r.resume, "\"\" = start fresh, auto = the newest complete checkpoint of run.dir, or a checkpoint path")),
       field("run.start_over", r.start_over, "train from scratch in a run.dir that already holds checkpoints: removes them and its metrics.jsonl once the run is set up (without it such a run is refused)"),
@@ -678,6 +683,16 @@ std::string checkpointing_name(model::ActivationCheckpointing mode) {
 }
 std::string preset_name(ModelPreset preset) { return choice_name(preset, kPresets); }
 std::string keep_best_name(KeepBest metric) { return choice_name(metric, kKeepBest); }
+std::string export_name(RunExport what) { return choice_name(what, kRunExports); }
+DType export_dtype_named(const std::string& key, const std::string& spelling) { return pick(key, spelling, kExportDTypes); }
+std::vector<std::string> export_dtype_spellings() {
+  std::vector<std::string> names;
+  for (const auto& [name, dtype] : kExportDTypes) names.push_back(name);
+  return names;
+}
+std::string export_dir(const RunSection& r) {
+  return r.export_dir.empty() ? (std::filesystem::path(r.dir) / "hf").string() : r.export_dir;
+}
 
 std::string config_reference_markdown() {
   Config defaults;

@@ -32,6 +32,8 @@ enum class Backend : uint8_t { Cpu, Cuda };
 enum class ModelPreset : uint8_t { Tiny, Qwen3_0_6B, Qwen3_1_7B, Qwen3_4B, Qwen3_8B, Custom };
 // run.keep_best: the evaluation metric that picks the checkpoint kept as checkpoints/best.
 enum class KeepBest : uint8_t { None, Loss, Accuracy };
+// run.export: which checkpoint a finished training run writes as an HF model directory (run.export_dir).
+enum class RunExport : uint8_t { None, Final, Best };
 
 struct RunSection {
   std::string dir = "runs/default";
@@ -50,6 +52,9 @@ struct RunSection {
   KeepBest keep_best = KeepBest::None;  // also keep the best checkpoint by this eval metric
   std::string keep_best_set;            // of this data.test_sets set ("" = the whole test split)
   int64_t early_stop = 0;  // stop after this many evaluations without a better keep_best metric (0 = never)
+  RunExport export_model = RunExport::None;  // run.export: at the end of training, this checkpoint as HF
+  std::string export_dir;                    // "" = <run.dir>/hf
+  DType export_dtype = DType::BF16;          // the exported weights' dtype (bf16 or fp32)
   bool async_save = false;
   std::string resume;       // "", "auto" or a checkpoint path
   bool start_over = false;  // train from scratch in a run.dir holding checkpoints (removes them)
@@ -206,5 +211,13 @@ std::string backend_name(Backend b);
 std::string checkpointing_name(model::ActivationCheckpointing mode);
 std::string preset_name(ModelPreset preset);
 std::string keep_best_name(KeepBest metric);
+std::string export_name(RunExport what);
+
+// The dtypes an HF export stores its weights in (run.export_dtype, `pmtrain export --dtype`): the one parse
+// of their spellings, and the spellings.
+DType export_dtype_named(const std::string& key, const std::string& spelling);
+std::vector<std::string> export_dtype_spellings();
+// run.export_dir, or <run.dir>/hf when it is empty.
+std::string export_dir(const RunSection& r);
 
 }  // namespace zero::pmtrain

@@ -17,6 +17,7 @@
 #include "pmtrain/backend_setup.h"
 #include "pmtrain/data_setup.h"
 #include "pmtrain/engine_assembly.h"
+#include "pmtrain/export_command.h"
 #include "pmtrain/model_setup.h"
 #include "pmtrain/ordered_sums.h"
 #include "pmtrain/paths.h"
@@ -100,6 +101,17 @@ void check_keep_best(const Config& c) {
                "multiple of run.eval_every ({}); set run.eval_every to {} or a divisor of it",
                c.source, name, c.run.save_every, c.run.eval_every, c.run.save_every);
 }
+// run.export's checks: best needs run.keep_best's ranking, final the last step's checkpoint, and run.export_dir
+// must be one an export may write.
+void check_export(const Config& c) {
+  ZERO_REQUIRE(c.run.export_model != RunExport::Best || c.run.keep_best != KeepBest::None, ConfigError,
+               "{}: run.export is best: the checkpoint run.keep_best ranks best, but run.keep_best is none (set it to "
+               "loss or accuracy, or export final)", c.source);
+  ZERO_REQUIRE(c.run.export_model != RunExport::Final || c.run.save_final, ConfigError,
+               "{}: run.export is final: the last step's checkpoint, but run.save_final is false", c.source);
+  // The directory is checked now: a refusal at the end would come after the whole run.
+  if (c.run.export_model != RunExport::None) model::check_export_target(export_dir(c.run));
+}
 }  // namespace
 
 Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, TrainerRole role)
@@ -118,6 +130,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     fprintf(stderr, "pmtrain: %s\n", w.c_str());
   if (training) {
     check_keep_best(cfg_);
+    check_export(cfg_);
     check_run_dir_is_free();  // before the data is read: a refusal should not wait for tokenizing
   }
   batch_ = run_batch(cfg_, W);  // the same batch `pmtrain plan` shows (engine_assembly.h)
@@ -655,7 +668,28 @@ int Trainer::train_loop() {
            op_times_line(times_total, double(std::max<int64_t>(1, end_step - start_step_))).c_str());
     fflush(stdout);
   }
+  if (r0) export_at_end(end_step);
   return 0;
+}
+
+void Trainer::export_at_end(int64_t end_step) {
+  if (cfg_.run.export_model == RunExport::None) return;
+  ExportRequest req;
+  req.out_dir = export_dir(cfg_.run);
+  req.dtype = cfg_.run.export_dtype;
+  if (cfg_.run.export_model == RunExport::Best) {
+    const auto best = checkpoint::best_checkpoint(ckpt_->paths(), best_metric(cfg_.run));
+    ZERO_REQUIRE(best.has_value(), InputError, "{}: run.export best: {} holds no checkpoint ranked by run.keep_best",
+                 cfg_.source, ckpt_->paths().root);
+    req.run_dir = ckpt_->paths().step_dir(best->first);
+  } else {
+    req.run_dir = ckpt_->paths().step_dir(end_step);
+  }
+  printf("pmtrain: run.export %s: %s as an HF model directory\n", export_name(cfg_.run.export_model).c_str(),
+         req.run_dir.c_str());
+  fflush(stdout);
+  run_export(req);
+  fflush(stdout);
 }
 
 bool Trainer::held_back(int64_t step) {

@@ -79,6 +79,8 @@ class Trainer {
   int64_t eval_count(const data::PairDataset& pairs) const;  // pairs of it an evaluation reads
   int64_t test_pairs() const;  // over every part of the test split
   int train_loop();
+  // run.export (rank 0, training done): the final or best checkpoint as an HF model directory.
+  void export_at_end(int64_t end_step);
   // The step's metrics, reduced over ranks: all its pairs, and each training set's under a mix (train_sets_).
   SetStats run_train_step(data::StepPlan& plan, StepResult& result, double& pair_id_sum, bool& stop);
   // A fresh run (no run.resume) in a run.dir holding checkpoints: refused unless run.start_over (collective).

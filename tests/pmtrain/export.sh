@@ -2,12 +2,41 @@
 # Train a few steps on 2 ranks at stage 3, export the run as an HF directory, reload it with our own
 # reader and model through `pmtrain score`, and check that the scores equal those of the fp32 export's
 # weights (bf16 export within bf16 rounding).
+# run.export final: the run writes the same directory itself when it ends (run.dir/hf, the bytes of
+# `pmtrain export`); a run stopped before its end (run.stop_at) writes none, its resumed run does; a
+# run.export_dir an export may not write, best without run.keep_best, and final without run.save_final are
+# refused before training.
 source "$(dirname "$0")/common.sh"
 $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml --set run.dir=$TMP/run --set data.cache_dir=$TMP/cache \
-  --set run.steps=3 --set zero.stage=3 --set run.eval_every=0 --set data.test_files=[] > $TMP/out.txt 2>&1 \
-  || { cat $TMP/out.txt; fail "training failed"; }
+  --set run.steps=3 --set zero.stage=3 --set run.eval_every=0 --set data.test_files=[] \
+  --set run.export=final --set run.export_dtype=fp32 > $TMP/out.txt 2>&1 || { cat $TMP/out.txt; fail "training failed"; }
 "$PMTRAIN" export $TMP/run --to $TMP/hf32 --dtype fp32
 "$PMTRAIN" export $TMP/run --to $TMP/hf16 --dtype bf16
+cmp $TMP/run/hf/model.safetensors $TMP/hf32/model.safetensors || fail "run.export final differs from pmtrain export --dtype fp32"
+cmp $TMP/run/hf/config.json $TMP/hf32/config.json || fail "run.export final's config.json differs from pmtrain export's"
+grep -qF "run.export final: $TMP/run/checkpoints/step_3 as an HF model directory" $TMP/out.txt \
+  || { tail -4 $TMP/out.txt; fail "no run.export line naming step_3"; }
+echo "ok: run.export final = pmtrain export of step_3, byte for byte"
+
+SMALL_RUN=(train configs/tiny_cpu.yaml $SMALL --set data.cache_dir=$TMP/cache --set run.steps=3 --set data.test_files=[]
+  --set batch.global=4 --set run.export=final)
+"$PMTRAIN" "${SMALL_RUN[@]}" --set run.dir=$TMP/stop --set run.stop_at=2 > $TMP/stop.txt 2>&1 \
+  || { cat $TMP/stop.txt; fail "the run to step 2 failed"; }
+[ ! -e $TMP/stop/hf ] || fail "a run stopped at step 2 of 3 exported"
+"$PMTRAIN" "${SMALL_RUN[@]}" --set run.dir=$TMP/stop --resume auto > $TMP/resume.txt 2>&1 \
+  || { cat $TMP/resume.txt; fail "the resumed run failed"; }
+grep -q '"step": *3' $TMP/stop/hf/zero_export.json || fail "the resumed run's export is not of step 3"
+echo "ok: run.export waits for the end: none at run.stop_at 2, step 3's after the resume"
+mkdir -p $TMP/foreign && echo keep > $TMP/foreign/notes.txt
+bad "a run.export_dir holding other files" "export: refusing to write into $TMP/foreign: it is not empty" \
+  "${SMALL_RUN[@]}" --set run.dir=$TMP/x1 --set run.export_dir=$TMP/foreign
+[ "$(cat $TMP/foreign/notes.txt)" = keep ] && [ ! -e $TMP/x1/checkpoints ] || fail "the refused run wrote something"
+bad "run.export best without run.keep_best" "run.export is best: the checkpoint run.keep_best ranks best, but run.keep_best is none" \
+  "${SMALL_RUN[@]}" --set run.dir=$TMP/x2 --set run.export=best
+bad "run.export final without run.save_final" "run.export is final: the last step's checkpoint, but run.save_final is false" \
+  "${SMALL_RUN[@]}" --set run.dir=$TMP/x3 --set run.save_final=false
+bad "run.export of a bad value" "run.export: unknown value 'last' (expected none, final, best)" \
+  "${SMALL_RUN[@]}" --set run.dir=$TMP/x4 --set run.export=last
 for f in config.json model.safetensors tokenizer.json; do [ -s $TMP/hf32/$f ] || fail "export lacks $f"; done
 # A --tokenizer that is no tokenizer is refused before anything is written (it shipped as a 0-byte file).
 : > $TMP/empty_tokenizer.json

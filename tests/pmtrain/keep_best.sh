@@ -2,7 +2,8 @@
 # run.keep_best: with an evaluation and a checkpoint at every step and run.keep_last 1, a run keeps its last
 # checkpoint and the one whose evaluation was best by the run's own eval records in metrics.jsonl (lowest
 # loss; the earliest of equals), links it as checkpoints/best, and `pmtrain eval --checkpoint .../best`
-# gives that step's record again; export takes the link too. run.early_stop ends a run by the same
+# gives that step's record again; export takes the link too, and run.export best writes that step's weights
+# when the run ends (HF's load_best_model_at_end). run.early_stop ends a run by the same
 # records. A save without an evaluation is refused before any data is read.
 source "$(dirname "$0")/common.sh"
 # A learning rate high enough that the eval loss rises again after its first steps, so the best is not
@@ -10,7 +11,8 @@ source "$(dirname "$0")/common.sh"
 RUN="configs/tiny_cpu.yaml --set run.dir=$TMP/run --set data.cache_dir=$TMP/cache --set run.steps=8
   --set batch.global=8 --set run.eval_every=1 --set run.save_every=1 --set run.keep_last=1 --set run.eval_pairs=24
   --set optim.lr=0.03 --set optim.warmup_steps=1 --set optim.schedule=constant --set run.keep_best=loss"
-$MPIRUN -np 2 "$PMTRAIN" train $RUN > $TMP/train.txt 2>&1 || { cat $TMP/train.txt; fail "training failed"; }
+$MPIRUN -np 2 "$PMTRAIN" train $RUN --set run.export=best --set run.export_dtype=fp32 > $TMP/train.txt 2>&1 \
+  || { cat $TMP/train.txt; fail "training failed"; }
 paste -d' ' <(grep '"type":"eval"' $TMP/run/metrics.jsonl | sed -E 's/.*"step":([0-9]+).*/\1/') \
             <(json_field $TMP/run/metrics.jsonl eval loss) > $TMP/evals.txt
 [ $(wc -l < $TMP/evals.txt) = 8 ] || { cat $TMP/evals.txt; fail "expected an eval record at each of 8 steps"; }
@@ -29,9 +31,13 @@ head -1 $TMP/eval.txt | grep -qxF "eval: weights: checkpoint $TMP/run/checkpoint
   || { cat $TMP/eval.txt; fail "eval does not name step_$want"; }
 got=$(grep '^{.*"type":"eval"' $TMP/eval.txt | sed -E 's/.*"loss":([^,}]+).*/\1/')
 [ "$got" = "$(awk -v s=$want '$1 == s { print $2 }' $TMP/evals.txt)" ] || fail "eval of best: loss $got, not step $want's record"
-"$PMTRAIN" export $TMP/run/checkpoints/best --to $TMP/hf > $TMP/export.txt 2>&1 || { cat $TMP/export.txt; fail "export of best failed"; }
+"$PMTRAIN" export $TMP/run/checkpoints/best --to $TMP/hf --dtype fp32 > $TMP/export.txt 2>&1 \
+  || { cat $TMP/export.txt; fail "export of best failed"; }
 grep -q "\"source_checkpoint\": *\"$TMP/run/checkpoints/step_$want\"" $TMP/hf/*.json \
   || { cat $TMP/export.txt; fail "export's provenance does not name step_$want"; }
+grep -q "\"source_checkpoint\": *\"$TMP/run/checkpoints/step_$want\"" $TMP/run/hf/zero_export.json \
+  || { cat $TMP/run/hf/zero_export.json; fail "run.export best did not export step_$want"; }
+cmp $TMP/hf/model.safetensors $TMP/run/hf/model.safetensors || fail "run.export best differs from pmtrain export of best"
 echo "eval and export of checkpoints/best: step_$want, loss $got"
 
 # run.early_stop 2 on the same run: training ends at the first eval that makes two in a row without a better
