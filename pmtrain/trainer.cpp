@@ -441,10 +441,10 @@ SetStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result, doubl
   std::copy(stats.begin(), stats.end(), sums.begin());
   sums[N] = ids;
   sums[N + 1] = stop_requested() ? 1.0 : 0.0;
-  for (size_t g = 0; g < sets; ++g) {
-    model::PairStats set_local;
-    for (const model::PairStats& mb : each) set_local.add(mb.groups.at(g));
-    const auto set_sums = PairStats::of(set_local, 0, 0).sums();
+  model::PairStats local_sets = model::PairStats::sum(each);  // its groups: each set's sums, call by call
+  local_sets.groups.resize(sets);  // zeros where this rank's micro-steps held no pair
+  for (const model::PairStats& set : local_sets.groups) {
+    const auto set_sums = PairStats::of(set, 0, 0).sums();
     sums.insert(sums.end(), set_sums.begin(), set_sums.end());
   }
   OrderedSums ordered(cfg_.zero.world_invariant ? plan.micro.size() * size_t(comm_.world()) : 0, sets);
