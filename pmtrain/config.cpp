@@ -337,6 +337,7 @@ std::vector<Field> schema(Config& c) {
       empty_means(field("run.export_dir", r.export_dir, "the directory run.export writes (\"\" = run.dir/hf); a directory that holds anything but an earlier pmtrain export is refused")),
       choice("run.export_dtype", r.export_dtype, kExportDTypes, "dtype of run.export's weights: bf16 (as Qwen3 ships) or fp32 (the masters as they are)"),
       field("run.async_save", r.async_save, "write checkpoints in the background while training goes on"),
+      field("run.tensorboard", r.tensorboard, "also write metrics.jsonl's records as a TensorBoard event file in run.dir/tensorboard (`tensorboard --logdir RUN_DIR`; HF's report_to tensorboard): every number of each train, eval and epoch record as a scalar at its step (train/loss, eval/sets/NAME/accuracy, train/time_s/gemm, ...), rebuilt from metrics.jsonl when a run resumes, so no step shows twice"),
       empty_means(field("run.resume", r.resume, "\"\" = start fresh, auto = the newest complete checkpoint of run.dir, or a checkpoint path")),
       field("run.start_over", r.start_over, "train from scratch in a run.dir that already holds checkpoints: removes them and its metrics.jsonl once the run is set up (without it such a run is refused)"),
       field("run.stop_at", r.stop_at, kNonNegative, "stop after this step as if interrupted (the schedule still spans every step; 0 = off)"),

@@ -56,6 +56,7 @@ struct RunSection {
   std::string export_dir;                    // "" = <run.dir>/hf
   DType export_dtype = DType::BF16;          // the exported weights' dtype (bf16 or fp32)
   bool async_save = false;
+  bool tensorboard = false;  // also write metrics.jsonl's records as TensorBoard events in <dir>/tensorboard
   std::string resume;       // "", "auto" or a checkpoint path
   bool start_over = false;  // train from scratch in a run.dir holding checkpoints (removes them)
   int64_t stop_at = 0;      // stop after this step as if interrupted (the schedule still spans all steps)

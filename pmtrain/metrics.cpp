@@ -55,9 +55,11 @@ std::string EvalStats::summary() const {
   return fmt::format("{} in {:.1f} s, {:.0f} pairs/s", all.summary(), runtime_s, pairs_per_s());
 }
 
-
-MetricsLog::MetricsLog(const std::string& path, bool active, int64_t keep_through_step) {
+MetricsLog::MetricsLog(const std::string& path, bool active, int64_t keep_through_step,
+                       const std::string& tensorboard_dir)
+    : path_(path) {
   if (!active) return;
+  std::vector<nlohmann::json> kept;  // for the event file, rebuilt from them
   std::error_code ec;
   if (std::filesystem::exists(path, ec)) {  // rewrite through a temp file: a crash leaves the old one
     std::ifstream in(path);
@@ -79,6 +81,7 @@ MetricsLog::MetricsLog(const std::string& path, bool active, int64_t keep_throug
       const bool old_end = j.is_object() && (j.value("type", "") == "summary" || j.value("final", false));
       if (later || old_end) continue;
       out << line << "\n";
+      if (!tensorboard_dir.empty()) kept.push_back(j);
     }
     out.close();
     ZERO_REQUIRE(out, InputError, "{}: cannot rewrite the metrics file", tmp);
@@ -87,7 +90,9 @@ MetricsLog::MetricsLog(const std::string& path, bool active, int64_t keep_throug
   }
   file_ = fopen(path.c_str(), "a");
   ZERO_REQUIRE(file_, InputError, "{}: cannot open the metrics file for writing", path);
-  path_ = path;
+  if (tensorboard_dir.empty()) return;
+  events_ = std::make_unique<EventFile>(tensorboard_dir);
+  for (const auto& j : kept) events_warning_.after_write(events_->write(j), events_->path());
 }
 
 MetricsLog::~MetricsLog() {
@@ -101,14 +106,19 @@ void MetricsLog::write(const nlohmann::json& record) {
   const std::string line = r.dump() + "\n";
   errno = 0;
   const bool written = fwrite(line.data(), 1, line.size(), file_) == line.size() && fflush(file_) == 0;
-  // Training goes on (its checkpoints are what a full disk must not cost, and they say so themselves), but
-  // never silently: said once when records start to be lost, and again if they land again.
-  if (!written && !failing_)
-    fprintf(stderr, "pmtrain: warning: writing %s failed (%s): metrics records are being lost; training goes on\n",
-            path_.c_str(), errno ? std::strerror(errno) : "short write");
-  if (written && failing_) fprintf(stderr, "pmtrain: %s is written again (records were lost before this one)\n", path_.c_str());
   if (!written) clearerr(file_);
-  failing_ = !written;
+  file_warning_.after_write(written, path_);
+  if (events_) events_warning_.after_write(events_->write(r), events_->path());
+}
+
+// Training goes on (its checkpoints are what a full disk must not cost, and they say so themselves), but
+// never silently: said once when records start to be lost, and again if they land again.
+void MetricsLog::LossWarning::after_write(bool written, const std::string& path) {
+  if (!written && !failing)
+    fprintf(stderr, "pmtrain: warning: writing %s failed (%s): metrics records are being lost; training goes on\n",
+            path.c_str(), errno ? std::strerror(errno) : "short write");
+  if (written && failing) fprintf(stderr, "pmtrain: %s is written again (records were lost before this one)\n", path.c_str());
+  failing = !written;
 }
 
 namespace {

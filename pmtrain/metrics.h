@@ -4,6 +4,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 
 #include "core/step_clock.h"
 #include "model/model_ops.h"
+#include "pmtrain/tensorboard.h"
 
 namespace zero::pmtrain {
 
@@ -76,16 +78,24 @@ class MetricsLog {
   // Continues the file, first dropping the records of steps after `keep_through_step` (a resumed run repeats
   // them, so a step appears once) and the records of an earlier end (the summary, the final eval: a resumed
   // run writes its own); keep_through_step < 0 (a fresh run) keeps nothing. Every record gets "time" (Unix
-  // seconds).
-  MetricsLog(const std::string& path, bool active, int64_t keep_through_step);
+  // seconds). A tensorboard_dir (run.tensorboard) also gets the records as TensorBoard events: its event file is
+  // rebuilt from the kept records, then each new record is appended (tensorboard.h).
+  MetricsLog(const std::string& path, bool active, int64_t keep_through_step, const std::string& tensorboard_dir = "");
   ~MetricsLog();
   void write(const nlohmann::json& record);
   bool active() const { return file_ != nullptr; }
 
  private:
+  // Says once that records are being lost when `path`'s writes start failing, and again once they land again.
+  struct LossWarning {
+    bool failing = false;
+    void after_write(bool written, const std::string& path);
+  };
   FILE* file_ = nullptr;
   std::string path_;
-  bool failing_ = false;  // the last write failed (warned once until one lands again)
+  LossWarning file_warning_;
+  std::unique_ptr<EventFile> events_;
+  LossWarning events_warning_;
 };
 
 std::string format_duration(double seconds);

@@ -277,7 +277,8 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   }
   // A fresh run keeps no step's record (-1: not even the step-0 eval of run.eval_at_start).
   metrics_ = std::make_unique<MetricsLog>((fs::path(cfg_.run.dir) / "metrics.jsonl").string(), info_.rank == 0,
-                                          start_step_ > 0 ? start_step_ : -1);
+                                          start_step_ > 0 ? start_step_ : -1,
+                                          cfg_.run.tensorboard ? (fs::path(cfg_.run.dir) / "tensorboard").string() : "");
 }
 
 // The checkpointer holds the engine: end it first (the stack then ends in its own order).

@@ -1,0 +1,165 @@
+#include "pmtrain/tensorboard.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <bit>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+
+namespace zero::pmtrain {
+
+// The framing and the protobuf fields below are written as bytes in little-endian order, the host's.
+static_assert(std::endian::native == std::endian::little, "the event file writer assumes a little-endian host");
+
+namespace {
+
+// Debian packages no C++ CRC-32C, so it is this table (the reflected Castagnoli polynomial, byte at a time).
+constexpr std::array<uint32_t, 256> kCrc32cTable = [] {
+  std::array<uint32_t, 256> t{};
+  for (uint32_t i = 0; i < 256; ++i) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    t[i] = c;
+  }
+  return t;
+}();
+
+uint32_t masked_crc(const void* data, size_t n) {
+  const uint32_t c = crc32c(data, n);
+  return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+}
+
+// Protobuf's wire format, the few shapes an Event needs: a key is (field << 3 | wire type); 0 = varint,
+// 1 = 8 bytes, 2 = length-delimited, 5 = 4 bytes.
+void put_varint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(char(v | 0x80));
+    v >>= 7;
+  }
+  out.push_back(char(v));
+}
+void put_key(std::string& out, int field, int wire_type) { put_varint(out, uint64_t(field) << 3 | uint64_t(wire_type)); }
+template <class T>
+void put_fixed(std::string& out, int field, T v) {  // double (wire type 1) or float (5)
+  put_key(out, field, sizeof(T) == 8 ? 1 : 5);
+  char b[sizeof(T)];
+  std::memcpy(b, &v, sizeof(T));
+  out.append(b, sizeof(T));
+}
+void put_bytes(std::string& out, int field, const std::string& bytes) {
+  put_key(out, field, 2);
+  put_varint(out, bytes.size());
+  out += bytes;
+}
+
+// Event fields (tensorflow/core/util/event.proto) and Summary's (tensorflow/core/framework/summary.proto).
+enum : int { kWallTime = 1, kStep = 2, kFileVersion = 3, kSummary = 5 };
+enum : int { kSummaryValue = 1, kValueTag = 1, kValueSimpleValue = 2 };
+
+std::string event_head(double wall_time, int64_t step) {
+  std::string e;
+  put_fixed(e, kWallTime, wall_time);
+  if (step != 0) {  // proto3 leaves a field at its default out (step 0: the file version, an eval at the start)
+    put_key(e, kStep, 0);
+    put_varint(e, uint64_t(step));  // int64: a negative as its two's complement, as protobuf encodes it
+  }
+  return e;
+}
+
+void add_scalars(std::vector<std::pair<std::string, double>>& out, const std::string& prefix, const nlohmann::json& j) {
+  for (const auto& [key, value] : j.items()) {
+    const std::string tag = prefix + "/" + key;
+    if (value.is_object()) add_scalars(out, tag, value);
+    else if (value.is_number()) out.emplace_back(tag, value.get<double>());
+  }
+}
+
+double now_unix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+uint32_t crc32c(const void* data, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; ++i) c = kCrc32cTable[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+std::vector<std::pair<std::string, double>> record_scalars(const nlohmann::json& record) {
+  std::vector<std::pair<std::string, double>> out;
+  if (!record.is_object() || !record.contains("type") || !record["type"].is_string() || !record.contains("step") ||
+      !record["step"].is_number_integer())
+    return out;
+  nlohmann::json numbers = record;
+  for (const char* own : {"type", "step", "time"}) numbers.erase(own);
+  add_scalars(out, record["type"].get<std::string>(), numbers);
+  return out;
+}
+
+EventFile::EventFile(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  ZERO_REQUIRE(!ec, InputError, "run.tensorboard: cannot create {}: {}", dir, ec.message());
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.is_regular_file() && entry.path().filename().string().starts_with("events.out.tfevents.")) {
+      fs::remove(entry.path(), ec);
+      ZERO_REQUIRE(!ec, InputError, "run.tensorboard: cannot remove the earlier event file {}: {}", entry.path().string(),
+                   ec.message());
+    }
+  ZERO_REQUIRE(!ec, InputError, "run.tensorboard: cannot list {}: {}", dir, ec.message());
+  char host[256] = "localhost";
+  gethostname(host, sizeof host - 1);
+  const double t = now_unix();
+  // TensorFlow's naming: events.out.tfevents.<unix seconds>.<host>[.<pid>.<n>]; tensorboard finds "tfevents".
+  path_ = (fs::path(dir) / fmt::format("events.out.tfevents.{:010d}.{}.{}.0", int64_t(t), host, getpid())).string();
+  file_ = fopen(path_.c_str(), "wb");
+  ZERO_REQUIRE(file_, InputError, "run.tensorboard: cannot open {} for writing: {}", path_, std::strerror(errno));
+  std::string first = event_head(t, 0);
+  put_bytes(first, kFileVersion, "brain.Event:2");
+  ZERO_REQUIRE(append(first), InputError, "run.tensorboard: cannot write {}: {}", path_, std::strerror(errno));
+}
+
+EventFile::~EventFile() {
+  if (file_) fclose(file_);
+}
+
+bool EventFile::write(const nlohmann::json& record) {
+  const auto scalars = record_scalars(record);
+  if (scalars.empty()) return true;
+  std::string summary;
+  for (const auto& [tag, value] : scalars) {
+    std::string v;
+    put_bytes(v, kValueTag, tag);
+    put_fixed(v, kValueSimpleValue, float(value));
+    put_bytes(summary, kSummaryValue, v);
+  }
+  const double wall = record.contains("time") && record["time"].is_number() ? record["time"].get<double>() : now_unix();
+  std::string event = event_head(wall, record["step"].get<int64_t>());
+  put_bytes(event, kSummary, summary);
+  return append(event);
+}
+
+bool EventFile::append(const std::string& event) {
+  const uint64_t len = event.size();
+  const uint32_t len_crc = masked_crc(&len, sizeof len), data_crc = masked_crc(event.data(), event.size());
+  errno = 0;
+  // One event's bytes in one buffer: a failed write loses that event, and the frames before it stay readable.
+  std::string rec(reinterpret_cast<const char*>(&len), sizeof len);
+  rec.append(reinterpret_cast<const char*>(&len_crc), sizeof len_crc);
+  rec += event;
+  rec.append(reinterpret_cast<const char*>(&data_crc), sizeof data_crc);
+  const bool ok = fwrite(rec.data(), 1, rec.size(), file_) == rec.size() && fflush(file_) == 0;
+  if (!ok) clearerr(file_);
+  return ok;
+}
+
+}  // namespace zero::pmtrain

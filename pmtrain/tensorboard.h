@@ -1,0 +1,50 @@
+#pragma once
+// TensorBoard's view of a run (run.tensorboard): metrics.jsonl's records as an event file in
+// <run.dir>/tensorboard, what `tensorboard --logdir` reads (HF Trainer's report_to tensorboard, DeepSpeed's
+// tensorboard monitor). metrics.jsonl stays the record: the event file is rebuilt from its kept records each
+// time a run starts (MetricsLog), so a resumed run never shows a step twice and needs no purge by TensorBoard.
+//
+// The format, TensorFlow's TFRecord framing of tensorflow.Event protobufs (tensorboard's reader checks both CRCs):
+//   record         = u64 length (little-endian) | u32 masked_crc(the length's 8 bytes) | data | u32 masked_crc(data)
+//   masked_crc(b)  = rotate_right(crc32c(b), 15) + 0xa282ead8          (crc32c: Castagnoli, reflected, as in iSCSI)
+//   data           = Event { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5; }
+//   Summary        = { repeated Value value = 1; }    Value = { string tag = 1; float simple_value = 2; }
+// The file's first event carries file_version "brain.Event:2"; then one event per metrics record with a step,
+// at that step and the record's "time", whose scalars are every number in the record (record_scalars).
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace zero::pmtrain {
+
+// CRC-32C (Castagnoli) of n bytes: the checksum TFRecord frames with.
+uint32_t crc32c(const void* data, size_t n);
+
+// The scalars of one metrics record, in the record's key order: "<type>/<key>" for each number (booleans and
+// strings are not scalars), nested objects joined with '/' ("train/time_s/gemm", "eval/sets/helpful/loss");
+// "type", "step" and "time" are the event's own fields. Empty for a record without a type or a step (the
+// summary).
+std::vector<std::pair<std::string, double>> record_scalars(const nlohmann::json& record);
+
+class EventFile {
+ public:
+  // Removes the event files (events.out.tfevents.*) dir holds and opens a new one there (dir created).
+  explicit EventFile(const std::string& dir);
+  ~EventFile();
+  EventFile(const EventFile&) = delete;
+  EventFile& operator=(const EventFile&) = delete;
+  // Appends the record as one event (a record without scalars writes nothing); false when the write failed.
+  bool write(const nlohmann::json& record);
+  const std::string& path() const { return path_; }
+
+ private:
+  bool append(const std::string& event);  // frames and writes one serialized Event
+  FILE* file_ = nullptr;
+  std::string path_;
+};
+
+}  // namespace zero::pmtrain

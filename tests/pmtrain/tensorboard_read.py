@@ -1,0 +1,90 @@
+"""Reads a run's TensorBoard event files (run.tensorboard) the way TensorBoard does and checks them against the
+run's metrics.jsonl: the TFRecord frames' masked CRC-32Cs (python3-crcmod's crc-32c), each Event decoded by
+python3-protobuf from tensorboard_event.proto (TensorFlow's field numbers), the first carrying the file version,
+then one event per train, eval and epoch record in file order at its step and time, holding every number of
+the record as a float32 scalar named <type>/<key>[/<key>...].
+
+usage: tensorboard_read.py PROTO_PY_DIR RUN_DIR [TAG ...]   (each TAG must be among the scalars)
+Prints "<events> events, <scalars> scalars, <steps> train steps" on success."""
+import glob, json, os, struct, sys
+
+import crcmod.predefined
+
+sys.path.insert(0, sys.argv[1])
+import tensorboard_event_pb2 as pb  # noqa: E402
+
+crc32c = crcmod.predefined.mkCrcFun("crc-32c")
+
+
+def masked(b):
+    c = crc32c(b)
+    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def frames(path):
+    data = open(path, "rb").read()
+    at = 0
+    while at < len(data):
+        assert at + 12 <= len(data), f"{path}: a frame header cut short at byte {at}"
+        head = data[at : at + 8]
+        (n,) = struct.unpack("<Q", head)
+        (head_crc,) = struct.unpack("<I", data[at + 8 : at + 12])
+        assert head_crc == masked(head), f"{path}: length CRC wrong at byte {at}"
+        body = data[at + 12 : at + 12 + n]
+        assert len(body) == n and at + 16 + n <= len(data), f"{path}: a frame cut short at byte {at}"
+        (body_crc,) = struct.unpack("<I", data[at + 12 + n : at + 16 + n])
+        assert body_crc == masked(body), f"{path}: data CRC wrong at byte {at}"
+        yield body
+        at += 16 + n
+
+
+def f32(x):
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def numbers(prefix, obj):
+    for k, v in obj.items():
+        if isinstance(v, dict):
+            yield from numbers(f"{prefix}/{k}", v)
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            yield f"{prefix}/{k}", float(v)
+
+
+run = sys.argv[2]
+files = glob.glob(os.path.join(run, "tensorboard", "events.out.tfevents.*"))
+assert len(files) == 1, f"{len(files)} event files in {run}/tensorboard: {files}"
+events = []
+for body in frames(files[0]):
+    e = pb.Event()
+    e.ParseFromString(body)
+    parts = [e, e.summary, *e.summary.value]
+    assert not any(len(m.UnknownFields()) for m in parts), "the event holds fields that are not Event's"
+    events.append(e)
+assert events and events[0].WhichOneof("what") == "file_version", "the first event is not the file version"
+assert events[0].file_version == "brain.Event:2", f"file version {events[0].file_version!r}"
+
+records = [json.loads(l) for l in open(os.path.join(run, "metrics.jsonl"))]
+want = []
+for r in records:
+    if "step" not in r or r.get("type") not in ("train", "eval", "epoch"):
+        continue
+    rest = {k: v for k, v in r.items() if k not in ("type", "step", "time")}
+    want.append((r["type"], r["step"], r["time"], list(numbers(r["type"], rest))))
+got = events[1:]
+assert len(got) == len(want), f"{len(got)} scalar events for {len(want)} records with a step"
+tags = set()
+for i, (e, (_, step, time, scalars)) in enumerate(zip(got, want)):
+    assert e.WhichOneof("what") == "summary", f"event {i + 1} holds no summary"
+    assert e.step == step, f"event {i + 1}: step {e.step}, record step {step}"
+    assert e.wall_time == time, f"event {i + 1}: wall time {e.wall_time}, record time {time}"
+    have = [(v.tag, v.simple_value) for v in e.summary.value]
+    wanted = [(t, f32(x)) for t, x in scalars]
+    same = lambda a, b: a == b or (a != a and b != b)  # NaN equals NaN here
+    assert len(have) == len(wanted) and all(t == u and same(x, y) for (t, x), (u, y) in zip(have, wanted)), (
+        f"event {i + 1} (step {step}): {have[:4]}... != {wanted[:4]}...")
+    tags.update(t for t, _ in have)
+for t in sys.argv[3:]:
+    assert t in tags, f"no scalar {t} (of {sorted(tags)[:12]}...)"
+train_steps = [s for (kind, s, _, _) in want if kind == "train"]
+assert len(train_steps) == len(set(train_steps)), f"a train step twice: {train_steps}"
+print(f"{len(events)} events, {sum(len(s) for _, _, _, s in want)} scalars, {len(train_steps)} train steps")
