@@ -62,7 +62,7 @@ struct Cursor {
   bool get_array(std::vector<T>& out, uint64_t n) {
     if (!ok || n > uint64_t(end - p) / sizeof(T)) return ok = false;
     out.resize(n);
-    std::memcpy(out.data(), p, n * sizeof(T));
+    if (n > 0) std::memcpy(out.data(), p, n * sizeof(T));  // an empty vector's data() may be null
     p += n * sizeof(T);
     return true;
   }

@@ -143,7 +143,7 @@ class Backends {
     d.host.resize(size_t(fill));
     uint64_t st = seed * 0x9e3779b97f4a7c15ull + 1;
     for (float& x : d.host) x = round_to(scale * float(double(splitmix64(st) >> 11) * 0x1.0p-52 - 1.0), gpu_type);
-    std::memcpy(d.cpu.ref().data, d.host.data(), d.host.size() * sizeof(float));
+    if (!d.host.empty()) std::memcpy(d.cpu.ref().data, d.host.data(), d.host.size() * sizeof(float));
     if (gpu_type == DType::F32) {
       zero::testing::upload(d.gpu.ref().data, d.host.data(), d.host.size());
     } else {

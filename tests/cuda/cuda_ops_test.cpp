@@ -57,7 +57,7 @@ std::vector<float> test_floats(size_t n, uint64_t seed, bool specials) {
 std::vector<uint8_t> as_bytes(const std::vector<float>& f, DType t) {
   std::vector<uint8_t> b(f.size() * dtype_size(t));
   if (t == DType::F32) {
-    std::memcpy(b.data(), f.data(), b.size());
+    if (!b.empty()) std::memcpy(b.data(), f.data(), b.size());
   } else {
     bf16* p = reinterpret_cast<bf16*>(b.data());
     for (size_t i = 0; i < f.size(); ++i) p[i] = bf16(f[i]);
