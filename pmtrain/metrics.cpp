@@ -55,6 +55,13 @@ std::string EvalStats::summary() const {
   return fmt::format("{} in {:.1f} s, {:.0f} pairs/s", all.summary(), runtime_s, pairs_per_s());
 }
 
+namespace {
+// The wall clock of the metrics: each record's "time", and the event file's start.
+double unix_seconds_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
 MetricsLog::MetricsLog(const std::string& path, bool active, int64_t keep_through_step,
                        const std::string& tensorboard_dir)
     : path_(path) {
@@ -91,7 +98,7 @@ MetricsLog::MetricsLog(const std::string& path, bool active, int64_t keep_throug
   file_ = fopen(path.c_str(), "a");
   ZERO_REQUIRE(file_, InputError, "{}: cannot open the metrics file for writing", path);
   if (tensorboard_dir.empty()) return;
-  events_ = std::make_unique<EventFile>(tensorboard_dir);
+  events_ = std::make_unique<EventFile>(tensorboard_dir, unix_seconds_now());
   for (const auto& j : kept) events_warning_.after_write(events_->write(j), events_->path());
 }
 
@@ -102,7 +109,7 @@ MetricsLog::~MetricsLog() {
 void MetricsLog::write(const nlohmann::json& record) {
   if (!file_) return;
   nlohmann::json r = record;
-  r["time"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  r["time"] = unix_seconds_now();
   const std::string line = r.dump() + "\n";
   errno = 0;
   const bool written = fwrite(line.data(), 1, line.size(), file_) == line.size() && fflush(file_) == 0;

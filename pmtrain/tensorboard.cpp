@@ -4,7 +4,6 @@
 
 #include <array>
 #include <bit>
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 
@@ -80,10 +79,6 @@ void add_scalars(std::vector<std::pair<std::string, double>>& out, const std::st
   }
 }
 
-double now_unix() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 }  // namespace
 
 uint32_t crc32c(const void* data, size_t n) {
@@ -104,7 +99,7 @@ std::vector<std::pair<std::string, double>> record_scalars(const nlohmann::json&
   return out;
 }
 
-EventFile::EventFile(const std::string& dir) {
+EventFile::EventFile(const std::string& dir, double wall_time) : start_time_(wall_time) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -118,12 +113,11 @@ EventFile::EventFile(const std::string& dir) {
   ZERO_REQUIRE(!ec, InputError, "run.tensorboard: cannot list {}: {}", dir, ec.message());
   char host[256] = "localhost";
   gethostname(host, sizeof host - 1);
-  const double t = now_unix();
   // TensorFlow's naming: events.out.tfevents.<unix seconds>.<host>[.<pid>.<n>]; tensorboard finds "tfevents".
-  path_ = (fs::path(dir) / fmt::format("events.out.tfevents.{:010d}.{}.{}.0", int64_t(t), host, getpid())).string();
+  path_ = (fs::path(dir) / fmt::format("events.out.tfevents.{:010d}.{}.{}.0", int64_t(wall_time), host, getpid())).string();
   file_ = fopen(path_.c_str(), "wb");
   ZERO_REQUIRE(file_, InputError, "run.tensorboard: cannot open {} for writing: {}", path_, std::strerror(errno));
-  std::string first = event_head(t, 0);
+  std::string first = event_head(wall_time, 0);
   put_bytes(first, kFileVersion, "brain.Event:2");
   ZERO_REQUIRE(append(first), InputError, "run.tensorboard: cannot write {}: {}", path_, std::strerror(errno));
 }
@@ -142,7 +136,7 @@ bool EventFile::write(const nlohmann::json& record) {
     put_fixed(v, kValueSimpleValue, float(value));
     put_bytes(summary, kSummaryValue, v);
   }
-  const double wall = record.contains("time") && record["time"].is_number() ? record["time"].get<double>() : now_unix();
+  const double wall = record.contains("time") && record["time"].is_number() ? record["time"].get<double>() : start_time_;
   std::string event = event_head(wall, record["step"].get<int64_t>());
   put_bytes(event, kSummary, summary);
   return append(event);

@@ -32,12 +32,14 @@ std::vector<std::pair<std::string, double>> record_scalars(const nlohmann::json&
 
 class EventFile {
  public:
-  // Removes the event files (events.out.tfevents.*) dir holds and opens a new one there (dir created).
-  explicit EventFile(const std::string& dir);
+  // Removes the event files (events.out.tfevents.*) dir holds and opens a new one there (dir created), named
+  // and begun (the file-version event) at wall_time, Unix seconds (MetricsLog's clock, which stamps the records).
+  EventFile(const std::string& dir, double wall_time);
   ~EventFile();
   EventFile(const EventFile&) = delete;
   EventFile& operator=(const EventFile&) = delete;
-  // Appends the record as one event (a record without scalars writes nothing); false when the write failed.
+  // Appends the record as one event at its "time" (a record without one: the file's start; a record without
+  // scalars writes nothing); false when the write failed.
   bool write(const nlohmann::json& record);
   const std::string& path() const { return path_; }
 
@@ -45,6 +47,7 @@ class EventFile {
   bool append(const std::string& event);  // frames and writes one serialized Event
   FILE* file_ = nullptr;
   std::string path_;
+  double start_time_ = 0;
 };
 
 }  // namespace zero::pmtrain
