@@ -53,7 +53,7 @@ struct SamplerConfig {
   RemainderPolicy remainder = RemainderPolicy::Drop;
   int64_t micro_tokens = 0;   // > 0: micro-batches filled to this many tokens; accum is then ignored
   bool world_invariant = false;  // micro-batches composed over the whole step (see above)
-  Mix mix;                       // the training mix (data/mix.h); empty: every pair once an epoch
+  Mix mix{};                     // the training mix (data/mix.h); empty: every pair once an epoch
 };
 
 struct SamplerCursor {

@@ -52,12 +52,12 @@ class Activation {
 
 // What the pair loss needs besides the rewards (core/math/pair_loss_math.h: the formula).
 struct PairLossInputs {
-  std::span<const uint8_t> mask;   // [P]: 1 = real pair, 0 = a masked filler pair
-  std::span<const float> margin;   // [P], or empty: no margins (0)
+  std::span<const uint8_t> mask{}; // [P]: 1 = real pair, 0 = a masked filler pair
+  std::span<const float> margin{}; // [P], or empty: no margins (0)
   double center = 0.0;             // reward-centering coefficient (0 = off)
   // Optional: each pair's group (pmtrain: its training set), 0 <= group[i] < groups; PairStats::groups then
   // holds each group's sums beside the total. Empty: no groups.
-  std::span<const int32_t> group;
+  std::span<const int32_t> group{};
   int32_t groups = 0;
 };
 

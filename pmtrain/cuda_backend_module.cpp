@@ -78,7 +78,7 @@ std::vector<DeviceMemory> probe_devices() {
   CUDA_CHECK(cudaGetDeviceProperties(&prop, dev.device));
   mine.device = dev.device, mine.ranks_on_device = dev.ranks_on_device;
   mine.free_bytes = free_bytes, mine.total_bytes = total_bytes;
-  std::snprintf(mine.name, sizeof mine.name, "%s", prop.name);
+  std::snprintf(mine.name, sizeof mine.name, "%.*s", int(sizeof mine.name) - 1, prop.name);  // cut to fit
   int world = 1;
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world));
   std::vector<Record> all(static_cast<size_t>(world));

@@ -304,7 +304,7 @@ TEST_P(CudaModelOpsTest, PooledHeadAndPairLoss) {
   // With margins and centering (their upload beside the mask); the no-margin path below.
   std::vector<float> margin(mask.size());
   for (size_t i = 0; i < margin.size(); ++i) margin[i] = 0.25f * float(i % 3);
-  const PairLossInputs in{mask, margin, 0.01};
+  const PairLossInputs in{.mask = mask, .margin = margin, .center = 0.01};
   Dual dr = b.out({S}, F);
   b.cpu->pair_loss(r.cpu, in, dr.cpu);
   const PairStats cs = b.cpu->take_pair_stats();
@@ -321,9 +321,9 @@ TEST_P(CudaModelOpsTest, PooledHeadAndPairLoss) {
   EXPECT_NEAR(gs.rejected_reward_sum, cs.rejected_reward_sum, tol * 10 + 1e-6);
   // Metrics add up over the calls until taken, past the device's slots (64) too, in call order: the sum of
   // 100 identical calls' sums, each call's as one call gives them.
-  b.gpu->pair_loss(r.gpu, {mask, {}}, {});
+  b.gpu->pair_loss(r.gpu, {.mask = mask}, {});
   const PairStats plain = b.gpu->take_pair_stats();
-  for (int i = 0; i < 100; ++i) b.gpu->pair_loss(r.gpu, {mask, {}}, {});
+  for (int i = 0; i < 100; ++i) b.gpu->pair_loss(r.gpu, {.mask = mask}, {});
   const PairStats many = b.gpu->take_pair_stats();
   double loss = 0;
   for (int i = 0; i < 100; ++i) loss += plain.loss_sum;
@@ -334,7 +334,7 @@ TEST_P(CudaModelOpsTest, PooledHeadAndPairLoss) {
   // interleaved past the slots' read-back, each taken back as its own call.
   std::vector<int32_t> group(mask.size());
   for (size_t i = 0; i < group.size(); ++i) group[i] = int32_t(i % 3 == 1 ? 2 : 0);  // group 1 empty
-  const PairLossInputs grouped{mask, margin, 0.01, group, 3};
+  const PairLossInputs grouped{.mask = mask, .margin = margin, .center = 0.01, .group = group, .groups = 3};
   b.cpu->pair_loss(r.cpu, grouped, dr.cpu);
   const PairStats cg = b.cpu->take_pair_stats();
   ASSERT_EQ(cg.groups.size(), 3u);
@@ -488,11 +488,11 @@ TEST(CudaModelOpsHostWaits, EveryOneGoesThroughTheGuard) {
   EXPECT_EQ(waits, after_setup + 4);  // bf16
   std::vector<uint8_t> mask(size_t(S / 2), 1);
   Dual dr = b.out({S}, DType::F32);
-  b.gpu->pair_loss(r.gpu, {mask, {}}, dr.gpu);
+  b.gpu->pair_loss(r.gpu, {.mask = mask}, dr.gpu);
   // The test's own wait, not the ops': the mask's first upload is done, so the second call's staging buffer
   // is free on a GPU too.
   CUDA_CHECK(cudaDeviceSynchronize());
-  b.gpu->pair_loss(r.gpu, {mask, {}}, dr.gpu);
+  b.gpu->pair_loss(r.gpu, {.mask = mask}, dr.gpu);
   EXPECT_EQ(waits, after_setup + 4);  // queued: the metrics stay on the device
   b.gpu->take_pair_stats();
   EXPECT_EQ(waits, after_setup + 5);  // both calls' metrics in one read (pinned: no drain before)

@@ -169,7 +169,9 @@ TEST(Batcher, SharedPromptsAreTheAnswersCommonFirstTokens) {
     const int64_t n = ds.common_prefix(p), most = int64_t(std::min(c.size(), r.size())) - 1;
     ASSERT_LE(n, most) << p;
     for (int64_t k = 0; k < n; ++k) ASSERT_EQ(c[k], r[k]) << p;
-    if (n < most) EXPECT_NE(c[n], r[n]) << p << ": a longer common prefix";
+    if (n < most) {
+      EXPECT_NE(c[n], r[n]) << p << ": a longer common prefix";
+    }
     all += int64_t(c.size() + r.size());
     saved += n;
   }

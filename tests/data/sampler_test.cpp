@@ -249,7 +249,7 @@ TEST(Sampler, PairBatchesBalanceTheRanksTokens) {
   std::vector<int64_t> cost(n);
   for (int64_t i = 0; i < n; ++i) cost[i] = 10 + (i * 37) % 50 + (i % 9 == 0 ? 400 : 0);
   for (int world = 2; world <= 4; ++world) {
-    SamplerConfig cfg{1234, G, accum, true, true, 1, RemainderPolicy::Drop, 0};
+    SamplerConfig cfg{.seed = 1234, .global_batch = G, .accum = accum};
     PairSampler s(cfg, n, cost, 0, world);
     double slowest = 0, bound = 0;  // summed over micro-steps: the heaviest rank's load, and a floor for it
     for (int64_t step = 0; step < s.steps_per_epoch(); ++step) {
@@ -267,7 +267,9 @@ TEST(Sampler, PairBatchesBalanceTheRanksTokens) {
           for (size_t k = 0; k < m.pair_ids.size(); ++k) {
             load += cost[m.pair_ids[k]];
             longest_pair = std::max(longest_pair, cost[m.pair_ids[k]]);
-            if (k > 0) EXPECT_GE(cost[m.pair_ids[k - 1]], cost[m.pair_ids[k]]) << "not longest first";
+            if (k > 0) {
+              EXPECT_GE(cost[m.pair_ids[k - 1]], cost[m.pair_ids[k]]) << "not longest first";
+            }
           }
           lightest = std::min(lightest, load);
           heaviest = std::max(heaviest, load);
@@ -397,7 +399,7 @@ TEST(SamplerTokenBudget, SamePairsPerStepNoSplitBudgetKeptEqualMicroCounts) {
   const int64_t n = 103, G = 12, budget = 160;  // lengths 5..54: a pair costs 2 x its length (10..108)
   const auto len = lengths_for(n);
   for (int world = 1; world <= 4; ++world) {
-    SamplerConfig pairs_cfg{1234, G, 1, true, true, 1, RemainderPolicy::Drop, 0};
+    SamplerConfig pairs_cfg{.seed = 1234, .global_batch = G};
     SamplerConfig tok_cfg = pairs_cfg;
     tok_cfg.micro_tokens = budget;
     PairSampler by_pairs(pairs_cfg, n, len, 0, 1);
@@ -416,7 +418,9 @@ TEST(SamplerTokenBudget, SamePairsPerStepNoSplitBudgetKeptEqualMicroCounts) {
         for (const auto& m : got[r].micro) {
           int64_t t = 0;
           for (int64_t id : m.pair_ids) t += 2 * len[id];
-          if (m.pair_ids.size() > 1) EXPECT_LE(t, budget) << "world " << world << " step " << step;
+          if (m.pair_ids.size() > 1) {
+            EXPECT_LE(t, budget) << "world " << world << " step " << step;
+          }
           for (uint8_t k : m.pair_mask) EXPECT_EQ(k, 1);
           rank_tokens += t;
         }
@@ -448,7 +452,9 @@ MicroBatches micro_batches(const std::vector<StepPlan>& plans, size_t* per_rank)
     for (const auto& m : p.micro) {
       std::vector<std::pair<int64_t, int>> b;
       for (size_t i = 0; i < m.pair_ids.size(); ++i) b.push_back({m.pair_ids[i], m.pair_mask[i]});
-      if (b.empty()) EXPECT_EQ(m.index, -1) << "an empty micro-batch has a place in the cut";
+      if (b.empty()) {
+        EXPECT_EQ(m.index, -1) << "an empty micro-batch has a place in the cut";
+      }
       if (!b.empty()) out.insert({m.index, b});
     }
   }
@@ -460,7 +466,8 @@ TEST(SamplerWorldInvariant, TheSameMicroBatchesAtAnyWorldSize) {
   const auto len = lengths_for(n);
   for (const int64_t tokens : {int64_t(0), budget}) {
     for (bool invariant : {true, false}) {
-      SamplerConfig base{1234, G, G / micro, true, true, 1, RemainderPolicy::Pad, tokens, invariant};
+      SamplerConfig base{.seed = 1234, .global_batch = G, .accum = G / micro, .remainder = RemainderPolicy::Pad,
+                         .micro_tokens = tokens, .world_invariant = invariant};
       PairSampler one(base, n, padded_costs(len), 0, 1);
       std::vector<PairSampler> worlds;
       for (int world : {2, 3, 6}) {  // the divisors of G / micro
@@ -482,12 +489,15 @@ TEST(SamplerWorldInvariant, TheSameMicroBatchesAtAnyWorldSize) {
           int64_t expect_index = 0;  // the places are 0, 1, ... (the multiset orders by them)
           for (const auto& [index, batch] : got) EXPECT_EQ(index, expect_index++);
           EXPECT_EQ(got_per_rank, (ref.size() + plans.size() - 1) / plans.size());
-          if (tokens == 0)
+          if (tokens == 0) {
             for (const auto& p : plans)
               for (const auto& m : p.micro) EXPECT_EQ(int64_t(m.pair_ids.size()), micro);
+          }
         }
       }
-      if (!invariant) EXPECT_TRUE(any_differs) << "the control composes the same micro-batches at every world";
+      if (!invariant) {
+        EXPECT_TRUE(any_differs) << "the control composes the same micro-batches at every world";
+      }
     }
   }
 }
@@ -495,7 +505,7 @@ TEST(SamplerWorldInvariant, TheSameMicroBatchesAtAnyWorldSize) {
 TEST(SamplerTokenBudget, ResumesExactlyMidEpoch) {
   Env env;
   const int64_t n = 103;
-  SamplerConfig cfg{99, 10, 1, true, true, 1, RemainderPolicy::Pad, 120};
+  SamplerConfig cfg{.seed = 99, .global_batch = 10, .remainder = RemainderPolicy::Pad, .micro_tokens = 120};
   PairSampler a(cfg, n, lengths_for(n), env.rank, env.world);
   for (int s = 0; s < 5; ++s) a.next_step();
   PairSampler b(cfg, n, lengths_for(n), env.rank, env.world);
@@ -511,7 +521,7 @@ TEST(SamplerTokenBudget, ResumesExactlyMidEpoch) {
 TEST(SamplerTokenBudget, APairOverTheBudgetGoesAloneAndAnEmptyRankStillStepsWithTheOthers) {
   // Lengths 100 (cost 200) and 10 (cost 20), budget 50: the long pair alone, the short ones packed.
   std::vector<int64_t> len = {100, 10, 10, 10};
-  SamplerConfig cfg{1, 4, 1, false, true, 1, RemainderPolicy::Drop, 50};
+  SamplerConfig cfg{.seed = 1, .global_batch = 4, .shuffle = false, .micro_tokens = 50};
   PairSampler s(cfg, 4, padded_costs(len), 0, 1);
   const StepPlan p = s.next_step();
   ASSERT_EQ(p.micro.size(), 3u);
@@ -519,7 +529,7 @@ TEST(SamplerTokenBudget, APairOverTheBudgetGoesAloneAndAnEmptyRankStillStepsWith
   EXPECT_EQ(p.micro[1].pair_ids, (std::vector<int64_t>{1, 2}));  // 20 + 20 = 40; a third would be 60 > 50
   EXPECT_EQ(p.micro[2].pair_ids, (std::vector<int64_t>{3}));
   // Three ranks, two pairs: one rank has none and runs as many (empty) micro-steps as the others.
-  SamplerConfig few{1, 2, 1, false, true, 1, RemainderPolicy::Drop, 1000};
+  SamplerConfig few{.seed = 1, .global_batch = 2, .shuffle = false, .micro_tokens = 1000};
   PairSampler t(few, 4, padded_costs(len), 0, 3);
   const auto all = t.next_step_all_ranks();
   EXPECT_EQ(all[2].micro.size(), 1u);

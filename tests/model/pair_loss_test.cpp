@@ -22,7 +22,7 @@ const std::vector<uint8_t> kMask = {1, 1, 0};  // the last pair a masked filler
 
 TEST(PairLoss, MarginAndCenteringMatchLiteralValues) {
   std::vector<float> d(6, NAN);
-  const PairStats s = cpu::pair_loss(kRewards, {kMask, kMargins, 0.01}, d);
+  const PairStats s = cpu::pair_loss(kRewards, {.mask = kMask, .margin = kMargins, .center = 0.01}, d);
   EXPECT_NEAR(s.loss_sum, 0.48407698418010668 + 0.92301523812612657, 1e-15);
   EXPECT_NEAR(d[0], -0.35754066879814543, 1e-7);
   EXPECT_NEAR(d[1], 0.39754066879814544, 1e-7);
@@ -38,14 +38,14 @@ TEST(PairLoss, MarginAndCenteringMatchLiteralValues) {
 
 TEST(PairLoss, WithoutMarginOrCenteringItIsTheLogisticLoss) {
   std::vector<float> d(6, NAN);
-  const PairStats s = cpu::pair_loss(kRewards, {kMask}, d);
+  const PairStats s = cpu::pair_loss(kRewards, {.mask = kMask}, d);
   // log(1 + e^-1) + log(1 + e^0.4), the 0.3f and 0.7f as floats.
   EXPECT_NEAR(s.loss_sum, 0.31326168751822283 + 0.91301523812612657, 1e-15);
   EXPECT_NEAR(d[0], -0.26894142136999512, 1e-7);
   // Zero margins and centering 0 change no bit.
   std::vector<float> d0(6, NAN);
   const std::vector<float> zeros(3, 0.0f);
-  EXPECT_EQ(cpu::pair_loss(kRewards, {kMask, zeros, 0.0}, d0).loss_sum, s.loss_sum);
+  EXPECT_EQ(cpu::pair_loss(kRewards, {.mask = kMask, .margin = zeros, .center = 0.0}, d0).loss_sum, s.loss_sum);
   EXPECT_EQ(d0, d);
 }
 
@@ -54,8 +54,8 @@ TEST(PairLoss, WithoutMarginOrCenteringItIsTheLogisticLoss) {
 TEST(PairLoss, GroupsSumTheirOwnRealPairs) {
   const std::vector<int32_t> group = {2, 0, 2};  // pair 0 and the masked pair 2 in group 2, pair 1 in 0, none in 1
   std::vector<float> d(6, NAN), d_plain(6, NAN);
-  const PairStats s = cpu::pair_loss(kRewards, {kMask, kMargins, 0.01, group, 3}, d);
-  const PairStats plain = cpu::pair_loss(kRewards, {kMask, kMargins, 0.01}, d_plain);
+  const PairStats s = cpu::pair_loss(kRewards, {.mask = kMask, .margin = kMargins, .center = 0.01, .group = group, .groups = 3}, d);
+  const PairStats plain = cpu::pair_loss(kRewards, {.mask = kMask, .margin = kMargins, .center = 0.01}, d_plain);
   EXPECT_TRUE(plain.groups.empty());
   EXPECT_EQ(s.loss_sum, plain.loss_sum);
   EXPECT_EQ(d, d_plain);
@@ -82,7 +82,7 @@ TEST(PairLoss, GroupsSumTheirOwnRealPairs) {
 
 TEST(PairLoss, GradientIsTheLossDerivative) {
   const std::vector<uint8_t> all = {1, 1, 1};
-  const PairLossInputs in{all, kMargins, 0.05};
+  const PairLossInputs in{.mask = all, .margin = kMargins, .center = 0.05};
   std::vector<float> d(6);
   cpu::pair_loss(kRewards, in, d);
   const float h = 1.0f / 1024;  // exact in float at these magnitudes
