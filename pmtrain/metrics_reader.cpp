@@ -5,12 +5,13 @@
 #include <map>
 
 #include "core/check.h"
+#include "pmtrain/paths.h"
 
 namespace zero::pmtrain {
 namespace fs = std::filesystem;
 
 std::vector<nlohmann::json> read_metrics(const std::string& run_dir) {
-  const std::string path = (fs::path(run_dir) / "metrics.jsonl").string();
+  const std::string path = RunFiles(run_dir).metrics();
   ZERO_REQUIRE(fs::is_directory(run_dir), InputError, "{}: not a directory (expected a pmtrain run directory)", run_dir);
   ZERO_REQUIRE(fs::exists(path), InputError, "{}: no such file: {} is not a pmtrain run directory, or no step has finished yet",
                path, run_dir);

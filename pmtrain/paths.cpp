@@ -45,9 +45,23 @@ std::ostream& out_stream(const std::string& path, std::ofstream& file) {
 
 void make_dir(const std::string& dir, const std::string& key) {
   std::error_code ec;
+  ZERO_REQUIRE(!fs::exists(dir, ec) || fs::is_directory(dir, ec), InputError,
+               "{}: cannot create the directory {}: a file of that name is in the way", key, dir);
   fs::create_directories(dir, ec);
   ZERO_REQUIRE(!ec && fs::is_directory(dir), InputError, "{}: cannot create the directory {}: {}", key, dir,
                ec ? ec.message() : "a file of that name is in the way");
+}
+
+std::string RunFiles::in_dir(const char* name) const { return (fs::path(dir) / name).string(); }
+
+void check_writable_file(const std::string& path, const std::string& key) {
+  std::error_code ec;
+  ZERO_REQUIRE(!fs::is_directory(path, ec), InputError, "{}: cannot write {}: a directory of that name is in the way",
+               key, path);
+  const bool exists = fs::exists(path, ec);
+  const std::string target = exists ? path : fs::path(path).parent_path().string();
+  ZERO_REQUIRE(access(target.c_str(), exists ? W_OK : W_OK | X_OK) == 0, InputError, "{}: cannot write {}: {}{}", key,
+               path, std::strerror(errno), exists ? "" : fmt::format(" (its directory {})", target));
 }
 
 void finish_out(std::ostream& out, std::ofstream& file, const std::string& path, const std::string& what) {

@@ -27,6 +27,23 @@ std::ostream& out_stream(const std::string& path, std::ofstream& file);
 // directory and the system's reason when it cannot (a file in the way, no permission), not a bare
 // filesystem_error.
 void make_dir(const std::string& dir, const std::string& key);
+// For a file a command will write (or rewrite) at `path`: InputError naming `key`, the path and the reason when it
+// cannot be (a directory of that name, no permission, a read-only file system); a file not there yet passes when
+// its directory can be written into.
+void check_writable_file(const std::string& path, const std::string& key);
+
+// The files a training run keeps in its run.dir beside the checkpoints (checkpoint/checkpointer.h: step_N/):
+// their names, in one place for the trainer that writes them and the commands that read them.
+struct RunFiles {
+  explicit RunFiles(const std::string& run_dir) : dir(run_dir) {}
+  std::string metrics() const { return in_dir("metrics.jsonl"); }                // MetricsLog; pmtrain plot reads it
+  std::string resolved_config() const { return in_dir("config.resolved.yaml"); }  // every default, the --set overrides
+  std::string tensorboard() const { return in_dir("tensorboard"); }              // run.tensorboard's event file
+  std::string dir;
+
+ private:
+  std::string in_dir(const char* name) const;
+};
 // The end of what out_stream opened: flushes stdout or closes the file, and throws InputError naming
 // `what` (e.g. "--out"), the path (or standard output) and the system's reason when any of it was not
 // written (a full disk): a command never reports success over rows that did not land.

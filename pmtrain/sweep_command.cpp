@@ -226,7 +226,7 @@ int run_sweep(const SweepArgs& a) {
   for (size_t i = 0; i < cells.size(); ++i) {
     Cell& c = cells[i];
     fs::create_directories(c.dir);
-    fs::remove(fs::path(c.dir) / "metrics.jsonl");  // a cell run again starts its metrics afresh
+    fs::remove(RunFiles(c.dir).metrics());  // a cell run again starts its metrics afresh
     const std::string log = (fs::path(c.dir) / "out.txt").string();
     const ProcessResult pr = run_process(cell_command(a, launcher, c), log, a.cell_timeout_s);
     if (pr.timed_out) {

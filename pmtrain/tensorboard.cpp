@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "pmtrain/paths.h"
 
 namespace zero::pmtrain {
 
@@ -101,9 +102,8 @@ std::vector<std::pair<std::string, double>> record_scalars(const nlohmann::json&
 
 EventFile::EventFile(const std::string& dir, double wall_time) : start_time_(wall_time) {
   namespace fs = std::filesystem;
+  make_dir(dir, "run.tensorboard");
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  ZERO_REQUIRE(!ec, InputError, "run.tensorboard: cannot create {}: {}", dir, ec.message());
   for (const auto& entry : fs::directory_iterator(dir, ec))
     if (entry.is_regular_file() && entry.path().filename().string().starts_with("events.out.tfevents.")) {
       fs::remove(entry.path(), ec);

@@ -112,6 +112,16 @@ void check_export(const Config& c) {
   // The directory is checked now: a refusal at the end would come after the whole run.
   if (c.run.export_model != RunExport::None) model::check_export_target(export_dir(c.run));
 }
+// The files a training run writes into run.dir beside its checkpoints, checked before the data is read: a path in
+// the way (a directory named metrics.jsonl, a file named tensorboard, a read-only run.dir) stops the run at once,
+// naming it, not after tokenizing. run.dir is made here.
+void check_run_files(const Config& c) {
+  const RunFiles files(c.run.dir);
+  make_dir(c.run.dir, "run.dir");
+  check_writable_file(files.metrics(), "run.dir");
+  check_writable_file(files.resolved_config(), "run.dir");
+  if (c.run.tensorboard) make_dir(files.tensorboard(), "run.tensorboard");
+}
 }  // namespace
 
 Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, TrainerRole role)
@@ -131,7 +141,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   if (training) {
     check_keep_best(cfg_);
     check_export(cfg_);
-    check_run_dir_is_free();  // before the data is read: a refusal should not wait for tokenizing
+    check_run_dir();  // before the data is read: a refusal should not wait for tokenizing
   }
   batch_ = run_batch(cfg_, W);  // the same batch `pmtrain plan` shows (engine_assembly.h)
   if (cfg_.batch.world > 0 && cfg_.batch.world != W) {
@@ -202,16 +212,19 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
            (long long)per_rank);
     fflush(stdout);
   }
-  if (info_.rank == 0 && training) {
-    // run.start_over: the earlier run's checkpoints go only now that this run is set up (a run that cannot
-    // start replaces nothing); its metrics.jsonl is replaced when this run opens the file.
+  // run.start_over: the earlier run's checkpoints go only now that this run is set up (a run that cannot
+  // start replaces nothing); its metrics.jsonl is replaced when this run opens the file. Agreed, as every write
+  // rank 0 makes for the run: a failure there ends every rank with its message, none left in a collective.
+  if (training) checkpoint::run_agreed(comm_, [&] {
     const checkpoint::RunPaths paths(cfg_.run.dir);
-    if (const std::vector<int64_t> earlier = checkpoint::list_steps(paths); start_over_ && cfg_.run.resume.empty() && !earlier.empty()) {
+    if (info_.rank != 0 || !start_over_ || !cfg_.run.resume.empty()) return;
+    if (const std::vector<int64_t> earlier = checkpoint::list_steps(paths); !earlier.empty()) {
       checkpoint::remove_all_checkpoints(paths);
       printf("pmtrain: run.start_over: removed the earlier run's checkpoints in %s (step_%s) and its metrics\n",
              paths.root.c_str(), fmt::format("{}", fmt::join(earlier, ", step_")).c_str());
     }
-    make_dir(cfg_.run.dir, "run.dir");
+  });
+  if (info_.rank == 0 && training) {
     printf("pmtrain: %s, world %d (%d nodes), %s, %s\n", cfg_.source.c_str(), W, info_.node_count,
            stage_text(cfg_, W).c_str(), info_.launcher.c_str());
     printf("pmtrain: params %s, gradients accumulated in %s%s, reduced in %s; master weights %s\n",
@@ -269,16 +282,18 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   if (!training) return;
   resume_if_asked();
   // Only now that the checkpoint was taken: a resume refused (another seed, say) leaves the run's file as it was.
-  if (info_.rank == 0) {
-    std::ofstream resolved(fs::path(cfg_.run.dir) / "config.resolved.yaml");
-    resolved << to_yaml(cfg_);
-    resolved.close();
-    ZERO_REQUIRE(resolved, InputError, "run.dir: cannot write {}/config.resolved.yaml", cfg_.run.dir);
-  }
-  // A fresh run keeps no step's record (-1: not even the step-0 eval of run.eval_at_start).
-  metrics_ = std::make_unique<MetricsLog>((fs::path(cfg_.run.dir) / "metrics.jsonl").string(), info_.rank == 0,
-                                          start_step_ > 0 ? start_step_ : -1,
-                                          cfg_.run.tensorboard ? (fs::path(cfg_.run.dir) / "tensorboard").string() : "");
+  const RunFiles files(cfg_.run.dir);
+  checkpoint::run_agreed(comm_, [&] {
+    if (info_.rank == 0) {
+      std::ofstream resolved(files.resolved_config());
+      resolved << to_yaml(cfg_);
+      resolved.close();
+      ZERO_REQUIRE(resolved, InputError, "run.dir: cannot write {}", files.resolved_config());
+    }
+    // A fresh run keeps no step's record (-1: not even the step-0 eval of run.eval_at_start).
+    metrics_ = std::make_unique<MetricsLog>(files.metrics(), info_.rank == 0, start_step_ > 0 ? start_step_ : -1,
+                                            cfg_.run.tensorboard ? files.tensorboard() : "");
+  });
 }
 
 // The checkpointer holds the engine: end it first (the stack then ends in its own order).
@@ -287,18 +302,20 @@ Trainer::~Trainer() {
   metrics_.reset();
 }
 
-void Trainer::check_run_dir_is_free() {
-  if (!cfg_.run.resume.empty()) {  // resuming wins: launch/run.sh passes run.start_over, and a user may add --resume
-    if (start_over_ && info_.rank == 0)
-      printf("pmtrain: run.start_over is ignored: this run resumes (run.resume %s), and removes nothing\n",
-             cfg_.run.resume.c_str());
-    return;
-  }
-  // A run directory with checkpoints is someone's run: a fresh run there would mix two runs' checkpoints
-  // (retention and run.keep_best would rank the old ones beside the new) and replace its metrics and
-  // resolved config, so it takes an explicit choice. Every rank throws the same error (agreed).
+void Trainer::check_run_dir() {
+  // Every rank throws the same error (agreed).
   checkpoint::run_agreed(comm_, [&] {
     if (info_.rank != 0) return;
+    check_run_files(cfg_);
+    if (!cfg_.run.resume.empty()) {  // resuming wins: launch/run.sh passes run.start_over, and a user may add --resume
+      if (start_over_)
+        printf("pmtrain: run.start_over is ignored: this run resumes (run.resume %s), and removes nothing\n",
+               cfg_.run.resume.c_str());
+      return;
+    }
+    // A run directory with checkpoints is someone's run: a fresh run there would mix two runs' checkpoints
+    // (retention and run.keep_best would rank the old ones beside the new) and replace its metrics and
+    // resolved config, so it takes an explicit choice.
     const std::vector<int64_t> steps = checkpoint::list_steps(checkpoint::RunPaths(cfg_.run.dir));
     ZERO_REQUIRE(steps.empty() || start_over_, ConfigError,
                  "{}: run.dir {} already holds checkpoints (newest step_{}); continue it with --resume auto, train "
@@ -310,7 +327,7 @@ void Trainer::check_run_dir_is_free() {
 
 void Trainer::resume_if_asked() {
   const auto slow = slow_phase();  // the constructor's scope began before the engine's communicator existed
-  if (cfg_.run.resume.empty()) return;  // check_run_dir_is_free said a fresh run may start here
+  if (cfg_.run.resume.empty()) return;  // check_run_dir said a fresh run may start here
   const auto path = ckpt_->resume_path(cfg_.run.resume);
   if (!path) {
     if (info_.rank == 0) printf("pmtrain: resume auto: no checkpoint in %s yet, starting fresh\n", cfg_.run.dir.c_str());
@@ -745,7 +762,7 @@ int Trainer::stop_with_checkpoint(int64_t step, const char* cut, bool eval_owed)
     printf("pmtrain: stopped by %s at step %lld of %lld%s; checkpoint %s; resume with: pmtrain train %s --resume auto\n",
            stop_requested() ? stop_signal_name() : "a signal on another rank", (long long)step, (long long)total_steps_,
            cut, saved ? ckpt_->paths().step_dir(step).c_str() : "none (held back: resume goes back to the newest)",
-           (fs::path(cfg_.run.dir) / "config.resolved.yaml").c_str());
+           RunFiles(cfg_.run.dir).resolved_config().c_str());
     fflush(stdout);
   }
   return kExitStopped;
