@@ -60,7 +60,10 @@ void put_bytes(std::string& out, int field, const std::string& bytes) {
 
 // Event fields (tensorflow/core/util/event.proto) and Summary's (tensorflow/core/framework/summary.proto).
 enum : int { kWallTime = 1, kStep = 2, kFileVersion = 3, kSummary = 5 };
-enum : int { kSummaryValue = 1, kValueTag = 1, kValueSimpleValue = 2 };
+enum : int { kSummaryValue = 1, kValueTag = 1, kValueSimpleValue = 2, kValueTensor = 8, kValueMetadata = 9 };
+// SummaryMetadata's and PluginData's (summary.proto), TensorProto's (tensor.proto), DataType's DT_STRING (types.proto).
+enum : int { kMetadataPluginData = 1, kPluginName = 1 };
+enum : int { kTensorDtype = 1, kTensorShape = 2, kTensorStringVal = 8, kDtString = 7 };
 
 std::string event_head(double wall_time, int64_t step) {
   std::string e;
@@ -138,6 +141,23 @@ bool EventFile::write(const nlohmann::json& record) {
   }
   const double wall = record.contains("time") && record["time"].is_number() ? record["time"].get<double>() : start_time_;
   std::string event = event_head(wall, record["step"].get<int64_t>());
+  put_bytes(event, kSummary, summary);
+  return append(event);
+}
+
+bool EventFile::write_text(const std::string& tag, const std::string& markdown) {
+  std::string plugin, metadata, tensor, value, summary;
+  put_bytes(plugin, kPluginName, "text");
+  put_bytes(metadata, kMetadataPluginData, plugin);
+  put_key(tensor, kTensorDtype, 0);
+  put_varint(tensor, kDtString);
+  put_bytes(tensor, kTensorShape, "");  // no dimensions: a scalar string
+  put_bytes(tensor, kTensorStringVal, markdown);
+  put_bytes(value, kValueTag, tag);
+  put_bytes(value, kValueTensor, tensor);
+  put_bytes(value, kValueMetadata, metadata);
+  put_bytes(summary, kSummaryValue, value);
+  std::string event = event_head(start_time_, 0);
   put_bytes(event, kSummary, summary);
   return append(event);
 }

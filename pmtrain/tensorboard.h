@@ -8,9 +8,13 @@
 //   record         = u64 length (little-endian) | u32 masked_crc(the length's 8 bytes) | data | u32 masked_crc(data)
 //   masked_crc(b)  = rotate_right(crc32c(b), 15) + 0xa282ead8          (crc32c: Castagnoli, reflected, as in iSCSI)
 //   data           = Event { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5; }
-//   Summary        = { repeated Value value = 1; }    Value = { string tag = 1; float simple_value = 2; }
+//   Summary        = { repeated Value value = 1; }
+//   Value          = { string tag = 1; float simple_value = 2; TensorProto tensor = 8; SummaryMetadata metadata = 9; }
 // The file's first event carries file_version "brain.Event:2"; then one event per metrics record with a step,
 // at that step and the record's "time", whose scalars are every number in the record (record_scalars).
+// A text (the run's resolved config, as HF Trainer logs its arguments) is what TensorBoard's text plugin reads:
+//   Value { tag; metadata = { plugin_data = 1: { plugin_name = 1: "text" } };
+//           tensor = { dtype = 1: DT_STRING (7); tensor_shape = 2: {} (a scalar); string_val = 8: the text } }
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -41,6 +45,9 @@ class EventFile {
   // Appends the record as one event at its "time" (a record without one: the file's start; a record without
   // scalars writes nothing); false when the write failed.
   bool write(const nlohmann::json& record);
+  // Appends `markdown` as a text summary (TensorBoard's Text tab) named tag at step 0 and the file's start time;
+  // false when the write failed.
+  bool write_text(const std::string& tag, const std::string& markdown);
   const std::string& path() const { return path_; }
 
  private:

@@ -1,11 +1,13 @@
 """Reads a run's TensorBoard event files (run.tensorboard) the way TensorBoard does and checks them against the
 run's metrics.jsonl: the TFRecord frames' masked CRC-32Cs (python3-crcmod's crc-32c), each Event decoded by
 python3-protobuf from tensorboard_event.proto (TensorFlow's field numbers), the first carrying the file version,
-then one event per train, eval and epoch record in file order at its step and time, holding every number of
-the record as a float32 scalar named <type>/<key>[/<key>...].
+the second the run's config.resolved.yaml as a Markdown code block (each line indented 4 spaces) in a text
+summary tagged "config" (the text plugin's: a scalar DT_STRING tensor), then one event per train, eval and epoch
+record in file order at its step and time, holding every number of the record as a float32 scalar named
+<type>/<key>[/<key>...].
 
 usage: tensorboard_read.py PROTO_PY_DIR RUN_DIR [TAG ...]   (each TAG must be among the scalars)
-Prints "<events> events, <scalars> scalars, <steps> train steps" on success."""
+Prints "<events> events, config text of <lines> lines, <scalars> scalars, <steps> train steps" on success."""
 import glob, json, os, struct, sys
 
 import crcmod.predefined
@@ -58,10 +60,22 @@ for body in frames(files[0]):
     e = pb.Event()
     e.ParseFromString(body)
     parts = [e, e.summary, *e.summary.value]
+    parts += [p for v in e.summary.value for p in (v.tensor, v.tensor.tensor_shape, v.metadata, v.metadata.plugin_data)]
     assert not any(len(m.UnknownFields()) for m in parts), "the event holds fields that are not Event's"
     events.append(e)
 assert events and events[0].WhichOneof("what") == "file_version", "the first event is not the file version"
 assert events[0].file_version == "brain.Event:2", f"file version {events[0].file_version!r}"
+
+config = open(os.path.join(run, "config.resolved.yaml")).read()
+text = events[1] if len(events) > 1 else pb.Event()
+assert text.step == 0 and text.wall_time == events[0].wall_time, "the config text is not at step 0 and the start"
+assert len(text.summary.value) == 1, "the second event is not the config text"
+v = text.summary.value[0]
+assert v.tag == "config" and v.WhichOneof("value") == "tensor", f"the second event is {v.tag!r}, no text"
+assert v.metadata.plugin_data.plugin_name == "text", f"plugin {v.metadata.plugin_data.plugin_name!r}"
+assert v.tensor.dtype == pb.DT_STRING and not v.tensor.tensor_shape.dim and len(v.tensor.string_val) == 1, v.tensor
+markdown = "".join("    " + line for line in config.splitlines(keepends=True))
+assert v.tensor.string_val[0].decode() == markdown, "the config text is not config.resolved.yaml as a code block"
 
 records = [json.loads(l) for l in open(os.path.join(run, "metrics.jsonl"))]
 want = []
@@ -70,21 +84,23 @@ for r in records:
         continue
     rest = {k: v for k, v in r.items() if k not in ("type", "step", "time")}
     want.append((r["type"], r["step"], r["time"], list(numbers(r["type"], rest))))
-got = events[1:]
+got = events[2:]
 assert len(got) == len(want), f"{len(got)} scalar events for {len(want)} records with a step"
 tags = set()
 for i, (e, (_, step, time, scalars)) in enumerate(zip(got, want)):
-    assert e.WhichOneof("what") == "summary", f"event {i + 1} holds no summary"
-    assert e.step == step, f"event {i + 1}: step {e.step}, record step {step}"
-    assert e.wall_time == time, f"event {i + 1}: wall time {e.wall_time}, record time {time}"
+    assert e.WhichOneof("what") == "summary", f"event {i + 2} holds no summary"
+    assert e.step == step, f"event {i + 2}: step {e.step}, record step {step}"
+    assert e.wall_time == time, f"event {i + 2}: wall time {e.wall_time}, record time {time}"
+    assert all(v.WhichOneof("value") == "simple_value" for v in e.summary.value), f"event {i + 2}: not all scalars"
     have = [(v.tag, v.simple_value) for v in e.summary.value]
     wanted = [(t, f32(x)) for t, x in scalars]
     same = lambda a, b: a == b or (a != a and b != b)  # NaN equals NaN here
     assert len(have) == len(wanted) and all(t == u and same(x, y) for (t, x), (u, y) in zip(have, wanted)), (
-        f"event {i + 1} (step {step}): {have[:4]}... != {wanted[:4]}...")
+        f"event {i + 2} (step {step}): {have[:4]}... != {wanted[:4]}...")
     tags.update(t for t, _ in have)
 for t in sys.argv[3:]:
     assert t in tags, f"no scalar {t} (of {sorted(tags)[:12]}...)"
 train_steps = [s for (kind, s, _, _) in want if kind == "train"]
 assert len(train_steps) == len(set(train_steps)), f"a train step twice: {train_steps}"
-print(f"{len(events)} events, {sum(len(s) for _, _, _, s in want)} scalars, {len(train_steps)} train steps")
+print(f"{len(events)} events, config text of {len(config.splitlines())} lines, "
+      f"{sum(len(s) for _, _, _, s in want)} scalars, {len(train_steps)} train steps")
