@@ -400,8 +400,9 @@ Cell plan_checkpointing_cell(const Setup& s, int stage, int world, int per_node,
                                         : plan_fixed_cell(s, stage, world, per_node, mem);
 }
 
-// A cell of the grid. batch.micro_tokens auto: the budget the run would choose on this cell's memory
-// (resolve_auto_choices against the cell's plan, as plan_and_check_run), then the cell at that budget.
+// A cell of the grid. batch.micro_tokens auto: the choices the run would make on this cell's memory
+// (resolve_auto_choices against the cell's plan, as plan_and_check_run: model.activation_checkpointing auto
+// first, then the budget), then the cell at those choices, made once, as the run makes them.
 Cell plan_cell(const Setup& s, int stage, int world, int per_node, size_t mem) {
   if (s.cfg.zero.shard_ranks == ZeroSection::kShardRanksNode) {
     Setup t = s;  // zero.shard_ranks node: the cell's ranks per node (a copy only then: Setup holds the lengths)
@@ -414,9 +415,10 @@ Cell plan_cell(const Setup& s, int stage, int world, int per_node, size_t mem) {
     return double(plan_rank_memory(c, s.qc, s.groups, world, 1, accum, s.device, s.baseline).total()) / double(mem);
   });
   Setup t = s;
-  t.cfg.batch.micro_tokens = t.micro_tokens = chosen.batch.micro_tokens;
+  t.cfg = chosen;
+  t.micro_tokens = chosen.batch.micro_tokens;
   t.micro = run_batch(t.cfg, world).micro;
-  return plan_checkpointing_cell(t, stage, world, per_node, mem);
+  return plan_fixed_cell(t, stage, world, per_node, mem);
 }
 
 // The training split (data.train_files and data.train_sets, train_split.h) tokenized as training reads it
