@@ -55,6 +55,9 @@ struct PairBatch {
     for (int64_t l : seq_len) n += l;
     return n;
   }
+  // Pair k's tokens stored and computed (its chosen sequence, then its rejected one), and its answers' whole.
+  int64_t pair_real_tokens(int64_t k) const { return seq_len[2 * k] + seq_len[2 * k + 1]; }
+  int64_t pair_answer_tokens(int64_t k) const { return pair_real_tokens(k) + (shared.empty() ? 0 : shared[k]); }
   // The tokens the answers hold whole (a shared prompt counted in both): what a layout without shared
   // prompts computes.
   int64_t answer_tokens() const {

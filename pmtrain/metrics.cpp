@@ -11,9 +11,11 @@
 
 namespace zero::pmtrain {
 
-nlohmann::json PairStats::to_json() const {
-  return {{"loss", loss()},         {"accuracy", accuracy()}, {"chosen_reward", chosen()},
-          {"rejected_reward", rejected()}, {"margin", chosen() - rejected()}, {"pairs", int64_t(pairs)}};
+nlohmann::json PairStats::to_json(bool with_tokens) const {
+  nlohmann::json j = {{"loss", loss()},         {"accuracy", accuracy()}, {"chosen_reward", chosen()},
+                      {"rejected_reward", rejected()}, {"margin", chosen() - rejected()}, {"pairs", int64_t(pairs)}};
+  if (with_tokens) j.update({{"tokens", int64_t(tokens)}, {"answer_tokens", int64_t(answer_tokens)}});
+  return j;
 }
 
 std::string PairStats::summary() const {
@@ -21,10 +23,10 @@ std::string PairStats::summary() const {
                      accuracy(), chosen(), rejected(), chosen() - rejected(), int64_t(pairs));
 }
 
-nlohmann::json SetStats::to_json() const {
-  nlohmann::json j = all.to_json();
+nlohmann::json SetStats::to_json(bool with_tokens) const {
+  nlohmann::json j = all.to_json(with_tokens);
   for (const auto& [name, st] : sets)
-    if (st.pairs > 0) j["sets"][name] = st.to_json();
+    if (st.pairs > 0) j["sets"][name] = st.to_json(with_tokens);
   return j;
 }
 

@@ -42,7 +42,8 @@ struct PairStats {
   double accuracy() const { return pairs ? correct / pairs : 0; }
   double chosen() const { return pairs ? chosen_sum / pairs : 0; }
   double rejected() const { return pairs ? rejected_sum / pairs : 0; }
-  nlohmann::json to_json() const;
+  // loss, accuracy, rewards, margin and pairs; with_tokens (training's records): "tokens" and "answer_tokens" too.
+  nlohmann::json to_json(bool with_tokens = false) const;
   // "loss L | acc A | chosen C | rejected R | margin M | N pairs": every eval line prints this.
   std::string summary() const;
 };
@@ -53,8 +54,8 @@ struct SetStats {
   PairStats all;
   std::vector<std::pair<std::string, PairStats>> sets;
   // all's fields at the top, as before named sets existed, and "sets": {name: its fields} for each set with
-  // pairs (a train step may hold none of a set's).
-  nlohmann::json to_json() const;
+  // pairs (a train step may hold none of a set's); with_tokens: each with its tokens (PairStats::to_json).
+  nlohmann::json to_json(bool with_tokens = false) const;
   // "  set NAME | <summary>\n" for each set with pairs (printed under the eval or epoch line).
   std::string sets_text() const;
   // Each set's sums added to the same-named one's (sets in the same order, as every step of a run has them).

@@ -438,6 +438,7 @@ SetStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result, doubl
     for (size_t i = 0; i < mb.pair_ids.size(); ++i)
       if (mb.pair_mask.empty() || mb.pair_mask[i]) ids += double(mb.pair_ids[i]);
   const size_t sets = train_set_of_.empty() ? 0 : train_mix_.size();
+  std::vector<int64_t> set_tokens(sets), set_answer_tokens(sets);  // each set's pairs', masked fillers too
   result = train_step(
       *stack_.engine, *stack_.model, *stack_.access, plan.micro.size(),
       [&](size_t i) -> std::optional<data::PairBatch> {
@@ -447,6 +448,10 @@ SetStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result, doubl
         if (sets > 0) {  // the pair loss sums each set's pairs apart too
           batch.groups = int32_t(sets);
           for (const int64_t id : mb.pair_ids) batch.pair_group.push_back(train_set_of_[size_t(id)]);
+          for (int64_t k = 0; k < batch.num_pairs(); ++k) {
+            set_tokens[size_t(batch.pair_group[size_t(k)])] += batch.pair_real_tokens(k);
+            set_answer_tokens[size_t(batch.pair_group[size_t(k)])] += batch.pair_answer_tokens(k);
+          }
         }
         return batch;
       },
@@ -462,8 +467,8 @@ SetStats Trainer::run_train_step(data::StepPlan& plan, StepResult& result, doubl
   sums[N + 1] = stop_requested() ? 1.0 : 0.0;
   model::PairStats local_sets = model::PairStats::sum(each);  // its groups: each set's sums, call by call
   local_sets.groups.resize(sets);  // zeros where this rank's micro-steps held no pair
-  for (const model::PairStats& set : local_sets.groups) {
-    const auto set_sums = PairStats::of(set, 0, 0).sums();
+  for (size_t g = 0; g < sets; ++g) {
+    const auto set_sums = PairStats::of(local_sets.groups[g], set_tokens[g], set_answer_tokens[g]).sums();
     sums.insert(sums.end(), set_sums.begin(), set_sums.end());
   }
   OrderedSums ordered(cfg_.zero.world_invariant ? plan.micro.size() * size_t(comm_.world()) : 0, sets);
@@ -535,7 +540,7 @@ int Trainer::train_loop() {
   // covers the steps that run made). `step` is the steps done when it finished.
   auto end_epoch = [&](int64_t steps_done) {
     if (epoch < 0 || epoch_stats.all.pairs == 0) return;
-    nlohmann::json j = epoch_stats.to_json();
+    nlohmann::json j = epoch_stats.to_json(/*with_tokens=*/true);
     j["type"] = "epoch";
     j["epoch"] = epoch;
     j["step"] = steps_done;
@@ -577,10 +582,9 @@ int Trainer::train_loop() {
     skipped_in_a_row_ = res.applied ? 0 : skipped_in_a_row_ + 1;
     const double elapsed = now() - t_start;
     const double eta = elapsed / double(s + 1 - start_step_) * double(total_steps_ - s - 1);
-    nlohmann::json j = step_stats.to_json();  // and "sets" under a mix
+    nlohmann::json j = step_stats.to_json(/*with_tokens=*/true);  // and "sets" under a mix
     j.update({{"type", "train"}, {"step", s + 1}, {"epoch", plan.epoch}, {"grad_norm", res.grad_norm},
-              {"lr", res.lr}, {"tokens", int64_t(st.tokens)}, {"tokens_per_s", st.tokens / dt},
-              {"answer_tokens", int64_t(st.answer_tokens)}, {"step_s", dt},
+              {"lr", res.lr}, {"tokens_per_s", st.tokens / dt}, {"step_s", dt},
               {"applied", res.applied}, {"skipped_total", skipped}, {"pair_id_sum", int64_t(pair_id_sum)},
               {"micro_steps", int64_t(plan.micro.size())}, {"time_s", time_breakdown_json(times, dt)}});
     metrics_->write(j);

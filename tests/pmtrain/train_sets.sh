@@ -6,8 +6,10 @@
 #    (2 x 45), c four times (4 x 94) and b once (each half in one epoch: 186): pair ids summing to 652;
 #  - the log names the mix; `pmtrain plan` prices 24 pairs an epoch;
 #  - per-set metrics: each epoch record holds a 10, b 6 and c 8 pairs; each step's sets add up to the step
-#    (pairs, correct pairs, loss and reward sums); the epoch line lists the sets; under zero.world_invariant
-#    one rank logs the same per-set numbers as two;
+#    (pairs, correct pairs, loss and reward sums, tokens computed and answer tokens); each epoch's sets are its
+#    steps' summed; each set's answer tokens an epoch are what a run on that set's file alone counts (its train
+#    records' totals): a's whole each epoch, c's twice, b's two halves its whole; the epoch line lists the sets;
+#    under zero.world_invariant one rank logs the same per-set numbers as two;
 #  - stopped at step 5 and resumed, the steps after are the uninterrupted run's, bit for bit;
 #  - a weight naming no set, a weight of 0, one too small to take a pair, and a file in two sources are
 #    errors naming the key.
@@ -29,7 +31,7 @@ echo "ok: two epochs of the mix: pair ids sum to $sum"
 
 # sets_add_up METRICS: each epoch's sets hold the mix's pairs; each step's and epoch's sets add up to it.
 sets_add_up() {
-  python3 - "$1" <<'PY' || fail "per-set train metrics of $1 do not add up (above)"
+  python3 - "$@" <<'PY' || fail "per-set train metrics of $1 do not add up (above)"
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
 epochs = [r for r in recs if r["type"] == "epoch"]
@@ -39,13 +41,34 @@ for e in epochs:
     assert got == {"a": 10, "b": 6, "c": 8}, f"epoch {e['epoch']}: set pairs {got}, want a 10, b 6, c 8"
 for r in [r for r in recs if r["type"] == "train"] + epochs:
     sets = r["sets"].values()
-    assert sum(v["pairs"] for v in sets) == r["pairs"], r
+    for key in ("pairs", "tokens", "answer_tokens"):
+        assert sum(v[key] for v in sets) == r[key], (key, r)
+steps = [r for r in recs if r["type"] == "train"]
+for e in epochs:
+    for name, v in e["sets"].items():
+        for key in ("tokens", "answer_tokens"):
+            summed = sum(r["sets"].get(name, {}).get(key, 0) for r in steps if r["epoch"] == e["epoch"])
+            assert v[key] == summed, (e["epoch"], name, key, v[key], summed)
+if len(sys.argv) > 2:  # each set's answer tokens an epoch against the runs on its file alone
+    alone = dict(zip("abc", map(int, sys.argv[2:5])))
+    one, two = (e["sets"] for e in epochs)
+    assert one["a"]["answer_tokens"] == two["a"]["answer_tokens"] == alone["a"], ("a", one["a"], two["a"], alone)
+    assert one["c"]["answer_tokens"] == two["c"]["answer_tokens"] == 2 * alone["c"], ("c", one["c"], two["c"], alone)
+    assert one["b"]["answer_tokens"] + two["b"]["answer_tokens"] == alone["b"], ("b", one["b"], two["b"], alone)
     for key in ("loss", "accuracy", "chosen_reward", "rejected_reward"):
         total = sum(v[key] * v["pairs"] for v in sets)
         assert abs(total - r[key] * r["pairs"]) <= 1e-9 * (1 + abs(total)), (key, total, r)
 PY
 }
-sets_add_up $TMP/run/metrics.jsonl
+# Each set's file alone, 2 pairs a step for one epoch (every pair once): the answer tokens its train records count.
+for set in a b c; do
+  $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $SMALL --set data.cache_dir=$TMP/cache --set batch.global=2 --set batch.micro=1 \
+    --set "data.test_files=[]" --set "data.train_files=[$TMP/$set.jsonl]" --set run.dir=$TMP/alone_$set --set run.epochs=1 \
+    > $TMP/alone_$set.txt 2>&1 || { cat $TMP/alone_$set.txt; fail "the run on set $set alone failed"; }
+done
+alone=($(for set in a b c; do json_field $TMP/alone_$set/metrics.jsonl train answer_tokens | awk '{s += $1} END {print s}'; done))
+sets_add_up $TMP/run/metrics.jsonl "${alone[@]}"
+echo "ok: each set's answer tokens an epoch as counted alone (a ${alone[0]}, b ${alone[1]} over two epochs, c 2 x ${alone[2]})"
 grep -qE "^  set b \| loss [0-9.]+ \| acc [0-9.]+ \| .* \| 6 pairs$" $TMP/train.txt \
   || { cat $TMP/train.txt; fail "the epoch line does not list set b's 6 pairs"; }
 for np in 1 2; do
