@@ -216,8 +216,8 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   // start replaces nothing); its metrics.jsonl is replaced when this run opens the file. Agreed, as every write
   // rank 0 makes for the run: a failure there ends every rank with its message, none left in a collective.
   if (training) checkpoint::run_agreed(comm_, [&] {
-    const checkpoint::RunPaths paths(cfg_.run.dir);
     if (info_.rank != 0 || !start_over_ || !cfg_.run.resume.empty()) return;
+    const checkpoint::RunPaths paths(cfg_.run.dir);
     if (const std::vector<int64_t> earlier = checkpoint::list_steps(paths); !earlier.empty()) {
       checkpoint::remove_all_checkpoints(paths);
       printf("pmtrain: run.start_over: removed the earlier run's checkpoints in %s (step_%s) and its metrics\n",
