@@ -36,7 +36,10 @@ BUILD_DIR=${BUILD_DIR:-build}
 # Where nvcc is installed the CUDA backend must build: a configuration that silently drops it fails.
 CUDA_ARG=""
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then CUDA_ARG="-DZERO_WITH_CUDA=ON"; fi
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release $CUDA_ARG ${CMAKE_ARGS:-} >/dev/null
+# CI keeps the build free of warnings (-Werror on our C++); a user's build only shows them.
+WERROR_ARG=""
+if [ "${CI:-}" = true ]; then WERROR_ARG="-DZERO_WERROR=ON"; fi
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release $CUDA_ARG $WERROR_ARG ${CMAKE_ARGS:-} >/dev/null
 # nproc obeys OMP_NUM_THREADS (GNU coreutils): with OMP_NUM_THREADS=1, as MPI jobs and clusters set it, the
 # build would run on one core. The build's parallelism is the machine's cores, not the ranks' threads.
 cmake --build "$BUILD_DIR" -j "$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
