@@ -52,6 +52,20 @@ void make_dir(const std::string& dir, const std::string& key) {
                ec ? ec.message() : "a file of that name is in the way");
 }
 
+void check_dir_creatable(const std::string& dir, const std::string& key) {
+  std::error_code ec;
+  fs::path existing = fs::path(dir).lexically_normal();
+  while (!fs::exists(existing, ec) && existing.has_relative_path()) existing = existing.parent_path();
+  if (existing.empty()) existing = ".";
+  const bool is_dir = fs::is_directory(existing, ec);
+  ZERO_REQUIRE(is_dir, InputError, "{}: cannot create the directory {}: {}", key, dir,
+               existing == fs::path(dir).lexically_normal() ? std::string("a file of that name is in the way")
+                                                            : fmt::format("{} is a file", existing.string()));
+  if (existing == fs::path(dir).lexically_normal()) return;  // there already
+  ZERO_REQUIRE(access(existing.c_str(), W_OK | X_OK) == 0, InputError, "{}: cannot create the directory {}: {} ({})",
+               key, dir, std::strerror(errno), existing.string());
+}
+
 std::string RunFiles::in_dir(const char* name) const { return (fs::path(dir) / name).string(); }
 
 void check_writable_file(const std::string& path, const std::string& key) {

@@ -27,6 +27,9 @@ std::ostream& out_stream(const std::string& path, std::ofstream& file);
 // directory and the system's reason when it cannot (a file in the way, no permission), not a bare
 // filesystem_error.
 void make_dir(const std::string& dir, const std::string& key);
+// What make_dir would say, without making anything: dir is a directory, or its nearest existing ancestor is one
+// this process can create entries in; else InputError naming key, dir and why (a file in the way, no permission).
+void check_dir_creatable(const std::string& dir, const std::string& key);
 // For a file a command will write (or rewrite) at `path`: InputError naming `key`, the path and the reason when it
 // cannot be (a directory of that name, no permission, a read-only file system); a file not there yet passes when
 // its directory can be written into.

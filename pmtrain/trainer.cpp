@@ -114,13 +114,14 @@ void check_export(const Config& c) {
 }
 // The files a training run writes into run.dir beside its checkpoints, checked before the data is read: a path in
 // the way (a directory named metrics.jsonl, a file named tensorboard, a read-only run.dir) stops the run at once,
-// naming it, not after tokenizing. run.dir is made here.
+// naming it, not after tokenizing. Nothing is made here: a run that cannot start leaves no run.dir behind.
 void check_run_files(const Config& c) {
   const RunFiles files(c.run.dir);
-  make_dir(c.run.dir, "run.dir");
+  check_dir_creatable(c.run.dir, "run.dir");
+  if (!fs::is_directory(c.run.dir)) return;  // made when the run starts: nothing in it can be in the way
   check_writable_file(files.metrics(), "run.dir");
   check_writable_file(files.resolved_config(), "run.dir");
-  if (c.run.tensorboard) make_dir(files.tensorboard(), "run.tensorboard");
+  if (c.run.tensorboard) check_dir_creatable(files.tensorboard(), "run.tensorboard");
 }
 }  // namespace
 
@@ -216,7 +217,9 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   // start replaces nothing); its metrics.jsonl is replaced when this run opens the file. Agreed, as every write
   // rank 0 makes for the run: a failure there ends every rank with its message, none left in a collective.
   if (training) checkpoint::run_agreed(comm_, [&] {
-    if (info_.rank != 0 || !start_over_ || !cfg_.run.resume.empty()) return;
+    if (info_.rank != 0) return;
+    make_dir(cfg_.run.dir, "run.dir");
+    if (!start_over_ || !cfg_.run.resume.empty()) return;
     const checkpoint::RunPaths paths(cfg_.run.dir);
     if (const std::vector<int64_t> earlier = checkpoint::list_steps(paths); !earlier.empty()) {
       checkpoint::remove_all_checkpoints(paths);

@@ -83,8 +83,9 @@ class Trainer {
   void export_at_end(int64_t end_step);
   // The step's metrics, reduced over ranks: all its pairs, and each training set's under a mix (train_sets_).
   SetStats run_train_step(data::StepPlan& plan, StepResult& result, double& pair_id_sum, bool& stop);
-  // Collective, before the data is read: run.dir made, the files the run writes there writable, and a fresh run
-  // (no run.resume) in a run.dir holding checkpoints refused unless run.start_over.
+  // Collective, before the data is read: run.dir and the files the run writes there can be made and written
+  // (nothing made yet), and a fresh run (no run.resume) in a run.dir holding checkpoints refused unless
+  // run.start_over.
   void check_run_dir();
   void resume_if_asked();
   // eval: the evaluation at this step, stored with the checkpoint (run.keep_best ranks checkpoints by it).
