@@ -44,24 +44,24 @@ std::ostream& out_stream(const std::string& path, std::ofstream& file) {
 }
 
 void make_dir(const std::string& dir, const std::string& key) {
+  check_dir_creatable(dir, key);  // says why it cannot be made (a file in the way, no permission) in one wording
   std::error_code ec;
-  ZERO_REQUIRE(!fs::exists(dir, ec) || fs::is_directory(dir, ec), InputError,
-               "{}: cannot create the directory {}: a file of that name is in the way", key, dir);
   fs::create_directories(dir, ec);
+  // Only a race with another process gets here: the check above passed a moment ago.
   ZERO_REQUIRE(!ec && fs::is_directory(dir), InputError, "{}: cannot create the directory {}: {}", key, dir,
-               ec ? ec.message() : "a file of that name is in the way");
+               ec ? ec.message() : "it is not a directory");
 }
 
 void check_dir_creatable(const std::string& dir, const std::string& key) {
   std::error_code ec;
-  fs::path existing = fs::path(dir).lexically_normal();
+  const fs::path wanted = fs::path(dir).lexically_normal();
+  fs::path existing = wanted;
   while (!fs::exists(existing, ec) && existing.has_relative_path()) existing = existing.parent_path();
   if (existing.empty()) existing = ".";
-  const bool is_dir = fs::is_directory(existing, ec);
-  ZERO_REQUIRE(is_dir, InputError, "{}: cannot create the directory {}: {}", key, dir,
-               existing == fs::path(dir).lexically_normal() ? std::string("a file of that name is in the way")
-                                                            : fmt::format("{} is a file", existing.string()));
-  if (existing == fs::path(dir).lexically_normal()) return;  // there already
+  ZERO_REQUIRE(fs::is_directory(existing, ec), InputError, "{}: cannot create the directory {}: {}", key, dir,
+               existing == wanted ? std::string("a file of that name is in the way")
+                                  : fmt::format("{} is a file", existing.string()));
+  if (existing == wanted) return;  // there already
   ZERO_REQUIRE(access(existing.c_str(), W_OK | X_OK) == 0, InputError, "{}: cannot create the directory {}: {} ({})",
                key, dir, std::strerror(errno), existing.string());
 }
