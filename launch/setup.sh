@@ -11,7 +11,7 @@ PACKAGES=(
   libpcre2-dev libutf8proc-dev libxxhash-dev zlib1g-dev
   libgtest-dev libbenchmark-dev
   pybind11-dev python3-dev python3-torch python3-jinja2
-  protobuf-compiler python3-protobuf python3-crcmod
+  protobuf-compiler python3-protobuf python3-crcmod python3-yaml
   gnuplot-nox
   slurmctld slurmd slurm-client munge
 )

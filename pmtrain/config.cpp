@@ -337,7 +337,7 @@ std::vector<Field> schema(Config& c) {
       empty_means(field("run.export_dir", r.export_dir, "the directory run.export writes (\"\" = run.dir/hf); a directory that holds anything but an earlier pmtrain export is refused")),
       choice("run.export_dtype", r.export_dtype, kExportDTypes, "dtype of run.export's weights: bf16 (as Qwen3 ships) or fp32 (the masters as they are)"),
       field("run.async_save", r.async_save, "write checkpoints in the background while training goes on"),
-      field("run.tensorboard", r.tensorboard, "also write metrics.jsonl's records as a TensorBoard event file in run.dir/tensorboard (`tensorboard --logdir RUN_DIR`; HF's report_to tensorboard): every number of each train, eval and epoch record as a scalar at its step (train/loss, eval/sets/NAME/accuracy, train/time_s/gemm, ...), and the resolved config as text (the Text tab, tag config; HF logs its arguments so), rebuilt from metrics.jsonl when a run resumes, so no step shows twice"),
+      field("run.tensorboard", r.tensorboard, "also write metrics.jsonl's records as a TensorBoard event file in run.dir/tensorboard (`tensorboard --logdir RUN_DIR`; HF's report_to tensorboard): every number of each train, eval and epoch record as a scalar at its step (train/loss, eval/sets/NAME/accuracy, train/time_s/gemm, ...), the resolved config as text (the Text tab, tag config) and each of its keys as a hyperparameter (the HParams tab: runs side by side with their keys and metrics; HF logs its arguments so), rebuilt from metrics.jsonl when a run resumes, so no step shows twice"),
       empty_means(field("run.resume", r.resume, "\"\" = start fresh, auto = the newest complete checkpoint of run.dir, or a checkpoint path")),
       field("run.start_over", r.start_over, "train from scratch in a run.dir that already holds checkpoints: removes them and its metrics.jsonl once the run is set up (without it such a run is refused)"),
       field("run.stop_at", r.stop_at, kNonNegative, "stop after this step as if interrupted (the schedule still spans every step; 0 = off)"),
@@ -676,6 +676,28 @@ std::string to_yaml(const Config& const_c) {
   YAML::Emitter out;
   out << root;
   return std::string(out.c_str()) + "\n";
+}
+
+std::vector<std::pair<std::string, ConfigScalar>> config_scalars(const Config& const_c) {
+  Config c = const_c;
+  std::vector<std::pair<std::string, ConfigScalar>> out;
+  for (const Field& f : schema(c)) {
+    const YAML::Node v = f.get();
+    double number = 0;
+    if (f.type == "bool") {
+      out.emplace_back(f.key, v.as<bool>());
+    } else if (v.IsScalar() && (f.type.starts_with("integer") || f.type == "number") &&
+               YAML::convert<double>::decode(v, number)) {
+      out.emplace_back(f.key, number);  // an `integer or auto` key holding auto falls through to text
+    } else if (v.IsScalar()) {
+      out.emplace_back(f.key, v.as<std::string>());
+    } else {
+      YAML::Emitter flow;
+      flow << YAML::Flow << v;
+      out.emplace_back(f.key, std::string(flow.c_str()));
+    }
+  }
+  return out;
 }
 
 std::string backend_name(Backend b) { return choice_name(b, kBackends); }

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "core/dtype.h"
@@ -192,6 +193,10 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 Config parse_config(const std::string& yaml_text, const std::string& source, const std::vector<std::string>& overrides = {});
 // Every key with its resolved value, as YAML.
 std::string to_yaml(const Config& c);
+// Every key with its resolved value as one scalar, in to_yaml's order (TensorBoard's hparams): a bool, a
+// number (integer and number keys), or text (the other keys; a list or a map as its YAML flow text, "[a, b]").
+using ConfigScalar = std::variant<bool, double, std::string>;
+std::vector<std::pair<std::string, ConfigScalar>> config_scalars(const Config& c);
 // All known dotted keys (for help and did-you-mean).
 std::vector<std::string> known_keys();
 // A data.test_sets name: letters, digits, '_', '-' or '.' (printed in reports, a JSON key of eval records).

@@ -65,7 +65,7 @@ double unix_seconds_now() {
 }  // namespace
 
 MetricsLog::MetricsLog(const std::string& path, bool active, int64_t keep_through_step,
-                       const std::string& tensorboard_dir, const std::string& config)
+                       const std::string& tensorboard_dir, const Config* config)
     : path_(path) {
   if (!active) return;
   std::vector<nlohmann::json> kept;  // for the event file, rebuilt from them
@@ -101,11 +101,12 @@ MetricsLog::MetricsLog(const std::string& path, bool active, int64_t keep_throug
   ZERO_REQUIRE(file_, InputError, "{}: cannot open the metrics file for writing", path);
   if (tensorboard_dir.empty()) return;
   events_ = std::make_unique<EventFile>(tensorboard_dir, unix_seconds_now());
-  if (!config.empty()) {  // TensorBoard's text is Markdown: the YAML as a code block (each line indented 4 spaces)
+  if (config) {  // TensorBoard's text is Markdown: the YAML as a code block (each line indented 4 spaces)
     std::string block = "    ";
-    for (const char c : config) block += c == '\n' ? std::string("\n    ") : std::string(1, c);
+    for (const char c : to_yaml(*config)) block += c == '\n' ? std::string("\n    ") : std::string(1, c);
     while (block.ends_with(' ')) block.pop_back();
     events_warning_.after_write(events_->write_text("config", block), events_->path());
+    events_warning_.after_write(events_->write_hparams(config_scalars(*config)), events_->path());
   }
   for (const auto& j : kept) events_warning_.after_write(events_->write(j), events_->path());
 }

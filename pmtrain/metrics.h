@@ -80,10 +80,11 @@ class MetricsLog {
   // them, so a step appears once) and the records of an earlier end (the summary, the final eval: a resumed
   // run writes its own); keep_through_step < 0 (a fresh run) keeps nothing. Every record gets "time" (Unix
   // seconds). A tensorboard_dir (run.tensorboard) also gets the records as TensorBoard events: its event file is
-  // rebuilt, beginning with the text `config` (the run's resolved config: TensorBoard's Text tab, tag "config"),
-  // from the kept records, then each new record is appended (tensorboard.h).
+  // rebuilt, beginning with the run's resolved config (given one): as text (TensorBoard's Text tab, tag "config",
+  // to_yaml's) and as hyperparameters (the HParams tab, config_scalars'); then the kept records, then each new
+  // record as it comes (tensorboard.h).
   MetricsLog(const std::string& path, bool active, int64_t keep_through_step, const std::string& tensorboard_dir = "",
-             const std::string& config = "");
+             const Config* config = nullptr);
   ~MetricsLog();
   void write(const nlohmann::json& record);
   bool active() const { return file_ != nullptr; }

@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstring>
 #include <filesystem>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -64,6 +65,9 @@ enum : int { kSummaryValue = 1, kValueTag = 1, kValueSimpleValue = 2, kValueTens
 // SummaryMetadata's and PluginData's (summary.proto), TensorProto's (tensor.proto), DataType's DT_STRING (types.proto).
 enum : int { kMetadataPluginData = 1, kPluginName = 1 };
 enum : int { kTensorDtype = 1, kTensorShape = 2, kTensorStringVal = 8, kDtString = 7 };
+// The hparams plugin's (tensorboard/plugins/hparams/plugin_data.proto) and google.protobuf.Value's (struct.proto).
+enum : int { kPluginContent = 2, kHParamsSessionStartInfo = 3, kSessionHParams = 1, kSessionStartTime = 5 };
+enum : int { kMapKey = 1, kMapValue = 2, kValueNumber = 2, kValueString = 3, kValueBool = 4 };
 
 std::string event_head(double wall_time, int64_t step) {
   std::string e;
@@ -155,6 +159,37 @@ bool EventFile::write_text(const std::string& tag, const std::string& markdown) 
   put_bytes(tensor, kTensorStringVal, markdown);
   put_bytes(value, kValueTag, tag);
   put_bytes(value, kValueTensor, tensor);
+  put_bytes(value, kValueMetadata, metadata);
+  put_bytes(summary, kSummaryValue, value);
+  std::string event = event_head(start_time_, 0);
+  put_bytes(event, kSummary, summary);
+  return append(event);
+}
+
+bool EventFile::write_hparams(const std::vector<std::pair<std::string, ConfigScalar>>& hparams) {
+  std::string start_info;
+  for (const auto& [key, scalar] : hparams) {
+    std::string value, entry;
+    // A oneof member is written even at its default (false, 0): that it is set is the value's type.
+    if (const bool* b = std::get_if<bool>(&scalar)) {
+      put_key(value, kValueBool, 0);
+      put_varint(value, *b ? 1 : 0);
+    } else if (const double* x = std::get_if<double>(&scalar)) {
+      put_fixed(value, kValueNumber, *x);
+    } else {
+      put_bytes(value, kValueString, std::get<std::string>(scalar));
+    }
+    put_bytes(entry, kMapKey, key);
+    put_bytes(entry, kMapValue, value);
+    put_bytes(start_info, kSessionHParams, entry);
+  }
+  put_fixed(start_info, kSessionStartTime, start_time_);
+  std::string plugin_data, plugin, metadata, value, summary;
+  put_bytes(plugin_data, kHParamsSessionStartInfo, start_info);  // version 0: the default, left out
+  put_bytes(plugin, kPluginName, "hparams");
+  put_bytes(plugin, kPluginContent, plugin_data);
+  put_bytes(metadata, kMetadataPluginData, plugin);
+  put_bytes(value, kValueTag, "_hparams_/session_start_info");
   put_bytes(value, kValueMetadata, metadata);
   put_bytes(summary, kSummaryValue, value);
   std::string event = event_head(start_time_, 0);

@@ -15,6 +15,16 @@
 // A text (the run's resolved config, as HF Trainer logs its arguments) is what TensorBoard's text plugin reads:
 //   Value { tag; metadata = { plugin_data = 1: { plugin_name = 1: "text" } };
 //           tensor = { dtype = 1: DT_STRING (7); tensor_shape = 2: {} (a scalar); string_val = 8: the text } }
+// The run's hyperparameters (every resolved config key, as HF Trainer logs its arguments) are what TensorBoard's
+// hparams plugin reads as a session's start (tensorboard/plugins/hparams/plugin_data.proto), in the run of its
+// scalars, so the HParams tab lists each run (a sweep's cells side by side) with its keys and its metrics:
+//   Value { tag = 1: "_hparams_/session_start_info";
+//           metadata = 9: { plugin_data = 1: { plugin_name = 1: "hparams"; content = 2: HParamsPluginData } } }
+//   HParamsPluginData = { version = 1: 0; session_start_info = 3: SessionStartInfo }
+//   SessionStartInfo  = { map<string, google.protobuf.Value> hparams = 1; double start_time_secs = 5; }
+//   map entry         = { key = 1; value = 2 }      google.protobuf.Value = { number_value = 2 (double);
+//                                                                             string_value = 3; bool_value = 4 }
+// No tensor, as torch's SummaryWriter.add_hparams writes it (HF's TensorBoardCallback calls that).
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -22,6 +32,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "pmtrain/config.h"
 
 namespace zero::pmtrain {
 
@@ -48,6 +60,9 @@ class EventFile {
   // Appends `markdown` as a text summary (TensorBoard's Text tab) named tag at step 0 and the file's start time;
   // false when the write failed.
   bool write_text(const std::string& tag, const std::string& markdown);
+  // Appends the run's hyperparameters as the hparams plugin's session start, at step 0 and the file's start
+  // time; false when the write failed.
+  bool write_hparams(const std::vector<std::pair<std::string, ConfigScalar>>& hparams);
   const std::string& path() const { return path_; }
 
  private:

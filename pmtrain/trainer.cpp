@@ -287,16 +287,15 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   // Only now that the checkpoint was taken: a resume refused (another seed, say) leaves the run's file as it was.
   const RunFiles files(cfg_.run.dir);
   checkpoint::run_agreed(comm_, [&] {
-    const std::string resolved_text = to_yaml(cfg_);
     if (info_.rank == 0) {
       std::ofstream resolved(files.resolved_config());
-      resolved << resolved_text;
+      resolved << to_yaml(cfg_);
       resolved.close();
       ZERO_REQUIRE(resolved, InputError, "run.dir: cannot write {}", files.resolved_config());
     }
     // A fresh run keeps no step's record (-1: not even the step-0 eval of run.eval_at_start).
     metrics_ = std::make_unique<MetricsLog>(files.metrics(), info_.rank == 0, start_step_ > 0 ? start_step_ : -1,
-                                            cfg_.run.tensorboard ? files.tensorboard() : "", resolved_text);
+                                            cfg_.run.tensorboard ? files.tensorboard() : "", &cfg_);
   });
 }
 

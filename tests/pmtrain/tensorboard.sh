@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # run.tensorboard: metrics.jsonl's records as a TensorBoard event file (pmtrain/tensorboard.h), read back as
 # TensorBoard reads it (tensorboard_read.py: the frames' CRC-32Cs by python3-crcmod, the events decoded by
-# python3-protobuf at TensorFlow's field numbers) and held to the run's metrics.jsonl record by record:
+# python3-protobuf at TensorFlow's field numbers) and held to the run's config.resolved.yaml (the config text, and
+# each key as a hyperparameter of the HParams tab) and its metrics.jsonl, record by record:
 #  - 2 ranks, 2 epochs of 3 steps, an evaluation every 2 steps with two named test sets, stopped at step 4 and
 #    resumed: one event file, each train step once (rebuilt from metrics.jsonl at the resume), and among the
 #    scalars train/loss, train/lr, train/time_s/gemm, eval/loss, eval/sets/b/accuracy, epoch/loss;
 #  - run.start_over in the same run.dir: the earlier run's file replaced by the new run's;
 #  - without run.tensorboard, no tensorboard directory (a run.dir/tensorboard that is a file: run_files.sh).
 source "$(dirname "$0")/common.sh"
-PY=/usr/bin/python3  # Debian's, with python3-protobuf and python3-crcmod (launch/setup.sh)
-if ! command -v protoc > /dev/null || ! $PY -c "import google.protobuf, crcmod" 2> /dev/null; then
-  echo "SKIPPED: needs protoc, python3-protobuf and python3-crcmod (launch/setup.sh installs them)"; exit 77
+PY=/usr/bin/python3  # Debian's, with python3-protobuf, python3-crcmod and python3-yaml (launch/setup.sh)
+if ! command -v protoc > /dev/null || ! $PY -c "import google.protobuf, crcmod, yaml" 2> /dev/null; then
+  echo "SKIPPED: needs protoc, python3-protobuf, python3-crcmod and python3-yaml (launch/setup.sh installs them)"; exit 77
 fi
 mkdir -p $TMP/pb
 protoc -I tests/pmtrain --python_out=$TMP/pb tests/pmtrain/tensorboard_event.proto

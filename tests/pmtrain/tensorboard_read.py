@@ -2,15 +2,18 @@
 run's metrics.jsonl: the TFRecord frames' masked CRC-32Cs (python3-crcmod's crc-32c), each Event decoded by
 python3-protobuf from tensorboard_event.proto (TensorFlow's field numbers), the first carrying the file version,
 the second the run's config.resolved.yaml as a Markdown code block (each line indented 4 spaces) in a text
-summary tagged "config" (the text plugin's: a scalar DT_STRING tensor), then one event per train, eval and epoch
-record in file order at its step and time, holding every number of the record as a float32 scalar named
-<type>/<key>[/<key>...].
+summary tagged "config" (the text plugin's: a scalar DT_STRING tensor), the third the hparams plugin's session
+start holding every key of config.resolved.yaml (read by PyYAML) as a scalar of its type, then one event per
+train, eval and epoch record in file order at its step and time, holding every number of the record as a float32
+scalar named <type>/<key>[/<key>...].
 
 usage: tensorboard_read.py PROTO_PY_DIR RUN_DIR [TAG ...]   (each TAG must be among the scalars)
-Prints "<events> events, config text of <lines> lines, <scalars> scalars, <steps> train steps" on success."""
+Prints "<events> events, config text of <lines> lines, <hparams> hparams, <scalars> scalars, <steps> train steps"
+on success."""
 import glob, json, os, struct, sys
 
 import crcmod.predefined
+import yaml
 
 sys.path.insert(0, sys.argv[1])
 import tensorboard_event_pb2 as pb  # noqa: E402
@@ -77,6 +80,53 @@ assert v.tensor.dtype == pb.DT_STRING and not v.tensor.tensor_shape.dim and len(
 markdown = "".join("    " + line for line in config.splitlines(keepends=True))
 assert v.tensor.string_val[0].decode() == markdown, "the config text is not config.resolved.yaml as a code block"
 
+# The hyperparameters: each key of the resolved config ("section.key", or a top-level key) as a scalar of its
+# type: a YAML bool as bool_value, a number as number_value (PyYAML reads YAML 1.1, where "1e-05" is a string: a
+# string float() reads counts as the number), a string as string_value, a list or map as string_value holding
+# YAML that reads back to it.
+hp = events[2] if len(events) > 2 else pb.Event()
+assert hp.step == 0 and hp.wall_time == events[0].wall_time, "the hparams are not at step 0 and the start"
+assert len(hp.summary.value) == 1 and hp.summary.value[0].tag == "_hparams_/session_start_info", "no hparams third"
+v = hp.summary.value[0]
+assert v.WhichOneof("value") is None, "the hparams summary holds a value (torch's add_hparams writes none)"
+assert v.metadata.plugin_data.plugin_name == "hparams", f"plugin {v.metadata.plugin_data.plugin_name!r}"
+data = pb.HParamsPluginData()
+data.ParseFromString(v.metadata.plugin_data.content)
+assert not data.UnknownFields() and data.version == 0 and data.WhichOneof("data") == "session_start_info", data
+start = data.session_start_info
+assert not start.UnknownFields() and start.start_time_secs == events[0].wall_time, "session start time"
+assert not (start.model_uri or start.monitor_url or start.group_name), start
+want_hp = {}
+for key, value in yaml.safe_load(config).items():
+    if isinstance(value, dict):
+        want_hp.update({f"{key}.{k}": x for k, x in value.items()})
+    else:
+        want_hp[key] = value
+assert sorted(start.hparams) == sorted(want_hp), f"hparams {sorted(start.hparams)} != keys {sorted(want_hp)}"
+
+
+def as_number(x):
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return float(x)
+    try:
+        return float(x) if isinstance(x, str) else None
+    except ValueError:
+        return None
+
+
+for key, want in want_hp.items():
+    got = start.hparams[key]
+    kind = got.WhichOneof("kind")
+    assert not got.UnknownFields(), key
+    if isinstance(want, bool):
+        assert kind == "bool_value" and got.bool_value == want, f"hparam {key}: {got} for {want!r}"
+    elif as_number(want) is not None:
+        assert kind == "number_value" and got.number_value == as_number(want), f"hparam {key}: {got} for {want!r}"
+    elif isinstance(want, str):
+        assert kind == "string_value" and got.string_value == want, f"hparam {key}: {got} for {want!r}"
+    else:
+        assert kind == "string_value" and yaml.safe_load(got.string_value) == want, f"hparam {key}: {got} for {want!r}"
+
 records = [json.loads(l) for l in open(os.path.join(run, "metrics.jsonl"))]
 want = []
 for r in records:
@@ -84,23 +134,23 @@ for r in records:
         continue
     rest = {k: v for k, v in r.items() if k not in ("type", "step", "time")}
     want.append((r["type"], r["step"], r["time"], list(numbers(r["type"], rest))))
-got = events[2:]
+got = events[3:]
 assert len(got) == len(want), f"{len(got)} scalar events for {len(want)} records with a step"
 tags = set()
 for i, (e, (_, step, time, scalars)) in enumerate(zip(got, want)):
-    assert e.WhichOneof("what") == "summary", f"event {i + 2} holds no summary"
-    assert e.step == step, f"event {i + 2}: step {e.step}, record step {step}"
-    assert e.wall_time == time, f"event {i + 2}: wall time {e.wall_time}, record time {time}"
-    assert all(v.WhichOneof("value") == "simple_value" for v in e.summary.value), f"event {i + 2}: not all scalars"
+    assert e.WhichOneof("what") == "summary", f"event {i + 3} holds no summary"
+    assert e.step == step, f"event {i + 3}: step {e.step}, record step {step}"
+    assert e.wall_time == time, f"event {i + 3}: wall time {e.wall_time}, record time {time}"
+    assert all(v.WhichOneof("value") == "simple_value" for v in e.summary.value), f"event {i + 3}: not all scalars"
     have = [(v.tag, v.simple_value) for v in e.summary.value]
     wanted = [(t, f32(x)) for t, x in scalars]
     same = lambda a, b: a == b or (a != a and b != b)  # NaN equals NaN here
     assert len(have) == len(wanted) and all(t == u and same(x, y) for (t, x), (u, y) in zip(have, wanted)), (
-        f"event {i + 2} (step {step}): {have[:4]}... != {wanted[:4]}...")
+        f"event {i + 3} (step {step}): {have[:4]}... != {wanted[:4]}...")
     tags.update(t for t, _ in have)
 for t in sys.argv[3:]:
     assert t in tags, f"no scalar {t} (of {sorted(tags)[:12]}...)"
 train_steps = [s for (kind, s, _, _) in want if kind == "train"]
 assert len(train_steps) == len(set(train_steps)), f"a train step twice: {train_steps}"
-print(f"{len(events)} events, config text of {len(config.splitlines())} lines, "
+print(f"{len(events)} events, config text of {len(config.splitlines())} lines, {len(start.hparams)} hparams, "
       f"{sum(len(s) for _, _, _, s in want)} scalars, {len(train_steps)} train steps")
