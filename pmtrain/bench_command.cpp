@@ -34,7 +34,7 @@ namespace {
 // With batch.micro the micro-batch is the config's, capped at the pairs one rank gets.
 Config bench_config(const BenchArgs& a, int world) {
   Config cfg = load_config(existing_path(a.config_path, "config file"), a.overrides);
-  if (!cfg.model.hf_dir.empty()) cfg.model.hf_dir = existing_path(cfg.model.hf_dir, "model.hf_dir");
+  if (!cfg.model.hf_dir.empty()) cfg.model.hf_dir = existing_model_dir(cfg.model.hf_dir, "model.hf_dir");
   ZERO_REQUIRE(a.steps > a.warmup, ConfigError, "--steps {} must be more than --warmup {} (steps counts the warm-up)",
                a.steps, a.warmup);
   ZERO_REQUIRE(a.pairs >= world, ConfigError, "--pairs-per-step {} is fewer than the {} ranks launched", a.pairs,

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <regex>
 
 #include <unistd.h>
 
@@ -34,6 +35,17 @@ std::string existing_path(const std::string& path, const std::string& what) {
   const std::string abs = absolute_path(path);
   ZERO_REQUIRE(fs::exists(abs), ConfigError, "{}: {} does not exist{}", what, abs, relative_note(path));
   return abs;
+}
+
+std::string existing_model_dir(const std::string& path, const std::string& what) {
+  // A Hub id is "owner/name": one '/', neither side empty, letters, digits, '-', '_' and '.' (not a leading '.').
+  static const std::regex hub_id(R"([A-Za-z0-9_\-][A-Za-z0-9_.\-]*/[A-Za-z0-9_\-][A-Za-z0-9_.\-]*)");
+  ZERO_REQUIRE(path.empty() || fs::exists(absolute_path(path)) || !std::regex_match(path, hub_id), ConfigError,
+               "{}: {} does not exist{}; if \"{}\" is a Hugging Face Hub id: pmtrain reads a local model directory "
+               "(config.json and safetensors), so download it first, for example `huggingface-cli download {} "
+               "--local-dir DIR`, and give DIR",
+               what, absolute_path(path), relative_note(path), path, path);
+  return existing_path(path, what);
 }
 
 std::ostream& out_stream(const std::string& path, std::ofstream& file) {
@@ -122,7 +134,7 @@ std::string default_cache_dir() {
 void resolve_paths(Config& cfg) {
   cfg.run.dir = absolute_path(cfg.run.dir);
   if (!cfg.run.resume.empty() && cfg.run.resume != "auto") cfg.run.resume = existing_path(cfg.run.resume, "run.resume");
-  if (!cfg.model.hf_dir.empty()) cfg.model.hf_dir = existing_path(cfg.model.hf_dir, "model.hf_dir");
+  if (!cfg.model.hf_dir.empty()) cfg.model.hf_dir = existing_model_dir(cfg.model.hf_dir, "model.hf_dir");
   cfg.data.tokenizer = existing_path(cfg.data.tokenizer, "data.tokenizer");
   auto resolve_files = [](std::vector<std::string>& files, const std::string& key) {
     for (std::string& f : files) {

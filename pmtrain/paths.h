@@ -19,6 +19,9 @@ std::string absolute_path(const std::string& path);
 // The absolute path of an input that must exist; ConfigError otherwise, naming `what` (e.g. "--data",
 // "data.tokenizer"), the absolute path tried and, for a relative one, the current directory.
 std::string existing_path(const std::string& path, const std::string& what);
+// existing_path for an HF model directory (model.hf_dir, --model): a missing one given as a Hub id would be
+// ("Qwen/Qwen3-4B") also says that pmtrain reads local directories and how to download one.
+std::string existing_model_dir(const std::string& path, const std::string& what);
 
 // Where a command's --out rows go: `file` opened at `path` made absolute, or stdout when `path` is "";
 // InputError naming --out and the absolute path when it cannot be written.

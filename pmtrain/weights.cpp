@@ -32,7 +32,7 @@ WeightsChoice choose_weights(const WeightsArgs& a, const Config& cfg) {
   WeightsChoice w;
   if (!a.model.empty()) {
     w.kind = WeightsChoice::Kind::HfDir;
-    w.path = existing_path(a.model, "--model");
+    w.path = existing_model_dir(a.model, "--model");
     w.description = fmt::format("HF model directory {}", w.path);
   } else if (a.init) {
     w.kind = WeightsChoice::Kind::Init;

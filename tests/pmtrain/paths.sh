@@ -36,6 +36,18 @@ expect "relative tokenizer from another directory" \
   "data.tokenizer: $TMP/elsewhere/data/assets/qwen3/tokenizer.json does not exist $NOTE" "$PMTRAIN" train $REPO/configs/tiny_cpu.yaml
 expect "missing config" "config file: $TMP/elsewhere/nope.yaml does not exist $NOTE" "$PMTRAIN" eval nope.yaml
 expect "missing --data" "--data: $TMP/elsewhere/pairs.jsonl does not exist $NOTE" "$PMTRAIN" score --init --data pairs.jsonl
+# An HF model given as a Hub id (as transformers' from_pretrained takes it): the error says how to get a local copy.
+HUB="if \"Qwen/Qwen3-4B\" is a Hugging Face Hub id: pmtrain reads a local model directory (config.json and safetensors), so download it first, for example \`huggingface-cli download Qwen/Qwen3-4B --local-dir DIR\`, and give DIR"
+expect "model.hf_dir a Hub id" "model.hf_dir: $TMP/elsewhere/Qwen/Qwen3-4B does not exist $NOTE; $HUB" \
+  "$PMTRAIN" train $REPO/configs/tiny_cpu.yaml --set data.tokenizer=$REPO/data/assets/qwen3/tokenizer.json \
+  --set model.hf_dir=Qwen/Qwen3-4B
+expect "score --model a Hub id" "--model: $TMP/elsewhere/Qwen/Qwen3-4B does not exist $NOTE; $HUB" \
+  "$PMTRAIN" score --model Qwen/Qwen3-4B --data $REPO/data/assets/hh-rlhf/harmless-base/test.jsonl.gz
+set +e; "$PMTRAIN" score --model ./Qwen/Qwen3-4B --data $REPO/data/assets/hh-rlhf/harmless-base/test.jsonl.gz > $TMP/err.txt 2>&1
+set -e
+grep -qF -- "--model: $TMP/elsewhere/Qwen/Qwen3-4B does not exist $NOTE" $TMP/err.txt && ! grep -q "Hub id" $TMP/err.txt \
+  || { cat $TMP/err.txt; fail "a missing local path (./Qwen/Qwen3-4B) named as a Hub id"; }
+echo "ok: a missing ./Qwen/Qwen3-4B is a missing path, no Hub id"
 printf 'not json\n' > $TMP/bad.jsonl
 expect "bad data line at world 1" "pmtrain train: error: $TMP/bad.jsonl:1: not a JSON object" \
   "$PMTRAIN" train ../abs.yaml --set run.dir=runs/bad --set "data.train_files=[../bad.jsonl]" --set data.bad_lines=fail \
