@@ -139,7 +139,7 @@ void ReadFile::read_at(uint64_t offset, void* dst, size_t bytes) const {
   }
 }
 
-uint64_t hash_file(const ReadFile& f) {
+uint64_t hash_file(const ReadFile& f, const std::function<void(uint64_t bytes)>& on_chunk) {
   Hasher h;
   std::vector<char> buf(std::min<uint64_t>(kChunk, std::max<uint64_t>(f.size(), 1)));
   for (uint64_t off = 0; off < f.size();) {
@@ -147,6 +147,7 @@ uint64_t hash_file(const ReadFile& f) {
     f.read_at(off, buf.data(), n);
     h.update(buf.data(), n);
     off += n;
+    if (on_chunk) on_chunk(n);
   }
   return h.digest();
 }

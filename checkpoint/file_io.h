@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -55,8 +56,9 @@ class ReadFile {
   uint64_t size_ = 0;
 };
 
-// XXH64 (seed 0) of a whole file, streamed in large chunks.
-uint64_t hash_file(const ReadFile& f);
+// XXH64 (seed 0) of a whole file, streamed in large chunks; after each, on_chunk (if given) gets its bytes (a
+// long check's progress).
+uint64_t hash_file(const ReadFile& f, const std::function<void(uint64_t bytes)>& on_chunk = {});
 
 // Streaming XXH64 for code that reads a file piecewise in order.
 class Hasher {

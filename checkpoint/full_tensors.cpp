@@ -55,7 +55,7 @@ std::string resolve_checkpoint_dir(const std::string& run_dir, std::optional<int
                                "(available steps: {})", paths.latest_file(), name, run_dir, list_steps_text(steps)));
 }
 
-CheckpointTensors::CheckpointTensors(const std::string& dir, bool verify) : dir_(dir) {
+CheckpointTensors::CheckpointTensors(const std::string& dir, bool verify, const HashProgress& on_hashed) : dir_(dir) {
   manifest_ = Manifest::read(dir);
   layout_ = FileLayout::of(manifest_.groups);
   for (int g = 0; g < int(manifest_.groups.size()); ++g) {
@@ -69,6 +69,8 @@ CheckpointTensors::CheckpointTensors(const std::string& dir, bool verify) : dir_
       tensors_.push_back({t.name, t.numel, g, t.offset});
     }
   }
+  uint64_t hashed = 0, to_hash = 0;
+  for (const FileEntry& fe : manifest_.files) to_hash += fe.bytes;
   for (const FileEntry& fe : manifest_.files) {
     auto f = std::make_unique<ReadFile>((fs::path(dir) / fe.name).string());
     ZERO_REQUIRE(fe.bytes == layout_.bytes, InputError, "{}/{}: manifest lists {} bytes for {} but its groups need {}",
@@ -79,7 +81,10 @@ CheckpointTensors::CheckpointTensors(const std::string& dir, bool verify) : dir_
     ZERO_REQUIRE(f->size() == fe.bytes, InputError, "checkpoint file {} has {} bytes, the manifest says {} (corrupted?)",
                  f->path(), f->size(), fe.bytes);
     if (verify) {
-      const uint64_t h = hash_file(*f);
+      const uint64_t h = hash_file(*f, [&](uint64_t n) {
+        hashed += n;
+        if (on_hashed) on_hashed(hashed, to_hash);
+      });
       bytes_read_ += f->size();
       ZERO_REQUIRE(h == fe.xxh64, InputError,
                    "checkpoint file {} is corrupted: xxhash64 {} but the manifest says {} (use an older checkpoint)",

@@ -44,7 +44,9 @@ class CheckpointTensors {
  public:
   // Reads <dir>/manifest.json and opens every rank file, checking its size against the manifest and the
   // group layout and (verify_checksums) its xxhash64, like load_checkpoint. InputError naming the file.
-  explicit CheckpointTensors(const std::string& dir, bool verify_checksums = true);
+  // on_hashed (if given) follows the checksums' progress: bytes hashed so far, of all the files' bytes.
+  using HashProgress = std::function<void(uint64_t hashed, uint64_t total)>;
+  explicit CheckpointTensors(const std::string& dir, bool verify_checksums = true, const HashProgress& on_hashed = {});
   ~CheckpointTensors();
   CheckpointTensors(const CheckpointTensors&) = delete;
   CheckpointTensors& operator=(const CheckpointTensors&) = delete;

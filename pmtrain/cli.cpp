@@ -278,6 +278,12 @@ std::optional<int> parse_command_line(int argc, char** argv, bool speak, Command
       ->type_name("FILE");
   exp->add_flag_function("--no-verify", [&ex](int64_t) { ex.verify_checksums = false; },
                 "skip the xxhash64 check of the checkpoint files (faster on a trusted copy)");
+  exp->add_option("--progress-s", ex.progress_s,
+                  "print a progress line (the checksums, then the weights: done, rate, ETA) every this many seconds; "
+                  "0 = never")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
+      ->type_name("S");
   exp->footer("Example:\n  pmtrain export runs/tiny_cpu --to exports/rm --dtype fp32");
 
   ScoreArgs& sc = out.score;

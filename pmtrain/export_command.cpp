@@ -11,6 +11,8 @@
 #include "core/check.h"
 #include "data/tokenizer.h"
 #include "model/param_layout.h"
+#include "pmtrain/metrics.h"
+#include "pmtrain/progress.h"
 #include "pmtrain/weights.h"
 
 namespace zero::pmtrain {
@@ -18,10 +20,26 @@ namespace zero::pmtrain {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+namespace {
+// "export: checksums of the checkpoint's files: 12.3 GiB of 84.6 GiB (15%), 2.1 GiB/s, ETA 34s"
+void progress_line(const char* what, uint64_t done, uint64_t total, const Progress& p) {
+  const double fraction = double(done) / double(total);
+  printf("export: %s: %s of %s (%.0f%%), %s/s, ETA %s\n", what, format_bytes(double(done)).c_str(),
+         format_bytes(double(total)).c_str(), 100.0 * fraction, format_bytes(double(done) / p.elapsed_s()).c_str(),
+         p.eta(fraction).c_str());
+  fflush(stdout);
+}
+}  // namespace
+
 ExportResult export_checkpoint(const ExportRequest& req) {
   ExportResult res;
   res.checkpoint_dir = checkpoint::resolve_checkpoint_dir(req.run_dir, req.step);
-  const checkpoint::CheckpointTensors ck(res.checkpoint_dir, req.verify_checksums);
+  // A Qwen3-8B checkpoint is 85 GiB to hash (fp32 master, m, v) and 28 GiB of masters to read: minutes, so
+  // progress lines.
+  Progress hashing(req.progress_s);
+  const checkpoint::CheckpointTensors ck(res.checkpoint_dir, req.verify_checksums, [&](uint64_t done, uint64_t total) {
+    if (done < total && hashing.due()) progress_line("checksums of the checkpoint's files", done, total, hashing);
+  });
   const checkpoint::Manifest& m = ck.manifest();
   res.step = m.state.step;
   const std::string manifest_path = (fs::path(res.checkpoint_dir) / checkpoint::kManifestName).string();
@@ -101,8 +119,19 @@ ExportResult export_checkpoint(const ExportRequest& req) {
                     {"saved_stage", m.stage},
                     {"tokenizer", tok.empty() ? json(nullptr) : json(fs::absolute(tok).lexically_normal().string())},
                     {"values", "fp32 master weights"}};
-  res.hf = model::export_hf_model(req.out_dir, res.config,
-                                  [&](const std::string& name, std::span<float> out) { ck.read_master(name, out); }, opt);
+  uint64_t weights_read = 0, weights = 0;
+  for (const model::GroupSpec& g : groups)
+    for (const model::TensorSpec& t : g.tensors) weights += uint64_t(t.numel()) * sizeof(float);
+  Progress writing(req.progress_s);
+  res.hf = model::export_hf_model(
+      req.out_dir, res.config,
+      [&](const std::string& name, std::span<float> out) {
+        ck.read_master(name, out);
+        weights_read += out.size_bytes();
+        if (weights_read < weights && writing.due())
+          progress_line("weights read and written", weights_read, weights, writing);
+      },
+      opt);
   return res;
 }
 

@@ -25,6 +25,7 @@ struct ExportRequest {
   DType dtype = DType::BF16;     // F32 or BF16
   std::string tokenizer;         // overrides trainer.extra.tokenizer (its sibling tokenizer_config.json too)
   bool verify_checksums = true;  // xxhash64 of every rank file before reading
+  double progress_s = 30;        // a progress line (checksums, then weights: done, rate, ETA) this often; 0 = never
 };
 
 struct ExportResult {

@@ -172,6 +172,11 @@ std::string op_times_line(const StepTimes& t, double steps) {
   return line;
 }
 
+std::string format_bytes(double b) {
+  if (b >= double(1ull << 30)) return fmt::format("{:.1f} GiB", b / double(1ull << 30));
+  return fmt::format("{:.0f} MiB", b / double(1ull << 20));
+}
+
 std::string format_duration(double s) {
   if (s < 0 || s != s) return "?";
   const long t = long(s + 0.5);

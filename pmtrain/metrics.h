@@ -103,6 +103,8 @@ class MetricsLog {
 };
 
 std::string format_duration(double seconds);
+// "12.3 GiB" from 1 GiB on, else "340 MiB".
+std::string format_bytes(double bytes);
 
 // The step-time breakdown of a train record ("time_s", one step) or the summary (the run's train steps):
 // seconds per StepClock category plus "other" = wall_s - their sum (host work, idle, untimed engine work).

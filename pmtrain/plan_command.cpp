@@ -22,6 +22,7 @@
 #include "pmtrain/data_setup.h"
 #include "pmtrain/engine_assembly.h"
 #include "pmtrain/engine_params.h"
+#include "pmtrain/metrics.h"
 #include "pmtrain/model_setup.h"
 #include "pmtrain/paths.h"
 #include "pmtrain/train_split.h"
@@ -65,10 +66,6 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& what
 
 namespace {
 
-std::string bytes_text(double b) {
-  if (b >= double(1ull << 30)) return fmt::format("{:.1f} GiB", b / double(1ull << 30));
-  return fmt::format("{:.0f} MiB", b / double(1ull << 20));
-}
 std::string time_text(double s) {
   if (s >= 3600) return fmt::format("{:.1f} h", s / 3600);
   if (s >= 60) return fmt::format("{:.1f} min", s / 60);
@@ -455,7 +452,7 @@ DataLengths data_lengths(const Config& cfg, data::Tokenizer& tok) {
 }
 
 std::string mem_label(const Setup& s, const Cell& c) {
-  return s.device == PlanDevice::Gpu ? fmt::format("{} x {}", c.world, bytes_text(double(c.mem)))
+  return s.device == PlanDevice::Gpu ? fmt::format("{} x {}", c.world, format_bytes(double(c.mem)))
                                      : fmt::format("{} ranks ({} per node)", c.world, c.per_node);
 }
 
@@ -491,7 +488,7 @@ std::string selective_advice(const Setup& s, const Cell& b, int per_node) {
   const std::string knob = lo == s.qc.num_layers ? std::string("model.activation_checkpointing=selective")
                                                  : fmt::format("model.selective_layers={}", lo);
   return fmt::format("; with {} (fewer GEMMs recomputed) ~{}/epoch, peak {}", knob, time_text(best.epoch_s),
-                     bytes_text(double(best.m.total())));
+                     format_bytes(double(best.m.total())));
 }
 
 // With the data's lengths known: a token budget for plan b's stage and memory (k pairs at max_len: the worst
@@ -518,7 +515,7 @@ std::string token_budget_advice(const Setup& s, const Cell& b, int per_node) {
   if (pick->first == b.micro_tokens || pick->second.epoch_s >= b.epoch_s * 0.97) return "";
   return fmt::format("; with batch.micro_tokens={}{} ~{}/epoch, peak {}", pick->first,
                      b.micro_tokens > 0 ? "" : " (micro-batches by tokens, micro 0)", time_text(pick->second.epoch_s),
-                     bytes_text(double(pick->second.m.total())));
+                     format_bytes(double(pick->second.m.total())));
 }
 
 // Across nodes without hybrid sharding: the fastest stage with a shard group per node (zero.shard_ranks node: its
@@ -537,7 +534,7 @@ std::string hybrid_advice(const Setup& s, const Cell& b) {
   if (!best || best->epoch_s >= b.epoch_s * 0.97) return "";
   return fmt::format("; with zero.shard_ranks=node (hybrid sharding: each node's {} ranks shard, the nodes replicate) "
                      "at stage {} ~{}/epoch, peak {}",
-                     b.per_node, best->stage, time_text(best->epoch_s), bytes_text(double(best->m.total())));
+                     b.per_node, best->stage, time_text(best->epoch_s), format_bytes(double(best->m.total())));
 }
 
 // Gradients on an fp32 wire over more than one rank: plan b with zero.reduce_dtype bf16 (every reduction, inside
@@ -565,12 +562,12 @@ std::string recommendation(const Setup& s, const std::vector<Cell>& cells, int w
                        "of {} per rank){}{}{}",
                        who, b->stage, s.cfg.batch.micro_tokens_auto ? "auto: " : "", b->micro_tokens, b->micro, b->accum,
                        ckpt, time_text(b->epoch_s),
-                       bytes_text(double(b->m.total())), bytes_text(double(b->mem)), token_budget_advice(s, *b, per_node),
+                       format_bytes(double(b->m.total())), format_bytes(double(b->mem)), token_budget_advice(s, *b, per_node),
                        hybrid_advice(s, *b), wire_advice(s, *b));
   if (b)
     return fmt::format("{}: stage {}, micro {}, accum {}{}, ~{}/epoch (peak {} of {} per rank){}{}{}{}", who, b->stage,
-                       b->micro, b->accum, ckpt, time_text(b->epoch_s), bytes_text(double(b->m.total())),
-                       bytes_text(double(b->mem)), selective_advice(s, *b, per_node), token_budget_advice(s, *b, per_node),
+                       b->micro, b->accum, ckpt, time_text(b->epoch_s), format_bytes(double(b->m.total())),
+                       format_bytes(double(b->mem)), selective_advice(s, *b, per_node), token_budget_advice(s, *b, per_node),
                        hybrid_advice(s, *b), wire_advice(s, *b));
   // Nothing fits: what would, at stage 3 and micro 1.
   const Cell s3 = plan_cell(s, 3, world, per_node, mem);
@@ -578,7 +575,7 @@ std::string recommendation(const Setup& s, const std::vector<Cell>& cells, int w
   for (int w = world * 2; w <= 4096; w *= 2) {
     if (s.global % w) continue;
     if (plan_cell(s, 3, w, per_node, mem).fits) {
-      more = s.device == PlanDevice::Gpu ? fmt::format("stage 3 and {} GPUs of {}", w, bytes_text(double(mem)))
+      more = s.device == PlanDevice::Gpu ? fmt::format("stage 3 and {} GPUs of {}", w, format_bytes(double(mem)))
                                          : fmt::format("stage 3 and {} ranks", w);
       break;
     }
@@ -593,11 +590,11 @@ std::string recommendation(const Setup& s, const std::vector<Cell>& cells, int w
   }
   if (s3.micro_tokens > 0)  // a budget is planned for at least one pair at max_len: smaller than that saves nothing
     return fmt::format("{}: fits at no stage (stage 3 with micro_tokens {} needs {} per rank); needs {}{}{}", who,
-                       s3.micro_tokens, bytes_text(double(s3.m.total())),
+                       s3.micro_tokens, format_bytes(double(s3.m.total())),
                        s3.micro_tokens > token_budget_floor(s.cfg.data) ? "a smaller batch.micro_tokens, " : "", more,
                        bigger);
   return fmt::format("{}: fits at no stage (stage 3, micro 1 needs {} per rank); needs {}{}", who,
-                     bytes_text(double(s3.m.total())), more, bigger);
+                     format_bytes(double(s3.m.total())), more, bigger);
 }
 
 void print_table(const Setup& s, const std::vector<Cell>& cells) {
@@ -610,11 +607,11 @@ void print_table(const Setup& s, const std::vector<Cell>& cells) {
   for (const Cell& c : cells) {
     const MemoryPlan& m = c.m;
     printf("%-5d %-6d %-9s %9s %9s %9s %9s %9s %9s %9s %9s %-4s %5lld %5lld %10s %15s %9s %9s\n", c.stage, c.world,
-           bytes_text(double(c.mem)).c_str(), bytes_text(double(m.params)).c_str(), bytes_text(double(m.grads)).c_str(),
-           bytes_text(double(m.optimizer)).c_str(), bytes_text(double(m.comm_buffers)).c_str(),
-           bytes_text(double(m.gathered)).c_str(), bytes_text(double(m.activations)).c_str(),
-           bytes_text(double(m.runtime)).c_str(), bytes_text(double(m.total())).c_str(), c.fits ? "yes" : "no",
-           (long long)c.micro, (long long)c.accum, bytes_text(c.traffic.wire_bytes + c.traffic.replica_wire_bytes).c_str(),
+           format_bytes(double(c.mem)).c_str(), format_bytes(double(m.params)).c_str(), format_bytes(double(m.grads)).c_str(),
+           format_bytes(double(m.optimizer)).c_str(), format_bytes(double(m.comm_buffers)).c_str(),
+           format_bytes(double(m.gathered)).c_str(), format_bytes(double(m.activations)).c_str(),
+           format_bytes(double(m.runtime)).c_str(), format_bytes(double(m.total())).c_str(), c.fits ? "yes" : "no",
+           (long long)c.micro, (long long)c.accum, format_bytes(c.traffic.wire_bytes + c.traffic.replica_wire_bytes).c_str(),
            fmt::format("{}/{}", time_text(c.exposed_comm_s), time_text(c.comm_s)).c_str(), time_text(c.step_s).c_str(),
            time_text(c.epoch_s).c_str());
     if (chosen) printf("      checkpointing %s\n", c.checkpointing.c_str());
@@ -702,7 +699,7 @@ void write_sbatch(const PlanArgs& a, const Setup& s, const Cell& c) {
                             "step;\n",
                             s.cfg.source, c.stage, c.micro, c.accum, c.world, s.global))
       << fmt::format("# predicted peak {} per rank of {}, step {} at max_len, epoch {}{} ({}).\n",
-                     bytes_text(double(c.m.total())), bytes_text(double(c.mem)), time_text(c.step_s),
+                     format_bytes(double(c.m.total())), format_bytes(double(c.mem)), time_text(c.step_s),
                      time_text(c.epoch_s), c.data_step_s > 0 ? " at the data's own lengths" : " at max_len",
                      s.prof.source)
       << "#SBATCH --job-name=pmtrain-" << stem << "\n"

@@ -1,6 +1,5 @@
 #include "pmtrain/score_command.h"
 
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -19,6 +18,7 @@
 #include "pmtrain/metrics.h"
 #include "pmtrain/paths.h"
 #include "pmtrain/planner.h"
+#include "pmtrain/progress.h"
 #include "pmtrain/score_passes.h"
 
 namespace zero::pmtrain {
@@ -44,29 +44,22 @@ std::pair<EvalBatch, const char*> score_batch(const Config& cfg, const model::Qw
 // file read, lines, pairs scored, pairs/s and the ETA the share read gives (none when the size is unknown).
 class ScoreProgress {
  public:
-  explicit ScoreProgress(double every_s) : every_s_(every_s) {}
+  explicit ScoreProgress(double every_s) : clock_(every_s) {}
   void after_line(int64_t line, double fraction_read, int64_t scored) {
-    if (every_s_ <= 0) return;
-    const double t = seconds();
-    if (t < next_) return;
-    next_ = t + every_s_;
-    const double rate = double(scored) / t;
+    if (!clock_.due()) return;
+    const double rate = double(scored) / clock_.elapsed_s();
     if (fraction_read < 0) {
       fprintf(stderr, "score: %lld lines read, %lld pairs scored, %.1f pairs/s\n", (long long)line,
               (long long)scored, rate);
     } else {
       fprintf(stderr, "score: %.0f%% of the file read, %lld lines, %lld pairs scored, %.1f pairs/s, ETA %s\n",
-              100.0 * fraction_read, (long long)line, (long long)scored, rate,
-              fraction_read > 0 ? format_duration(t * (1.0 - fraction_read) / fraction_read).c_str() : "unknown");
+              100.0 * fraction_read, (long long)line, (long long)scored, rate, clock_.eta(fraction_read).c_str());
     }
     fflush(stderr);
   }
 
  private:
-  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
-  double every_s_;
-  double next_ = every_s_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  Progress clock_;
 };
 
 struct Row {

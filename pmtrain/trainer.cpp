@@ -702,6 +702,7 @@ void Trainer::export_at_end(int64_t end_step) {
   ExportRequest req;
   req.out_dir = export_dir(cfg_.run);
   req.dtype = cfg_.run.export_dtype;
+  req.progress_s = cfg_.run.eval_progress_s;
   if (cfg_.run.export_model == RunExport::Best) {
     const auto best = checkpoint::best_checkpoint(ckpt_->paths(), best_metric(cfg_.run));
     ZERO_REQUIRE(best.has_value(), InputError, "{}: run.export best: {} holds no checkpoint ranked by run.keep_best",
@@ -822,7 +823,7 @@ EvalStats Trainer::evaluate() {
   std::vector<double> sums;
   std::vector<OrderedSums> ordered;  // zero.world_invariant: each set's batches' sums, added in the cut's order
   std::vector<std::vector<data::MicroBatchPlan>> batches;
-  EvalProgress progress{cfg_.run.eval_progress_s, now(), now() + cfg_.run.eval_progress_s};
+  EvalProgress progress{Progress(cfg_.run.eval_progress_s)};
   for (const TestSet& t : test_sets_) progress.total += int64_t(batches.emplace_back(eval_batches(t.pairs)).size());
   for (size_t i = 0; i < test_sets_.size(); ++i) {
     const std::optional<PairStats> local =
@@ -847,7 +848,7 @@ EvalStats Trainer::evaluate() {
     if (!test_sets_[i].name.empty()) ev.sets.emplace_back(test_sets_[i].name, st);
   }
   stack_.model->ops().release_cached_memory();  // the steps' blocks next (not in ~Retime: it may throw)
-  ev.runtime_s = now() - progress.start;
+  ev.runtime_s = progress.clock.elapsed_s();
   return ev;
 }
 
@@ -891,16 +892,11 @@ std::vector<data::MicroBatchPlan> Trainer::eval_batches(const data::PairDataset&
 
 void Trainer::EvalProgress::batch_done(bool print) {
   ++done;
-  if (every_s <= 0 || done == total) return;
-  const double t = now();
-  if (t < next) return;
-  next = t + every_s;
-  const double rate = double(done) / (t - start);
-  if (print) {
-    printf("eval: %lld of %lld batches (%.0f%%), %.2f batches/s, ETA %s\n", (long long)done, (long long)total,
-           100.0 * double(done) / double(total), rate, format_duration(double(total - done) / rate).c_str());
-    fflush(stdout);
-  }
+  if (done == total || !clock.due() || !print) return;
+  printf("eval: %lld of %lld batches (%.0f%%), %.2f batches/s, ETA %s\n", (long long)done, (long long)total,
+         100.0 * double(done) / double(total), double(done) / clock.elapsed_s(),
+         clock.eta(double(done) / double(total)).c_str());
+  fflush(stdout);
 }
 
 std::optional<PairStats> Trainer::evaluate_locally(const data::PairDataset& pairs,

@@ -18,6 +18,7 @@
 #include "pmtrain/metrics.h"
 #include "pmtrain/ordered_sums.h"
 #include "pmtrain/planner.h"
+#include "pmtrain/progress.h"
 #include "pmtrain/train_stack.h"
 #include "zero/engine.h"
 
@@ -55,7 +56,7 @@ class Trainer {
   std::vector<data::MicroBatchPlan> eval_batches(const data::PairDataset& pairs) const;
   // Rank 0's progress lines of a long evaluation (run.eval_progress_s): batches done of all the test sets'.
   struct EvalProgress {
-    double every_s = 0, start = 0, next = 0;
+    Progress clock;
     int64_t done = 0, total = 0;
     void batch_done(bool print);
   };

@@ -17,14 +17,30 @@ cmp $TMP/run/hf/config.json $TMP/hf32/config.json || fail "run.export final's co
 grep -qF "run.export final: $TMP/run/checkpoints/step_3 as an HF model directory" $TMP/out.txt \
   || { tail -4 $TMP/out.txt; fail "no run.export line naming step_3"; }
 echo "ok: run.export final = pmtrain export of step_3, byte for byte"
+# Progress lines (pmtrain export --progress-s, run.eval_progress_s): none at the default 30 s of a tiny export;
+# every due one with a tiny interval: the checksums (2 rank files, so one line before the last is hashed), then
+# the weights (a line after each tensor but the last), each with its bytes, rate and ETA; the same bytes exported.
+! grep -q "^export: checksums\|^export: weights" $TMP/out.txt || fail "progress lines at the default 30 s"
+"$PMTRAIN" export $TMP/run --to $TMP/hfp --dtype fp32 --progress-s 0.000001 > $TMP/progress.txt \
+  || { cat $TMP/progress.txt; fail "export with --progress-s failed"; }
+cmp $TMP/hfp/model.safetensors $TMP/hf32/model.safetensors || fail "the export with progress lines differs"
+tensors=$(python3 -c "import json,struct,sys; f=open(sys.argv[1],'rb'); n=struct.unpack('<Q',f.read(8))[0]; \
+print(len([k for k in json.loads(f.read(n)) if k != '__metadata__']))" $TMP/hf32/model.safetensors)
+RATE="[0-9.]+ [MG]iB of [0-9.]+ [MG]iB \([0-9]+%\), [0-9.]+ [MG]iB/s, ETA [0-9hms]+"
+n_sum=$(grep -cE "^export: checksums of the checkpoint's files: $RATE$" $TMP/progress.txt || true)
+n_w=$(grep -cE "^export: weights read and written: $RATE$" $TMP/progress.txt || true)
+[ "$n_sum" = 1 ] && [ "$n_w" = $((tensors - 1)) ] \
+  || { cat $TMP/progress.txt; fail "progress lines: $n_sum for the checksums (want 1), $n_w for the weights (want $((tensors - 1)))"; }
+echo "ok: export progress: 1 checksum line, $n_w weight lines for $tensors tensors: $(grep -m1 "^export: weights" $TMP/progress.txt)"
 
 SMALL_RUN=(train configs/tiny_cpu.yaml $SMALL --set data.cache_dir=$TMP/cache --set run.steps=3 --set data.test_files=[]
   --set batch.global=4 --set run.export=final)
 "$PMTRAIN" "${SMALL_RUN[@]}" --set run.dir=$TMP/stop --set run.stop_at=2 > $TMP/stop.txt 2>&1 \
   || { cat $TMP/stop.txt; fail "the run to step 2 failed"; }
 [ ! -e $TMP/stop/hf ] || fail "a run stopped at step 2 of 3 exported"
-"$PMTRAIN" "${SMALL_RUN[@]}" --set run.dir=$TMP/stop --resume auto > $TMP/resume.txt 2>&1 \
+"$PMTRAIN" "${SMALL_RUN[@]}" --set run.dir=$TMP/stop --resume auto --set run.eval_progress_s=0.000001 > $TMP/resume.txt 2>&1 \
   || { cat $TMP/resume.txt; fail "the resumed run failed"; }
+grep -qE "^export: weights read and written: " $TMP/resume.txt || { cat $TMP/resume.txt; fail "run.export printed no progress at run.eval_progress_s 1e-6"; }
 grep -q '"step": *3' $TMP/stop/hf/zero_export.json || fail "the resumed run's export is not of step 3"
 echo "ok: run.export waits for the end: none at run.stop_at 2, step 3's after the resume"
 mkdir -p $TMP/foreign && echo keep > $TMP/foreign/notes.txt
