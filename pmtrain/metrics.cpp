@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 
@@ -108,11 +109,16 @@ MetricsLog::MetricsLog(const std::string& path, bool active, int64_t keep_throug
     events_warning_.after_write(events_->write_text("config", block), events_->path());
     events_warning_.after_write(events_->write_hparams(config_scalars(*config)), events_->path());
   }
-  for (const auto& j : kept) events_warning_.after_write(events_->write(j), events_->path());
+  for (const auto& j : kept) {
+    events_warning_.after_write(events_->write(j), events_->path());
+    if (j.contains("step") && j["step"].is_number_integer()) last_step_ = std::max(last_step_, j["step"].get<int64_t>());
+  }
 }
 
 MetricsLog::~MetricsLog() {
   if (file_) fclose(file_);
+  if (events_ && !ended_ && std::uncaught_exceptions() > 0)  // an error ends the run: a failed session
+    events_->write_session_end(false, unix_seconds_now(), last_step_);
 }
 
 void MetricsLog::write(const nlohmann::json& record) {
@@ -124,7 +130,13 @@ void MetricsLog::write(const nlohmann::json& record) {
   const bool written = fwrite(line.data(), 1, line.size(), file_) == line.size() && fflush(file_) == 0;
   if (!written) clearerr(file_);
   file_warning_.after_write(written, path_);
-  if (events_) events_warning_.after_write(events_->write(r), events_->path());
+  if (!events_) return;
+  events_warning_.after_write(events_->write(r), events_->path());
+  if (r.contains("step") && r["step"].is_number_integer()) last_step_ = std::max(last_step_, r["step"].get<int64_t>());
+  if (r.value("type", "") == "summary") {  // the run's end: a successful session
+    ended_ = true;
+    events_warning_.after_write(events_->write_session_end(true, r["time"].get<double>(), last_step_), events_->path());
+  }
 }
 
 // Training goes on (its checkpoints are what a full disk must not cost, and they say so themselves), but

@@ -82,7 +82,9 @@ class MetricsLog {
   // seconds). A tensorboard_dir (run.tensorboard) also gets the records as TensorBoard events: its event file is
   // rebuilt, beginning with the run's resolved config (given one): as text (TensorBoard's Text tab, tag "config",
   // to_yaml's) and as hyperparameters (the HParams tab, config_scalars'); then the kept records, then each new
-  // record as it comes (tensorboard.h).
+  // record as it comes (tensorboard.h). The run's end is the session's end there (its status in the HParams
+  // tab): success with the summary record; failure when the log is destroyed by an error (an exception
+  // unwinding); none for a run stopped by a signal, which resumes.
   MetricsLog(const std::string& path, bool active, int64_t keep_through_step, const std::string& tensorboard_dir = "",
              const Config* config = nullptr);
   ~MetricsLog();
@@ -100,6 +102,8 @@ class MetricsLog {
   LossWarning file_warning_;
   std::unique_ptr<EventFile> events_;
   LossWarning events_warning_;
+  int64_t last_step_ = 0;  // the highest step of a record written: where the session's end goes
+  bool ended_ = false;     // the session's end written
 };
 
 std::string format_duration(double seconds);

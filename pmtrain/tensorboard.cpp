@@ -4,6 +4,7 @@
 
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <variant>
@@ -67,6 +68,7 @@ enum : int { kMetadataPluginData = 1, kPluginName = 1 };
 enum : int { kTensorDtype = 1, kTensorShape = 2, kTensorStringVal = 8, kDtString = 7 };
 // The hparams plugin's (tensorboard/plugins/hparams/plugin_data.proto) and google.protobuf.Value's (struct.proto).
 enum : int { kPluginContent = 2, kHParamsSessionStartInfo = 3, kSessionHParams = 1, kSessionStartTime = 5 };
+enum : int { kHParamsSessionEndInfo = 4, kSessionStatus = 1, kSessionEndTime = 2, kStatusSuccess = 1, kStatusFailure = 2 };
 enum : int { kMapKey = 1, kMapValue = 2, kValueNumber = 2, kValueString = 3, kValueBool = 4 };
 
 std::string event_head(double wall_time, int64_t step) {
@@ -83,8 +85,24 @@ void add_scalars(std::vector<std::pair<std::string, double>>& out, const std::st
   for (const auto& [key, value] : j.items()) {
     const std::string tag = prefix + "/" + key;
     if (value.is_object()) add_scalars(out, tag, value);
-    else if (value.is_number()) out.emplace_back(tag, value.get<double>());
+    // A NaN or infinity is null in metrics.jsonl (JSON has no such number): no scalar, so the file rebuilt from
+    // metrics.jsonl at a resume holds what the live one did.
+    else if (value.is_number() && std::isfinite(value.get<double>())) out.emplace_back(tag, value.get<double>());
   }
+}
+
+// An event holding one hparams plugin summary: `tag`, the serialized HParamsPluginData, no value (as torch writes it).
+std::string hparams_event(const char* tag, const std::string& plugin_data, double wall_time, int64_t step) {
+  std::string plugin, metadata, value, summary;
+  put_bytes(plugin, kPluginName, "hparams");
+  put_bytes(plugin, kPluginContent, plugin_data);
+  put_bytes(metadata, kMetadataPluginData, plugin);
+  put_bytes(value, kValueTag, tag);
+  put_bytes(value, kValueMetadata, metadata);
+  put_bytes(summary, kSummaryValue, value);
+  std::string event = event_head(wall_time, step);
+  put_bytes(event, kSummary, summary);
+  return event;
 }
 
 }  // namespace
@@ -184,17 +202,18 @@ bool EventFile::write_hparams(const std::vector<std::pair<std::string, ConfigSca
     put_bytes(start_info, kSessionHParams, entry);
   }
   put_fixed(start_info, kSessionStartTime, start_time_);
-  std::string plugin_data, plugin, metadata, value, summary;
+  std::string plugin_data;
   put_bytes(plugin_data, kHParamsSessionStartInfo, start_info);  // version 0: the default, left out
-  put_bytes(plugin, kPluginName, "hparams");
-  put_bytes(plugin, kPluginContent, plugin_data);
-  put_bytes(metadata, kMetadataPluginData, plugin);
-  put_bytes(value, kValueTag, "_hparams_/session_start_info");
-  put_bytes(value, kValueMetadata, metadata);
-  put_bytes(summary, kSummaryValue, value);
-  std::string event = event_head(start_time_, 0);
-  put_bytes(event, kSummary, summary);
-  return append(event);
+  return append(hparams_event("_hparams_/session_start_info", plugin_data, start_time_, 0));
+}
+
+bool EventFile::write_session_end(bool succeeded, double end_time, int64_t step) {
+  std::string end_info, plugin_data;
+  put_key(end_info, kSessionStatus, 0);
+  put_varint(end_info, succeeded ? kStatusSuccess : kStatusFailure);
+  put_fixed(end_info, kSessionEndTime, end_time);
+  put_bytes(plugin_data, kHParamsSessionEndInfo, end_info);
+  return append(hparams_event("_hparams_/session_end_info", plugin_data, end_time, step));
 }
 
 bool EventFile::append(const std::string& event) {

@@ -24,7 +24,10 @@
 //   SessionStartInfo  = { map<string, google.protobuf.Value> hparams = 1; double start_time_secs = 5; }
 //   map entry         = { key = 1; value = 2 }      google.protobuf.Value = { number_value = 2 (double);
 //                                                                             string_value = 3; bool_value = 4 }
-// No tensor, as torch's SummaryWriter.add_hparams writes it (HF's TensorBoardCallback calls that).
+// No tensor, as torch's SummaryWriter.add_hparams writes it (HF's TensorBoardCallback calls that). A run that
+// ends also gets the session's end, which the HParams tab shows as its status:
+//   Value { tag = 1: "_hparams_/session_end_info"; metadata = 9: { plugin_data = 1: { plugin_name = 1: "hparams";
+//           content = 2: { session_end_info = 4: { status = 1: 1 success | 2 failure; double end_time_secs = 2 } } } } }
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -41,7 +44,8 @@ namespace zero::pmtrain {
 uint32_t crc32c(const void* data, size_t n);
 
 // The scalars of one metrics record, in the record's key order: "<type>/<key>" for each number (booleans and
-// strings are not scalars), nested objects joined with '/' ("train/time_s/gemm", "eval/sets/helpful/loss");
+// strings are not scalars, nor is a NaN or an infinity, which metrics.jsonl holds as null), nested objects joined
+// with '/' ("train/time_s/gemm", "eval/sets/helpful/loss");
 // "type", "step" and "time" are the event's own fields. Empty for a record without a type or a step (the
 // summary).
 std::vector<std::pair<std::string, double>> record_scalars(const nlohmann::json& record);
@@ -63,6 +67,9 @@ class EventFile {
   // Appends the run's hyperparameters as the hparams plugin's session start, at step 0 and the file's start
   // time; false when the write failed.
   bool write_hparams(const std::vector<std::pair<std::string, ConfigScalar>>& hparams);
+  // Appends the hparams plugin's session end: the run succeeded or failed, at end_time (Unix seconds), as an event
+  // at `step` (the run's last: no step goes back); false when the write failed.
+  bool write_session_end(bool succeeded, double end_time, int64_t step);
   const std::string& path() const { return path_; }
 
  private:

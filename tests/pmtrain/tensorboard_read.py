@@ -5,11 +5,13 @@ the second the run's config.resolved.yaml as a Markdown code block (each line in
 summary tagged "config" (the text plugin's: a scalar DT_STRING tensor), the third the hparams plugin's session
 start holding every key of config.resolved.yaml (read by PyYAML) as a scalar of its type, then one event per
 train, eval and epoch record in file order at its step and time, holding every number of the record as a float32
-scalar named <type>/<key>[/<key>...].
+scalar named <type>/<key>[/<key>...], and last, for a run that ended, the hparams plugin's session end: success
+at the summary record's time, or failure (a run that stopped on an error), at the last record's step.
 
-usage: tensorboard_read.py PROTO_PY_DIR RUN_DIR [TAG ...]   (each TAG must be among the scalars)
-Prints "<events> events, config text of <lines> lines, <hparams> hparams, <scalars> scalars, <steps> train steps"
-on success."""
+usage: tensorboard_read.py PROTO_PY_DIR RUN_DIR [--end=success|failure|none] [TAG ...]   (each TAG must be among
+the scalars; --end: the session end wanted, default none)
+Prints "<events> events, config text of <lines> lines, <hparams> hparams, <scalars> scalars, <steps> train steps,
+session end <status>" on success."""
 import glob, json, os, struct, sys
 
 import crcmod.predefined
@@ -56,6 +58,10 @@ def numbers(prefix, obj):
 
 
 run = sys.argv[2]
+want_end = "none"
+tag_args = sys.argv[3:]
+if tag_args and tag_args[0].startswith("--end="):
+    want_end, tag_args = tag_args[0][len("--end="):], tag_args[1:]
 files = glob.glob(os.path.join(run, "tensorboard", "events.out.tfevents.*"))
 assert len(files) == 1, f"{len(files)} event files in {run}/tensorboard: {files}"
 events = []
@@ -135,6 +141,28 @@ for r in records:
     rest = {k: v for k, v in r.items() if k not in ("type", "step", "time")}
     want.append((r["type"], r["step"], r["time"], list(numbers(r["type"], rest))))
 got = events[3:]
+# The session's end, last: its status, at the summary's time (success) or after the last record (failure), at the
+# records' highest step, so no step goes back.
+end = "none"
+last = got[-1] if got else pb.Event()
+if len(last.summary.value) == 1 and last.summary.value[0].tag == "_hparams_/session_end_info":
+    got = got[:-1]
+    v = last.summary.value[0]
+    assert v.WhichOneof("value") is None and v.metadata.plugin_data.plugin_name == "hparams", v
+    data = pb.HParamsPluginData()
+    data.ParseFromString(v.metadata.plugin_data.content)
+    assert not data.UnknownFields() and data.version == 0 and data.WhichOneof("data") == "session_end_info", data
+    info = data.session_end_info
+    end = {pb.STATUS_SUCCESS: "success", pb.STATUS_FAILURE: "failure"}.get(info.status, f"status {info.status}")
+    assert info.end_time_secs == last.wall_time, "the session end's time is not its event's"
+    steps = [r["step"] for r in records if isinstance(r.get("step"), int)]
+    assert last.step == max(steps, default=0), f"the session end at step {last.step}, the records' last {max(steps)}"
+    summaries = [r for r in records if r.get("type") == "summary"]
+    if end == "success":
+        assert summaries and info.end_time_secs == summaries[-1]["time"], "a success not at the summary's time"
+    else:
+        assert not summaries and info.end_time_secs >= max(r["time"] for r in records), "a failure before the end"
+assert end == want_end, f"session end {end}, wanted {want_end}"
 assert len(got) == len(want), f"{len(got)} scalar events for {len(want)} records with a step"
 tags = set()
 for i, (e, (_, step, time, scalars)) in enumerate(zip(got, want)):
@@ -148,9 +176,9 @@ for i, (e, (_, step, time, scalars)) in enumerate(zip(got, want)):
     assert len(have) == len(wanted) and all(t == u and same(x, y) for (t, x), (u, y) in zip(have, wanted)), (
         f"event {i + 3} (step {step}): {have[:4]}... != {wanted[:4]}...")
     tags.update(t for t, _ in have)
-for t in sys.argv[3:]:
+for t in tag_args:
     assert t in tags, f"no scalar {t} (of {sorted(tags)[:12]}...)"
 train_steps = [s for (kind, s, _, _) in want if kind == "train"]
 assert len(train_steps) == len(set(train_steps)), f"a train step twice: {train_steps}"
 print(f"{len(events)} events, config text of {len(config.splitlines())} lines, {len(start.hparams)} hparams, "
-      f"{sum(len(s) for _, _, _, s in want)} scalars, {len(train_steps)} train steps")
+      f"{sum(len(s) for _, _, _, s in want)} scalars, {len(train_steps)} train steps, session end {end}")

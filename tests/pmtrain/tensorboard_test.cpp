@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 #include <vector>
 
@@ -34,6 +35,15 @@ TEST(RecordScalars, EveryNumberUnderItsTypeAndPath) {
       {"train/time_s/gemm", 0.5}, {"train/time_s/other", 0.125}};
   const auto got = record_scalars(r);
   EXPECT_EQ(got, want);
+}
+
+// A diverged step's NaN or infinite loss is null in metrics.jsonl (nlohmann writes it so): no scalar either,
+// live or rebuilt from the file.
+TEST(RecordScalars, NoNonFinite) {
+  nlohmann::json r = {{"type", "train"}, {"step", 2}, {"loss", std::nan("")}, {"grad_norm", HUGE_VAL}, {"lr", 1e30}};
+  const std::vector<std::pair<std::string, double>> want = {{"train/lr", 1e30}};
+  EXPECT_EQ(record_scalars(r), want);
+  EXPECT_EQ(record_scalars(nlohmann::json::parse(r.dump())), want);
 }
 
 TEST(RecordScalars, NoneWithoutTypeOrStep) {
