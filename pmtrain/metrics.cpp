@@ -109,10 +109,7 @@ MetricsLog::MetricsLog(const std::string& path, bool active, int64_t keep_throug
     events_warning_.after_write(events_->write_text("config", block), events_->path());
     events_warning_.after_write(events_->write_hparams(config_scalars(*config)), events_->path());
   }
-  for (const auto& j : kept) {
-    events_warning_.after_write(events_->write(j), events_->path());
-    if (j.contains("step") && j["step"].is_number_integer()) last_step_ = std::max(last_step_, j["step"].get<int64_t>());
-  }
+  for (const auto& j : kept) write_event(j);
 }
 
 MetricsLog::~MetricsLog() {
@@ -131,12 +128,17 @@ void MetricsLog::write(const nlohmann::json& record) {
   if (!written) clearerr(file_);
   file_warning_.after_write(written, path_);
   if (!events_) return;
-  events_warning_.after_write(events_->write(r), events_->path());
-  if (r.contains("step") && r["step"].is_number_integer()) last_step_ = std::max(last_step_, r["step"].get<int64_t>());
+  write_event(r);
   if (r.value("type", "") == "summary") {  // the run's end: a successful session
     ended_ = true;
     events_warning_.after_write(events_->write_session_end(true, r["time"].get<double>(), last_step_), events_->path());
   }
+}
+
+void MetricsLog::write_event(const nlohmann::json& record) {
+  events_warning_.after_write(events_->write(record), events_->path());
+  if (record.contains("step") && record["step"].is_number_integer())
+    last_step_ = std::max(last_step_, record["step"].get<int64_t>());
 }
 
 // Training goes on (its checkpoints are what a full disk must not cost, and they say so themselves), but

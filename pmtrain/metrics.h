@@ -97,6 +97,7 @@ class MetricsLog {
     bool failing = false;
     void after_write(bool written, const std::string& path);
   };
+  void write_event(const nlohmann::json& record);  // the record into the event file; its step into last_step_
   FILE* file_ = nullptr;
   std::string path_;
   LossWarning file_warning_;
