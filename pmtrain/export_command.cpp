@@ -50,9 +50,11 @@ ExportResult export_checkpoint(const ExportRequest& req) {
   // Every tensor the HF model needs, with the element count its shape implies, and nothing else.
   const std::vector<model::GroupSpec> groups = model::qwen3_rm_groups(res.config);
   size_t expected = 0;
+  uint64_t weights = 0;  // the fp32 masters' bytes: what the export reads (its progress lines' total)
   for (const model::GroupSpec& g : groups)
     for (const model::TensorSpec& t : g.tensors) {
       ++expected;
+      weights += uint64_t(t.numel()) * sizeof(float);
       ZERO_REQUIRE(ck.contains(t.name), InputError,
                    "checkpoint {} does not match its model_config: tensor '{}' (shape {}) is missing", res.checkpoint_dir,
                    t.name, checkpoint::shape_string(t.shape));
@@ -119,9 +121,7 @@ ExportResult export_checkpoint(const ExportRequest& req) {
                     {"saved_stage", m.stage},
                     {"tokenizer", tok.empty() ? json(nullptr) : json(fs::absolute(tok).lexically_normal().string())},
                     {"values", "fp32 master weights"}};
-  uint64_t weights_read = 0, weights = 0;
-  for (const model::GroupSpec& g : groups)
-    for (const model::TensorSpec& t : g.tensors) weights += uint64_t(t.numel()) * sizeof(float);
+  uint64_t weights_read = 0;
   Progress writing(req.progress_s);
   res.hf = model::export_hf_model(
       req.out_dir, res.config,

@@ -30,22 +30,23 @@ std::string absolute_path(const std::string& path) {
   return fs::absolute(path).lexically_normal().string();
 }
 
-std::string existing_path(const std::string& path, const std::string& what) {
+std::string existing_path(const std::string& path, const std::string& what, const std::string& hint) {
   ZERO_REQUIRE(!path.empty(), ConfigError, "{}: no path given", what);
   const std::string abs = absolute_path(path);
-  ZERO_REQUIRE(fs::exists(abs), ConfigError, "{}: {} does not exist{}", what, abs, relative_note(path));
+  ZERO_REQUIRE(fs::exists(abs), ConfigError, "{}: {} does not exist{}{}", what, abs, relative_note(path),
+               hint.empty() ? "" : "; " + hint);
   return abs;
 }
 
 std::string existing_model_dir(const std::string& path, const std::string& what) {
   // A Hub id is "owner/name": one '/', neither side empty, letters, digits, '-', '_' and '.' (not a leading '.').
   static const std::regex hub_id(R"([A-Za-z0-9_\-][A-Za-z0-9_.\-]*/[A-Za-z0-9_\-][A-Za-z0-9_.\-]*)");
-  ZERO_REQUIRE(path.empty() || fs::exists(absolute_path(path)) || !std::regex_match(path, hub_id), ConfigError,
-               "{}: {} does not exist{}; if \"{}\" is a Hugging Face Hub id: pmtrain reads a local model directory "
-               "(config.json and safetensors), so download it first, for example `huggingface-cli download {} "
-               "--local-dir DIR`, and give DIR",
-               what, absolute_path(path), relative_note(path), path, path);
-  return existing_path(path, what);
+  if (!std::regex_match(path, hub_id)) return existing_path(path, what);
+  return existing_path(path, what,
+                       fmt::format("if \"{}\" is a Hugging Face Hub id: pmtrain reads a local model directory "
+                                   "(config.json and safetensors), so download it first, for example `huggingface-cli "
+                                   "download {} --local-dir DIR`, and give DIR",
+                                   path, path));
 }
 
 std::ostream& out_stream(const std::string& path, std::ofstream& file) {

@@ -17,8 +17,8 @@ namespace zero::pmtrain {
 std::string absolute_path(const std::string& path);
 
 // The absolute path of an input that must exist; ConfigError otherwise, naming `what` (e.g. "--data",
-// "data.tokenizer"), the absolute path tried and, for a relative one, the current directory.
-std::string existing_path(const std::string& path, const std::string& what);
+// "data.tokenizer"), the absolute path tried and, for a relative one, the current directory, then `hint` if any.
+std::string existing_path(const std::string& path, const std::string& what, const std::string& hint = "");
 // existing_path for an HF model directory (model.hf_dir, --model): a missing one given as a Hub id would be
 // ("Qwen/Qwen3-4B") also says that pmtrain reads local directories and how to download one.
 std::string existing_model_dir(const std::string& path, const std::string& what);

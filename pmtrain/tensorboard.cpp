@@ -64,10 +64,10 @@ void put_bytes(std::string& out, int field, const std::string& bytes) {
 enum : int { kWallTime = 1, kStep = 2, kFileVersion = 3, kSummary = 5 };
 enum : int { kSummaryValue = 1, kValueTag = 1, kValueSimpleValue = 2, kValueTensor = 8, kValueMetadata = 9 };
 // SummaryMetadata's and PluginData's (summary.proto), TensorProto's (tensor.proto), DataType's DT_STRING (types.proto).
-enum : int { kMetadataPluginData = 1, kPluginName = 1 };
+enum : int { kMetadataPluginData = 1, kPluginName = 1, kPluginContent = 2 };
 enum : int { kTensorDtype = 1, kTensorShape = 2, kTensorStringVal = 8, kDtString = 7 };
 // The hparams plugin's (tensorboard/plugins/hparams/plugin_data.proto) and google.protobuf.Value's (struct.proto).
-enum : int { kPluginContent = 2, kHParamsSessionStartInfo = 3, kSessionHParams = 1, kSessionStartTime = 5 };
+enum : int { kHParamsSessionStartInfo = 3, kSessionHParams = 1, kSessionStartTime = 5 };
 enum : int { kHParamsSessionEndInfo = 4, kSessionStatus = 1, kSessionEndTime = 2, kStatusSuccess = 1, kStatusFailure = 2 };
 enum : int { kMapKey = 1, kMapValue = 2, kValueNumber = 2, kValueString = 3, kValueBool = 4 };
 
@@ -91,13 +91,16 @@ void add_scalars(std::vector<std::pair<std::string, double>>& out, const std::st
   }
 }
 
-// An event holding one hparams plugin summary: `tag`, the serialized HParamsPluginData, no value (as torch writes it).
-std::string hparams_event(const char* tag, const std::string& plugin_data, double wall_time, int64_t step) {
-  std::string plugin, metadata, value, summary;
-  put_bytes(plugin, kPluginName, "hparams");
-  put_bytes(plugin, kPluginContent, plugin_data);
-  put_bytes(metadata, kMetadataPluginData, plugin);
+// An event holding one plugin's summary: `tag`, SummaryMetadata naming `plugin` with its `content` (left out when
+// empty), and the serialized TensorProto `tensor` as the value (none when empty, as torch writes hparams).
+std::string plugin_event(const std::string& tag, const char* plugin, const std::string& content,
+                         const std::string& tensor, double wall_time, int64_t step) {
+  std::string plugin_data, metadata, value, summary;
+  put_bytes(plugin_data, kPluginName, plugin);
+  if (!content.empty()) put_bytes(plugin_data, kPluginContent, content);
+  put_bytes(metadata, kMetadataPluginData, plugin_data);
   put_bytes(value, kValueTag, tag);
+  if (!tensor.empty()) put_bytes(value, kValueTensor, tensor);
   put_bytes(value, kValueMetadata, metadata);
   put_bytes(summary, kSummaryValue, value);
   std::string event = event_head(wall_time, step);
@@ -168,20 +171,12 @@ bool EventFile::write(const nlohmann::json& record) {
 }
 
 bool EventFile::write_text(const std::string& tag, const std::string& markdown) {
-  std::string plugin, metadata, tensor, value, summary;
-  put_bytes(plugin, kPluginName, "text");
-  put_bytes(metadata, kMetadataPluginData, plugin);
+  std::string tensor;
   put_key(tensor, kTensorDtype, 0);
   put_varint(tensor, kDtString);
   put_bytes(tensor, kTensorShape, "");  // no dimensions: a scalar string
   put_bytes(tensor, kTensorStringVal, markdown);
-  put_bytes(value, kValueTag, tag);
-  put_bytes(value, kValueTensor, tensor);
-  put_bytes(value, kValueMetadata, metadata);
-  put_bytes(summary, kSummaryValue, value);
-  std::string event = event_head(start_time_, 0);
-  put_bytes(event, kSummary, summary);
-  return append(event);
+  return append(plugin_event(tag, "text", "", tensor, start_time_, 0));
 }
 
 bool EventFile::write_hparams(const std::vector<std::pair<std::string, ConfigScalar>>& hparams) {
@@ -204,7 +199,7 @@ bool EventFile::write_hparams(const std::vector<std::pair<std::string, ConfigSca
   put_fixed(start_info, kSessionStartTime, start_time_);
   std::string plugin_data;
   put_bytes(plugin_data, kHParamsSessionStartInfo, start_info);  // version 0: the default, left out
-  return append(hparams_event("_hparams_/session_start_info", plugin_data, start_time_, 0));
+  return append(plugin_event("_hparams_/session_start_info", "hparams", plugin_data, "", start_time_, 0));
 }
 
 bool EventFile::write_session_end(bool succeeded, double end_time, int64_t step) {
@@ -213,7 +208,7 @@ bool EventFile::write_session_end(bool succeeded, double end_time, int64_t step)
   put_varint(end_info, succeeded ? kStatusSuccess : kStatusFailure);
   put_fixed(end_info, kSessionEndTime, end_time);
   put_bytes(plugin_data, kHParamsSessionEndInfo, end_info);
-  return append(hparams_event("_hparams_/session_end_info", plugin_data, end_time, step));
+  return append(plugin_event("_hparams_/session_end_info", "hparams", plugin_data, "", end_time, step));
 }
 
 bool EventFile::append(const std::string& event) {
