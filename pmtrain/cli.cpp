@@ -354,4 +354,8 @@ std::optional<int> parse_command_line(int argc, char** argv, bool speak, Command
   return std::nullopt;
 }
 
+bool is_data_output_command(const CommandLine& cl) {
+  return cl.command == "score" || cl.command == "render" || cl.command == "tokenize" || cl.command == "config-doc";
+}
+
 }  // namespace zero::pmtrain

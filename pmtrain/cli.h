@@ -65,4 +65,8 @@ struct CommandLine {
 // `speak` set prints (rank 0 under a launcher), so a launched job says it once.
 std::optional<int> parse_command_line(int argc, char** argv, bool speak, CommandLine& out);
 
+// Whether the command's stdout is data (score's and render's rows, tokenize's ids, config-doc's document)
+// rather than a log of lines to read as they come.
+bool is_data_output_command(const CommandLine& cl);
+
 }  // namespace zero::pmtrain

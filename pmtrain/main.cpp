@@ -55,6 +55,12 @@ int main(int argc, char** argv) {
   const bool rank0 = launcher_rank().value_or(0) == 0;
   CommandLine cl;
   if (const auto code = parse_command_line(argc, argv, rank0, cl)) return *code;
+  // Under mpirun, srun or a batch script stdout is a pipe or a file, so the C library buffers it in 4 KiB blocks:
+  // a line would reach the job's log only when a block fills or a step line flushes it, and a job killed in
+  // the meantime (a dead rank's abort, a time limit, an OOM kill) would lose the last lines said before it,
+  // the ones its log needs most. So each line goes out whole as it is printed, as on a terminal. Not for the
+  // commands whose stdout is data (rows, ids, a document): those stay block-buffered.
+  if (!is_data_output_command(cl)) setvbuf(stdout, nullptr, _IOLBF, 0);
 
   // calibrate too: it measures the collectives between the ranks it was started with (one: the 1-rank copies).
   const bool under_mpi = cl.command == "train" || cl.command == "eval" || cl.command == "bench" ||

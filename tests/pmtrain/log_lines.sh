@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# A run's log is read as it is written (tail -f of a Slurm output file, mpirun's forwarded stdout): each line of
+# rank 0 must reach stdout when it is printed, not when a 4 KiB block fills, or a job killed meanwhile (a time
+# limit, a dead rank, an OOM kill) loses the lines said just before. Here stdout is a file, as under sbatch.
+# The epoch line is printed before the final evaluation; it must be in the file before that evaluation's
+# record lands in metrics.jsonl. Before (block-buffered), it came out only with the run's end.
+source "$(dirname "$0")/common.sh"
+RUN=(configs/tiny_cpu.yaml $SMALL --set data.cache_dir=$TMP/cache --set batch.global=4 --set data.max_train_pairs=8
+  --set run.steps=2 --set run.eval_every=0 --set run.eval_progress_s=1000 --set run.save_final=false
+  --set data.test_files=[data/assets/hh-rlhf/harmless-base/train.jsonl.gz] --set run.eval_pairs=0)
+
+for launch in "single" "mpirun"; do
+  rm -rf $TMP/run $TMP/out.txt
+  if [ $launch = single ]; then
+    "$PMTRAIN" train "${RUN[@]}" --set run.dir=$TMP/run > $TMP/out.txt 2>&1 &
+  else
+    $MPIRUN -np 2 "$PMTRAIN" train "${RUN[@]}" --set run.dir=$TMP/run > $TMP/out.txt 2>&1 &
+  fi
+  pid=$!
+  seen=""
+  # Each poll reads the evaluation's record first, then the log: the line counts only when it is there while
+  # the record is not yet (the evaluation of 2091 pairs takes seconds). Block-buffered, the line came out with the
+  # run's end, after the record.
+  for _ in $(seq 1 2400); do
+    eval_done=$(grep -c '"type":"eval"' $TMP/run/metrics.jsonl 2>/dev/null || true)
+    if grep -q "^epoch 0 done" $TMP/out.txt; then
+      [ "${eval_done:-0}" -eq 0 ] && seen=yes
+      break
+    fi
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.05
+  done
+  wait $pid || { cat $TMP/out.txt; fail "$launch: the run failed"; }
+  grep -q "^epoch 0 done" $TMP/out.txt || { cat $TMP/out.txt; fail "$launch: no epoch line at all"; }
+  [ "$seen" = yes ] || { cat $TMP/out.txt; fail "$launch: the epoch line reached stdout only after the final evaluation's record"; }
+  echo "ok: $launch: the epoch line was in stdout before the final evaluation ended"
+done
