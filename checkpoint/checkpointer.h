@@ -69,10 +69,12 @@ class Checkpointer {
   bool pending() const { return pending_.has_value(); }
   int64_t last_published_step() const { return last_published_; }  // -1 before the first
 
-  // "auto": the checkpoint `latest` names in run_dir, nullopt when the run has none; otherwise the
-  // given directory. Agreed across ranks.
+  // "auto": the newest sound checkpoint of run_dir (at most `latest`), nullopt when the run has none; otherwise
+  // the given directory. Sound: its files there at their sizes (rank 0) and, with verify_checksums, at their
+  // xxhash64s (each file hashed by one rank). Collective and agreed across ranks.
   std::optional<std::string> resume_path(const std::string& spec);
-  // Completes a pending save, then load_checkpoint(engine, dir).
+  // Completes a pending save, then load_checkpoint(engine, dir) (which hashes the files again unless dir is the
+  // one resume_path just checked).
   LoadResult load(const std::string& dir);
   // Amends the trainer's extra state of the published step_<step> by a JSON merge patch (RFC 7386: a null
   // member removes the key), its shard files untouched: an evaluation finished after its checkpoint was saved
@@ -100,6 +102,7 @@ class Checkpointer {
   FaultPlan faults_;
   AsyncWriter writer_;
   std::optional<Pending> pending_;
+  std::string verified_;  // the checkpoint resume_path last found sound, its files hashed
   int64_t last_published_ = -1;
 };
 

@@ -7,6 +7,12 @@
 
 namespace zero {
 
+// Elements [first, first + count) of something larger: the part of a tensor a rank keeps
+// (Engine::kept_tensor_range), and so the part an init or an import has to make.
+struct ElementRange {
+  size_t first = 0, count = 0;
+};
+
 // fn(first, count) for each chunk, in order: first = 0, chunk, 2 * chunk, ...; count = min(chunk, n - first).
 // chunk must be at least 1; n = 0 calls nothing.
 template <class F>

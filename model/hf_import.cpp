@@ -21,9 +21,10 @@ ImportReport import_hf_weights(const std::filesystem::path& dir, const Qwen3Conf
   report.files = files.files();
   std::set<std::string> wanted;
   std::vector<float> buf;
-  // fill(first, piece) for each piece of the tensor, in order, each then handed to the sink.
+  // fill(first, piece) for each piece of the tensor's wanted elements, in order, each then handed to the sink.
   auto in_pieces = [&](const TensorSpec& spec, const std::function<void(size_t, std::span<float>)>& fill) {
-    for_each_chunk(size_t(spec.numel()), kInitPieceElements, [&](size_t first, size_t count) {
+    const ElementRange want = options.elements ? options.elements(spec) : ElementRange{0, size_t(spec.numel())};
+    for_each_init_piece(want, [&](size_t first, size_t count) {
       buf.assign(count, 0.0f);
       fill(first, buf);
       sink(spec.name, first, buf);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/chunks.h"
 #include "model/param_access.h"
 #include "model/param_layout.h"
 #include "model/qwen3_config.h"
@@ -21,6 +22,9 @@ namespace zero::model {
 struct ImportOptions {
   uint64_t score_seed = 0;  // seed of score.weight when the directory has none
   DecayPolicy decay;        // flags for the returned DenseParams' group specs
+  // The part of each tensor to read and hand on (an engine rank's kept range, so a stage-3 rank reads 1/W of
+  // the weights); unset: all of it. Shapes are checked whole either way.
+  std::function<ElementRange(const TensorSpec&)> elements;
 };
 
 struct ImportReport {
@@ -31,7 +35,8 @@ struct ImportReport {
 };
 
 // Receives each tensor in group order, a piece at a time: data holds its elements [first, first + size)
-// (pieces in order, at most kInitPieceElements each); an engine copies only what its shard holds.
+// (pieces in order, at most kInitPieceElements each, within ImportOptions::elements); an engine copies only what
+// its shard holds.
 using TensorSink = std::function<void(const std::string& name, size_t first, std::span<const float> data)>;
 
 // Streams every tensor of `groups` from the directory to `sink` (one piece in memory at a time: its fp32

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 
+#include "core/chunks.h"
 #include "model/param_access.h"
 #include "model/qwen3_config.h"
 
@@ -23,6 +24,15 @@ void fill_normal(std::span<float> out, double mean, double stddev, uint64_t seed
 // pmtrain's engine init): the host memory initialisation needs is one piece, whatever the model's size.
 // Even: a piece never splits a pair of the random stream.
 inline constexpr size_t kInitPieceElements = size_t(16) << 20;  // 64 MiB of fp32
+
+// fn(first, count) for the pieces that cover elements `want` of a tensor, in order, at most kInitPieceElements
+// each, the first starting on the even element at or before want.first (the random stream is drawn in pairs).
+template <class F>
+void for_each_init_piece(ElementRange want, F&& fn) {
+  if (want.count == 0) return;
+  const size_t begin = want.first / 2 * 2, end = want.first + want.count;
+  for_each_chunk(end - begin, kInitPieceElements, [&](size_t off, size_t count) { fn(begin + off, count); });
+}
 
 // Initialises one full tensor of the reward model, identified by its HF name.
 void init_tensor(const TensorSpec& spec, const Qwen3Config& c, uint64_t seed, std::span<float> out, int threads = 1);

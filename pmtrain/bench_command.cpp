@@ -111,6 +111,7 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
   {
     const Communicator::SlowPhase slow(*comm, cfg.run.slow_phase_timeout_s);  // set-up: one rank may lag
     stack = assemble_train_stack(cfg, *comm, qc, engine_config(cfg, W, batch.accum, a.steps));
+    init_stack_weights(stack, cfg, qc, info.local_world);
   }
   const int64_t params = int64_t(stack.engine->partition().total_numel);
   const int64_t non_embedding = non_embedding_params(stack.model->groups());

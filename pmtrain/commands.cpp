@@ -134,8 +134,7 @@ int run_eval(const EvalArgs& a, MpiRuntime& mpi) {
   if (w.kind == WeightsChoice::Kind::HfDir) cfg.model.hf_dir = w.path;
   auto comm = mpi.world_communicator();
   comm->set_peer_timeout(cfg.run.collective_timeout_s);
-  Trainer trainer(cfg, mpi.info(), *comm, TrainerRole::Evaluate);
-  if (w.kind == WeightsChoice::Kind::Checkpoint) trainer.load_weights(w.path);
+  Trainer trainer(cfg, mpi.info(), *comm, TrainerRole::Evaluate, w.kind == WeightsChoice::Kind::Checkpoint ? w.path : "");
   const EvalStats ev = trainer.evaluate();
   if (r0) {
     printf("eval | %s\n%s", ev.summary().c_str(), ev.sets_text().c_str());

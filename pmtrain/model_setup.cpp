@@ -2,7 +2,11 @@
 
 #include <fmt/ranges.h>
 
+#include <sched.h>
+
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "core/check.h"
@@ -88,24 +92,32 @@ model::Qwen3Config resolve_model_config(const ModelSection& m, int64_t tokenizer
 
 std::string init_model_parameters(Engine& engine, const ModelSection& m, const model::Qwen3Config& qc,
                                   const std::vector<model::GroupSpec>& groups, int threads) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto took = [&] {
+    return fmt::format("{:.1f} s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  };
   if (m.hf_dir.empty()) {  // a piece at a time (model::kInitPieceElements): no host buffer of a whole tensor
     std::vector<float> piece;
     for (size_t g = 0; g < groups.size(); ++g)
       for (size_t t = 0; t < groups[g].tensors.size(); ++t) {
         const model::TensorSpec& spec = groups[g].tensors[t];
-        for_each_chunk(size_t(spec.numel()), model::kInitPieceElements, [&](size_t first, size_t count) {
+        model::for_each_init_piece(engine.kept_tensor_range(int(g), int(t)), [&](size_t first, size_t count) {
           piece.resize(count);
           model::init_tensor_range(spec, qc, m.init_seed, first, piece, threads);
           engine.set_tensor_range(int(g), int(t), first, count, piece.data());
         });
       }
-    return fmt::format("random init (seed {})", m.init_seed);
+    return fmt::format("random init (seed {}), {} on {} thread{}", m.init_seed, took(), threads, threads > 1 ? "s" : "");
   }
   std::unordered_map<std::string, std::pair<int, int>> where;
   for (size_t g = 0; g < groups.size(); ++g)
     for (size_t t = 0; t < groups[g].tensors.size(); ++t) where[groups[g].tensors[t].name] = {int(g), int(t)};
   model::ImportOptions opt;
   opt.score_seed = m.init_seed;
+  opt.elements = [&](const model::TensorSpec& spec) {
+    const auto [g, t] = where.at(spec.name);
+    return engine.kept_tensor_range(g, t);
+  };
   const auto report = model::import_hf_weights(m.hf_dir, qc, groups, [&](const std::string& name, size_t first,
                                                                           std::span<const float> data) {
     const auto [g, t] = where.at(name);
@@ -113,8 +125,17 @@ std::string init_model_parameters(Engine& engine, const ModelSection& m, const m
   }, opt);
   // Name them: "1 initialised" alone does not say that the score head is new (untrained).
   auto names = [](const std::vector<std::string>& v) { return v.empty() ? std::string() : fmt::format(": {}", fmt::join(v, ", ")); };
-  return fmt::format("{} tensors from {} ({} initialised{}; {} ignored{})", report.loaded.size(), m.hf_dir,
-                     report.initialised.size(), names(report.initialised), report.ignored.size(), names(report.ignored));
+  return fmt::format("{} tensors from {} ({} initialised{}; {} ignored{}), {}", report.loaded.size(), m.hf_dir,
+                     report.initialised.size(), names(report.initialised), report.ignored.size(), names(report.ignored),
+                     took());
+}
+
+int init_threads(int configured, int ranks_on_node) {
+  int usable = int(std::thread::hardware_concurrency());
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) usable = CPU_COUNT(&set);
+  const int node_share = int(std::thread::hardware_concurrency()) / std::max(1, ranks_on_node);
+  return std::max({configured, std::min(usable, node_share), 1});
 }
 
 model::RewardModelOptions reward_model_options(const Config& cfg) {

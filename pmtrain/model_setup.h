@@ -16,9 +16,15 @@ model::Qwen3Config resolve_model_config(const ModelSection& m, int64_t tokenizer
 model::RewardModelOptions reward_model_options(const Config& cfg);
 
 // Fills the engine's parameters: from model.hf_dir when set (streamed), else a seeded random init drawn on
-// `threads` host threads (the config's `threads`; the numbers do not depend on it).
-// Returns a one-line description for the log.
+// `threads` host threads (init_threads; the numbers do not depend on it). Each rank makes or reads only the
+// elements it keeps (Engine::kept_tensor_range: at stage 3, its shard). Returns a one-line description for the
+// log, with the time it took.
 std::string init_model_parameters(Engine& engine, const ModelSection& m, const model::Qwen3Config& qc,
                                   const std::vector<model::GroupSpec>& groups, int threads);
+
+// Host threads for the random init, a one-time job before the first step: the config's `threads`, or this
+// rank's share of the node's cores when that is more (the CPUs it may run on, at most the node's cores over
+// its ranks on the node), so the eight GPU ranks of a node do not each draw their samples on one core.
+int init_threads(int configured, int ranks_on_node);
 
 }  // namespace zero::pmtrain

@@ -59,9 +59,12 @@ TrainStack assemble_train_stack(const Config& cfg, Communicator& comm, const mod
   // 1.2k scopes in a 1.3 s tiny_cpu step, so < 0.01%) or two event records on the stream (CUDA).
   s.engine->set_step_clock(s.clock.get());
   s.model->ops().set_step_clock(s.clock.get());
-  s.init_description = init_model_parameters(*s.engine, cfg.model, qc, groups, int(cfg.threads));
   s.access = std::make_unique<EngineParamAccess>(*s.engine, groups, backend.model_reads_backend_memory);
   return s;
+}
+
+std::string init_stack_weights(TrainStack& s, const Config& cfg, const model::Qwen3Config& qc, int ranks_on_node) {
+  return init_model_parameters(*s.engine, cfg.model, qc, s.model->groups(), init_threads(int(cfg.threads), ranks_on_node));
 }
 
 }  // namespace zero::pmtrain

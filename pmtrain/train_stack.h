@@ -31,7 +31,6 @@ struct TrainStack {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<EngineParamAccess> access;
   std::string backend_description;  // for the log
-  std::string init_description;     // random init (seed) or the HF weights loaded
 
   // The device bytes held at their peak: the engine's buffers plus the model's activations (each at its
   // own peak: an upper bound of their sum's peak). Host bytes on the CPU backend.
@@ -49,8 +48,13 @@ MemoryPlan plan_and_check_run(Config& cfg, const model::Qwen3Config& qc, int ran
                               int64_t micro_pairs, int64_t accum_steps);
 
 // `comm`: the run's communicator (MPI_COMM_WORLD). Throws as make_backend does (one line) when the backend
-// cannot run here.
+// cannot run here. The engine holds no weights yet: init_stack_weights makes the config's, or a checkpoint's
+// load brings its own (an init then thrown away would cost minutes at 8B).
 TrainStack assemble_train_stack(const Config& cfg, Communicator& comm, const model::Qwen3Config& qc,
                                 const EngineConfig& ec);
+
+// The config's initial weights into the stack's engine (init_model_parameters: model.hf_dir or the random init,
+// on init_threads of the node's cores); the log's description of them. Local: no communication.
+std::string init_stack_weights(TrainStack& s, const Config& cfg, const model::Qwen3Config& qc, int ranks_on_node);
 
 }  // namespace zero::pmtrain

@@ -125,7 +125,8 @@ void check_run_files(const Config& c) {
 }
 }  // namespace
 
-Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, TrainerRole role)
+Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, TrainerRole role,
+                 const std::string& eval_checkpoint)
     : cfg_(cfg), info_(info), comm_(comm) {
   const auto slow = slow_phase();
   const bool training = role == TrainerRole::Train;
@@ -203,7 +204,6 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   const EngineConfig ec = engine_config(cfg_, W, batch_.accum, total_steps_);
 
   stack_ = assemble_train_stack(cfg_, comm_, model_cfg_, ec);  // the same model, now on the backend's ops
-  const std::string& init = stack_.init_description;
 
   if (info_.rank == 0 && !training) {
     int64_t n = 0, per_rank = 0;
@@ -227,6 +227,22 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
              paths.root.c_str(), fmt::format("{}", fmt::join(earlier, ", step_")).c_str());
     }
   });
+  checkpoint::CheckpointOptions co;
+  co.run_dir = cfg_.run.dir;
+  co.retention = {int(cfg_.run.keep_last), int(cfg_.run.keep_every), best_metric(cfg_.run)};
+  early_.patience = cfg_.run.early_stop;
+  early_.higher_is_better = best_metric(cfg_.run).higher_is_better;
+  early_.metric = best_metric(cfg_.run).metric;
+  co.async = cfg_.run.async_save;
+  co.config_text = to_yaml(cfg_);
+  co.world = &comm_;  // every rank (the engine's communicator is a shard group's under hybrid sharding)
+  ckpt_ = std::make_unique<checkpoint::Checkpointer>(*stack_.engine, co);
+  // The weights come from a checkpoint (the one a resume continues, the one eval evaluates) or are the config's
+  // initial ones, never both: an init a load then replaces costs minutes at 8B (7.57e9 samples).
+  const std::optional<std::string> resume_from = training ? resume_choice() : std::nullopt;
+  const std::string init = resume_from ? "the weights of the checkpoint resumed from, below"
+                           : training  ? init_stack_weights(stack_, cfg_, model_cfg_, info_.local_world)
+                                       : "";
   if (info_.rank == 0 && training) {
     printf("pmtrain: %s, world %d (%d nodes), %s, %s\n", cfg_.source.c_str(), W, info_.node_count,
            stage_text(cfg_, W).c_str(), info_.launcher.c_str());
@@ -272,18 +288,16 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
            to_yaml(cfg_).c_str());
     fflush(stdout);
   }
-  checkpoint::CheckpointOptions co;
-  co.run_dir = cfg_.run.dir;
-  co.retention = {int(cfg_.run.keep_last), int(cfg_.run.keep_every), best_metric(cfg_.run)};
-  early_.patience = cfg_.run.early_stop;
-  early_.higher_is_better = best_metric(cfg_.run).higher_is_better;
-  early_.metric = best_metric(cfg_.run).metric;
-  co.async = cfg_.run.async_save;
-  co.config_text = to_yaml(cfg_);
-  co.world = &comm_;  // every rank (the engine's communicator is a shard group's under hybrid sharding)
-  ckpt_ = std::make_unique<checkpoint::Checkpointer>(*stack_.engine, co);
-  if (!training) return;
-  resume_if_asked();
+  if (!training) {
+    if (eval_checkpoint.empty()) {
+      init_stack_weights(stack_, cfg_, model_cfg_, info_.local_world);
+    } else {
+      const auto slow = slow_phase();
+      ckpt_->load(eval_checkpoint);
+    }
+    return;
+  }
+  if (resume_from) resume(*resume_from);
   // Only now that the checkpoint was taken: a resume refused (another seed, say) leaves the run's file as it was.
   const RunFiles files(cfg_.run.dir);
   checkpoint::run_agreed(comm_, [&] {
@@ -328,22 +342,29 @@ void Trainer::check_run_dir() {
   });
 }
 
-void Trainer::resume_if_asked() {
+std::optional<std::string> Trainer::resume_choice() {
   const auto slow = slow_phase();  // the constructor's scope began before the engine's communicator existed
-  if (cfg_.run.resume.empty()) return;  // check_run_dir said a fresh run may start here
+  if (cfg_.run.resume.empty()) return std::nullopt;  // check_run_dir said a fresh run may start here
+  const double t0 = now();
   const auto path = ckpt_->resume_path(cfg_.run.resume);
-  if (!path) {
-    if (info_.rank == 0) printf("pmtrain: resume auto: no checkpoint in %s yet, starting fresh\n", cfg_.run.dir.c_str());
-    return;
-  }
-  const checkpoint::LoadResult r = ckpt_->load(*path);
+  resume_check_s_ = now() - t0;
+  if (!path && info_.rank == 0)
+    printf("pmtrain: resume auto: no checkpoint in %s yet, starting fresh\n", cfg_.run.dir.c_str());
+  return path;
+}
+
+void Trainer::resume(const std::string& path) {
+  const auto slow = slow_phase();
+  const double t0 = now();
+  const checkpoint::LoadResult r = ckpt_->load(path);
+  const double load_s = now() - t0;
   try {  // the data order goes on where it stopped only under the settings that made it
     sampler_->restore(data::SamplerCursor::from_json(r.state.data_cursor));
   } catch (const ConfigError& e) {
     throw ConfigError(fmt::format("{}: cannot continue the data order of checkpoint {}: {}. Resume with the run's "
                                   "run.seed, data and batch settings (its resolved config is the \"config\" field "
                                   "of {}/manifest.json), or train elsewhere with --set run.dir=NEW_DIR",
-                                  cfg_.source, *path, e.what(), *path));
+                                  cfg_.source, path, e.what(), path));
   }
   start_step_ = r.state.step;
   eval_owed_ = r.state.extra.is_object() && r.state.extra.value("eval_owed", false);
@@ -354,12 +375,14 @@ void Trainer::resume_if_asked() {
     printf("pmtrain: run.early_stop counts %s afresh: the checkpoint's count is of another metric (%s)\n",
            best_metric_name(cfg_.run).c_str(), r.state.extra["early_stop"].value("metric", std::string("?")).c_str());
   ZERO_REQUIRE(start_step_ <= total_steps_, ConfigError,
-               "{}: checkpoint {} is at step {}, past this run's {} steps", cfg_.source, *path, start_step_, total_steps_);
+               "{}: checkpoint {} is at step {}, past this run's {} steps", cfg_.source, path, start_step_, total_steps_);
   if (info_.rank == 0)
-    printf("pmtrain: resumed from %s: step %lld, optimizer step %lld, saved at world %d%s stage %d%s\n", r.dir.c_str(),
-           (long long)start_step_, (long long)r.optimizer_step, r.saved_world * r.saved_shard_groups,
+    printf("pmtrain: resumed from %s: step %lld, optimizer step %lld, saved at world %d%s stage %d%s; found and "
+           "checked in %.1f s, loaded in %.1f s (%s read by rank 0)\n", r.dir.c_str(), (long long)start_step_,
+           (long long)r.optimizer_step, r.saved_world * r.saved_shard_groups,
            r.saved_shard_groups > 1 ? fmt::format(" (shard groups of {})", r.saved_world).c_str() : "", r.saved_stage,
-           r.resharded ? " (resharded onto this world size and stage)" : "");
+           r.resharded ? " (resharded onto this world size and stage)" : "", resume_check_s_, load_s,
+           format_bytes(double(r.bytes_read)).c_str());
 }
 
 void Trainer::wait_for_saves(bool all) {

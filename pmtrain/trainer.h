@@ -29,7 +29,10 @@ enum class TrainerRole { Train, Evaluate };
 
 class Trainer {
  public:
-  Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, TrainerRole role = TrainerRole::Train);
+  // eval_checkpoint (Evaluate): the checkpoint whose weights it evaluates (any saved world size and stage); "":
+  // the config's initial weights (model.hf_dir or the random init).
+  Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, TrainerRole role = TrainerRole::Train,
+          const std::string& eval_checkpoint = "");
   ~Trainer();
   // Trains run.steps (or run.epochs) optimizer steps; evaluates every run.eval_every and at the end.
   // Returns the process exit code: 0, or kExitStopped after a signal (checkpoint saved).
@@ -37,11 +40,6 @@ class Trainer {
   // Loss, accuracy, mean chosen/rejected reward and margin on the test split, and on each named test set
   // (data.test_sets) on its own (collective).
   EvalStats evaluate();
-  // Replaces the parameters with a checkpoint's, as --resume does (collective; any saved world size and stage).
-  checkpoint::LoadResult load_weights(const std::string& checkpoint_dir) {
-    const auto slow = slow_phase();
-    return ckpt_->load(checkpoint_dir);
-  }
   const MemoryPlan& memory_plan() const { return plan_; }
   int64_t total_steps() const { return total_steps_; }
 
@@ -88,7 +86,11 @@ class Trainer {
   // (nothing made yet), and a fresh run (no run.resume) in a run.dir holding checkpoints refused unless
   // run.start_over.
   void check_run_dir();
-  void resume_if_asked();
+  // run.resume's checkpoint (agreed; nullopt: a fresh start), then the resume from it: its weights, optimizer
+  // state, step and data order.
+  std::optional<std::string> resume_choice();
+  void resume(const std::string& path);
+  double resume_check_s_ = 0;  // resume_choice's time: finding the checkpoint and hashing its files
   // eval: the evaluation at this step, stored with the checkpoint (run.keep_best ranks checkpoints by it).
   // eval_owed: a stop came before the step's evaluation ended; the resumed run evaluates, then pay_owed_eval.
   void save_checkpoint(int64_t step, const EvalStats* eval = nullptr, bool eval_owed = false);

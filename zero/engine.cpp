@@ -199,6 +199,22 @@ void Engine::set_tensor_range(int g, int t, size_t first, size_t count, const fl
   }
 }
 
+ElementRange Engine::kept_tensor_range(int g, int t) const {
+  check_group(g, "kept_tensor_range");
+  ZERO_CHECK(t >= 0 && size_t(t) < groups_[g].tensors.size(), "kept_tensor_range: no tensor {} in group '{}'", t,
+             groups_[g].name);
+  const size_t numel = groups_[g].tensors[t].numel;
+  if (!sharded_params()) return {0, numel};
+  // What set_tensor_range writes at stage 3: the optimizer's range and the param shard, each met with the
+  // tensor's flat range [t0, t0 + numel); their hull, relative to the tensor.
+  const auto& L = part_.groups[g];
+  const size_t t0 = L.tensor_offsets[t], t1 = t0 + numel;
+  const OptimizerShard s = optimizer_shard(g);
+  const size_t p0 = size_t(rank_) * L.shard;
+  const size_t lo = std::max(t0, std::min(s.begin, p0)), hi = std::min(t1, std::max(s.begin + s.count, p0 + L.shard));
+  return lo < hi ? ElementRange{lo - t0, hi - lo} : ElementRange{0, 0};
+}
+
 OptimizerShard Engine::optimizer_shard(int g) const {
   check_group(g, "optimizer_shard");
   const auto& L = part_.groups[g];

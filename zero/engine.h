@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "core/chunks.h"
 #include "core/memory.h"
 #include "core/step_clock.h"
 #include "zero/buffer_plan.h"
@@ -117,6 +118,10 @@ class Engine {
   // Sets elements [first, first + count) of one tensor (a large tensor through a small host buffer: pmtrain's
   // init and HF import, a piece at a time). The same rules as set_tensor.
   void set_tensor_range(int group, int tensor, size_t first, size_t count, const float* src);
+  // The elements [first, first + count) of one tensor that set_tensor_range keeps on this rank: all of them
+  // where the rank holds full params (stages 0-2), its shard's part at stage 3 (count 0: none). A caller that
+  // makes or reads the values (pmtrain's random init, the HF import) need give only these, 1/W of the work.
+  ElementRange kept_tensor_range(int group, int tensor) const;
 
   void begin_micro_step();
   // Starts a forward-only pass (eval, scoring) outside accumulation: gather/release only.

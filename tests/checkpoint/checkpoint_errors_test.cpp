@@ -164,6 +164,61 @@ TEST_F(CheckpointErrors, ResumeAutoTakesTheNewestSoundCheckpointAndNothingNewerT
   EXPECT_EQ(*ck.resume_path("auto"), good) << "resume auto went past `latest`";
 }
 
+// Bytes this process has read through read(2)/pread(2) so far (/proc/self/io rchar: counted by the kernel, at
+// the syscall boundary, page-cache hits included).
+uint64_t bytes_read_by_process() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  uint64_t value = 0;
+  while (io >> key >> value)
+    if (key == "rchar:") return value;
+  ADD_FAILURE() << "no rchar in /proc/self/io";
+  return 0;
+}
+
+// resume auto hashes each file of the checkpoint it takes once, every rank its share (file q by rank q mod W),
+// not all of them on rank 0 while the others wait: each rank reads its share's bytes and no more than a
+// manifest's worth beyond (counted by the kernel). A corrupted file that is not rank 0's is found by its rank,
+// and the checkpoint skipped all the same.
+TEST_F(CheckpointErrors, ResumeAutoHashesEachFileOnceSpreadOverTheRanks) {
+  // A wider MLP than the fixture's (about 70k parameters: rank files of 200-400 KiB, far above a manifest's few
+  // KiB), saved at steps 1 and 2.
+  example::MlpSpec spec;
+  spec.dims = {12, 256, 256, 5};
+  MlpRun run(MPI_COMM_WORLD, 1, spec);
+  checkpoint::Checkpointer ck(*run.engine, ckpt_opts(root + "/wide"));
+  run.train(0, 1);
+  ck.save(run.state(1));
+  run.train(1, 2);
+  ck.save(run.state(2));
+  const std::string older = ck.paths().step_dir(1), newest = ck.paths().step_dir(2);
+  const checkpoint::Manifest m = checkpoint::Manifest::read(newest);
+  uint64_t share = 0;
+  for (size_t q = 0; q < m.files.size(); ++q)
+    if (int(q) % world_size() == world_rank()) share += m.files[q].bytes;
+  ASSERT_GT(m.files.back().bytes, 128u * 1024) << "rank files too small to tell a share from the whole";
+  MPI_Barrier(MPI_COMM_WORLD);
+  const uint64_t before = bytes_read_by_process();
+  EXPECT_EQ(*ck.resume_path("auto"), newest);
+  const uint64_t read = bytes_read_by_process() - before;
+  EXPECT_GE(read, share) << "rank " << world_rank() << " did not hash its files";
+  EXPECT_LE(read, share + 64 * 1024) << "rank " << world_rank() << " read " << read << " bytes for a share of " << share;
+  // The load that follows does not hash them again: nothing beyond the rank's own file at the same world.
+  MPI_Barrier(MPI_COMM_WORLD);
+  const uint64_t before_load = bytes_read_by_process();
+  ck.load(newest);
+  EXPECT_LE(bytes_read_by_process() - before_load, m.files[size_t(world_rank())].bytes + 64 * 1024);
+
+  // The last rank's file corrupted: found by that rank, and step_2 skipped for step_1.
+  if (world_rank() == 0) {
+    std::fstream f(newest + "/" + last, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4000);
+    f.put(char(0x5a));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(*ck.resume_path("auto"), older) << "a newest checkpoint with a corrupted " << last << " must be skipped";
+}
+
 TEST_F(CheckpointErrors, ResumeAutoSkipsANewestCheckpointWithAnUnsoundManifest) {
   // step_2 (the fixture's) and a sound step_4; then step_4's manifest gets one unsound field at a time.
   checkpoint::Checkpointer& ck = save_step_4();

@@ -61,6 +61,16 @@ bad "export --tokenizer of an empty file" "is not a usable tokenizer.json" expor
 [ ! -e $TMP/hfbad ] || fail "a refused export left $TMP/hfbad behind"
 grep -q '"pad_token_id": *151643' $TMP/hf32/config.json || fail "config.json lacks the pad token"
 grep -q '"Qwen3ForSequenceClassification"' $TMP/hf32/config.json || fail "config.json lacks the architecture"
+# The fp32 export read back through the engine (eval --model: model.hf_dir) at stage 3 on 2 ranks, each rank
+# reading only its shard of each tensor (Engine::kept_tensor_range): the checkpoint's own evaluation, number for
+# number.
+EVAL=(configs/tiny_cpu.yaml --set run.dir=$TMP/run --set data.cache_dir=$TMP/cache --set zero.stage=3 --set run.eval_pairs=24)
+$MPIRUN -np 2 "$PMTRAIN" eval "${EVAL[@]}" > $TMP/ev_ckpt.txt 2>&1 || { cat $TMP/ev_ckpt.txt; fail "eval of the checkpoint failed"; }
+$MPIRUN -np 2 "$PMTRAIN" eval "${EVAL[@]}" --model $TMP/hf32 > $TMP/ev_hf.txt 2>&1 || { cat $TMP/ev_hf.txt; fail "eval --model failed"; }
+ev_numbers() { grep '^{.*"type":"eval"' $1 | untimed | sed -E 's/,?"weights":"[^"]*"//'; }
+[ -n "$(ev_numbers $TMP/ev_ckpt.txt)" ] && [ "$(ev_numbers $TMP/ev_hf.txt)" = "$(ev_numbers $TMP/ev_ckpt.txt)" ] \
+  || { ev_numbers $TMP/ev_ckpt.txt; ev_numbers $TMP/ev_hf.txt; fail "eval --model of the fp32 export at stage 3 differs from the checkpoint's"; }
+echo "ok: eval --model of the fp32 export at stage 3 on 2 ranks = the checkpoint's: $(ev_numbers $TMP/ev_hf.txt)"
 DATA=data/assets/hh-rlhf/harmless-base/test.jsonl.gz
 "$PMTRAIN" score --model $TMP/hf32 --data $DATA --out $TMP/s32.jsonl
 "$PMTRAIN" score --model $TMP/hf16 --data $DATA --out $TMP/s16.jsonl

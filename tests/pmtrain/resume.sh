@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # pmtrain resume through sharded checkpoints, in new processes:
 #  - same world size and stage: the steps after the resume equal the uninterrupted run bit for bit
-#    (loss, grad norm, and the ids of the pairs each step consumed), at every stage;
+#    (loss, grad norm, and the ids of the pairs each step consumed), at every stage, with the weights from the
+#    checkpoint alone (no random init made first);
 #  - another world size and stage (4 ranks stage 3 -> 2 ranks stage 1): the same pairs per step (no
 #    pair repeated or skipped) and the loss curve within fp32 round-off.
 source "$(dirname "$0")/common.sh"
@@ -17,6 +18,9 @@ for stage in 0 1 2 3; do
   grep -q "stopped at step 2 of 4" $TMP/out.txt || fail "stage $stage: no early stop"
   train 2 --set zero.stage=$stage --set run.dir=$TMP/cut$stage --set run.resume=auto --set run.save_final=false
   grep -q "resumed from .*step_2: step 2" $TMP/out.txt || { cat $TMP/out.txt; fail "stage $stage: did not resume"; }
+  # The weights come from the checkpoint alone: no random init first, for the load to replace.
+  grep -q "^pmtrain: model .*(the weights of the checkpoint resumed from, below)" $TMP/out.txt && ! grep -q "random init" $TMP/out.txt \
+    || { grep "^pmtrain: model" $TMP/out.txt; fail "stage $stage: the resumed run initialised the weights too"; }
   diff <(fields $TMP/full$stage/metrics.jsonl) <(fields $TMP/cut$stage/metrics.jsonl) \
     || fail "stage $stage: resumed run differs from the uninterrupted one"
   echo "stage $stage: resume bit-exact ($(fields $TMP/cut$stage/metrics.jsonl | tail -1))"
