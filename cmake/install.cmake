@@ -12,13 +12,14 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(ZERO_PUBLIC_HEADERS
-  core/check.h core/dtype.h core/memory.h core/process_memory.h core/step_clock.h
+  core/check.h core/chunks.h core/dtype.h core/memory.h core/process_memory.h core/step_clock.h
   core/math/hd.h core/math/rounding.h core/math/adamw_math.h core/math/fixed_point.h
   comm/communicator.h comm/mpi_communicator.h comm/bootstrap.h comm/peer_watch.h
   optim/adamw.h optim/lr_schedule.h
   zero/engine.h zero/engine_config.h zero/partition.h zero/device_ops.h zero/buffer_plan.h
   checkpoint/checkpointer.h checkpoint/agree.h checkpoint/async_writer.h checkpoint/fault.h checkpoint/file_io.h
-  checkpoint/load.h checkpoint/manifest.h checkpoint/publish.h checkpoint/shard_layout.h)
+  checkpoint/load.h checkpoint/manifest.h checkpoint/publish.h checkpoint/shard_layout.h
+  checkpoint/verify.h)
 set(ZERO_INSTALL_TARGETS zero_core zero_comm zero_optim zero_engine zero_checkpoint)
 if(ZERO_CUDA_ENABLED)
   list(APPEND ZERO_PUBLIC_HEADERS cuda/cuda_ops.h cuda/nccl_communicator.h cuda/device_select.h cuda/device_allocator.h
