@@ -138,7 +138,7 @@ std::optional<std::string> Checkpointer::resume_path(const std::string& spec) {
   // Rank 0 finds the newest checkpoint whose files are all there at their sizes (a stat each); then every rank
   // hashes its share of that one's files (file q by rank q mod W), all at once, each file once: not all of them
   // by rank 0 while the others wait (85 GiB at Qwen3-8B), and not again by the load. A checkpoint that any rank
-  // finds corrupted is skipped, in that rank's words, for the next older one.
+  // finds corrupted is skipped, in that rank's words (said by rank 0), for the next older one.
   const RunPaths paths(opts_.run_dir);
   double below = std::numeric_limits<double>::infinity();
   for (;;) {
@@ -160,15 +160,13 @@ std::optional<std::string> Checkpointer::resume_path(const std::string& spec) {
     if (chosen < 0) return std::nullopt;
     const std::string dir = paths.step_dir(int64_t(chosen));
     if (!opts_.verify_checksums) return dir;
-    const std::string problem = checkpoint_problem(dir, true, comm_.rank(), comm_.world());
-    if (!problem.empty())
-      fprintf(stderr, "checkpoint: resume auto: skipping step_%lld: %s\n", (long long)chosen, problem.c_str());
-    double bad = problem.empty() ? 0 : 1;
-    comm_.all_reduce_scalars(&bad, 1, ReduceOp::Max);
-    if (bad == 0) {
+    const std::string problem = checkpoint_problem_shared(comm_, dir);
+    if (problem.empty()) {
       verified_ = dir;
       return dir;
     }
+    if (comm_.rank() == 0)
+      fprintf(stderr, "checkpoint: resume auto: skipping step_%lld: %s\n", (long long)chosen, problem.c_str());
     below = chosen;
   }
 }

@@ -14,6 +14,7 @@ add_library(zero_checkpoint
   ${CMAKE_CURRENT_LIST_DIR}/publish.cpp
   ${CMAKE_CURRENT_LIST_DIR}/reshard_plan.cpp
   ${CMAKE_CURRENT_LIST_DIR}/shard_layout.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/shared_dir.cpp
   ${CMAKE_CURRENT_LIST_DIR}/verify.cpp)
 target_link_libraries(zero_checkpoint
   PUBLIC zero_engine nlohmann_json::nlohmann_json Threads::Threads

@@ -35,4 +35,11 @@ std::string checkpoint_problem(const std::string& dir, bool verify, int hash_fir
   return failure ? failure->message : problem;
 }
 
+std::string checkpoint_problem_shared(Communicator& comm, const std::string& dir) {
+  const std::string mine = checkpoint_problem(dir, true, comm.rank(), comm.world());
+  const std::optional<Failure> any =
+      agree(comm, mine.empty() ? std::nullopt : std::optional<Failure>(Failure{ErrorKind::Input, mine}));
+  return any ? any->message : std::string();
+}
+
 }  // namespace zero::checkpoint

@@ -18,7 +18,7 @@ set(ZERO_PUBLIC_HEADERS
   optim/adamw.h optim/lr_schedule.h
   zero/engine.h zero/engine_config.h zero/partition.h zero/device_ops.h zero/buffer_plan.h
   checkpoint/checkpointer.h checkpoint/agree.h checkpoint/async_writer.h checkpoint/fault.h checkpoint/file_io.h
-  checkpoint/load.h checkpoint/manifest.h checkpoint/publish.h checkpoint/shard_layout.h
+  checkpoint/load.h checkpoint/manifest.h checkpoint/publish.h checkpoint/shard_layout.h checkpoint/shared_dir.h
   checkpoint/verify.h)
 set(ZERO_INSTALL_TARGETS zero_core zero_comm zero_optim zero_engine zero_checkpoint)
 if(ZERO_CUDA_ENABLED)

@@ -9,6 +9,9 @@
 #include <optional>
 #include <set>
 
+#include "checkpoint/agree.h"
+#include "checkpoint/shared_dir.h"
+#include "checkpoint/verify.h"
 #include "comm/hybrid_groups.h"
 #include "core/check.h"
 #include "core/process_memory.h"
@@ -216,9 +219,14 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   // run.start_over: the earlier run's checkpoints go only now that this run is set up (a run that cannot
   // start replaces nothing); its metrics.jsonl is replaced when this run opens the file. Agreed, as every write
   // rank 0 makes for the run: a failure there ends every rank with its message, none left in a collective.
+  if (training) {
+    checkpoint::run_agreed(comm_, [&] {
+      if (info_.rank == 0) make_dir(cfg_.run.dir, "run.dir");
+    });
+    checkpoint::require_shared_dir(comm_, cfg_.run.dir, "run.dir");  // now, not at the first save hours in
+  }
   if (training) checkpoint::run_agreed(comm_, [&] {
     if (info_.rank != 0) return;
-    make_dir(cfg_.run.dir, "run.dir");
     if (!start_over_ || !cfg_.run.resume.empty()) return;
     const checkpoint::RunPaths paths(cfg_.run.dir);
     if (const std::vector<int64_t> earlier = checkpoint::list_steps(paths); !earlier.empty()) {
@@ -716,29 +724,42 @@ int Trainer::train_loop() {
            op_times_line(times_total, double(std::max<int64_t>(1, end_step - start_step_))).c_str());
     fflush(stdout);
   }
-  if (r0) export_at_end(end_step);
+  export_at_end(end_step);
   return 0;
 }
 
 void Trainer::export_at_end(int64_t end_step) {
   if (cfg_.run.export_model == RunExport::None) return;
+  const auto slow = slow_phase();  // hashing a rank file of a large checkpoint takes longer than a collective may
   ExportRequest req;
   req.out_dir = export_dir(cfg_.run);
   req.dtype = cfg_.run.export_dtype;
   req.progress_s = cfg_.run.eval_progress_s;
+  double step = double(end_step);  // run.export best: rank 0 reads the ranking; every rank learns its step or the error
   if (cfg_.run.export_model == RunExport::Best) {
-    const auto best = checkpoint::best_checkpoint(ckpt_->paths(), best_metric(cfg_.run));
-    ZERO_REQUIRE(best.has_value(), InputError, "{}: run.export best: {} holds no checkpoint ranked by run.keep_best",
-                 cfg_.source, ckpt_->paths().root);
-    req.run_dir = ckpt_->paths().step_dir(best->first);
-  } else {
-    req.run_dir = ckpt_->paths().step_dir(end_step);
+    checkpoint::run_agreed(comm_, [&] {
+      step = 0;
+      if (info_.rank != 0) return;
+      const auto best = checkpoint::best_checkpoint(ckpt_->paths(), best_metric(cfg_.run));
+      ZERO_REQUIRE(best.has_value(), InputError, "{}: run.export best: {} holds no checkpoint ranked by run.keep_best",
+                   cfg_.source, ckpt_->paths().root);
+      step = double(best->first);
+    });
+    comm_.all_reduce_scalars(&step, 1, ReduceOp::Sum);
   }
-  printf("pmtrain: run.export %s: %s as an HF model directory\n", export_name(cfg_.run.export_model).c_str(),
-         req.run_dir.c_str());
-  fflush(stdout);
+  req.run_dir = ckpt_->paths().step_dir(int64_t(step));
+  if (info_.rank == 0)
+    printf("pmtrain: run.export %s: %s as an HF model directory\n", export_name(cfg_.run.export_model).c_str(),
+           req.run_dir.c_str());
+  // Its checksums first, every rank hashing its share of the files at once (not all of them on rank 0: 85 GiB
+  // at Qwen3-8B), then rank 0 alone reads the masters and writes the directory.
+  const std::string problem = checkpoint::checkpoint_problem_shared(comm_, req.run_dir);
+  if (!problem.empty())  // the same on every rank: said once
+    checkpoint::rethrow({checkpoint::ErrorKind::Input, fmt::format("{}: run.export: checkpoint {} cannot be exported: "
+                                                                   "{}", cfg_.source, req.run_dir, problem)});
+  if (info_.rank != 0) return;
+  req.verify_checksums = false;
   run_export(req);
-  fflush(stdout);
 }
 
 bool Trainer::held_back(int64_t step) {

@@ -78,7 +78,8 @@ class Trainer {
   int64_t eval_count(const data::PairDataset& pairs) const;  // pairs of it an evaluation reads
   int64_t test_pairs() const;  // over every part of the test split
   int train_loop();
-  // run.export (rank 0, training done): the final or best checkpoint as an HF model directory.
+  // run.export (training done; collective): the final or best checkpoint as an HF model directory, its checksums
+  // checked by every rank, written by rank 0.
   void export_at_end(int64_t end_step);
   // The step's metrics, reduced over ranks: all its pairs, and each training set's under a mix (train_sets_).
   SetStats run_train_step(data::StepPlan& plan, StepResult& result, double& pair_id_sum, bool& stop);

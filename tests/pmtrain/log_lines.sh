@@ -35,3 +35,21 @@ for launch in "single" "mpirun"; do
   [ "$seen" = yes ] || { cat $TMP/out.txt; fail "$launch: the epoch line reached stdout only after the final evaluation's record"; }
   echo "ok: $launch: the epoch line was in stdout before the final evaluation ended"
 done
+
+# The model line says how the weights were made: the random init's time and host threads, the config's `threads`
+# or the rank's share of the node's cores when that is more (init_threads: the CPUs it may run on, at most the
+# node's cores over its ranks): one CPU under taskset, every core of this machine for one rank, the config's
+# threads when that is more.
+model_line() { "$PMTRAIN" train "${RUN[@]}" --set run.dir=$TMP/m$1 --set run.steps=1 --set data.test_files=[] "${@:2}" 2>&1 \
+  | grep "^pmtrain: model"; }
+cores=$(nproc --all)
+expect_threads() {
+  local want=$1 line=$2
+  grep -qE "\(random init \(seed 7\), [0-9]+\.[0-9] s on $want threads?\)$" <<<"$line" \
+    || fail "expected the init on $want thread(s): $line"
+  echo "ok: $line"
+}
+expect_threads 1 "$(taskset -c 0 "$PMTRAIN" train "${RUN[@]}" --set run.dir=$TMP/mt --set run.steps=1 --set data.test_files=[] \
+  2>&1 | grep "^pmtrain: model")"
+expect_threads $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) "$(model_line b)"  # nproc: the affinity mask
+expect_threads $((cores + 1)) "$(model_line c --set threads=$((cores + 1)))"
