@@ -10,7 +10,7 @@ namespace zero::checkpoint {
 
 // Collective: rank 0 writes a file holding a fresh nonce into `dir` (which exists on rank 0), every rank reads it
 // back, rank 0 removes it. InputError on every rank, naming `what` (the config key), the directory and the lowest
-// rank (and its host) that does not see rank 0's file there.
+// rank that does not see rank 0's file there (agree's "rank N: " prefix) and its host.
 void require_shared_dir(Communicator& comm, const std::string& dir, const std::string& what);
 
 }  // namespace zero::checkpoint

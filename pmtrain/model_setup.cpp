@@ -131,11 +131,11 @@ std::string init_model_parameters(Engine& engine, const ModelSection& m, const m
 }
 
 int init_threads(int configured, int ranks_on_node) {
-  int usable = int(std::thread::hardware_concurrency());
+  const int cores = int(std::thread::hardware_concurrency());  // the node's
+  int usable = cores;                                           // this rank's: its affinity mask
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) usable = CPU_COUNT(&set);
-  const int node_share = int(std::thread::hardware_concurrency()) / std::max(1, ranks_on_node);
-  return std::max({configured, std::min(usable, node_share), 1});
+  return std::max({configured, std::min(usable, cores / std::max(1, ranks_on_node)), 1});
 }
 
 model::RewardModelOptions reward_model_options(const Config& cfg) {

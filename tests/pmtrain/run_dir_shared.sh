@@ -17,7 +17,7 @@ timeout 120 $MPIRUN -np 1 "$PMTRAIN" train "${RUN[@]}" : \
 ! grep -qE "terminate called|what\(\)|core dumped|MPI_ABORT|Aborted|Signal" $TMP/out.txt \
   || { cat $TMP/out.txt; fail "crashed or aborted"; }
 ! grep -q "^step 1/" $TMP/out.txt || { cat $TMP/out.txt; fail "trained a step before the check"; }
-want="run.dir $TMP/run is not one directory for every rank: rank 1 (host $(hostname)) does not see the file rank 0 just wrote there"
+want="rank 1: run.dir $TMP/run is not one directory for every rank: this rank, on host $(hostname), does not see the file rank 0 just wrote there"
 [ "$(grep -c "error: .*$want" $TMP/out.txt)" = 1 ] || { cat $TMP/out.txt; fail "no single error line saying: $want"; }
 [ -z "$(ls -A $TMP/run)" ] || { ls -la $TMP/run; fail "the check left a file in run.dir"; }
 echo "ok: node-local run.dir refused at the start: $(grep error $TMP/out.txt)"
