@@ -10,6 +10,7 @@
 #include "checkpoint/file_io.h"
 #include "checkpoint/reshard_plan.h"
 #include "checkpoint/shard_layout.h"
+#include "checkpoint/verify.h"
 #include "core/chunks.h"
 
 namespace zero::checkpoint {
@@ -104,8 +105,9 @@ LoadResult load_checkpoint(Engine& e, const std::string& dir, bool verify, size_
       for (const DestRange& gap : uncovered(spans, g, dest[size_t(g)].count))
         for (StateArray a : {StateArray::Master, StateArray::M, StateArray::V})
           copy_in(g, a, gap.begin, gap.count, [](float* dst, size_t, size_t n) { std::fill(dst, dst + n, 0.0f); });
-    if (verify)  // every saved file is hashed by exactly one new rank (of all shard groups)
-      for (int q = e.data_rank(); q < m.world; q += e.data_world()) {
+    const HashShare share{e.data_rank(), e.data_world()};  // over all shard groups: each saved file hashed once
+    for (int q = 0; verify && q < m.world; ++q)
+      if (share.mine(size_t(q))) {
         ReadFile& f = file(q);
         check_hash(f, hash_file(f), m.files[q].xxh64);
         res.bytes_read += f.size();

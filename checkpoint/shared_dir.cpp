@@ -9,6 +9,7 @@
 #include "checkpoint/agree.h"
 #include "checkpoint/file_io.h"
 #include "core/check.h"
+#include "core/host_name.h"
 
 namespace zero::checkpoint {
 
@@ -37,13 +38,11 @@ void require_shared_dir(Communicator& comm, const std::string& dir, const std::s
         seen.clear();
       }
     }
-    char host[256] = {0};
-    gethostname(host, sizeof host - 1);
     ZERO_REQUIRE(seen == tag + "\n", InputError,
                  "{} {} is not one directory for every rank: this rank, on host {}, does not see the file rank 0 "
                  "just wrote there ({}). Each rank writes its checkpoint file into it: put it on a file system every "
                  "node shares, not a node-local disk (/tmp, a node's scratch)",
-                 what, dir, host, file);
+                 what, dir, host_name(), file);
   }));
   std::error_code ec;  // gone whatever the ranks saw
   if (comm.rank() == 0) std::filesystem::remove(file, ec);

@@ -8,7 +8,7 @@
 
 namespace zero::checkpoint {
 
-std::string checkpoint_problem(const std::string& dir, bool verify, int hash_first, int hash_stride) {
+std::string checkpoint_problem(const std::string& dir, bool verify, HashShare share) {
   std::string problem;
   const auto failure = capture([&] {
     const Manifest m = Manifest::read(dir);
@@ -25,8 +25,7 @@ std::string checkpoint_problem(const std::string& dir, bool verify, int hash_fir
         problem = fmt::format("{} has {} bytes, the manifest says {}", path, f.size(), fe.bytes);
         return;
       }
-      const bool mine = int(q) >= hash_first && (int(q) - hash_first) % hash_stride == 0;
-      if (verify && mine && hash_file(f) != fe.xxh64) {
+      if (verify && share.mine(q) && hash_file(f) != fe.xxh64) {
         problem = fmt::format("{} does not match its xxhash64 in the manifest (corrupted)", path);
         return;
       }
@@ -36,7 +35,7 @@ std::string checkpoint_problem(const std::string& dir, bool verify, int hash_fir
 }
 
 std::string checkpoint_problem_shared(Communicator& comm, const std::string& dir) {
-  const std::string mine = checkpoint_problem(dir, true, comm.rank(), comm.world());
+  const std::string mine = checkpoint_problem(dir, true, HashShare{comm.rank(), comm.world()});
   const std::optional<Failure> any =
       agree(comm, mine.empty() ? std::nullopt : std::optional<Failure>(Failure{ErrorKind::Input, mine}));
   return any ? any->message : std::string();

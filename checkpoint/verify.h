@@ -10,10 +10,17 @@
 
 namespace zero::checkpoint {
 
-// "" when the checkpoint is sound, else what is wrong with it (naming the file). With verify, the files hashed
-// are those whose index is hash_first, hash_first + hash_stride, ... (one rank's share of the work); every file
-// gets the other checks.
-std::string checkpoint_problem(const std::string& dir, bool verify, int hash_first = 0, int hash_stride = 1);
+// Which saved rank files one of `world` ranks hashes when they share the work: file q by rank q mod world, so
+// each file is hashed by exactly one rank. The one rule for checkpoint_problem_shared and the resharded load.
+struct HashShare {
+  int rank = 0;
+  int world = 1;  // the default share is every file
+  bool mine(size_t file) const { return int(file % size_t(world)) == rank; }
+};
+
+// "" when the checkpoint is sound, else what is wrong with it (naming the file). With verify, the files in
+// `share` are hashed; every file gets the other checks.
+std::string checkpoint_problem(const std::string& dir, bool verify, HashShare share = {});
 
 // Collective: checkpoint_problem with every file hashed, each by one rank (file q by rank q mod W), all at once:
 // the wall time of 1/W of the bytes, not all of them on one rank while the others wait (85 GiB at Qwen3-8B).

@@ -1,7 +1,5 @@
 #include "comm/bootstrap.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +9,7 @@
 #include "comm/launch_env.h"
 #include "comm/mpi_check.h"
 #include "core/check.h"
+#include "core/host_name.h"
 
 namespace zero {
 
@@ -48,9 +47,7 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &error_comm_));
   MPI_CHECK(MPI_Comm_set_errhandler(error_comm_, MPI_ERRORS_RETURN));
 
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  info_.host = host;
+  info_.host = host_name();
 }
 
 void require_launched_world(const LaunchInfo& info) {

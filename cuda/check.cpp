@@ -2,12 +2,12 @@
 #include "cuda/check.h"
 
 #include <mpi.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <string>
 
 #include "core/check.h"
+#include "core/host_name.h"
 
 namespace zero {
 namespace {
@@ -17,11 +17,9 @@ std::string gpu_error_message(const char* file, int line, const char* call, cons
   MPI_Initialized(&inited);
   MPI_Finalized(&finalized);
   if (inited && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
   int device = -1;
   cudaGetDevice(&device);  // best effort: -1 when even this fails
-  return fmt::format("{}:{}: rank {} on {} (device {}): {} failed: {} error {}: {}", file, line, rank, host, device,
+  return fmt::format("{}:{}: rank {} on {} (device {}): {} failed: {} error {}: {}", file, line, rank, host_name(), device,
                      call, library, code, what ? what : "(no message)");
 }
 }  // namespace

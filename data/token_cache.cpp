@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "core/check.h"
+#include "core/host_name.h"
 #include "data/line_reader.h"
 #include "data/tokenizer.h"
 
@@ -177,9 +178,7 @@ void save_dataset_cache(const std::string& path, uint64_t key, const PairDataset
   // A temporary of this writer's own: runs that share data.cache_dir (a sweep's jobs, two runs started
   // together) may write the same cache at once, and one's rename must not take the other's half-written file.
   static std::atomic<uint64_t> writes{0};
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  const std::string tmp = fmt::format("{}.tmp.{}.{}.{}", path, host, ::getpid(), writes++);
+  const std::string tmp = fmt::format("{}.tmp.{}.{}.{}", path, host_name(), ::getpid(), writes++);
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     ZERO_REQUIRE(f.good(), InputError, "{}: cannot write the token cache", tmp);

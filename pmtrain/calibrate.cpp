@@ -18,6 +18,7 @@
 #include "comm/hybrid_groups.h"
 #include "comm/mpi_communicator.h"
 #include "core/check.h"
+#include "core/host_name.h"
 #include "core/memory.h"
 #include "model/cpu/cpu_model_ops.h"
 #include "model/token_plan.h"
@@ -440,8 +441,7 @@ int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi) {
       a.config_path.empty() ? std::vector<std::pair<int64_t, int64_t>>{} : projection_shapes(resolve_model_config(cfg.model, 1));
   ComputeProfile p = measure_compute(*parts.ops, *parts.alloc, mo, shapes, a.quick ? kQuickTimeScale : 1.0);
   p.threads = threads;
-  char host[256] = "this machine";
-  gethostname(host, sizeof host - 1);
+  const std::string host = host_name("this machine");
   p.source = p.device == "cpu" ? fmt::format("measured on {} ({} thread{})", host, threads, threads == 1 ? "" : "s")
                                : fmt::format("measured on {} ({})", host, parts.description);
   if (a.quick) p.source += ", --quick";  // the plan names its profile's source: a rough one says so

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "core/host_name.h"
 #include "pmtrain/paths.h"
 
 namespace zero::pmtrain {
@@ -139,10 +140,8 @@ EventFile::EventFile(const std::string& dir, double wall_time) : start_time_(wal
                    ec.message());
     }
   ZERO_REQUIRE(!ec, InputError, "run.tensorboard: cannot list {}: {}", dir, ec.message());
-  char host[256] = "localhost";
-  gethostname(host, sizeof host - 1);
   // TensorFlow's naming: events.out.tfevents.<unix seconds>.<host>[.<pid>.<n>]; tensorboard finds "tfevents".
-  path_ = (fs::path(dir) / fmt::format("events.out.tfevents.{:010d}.{}.{}.0", int64_t(wall_time), host, getpid())).string();
+  path_ = (fs::path(dir) / fmt::format("events.out.tfevents.{:010d}.{}.{}.0", int64_t(wall_time), host_name(), getpid())).string();
   file_ = fopen(path_.c_str(), "wb");
   ZERO_REQUIRE(file_, InputError, "run.tensorboard: cannot open {} for writing: {}", path_, std::strerror(errno));
   std::string first = event_head(wall_time, 0);

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/host_name.h"
 #include "data/hh_rlhf.h"
 #include "data/tokenizer.h"
 
@@ -119,10 +120,8 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(tmp);
 
   const double mb = double(bytes) / 1e6;
-  char host[256] = "?";
-  gethostname(host, sizeof host);
   std::printf("# data_tokenizer_bench: Qwen3 tokenizer, one core (cpu %d%s), host %s, best of %d passes\n", cpu,
-              pinned ? ", pinned" : ", NOT pinned", host, repeats);
+              pinned ? ", pinned" : ", NOT pinned", zero::host_name("?").c_str(), repeats);
   std::printf("# texts: %zu (hh-rlhf harmless-base train+test, chosen and rejected, raw), %.3f MB, %zu tokens\n",
               texts.size(), mb, tokens);
   std::printf("# cold = empty word cache (fresh HF tokenizer per pass), warm = second pass over the same texts\n");

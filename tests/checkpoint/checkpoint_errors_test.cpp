@@ -81,20 +81,24 @@ TEST_F(CheckpointErrors, TruncatedShard) {
     expect_error<InputError>([&] { load(bad, stage); }, {"checkpoint file " + bad + "/" + last + " is truncated"});
 }
 
+// The first and the last rank's file: each is hashed by another rank of the load (file q by rank q mod W), and
+// a flipped byte in either is found.
 TEST_F(CheckpointErrors, CorruptedByte) {
   const std::string bad = root + "/corrupt";
-  damaged_copy(good, bad, [&] {
-    std::fstream f(bad + "/rank_0.bin", std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(100);
-    char c = 0;
-    f.read(&c, 1);
-    c ^= 0x10;
-    f.seekp(100);
-    f.write(&c, 1);
-  });
-  for (int stage : {1, 0})
-    expect_error<InputError>([&] { load(bad, stage); },
-                             {"checkpoint file " + bad + "/rank_0.bin is corrupted: xxhash64", "the manifest says"});
+  for (const std::string& file : {std::string("rank_0.bin"), last}) {
+    damaged_copy(good, bad, [&] {
+      std::fstream f(bad + "/" + file, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(100);
+      char c = 0;
+      f.read(&c, 1);
+      c ^= 0x10;
+      f.seekp(100);
+      f.write(&c, 1);
+    });
+    for (int stage : {1, 0})
+      expect_error<InputError>([&] { load(bad, stage); },
+                               {"checkpoint file " + bad + "/" + file + " is corrupted: xxhash64", "the manifest says"});
+  }
 }
 
 TEST_F(CheckpointErrors, MissingShardAndManifest) {
