@@ -17,19 +17,20 @@ double StepTimes::total() const {
 }
 
 namespace {
-// The entry of `name` in ops (appended when new): a model step names some 20 ops, so a scan is enough.
-OpTime& op_entry(std::vector<OpTime>& ops, const char* name) {
+// The entry of `name` in ops (appended when new): a step names some 30 ops, so a scan is enough.
+OpTime& op_entry(std::vector<OpTime>& ops, const char* name, TimeCategory c) {
   for (OpTime& o : ops)
     if (o.name == name) return o;
-  return ops.emplace_back(OpTime{name});
+  return ops.emplace_back(OpTime{name, c, 0, 0, {}});
 }
 }  // namespace
 
 StepTimes& StepTimes::operator+=(const StepTimes& o) {
   for (size_t i = 0; i < kTimeCategories; ++i) seconds[i] += o.seconds[i], calls[i] += o.calls[i];
   for (const OpTime& op : o.ops) {
-    OpTime& mine = op_entry(ops, op.name);
+    OpTime& mine = op_entry(ops, op.name, op.category);
     mine.seconds += op.seconds, mine.calls += op.calls;
+    mine.work.bytes += op.work.bytes, mine.work.flops += op.work.flops;
   }
   return *this;
 }
@@ -40,12 +41,16 @@ void StepClock::mark() {
   owner_op_.push_back(open_ops_.empty() ? nullptr : open_ops_.back());
 }
 
-void StepClock::enter(TimeCategory c, const char* op) {
+void StepClock::enter(TimeCategory c, const char* op, OpWork work) {
   ZERO_CHECK(c < TimeCategory::Count, "StepClock::enter: category {} out of range", int(c));
   open_.push_back(c);
   open_ops_.push_back(op);
   calls_[static_cast<size_t>(c)] += 1;
-  if (op) op_entry(op_calls_, op).calls += 1;
+  if (op) {
+    OpTime& o = op_entry(op_calls_, op, c);
+    o.calls += 1;
+    o.work.bytes += work.bytes, o.work.flops += work.flops;
+  }
   mark();
 }
 
@@ -66,7 +71,7 @@ StepTimes StepClock::take() {
     resolve(gaps_);
     for (size_t i = 0; i < gaps_.size(); ++i) {
       if (owner_[i] >= 0) t.seconds[size_t(owner_[i])] += gaps_[i];
-      if (owner_op_[i]) op_entry(t.ops, owner_op_[i]).seconds += gaps_[i];
+      if (owner_op_[i]) op_entry(t.ops, owner_op_[i], TimeCategory::Count).seconds += gaps_[i];  // entered: there
     }
   }
   discard();

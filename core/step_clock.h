@@ -33,12 +33,23 @@ constexpr size_t kTimeCategories = static_cast<size_t>(TimeCategory::Count);
 // "gemm", "attention", "elementwise", "grad_buckets", "optimizer", "comm" (the metrics.jsonl keys).
 const char* time_category_name(TimeCategory c);
 
+// The least work a scope's op must do, as its caller counts it from the tensors it hands over: the bytes it
+// reads and writes once each, and its matmul FLOPs. Divided by the op's time, its rate against the device's
+// bandwidth and peak (pmtrain bench: "rmsnorm_backward 1.23 ms, 410 GB/s"), so the ops far from their roof show.
+struct OpWork {
+  double bytes = 0;
+  double flops = 0;
+};
+
 // Seconds and scope counts per category over a window (one step, or a run), and per named op (the model's
-// ops name their scopes: "swiglu_backward", ...; the profile inside a category, in first-seen order).
+// ops and the engine's step name their scopes: "swiglu_backward", "adamw", ...; the profile inside a
+// category, in first-seen order), with the work their calls declared.
 struct OpTime {
   const char* name;  // a string literal: compared by address, as the clock's scopes give it
+  TimeCategory category = TimeCategory::Count;  // the category of its scopes (an op is entered under one)
   double seconds = 0;
   uint64_t calls = 0;
+  OpWork work;  // summed over the calls
 };
 struct StepTimes {
   std::array<double, kTimeCategories> seconds{};
@@ -55,14 +66,14 @@ class StepClock {
   virtual ~StepClock() = default;
 
   // Time from here to the matching leave() counts to c (minus nested scopes), and to `op` when one is named
-  // (a string literal: the clock keeps its address).
-  void enter(TimeCategory c, const char* op = nullptr);
+  // (a string literal: the clock keeps its address), whose calls add up `work`.
+  void enter(TimeCategory c, const char* op = nullptr, OpWork work = {});
   void leave();
   // RAII form; a null clock times nothing (a model or engine without a clock pays one branch).
   class Scope {
    public:
-    Scope(StepClock* clock, TimeCategory c, const char* op = nullptr) : clock_(clock) {
-      if (clock_) clock_->enter(c, op);
+    Scope(StepClock* clock, TimeCategory c, const char* op = nullptr, OpWork work = {}) : clock_(clock) {
+      if (clock_) clock_->enter(c, op, work);
     }
     ~Scope() {
       if (clock_) clock_->leave();

@@ -21,4 +21,12 @@ struct AttentionShape {
   int64_t head_dim = 0;
 };
 
+// The FLOPs counted for attention over `scores` query-key pairs (a causal sequence of L tokens has L (L + 1) / 2)
+// at q_dim = heads x head_dim: Q K^T and P V forward (4 q_dim a score), and `passes` times that (forward 1;
+// backward 2.5: it recomputes P and takes four products; both 3.5). The planner prices attention so, calibrate
+// measures its rate so, and ModelOps declares its ops' work so (core/step_clock.h).
+inline double attention_flops(double scores, double q_dim, double passes) { return 4.0 * scores * q_dim * passes; }
+constexpr double kAttentionBackwardPasses = 2.5;
+constexpr double kAttentionForwardBackwardPasses = 1.0 + kAttentionBackwardPasses;
+
 }  // namespace zero::model

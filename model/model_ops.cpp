@@ -5,10 +5,22 @@
 #include <utility>
 
 #include "core/check.h"
+#include "model/attention.h"
 
 namespace zero::model {
 
 namespace {
+
+// The work each op declares to the step clock (core/step_clock.h OpWork): every tensor it takes read or written
+// once (a view: its own elements), and a linear layer's 2 x rows x in x out FLOPs.
+double bytes_of(const TensorRef& t) { return double(t.numel()) * double(dtype_size(t.dtype)); }
+template <class... More>
+double bytes_of(const TensorRef& t, const More&... more) {
+  return bytes_of(t) + bytes_of(more...);
+}
+double gemm_flops(const TensorRef& x, const TensorRef& w) {
+  return 2.0 * double(x.rows()) * double(w.dim(0)) * double(w.dim(1));
+}
 
 void check_weight(const TensorRef& w, int64_t numel, const char* what) {
   ZERO_CHECK(w.dtype == DType::F32 || w.dtype == DType::BF16, "{}: weights are fp32 or bf16, got {}", what,
@@ -102,7 +114,7 @@ void ModelOps::linear_forward(const TensorRef& x, const TensorRef& w, const Tens
   check_weight(w, w.dim(0) * w.dim(1), "linear_forward");
   check_tokens(x, w.dim(1), "linear_forward x");
   check_tokens(y, w.dim(0), "linear_forward y");
-  const StepClock::Scope timed(clock_, TimeCategory::Gemm, "linear_forward");
+  const StepClock::Scope timed(clock_, TimeCategory::Gemm, "linear_forward", {bytes_of(x, w, y), gemm_flops(x, w)});
   do_linear_forward(x, w, y);
 }
 
@@ -113,14 +125,16 @@ void ModelOps::linear_forward_add(const TensorRef& x, const TensorRef& w, const 
   check_tokens(x, w.dim(1), "linear_forward_add x");
   check_tokens(y, w.dim(0), "linear_forward_add y");
   check_same(residual, y, "linear_forward_add residual");
-  const StepClock::Scope timed(clock_, TimeCategory::Gemm, "linear_forward_add");
+  const StepClock::Scope timed(clock_, TimeCategory::Gemm, "linear_forward_add",
+                               {bytes_of(x, w, residual, y), gemm_flops(x, w)});
   do_linear_forward_add(x, w, residual, y);
 }
 
 void ModelOps::do_linear_forward_add(const TensorRef& x, const TensorRef& w, const TensorRef& residual,
                                      const TensorRef& y) {
   do_linear_forward(x, w, y);
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "linear_forward_add (the add)");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "linear_forward_add (the add)",
+                               {bytes_of(y, residual, y)});
   do_add(y, residual, y);
 }
 
@@ -129,7 +143,8 @@ void ModelOps::linear_input_grad(const TensorRef& dy, const TensorRef& w, const 
   check_weight(w, w.dim(0) * w.dim(1), "linear_input_grad");
   check_tokens(dy, w.dim(0), "linear_input_grad dy");
   check_tokens(dx, w.dim(1), "linear_input_grad dx");
-  const StepClock::Scope timed(clock_, TimeCategory::Gemm, "linear_input_grad");
+  const StepClock::Scope timed(clock_, TimeCategory::Gemm, "linear_input_grad",
+                               {bytes_of(dy, w, dx) + (accumulate ? bytes_of(dx) : 0), gemm_flops(dx, w)});
   do_linear_input_grad(dy, w, dx, accumulate);
 }
 
@@ -138,7 +153,7 @@ void ModelOps::linear_weight_grad(const TensorRef& x, const TensorRef& dy, const
   check_weight(dw, dw.dim(0) * dw.dim(1), "linear_weight_grad");
   check_tokens(x, dw.dim(1), "linear_weight_grad x");
   check_tokens(dy, dw.dim(0), "linear_weight_grad dy");
-  const StepClock::Scope timed(clock_, TimeCategory::Gemm, "linear_weight_grad");
+  const StepClock::Scope timed(clock_, TimeCategory::Gemm, "linear_weight_grad", {bytes_of(x, dy, dw), gemm_flops(x, dw)});
   do_linear_weight_grad(x, dy, dw);
 }
 
@@ -147,7 +162,7 @@ void ModelOps::rmsnorm_forward(const TensorRef& x, const TensorRef& w, float eps
   check_weight(w, x.row_elems(), "rmsnorm_forward");
   check_shape(x, y, "rmsnorm_forward");
   check_f32(rstd, x.rows(), "rmsnorm_forward rstd");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "rmsnorm_forward");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "rmsnorm_forward", {bytes_of(x, w, y, rstd)});
   do_rmsnorm_forward(x, w, eps, y, rstd);
 }
 
@@ -166,7 +181,7 @@ void check_rmsnorm_backward(const TensorRef& x, const TensorRef& w, const Tensor
 void ModelOps::rmsnorm_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
                                 const TensorRef& dx, const TensorRef& dw) {
   check_rmsnorm_backward(x, w, rstd, dy, dx, dw, "rmsnorm_backward");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "rmsnorm_backward");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "rmsnorm_backward", {bytes_of(x, w, rstd, dy, dx, dw)});
   do_rmsnorm_backward(x, w, rstd, dy, dx, dw);
 }
 
@@ -175,7 +190,8 @@ void ModelOps::rmsnorm_backward_add(const TensorRef& x, const TensorRef& w, cons
   check_rmsnorm_backward(x, w, rstd, dy, dx, dw, "rmsnorm_backward_add");
   check_same(dx, residual, "rmsnorm_backward_add residual");
   ZERO_CHECK(dx.data != residual.data, "rmsnorm_backward_add: dx must not be the residual it adds");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "rmsnorm_backward_add");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "rmsnorm_backward_add",
+                               {bytes_of(x, w, rstd, dy, residual, dx, dw)});
   do_rmsnorm_backward_add(x, w, rstd, dy, residual, dx, dw);
 }
 
@@ -183,7 +199,8 @@ void ModelOps::do_rmsnorm_backward_add(const TensorRef& x, const TensorRef& w, c
                                        const TensorRef& dy, const TensorRef& residual, const TensorRef& dx,
                                        const TensorRef& dw) {
   do_rmsnorm_backward(x, w, rstd, dy, dx, dw);
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "rmsnorm_backward_add (the add)");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "rmsnorm_backward_add (the add)",
+                               {bytes_of(dx, residual, dx)});
   do_add(dx, residual, dx);
 }
 
@@ -194,7 +211,7 @@ void ModelOps::qk_norm_rope_forward(const TensorRef& x, const TensorRef& w, floa
   check_tokens(y, heads * d, "qk_norm_rope_forward y");
   check_shape(x, y, "qk_norm_rope_forward");
   check_f32(rstd, x.rows() * heads, "qk_norm_rope_forward rstd");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "qk_norm_rope_forward");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "qk_norm_rope_forward", {bytes_of(x, w, y, rstd)});
   do_qk_norm_rope_forward(x, w, eps, y, rstd);
 }
 
@@ -207,7 +224,8 @@ void ModelOps::qk_norm_rope_backward(const TensorRef& x, const TensorRef& w, con
   check_shape(x, dy, "qk_norm_rope_backward dy");
   check_shape(x, dx, "qk_norm_rope_backward dx");
   check_f32(rstd, x.rows() * heads, "qk_norm_rope_backward rstd");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "qk_norm_rope_backward");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "qk_norm_rope_backward",
+                               {bytes_of(x, w, rstd, dy, dx, dw)});
   do_qk_norm_rope_backward(x, w, rstd, dy, dx, dw);
 }
 
@@ -222,7 +240,8 @@ void ModelOps::attention_forward(const TensorRef& q, const TensorRef& k, const T
   check_same(k, v, "attention_forward v");
   check_same(q, o, "attention_forward o");
   check_f32(lse, q.rows() * s.heads, "attention_forward lse");
-  const StepClock::Scope timed(clock_, TimeCategory::Attention, "attention_forward");
+  const StepClock::Scope timed(clock_, TimeCategory::Attention, "attention_forward",
+                               {bytes_of(q, k, v, o, lse), attention_flops(attention_scores(plan()), double(q.row_elems()), 1)});
   do_attention_forward(q, k, v, s, o, lse);
 }
 
@@ -244,7 +263,9 @@ void ModelOps::attention_backward(const TensorRef& q, const TensorRef& k, const 
   check_same(k, dk, "attention_backward dk");
   check_same(k, dv, "attention_backward dv");
   check_f32(lse, q.rows() * s.heads, "attention_backward lse");
-  const StepClock::Scope timed(clock_, TimeCategory::Attention, "attention_backward");
+  const StepClock::Scope timed(clock_, TimeCategory::Attention, "attention_backward",
+                               {bytes_of(q, k, v, o, d_o, lse, dq, dk, dv),
+                                attention_flops(attention_scores(plan()), double(q.row_elems()), kAttentionBackwardPasses)});
   do_attention_backward(q, k, v, o, d_o, lse, s, dq, dk, dv);
 }
 
@@ -252,7 +273,7 @@ void ModelOps::swiglu_forward(const TensorRef& g, const TensorRef& u, const Tens
   check_same(g, u, "swiglu_forward u");
   check_same(g, m, "swiglu_forward m");
   ZERO_CHECK(m.dense(), "swiglu_forward: m is a strided view");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "swiglu_forward");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "swiglu_forward", {bytes_of(g, u, m)});
   do_swiglu_forward(g, u, m);
 }
 
@@ -263,28 +284,32 @@ void ModelOps::swiglu_backward(const TensorRef& g, const TensorRef& u, const Ten
   check_same(g, dg, "swiglu_backward dg");
   check_same(g, du, "swiglu_backward du");
   ZERO_CHECK(dm.dense(), "swiglu_backward: dm is a strided view");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "swiglu_backward");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "swiglu_backward", {bytes_of(g, u, dm, dg, du)});
   do_swiglu_backward(g, u, dm, dg, du);
 }
 
 void ModelOps::add(const TensorRef& a, const TensorRef& b, const TensorRef& out) {
   check_same(a, b, "add");
   check_same(a, out, "add out");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "add");
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "add", {bytes_of(a, b, out)});
   do_add(a, b, out);
 }
 
 void ModelOps::embedding_forward(const Piece& table, int64_t vocab, const TensorRef& x) {
   check_piece(table, vocab * x.row_elems(), "embedding_forward");
   check_tokens(x, x.row_elems(), "embedding_forward x");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "embedding_forward");
+  // A table row read for each token row written.
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "embedding_forward",
+                               {bytes_of(x) + double(x.numel()) * double(dtype_size(table.dtype))});
   do_embedding_forward(table, x);
 }
 
 void ModelOps::embedding_backward(const TensorRef& dx, int64_t vocab, const Piece& dtable) {
   check_piece(dtable, vocab * dx.row_elems(), "embedding_backward");
   check_tokens(dx, dx.row_elems(), "embedding_backward dx");
-  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "embedding_backward");
+  // Each token's gradient row read, and at most a table row written for each.
+  const StepClock::Scope timed(clock_, TimeCategory::Elementwise, "embedding_backward",
+                               {bytes_of(dx) + double(dx.numel()) * double(dtype_size(dtable.dtype))});
   do_embedding_backward(dx, dtable);
 }
 

@@ -8,6 +8,18 @@
 
 namespace zero::model {
 
+double attention_scores(const TokenPlan& p) {
+  double scores = 0;
+  for (int64_t a = 0; a < p.num_attention_seqs(); ++a) {
+    const double L = double(p.cu_seqlens[size_t(a) + 1] - p.cu_seqlens[size_t(a)]);
+    scores += L * (L + 1) / 2;
+    if (p.hidden.empty()) continue;
+    const double begin = p.hidden[2 * size_t(a)], end = p.hidden[2 * size_t(a) + 1];
+    scores -= (L - end) * (end - begin);  // queries end .. L-1 do not see keys begin .. end-1
+  }
+  return scores;
+}
+
 TokenPlan make_token_plan(const data::PairBatch& b, int64_t vocab_size) {
   const int64_t S = b.num_seqs(), grid = b.rows * b.row_len;
   ZERO_REQUIRE(b.rows >= 0 && b.row_len >= 0, InputError, "batch: bad grid {}x{}", b.rows, b.row_len);

@@ -36,6 +36,11 @@ struct TokenPlan {
   int64_t num_attention_seqs() const { return static_cast<int64_t>(cu_seqlens.size()) - 1; }
 };
 
+// The query-key pairs attention scores over the plan (those core/math/attention_mask.h leaves visible): each
+// sequence's L (L + 1) / 2, less its hidden span's keys for every query after the span. What
+// model::attention_flops counts (model/attention.h).
+double attention_scores(const TokenPlan& p);
+
 // The plan's tokens grouped by id, for the embedding's deterministic backward (both backends): each used
 // row of the table is the sum of its tokens' gradients in token order, no atomics.
 struct TokensById {

@@ -225,7 +225,7 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
            (long long)(a.warmup + 1), (long long)a.steps, tokens, tokens / med, mfu_text.c_str(), mem_text.c_str());
     printf("time in steps %lld-%lld (rank 0): %s\n", (long long)(a.warmup + 1), (long long)a.steps,
            time_shares_line(measured_times, measured_wall).c_str());
-    printf("model ops in steps %lld-%lld (rank 0, ms a step): %s\n", (long long)(a.warmup + 1), (long long)a.steps,
+    printf("ops in steps %lld-%lld (rank 0, ms a step): %s\n", (long long)(a.warmup + 1), (long long)a.steps,
            op_times_line(measured_times, double(a.steps - a.warmup)).c_str());
   }
   fflush(stdout);

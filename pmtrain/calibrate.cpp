@@ -20,6 +20,7 @@
 #include "core/check.h"
 #include "core/host_name.h"
 #include "core/memory.h"
+#include "model/attention.h"
 #include "model/cpu/cpu_model_ops.h"
 #include "model/token_plan.h"
 #include "optim/adamw.h"
@@ -327,8 +328,8 @@ ComputeProfile measure_compute(DeviceOps& ops, TrackingAllocator& alloc, model::
                             ref(lse, s.heads, DType::F32), s, ref(dq, qw, t), ref(dk, kw, t), ref(dv, kw, t));
     });
     p.attention_flops =
-        attention_flops(double(count) * double(len) * double(len + 1) / 2, double(qw), kAttentionForwardBackwardPasses) /
-        secs;
+        model::attention_flops(double(count) * double(len) * double(len + 1) / 2, double(qw),
+                               model::kAttentionForwardBackwardPasses) / secs;
   }
   // Element-wise: the model's memory-bound element-wise ops at a layer's width (H features, as many token
   // rows as fill the arrays): the residual add (fp32: out = a + b) and RMSNorm (fp32 in, the activation

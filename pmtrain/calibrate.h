@@ -62,12 +62,6 @@ struct ComputeProfile {
 // fused, down (what calibrate measures and the planner prices, one list for both).
 std::vector<std::pair<int64_t, int64_t>> projection_shapes(const model::Qwen3Config& q);
 
-// The FLOPs the planner counts for causal attention over `scores` query-key pairs (the sum of L (L + 1) / 2 over
-// attention sequences) at q_dim = heads x head_dim: Q K^T and P V forward (4 q_dim a score), and `passes`
-// times that (forward 1; forward and backward 3.5: backward recomputes P and takes four products).
-inline double attention_flops(double scores, double q_dim, double passes) { return 4.0 * scores * q_dim * passes; }
-constexpr double kAttentionForwardBackwardPasses = 3.5;
-
 // Built-in profiles, marked assumed: an H100 SXM at 60% of its 989 TFLOP/s dense bf16 and 70% of
 // 3.35 TB/s; a CPU core at 30 GFLOP/s and 8 GB/s.
 ComputeProfile assumed_profile(bool gpu);

@@ -173,16 +173,32 @@ std::string time_shares_line(const StepTimes& t, double wall_s) {
 
 nlohmann::json op_times_json(const StepTimes& t) {
   nlohmann::json j = nlohmann::json::object();
-  for (const OpTime& op : t.ops) j[op.name] = {{"s", op.seconds}, {"calls", op.calls}};
+  for (const OpTime& op : t.ops) {
+    nlohmann::json& o = j[op.name];
+    o = {{"s", op.seconds}, {"calls", op.calls}, {"category", time_category_name(op.category)}};
+    if (op.work.bytes > 0) o["bytes"] = op.work.bytes;
+    if (op.work.flops > 0) o["flops"] = op.work.flops;
+  }
   return j;
+}
+
+std::string op_rate(const OpTime& op) {
+  if (op.seconds <= 0) return "";
+  const double flops = op.work.flops / op.seconds;  // a GPU's in TFLOP/s, a CPU core's in GFLOP/s
+  if (op.work.flops > 0) return flops >= 1e12 ? fmt::format("{:.1f} TFLOP/s", flops / 1e12) : fmt::format("{:.1f} GFLOP/s", flops / 1e9);
+  if (op.work.bytes > 0) return fmt::format("{:.0f} GB/s", op.work.bytes / op.seconds / 1e9);
+  return "";
 }
 
 std::string op_times_line(const StepTimes& t, double steps) {
   std::vector<OpTime> ops = t.ops;
   std::stable_sort(ops.begin(), ops.end(), [](const OpTime& a, const OpTime& b) { return a.seconds > b.seconds; });
   std::string line;
-  for (const OpTime& op : ops)
-    line += fmt::format("{}{} {:.2f}", line.empty() ? "" : " | ", op.name, 1e3 * op.seconds / std::max(steps, 1.0));
+  for (const OpTime& op : ops) {
+    const std::string rate = op_rate(op);
+    line += fmt::format("{}{} {:.2f}{}", line.empty() ? "" : " | ", op.name, 1e3 * op.seconds / std::max(steps, 1.0),
+                        rate.empty() ? "" : " (" + rate + ")");
+  }
   return line;
 }
 

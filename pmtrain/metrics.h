@@ -116,9 +116,13 @@ std::string format_bytes(double bytes);
 nlohmann::json time_breakdown_json(const StepTimes& t, double wall_s);
 // "gemm 41% | attention 9% | ... | other 12%" (shares of wall_s), rank 0's line at the end of a run.
 std::string time_shares_line(const StepTimes& t, double wall_s);
-// The model's named ops (StepTimes::ops): {"swiglu_backward": {"s": seconds, "calls": n}, ...}, and a line of
-// them, slowest first, in milliseconds per step over `steps` steps ("swiglu_backward 12.31 | ...").
+// The named ops (StepTimes::ops: the model's and the engine's step's): {"swiglu_backward": {"s": seconds, "calls":
+// n, "category": "elementwise", "bytes": b, "flops": f}, ...} (bytes and flops: the work the calls declared, when
+// any), and a line of them, slowest first, in milliseconds per step over `steps` steps, each with its rate
+// ("linear_forward 12.31 (612.0 TFLOP/s) | swiglu_backward 3.20 (1830 GB/s) | ...").
 nlohmann::json op_times_json(const StepTimes& t);
+// An op's achieved rate from its declared work: "612.0 TFLOP/s" (FLOPs declared), "1830 GB/s" (bytes only), or "".
+std::string op_rate(const OpTime& op);
 std::string op_times_line(const StepTimes& t, double steps);
 
 }  // namespace zero::pmtrain

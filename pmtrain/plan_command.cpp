@@ -15,6 +15,7 @@
 #include "data/token_cache.h"
 #include "data/tokenizer.h"
 #include "model/activation_plan.h"
+#include "model/attention.h"
 #include "model/reward_model.h"
 #include "pmtrain/calibrate.h"
 #include "pmtrain/cli.h"
@@ -197,7 +198,7 @@ double exposed_comm_on_gpu(const StepTime& t, const Partition& part, size_t buck
 StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const MicroWork& w, int64_t micro_steps) {
   const model::Qwen3Config& q = s.qc;
   const double T = w.tokens, L = double(q.num_layers), steps = double(micro_steps);
-  const double attn_fwd = L * attention_flops(w.scores, double(q.q_dim()), 1.0);
+  const double attn_fwd = L * model::attention_flops(w.scores, double(q.q_dim()), 1.0);
   const model::ActivationPlan ap =
       model::plan_activations(q, int64_t(std::ceil(T)), int64_t(std::ceil(w.seqs)), s.cfg.model.activation_checkpointing,
                               activation_dtypes(s.cfg, s.device), s.cfg.model.selective_layers,
@@ -213,7 +214,7 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
     fwd_s += flops / s.prof.gemm_rate(T, in, out, Pass::Forward);
     bwd_s += flops / s.prof.gemm_rate(T, in, out, Pass::InputGrad) + flops / s.prof.gemm_rate(T, in, out, Pass::WeightGrad);
   }
-  const double attn = attn_fwd * (kAttentionForwardBackwardPasses + attention_recomputed);
+  const double attn = attn_fwd * (model::kAttentionForwardBackwardPasses + attention_recomputed);
   double share = 1.0;
   if (s.device == PlanDevice::Cpu) share = std::min(1.0, double(s.prof.cores) / double(c.per_node * s.prof.threads));
   StepTime t;

@@ -720,7 +720,7 @@ int Trainer::train_loop() {
            peak_rss / (1 << 20), device_memory.c_str());
     printf("time in train steps (rank 0, %s): %s\n", format_duration(step_s_total).c_str(),
            time_shares_line(times_total, step_s_total).c_str());
-    printf("model ops in train steps (rank 0, ms a step): %s\n",
+    printf("ops in train steps (rank 0, ms a step): %s\n",
            op_times_line(times_total, double(std::max<int64_t>(1, end_step - start_step_))).c_str());
     fflush(stdout);
   }

@@ -104,16 +104,28 @@ class CpuOps final : public DeviceOps {
 
   void zero(void* dst, DType dt, size_t n) override { std::memset(dst, 0, n * dtype_size(dt)); }
 
+  // Eight running sums, element i into sum i mod 8, added in lane order at the end: one sum would make every
+  // add wait for the one before (about 3 GB/s on a core, the step's slowest op on a small model); eight
+  // independent ones run at memory speed. The order is fixed, so the result is too.
   double sum_squares(const void* src, DType t, size_t n) override {
-    double acc = 0;
+    constexpr size_t kLanes = 8;
+    double lane[kLanes] = {};
     dispatch(t, [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
       const T* s = static_cast<const T*>(src);
-      for (size_t i = 0; i < n; ++i) {
+      size_t i = 0;
+      for (; i + kLanes <= n; i += kLanes)
+        for (size_t l = 0; l < kLanes; ++l) {
+          const double x = to_f32(s[i + l]);
+          lane[l] += x * x;
+        }
+      for (; i < n; ++i) {
         const double x = to_f32(s[i]);
-        acc += x * x;
+        lane[i % kLanes] += x * x;
       }
     });
+    double acc = 0;
+    for (double l : lane) acc += l;
     return acc;
   }
 

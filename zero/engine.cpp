@@ -467,7 +467,11 @@ void Engine::grad_ready(int g) {
                groups_[g].name);
   const int u = unit_of(g, 0);
   require_not_handed_in(u, /*piece=*/false);
-  if (cfg_.nan_guard) count_nonfinite(g, 0, grad_views_[g].front().data, part_.groups[g].numel);
+  if (cfg_.nan_guard) {
+    const StepClock::Scope counting(clock_, TimeCategory::GradBuckets, "finite_count",
+                                    {double(part_.groups[g].numel * dtype_size(cfg_.param_dtype))});
+    count_nonfinite(g, 0, grad_views_[g].front().data, part_.groups[g].numel);
+  }
   grad_views_[g].clear();
   unit_ready(u);
 }
@@ -479,8 +483,13 @@ void Engine::piece_ready(int g, int k) {
   ZERO_REQUIRE(!grad_piece_views_[u].runs.empty(), ConfigError, "piece_ready({}, {}) without grad_piece({}, {})", g,
                k, g, k);
   require_not_handed_in(u, /*piece=*/true);
-  if (cfg_.nan_guard)
+  if (cfg_.nan_guard) {
+    size_t n = 0;
+    for (const FlatRun& r : grad_piece_views_[u].runs) n += r.count;
+    const StepClock::Scope counting(clock_, TimeCategory::GradBuckets, "finite_count",
+                                    {double(n * dtype_size(cfg_.param_dtype))});
     for (const FlatRun& r : grad_piece_views_[u].runs) count_nonfinite(g, r.begin, r.data, r.count);
+  }
   launch_piece(g, k, slot_of(part_.groups[g].bucket, k));
   grad_piece_views_[u].runs.clear();
   unit_ready(u);
@@ -594,6 +603,8 @@ void Engine::launch_bucket(int b) {
     if (!split) {
       for (int g : B.groups) {
         const auto& L = part_.groups[g];
+        const StepClock::Scope folding(clock_, TimeCategory::GradBuckets, "accumulate",
+                                       {double(L.padded * (dtype_size(pt) + 2 * dtype_size(at_)))});
         ops_.add(at(accum_, L.full_offset), at_, at(staging_[slot], offset_in_bucket_[g]), pt, L.padded);
       }
       slot_state_[slot] = SlotState::Free;  // the views are folded into the accumulator already
@@ -677,6 +688,8 @@ void Engine::launch_piece(int g, int k, int slot) {
   // Fold into the full accumulator now; the bucket reduces at the boundary (stages 0-1), or nothing does (one
   // rank with the reductions in place, any stage: W = 1, the piece is its own shard).
   if (!sharded_grads() || !plan_.reduction_buffers) {
+    const StepClock::Scope folding(clock_, TimeCategory::GradBuckets, "accumulate",
+                                   {double(W * len * (dtype_size(cfg_.param_dtype) + 2 * dtype_size(cfg_.accum_dtype)))});
     for (size_t r = 0; r < W; ++r)
       ops_.add(at(accum_, L.full_offset + r * L.shard + c0), cfg_.accum_dtype, at(staging_[slot], r * len),
                cfg_.param_dtype, len);
@@ -765,7 +778,10 @@ StepResult Engine::step(double loss_divisor) {
   ZERO_REQUIRE(micro_ == cfg_.accum_steps - 1, ConfigError, "step() after {} micro-steps; accumulation is {}",
                micro_ + 1, cfg_.accum_steps);
   require_all_ready("step");
-  complete_all();
+  {
+    const StepClock::Scope completing(clock_, TimeCategory::Optimizer, "reductions_complete");  // waits: comm
+    complete_all();
+  }
   free_all_units();
   micro_ = -1;
 
@@ -779,14 +795,21 @@ StepResult Engine::step(double loss_divisor) {
   if (cfg_.stage != 0 || rank_ == 0)
     for (size_t g = 0; g < groups_.size(); ++g) {
       const size_t n = optimizer_shard(int(g)).count;
+      const StepClock::Scope norming(clock_, TimeCategory::Optimizer, "grad_norm",
+                                     {double(n * (fixed ? sizeof(int64_t) : dtype_size(cfg_.accum_dtype)))});
       if (fixed)
         ops_.accumulate_fixed_square_sum(static_cast<const int64_t*>(grad_for_optimizer(int(g))), n, fixed_sq_dev);
       else
         ops_.accumulate_sum_squares(grad_for_optimizer(int(g)), cfg_.accum_dtype, n, sq_dev);
     }
   std::vector<double> partials(partials_.count());
-  ops_.download(partials.data(), partials_.data(), partials_.bytes());
-  ops_.zero(partials_.data(), DType::F64, partials_.count());
+  {
+    // The host waits here for the device's backward and norm: on a GPU the launches after it start from an idle
+    // stream, which this op's time shows.
+    const StepClock::Scope reading(clock_, TimeCategory::Optimizer, "norm_readback");
+    ops_.download(partials.data(), partials_.data(), partials_.bytes());
+    ops_.zero(partials_.data(), DType::F64, partials_.count());
+  }
   int first_bad_group = -1;
   for (size_t g = 0; g < groups_.size(); ++g)
     for (size_t t = 0; t < groups_[g].tensors.size(); ++t) {
@@ -853,6 +876,9 @@ StepResult Engine::step(double loss_divisor) {
     // Each tensor's part of this rank's range, with its own weight-decay flag; padding is skipped.
     for_each_tensor_in(int(g), s.begin, s.begin + s.count, [&](size_t t, size_t lo, size_t hi) {
       const size_t o = lo - s.begin;
+      // The gradient read; the master (fp32, or bf16 high + low halves: 4 bytes either way), m and v read and
+      // written.
+      const StepClock::Scope updating(clock_, TimeCategory::Optimizer, "adamw", {double((hi - lo) * (gsz + 24))});
       if (cfg_.split_master)
         ops_.adamw_split(static_cast<char*>(s.master_high) + o * 2, s.master_low + o, grad + o * gsz, cfg_.accum_dtype,
                          s.m + o, s.v + o, hi - lo, cfg_.adamw, r.lr, step_, groups_[g].tensors[t].weight_decay,
@@ -862,7 +888,11 @@ StepResult Engine::step(double loss_divisor) {
                    groups_[g].tensors[t].weight_decay, grad_scale);
     });
   }
-  zero_accumulators();
+  {
+    const StepClock::Scope zeroing(clock_, TimeCategory::Optimizer, "zero_accumulators",
+                                   {double(accum_.count() * dtype_size(accum_.dtype()))});
+    zero_accumulators();
+  }
   sync_params();
   r.applied = true;
   r.step = step_;
@@ -948,8 +978,13 @@ void Engine::sync_params() {
     const auto& L = part_.groups[g];
     void* mine = own_params(int(g));
     // A split master's high halves are the params already: nothing to cast.
-    if (host_ops_) offload_upload_params(s, mine);
-    else if (!cfg_.split_master) ops_.copy(mine, cfg_.param_dtype, s.master, DType::F32, s.count);
+    if (host_ops_) {
+      offload_upload_params(s, mine);
+    } else if (!cfg_.split_master) {
+      const StepClock::Scope casting(clock_, TimeCategory::Optimizer, "cast_params",
+                                     {double(s.count * (sizeof(float) + dtype_size(cfg_.param_dtype)))});
+      ops_.copy(mine, cfg_.param_dtype, s.master, DType::F32, s.count);
+    }
     if (cfg_.stage == 1 || cfg_.stage == 2)  // own slice in place: all-gather the group's params
       handles.push_back(start_timed(
           [&] { return comm_.all_gather_async(mine, at(params_, L.full_offset), L.shard, cfg_.param_dtype, "ag"); }));

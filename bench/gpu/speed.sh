@@ -255,13 +255,21 @@ prof = [f"| {name} | " + " | ".join(f"{100 * r['measured_time_s'][k] / sum(r['me
 if prof:
     lines += ["", "pmtrain's steps after warm-up by category (rank 0's step clock; other = host work and gaps):", "",
               "| cell | " + " | ".join(cats) + " |", "|---" * (len(cats) + 1) + "|"] + prof
-# Inside the model: its ops in milliseconds a measured step, the slowest first (bench cells).
+# By op, the model's and the engine's step's, in milliseconds a measured step, the slowest first, each at the rate
+# its declared work makes (TFLOP/s of GEMMs and attention against the 989 peak; GB/s of the memory-bound ops against
+# the HBM's ~4.3 TB/s a device copy moves): the ops furthest from their roof are the kernels to work on (bench cells).
+def rate(v):
+    if v["s"] <= 0: return "-"
+    if v.get("flops"): return f"{v['flops'] / v['s'] / 1e12:.1f} TFLOP/s"
+    return f"{v['bytes'] / v['s'] / 1e9:.0f} GB/s" if v.get("bytes") else "-"
 for name, r in [(f"{s} ckpt {ck}", load(f"ours_{s}_ckpt{ck}")) for s in shapes for ck in ("off", "on", "mix")]:
     ops, n = r.get("measured_op_s"), r.get("steps", 0) - r.get("warmup", 0)
     if ops and n > 0:
         top = sorted(ops.items(), key=lambda kv: -kv[1]["s"])
-        lines += ["", f"pmtrain {name}, model ops (ms a step): " +
-                  " | ".join(f"{k} {1e3 * v['s'] / n:.2f}" for k, v in top)]
+        lines += ["", f"pmtrain {name}, by op (ms a measured step):", "", "| op | category | ms | calls | rate |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {k} | {v.get('category', '-')} | {1e3 * v['s'] / n:.2f} | {v['calls'] / n:g} | {rate(v)} |"
+                  for k, v in top]
 head = [f"# pmtrain vs PyTorch + transformers ({backend})", "",
         "Synthetic: seq, pairs per step and median of the steps after warm-up as in bench/gpu/speed.sh; "
         "MFU = (6 N_non-embedding T + 6 L H d s T) / (t x peak); pmtrain's peak is its tracked bytes "

@@ -8,6 +8,7 @@
 
 #include "checkpoint/safetensors.h"
 #include "core/check.h"
+#include "core/math/attention_mask.h"
 #include "model/init.h"
 #include "model/param_access.h"
 #include "model/qwen3_config.h"
@@ -286,6 +287,24 @@ TEST_F(Layouts, TokenPlanPacksRealTokensOnce) {
       EXPECT_EQ(p.positions[t], t - p.cu_seqlens[s]);
     }
   }
+}
+
+// The scores attention computes, against a count of the pairs the mask leaves visible, and by hand: 15 for a
+// plain 5-token sequence, 28 - 2 x 2 for a 7-token one whose queries 5 and 6 do not see keys 3 and 4, 1.
+TEST(TokenPlanScores, CountsWhatTheMaskLeavesVisible) {
+  TokenPlan p;
+  p.cu_seqlens = {0, 5, 12, 13};
+  p.hidden = {0, 0, 3, 5, 0, 0};
+  double visible = 0;
+  for (int64_t a = 0; a < p.num_attention_seqs(); ++a) {
+    const int64_t L = p.cu_seqlens[a + 1] - p.cu_seqlens[a];
+    for (int64_t q = 0; q < L; ++q)
+      for (int64_t k = 0; k < L; ++k) visible += math::attention_masked(q, k, p.hidden[2 * a], p.hidden[2 * a + 1]) ? 0 : 1;
+  }
+  EXPECT_EQ(visible, 40);
+  EXPECT_EQ(attention_scores(p), 40);
+  p.hidden.clear();  // no pair of the batch shares: plain causal
+  EXPECT_EQ(attention_scores(p), 15 + 28 + 1);
 }
 
 // The init stream against an independent reference (splitmix64 + Box-Muller written out in Python: pair j

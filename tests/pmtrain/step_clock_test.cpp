@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <string>
@@ -159,23 +160,55 @@ TEST(StepClock, EveryOpOfARealStepIsCountedInItsCategory) {
         EXPECT_GT(pieces, 1u);
         EXPECT_EQ(t.calls_of(TimeCategory::Elementwise),
                   L * (7 + 7 + 7 * recompute + rematerialised) + 2 * pieces + 2 + 1);
-        // The model's ops by name: every GEMM, attention and element-wise scope is a named op's, so their calls
-        // add up to the three categories'; the layer's ops once a layer each way (and again when recomputed).
-        uint64_t named = 0;
-        std::map<std::string, uint64_t> op_calls;
-        for (const OpTime& op : t.ops) named += op.calls, op_calls[op.name] = op.calls;
-        EXPECT_EQ(named, t.calls_of(TimeCategory::Gemm) + t.calls_of(TimeCategory::Attention) +
-                             t.calls_of(TimeCategory::Elementwise));
-        EXPECT_EQ(op_calls["attention_backward"], L);
-        EXPECT_EQ(op_calls["attention_forward"], L);
-        EXPECT_EQ(op_calls["swiglu_backward"], L);
-        EXPECT_EQ(op_calls["pair_loss"], 1u);
+        // Named ops: every GEMM, attention and element-wise scope is a model op's, so their calls add up to the
+        // three categories'; the layer's ops once a layer each way (and again when recomputed). The engine names
+        // pieces of its gradient work and step inside its own scopes, which stay unnamed.
+        std::array<uint64_t, kTimeCategories> named{};
+        std::map<std::string, OpTime> op;
+        for (const OpTime& o : t.ops) named[size_t(o.category)] += o.calls, op[o.name] = o;
+        auto unnamed = [&](TimeCategory c) { return t.calls_of(c) - named[size_t(c)]; };
+        EXPECT_EQ(unnamed(TimeCategory::Gemm) + unnamed(TimeCategory::Attention) + unnamed(TimeCategory::Elementwise), 0u);
+        EXPECT_EQ(op["attention_backward"].calls, L);
+        EXPECT_EQ(op["attention_forward"].calls, L);
+        EXPECT_EQ(op["swiglu_backward"].calls, L);
+        EXPECT_EQ(op["pair_loss"].calls, 1u);
+        // The work the model's ops declare, from the config's shapes and this rank's tokens by hand (fp32 on the
+        // CPU): the SwiGLU product reads gate and up and writes its output (again when recomputed); attention
+        // scores each causal query-key pair (4 q_dim FLOPs forward, 10 backward); the projections' GEMMs take
+        // 2 FLOPs a weight a token each way (the forward again under full recompute).
+        double T = 0, scores = 0;
+        for (const std::vector<int32_t>& seq : mine) T += double(seq.size()), scores += double(seq.size()) * double(seq.size() + 1) / 2;
+        const double H = double(qc.hidden_size), I = double(qc.intermediate_size), qd = double(qc.q_dim()),
+                     kd = double(qc.kv_dim()), layers = double(L);
+        const double weights = H * (qd + 2 * kd) + qd * H + H * 2 * I + I * H;  // q/k/v, o, gate/up, down
+        EXPECT_EQ(op["swiglu_forward"].work.bytes, 3 * 4 * I * T * layers * (ckpt == ActivationCheckpointing::None ? 1 : 2));
+        EXPECT_DOUBLE_EQ(op["attention_forward"].work.flops, 4 * qd * scores * layers);
+        EXPECT_DOUBLE_EQ(op["attention_backward"].work.flops, 10 * qd * scores * layers);
+        EXPECT_DOUBLE_EQ(op["linear_forward"].work.flops + op["linear_forward_add"].work.flops,
+                         2 * T * weights * layers * double(1 + recompute));
+        EXPECT_DOUBLE_EQ(op["linear_input_grad"].work.flops, 2 * T * weights * layers);
+        EXPECT_DOUBLE_EQ(op["linear_weight_grad"].work.flops, 2 * T * weights * layers);
 
         uint64_t grad_units = 0;
         const uint64_t G = engine.groups().size();
         for (uint64_t g = 0; g < G; ++g) grad_units += uint64_t(engine.num_pieces(int(g)));
-        EXPECT_EQ(t.calls_of(TimeCategory::GradBuckets), 2 * grad_units);
-        EXPECT_EQ(t.calls_of(TimeCategory::Optimizer), 1u);
+        EXPECT_EQ(unnamed(TimeCategory::GradBuckets), 2 * grad_units);
+        EXPECT_EQ(unnamed(TimeCategory::Optimizer), 1u);
+        // The engine's named work: each gradient unit's finite count (nan_guard), the norm over each group's
+        // optimizer shard (stage 0: rank 0 alone), AdamW over each tensor's part of this rank's shard.
+        EXPECT_EQ(op["finite_count"].category, TimeCategory::GradBuckets);
+        EXPECT_EQ(op["finite_count"].calls, grad_units);
+        EXPECT_EQ(op["grad_norm"].calls, stage != 0 || r == 0 ? G : 0u);
+        EXPECT_EQ(op["adamw"].category, TimeCategory::Optimizer);
+        EXPECT_GE(op["adamw"].calls, 1u);
+        EXPECT_EQ(op["zero_accumulators"].calls, 1u);
+        // AdamW's declared bytes: 28 an element (the fp32 gradient read; master, m and v read and written), over
+        // every parameter on every rank at stage 0, over the shards (summed across the ranks) at stages 1-3.
+        double params = 0, adamw_bytes = op["adamw"].work.bytes;
+        for (const GroupSpec& g : qwen3_rm_groups(qc))
+          for (const TensorSpec& ts : g.tensors) params += double(ts.numel());
+        if (stage != 0) MPI_Allreduce(MPI_IN_PLACE, &adamw_bytes, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        EXPECT_EQ(adamw_bytes, 28 * params);
         const CommReport& rep = comm.report();
         const uint64_t gathers = rep.of(Collective::AllGather).calls;
         // Each bucket reduction and gather: its start and its wait; the stage 1-2 all-gathers: each start,
