@@ -570,6 +570,7 @@ void Engine::for_each_piece(const Bucket& B, size_t a, size_t n,
 void Engine::pack_chunk(const Bucket& B, size_t a, size_t n, const std::function<void*(int)>& src, DType src_t,
                         void* send) {
   const size_t esz = dtype_size(src_t), rsz = dtype_size(cfg_.reduce_dtype);
+  const StepClock::Scope packing(clock_, TimeCategory::GradBuckets, "pack", {double(n * size_t(world_) * (esz + rsz))});
   for (size_t r = 0; r < size_t(world_); ++r)
     for_each_piece(B, a, n, [&](int g, size_t in_shard, size_t in_chunk, size_t len) {
       const char* from = static_cast<const char*>(src(g)) + (r * part_.groups[g].shard + in_shard) * esz;
@@ -636,7 +637,11 @@ void Engine::launch_bucket(int b) {
       for (size_t a = 0; a < B.padded; a += cap) {
         const size_t n = std::min(cap, B.padded - a);
         const int c = acquire_chunk_slot();
-        ops_.copy(send_[c].data(), rt, at(accum_, first + a), at_, n);
+        {
+          const StepClock::Scope packing(clock_, TimeCategory::GradBuckets, "pack",
+                                         {double(n * (dtype_size(at_) + dtype_size(rt)))});
+          ops_.copy(send_[c].data(), rt, at(accum_, first + a), at_, n);
+        }
         push_pending(c, start_timed([&] { return comm_.all_reduce_async(send_[c].data(), n, rt, ReduceOp::Sum, "ar"); }),
                      [this, c, first, a, n] {
           ops_.copy(at(accum_, first + a), cfg_.accum_dtype, send_[c].data(), cfg_.reduce_dtype, n);
@@ -700,7 +705,11 @@ void Engine::launch_piece(int g, int k, int slot) {
   const int c = acquire_chunk_slot();
   ZERO_CHECK(len * W <= send_[c].count(), "piece {} of group '{}' ({} elements) outruns the send buffer ({})", k,
              groups_[g].name, len * W, send_[c].count());
-  ops_.copy(send_[c].data(), cfg_.reduce_dtype, staging_[slot].data(), cfg_.param_dtype, len * W);
+  {
+    const StepClock::Scope packing(clock_, TimeCategory::GradBuckets, "pack",
+                                   {double(len * W * (dtype_size(cfg_.param_dtype) + dtype_size(cfg_.reduce_dtype)))});
+    ops_.copy(send_[c].data(), cfg_.reduce_dtype, staging_[slot].data(), cfg_.param_dtype, len * W);
+  }
   slot_state_[slot] = SlotState::Free;
   const size_t dst = L.shard_offset + c0;
   const bool last = last_micro();  // hybrid sharding, as in launch_bucket
@@ -721,7 +730,10 @@ void Engine::complete_oldest() {
     const StepClock::Scope timed(clock_, TimeCategory::Comm);
     p.handle->enqueue_wait();  // on_done's backend work is ordered after it; the host need not wait
   }
-  if (p.on_done) p.on_done();
+  if (p.on_done) {  // the reduced chunk into the accumulator (and across replicas): gradient work wherever it runs
+    const StepClock::Scope folding(clock_, TimeCategory::GradBuckets, "reduced_fold");
+    p.on_done();
+  }
   if (p.chunk_slot >= 0) chunk_busy_[p.chunk_slot] = false;
 }
 
