@@ -25,7 +25,7 @@ struct ComputeProfile {
   // the planner then prices attention at gemm_flops).
   double attention_flops = 0;
   double elementwise_bytes = 0;    // bytes/s read + written by memory-bound element-wise passes
-  double adamw_elements = 0;       // elements/s of the optimizer step (0: from elementwise_bytes, 36 B each)
+  double adamw_elements = 0;       // elements/s of the optimizer step (0: elementwise_bytes over traffic::adamw)
   // Elements/s of the model's SwiGLU forward and backward, priced apart from the bytes: on a CPU core its
   // exponentials make it ~15x slower than a memory pass over the same elements (0: not measured, not priced).
   double swiglu_forward_elements = 0, swiglu_backward_elements = 0;

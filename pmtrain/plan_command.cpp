@@ -30,6 +30,7 @@
 #include "pmtrain/planner.h"
 #include "pmtrain/stop_signals.h"
 #include "zero/comm_plan.h"
+#include "zero/step_traffic.h"
 
 namespace zero::pmtrain {
 
@@ -229,17 +230,18 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
   const EngineConfig ec = engine_config(with_stage(s.cfg, c.stage), c.world, micro_steps, 1);
   const double p = double(dtype_size(ec.param_dtype)), a = double(dtype_size(ec.accum_dtype));
   const double act = double(ap.per_layer_forward) * L + double(ap.recomputed);
-  // Per micro-step: activations written and read in both passes, the embedding gradient zeroed, each
-  // gradient view zeroed and added into the accumulator. Per step: the norm and finite count, AdamW
-  // (master, m, v read and written, the gradient read), the cast back to parameters, the accumulator
-  // cleared; at stage 0 the accumulator also goes through the all-reduce's send buffer and back.
-  const double r = double(dtype_size(ec.reduce_dtype));
+  // Per micro-step: activations written and read in both passes, the embedding gradient zeroed, each gradient
+  // view's non-finite count and its add into the accumulator. Per step: the norm, AdamW (at its own rate), the
+  // accumulator cleared, the cast back to parameters (none for a split master); at stage 0 the accumulator also
+  // goes through the all-reduce's send buffer and back. Each at the bytes the engine declares (zero/step_traffic.h).
+  const DType pt = ec.param_dtype, at = ec.accum_dtype;
   const double psi = double(part.total_padded), shard = double(c.stage == 0 ? part.total_padded : part.total_shard);
-  const double micro_bytes = 4.0 * act + double(q.vocab_size * q.hidden_size) * p + psi * (2 * p + 2 * a);
-  // (A split master is its params: no cast.)
-  const double cast = ec.split_master ? 0 : p;
-  const double step_bytes = shard * (2 * a + a + cast + a) + (c.stage == 0 && c.world > 1 ? 2 * psi * (a + r) : 0);
-  const double adamw_rate = s.prof.adamw_elements > 0 ? s.prof.adamw_elements : s.prof.elementwise_bytes / 36;
+  const double micro_bytes = 4.0 * act + double(q.vocab_size * q.hidden_size) * p +
+                             psi * (traffic::finite_count(pt) + traffic::accumulate(pt, at));
+  const double cast = ec.split_master ? 0 : traffic::cast_params(pt);
+  const double step_bytes = shard * (traffic::grad_norm(at) + traffic::zero_accumulator(at) + cast) +
+                            (c.stage == 0 && c.world > 1 ? 2 * psi * traffic::pack(at, ec.reduce_dtype) : 0);
+  const double adamw_rate = s.prof.adamw_elements > 0 ? s.prof.adamw_elements : s.prof.elementwise_bytes / traffic::adamw(at);
   t.elementwise_s = (steps * micro_bytes + step_bytes) / (s.prof.elementwise_bytes * share) + shard / (adamw_rate * share);
   if (ec.offload_optimizer && s.device == PlanDevice::Gpu) {
     // zero.offload: AdamW and the cast run on the host's `threads` cores instead of the device, the gradients

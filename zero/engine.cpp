@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/check.h"
+#include "zero/step_traffic.h"
 
 namespace zero {
 
@@ -469,7 +470,7 @@ void Engine::grad_ready(int g) {
   require_not_handed_in(u, /*piece=*/false);
   if (cfg_.nan_guard) {
     const StepClock::Scope counting(clock_, TimeCategory::GradBuckets, "finite_count",
-                                    {double(part_.groups[g].numel * dtype_size(cfg_.param_dtype))});
+                                    {double(part_.groups[g].numel) * traffic::finite_count(cfg_.param_dtype)});
     count_nonfinite(g, 0, grad_views_[g].front().data, part_.groups[g].numel);
   }
   grad_views_[g].clear();
@@ -487,7 +488,7 @@ void Engine::piece_ready(int g, int k) {
     size_t n = 0;
     for (const FlatRun& r : grad_piece_views_[u].runs) n += r.count;
     const StepClock::Scope counting(clock_, TimeCategory::GradBuckets, "finite_count",
-                                    {double(n * dtype_size(cfg_.param_dtype))});
+                                    {double(n) * traffic::finite_count(cfg_.param_dtype)});
     for (const FlatRun& r : grad_piece_views_[u].runs) count_nonfinite(g, r.begin, r.data, r.count);
   }
   launch_piece(g, k, slot_of(part_.groups[g].bucket, k));
@@ -570,7 +571,8 @@ void Engine::for_each_piece(const Bucket& B, size_t a, size_t n,
 void Engine::pack_chunk(const Bucket& B, size_t a, size_t n, const std::function<void*(int)>& src, DType src_t,
                         void* send) {
   const size_t esz = dtype_size(src_t), rsz = dtype_size(cfg_.reduce_dtype);
-  const StepClock::Scope packing(clock_, TimeCategory::GradBuckets, "pack", {double(n * size_t(world_) * (esz + rsz))});
+  const StepClock::Scope packing(clock_, TimeCategory::GradBuckets, "pack",
+                                 {double(n * size_t(world_)) * traffic::pack(src_t, cfg_.reduce_dtype)});
   for (size_t r = 0; r < size_t(world_); ++r)
     for_each_piece(B, a, n, [&](int g, size_t in_shard, size_t in_chunk, size_t len) {
       const char* from = static_cast<const char*>(src(g)) + (r * part_.groups[g].shard + in_shard) * esz;
@@ -605,7 +607,7 @@ void Engine::launch_bucket(int b) {
       for (int g : B.groups) {
         const auto& L = part_.groups[g];
         const StepClock::Scope folding(clock_, TimeCategory::GradBuckets, "accumulate",
-                                       {double(L.padded * (dtype_size(pt) + 2 * dtype_size(at_)))});
+                                       {double(L.padded) * traffic::accumulate(pt, at_)});
         ops_.add(at(accum_, L.full_offset), at_, at(staging_[slot], offset_in_bucket_[g]), pt, L.padded);
       }
       slot_state_[slot] = SlotState::Free;  // the views are folded into the accumulator already
@@ -638,8 +640,7 @@ void Engine::launch_bucket(int b) {
         const size_t n = std::min(cap, B.padded - a);
         const int c = acquire_chunk_slot();
         {
-          const StepClock::Scope packing(clock_, TimeCategory::GradBuckets, "pack",
-                                         {double(n * (dtype_size(at_) + dtype_size(rt)))});
+          const StepClock::Scope packing(clock_, TimeCategory::GradBuckets, "pack", {double(n) * traffic::pack(at_, rt)});
           ops_.copy(send_[c].data(), rt, at(accum_, first + a), at_, n);
         }
         push_pending(c, start_timed([&] { return comm_.all_reduce_async(send_[c].data(), n, rt, ReduceOp::Sum, "ar"); }),
@@ -694,7 +695,7 @@ void Engine::launch_piece(int g, int k, int slot) {
   // rank with the reductions in place, any stage: W = 1, the piece is its own shard).
   if (!sharded_grads() || !plan_.reduction_buffers) {
     const StepClock::Scope folding(clock_, TimeCategory::GradBuckets, "accumulate",
-                                   {double(W * len * (dtype_size(cfg_.param_dtype) + 2 * dtype_size(cfg_.accum_dtype)))});
+                                   {double(W * len) * traffic::accumulate(cfg_.param_dtype, cfg_.accum_dtype)});
     for (size_t r = 0; r < W; ++r)
       ops_.add(at(accum_, L.full_offset + r * L.shard + c0), cfg_.accum_dtype, at(staging_[slot], r * len),
                cfg_.param_dtype, len);
@@ -707,7 +708,7 @@ void Engine::launch_piece(int g, int k, int slot) {
              groups_[g].name, len * W, send_[c].count());
   {
     const StepClock::Scope packing(clock_, TimeCategory::GradBuckets, "pack",
-                                   {double(len * W * (dtype_size(cfg_.param_dtype) + dtype_size(cfg_.reduce_dtype)))});
+                                   {double(len * W) * traffic::pack(cfg_.param_dtype, cfg_.reduce_dtype)});
     ops_.copy(send_[c].data(), cfg_.reduce_dtype, staging_[slot].data(), cfg_.param_dtype, len * W);
   }
   slot_state_[slot] = SlotState::Free;
@@ -808,7 +809,7 @@ StepResult Engine::step(double loss_divisor) {
     for (size_t g = 0; g < groups_.size(); ++g) {
       const size_t n = optimizer_shard(int(g)).count;
       const StepClock::Scope norming(clock_, TimeCategory::Optimizer, "grad_norm",
-                                     {double(n * (fixed ? sizeof(int64_t) : dtype_size(cfg_.accum_dtype)))});
+                                     {double(n) * traffic::grad_norm(cfg_.accum_dtype)});
       if (fixed)
         ops_.accumulate_fixed_square_sum(static_cast<const int64_t*>(grad_for_optimizer(int(g))), n, fixed_sq_dev);
       else
@@ -888,9 +889,8 @@ StepResult Engine::step(double loss_divisor) {
     // Each tensor's part of this rank's range, with its own weight-decay flag; padding is skipped.
     for_each_tensor_in(int(g), s.begin, s.begin + s.count, [&](size_t t, size_t lo, size_t hi) {
       const size_t o = lo - s.begin;
-      // The gradient read; the master (fp32, or bf16 high + low halves: 4 bytes either way), m and v read and
-      // written.
-      const StepClock::Scope updating(clock_, TimeCategory::Optimizer, "adamw", {double((hi - lo) * (gsz + 24))});
+      const StepClock::Scope updating(clock_, TimeCategory::Optimizer, "adamw",
+                                      {double(hi - lo) * traffic::adamw(cfg_.accum_dtype)});
       if (cfg_.split_master)
         ops_.adamw_split(static_cast<char*>(s.master_high) + o * 2, s.master_low + o, grad + o * gsz, cfg_.accum_dtype,
                          s.m + o, s.v + o, hi - lo, cfg_.adamw, r.lr, step_, groups_[g].tensors[t].weight_decay,
@@ -902,7 +902,7 @@ StepResult Engine::step(double loss_divisor) {
   }
   {
     const StepClock::Scope zeroing(clock_, TimeCategory::Optimizer, "zero_accumulators",
-                                   {double(accum_.count() * dtype_size(accum_.dtype()))});
+                                   {double(accum_.count()) * traffic::zero_accumulator(accum_.dtype())});
     zero_accumulators();
   }
   sync_params();
@@ -994,7 +994,7 @@ void Engine::sync_params() {
       offload_upload_params(s, mine);
     } else if (!cfg_.split_master) {
       const StepClock::Scope casting(clock_, TimeCategory::Optimizer, "cast_params",
-                                     {double(s.count * (sizeof(float) + dtype_size(cfg_.param_dtype)))});
+                                     {double(s.count) * traffic::cast_params(cfg_.param_dtype)});
       ops_.copy(mine, cfg_.param_dtype, s.master, DType::F32, s.count);
     }
     if (cfg_.stage == 1 || cfg_.stage == 2)  // own slice in place: all-gather the group's params
