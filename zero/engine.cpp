@@ -817,8 +817,8 @@ StepResult Engine::step(double loss_divisor) {
     }
   std::vector<double> partials(partials_.count());
   {
-    // The host waits here for the device's backward and norm: on a GPU the launches after it start from an idle
-    // stream, which this op's time shows.
+    // The host waits here for the device's backward and norm; on a GPU the stream then idles while the host
+    // launches AdamW, a gap the step's unnamed optimizer time (its total less its named ops) shows.
     const StepClock::Scope reading(clock_, TimeCategory::Optimizer, "norm_readback");
     ops_.download(partials.data(), partials_.data(), partials_.bytes());
     ops_.zero(partials_.data(), DType::F64, partials_.count());
