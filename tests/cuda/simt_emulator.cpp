@@ -17,6 +17,15 @@ namespace zero::simt {
 
 namespace {
 constexpr size_t kStackBytes = 256 * 1024;
+// Each fiber's stack starts a different distance below its top (its colour): at one distance, every fiber's
+// saved registers and top frames sit at one offset modulo the caches' set period, so a block's 256 fibers
+// fight over one set of L1 and of L2 and each switch misses. Steps of 4 KiB + 64 B spread them over 64 L1
+// sets and 2048 offsets of 64 B within 128 KiB.
+constexpr size_t kColourBytes = 128 * 1024, kColourStep = 4096 + 64;
+size_t next_colour() {
+  static size_t n = 0;
+  return (n++ * kColourStep) % kColourBytes;
+}
 }  // namespace
 
 #if defined(__x86_64__)
@@ -45,7 +54,8 @@ zero_simt_switch:
 )");
 
 struct Fiber {
-  std::unique_ptr<char[]> stack{new char[kStackBytes]};
+  std::unique_ptr<char[]> stack{new char[kStackBytes + kColourBytes]};
+  size_t colour = next_colour();
   void* sp = nullptr;
   bool done = false;
 };
@@ -62,7 +72,7 @@ void* scheduler_sp = nullptr;
 // A fresh fiber's stack as zero_simt_switch leaves a suspended one: six registers and the return address
 // trampoline; its frame starts as a called function's would (rsp + 8 16-byte aligned).
 void prepare(Fiber& f) {
-  auto top = reinterpret_cast<uintptr_t>(f.stack.get() + kStackBytes) & ~uintptr_t(15);
+  auto top = reinterpret_cast<uintptr_t>(f.stack.get() + kStackBytes + kColourBytes - f.colour) & ~uintptr_t(15);
   auto* slot = reinterpret_cast<uint64_t*>(top - 16);
   slot[0] = reinterpret_cast<uint64_t>(&trampoline);
   for (int r = 1; r <= 6; ++r) slot[-r] = 0;  // rbp rbx r12 r13 r14 r15
@@ -169,7 +179,10 @@ void run_grid(Block& block, unsigned grid) {
   for (unsigned b = 0; b < grid; ++b) {
     blockIdx = {b, 0, 0};
     std::memset(block.smem_launch, 0xff, block.smem_launch_bytes);
-    for (AsyncCopies& a : block.async) a = AsyncCopies();  // a block's copies never land in the next one's memory
+    for (AsyncCopies& a : block.async) {  // a block's copies never land in the next one's memory
+      a.open.clear();  // (cleared, not replaced: a fresh deque allocates, for each thread of each block)
+      a.groups.clear();
+    }
     prepare(*block.fibers[0]);
     block.current = 0;
     threadIdx = {0, 0, 0};

@@ -2,7 +2,8 @@
 // matmul is D = alpha op(A) op(B) + beta C by the BLAS definition cuBLASLt documents (column-major
 // layouts of `rows` x `cols` with leading dimension ld; op = transpose when TRANSA/TRANSB say so; C
 // aliases D here), each output a fp32 sum over k ascending of products of the operands as stored (fp32,
-// or bf16 widened exactly), rounded once to D's type (bf16: core/math's round to nearest even) — fp32
+// or bf16 widened exactly), each product rounded to fp32 before its add (no fused multiply-add: built with
+// -ffp-contract=off), the sum rounded once to D's type (bf16: core/math's round to nearest even) — fp32
 // accumulation as the hardware's, in one fixed order. Only what lt_gemm asks for is accepted: fp32
 // compute and scale, no batch, no epilogue, no other attribute; anything else is
 // CUBLAS_STATUS_NOT_SUPPORTED, so a new use in lt_gemm cannot be emulated silently wrong. The product runs
@@ -11,7 +12,9 @@
 #include <cublas_v2.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "core/math/bf16.h"
 #include "tests/cuda/emulated/deferred_streams.h"
@@ -117,15 +120,23 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t computeDesc
     return CUBLAS_STATUS_INVALID_VALUE;
   const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
   zero::fake_cuda::enqueue(stream, [=] {
-    for (int64_t j = 0; j < n; ++j) {
-      for (int64_t i = 0; i < m; ++i) {
-        float acc = 0.0f;
-        for (int64_t p = 0; p < k; ++p) {
-          const float x = load(A, a.type, ta ? p + i * a.ld : i + p * a.ld);
-          const float y = load(B, b.type, tb ? j + p * b.ld : p + j * b.ld);
-          acc += x * y;
-        }
-        float out = al * acc;
+    // op(A) as m rows of k and op(B) as k rows of n, widened to fp32 once; then a row of D's outputs is summed
+    // at once, p ascending: each output's sum is still its own fp32 chain in the definition's order (the same
+    // bits as one output at a time), while the loop over j runs in vector lanes, not one load dispatch a product.
+    std::vector<float> op_a(static_cast<size_t>(m * k)), op_b(static_cast<size_t>(k * n)), acc(static_cast<size_t>(n));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = 0; p < k; ++p) op_a[size_t(i * k + p)] = load(A, a.type, ta ? p + i * a.ld : i + p * a.ld);
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < n; ++j) op_b[size_t(p * n + j)] = load(B, b.type, tb ? j + p * b.ld : p + j * b.ld);
+    for (int64_t i = 0; i < m; ++i) {
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int64_t p = 0; p < k; ++p) {
+        const float x = op_a[size_t(i * k + p)];
+        const float* y = op_b.data() + p * n;
+        for (int64_t j = 0; j < n; ++j) acc[size_t(j)] += x * y[j];
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        float out = al * acc[size_t(j)];
         if (be != 0.0f) out += be * load(C, c.type, i + j * c.ld);
         store(D, d.type, i + j * d.ld, out);
       }
