@@ -12,6 +12,7 @@ BufferPlan plan_buffers(const EngineConfig& cfg, const Partition& part, int repl
   b.accum_dtype = cfg.accum_dtype;
   b.reduce_dtype = cfg.reduce_dtype;
   b.split_master = cfg.split_master;
+  b.master_in_params = master_in_params(cfg);
   b.offload = cfg.offload_optimizer;
   b.params = cfg.stage == 3 ? part.total_shard : part.total_padded;
   b.accum = cfg.stage >= 2 ? part.total_shard : part.total_padded;
@@ -41,7 +42,7 @@ size_t BufferPlan::bytes(MemCategory c) const {
   switch (c) {
     case MemCategory::Params: return params * p;
     case MemCategory::Grads: return accum * a;
-    case MemCategory::Master: return optimizer * (split_master ? 2 : 4);
+    case MemCategory::Master: return master_in_params ? 0 : optimizer * (split_master ? 2 : 4);
     case MemCategory::OptimM:
     case MemCategory::OptimV: return optimizer * 4;
     case MemCategory::CommBuffers:

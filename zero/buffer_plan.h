@@ -5,7 +5,9 @@
 //   params      p * Psi           (stage 3: p * S)              compute dtype
 //   accumulator a * Psi           (stages 2-3: a * S)           gradient accumulation dtype
 //   master, m, v  4 * Psi each    (stages 1-3: 4 * S each)      fp32; a split master (bf16 params) 2 * Psi
-//                                                               (2 * S): its low halves, the params its high
+//                                                               (2 * S): its low halves, the params its high;
+//                                                               fp32 params without offload: no master array,
+//                                                               the params' own range is it (master_in_params)
 //   bucket slots  2 * T * p       T = partition.max_staged (a bucket, or one piece of a split group)
 //   send / recv   F * (C * W * r + C * r)                       reduce dtype, C = chunk elements per rank,
 //                                                               F = kReductionsInFlight (2); none when the
@@ -55,6 +57,7 @@ struct BufferPlan {
   size_t partials = 0;                          // fp64 step partials
   DType param_dtype = DType::F32, accum_dtype = DType::F32, reduce_dtype = DType::F32;
   bool split_master = false;  // master elements of 2 bytes (the low halves), else 4
+  bool master_in_params = false;  // no master array: the fp32 params' own range is it (master_in_params())
   bool offload = false;       // master, m, v in host memory (zero.offload)
   size_t offload_chunk = 0;   // elements of the host staging (0 without offload)
   int world = 1;
@@ -70,6 +73,16 @@ struct BufferPlan {
 
 // `replicas`: hybrid sharding's shard groups (zero/engine.h; `part` is then a group's), 1 without it.
 BufferPlan plan_buffers(const EngineConfig& cfg, const Partition& part, int replicas = 1);
+
+// fp32 parameters on the backend with the optimizer (no zero.offload): the master would be an fp32 copy of the
+// params' own range, so it is that range itself, as plain fp32 training keeps it (FSDP without mixed precision
+// holds no second copy either): AdamW updates the parameters in place, no master array (4 bytes a parameter
+// fewer, 16 in all at stage 0), and no cast after the step. A split master's high halves are its params too.
+inline bool master_in_params(const EngineConfig& cfg) {
+  return cfg.param_dtype == DType::F32 && !cfg.split_master && !cfg.offload_optimizer;
+}
+// Whether sync_params casts the master into the params after each step (neither when they are one array).
+inline bool casts_params(const EngineConfig& cfg) { return !cfg.split_master && !master_in_params(cfg); }
 
 // Hybrid sharding: the replicas' all-reduce goes on the wire in the reduce dtype, as the group's reductions do
 // (FSDP's HYBRID_SHARD with a reduce dtype does the same), through chunks of their own when that is not the

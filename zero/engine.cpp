@@ -66,7 +66,8 @@ Engine::Engine(const EngineConfig& cfg, std::vector<GroupInfo> groups, Communica
     }
   }
   // A split master's buffer holds the low halves: 16-bit patterns, stored as bf16 only for their size.
-  master_ = Buffer(*optim_alloc, plan_.optimizer, cfg_.split_master ? DType::BF16 : DType::F32, MemCategory::Master);
+  master_ = Buffer(*optim_alloc, plan_.master_in_params ? 0 : plan_.optimizer, cfg_.split_master ? DType::BF16 : DType::F32,
+                   MemCategory::Master);
   m_ = Buffer(*optim_alloc, plan_.optimizer, DType::F32, MemCategory::OptimM);
   v_ = Buffer(*optim_alloc, plan_.optimizer, DType::F32, MemCategory::OptimV);
   chunk_shard_ = plan_.chunk;
@@ -233,6 +234,8 @@ OptimizerShard Engine::optimizer_shard(int g) const {
   if (cfg_.split_master) {
     s.master_high = own_params(g);
     s.master_low = master_.as<uint16_t>() + off;
+  } else if (plan_.master_in_params) {
+    s.master = static_cast<float*>(own_params(g));
   } else {
     s.master = master_.as<float>() + off;
   }
@@ -992,7 +995,7 @@ void Engine::sync_params() {
     // A split master's high halves are the params already: nothing to cast.
     if (host_ops_) {
       offload_upload_params(s, mine);
-    } else if (!cfg_.split_master) {
+    } else if (casts_params(cfg_)) {
       const StepClock::Scope casting(clock_, TimeCategory::Optimizer, "cast_params",
                                      {double(s.count) * traffic::cast_params(cfg_.param_dtype)});
       ops_.copy(mine, cfg_.param_dtype, s.master, DType::F32, s.count);

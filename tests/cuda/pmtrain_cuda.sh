@@ -2,7 +2,7 @@
 # pmtrain with `backend: cuda` end to end (issue 10), on the tiny config in fp32 (zero.param_dtype=fp32):
 #  1. 1 rank: the per-step losses equal the CPU backend's within 1e-4 relative;
 #  1c. the memory check before any data is read: the run's plan per rank on its GPU in the log, and a model the
-#     GPU cannot hold (Qwen3-8B in fp32 at stage 0: 20 bytes a parameter, 151 GB) refused in one line naming
+#     GPU cannot hold (Qwen3-8B in fp32 at stage 0: 16 bytes a parameter, 121 GB) refused in one line naming
 #     the GPU, before its tokens are read; on the emulated device, also two ranks sharing a GPU too small for
 #     both (ZERO_EMULATED_DEVICE_GIB) though big enough for one;
 #  1d. zero.offload optimizer (AdamW on the host, the master, m and v in host memory): the same bits as 1;

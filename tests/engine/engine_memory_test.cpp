@@ -50,7 +50,10 @@ TEST_P(EngineMemory, LiveBytesMatchZeroFormulas) {
   EXPECT_EQ(m.live_of(MemCategory::Params), p * (stage == 3 ? s.shard : s.padded));
   EXPECT_EQ(m.live_of(MemCategory::Grads), a * (stage >= 2 ? s.shard : s.padded));
   const size_t opt = stage == 0 ? s.padded : s.shard;
-  EXPECT_EQ(m.live_of(MemCategory::Master), 4 * opt);
+  // fp32 params: no master array, AdamW steps the params' own range (FSDP's plain fp32 layout); bf16 params:
+  // the fp32 master beside them.
+  const size_t master = pdt == DType::F32 ? 0 : 4;
+  EXPECT_EQ(m.live_of(MemCategory::Master), master * opt);
   EXPECT_EQ(m.live_of(MemCategory::OptimM), 4 * opt);
   EXPECT_EQ(m.live_of(MemCategory::OptimV), 4 * opt);
   // Two bucket slots (one filling while the other reduces): grad views, packed send, reduce-scatter out. One
@@ -64,13 +67,15 @@ TEST_P(EngineMemory, LiveBytesMatchZeroFormulas) {
   // The step's fp64 partials in backend memory: the sum of squares and one non-finite count per tensor.
   EXPECT_EQ(m.live_of(MemCategory::Other), 8 * (1 + s.tensors));
   // The per-element formula of the issue (bf16 params + fp32 accumulation + fp32 master/m/v):
-  // 2 + 4 + 12 at stage 0, 2 + 4 + 12/N at 1, 2 + 16/N at 2, 18/N at 3, plus buffers.
+  // 2 + 4 + 12 at stage 0, 2 + 4 + 12/N at 1, 2 + 16/N at 2, 18/N at 3, plus buffers; with fp32 params the
+  // optimizer's 12 are 8 (m, v): 4 + 4 + 8 at stage 0, ..., 16/N at 3.
   const size_t model_state = m.live_total - m.live_of(MemCategory::CommBuffers) - m.live_of(MemCategory::Gathered) -
                              m.live_of(MemCategory::Other);
-  const size_t expect = stage == 0   ? (p + a + 12) * s.padded
-                        : stage == 1 ? (p + a) * s.padded + 12 * s.shard
-                        : stage == 2 ? p * s.padded + (a + 12) * s.shard
-                                     : (p + a + 12) * s.shard;
+  const size_t o = 8 + master;
+  const size_t expect = stage == 0   ? (p + a + o) * s.padded
+                        : stage == 1 ? (p + a) * s.padded + o * s.shard
+                        : stage == 2 ? p * s.padded + (a + o) * s.shard
+                                     : (p + a + o) * s.shard;
   EXPECT_EQ(model_state, expect);
 }
 

@@ -2,9 +2,9 @@
 # ZeRO-3 really saves memory: a 41.8M-parameter Qwen3-shaped reward model (38.9M of it the embedding,
 # vocabulary 151936 x hidden 256) at 4 ranks, 2 steps at stage 0 and at stage 3. Measured as the
 # operating system's peak resident memory of the largest rank (VmHWM, from pmtrain's summary record),
-# not the allocator's own report. Model states are 16 bytes a parameter here (fp32 params, gradient
-# accumulator, master, m, v less the one copy master and params share in intent): stage 3 keeps a
-# quarter of them, about 620 MiB less per rank; at least 500 MiB must show. It can only show if no
+# not the allocator's own report. Model states are 16 bytes a parameter here (fp32 params, which are their
+# own master, gradient accumulator, m, v): stage 3 keeps a quarter of them, 12 x 41.8M bytes = 478 MiB less
+# per rank; at least 400 MiB must show. It can only show if no
 # buffer is sized by the embedding (its gradient staging and stage-3 gathers come in pieces).
 source "$(dirname "$0")/common.sh"
 run() {  # run STAGE -> peak RSS in MiB of the largest rank
@@ -23,4 +23,4 @@ run() {  # run STAGE -> peak RSS in MiB of the largest rank
 s0=$(run 0)
 s3=$(run 3)
 echo "peak RSS per rank (largest rank): stage 0 ${s0} MiB, stage 3 ${s3} MiB, saved $((s0 - s3)) MiB"
-[ $((s0 - s3)) -ge 500 ] || fail "stage 3 saves $((s0 - s3)) MiB per rank against stage 0; at least 500 expected"
+[ $((s0 - s3)) -ge 400 ] || fail "stage 3 saves $((s0 - s3)) MiB per rank against stage 0; at least 400 expected"

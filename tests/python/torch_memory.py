@@ -25,6 +25,7 @@ def main():
     layers = [torch.nn.Linear(WIDTH, WIDTH) for _ in range(LAYERS)]
     model = torch.nn.Sequential(*[m for l in layers for m in (l, torch.nn.Tanh())]).to(device)
     params = sum(p.numel() for p in model.parameters())
+    dtype = str(layers[0].weight.dtype)
     zm = zero_torch.ZeroModel(model, groups=layers, stage=stage, lr=1e-4, bucket_elements=1 << 22)
     # The modules hold no parameter storage of their own any more: the engine does.
     left = sum(p.numel() for p in model.parameters())
@@ -40,7 +41,8 @@ def main():
     else:
         peak = {"peak_rss_bytes_rank0": zm.engine.peak_resident_bytes()}
     if zm.rank == 0:
-        print(json.dumps({"stage": stage, "world": zm.world, "params": params, "module_params_left": left,
+        print(json.dumps({"stage": stage, "world": zm.world, "params": params, "dtype": dtype,
+                          "module_params_left": left,
                           "held_between_steps": held, **peak}), flush=True)
 
 
