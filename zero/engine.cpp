@@ -992,7 +992,7 @@ void Engine::sync_params() {
     const OptimizerShard s = optimizer_shard(int(g));
     const auto& L = part_.groups[g];
     void* mine = own_params(int(g));
-    // A split master's high halves are the params already: nothing to cast.
+    // A split master's high halves, or fp32 params' own range, are the params already: nothing to cast.
     if (host_ops_) {
       offload_upload_params(s, mine);
     } else if (casts_params(cfg_)) {

@@ -11,8 +11,8 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
