@@ -160,7 +160,7 @@ std::optional<std::string> Checkpointer::resume_path(const std::string& spec) {
     if (chosen < 0) return std::nullopt;
     const std::string dir = paths.step_dir(int64_t(chosen));
     if (!opts_.verify_checksums) return dir;
-    const std::string problem = checkpoint_problem_shared(comm_, dir);
+    const std::string problem = checkpoint_problem_shared(comm_, dir, opts_.on_read);
     if (problem.empty()) {
       verified_ = dir;
       return dir;
@@ -189,7 +189,7 @@ LoadResult Checkpointer::load(const std::string& dir) {
   // The checkpoint resume_path just hashed on every rank is not hashed again (once).
   const bool hashed = !verified_.empty() && dir == verified_;
   verified_.clear();
-  return load_checkpoint(engine_, dir, opts_.verify_checksums && !hashed, opts_.chunk_bytes, &comm_);
+  return load_checkpoint(engine_, dir, opts_.verify_checksums && !hashed, opts_.chunk_bytes, &comm_, opts_.on_read);
 }
 
 }  // namespace zero::checkpoint

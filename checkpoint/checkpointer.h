@@ -44,6 +44,8 @@ struct CheckpointOptions {
   // directory work; a shard group's files are written by the first group only (replicas().rank() 0), named by
   // the rank in the group, and the manifest's world is the group's size.
   Communicator* world = nullptr;
+  // Each rank's checkpoint reads as they go (resume_path's hashing, load's reads): a long read's progress.
+  ReadProgress on_read = {};
 };
 
 class Checkpointer {

@@ -56,6 +56,10 @@ class ReadFile {
   uint64_t size_ = 0;
 };
 
+// A long read's progress (resume_path's hashing, a load): called, on the reading thread, with the bytes this rank
+// has just read or hashed.
+using ReadProgress = std::function<void(uint64_t bytes)>;
+
 // XXH64 (seed 0) of a whole file, streamed in large chunks; after each, on_chunk (if given) gets its bytes (a
 // long check's progress).
 uint64_t hash_file(const ReadFile& f, const std::function<void(uint64_t bytes)>& on_chunk = {});

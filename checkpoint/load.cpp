@@ -38,7 +38,8 @@ void check_hash(const ReadFile& f, uint64_t got, uint64_t want) {
 
 }  // namespace
 
-LoadResult load_checkpoint(Engine& e, const std::string& dir, bool verify, size_t chunk_bytes, Communicator* world) {
+LoadResult load_checkpoint(Engine& e, const std::string& dir, bool verify, size_t chunk_bytes, Communicator* world,
+                           const ReadProgress& on_read) {
   Communicator& comm = world ? *world : e.comm();  // agreement; the layout is the engine's (its shard group)
   ZERO_REQUIRE(comm.world() == e.data_world(), ConfigError,
                "loading a checkpoint into an engine sharded over groups of {} ranks needs the run's communicator over "
@@ -70,6 +71,7 @@ LoadResult load_checkpoint(Engine& e, const std::string& dir, bool verify, size_
         f->read_at(at, dst, bytes);
         if (verify) h.update(dst, bytes);
         at += bytes;
+        if (on_read) on_read(bytes);
       }, chunk_bytes);
       if (verify) check_hash(*f, h.digest(), m.files[r].xxh64);  // before anything trains on it
       res.bytes_read = at;
@@ -99,6 +101,7 @@ LoadResult load_checkpoint(Engine& e, const std::string& dir, bool verify, size_
         copy_in(sp.group, a, sp.dst_elem, sp.count, [&](float* dst, size_t done, size_t n) {
           f.read_at(fl.offset(sp.group, a, sp.src_elem + done), dst, n * sizeof(float));
           res.bytes_read += n * sizeof(float);
+          if (on_read) on_read(n * sizeof(float));
         });
     }
     for (int g = 0; g < int(part.groups.size()); ++g)
@@ -109,7 +112,7 @@ LoadResult load_checkpoint(Engine& e, const std::string& dir, bool verify, size_
     for (int q = 0; verify && q < m.world; ++q)
       if (share.mine(size_t(q))) {
         ReadFile& f = file(q);
-        check_hash(f, hash_file(f), m.files[q].xxh64);
+        check_hash(f, hash_file(f, on_read), m.files[q].xxh64);
         res.bytes_read += f.size();
       }
   });

@@ -28,8 +28,10 @@ struct LoadResult {
 // Restores master, m, v and the optimizer step of every group, then engine.sync_params(). On an error
 // (InputError naming the file; a checksum is checked after its file's bytes went in) the engine's optimizer
 // state is unspecified: do not train on. `world`: the communicator the ranks agree over (every rank of the
-// run: CheckpointOptions::world, required under hybrid sharding); null: the engine's.
+// run: CheckpointOptions::world, required under hybrid sharding); null: the engine's. on_read follows this rank's
+// reads and hashing (file_io.h ReadProgress).
 LoadResult load_checkpoint(Engine& engine, const std::string& dir, bool verify_checksums = true,
-                           size_t chunk_bytes = kRankFileChunkBytes, Communicator* world = nullptr);
+                           size_t chunk_bytes = kRankFileChunkBytes, Communicator* world = nullptr,
+                           const ReadProgress& on_read = {});
 
 }  // namespace zero::checkpoint

@@ -8,7 +8,7 @@
 
 namespace zero::checkpoint {
 
-std::string checkpoint_problem(const std::string& dir, bool verify, HashShare share) {
+std::string checkpoint_problem(const std::string& dir, bool verify, HashShare share, const ReadProgress& on_read) {
   std::string problem;
   const auto failure = capture([&] {
     const Manifest m = Manifest::read(dir);
@@ -25,7 +25,7 @@ std::string checkpoint_problem(const std::string& dir, bool verify, HashShare sh
         problem = fmt::format("{} has {} bytes, the manifest says {}", path, f.size(), fe.bytes);
         return;
       }
-      if (verify && share.mine(q) && hash_file(f) != fe.xxh64) {
+      if (verify && share.mine(q) && hash_file(f, on_read) != fe.xxh64) {
         problem = fmt::format("{} does not match its xxhash64 in the manifest (corrupted)", path);
         return;
       }
@@ -34,8 +34,8 @@ std::string checkpoint_problem(const std::string& dir, bool verify, HashShare sh
   return failure ? failure->message : problem;
 }
 
-std::string checkpoint_problem_shared(Communicator& comm, const std::string& dir) {
-  const std::string mine = checkpoint_problem(dir, true, HashShare{comm.rank(), comm.world()});
+std::string checkpoint_problem_shared(Communicator& comm, const std::string& dir, const ReadProgress& on_read) {
+  const std::string mine = checkpoint_problem(dir, true, HashShare{comm.rank(), comm.world()}, on_read);
   const std::optional<Failure> any =
       agree(comm, mine.empty() ? std::nullopt : std::optional<Failure>(Failure{ErrorKind::Input, mine}));
   return any ? any->message : std::string();

@@ -6,6 +6,7 @@
 #pragma once
 #include <string>
 
+#include "checkpoint/file_io.h"
 #include "comm/communicator.h"
 
 namespace zero::checkpoint {
@@ -19,12 +20,12 @@ struct HashShare {
 };
 
 // "" when the checkpoint is sound, else what is wrong with it (naming the file). With verify, the files in
-// `share` are hashed; every file gets the other checks.
-std::string checkpoint_problem(const std::string& dir, bool verify, HashShare share = {});
+// `share` are hashed (on_read follows the bytes); every file gets the other checks.
+std::string checkpoint_problem(const std::string& dir, bool verify, HashShare share = {}, const ReadProgress& on_read = {});
 
 // Collective: checkpoint_problem with every file hashed, each by one rank (file q by rank q mod W), all at once:
 // the wall time of 1/W of the bytes, not all of them on one rank while the others wait (85 GiB at Qwen3-8B).
 // "" on every rank when sound, else the lowest failing rank's problem, on every rank.
-std::string checkpoint_problem_shared(Communicator& comm, const std::string& dir);
+std::string checkpoint_problem_shared(Communicator& comm, const std::string& dir, const ReadProgress& on_read = {});
 
 }  // namespace zero::checkpoint

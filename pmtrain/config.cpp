@@ -325,7 +325,7 @@ std::vector<Field> schema(Config& c) {
       field("run.eval_every", r.eval_every, kNonNegative, "evaluate on the test split every N steps (0 = only at the end)"),
       field("run.eval_at_start", r.eval_at_start, "also evaluate the starting weights before the first step of a fresh run (an eval record at step 0; HF's eval_on_start); run.early_stop counts it"),
       field("run.eval_pairs", r.eval_pairs, kNonNegative, "test pairs an evaluation uses from data.test_files and from each data.test_sets set (0 = all of them)"),
-      field("run.eval_progress_s", r.eval_progress_s, kNonNegative, "while an evaluation runs, rank 0 prints its progress (batches done, batches/s, ETA) every this many seconds, `pmtrain score` its own (share of the file read, pairs scored, pairs/s, ETA) on stderr, and run.export its own (the checkpoint's checksums, then the weights: bytes done, rate, ETA) (0 = never)"),
+      field("run.eval_progress_s", r.eval_progress_s, kNonNegative, "while an evaluation runs, rank 0 prints its progress (batches done, batches/s, ETA) every this many seconds, `pmtrain score` its own (share of the file read, pairs scored, pairs/s, ETA) on stderr, run.export its own (the checkpoint's checksums, then the weights: bytes done, rate, ETA), and a resume or eval its checkpoint reads (bytes read and hashed by rank 0 so far, rate) (0 = never)"),
       field("run.save_every", r.save_every, kNonNegative, "save a checkpoint every N steps (0 = only at the end)"),
       field("run.save_final", r.save_final, "save a checkpoint after the last step"),
       field("run.keep_last", r.keep_last, kAtLeastOne, "checkpoints kept: the newest N"),

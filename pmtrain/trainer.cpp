@@ -244,6 +244,18 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   co.async = cfg_.run.async_save;
   co.config_text = to_yaml(cfg_);
   co.world = &comm_;  // every rank (the engine's communicator is a shard group's under hybrid sharding)
+  if (info_.rank == 0 && cfg_.run.eval_progress_s > 0) {
+    // Resuming a large run reads and hashes for minutes (48 GB of optimizer state for a 4B model on one GPU):
+    // rank 0 says how far its share has come, as an evaluation does, timed from its first read.
+    co.on_read = [every_s = cfg_.run.eval_progress_s, lines = std::shared_ptr<Progress>(), bytes = uint64_t(0)](
+                     uint64_t n) mutable {
+      if (!lines) lines = std::make_shared<Progress>(every_s);
+      bytes += n;
+      if (!lines->due()) return;
+      printf("pmtrain: reading checkpoint files: %s read by rank 0 so far, %s/s\n", format_bytes(double(bytes)).c_str(),
+             format_bytes(double(bytes) / std::max(1e-9, lines->elapsed_s())).c_str());
+    };
+  }
   ckpt_ = std::make_unique<checkpoint::Checkpointer>(*stack_.engine, co);
   // The weights come from a checkpoint (the one a resume continues, the one eval evaluates) or are the config's
   // initial ones, never both: an init a load then replaces costs minutes at 8B (7.57e9 samples).

@@ -58,3 +58,18 @@ awk 'NR == FNR { a[FNR] = $1; next } { d = a[FNR] - $1; if (d < 0) d = -d; if (d
   <(json_field $TMP/full1/metrics.jsonl train loss) <(json_field $TMP/re/metrics.jsonl train loss) \
   || fail "reshard: loss curve differs beyond fp32 round-off"
 echo "reshard 4 ranks stage 3 -> 2 ranks stage 1: same pairs per step, losses within 1e-5"
+
+# A resume's checkpoint reads show as progress lines (run.eval_progress_s; Qwen3's vocabulary, for a file of
+# megabytes): with a line due at every read, the last one counts all that rank 0 read, its one file twice (hashed by
+# --resume auto, then streamed into the engine): twice the size the file system gives, as pmtrain prints bytes.
+P1="configs/tiny_cpu.yaml --set data.cache_dir=$TMP/cache --set run.steps=2 --set batch.global=4 --set batch.micro=2
+  --set run.eval_every=0 --set data.test_files=[] --set zero.stage=0 --set run.dir=$TMP/prog"
+$MPIRUN -np 1 "$PMTRAIN" train $P1 --set run.stop_at=1 > $TMP/out.txt 2>&1 || { cat $TMP/out.txt; fail "progress: first run"; }
+$MPIRUN -np 1 "$PMTRAIN" train $P1 --set run.resume=auto --set run.eval_progress_s=0.000001 > $TMP/prog.txt 2>&1 \
+  || { cat $TMP/prog.txt; fail "progress: resumed run"; }
+size=$(stat -c %s $TMP/prog/checkpoints/step_1/rank_0.bin)
+want=$(python3 -c "b = 2 * $size; print(f'{b / 2**30:.1f} GiB' if b >= 2**30 else f'{b / 2**20:.0f} MiB')")
+last=$(grep "^pmtrain: reading checkpoint files: " $TMP/prog.txt | tail -1)
+[[ "$last" == "pmtrain: reading checkpoint files: $want read by rank 0 so far, "*"/s" ]] \
+  || { grep -m3 "reading checkpoint" $TMP/prog.txt; fail "progress: the last reading line is not '$want read by rank 0' ($last)"; }
+echo "resume progress: $(grep -c "^pmtrain: reading checkpoint files: " $TMP/prog.txt) lines, the last: ${last#pmtrain: }"
