@@ -139,7 +139,7 @@ void ReadFile::read_at(uint64_t offset, void* dst, size_t bytes) const {
   }
 }
 
-uint64_t hash_file(const ReadFile& f, const std::function<void(uint64_t bytes)>& on_chunk) {
+uint64_t hash_file(const ReadFile& f, const ReadProgress& on_chunk) {
   Hasher h;
   std::vector<char> buf(std::min<uint64_t>(kChunk, std::max<uint64_t>(f.size(), 1)));
   for (uint64_t off = 0; off < f.size();) {

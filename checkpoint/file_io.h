@@ -62,7 +62,7 @@ using ReadProgress = std::function<void(uint64_t bytes)>;
 
 // XXH64 (seed 0) of a whole file, streamed in large chunks; after each, on_chunk (if given) gets its bytes (a
 // long check's progress).
-uint64_t hash_file(const ReadFile& f, const std::function<void(uint64_t bytes)>& on_chunk = {});
+uint64_t hash_file(const ReadFile& f, const ReadProgress& on_chunk = {});
 
 // Streaming XXH64 for code that reads a file piecewise in order.
 class Hasher {
