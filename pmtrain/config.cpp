@@ -17,6 +17,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "comm/launch_env.h"
 #include "core/check.h"
 #include "pmtrain/choice.h"
 #include "pmtrain/engine_assembly.h"
@@ -315,7 +316,9 @@ std::vector<Field> schema(Config& c) {
   // 0 means "derived" or "off" for most counts, so they are only kept from going negative.
   return {
       choice("backend", c.backend, kBackends, "where the model and the engine compute: the CPU (Eigen + MPI) or CUDA GPUs (NCCL)"),
-      field("threads", c.threads, kAtLeastOne, "math threads per rank (keep 1 when ranks share the cores)"),
+      field("threads", c.threads, kAtLeastOne,
+            "math threads per rank (keep 1 when ranks share the cores); left out of the config and --set: "
+            "OMP_NUM_THREADS when set (its first entry; a Slurm script exports it from --cpus-per-task), else 1"),
 
       field("run.dir", r.dir, "the run directory: metrics.jsonl, config.resolved.yaml, checkpoints/"),
       field("run.seed", r.seed, "seed of the data order (shuffling and length bucketing)"),
@@ -602,6 +605,24 @@ std::vector<YAML::Mark> document_starts(const std::string& text, const std::stri
   return m;
 }
 
+
+// `threads` left out of the file and --set: OMP_NUM_THREADS, as OpenMP itself and torch would take it (a Slurm
+// script sets it from --cpus-per-task; launch/mpi.env sets 1), read through the same checks as the key, so a bad
+// value is an error naming the variable. Its first entry: "8,4" is OpenMP's nesting, 8 at the outer level.
+void threads_from_environment(Config& c, std::vector<Field>& fields) {
+  Field& threads = *std::find_if(fields.begin(), fields.end(), [](const Field& f) { return f.key == "threads"; });
+  if (!threads.origin.empty()) return;
+  const std::optional<std::string> omp = read_env(EnvVar::NumThreads);
+  if (!omp) return;
+  std::string first = omp->substr(0, omp->find(','));
+  first.erase(0, first.find_first_not_of(" \t"));
+  first.erase(first.find_last_not_of(" \t") + 1);
+  if (first.empty()) return;
+  const std::string at =
+      fmt::format("{}={} (taken as threads, which the config and --set leave out)", env_var_name(EnvVar::NumThreads), *omp);
+  assign(threads, YAML::Node(first), at);
+  c.threads_from = env_var_name(EnvVar::NumThreads);
+}
 }  // namespace
 
 Config parse_config(const std::string& text, const std::string& source, const std::vector<std::string>& overrides) {
@@ -640,6 +661,7 @@ Config parse_config(const std::string& text, const std::string& source, const st
     }
     assign(*it, value, "--set");
   }
+  threads_from_environment(c, fields);
   check_ranges(fields, source);
   check_train_weights(c);
   set_provisional_micro_tokens(c);

@@ -177,6 +177,9 @@ struct Config {
   std::string source;   // the YAML file it came from
   Backend backend = Backend::Cpu;
   int64_t threads = 1;  // math threads per rank
+  // Where `threads` came from when neither the file nor --set gives it: "OMP_NUM_THREADS" (parse_config reads it,
+  // as a Slurm script exports it from --cpus-per-task), else "" (the file, --set, or the default 1).
+  std::string threads_from;
   RunSection run;
   ModelSection model;
   DataSection data;

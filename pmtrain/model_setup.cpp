@@ -130,12 +130,36 @@ std::string init_model_parameters(Engine& engine, const ModelSection& m, const m
                      took());
 }
 
-int init_threads(int configured, int ranks_on_node) {
-  const int cores = int(std::thread::hardware_concurrency());  // the node's
-  int usable = cores;                                           // this rank's: its affinity mask
+namespace {
+struct Cores {
+  int node = 1;    // the node's
+  int usable = 1;  // this rank's: its affinity mask
+};
+Cores cores_here() {
+  Cores c;
+  c.node = std::max(1, int(std::thread::hardware_concurrency()));
+  c.usable = c.node;
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) usable = CPU_COUNT(&set);
-  return std::max({configured, std::min(usable, cores / std::max(1, ranks_on_node)), 1});
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) c.usable = CPU_COUNT(&set);
+  return c;
+}
+}  // namespace
+
+int init_threads(int configured, int ranks_on_node) {
+  const Cores c = cores_here();
+  return std::max({configured, std::min(c.usable, c.node / std::max(1, ranks_on_node)), 1});
+}
+
+std::string threads_oversubscription(int threads, int ranks_on_node) {
+  const Cores c = cores_here();
+  if (threads <= 1) return "";  // more ranks than cores is the launch's choice, not the threads'
+  if (threads > c.usable)
+    return fmt::format("{} math threads a rank on the {} CPU{} this rank may run on", threads, c.usable,
+                       c.usable > 1 ? "s" : "");
+  if (int64_t(threads) * ranks_on_node > c.node)
+    return fmt::format("{} ranks on this node x {} math threads = {} threads on its {} cores", ranks_on_node, threads,
+                       int64_t(threads) * ranks_on_node, c.node);
+  return "";
 }
 
 model::RewardModelOptions reward_model_options(const Config& cfg) {

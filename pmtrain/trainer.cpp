@@ -298,7 +298,13 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     if (test_pairs() > 0)
       printf("pmtrain: evaluation batches of at most %s per rank (%s)\n", eval_batch_.describe().c_str(),
              cfg_.batch.eval_micro + cfg_.batch.eval_micro_tokens > 0 ? "as set" : "what the step's activation memory holds");
-    printf("pmtrain: backend %s\n", stack_.backend_description.c_str());
+    printf("pmtrain: backend %s; %lld math thread%s a rank%s\n", stack_.backend_description.c_str(),
+           (long long)cfg_.threads, cfg_.threads > 1 ? "s" : "",
+           cfg_.threads_from.empty() ? "" : fmt::format(" ({})", cfg_.threads_from).c_str());
+    if (const std::string over = threads_oversubscription(int(cfg_.threads), info_.local_world); !over.empty())
+      printf("pmtrain: warning: %s: oversubscribed math threads spin against each other and slow every step; set "
+             "threads (or OMP_NUM_THREADS) to at most the cores over the node's ranks\n",
+             over.c_str());
     if (cfg_.model.checkpointing_auto)
       printf("pmtrain: activation checkpointing %s (model.activation_checkpointing auto: the least recompute whose "
              "memory plan fits)\n",

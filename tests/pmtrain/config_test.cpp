@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <optional>
+#include <string>
 
 #include "comm/hybrid_groups.h"
 #include "core/check.h"
@@ -146,6 +148,43 @@ TEST(PmtrainConfig, EachRangeEndIsWhereTheSchemaSaysIt) {
               std::string::npos)
         << b.key << "=" << b.bad;
   }
+}
+
+// `threads` left out of the file and --set comes from OMP_NUM_THREADS (as a Slurm script exports it from
+// --cpus-per-task), through the key's own checks; a value given anywhere wins over it.
+TEST(PmtrainConfig, ThreadsLeftOutComeFromOmpNumThreads) {
+  const char* was = std::getenv("OMP_NUM_THREADS");
+  const std::optional<std::string> saved = was ? std::optional<std::string>(was) : std::nullopt;
+  auto with_omp = [](const char* v) { v ? setenv("OMP_NUM_THREADS", v, 1) : unsetenv("OMP_NUM_THREADS"); };
+
+  with_omp(nullptr);
+  EXPECT_EQ(parse_config("", "t.yaml").threads, 1);
+  EXPECT_EQ(parse_config("", "t.yaml").threads_from, "");
+  with_omp("6");
+  EXPECT_EQ(parse_config("", "t.yaml").threads, 6);
+  EXPECT_EQ(parse_config("", "t.yaml").threads_from, "OMP_NUM_THREADS");
+  EXPECT_NE(to_yaml(parse_config("", "t.yaml")).find("threads: 6\n"), std::string::npos);
+  EXPECT_EQ(parse_config("threads: 2\n", "t.yaml").threads, 2);
+  EXPECT_EQ(parse_config("threads: 2\n", "t.yaml").threads_from, "");
+  EXPECT_EQ(parse_config("", "t.yaml", {"threads=3"}).threads, 3);
+  with_omp(" 8,4");  // OpenMP's nesting: the outer level's
+  EXPECT_EQ(parse_config("", "t.yaml").threads, 8);
+  with_omp("");  // set but empty: as OpenMP, ignored
+  EXPECT_EQ(parse_config("", "t.yaml").threads, 1);
+  with_omp("abc");
+  const std::string bad = error_of("");
+  EXPECT_NE(bad.find("OMP_NUM_THREADS=abc (taken as threads, which the config and --set leave out): key 'threads': "
+                     "cannot use 'abc' here"),
+            std::string::npos)
+      << bad;
+  EXPECT_EQ(error_of("threads: 1\n"), "no error");  // not read when the config gives threads
+  with_omp("0");
+  const std::string zero = error_of("");
+  EXPECT_NE(zero.find("OMP_NUM_THREADS=0 (taken as threads, which the config and --set leave out): key 'threads' is "
+                      "0; it must be >= 1"),
+            std::string::npos)
+      << zero;
+  with_omp(saved ? saved->c_str() : nullptr);
 }
 
 TEST(PmtrainConfig, TheFinalValueIsChecked) {

@@ -40,8 +40,8 @@ done
 # or the rank's share of the node's cores when that is more (init_threads: the CPUs it may run on, at most the
 # node's cores over its ranks): one CPU under taskset, every core of this machine for one rank, the config's
 # threads when that is more.
-model_line() { "$PMTRAIN" train "${RUN[@]}" --set run.dir=$TMP/m$1 --set run.steps=1 --set data.test_files=[] "${@:2}" 2>&1 \
-  | grep "^pmtrain: model"; }
+model_line() { "$PMTRAIN" train "${RUN[@]}" --set run.dir=$TMP/m$1 --set run.steps=1 --set data.test_files=[] "${@:2}" \
+  > $TMP/log_$1.txt 2>&1; grep "^pmtrain: model" $TMP/log_$1.txt; }
 cores=$(nproc --all)
 expect_threads() {
   local want=$1 line=$2
@@ -53,3 +53,25 @@ expect_threads 1 "$(taskset -c 0 "$PMTRAIN" train "${RUN[@]}" --set run.dir=$TMP
   2>&1 | grep "^pmtrain: model")"
 expect_threads $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) "$(model_line b)"  # nproc: the affinity mask
 expect_threads $((cores + 1)) "$(model_line c --set threads=$((cores + 1)))"
+
+# The backend line says how many math threads a rank computes with and where the number came from: the config's
+# `threads` (or --set), else OMP_NUM_THREADS (a Slurm script exports it from --cpus-per-task; launch/mpi.env sets
+# 1 here), else 1. More threads than the rank's CPUs is a warning at the start.
+expect_line() {  # expect_line RUN PATTERN WHAT
+  grep -qE "$2" $TMP/log_$1.txt || { cat $TMP/log_$1.txt; fail "$3: no line matching '$2'"; }
+  echo "ok: $3: $(grep -E "$2" $TMP/log_$1.txt | head -1)"
+}
+expect_line c "^pmtrain: backend cpu \(host memory, MPI\); $((cores + 1)) math threads a rank$" "threads from --set"
+expect_line c "^pmtrain: warning: $((cores + 1)) math threads a rank on the $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) CPUs? this rank may run on: oversubscribed" \
+  "more threads than CPUs"
+OMP_NUM_THREADS=2 model_line d > /dev/null
+expect_line d "^pmtrain: backend cpu \(host memory, MPI\); 2 math threads a rank \(OMP_NUM_THREADS\)$" "threads from OMP_NUM_THREADS"
+expect_line d "^threads: 2$" "OMP_NUM_THREADS's threads in the resolved config"
+OMP_NUM_THREADS=2 model_line e --set threads=1 > /dev/null
+expect_line e "^pmtrain: backend cpu \(host memory, MPI\); 1 math thread a rank$" "--set threads over OMP_NUM_THREADS"
+grep -q "^pmtrain: warning" $TMP/log_e.txt && { cat $TMP/log_e.txt; fail "a warning at one thread a rank"; }
+OMP_NUM_THREADS=x "$PMTRAIN" train "${RUN[@]}" --set run.dir=$TMP/mf > $TMP/log_f.txt 2>&1 && fail "OMP_NUM_THREADS=x ran"
+expect_line f "error: OMP_NUM_THREADS=x \(taken as threads, which the config and --set leave out\): key 'threads'" \
+  "a bad OMP_NUM_THREADS"
+[ -e $TMP/mf ] && fail "OMP_NUM_THREADS=x left run.dir behind"
+echo "ok: log_lines"
