@@ -124,6 +124,7 @@ LoadResult load_checkpoint(Engine& e, const std::string& dir, bool verify, size_
   res.saved_world = m.world;
   res.saved_shard_groups = m.shard_groups;
   res.saved_stage = m.stage;
+  res.config = m.config;
   return res;
 }
 

@@ -23,6 +23,7 @@ struct LoadResult {
   int saved_stage = 0;
   bool resharded = false;    // read through the general plan (not "each rank its own whole file")
   uint64_t bytes_read = 0;   // by this rank (hash-only passes included)
+  std::string config;        // the saving run's resolved config, as its manifest keeps it (Manifest::config)
 };
 
 // Restores master, m, v and the optimizer step of every group, then engine.sync_params(). On an error

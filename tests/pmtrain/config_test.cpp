@@ -15,6 +15,7 @@
 #include "comm/hybrid_groups.h"
 #include "core/check.h"
 #include "pmtrain/config.h"
+#include "pmtrain/config_changes.h"
 #include "pmtrain/engine_assembly.h"
 
 using namespace zero;
@@ -185,6 +186,46 @@ TEST(PmtrainConfig, ThreadsLeftOutComeFromOmpNumThreads) {
             std::string::npos)
       << zero;
   with_omp(saved ? saved->c_str() : nullptr);
+}
+
+// What a resumed run says it changed: keys compared as YAML, in the later config's order, then the ones gone;
+// a value "" is not a missing key; lists and empty mappings compared as one line each.
+TEST(PmtrainConfig, ChangesBetweenTwoResolvedConfigs) {
+  const std::string before =
+      "threads: 1\nrun:\n  resume: \"\"\n  steps: 4\noptim:\n  lr: 1e-05\ndata:\n  test_files:\n    - a.jsonl\n"
+      "  test_sets:\n    {}\n  old_key: 7\n";
+  EXPECT_TRUE(config_changes(before, before, "b").empty());
+  const std::string after =
+      "threads: 2\nrun:\n  resume: auto\n  steps: 4\noptim:\n  lr: 2e-05\ndata:\n  test_files:\n    - a.jsonl\n"
+      "    - b.jsonl\n  test_sets:\n    {}\n  new_key: x\n";
+  const std::vector<ConfigChange> c = config_changes(before, after, "b");
+  ASSERT_EQ(c.size(), 6u);
+  EXPECT_EQ(c[0].key, "threads");
+  EXPECT_EQ(c[0].before, "1");
+  EXPECT_EQ(c[0].after, "2");
+  EXPECT_EQ(c[1].key, "run.resume");
+  EXPECT_EQ(c[1].before, "");
+  EXPECT_EQ(c[2].key, "optim.lr");
+  EXPECT_EQ(c[3].key, "data.test_files");
+  EXPECT_EQ(c[3].after, "[a.jsonl, b.jsonl]");
+  EXPECT_EQ(c[4].key, "data.new_key");
+  EXPECT_FALSE(c[4].before.has_value());
+  EXPECT_EQ(c[5].key, "data.old_key");
+  EXPECT_FALSE(c[5].after.has_value());
+  EXPECT_EQ(describe_changes(c, 12),
+            "threads 1 -> 2; run.resume \"\" -> auto; optim.lr 1e-05 -> 2e-05; data.test_files [a.jsonl] -> [a.jsonl, "
+            "b.jsonl]; data.new_key (none) -> x; data.old_key 7 -> (none)");
+  EXPECT_EQ(describe_changes(c, 2), "threads 1 -> 2; run.resume \"\" -> auto; and 4 more");
+  // The text written by to_yaml compares with itself key by key: no change from a round trip.
+  const std::string resolved = to_yaml(parse_config("threads: 3\n", "t.yaml"));
+  EXPECT_TRUE(config_changes(resolved, to_yaml(parse_config(resolved, "r.yaml")), "r").empty());
+  EXPECT_EQ(config_changes(resolved, to_yaml(parse_config(resolved, "r.yaml", {"zero.stage=3"})), "r").size(), 1u);
+  try {
+    config_changes("- a\n", after, "step_2/manifest.json's config");
+    ADD_FAILURE() << "a list compared as a config";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("step_2/manifest.json's config: not a config"), std::string::npos) << e.what();
+  }
 }
 
 TEST(PmtrainConfig, TheFinalValueIsChecked) {

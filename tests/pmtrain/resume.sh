@@ -21,6 +21,9 @@ for stage in 0 1 2 3; do
   # The weights come from the checkpoint alone: no random init first, for the load to replace.
   grep -q "^pmtrain: model .*(the weights of the checkpoint resumed from, below)" $TMP/out.txt && ! grep -q "random init" $TMP/out.txt \
     || { grep "^pmtrain: model" $TMP/out.txt; fail "stage $stage: the resumed run initialised the weights too"; }
+  # The settings it changes from the run that saved step_2, each once, and nothing else.
+  want="^pmtrain: 2 settings differ from the run that saved the checkpoint: run.save_final true -> false; run.stop_at 2 -> 0$"
+  grep -qE "$want" $TMP/out.txt || { grep "^pmtrain" $TMP/out.txt; fail "stage $stage: no line '$want'"; }
   diff <(fields $TMP/full$stage/metrics.jsonl) <(fields $TMP/cut$stage/metrics.jsonl) \
     || fail "stage $stage: resumed run differs from the uninterrupted one"
   echo "stage $stage: resume bit-exact ($(fields $TMP/cut$stage/metrics.jsonl | tail -1))"
@@ -52,6 +55,8 @@ echo "ok: a damaged checkpoint's error is said once at 2 ranks"
 train 4 --set zero.stage=3 --set run.dir=$TMP/re --set run.stop_at=2
 train 2 --set zero.stage=1 --set run.dir=$TMP/re --set run.resume=auto --set run.save_final=false
 grep -q "resharded" $TMP/out.txt || { cat $TMP/out.txt; fail "reshard: not resharded"; }
+want="^pmtrain: 3 settings differ from the run that saved the checkpoint: run.save_final true -> false; run.stop_at 2 -> 0; zero.stage 3 -> 1$"
+grep -qE "$want" $TMP/out.txt || { grep "^pmtrain" $TMP/out.txt; fail "reshard: no line '$want'"; }
 diff <(json_field $TMP/full1/metrics.jsonl train pair_id_sum) <(json_field $TMP/re/metrics.jsonl train pair_id_sum) \
   || fail "reshard: the pairs per step differ (a pair repeated or skipped)"
 awk 'NR == FNR { a[FNR] = $1; next } { d = a[FNR] - $1; if (d < 0) d = -d; if (d > 1e-5 * a[FNR] + 1e-7) exit 1 }' \
