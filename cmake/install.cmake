@@ -1,6 +1,7 @@
 # `cmake --install`: the engine as a library other trainers embed. Installs the libraries, a deliberate
 # set of public headers under include/zero/ (the same paths as in this tree: #include "zero/engine.h"),
-# a CMake package (find_package(zero): zero::core, zero::comm, zero::optim, zero::engine,
+# a CMake package (find_package(zero): zero::core, zero::launch_env (zero::comm's environment table, no MPI),
+# zero::comm, zero::optim, zero::engine,
 # zero::checkpoint, with their MPI/Eigen/fmt/json/xxhash dependencies found again by zeroConfig.cmake;
 # zero::cuda, when built, only for the component cuda, find_package(zero COMPONENTS cuda), which alone
 # finds CUDA and NCCL: a CPU consumer of a CUDA-built install needs neither) and a pkg-config file
@@ -20,7 +21,7 @@ set(ZERO_PUBLIC_HEADERS
   checkpoint/checkpointer.h checkpoint/agree.h checkpoint/async_writer.h checkpoint/fault.h checkpoint/file_io.h
   checkpoint/load.h checkpoint/manifest.h checkpoint/publish.h checkpoint/shard_layout.h checkpoint/shared_dir.h
   checkpoint/verify.h)
-set(ZERO_INSTALL_TARGETS zero_core zero_comm zero_optim zero_engine zero_checkpoint)
+set(ZERO_INSTALL_TARGETS zero_core zero_launch_env zero_comm zero_optim zero_engine zero_checkpoint)
 if(ZERO_CUDA_ENABLED)
   list(APPEND ZERO_PUBLIC_HEADERS cuda/cuda_ops.h cuda/nccl_communicator.h cuda/device_select.h cuda/device_allocator.h
     cuda/host_wait.h)
