@@ -605,13 +605,16 @@ std::vector<YAML::Mark> document_starts(const std::string& text, const std::stri
   return m;
 }
 
-
-// `threads` left out of the file and --set: OMP_NUM_THREADS, as OpenMP itself and torch would take it (a Slurm
-// script sets it from --cpus-per-task; launch/mpi.env sets 1), read through the same checks as the key, so a bad
-// value is an error naming the variable. Its first entry: "8,4" is OpenMP's nesting, 8 at the outer level.
-void threads_from_environment(Config& c, std::vector<Field>& fields) {
+// Where `threads` came from (Config::threads_from). Left out of the file and --set: OMP_NUM_THREADS, as OpenMP
+// itself and torch take it (a Slurm script sets it from --cpus-per-task; launch/mpi.env sets 1), read through the
+// same checks as the key, so a bad value is an error naming the variable. Its first entry: "8,4" is OpenMP's
+// nesting, 8 at the outer level.
+void resolve_threads(Config& c, std::vector<Field>& fields) {
   Field& threads = *std::find_if(fields.begin(), fields.end(), [](const Field& f) { return f.key == "threads"; });
-  if (!threads.origin.empty()) return;
+  if (!threads.origin.empty()) {
+    c.threads_from = ThreadsFrom::Config;
+    return;
+  }
   const std::optional<std::string> omp = read_env(EnvVar::NumThreads);
   if (!omp) return;
   std::string first = omp->substr(0, omp->find(','));
@@ -621,7 +624,7 @@ void threads_from_environment(Config& c, std::vector<Field>& fields) {
   const std::string at =
       fmt::format("{}={} (taken as threads, which the config and --set leave out)", env_var_name(EnvVar::NumThreads), *omp);
   assign(threads, YAML::Node(first), at);
-  c.threads_from = env_var_name(EnvVar::NumThreads);
+  c.threads_from = ThreadsFrom::OmpNumThreads;
 }
 }  // namespace
 
@@ -661,7 +664,7 @@ Config parse_config(const std::string& text, const std::string& source, const st
     }
     assign(*it, value, "--set");
   }
-  threads_from_environment(c, fields);
+  resolve_threads(c, fields);
   check_ranges(fields, source);
   check_train_weights(c);
   set_provisional_micro_tokens(c);

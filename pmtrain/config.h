@@ -173,13 +173,15 @@ struct LossSection {
   double center_rewards = model::RewardModelOptions{}.center_rewards;
 };
 
+// Where a config's `threads` came from: the file or --set; else OMP_NUM_THREADS (parse_config reads it, as a Slurm
+// script exports it from --cpus-per-task); else the default, 1.
+enum class ThreadsFrom { Default, Config, OmpNumThreads };
+
 struct Config {
   std::string source;   // the YAML file it came from
   Backend backend = Backend::Cpu;
   int64_t threads = 1;  // math threads per rank
-  // Where `threads` came from when neither the file nor --set gives it: "OMP_NUM_THREADS" (parse_config reads it,
-  // as a Slurm script exports it from --cpus-per-task), else "" (the file, --set, or the default 1).
-  std::string threads_from;
+  ThreadsFrom threads_from = ThreadsFrom::Default;
   RunSection run;
   ModelSection model;
   DataSection data;

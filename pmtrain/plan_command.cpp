@@ -76,6 +76,20 @@ std::string time_text(double s) {
 }
 
 // The training data at its own lengths under the config's batch layout: what the epoch time prices.
+// A rank's CPUs and host threads in the launch `pmtrain plan` writes (--sbatch): a GPU rank gets kGpuRankCpus
+// (its data, NCCL and launcher threads, and an offloaded AdamW) or the config's `threads` when more, a CPU rank
+// its math threads. The script exports --cpus-per-task as OMP_NUM_THREADS, which a run takes as `threads` where
+// the config and --set leave that key out (Config::threads_from): so a GPU rank then steps an offloaded AdamW on
+// kGpuRankCpus threads, and its plan prices it so.
+constexpr int64_t kGpuRankCpus = 8;
+int64_t planned_cpus_per_task(const Config& cfg, bool gpu) {
+  const int64_t given = cfg.threads_from == ThreadsFrom::Config ? cfg.threads : 1;
+  return gpu ? std::max(kGpuRankCpus, given) : std::max<int64_t>(1, cfg.threads);
+}
+int64_t planned_rank_threads(const Config& cfg, bool gpu) {
+  return cfg.threads_from == ThreadsFrom::Config ? cfg.threads : planned_cpus_per_task(cfg, gpu);
+}
+
 struct DataLengths {
   int64_t pairs = 0;           // 0: not read (--dataset-pairs gave the count); the epoch is then at max_len
   double tokens_per_pair = 0;  // tokens computed a pair: both answers, a shared prompt once
@@ -246,7 +260,8 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
   const double adamw_rate = s.prof.adamw_elements > 0 ? s.prof.adamw_elements : s.prof.elementwise_bytes / traffic::adamw(at);
   t.elementwise_s = (steps * micro_bytes + step_bytes) / (s.prof.elementwise_bytes * share) + shard / (adamw_rate * share);
   if (ec.offload_optimizer && s.device == PlanDevice::Gpu) {
-    // zero.offload: AdamW and the cast run on the host's `threads` cores instead of the device, the gradients
+    // zero.offload: AdamW and the cast run on the rank's host threads (planned_rank_threads: those of the launch
+    // --sbatch writes) instead of the device, the gradients
     // come down while the host steps the chunk before (the slower of the two) and the params go up while it
     // casts the next. Assumed, not measured (a profile has no host side for a GPU): pinned copies over PCIe
     // Gen5 x16 at kOffloadLinkBytes, shared by the node's ranks; a core steps kOffloadCoreElements elements a
@@ -254,7 +269,7 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
     constexpr double kOffloadLinkBytes = 20e9, kOffloadCoreElements = 200e6, kHostMemoryBytes = 200e9;
     const double ranks = double(c.per_node);
     const double host_rate =
-        std::min(double(std::max<int64_t>(1, s.cfg.threads)) * kOffloadCoreElements, kHostMemoryBytes / 32 / ranks);
+        std::min(double(planned_rank_threads(s.cfg, true)) * kOffloadCoreElements, kHostMemoryBytes / 32 / ranks);
     const double link = kOffloadLinkBytes / ranks;
     t.elementwise_s += std::max(shard * a / link, shard / host_rate) + shard * p / link - shard / (adamw_rate * share);
   }
@@ -711,8 +726,7 @@ void write_sbatch(const PlanArgs& a, const Setup& s, const Cell& c) {
       << "#SBATCH --nodes=" << c.nodes << "\n"
       << "#SBATCH --ntasks-per-node=" << c.per_node << "\n";
   if (gpu) out << "#SBATCH --gpus-per-node=" << c.per_node << "\n";
-  // A GPU rank's host threads (data, NCCL, the launcher) want a few cores; a CPU rank its math threads.
-  out << "#SBATCH --cpus-per-task=" << (gpu ? int64_t(8) : std::max<int64_t>(1, s.cfg.threads)) << "\n"
+  out << "#SBATCH --cpus-per-task=" << planned_cpus_per_task(s.cfg, gpu) << "\n"
       << "#SBATCH --mem=" << mem_gib << "G\n"
       << fmt::format("#SBATCH --time={:02d}:{:02d}:00\n", mins / 60, mins % 60)
       // The time limit: the job's steps (the ranks, not this shell) get SIGTERM this long before it, save a

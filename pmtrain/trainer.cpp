@@ -13,15 +13,16 @@
 #include "checkpoint/shared_dir.h"
 #include "checkpoint/verify.h"
 #include "comm/hybrid_groups.h"
+#include "comm/launch_env.h"
 #include "core/check.h"
 #include "core/process_memory.h"
 #include "data/token_cache.h"
 #include "model/hf_export.h"
 #include "pmtrain/backend_setup.h"
+#include "pmtrain/config_changes.h"
 #include "pmtrain/data_setup.h"
 #include "pmtrain/engine_assembly.h"
 #include "pmtrain/export_command.h"
-#include "pmtrain/config_changes.h"
 #include "pmtrain/model_setup.h"
 #include "pmtrain/ordered_sums.h"
 #include "pmtrain/paths.h"
@@ -301,7 +302,8 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
              cfg_.batch.eval_micro + cfg_.batch.eval_micro_tokens > 0 ? "as set" : "what the step's activation memory holds");
     printf("pmtrain: backend %s; %lld math thread%s a rank%s\n", stack_.backend_description.c_str(),
            (long long)cfg_.threads, cfg_.threads > 1 ? "s" : "",
-           cfg_.threads_from.empty() ? "" : fmt::format(" ({})", cfg_.threads_from).c_str());
+           cfg_.threads_from == ThreadsFrom::OmpNumThreads ? fmt::format(" ({})", env_var_name(EnvVar::NumThreads)).c_str()
+                                                            : "");
     if (const std::string over = threads_oversubscription(int(cfg_.threads), info_.local_world); !over.empty())
       printf("pmtrain: warning: %s: oversubscribed math threads spin against each other and slow every step; set "
              "threads (or OMP_NUM_THREADS) to at most the cores over the node's ranks\n",

@@ -160,13 +160,13 @@ TEST(PmtrainConfig, ThreadsLeftOutComeFromOmpNumThreads) {
 
   with_omp(nullptr);
   EXPECT_EQ(parse_config("", "t.yaml").threads, 1);
-  EXPECT_EQ(parse_config("", "t.yaml").threads_from, "");
+  EXPECT_EQ(parse_config("", "t.yaml").threads_from, ThreadsFrom::Default);
   with_omp("6");
   EXPECT_EQ(parse_config("", "t.yaml").threads, 6);
-  EXPECT_EQ(parse_config("", "t.yaml").threads_from, "OMP_NUM_THREADS");
+  EXPECT_EQ(parse_config("", "t.yaml").threads_from, ThreadsFrom::OmpNumThreads);
   EXPECT_NE(to_yaml(parse_config("", "t.yaml")).find("threads: 6\n"), std::string::npos);
   EXPECT_EQ(parse_config("threads: 2\n", "t.yaml").threads, 2);
-  EXPECT_EQ(parse_config("threads: 2\n", "t.yaml").threads_from, "");
+  EXPECT_EQ(parse_config("threads: 2\n", "t.yaml").threads_from, ThreadsFrom::Config);
   EXPECT_EQ(parse_config("", "t.yaml", {"threads=3"}).threads, 3);
   with_omp(" 8,4");  // OpenMP's nesting: the outer level's
   EXPECT_EQ(parse_config("", "t.yaml").threads, 8);

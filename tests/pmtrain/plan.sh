@@ -250,6 +250,9 @@ done
 grep -qE '^#SBATCH --time=[0-9]{2,}:[0-5][0-9]:00$' $TMP/job.sbatch || { cat $TMP/job.sbatch; fail "sbatch: --time"; }
 grep -qE '^#SBATCH --mem=[0-9]+G$' $TMP/job.sbatch || fail "sbatch: --mem"
 grep -qE '^srun --mpi=pmix --distribution=block "\$PMTRAIN" train configs/qwen3_4b_bs128.yaml --set zero.stage=[0-3] --set batch.global=128 ' $TMP/job.sbatch || { cat $TMP/job.sbatch; fail "sbatch: srun line"; }
+# A GPU rank's CPUs: 8, or the config's threads when more (an offloaded AdamW's cores).
+"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 16 --gpu-mem 24GiB --set threads=12 --sbatch $TMP/job12.sbatch > /dev/null
+grep -q "^#SBATCH --cpus-per-task=12$" $TMP/job12.sbatch || { grep cpus $TMP/job12.sbatch; fail "sbatch: threads 12 on 8 CPUs"; }
 "$PMTRAIN" plan configs/tiny_cpu.yaml --world 4 --sbatch $TMP/cpu.sbatch --launcher mpirun > /dev/null
 bash -n $TMP/cpu.sbatch || fail "cpu sbatch: syntax"
 ! grep -q "gpus-per-node" $TMP/cpu.sbatch || fail "cpu sbatch asks for GPUs"
@@ -265,6 +268,25 @@ OMPI_MCA_rmaps_base_ranking_policy=node timeout 60 mpirun $opts --host nodeA:2,n
 map=$(awk '/Data for node:/ { node = $4 } /Process rank:/ { printf "%s:%s ", $9, node }' $TMP/map.txt)
 [ "$map" = "0:nodeA 1:nodeA 2:nodeB 3:nodeB " ] || { cat $TMP/map.txt; fail "Open MPI places the sbatch's ranks as '$map'"; }
 echo "ok: sbatch scripts; Open MPI maps the mpirun line's ranks in blocks: $map"
+
+# An offloaded AdamW (zero.offload) runs on the rank's host threads: the config's `threads`, else the 8 CPUs the
+# --sbatch script gives a GPU rank (exported as OMP_NUM_THREADS, which the run takes as threads). At an assumed
+# 200 M elements a second a core and the host-bound side of its overlap with the link (5e9 elements/s at one rank),
+# 1 thread against 8 adds psi x (1 / 2e8 - 1 / 1.6e9) seconds a step: 1.7B's psi from its parameters' bytes.
+off() { "$PMTRAIN" plan configs/qwen3_1_7b_bs128.yaml --world 1 --gpu-mem 80GiB --dataset-pairs 1000 --json \
+  --set zero.offload=optimizer "$@"; }
+off > $TMP/off8.json && off --set threads=1 > $TMP/off1.json || fail "plan 1.7b with zero.offload"
+python3 - $TMP/off8.json $TMP/off1.json <<'PY' || fail "plan: offload threads"
+import json, sys
+c8, c1 = ({c["stage"]: c for c in json.load(open(f))["cells"]}[0] for f in sys.argv[1:])
+psi = c8["components_bytes"]["params"] / 2  # bf16 params
+want = psi * (1 / 2e8 - 1 / 1.6e9)
+got = c1["step_seconds"] - c8["step_seconds"]
+assert c1["micro"] == c8["micro"] and c1["accum"] == c8["accum"], (c1, c8)
+assert abs(got - want) <= 0.01 * want, (got, want, c8["step_seconds"], c1["step_seconds"])
+print(f"ok: offloaded AdamW at stage 0: {c8['step_seconds']:.2f} s a step on 8 threads, {c1['step_seconds']:.2f} on 1 "
+      f"(+{got:.2f} s, {want:.2f} worked by hand)")
+PY
 
 # A token-budget config: the plan keeps the budget (no micro of its own), says how many pairs of max_len it
 # holds and the most micro-steps a step takes, and its sbatch line is one `train` accepts as the shell reads
