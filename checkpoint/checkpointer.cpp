@@ -134,8 +134,7 @@ void Checkpointer::fail_save(int64_t step, const Failure& f) {
 std::optional<std::string> Checkpointer::resume_path(const std::string& spec) {
   verified_.clear();
   if (spec != "auto") return spec;
-  // Newest first (nothing newer than `latest`: a run started over keeps an older run's higher steps on disk).
-  // Rank 0 finds the newest checkpoint whose files are all there at their sizes (a stat each); then every rank
+  // Rank 0 finds the newest checkpoint whose files are all there at their sizes (newest_complete_step); then every rank
   // hashes its share of that one's files (file q by rank q mod W), all at once, each file once: not all of them
   // by rank 0 while the others wait (85 GiB at Qwen3-8B), and not again by the load. A checkpoint that any rank
   // finds corrupted is skipped, in that rank's words (said by rank 0), for the next older one.
@@ -143,19 +142,11 @@ std::optional<std::string> Checkpointer::resume_path(const std::string& spec) {
   double below = std::numeric_limits<double>::infinity();
   for (;;) {
     double chosen = -1;
-    if (comm_.rank() == 0) {
-      const std::vector<int64_t> steps = list_steps(paths);
-      const std::optional<int64_t> newest = latest_step(paths);
-      for (auto it = steps.rbegin(); it != steps.rend() && chosen < 0; ++it) {
-        if ((newest && *it > *newest) || double(*it) >= below) continue;
-        const std::string problem = checkpoint_problem(paths.step_dir(*it), /*verify=*/false);
-        if (problem.empty()) {
-          chosen = double(*it);
-        } else {
-          fprintf(stderr, "checkpoint: resume auto: skipping step_%lld: %s\n", (long long)*it, problem.c_str());
-        }
-      }
-    }
+    if (comm_.rank() == 0)
+      if (const auto step = newest_complete_step(paths, below, [](int64_t skip, const std::string& problem) {
+            fprintf(stderr, "checkpoint: resume auto: skipping step_%lld: %s\n", (long long)skip, problem.c_str());
+          }))
+        chosen = double(*step);
     comm_.all_reduce_scalars(&chosen, 1, ReduceOp::Max);
     if (chosen < 0) return std::nullopt;
     const std::string dir = paths.step_dir(int64_t(chosen));

@@ -41,4 +41,17 @@ std::string checkpoint_problem_shared(Communicator& comm, const std::string& dir
   return any ? any->message : std::string();
 }
 
+std::optional<int64_t> newest_complete_step(const RunPaths& p, double below,
+                                            const std::function<void(int64_t step, const std::string& problem)>& skipped) {
+  const std::vector<int64_t> steps = list_steps(p);
+  const std::optional<int64_t> newest = latest_step(p);
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    if ((newest && *it > *newest) || double(*it) >= below) continue;
+    const std::string problem = checkpoint_problem(p.step_dir(*it), /*verify=*/false);
+    if (problem.empty()) return *it;
+    skipped(*it, problem);
+  }
+  return std::nullopt;
+}
+
 }  // namespace zero::checkpoint

@@ -4,9 +4,13 @@
 // without a problem, saying why it skipped any newer one: rank 0 checks the sizes, then the ranks hash the
 // files, each its share (checkpoint_problem_shared); run.export's checkpoint is checked the same way.
 #pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "checkpoint/file_io.h"
+#include "checkpoint/publish.h"
 #include "comm/communicator.h"
 
 namespace zero::checkpoint {
@@ -27,5 +31,12 @@ std::string checkpoint_problem(const std::string& dir, bool verify, HashShare sh
 // the wall time of 1/W of the bytes, not all of them on one rank while the others wait (85 GiB at Qwen3-8B).
 // "" on every rank when sound, else the lowest failing rank's problem, on every rank.
 std::string checkpoint_problem_shared(Communicator& comm, const std::string& dir, const ReadProgress& on_read = {});
+
+// The step of the newest complete checkpoint of a run whose files are all there at their sizes (a stat each; no
+// hashing), newest first below `below` and at most the step `latest` names (a run started over keeps an older
+// run's higher steps on disk); each newer one that is not is told to `skipped` with its problem. nullopt when
+// none is. Local: resume auto's first pass on rank 0 (Checkpointer::resume_path), and pmtrain's --dry-run.
+std::optional<int64_t> newest_complete_step(const RunPaths& p, double below,
+                                            const std::function<void(int64_t step, const std::string& problem)>& skipped);
 
 }  // namespace zero::checkpoint

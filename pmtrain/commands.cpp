@@ -3,17 +3,21 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/manifest.h"
+#include "checkpoint/verify.h"
 #include "comm/hybrid_groups.h"
 #include "comm/launch_env.h"
 #include "core/check.h"
 #include "data/tokenizer.h"
 #include "model/reward_model.h"
+#include "pmtrain/config_changes.h"
 #include "pmtrain/engine_assembly.h"
 #include "pmtrain/model_setup.h"
 #include "pmtrain/paths.h"
@@ -71,6 +75,32 @@ void print_plan(const Config& given, int world, int per_node) {
 }
 
 int default_world(const Config& cfg) { return cfg.batch.world > 0 ? int(cfg.batch.world) : 1; }
+
+// --dry-run with --resume (run.resume): the checkpoint the run would continue (auto: the newest complete one whose
+// files are there at their sizes, as resume auto's first pass finds it; the run also checks their checksums and
+// goes to an older one past a corrupted one) and the settings the run would change from the one that saved it.
+void print_resume_preview(const Config& cfg) {
+  if (cfg.run.resume.empty()) return;
+  std::string dir = cfg.run.resume;
+  if (dir == "auto") {
+    const checkpoint::RunPaths paths(cfg.run.dir);
+    const auto step = checkpoint::newest_complete_step(paths, std::numeric_limits<double>::infinity(),
+                                                       [](int64_t skip, const std::string& problem) {
+                                                         printf("resume auto: step_%lld would be skipped: %s\n",
+                                                                (long long)skip, problem.c_str());
+                                                       });
+    if (!step) {
+      printf("resume auto: no checkpoint in %s yet: the run would start fresh\n", cfg.run.dir.c_str());
+      return;
+    }
+    dir = paths.step_dir(*step);
+  }
+  const checkpoint::Manifest m = checkpoint::Manifest::read(dir);  // a path that is no checkpoint: its error
+  printf("resume: from %s: step %lld, saved at world %d stage %d (its checksums are checked when the run starts)\n",
+         dir.c_str(), (long long)m.step, m.world * m.shard_groups, m.stage);
+  const std::string line = settings_changed_line(m.config, cfg, dir);
+  printf("resume: %s\n", line.empty() ? "no setting differs from the run that saved the checkpoint" : line.c_str());
+}
 }  // namespace
 
 Config load_resolved_config(const ConfigArgs& a) {
@@ -95,6 +125,7 @@ int run_dry_run(const TrainArgs& a) {
   Config cfg = load_resolved_config(c);
   const int world = launcher_world().value_or(default_world(cfg));
   printf("--- resolved config (dry run: nothing is trained or written) ---\n%s---\n", to_yaml(cfg).c_str());
+  print_resume_preview(cfg);
   // Under a launcher its placement (zero.shard_ranks node, and a warning for groups across nodes, as the run
   // reads MPI's), else one node of them all.
   const std::vector<int> nodes = launcher_node_of_rank(world).value_or(std::vector<int>(size_t(world), 0));

@@ -84,4 +84,17 @@ std::string describe_changes(const std::vector<ConfigChange>& changes, size_t mo
   return out;
 }
 
+std::string settings_changed_line(const std::string& saved_config, const Config& now, const std::string& checkpoint_dir) {
+  std::vector<ConfigChange> changes;
+  try {
+    changes = config_changes(saved_config, to_yaml(now), fmt::format("{}/manifest.json's config", checkpoint_dir));
+  } catch (const ConfigError& e) {
+    return fmt::format("the checkpoint's settings cannot be compared with this run's: {}", e.what());
+  }
+  std::erase_if(changes, [](const ConfigChange& c) { return c.key == "run.resume" || c.key == "run.start_over"; });
+  if (changes.empty()) return "";
+  return fmt::format("{} setting{} differ{} from the run that saved the checkpoint: {}", changes.size(),
+                     changes.size() > 1 ? "s" : "", changes.size() > 1 ? "" : "s", describe_changes(changes, 12));
+}
+
 }  // namespace zero::pmtrain

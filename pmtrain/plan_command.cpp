@@ -75,7 +75,6 @@ std::string time_text(double s) {
   return fmt::format("{:.2f} s", s);
 }
 
-// The training data at its own lengths under the config's batch layout: what the epoch time prices.
 // A rank's CPUs and host threads in the launch `pmtrain plan` writes (--sbatch): a GPU rank gets kGpuRankCpus
 // (its data, NCCL and launcher threads, and an offloaded AdamW) or the config's `threads` when more, a CPU rank
 // its math threads. The script exports --cpus-per-task as OMP_NUM_THREADS, which a run takes as `threads` where
@@ -90,6 +89,7 @@ int64_t planned_rank_threads(const Config& cfg, bool gpu) {
   return cfg.threads_from == ThreadsFrom::Config ? cfg.threads : planned_cpus_per_task(cfg, gpu);
 }
 
+// The training data at its own lengths under the config's batch layout: what the epoch time prices.
 struct DataLengths {
   int64_t pairs = 0;           // 0: not read (--dataset-pairs gave the count); the epoch is then at max_len
   double tokens_per_pair = 0;  // tokens computed a pair: both answers, a shared prompt once
@@ -261,9 +261,8 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
   t.elementwise_s = (steps * micro_bytes + step_bytes) / (s.prof.elementwise_bytes * share) + shard / (adamw_rate * share);
   if (ec.offload_optimizer && s.device == PlanDevice::Gpu) {
     // zero.offload: AdamW and the cast run on the rank's host threads (planned_rank_threads: those of the launch
-    // --sbatch writes) instead of the device, the gradients
-    // come down while the host steps the chunk before (the slower of the two) and the params go up while it
-    // casts the next. Assumed, not measured (a profile has no host side for a GPU): pinned copies over PCIe
+    // --sbatch writes) instead of the device, the gradients come down while the host steps the chunk before (the
+    // slower of the two) and the params go up while it casts the next. Assumed, not measured (a profile has no host side for a GPU): pinned copies over PCIe
     // Gen5 x16 at kOffloadLinkBytes, shared by the node's ranks; a core steps kOffloadCoreElements elements a
     // second, at most the node's memory bandwidth over 32 bytes an element.
     constexpr double kOffloadLinkBytes = 20e9, kOffloadCoreElements = 200e6, kHostMemoryBytes = 200e9;

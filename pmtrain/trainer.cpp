@@ -412,24 +412,11 @@ void Trainer::resume(const std::string& path) {
            r.saved_shard_groups > 1 ? fmt::format(" (shard groups of {})", r.saved_world).c_str() : "", r.saved_stage,
            r.resharded ? " (resharded onto this world size and stage)" : "", resume_check_s_, load_s,
            format_bytes(double(r.bytes_read)).c_str());
-  if (info_.rank == 0) print_changed_settings(r);
-}
-
-// The settings this run changes from the one that saved the checkpoint (run.resume and run.start_over say how
-// a run starts, not how it trains: left out). Said, not refused: a learning rate lowered to tame a divergence
-// is a resume's purpose; what is refused (the data order's settings) is refused by the sampler.
-void Trainer::print_changed_settings(const checkpoint::LoadResult& r) const {
-  std::vector<ConfigChange> changes;
-  try {
-    changes = config_changes(r.config, to_yaml(cfg_), fmt::format("{}/manifest.json's config", r.dir));
-  } catch (const ConfigError& e) {  // a checkpoint is loaded for its weights and state: this line is no reason to stop
-    printf("pmtrain: the checkpoint's settings cannot be compared with this run's: %s\n", e.what());
-    return;
-  }
-  std::erase_if(changes, [](const ConfigChange& c) { return c.key == "run.resume" || c.key == "run.start_over"; });
-  if (changes.empty()) return;
-  printf("pmtrain: %zu setting%s differ%s from the run that saved the checkpoint: %s\n", changes.size(),
-         changes.size() > 1 ? "s" : "", changes.size() > 1 ? "" : "s", describe_changes(changes, 12).c_str());
+  // The settings this run changes from the one that saved the checkpoint. Said, not refused: a learning rate
+  // lowered to tame a divergence is a resume's purpose; the data order's settings are refused by the sampler.
+  if (info_.rank == 0)
+    if (const std::string line = settings_changed_line(r.config, cfg_, r.dir); !line.empty())
+      printf("pmtrain: %s\n", line.c_str());
 }
 
 void Trainer::wait_for_saves(bool all) {

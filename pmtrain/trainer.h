@@ -91,7 +91,6 @@ class Trainer {
   // state, step and data order.
   std::optional<std::string> resume_choice();
   void resume(const std::string& path);
-  void print_changed_settings(const checkpoint::LoadResult& r) const;  // rank 0, after a resume
   double resume_check_s_ = 0;  // resume_choice's time: finding the checkpoint and hashing its files
   // eval: the evaluation at this step, stored with the checkpoint (run.keep_best ranks checkpoints by it).
   // eval_owed: a stop came before the step's evaluation ended; the resumed run evaluates, then pay_owed_eval.

@@ -16,6 +16,20 @@ for stage in 0 1 2 3; do
   train 2 --set zero.stage=$stage --set run.dir=$TMP/full$stage --set run.save_final=false
   train 2 --set zero.stage=$stage --set run.dir=$TMP/cut$stage --set run.stop_at=2
   grep -q "stopped at step 2 of 4" $TMP/out.txt || fail "stage $stage: no early stop"
+  if [ $stage = 0 ]; then  # --dry-run first: the checkpoint it would take and the settings it would change, nothing run
+    "$PMTRAIN" train $COMMON --set zero.stage=0 --set run.dir=$TMP/cut0 --set run.resume=auto --set run.save_final=false \
+      --dry-run > $TMP/dry.txt 2>&1 || { cat $TMP/dry.txt; fail "dry run of the resume"; }
+    for want in "^resume: from $TMP/cut0/checkpoints/step_2: step 2, saved at world 2 stage 0 \(" \
+        "^resume: 2 settings differ from the run that saved the checkpoint: run.save_final true -> false; run.stop_at 2 -> 0$"; do
+      grep -qE "$want" $TMP/dry.txt || { cat $TMP/dry.txt; fail "dry run of the resume: no line '$want'"; }
+    done
+    "$PMTRAIN" train $COMMON --set run.dir=$TMP/none --set run.resume=auto --dry-run > $TMP/dry.txt 2>&1 \
+      || { cat $TMP/dry.txt; fail "dry run of a resume with no checkpoint"; }
+    grep -q "^resume auto: no checkpoint in $TMP/none yet: the run would start fresh$" $TMP/dry.txt \
+      || { cat $TMP/dry.txt; fail "dry run: no word that nothing is there to resume"; }
+    [ -e $TMP/none ] && fail "the dry run made run.dir"
+    echo "ok: --dry-run with --resume auto names the checkpoint and the settings it would change"
+  fi
   train 2 --set zero.stage=$stage --set run.dir=$TMP/cut$stage --set run.resume=auto --set run.save_final=false
   grep -q "resumed from .*step_2: step 2" $TMP/out.txt || { cat $TMP/out.txt; fail "stage $stage: did not resume"; }
   # The weights come from the checkpoint alone: no random init first, for the load to replace.
