@@ -110,7 +110,7 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
   TrainStack stack;
   {
     const Communicator::SlowPhase slow(*comm, cfg.run.slow_phase_timeout_s);  // set-up: one rank may lag
-    stack = assemble_train_stack(cfg, *comm, qc, engine_config(cfg, W, batch.accum, a.steps));
+    stack = assemble_train_stack(cfg, *comm, qc, run_engine_config(cfg, W, info.local_world, batch.accum, a.steps));
     init_stack_weights(stack, cfg, qc, info.local_world);
   }
   const int64_t params = int64_t(stack.engine->partition().total_numel);

@@ -206,7 +206,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     total_steps_ = 1;  // the engine's LR schedule needs a length; evaluation never steps
   }
 
-  const EngineConfig ec = engine_config(cfg_, W, batch_.accum, total_steps_);
+  const EngineConfig ec = run_engine_config(cfg_, W, info_.local_world, batch_.accum, total_steps_);
 
   stack_ = assemble_train_stack(cfg_, comm_, model_cfg_, ec);  // the same model, now on the backend's ops
 

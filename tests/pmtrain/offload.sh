@@ -6,7 +6,8 @@
 #  2. 2 ranks at stage 3, bf16 params: equal to the run without offload with an fp32 master (zero.master
 #     auto is fp32 under offload, split without it);
 #  3. a run stopped at step 2 and resumed from its checkpoint (the host arrays saved and loaded) gives the
-#     uninterrupted offloaded run's steps;
+#     uninterrupted offloaded run's steps; 3b. its host threads: `threads` when given, else the rank's share of
+#     the node's cores;
 #  4. zero.master split with zero.offload is refused in one line;
 #  5. the plan of a cuda run moves the optimizer to the host: `--dry-run` of the Qwen3-0.6B config shows it
 #     in host memory (6.6x GiB: 12 bytes a parameter of its 0.596e9 is 6.66 GiB, and 24 MiB of staging) and
@@ -44,6 +45,15 @@ train cut3 --set zero.stage=3 --set zero.param_dtype=bf16 --set zero.offload=opt
 train cut3 --set zero.stage=3 --set zero.param_dtype=bf16 --set zero.offload=optimizer --set run.resume=auto
 grep -q "resumed from .*step_2: step 2" $TMP/cut3.txt || { tail -20 $TMP/cut3.txt; fail "cut3 did not resume"; }
 same off3 cut3 "offloaded run stopped at 2 and resumed = uninterrupted"
+
+# 3b. Its host threads: `threads` when given (launch/mpi.env's OMP_NUM_THREADS=1 above), else the rank's share of
+# the node's cores (one rank here: all of them), as the init takes them.
+share=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
+env -u OMP_NUM_THREADS $MPIRUN -np 1 "$PMTRAIN" train $BASE --set run.dir=$TMP/share --set run.steps=1 \
+  --set zero.param_dtype=fp32 --set zero.offload=optimizer > $TMP/share.txt 2>&1 || { tail -20 $TMP/share.txt; fail "run share"; }
+grep -qE "stepped by $share host threads? \(zero.offload\)" $TMP/share.txt \
+  || { grep "master weights" $TMP/share.txt; fail "threads left out: the offloaded AdamW is not on the rank's $share cores"; }
+echo "ok: threads left out: $(grep -o 'stepped by [0-9]* host threads\?' $TMP/share.txt) (the rank's share of $share cores)"
 
 # 4. A split master cannot be offloaded.
 if $MPIRUN -np 1 "$PMTRAIN" train $BASE --set run.dir=$TMP/bad --set zero.param_dtype=bf16 --set zero.master=split \
