@@ -154,10 +154,10 @@ std::string threads_oversubscription(int threads, int ranks_on_node) {
   const Cores c = cores_here();
   if (threads <= 1) return "";  // more ranks than cores is the launch's choice, not the threads'
   if (threads > c.usable)
-    return fmt::format("{} math threads a rank on the {} CPU{} this rank may run on", threads, c.usable,
+    return fmt::format("{} threads a rank on the {} CPU{} this rank may run on", threads, c.usable,
                        c.usable > 1 ? "s" : "");
   if (int64_t(threads) * ranks_on_node > c.node)
-    return fmt::format("{} ranks on this node x {} math threads = {} threads on its {} cores", ranks_on_node, threads,
+    return fmt::format("{} ranks on this node x {} threads = {} threads on its {} cores", ranks_on_node, threads,
                        int64_t(threads) * ranks_on_node, c.node);
   return "";
 }

@@ -27,9 +27,9 @@ std::string init_model_parameters(Engine& engine, const ModelSection& m, const m
 // its ranks on the node), so the eight GPU ranks of a node do not each draw their samples on one core.
 int init_threads(int configured, int ranks_on_node);
 
-// "" at one math thread a rank, or when `threads` of them fit this rank's CPUs and, with ranks_on_node ranks, the
-// node's cores; else what oversubscribes, for a warning at the start (OpenMP threads that outnumber their cores
-// spin against each other: a step many times slower, nothing wrong in the numbers).
+// "" at one thread a rank, or when `threads` of them fit this rank's CPUs and, with ranks_on_node ranks, the node's
+// cores; else what oversubscribes, for a warning at the start (threads that outnumber their cores contend for them,
+// OpenMP's spinning: a step many times slower, nothing wrong in the numbers).
 std::string threads_oversubscription(int threads, int ranks_on_node);
 
 }  // namespace zero::pmtrain

@@ -304,9 +304,12 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
            (long long)cfg_.threads, cfg_.threads > 1 ? "s" : "",
            cfg_.threads_from == ThreadsFrom::OmpNumThreads ? fmt::format(" ({})", env_var_name(EnvVar::NumThreads)).c_str()
                                                             : "");
-    if (const std::string over = threads_oversubscription(int(cfg_.threads), info_.local_world); !over.empty())
-      printf("pmtrain: warning: %s: oversubscribed math threads spin against each other and slow every step; set "
-             "threads (or OMP_NUM_THREADS) to at most the cores over the node's ranks\n",
+    // Threads that outnumber their cores slow every step where they do a step's work: the CPU backend's math
+    // (OpenMP threads spin against each other) and an offloaded AdamW; a GPU run's `threads` do no other.
+    const int busy = cfg_.backend == Backend::Cpu ? int(cfg_.threads) : ec.offload_optimizer ? ec.offload_threads : 1;
+    if (const std::string over = threads_oversubscription(busy, info_.local_world); !over.empty())
+      printf("pmtrain: warning: %s: oversubscribed threads contend for the cores and slow every step; set threads (or "
+             "OMP_NUM_THREADS) to at most the cores over the node's ranks\n",
              over.c_str());
     if (cfg_.model.checkpointing_auto)
       printf("pmtrain: activation checkpointing %s (model.activation_checkpointing auto: the least recompute whose "

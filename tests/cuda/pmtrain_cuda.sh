@@ -94,11 +94,14 @@ close() {
 beside() { wait "$1" || fail "the run beside this one failed"; }
 same_lines() { [ "$(wc -l < "$1")" = "$(wc -l < "$2")" ] || fail "$3: $(wc -l < "$1") vs $(wc -l < "$2") values"; }
 
-# 1. CPU vs CUDA at 1 rank (fp32).
+# 1. CPU vs CUDA at 1 rank (fp32). The CUDA run with more threads than cores: a GPU run's threads do no step's
+# work (no zero.offload here), so it gets no oversubscription warning (and its init is the same at any threads).
 train 1 cpu1 --set backend=cpu --set zero.param_dtype=fp32 --set run.save_final=false &
-train 1 gpu1 --set backend=$GPU --set zero.param_dtype=fp32 --set run.save_final=false
+train 1 gpu1 --set backend=$GPU --set zero.param_dtype=fp32 --set run.save_final=false \
+  --set threads=$(( $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) + 1 ))
 beside $!
 ! on_gpu || grep -q "pmtrain: backend cuda" $TMP/gpu1.txt || { head -20 $TMP/gpu1.txt; fail "gpu1 did not run on the cuda backend"; }
+! grep "^pmtrain: warning: .*threads" $TMP/gpu1.txt || fail "gpu1: an oversubscription warning for threads no step uses"
 json_field $TMP/cpu1/metrics.jsonl train loss > $TMP/cpu1.loss
 json_field $TMP/gpu1/metrics.jsonl train loss > $TMP/gpu1.loss
 same_lines $TMP/cpu1.loss $TMP/gpu1.loss "cpu vs cuda losses"

@@ -62,7 +62,7 @@ expect_line() {  # expect_line RUN PATTERN WHAT
   echo "ok: $3: $(grep -E "$2" $TMP/log_$1.txt | head -1)"
 }
 expect_line c "^pmtrain: backend cpu \(host memory, MPI\); $((cores + 1)) math threads a rank$" "threads from --set"
-expect_line c "^pmtrain: warning: $((cores + 1)) math threads a rank on the $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) CPUs? this rank may run on: oversubscribed" \
+expect_line c "^pmtrain: warning: $((cores + 1)) threads a rank on the $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) CPUs? this rank may run on: oversubscribed" \
   "more threads than CPUs"
 OMP_NUM_THREADS=2 model_line d > /dev/null
 expect_line d "^pmtrain: backend cpu \(host memory, MPI\); 2 math threads a rank \(OMP_NUM_THREADS\)$" "threads from OMP_NUM_THREADS"
