@@ -262,9 +262,10 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
   if (ec.offload_optimizer && s.device == PlanDevice::Gpu) {
     // zero.offload: AdamW and the cast run on the rank's host threads (planned_rank_threads: those of the launch
     // --sbatch writes) instead of the device, the gradients come down while the host steps the chunk before (the
-    // slower of the two) and the params go up while it casts the next. Assumed, not measured (a profile has no host side for a GPU): pinned copies over PCIe
-    // Gen5 x16 at kOffloadLinkBytes, shared by the node's ranks; a core steps kOffloadCoreElements elements a
-    // second, at most the node's memory bandwidth over 32 bytes an element.
+    // slower of the two) and the params go up while it casts the next. Assumed, not measured (a profile has no
+    // host side for a GPU): pinned copies over PCIe Gen5 x16 at kOffloadLinkBytes, shared by the node's ranks; a
+    // core steps kOffloadCoreElements elements a second, at most the node's memory bandwidth over 32 bytes an
+    // element.
     constexpr double kOffloadLinkBytes = 20e9, kOffloadCoreElements = 200e6, kHostMemoryBytes = 200e9;
     const double ranks = double(c.per_node);
     const double host_rate =
