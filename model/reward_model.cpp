@@ -39,7 +39,7 @@ Qwen3RewardModel::Qwen3RewardModel(Qwen3Config config, RewardModelOptions option
     : config_(std::move(config)),
       options_(options),
       groups_(qwen3_rm_groups(config_, options_.decay)),
-      ops_(ops ? std::move(ops) : make_cpu_model_ops(options_.attention)) {}
+      ops_(ops ? std::move(ops) : make_cpu_model_ops(options_.attention, options_.threads)) {}
 
 RewardOutput Qwen3RewardModel::forward_backward(const data::PairBatch& batch, ParamAccess& params) const {
   RewardOutput out;

@@ -28,6 +28,7 @@ struct RewardModelOptions {
   bool recompute_attention = false;
   DecayPolicy decay;  // weight-decay flags written into the group specs
   AttentionKind attention = AttentionKind::Auto;  // for the default (CPU) ops
+  int threads = 1;                                // for the default (CPU) ops: their math threads
   double center_rewards = 0.0;  // reward-centering coefficient of the pair loss (core/math/pair_loss_math.h)
 };
 

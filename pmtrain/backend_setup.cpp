@@ -2,8 +2,6 @@
 // from the CUDA backend module.
 #include "pmtrain/backend_setup.h"
 
-#include <Eigen/Core>
-
 #include <cstring>
 #include <tuple>
 
@@ -69,9 +67,6 @@ std::vector<DeviceMemory> probe_devices(const Config& cfg, int rank) {
 
 BackendParts make_backend(const Config& cfg, Communicator& comm) {
   require_backend_here(cfg, comm.rank());
-  // The host's math threads per rank (`threads`; one when ranks share the cores): the CPU backend's
-  // model math, and whatever host math a CUDA run does.
-  Eigen::setNbThreads(int(cfg.threads));
   if (cfg.backend == Backend::Cuda) {
     CudaBackendOptions o = cuda_options(cfg, comm.world());
     o.job_watch = comm.shared_peer_watch();  // NCCL's waits and the run's MPI ones through one watch

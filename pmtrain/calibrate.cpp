@@ -436,7 +436,7 @@ int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi) {
   const ComputeProfile::CollectiveRates coll = measure_collectives(comm, *parts.ops, *parts.alloc);
   if (world->rank() != 0) return 0;
   std::unique_ptr<model::ModelOps> cpu_model_ops;
-  model::ModelOps& mo = parts.model_ops ? *parts.model_ops : *(cpu_model_ops = model::make_cpu_model_ops());
+  model::ModelOps& mo = parts.model_ops ? *parts.model_ops : *(cpu_model_ops = model::make_cpu_model_ops(model::AttentionKind::Auto, threads));
   // With a config: its model's projection shapes too (the planner prices each GEMM at its own shape's rate).
   const std::vector<std::pair<int64_t, int64_t>> shapes =
       a.config_path.empty() ? std::vector<std::pair<int64_t, int64_t>>{} : projection_shapes(resolve_model_config(cfg.model, 1));

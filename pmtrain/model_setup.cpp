@@ -171,6 +171,7 @@ model::RewardModelOptions reward_model_options(const Config& cfg) {
   o.decay.norms = m.decay_norms;
   o.decay.embedding = m.decay_embedding;
   o.attention = m.attention;
+  o.threads = int(cfg.threads);
   o.center_rewards = cfg.loss.center_rewards;
   return o;
 }

@@ -5,6 +5,7 @@
 
 #include "core/math/attention_mask.h"
 #include "model/cpu/eigen_views.h"
+#include "model/cpu/parallel.h"
 #include "model/hidden_span.h"
 
 namespace zero::model::cpu {
@@ -45,26 +46,26 @@ void causal_probs(const Block& qh, const Block& kh, float scale, HiddenSpan hidd
 
 void attention_reference_forward(const float* q, const float* k, const float* v, const AttentionShape& s,
                                  std::span<const int32_t> cu_seqlens, std::span<const int32_t> hidden, int64_t n,
-                                 float* o, float* lse) {
+                                 float* o, float* lse, int threads) {
   const int64_t d = s.head_dim, r = s.heads / s.kv_heads;
   const float scale = 1.0f / std::sqrt(float(d));
   const ConstMatMap Q(q, s.heads * d, n), K(k, s.kv_heads * d, n), V(v, s.kv_heads * d, n);
   MatMap O(o, s.heads * d, n);
-  Mat p;
-  for (size_t si = 0; si + 1 < cu_seqlens.size(); ++si) {
+  const int64_t seqs = int64_t(cu_seqlens.size()) - 1;
+  parallel_for(threads, seqs * s.heads, [&](int64_t item) {
+    const int64_t si = item / s.heads, h = item % s.heads, kvh = h / r;
     const int64_t off = cu_seqlens[si], L = cu_seqlens[si + 1] - off;
-    for (int64_t h = 0; h < s.heads; ++h) {
-      const int64_t kvh = h / r;
-      causal_probs(Q.block(h * d, off, d, L), K.block(kvh * d, off, d, L), scale, hidden_span(hidden, si), p,
-                   lse + off * s.heads + h, s.heads);
-      O.block(h * d, off, d, L).noalias() = V.block(kvh * d, off, d, L) * p;  // [d, L]
-    }
-  }
+    Mat p;
+    causal_probs(Q.block(h * d, off, d, L), K.block(kvh * d, off, d, L), scale, hidden_span(hidden, si), p,
+                 lse + off * s.heads + h, s.heads);
+    O.block(h * d, off, d, L).noalias() = V.block(kvh * d, off, d, L) * p;  // [d, L]
+  });
 }
 
 void attention_reference_backward(const float* q, const float* k, const float* v, const float* d_o,
                                   const AttentionShape& s, std::span<const int32_t> cu_seqlens,
-                                  std::span<const int32_t> hidden, int64_t n, float* dq, float* dk, float* dv) {
+                                  std::span<const int32_t> hidden, int64_t n, float* dq, float* dk, float* dv,
+                                  int threads) {
   const int64_t d = s.head_dim, r = s.heads / s.kv_heads;
   const float scale = 1.0f / std::sqrt(float(d));
   const ConstMatMap Q(q, s.heads * d, n), K(k, s.kv_heads * d, n), V(v, s.kv_heads * d, n), DO(d_o, s.heads * d, n);
@@ -72,18 +73,22 @@ void attention_reference_backward(const float* q, const float* k, const float* v
   DQ.setZero();
   DK.setZero();
   DV.setZero();
-  Mat p, dp;
-  for (size_t si = 0; si + 1 < cu_seqlens.size(); ++si) {
+  const int64_t seqs = int64_t(cu_seqlens.size()) - 1;
+  // A kv head's dk and dv sum over its q heads: one item takes them all, in order.
+  parallel_for(threads, seqs * s.kv_heads, [&](int64_t item) {
+    const int64_t si = item / s.kv_heads, kvh = item % s.kv_heads;
     const int64_t off = cu_seqlens[si], L = cu_seqlens[si + 1] - off;
-    for (int64_t h = 0; h < s.heads; ++h) {
-      const int64_t kvh = h / r;
+    auto kh = K.block(kvh * d, off, d, L);
+    auto vh = V.block(kvh * d, off, d, L);
+    auto dkh = DK.block(kvh * d, off, d, L);
+    auto dvh = DV.block(kvh * d, off, d, L);
+    Mat p, dp;
+    for (int64_t h = kvh * r; h < (kvh + 1) * r; ++h) {
       auto qh = Q.block(h * d, off, d, L);
-      auto kh = K.block(kvh * d, off, d, L);
-      auto vh = V.block(kvh * d, off, d, L);
       auto doh = DO.block(h * d, off, d, L);
       causal_probs(qh, kh, scale, hidden_span(hidden, si), p, nullptr, 0);  // [L keys, L queries], as in forward
       // o = v p: dv += do p^T, dp = v^T do.
-      DV.block(kvh * d, off, d, L).noalias() += doh * p.transpose();
+      dvh.noalias() += doh * p.transpose();
       dp.resize(L, L);
       dp.noalias() = vh.transpose() * doh;
       // softmax per query column: ds = p * (dp - <p, dp>); masked entries have p = 0 so ds = 0.
@@ -93,9 +98,9 @@ void attention_reference_backward(const float* q, const float* k, const float* v
       }
       // scores = scale k^T q: dq = scale k ds, dk += scale q ds^T.
       DQ.block(h * d, off, d, L).noalias() = (kh * dp) * scale;
-      DK.block(kvh * d, off, d, L).noalias() += (qh * dp.transpose()) * scale;
+      dkh.noalias() += (qh * dp.transpose()) * scale;
     }
-  }
+  });
 }
 
 }  // namespace zero::model::cpu

@@ -13,6 +13,7 @@
 #include "model/cpu/attention_reference.h"
 #include "model/cpu/eigen_views.h"
 #include "model/cpu/pair_loss.h"
+#include "model/cpu/parallel.h"
 #include "model/cpu/rmsnorm.h"
 #include "model/cpu/rope.h"
 
@@ -87,8 +88,11 @@ class PackedRows {
 
 class CpuModelOps final : public ModelOps {
  public:
-  explicit CpuModelOps(AttentionKind attention)
-      : tiled_(attention == AttentionKind::Flash || attention == AttentionKind::FlashFma) {}
+  CpuModelOps(AttentionKind attention, int threads)
+      : tiled_(attention == AttentionKind::Flash || attention == AttentionKind::FlashFma), threads_(std::max(1, threads)) {
+    // Our own threads cut the work (parallel.h); Eigen's would order the sums by the thread count.
+    Eigen::setNbThreads(1);
+  }
   const char* name() const override { return "cpu"; }
   int64_t token_rows(const TokenPlan& plan) const override { return plan.num_tokens(); }
 
@@ -110,22 +114,38 @@ class CpuModelOps final : public ModelOps {
     by_id_ = group_tokens_by_id(plan.tokens);
   }
 
+  // The three products of a linear layer, each cut into tiles of its result (parallel.h: the same bits at
+  // any `threads`).
   void do_linear_forward(const TensorRef& x, const TensorRef& w, const TensorRef& y) override {
     const Fp32Weight W(w);
-    columns(y).noalias() = WeightMap(W.data(), w.dim(0), w.dim(1)) * columns(x);
+    const WeightMap Wm(W.data(), w.dim(0), w.dim(1));  // [out, in]
+    const MatMap X = columns(x);
+    MatMap Y = columns(y);
+    for_each_tile(threads_, Y.rows(), Y.cols(), [&](int64_t r, int64_t c, int64_t h, int64_t n) {
+      Y.block(r, c, h, n).noalias() = Wm.middleRows(r, h) * X.middleCols(c, n);
+    });
   }
 
   void do_linear_input_grad(const TensorRef& dy, const TensorRef& w, const TensorRef& dx, bool accumulate) override {
     const Fp32Weight W(w);
-    if (accumulate)
-      columns(dx).noalias() += WeightMap(W.data(), w.dim(0), w.dim(1)).transpose() * columns(dy);
-    else
-      columns(dx).noalias() = WeightMap(W.data(), w.dim(0), w.dim(1)).transpose() * columns(dy);
+    const WeightMap Wm(W.data(), w.dim(0), w.dim(1));
+    const MatMap DY = columns(dy);
+    MatMap DX = columns(dx);
+    for_each_tile(threads_, DX.rows(), DX.cols(), [&](int64_t r, int64_t c, int64_t h, int64_t n) {
+      if (accumulate)
+        DX.block(r, c, h, n).noalias() += Wm.middleCols(r, h).transpose() * DY.middleCols(c, n);
+      else
+        DX.block(r, c, h, n).noalias() = Wm.middleCols(r, h).transpose() * DY.middleCols(c, n);
+    });
   }
 
   void do_linear_weight_grad(const TensorRef& x, const TensorRef& dy, const TensorRef& dw) override {
     Fp32Grad G(dw);
-    GradMap(G.data(), dw.dim(0), dw.dim(1)).noalias() = columns(dy) * columns(x).transpose();
+    GradMap Gm(G.data(), dw.dim(0), dw.dim(1));  // [out, in]
+    const MatMap X = columns(x), DY = columns(dy);
+    for_each_tile(threads_, Gm.rows(), Gm.cols(), [&](int64_t r, int64_t c, int64_t h, int64_t n) {
+      Gm.block(r, c, h, n).noalias() = DY.middleRows(r, h) * X.middleRows(c, n).transpose();
+    });
     G.store();
   }
 
@@ -174,7 +194,7 @@ class CpuModelOps final : public ModelOps {
       return;
     }
     attention_reference_forward(f32(q), f32(k), V.data(), s, plan().cu_seqlens, plan().hidden, q.rows(), f32(o),
-                                f32(lse));
+                                f32(lse), threads_);
   }
 
   void do_attention_backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
@@ -186,7 +206,7 @@ class CpuModelOps final : public ModelOps {
                                plan().hidden, f32(dq), f32(dk), DV.data());
     } else {
       attention_reference_backward(f32(q), f32(k), V.data(), f32(d_o), s, plan().cu_seqlens, plan().hidden, q.rows(),
-                                   f32(dq), f32(dk), DV.data());
+                                   f32(dq), f32(dk), DV.data(), threads_);
     }
     DV.store();
   }
@@ -336,6 +356,7 @@ class CpuModelOps final : public ModelOps {
   }
 
   bool tiled_;  // model.attention: flash
+  int threads_;  // the math threads (pmtrain's `threads`)
   RopeTable rope_;
   TokensById by_id_;  // the batch's tokens grouped by id (embedding backward)
   std::vector<PairStats> pair_sums_;  // one per pair_loss since the last take_pair_stats
@@ -343,8 +364,8 @@ class CpuModelOps final : public ModelOps {
 
 }  // namespace
 
-std::unique_ptr<ModelOps> make_cpu_model_ops(AttentionKind attention) {
-  return std::make_unique<CpuModelOps>(attention);
+std::unique_ptr<ModelOps> make_cpu_model_ops(AttentionKind attention, int threads) {
+  return std::make_unique<CpuModelOps>(attention, threads);
 }
 
 }  // namespace zero::model

@@ -7,7 +7,10 @@
 
 namespace zero::model {
 
-// attention: Auto and Reference run the reference attention, Flash the tiled emulation.
-std::unique_ptr<ModelOps> make_cpu_model_ops(AttentionKind attention = AttentionKind::Auto);
+// attention: Auto and Reference run the reference attention, Flash the tiled emulation. threads: the math
+// threads (OpenMP), which cut the work by its shape alone, so the bits are the same at any count
+// (model/cpu/parallel.h). Making the ops turns Eigen's own GEMM threading off (Eigen::setNbThreads(1)):
+// it orders sums by the thread count.
+std::unique_ptr<ModelOps> make_cpu_model_ops(AttentionKind attention = AttentionKind::Auto, int threads = 1);
 
 }  // namespace zero::model

@@ -6,6 +6,7 @@
 #    added in the cut's order), and their final weights exported in fp32 are the same bytes;
 #  - a run stopped at step 2 on 2 ranks and resumed on 3 continues as the uninterrupted 2-rank run, bit for bit;
 #  - bf16 params: 1 and 3 ranks give the same bytes too; so do token budgets (batch.micro_tokens) in metrics;
+#  - 1 and 3 math threads (`threads`) give the same bytes, at shapes whose products are cut into tiles;
 #  - the control: without world_invariant, 1 and 3 ranks differ in weights and in eval metrics (so the
 #    comparisons above can fail);
 #  - bad combinations are refused in one line.
@@ -44,6 +45,16 @@ train 1 --set batch.micro=0 --set batch.micro_tokens=1200 --set run.dir=$TMP/t1
 train 3 --set batch.micro=0 --set batch.micro_tokens=1200 --set zero.stage=3 --set run.dir=$TMP/t3
 diff <(fields $TMP/t1/metrics.jsonl) <(fields $TMP/t3/metrics.jsonl) || fail "token budgets: 3 ranks differ from 1"
 echo "token budgets: 1 and 3 ranks give the same grad norms and metrics ($(fields $TMP/t3/metrics.jsonl | tail -1))"
+
+# Any thread count (model/cpu/parallel.h): 1 and 3 math threads a rank give the same bits, at shapes whose
+# products are cut into several tiles (an MLP 600 wide: gate and up are 1200 rows; 4 pairs a micro-batch).
+WIDE="--set model.intermediate_size=600 --set batch.micro=4 --set run.steps=2"
+train 1 $WIDE --set threads=1 --set run.dir=$TMP/th1
+train 1 $WIDE --set threads=3 --set run.dir=$TMP/th3
+grep -q "3 math threads a rank" $TMP/out.txt || { cat $TMP/out.txt; fail "threads=3: not 3 math threads"; }
+diff <(fields $TMP/th1/metrics.jsonl) <(fields $TMP/th3/metrics.jsonl) || fail "1 and 3 threads: grad norms or metrics differ"
+cmp -s <(weights $TMP/th1 th1) <(weights $TMP/th3 th3) || fail "1 and 3 threads: the final weights differ"
+echo "1 and 3 math threads: the same grad norms, metrics and final weights"
 
 # The control: fp32 sums and per-world micro-batches.
 train 1 --set zero.world_invariant=false --set run.dir=$TMP/c1
