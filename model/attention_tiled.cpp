@@ -11,6 +11,7 @@
 #include "core/math/attention_mask.h"
 #include "core/math/online_softmax.h"
 #include "core/math/softmax_backward.h"
+#include "model/cpu/parallel.h"
 #include "model/hidden_span.h"
 
 namespace zero::model {
@@ -126,70 +127,68 @@ void score_tile(const float* q_tile, const float* kt_tile, int64_t rows, int64_t
 
 void attention_tiled_forward(const float* q, const float* k, const float* v, const AttentionShape& s,
                              std::span<const int32_t> cu_seqlens, std::span<const int32_t> hidden, float* o,
-                             float* lse, const AttentionTiles& tiles) {
+                             float* lse, const AttentionTiles& tiles, int threads) {
   check_inputs(s, cu_seqlens, hidden, tiles);
   const int64_t d = s.head_dim, r = s.heads / s.kv_heads, bq = tiles.block_q, bk = tiles.block_k;
   const float scale = 1.0f / std::sqrt(float(d));
 
-  // One thread block's storage.
-  std::vector<float> q_tile(bq * d), kt_tile(d * bk), v_tile(bk * d);
-  std::vector<float> scores(bq * bk);  // S, then P in place
-  std::vector<float> pv(bq * d), acc(bq * d), alpha(bq);
-  std::vector<math::SoftmaxRow> row(bq);
-
-  // Grid: (sequence, query head, query block).
-  for (size_t seq = 0; seq + 1 < cu_seqlens.size(); ++seq) {
+  // Grid: (sequence, query head, query block); a (sequence, query head) an item of the host's threads.
+  const int64_t seqs = int64_t(cu_seqlens.size()) - 1;
+  cpu::parallel_for(threads, seqs * s.heads, [&](int64_t item) {
+    const int64_t seq = item / s.heads, h = item % s.heads, g = h / r;
     const int64_t start = cu_seqlens[seq], len = cu_seqlens[seq + 1] - start;
     const HiddenSpan hid = hidden_span(hidden, seq);
-    for (int64_t h = 0; h < s.heads; ++h) {
-      const int64_t g = h / r;
-      for (int64_t q0 = 0; q0 < len; q0 += bq) {
-        const int64_t nq = std::min(bq, len - q0);  // rows past the sequence end: not computed
-        load_rows(q, s.heads, h, d, start + q0, nq, bq, q_tile.data());
-        std::fill(acc.begin(), acc.end(), 0.0f);
-        std::fill(row.begin(), row.end(), math::SoftmaxRow{});
+    // One thread block's storage.
+    std::vector<float> q_tile(bq * d), kt_tile(d * bk), v_tile(bk * d);
+    std::vector<float> scores(bq * bk);  // S, then P in place
+    std::vector<float> pv(bq * d), acc(bq * d), alpha(bq);
+    std::vector<math::SoftmaxRow> row(bq);
+    for (int64_t q0 = 0; q0 < len; q0 += bq) {
+      const int64_t nq = std::min(bq, len - q0);  // rows past the sequence end: not computed
+      load_rows(q, s.heads, h, d, start + q0, nq, bq, q_tile.data());
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      std::fill(row.begin(), row.end(), math::SoftmaxRow{});
 
-        // Key blocks up to the one holding the block's last query; every later one is fully masked.
-        // Key block 0 comes first and holds key 0, which every query sees, so each row's running max is
-        // finite from the first tile on (a fully masked row in a later tile then rescales by exp(0)).
-        for (int64_t k0 = 0; k0 < q0 + nq; k0 += bk) {
-          const int64_t nk = std::min(bk, len - k0);
-          load_rows_transposed(k, s.kv_heads, g, d, start + k0, nk, bk, kt_tile.data());
-          load_rows(v, s.kv_heads, g, d, start + k0, nk, bk, v_tile.data());
-          score_tile(q_tile.data(), kt_tile.data(), nq, bk, d, scale, q0, k0, hid, scores.data());
-
-          for (int64_t i = 0; i < nq; ++i) {
-            float* si = scores.data() + i * bk;
-            float block_max = -INFINITY;
-            for (int64_t j = 0; j < bk; ++j) block_max = std::fmax(block_max, si[j]);
-            alpha[i] = math::online_softmax_rescale(row[i], block_max);
-            // The tile's exp-sum is summed on its own and added to the row's once (a two-level sum, as a
-            // kernel's per-thread partial sums and warp reduction are): one running sum over all the
-            // row's keys measured about twice O's error at length 2048 (3e-7 against 1.5e-7).
-            math::SoftmaxRow tile_row{row[i].m, 0.0f};
-            for (int64_t j = 0; j < bk; ++j) si[j] = math::online_softmax_accept(tile_row, si[j]);
-            row[i].l += tile_row.l;
-          }
-          tile_product_ab(scores.data(), v_tile.data(), nq, bk, d, pv.data());
-          for (int64_t i = 0; i < nq; ++i)
-            for (int64_t c = 0; c < d; ++c) acc[i * d + c] = alpha[i] * acc[i * d + c] + pv[i * d + c];
-        }
+      // Key blocks up to the one holding the block's last query; every later one is fully masked.
+      // Key block 0 comes first and holds key 0, which every query sees, so each row's running max is
+      // finite from the first tile on (a fully masked row in a later tile then rescales by exp(0)).
+      for (int64_t k0 = 0; k0 < q0 + nq; k0 += bk) {
+        const int64_t nk = std::min(bk, len - k0);
+        load_rows_transposed(k, s.kv_heads, g, d, start + k0, nk, bk, kt_tile.data());
+        load_rows(v, s.kv_heads, g, d, start + k0, nk, bk, v_tile.data());
+        score_tile(q_tile.data(), kt_tile.data(), nq, bk, d, scale, q0, k0, hid, scores.data());
 
         for (int64_t i = 0; i < nq; ++i) {
-          const int64_t t = start + q0 + i;
-          float* ot = o + (t * s.heads + h) * d;
-          for (int64_t c = 0; c < d; ++c) ot[c] = acc[i * d + c] / row[i].l;
-          lse[t * s.heads + h] = math::online_softmax_lse(row[i]);
+          float* si = scores.data() + i * bk;
+          float block_max = -INFINITY;
+          for (int64_t j = 0; j < bk; ++j) block_max = std::fmax(block_max, si[j]);
+          alpha[i] = math::online_softmax_rescale(row[i], block_max);
+          // The tile's exp-sum is summed on its own and added to the row's once (a two-level sum, as a
+          // kernel's per-thread partial sums and warp reduction are): one running sum over all the
+          // row's keys measured about twice O's error at length 2048 (3e-7 against 1.5e-7).
+          math::SoftmaxRow tile_row{row[i].m, 0.0f};
+          for (int64_t j = 0; j < bk; ++j) si[j] = math::online_softmax_accept(tile_row, si[j]);
+          row[i].l += tile_row.l;
         }
+        tile_product_ab(scores.data(), v_tile.data(), nq, bk, d, pv.data());
+        for (int64_t i = 0; i < nq; ++i)
+          for (int64_t c = 0; c < d; ++c) acc[i * d + c] = alpha[i] * acc[i * d + c] + pv[i * d + c];
+      }
+
+      for (int64_t i = 0; i < nq; ++i) {
+        const int64_t t = start + q0 + i;
+        float* ot = o + (t * s.heads + h) * d;
+        for (int64_t c = 0; c < d; ++c) ot[c] = acc[i * d + c] / row[i].l;
+        lse[t * s.heads + h] = math::online_softmax_lse(row[i]);
       }
     }
-  }
+  });
 }
 
 void attention_tiled_backward(const float* q, const float* k, const float* v, const float* o, const float* d_o,
                               const float* lse, const AttentionShape& s, std::span<const int32_t> cu_seqlens,
                               std::span<const int32_t> hidden, float* dq, float* dk, float* dv,
-                              const AttentionTiles& tiles) {
+                              const AttentionTiles& tiles, int threads) {
   check_inputs(s, cu_seqlens, hidden, tiles);
   const int64_t d = s.head_dim, r = s.heads / s.kv_heads, bq = tiles.block_q, bk = tiles.block_k;
   const int64_t n = cu_seqlens.back();
@@ -205,66 +204,66 @@ void attention_tiled_backward(const float* q, const float* k, const float* v, co
   // dQ is accumulated by every key block that reaches it, in increasing key block order.
   std::fill_n(dq, n * s.heads * d, 0.0f);
 
-  // One thread block's storage: the key block's K (both layouts) and V^T, its dK/dV accumulators, and
-  // the current query block's tiles.
-  std::vector<float> k_tile(bk * d), kt_tile(d * bk), vt_tile(d * bk), dk_acc(bk * d), dv_acc(bk * d);
-  std::vector<float> q_tile(bq * d), do_tile(bq * d);
-  std::vector<float> p(bq * bk), ds(bq * bk);  // P; dP, then dS in place
-  std::vector<float> kv_partial(bk * d), q_partial(bq * d);
-
-  // Pass 2. Grid: (sequence, kv head, key block).
-  for (size_t seq = 0; seq + 1 < cu_seqlens.size(); ++seq) {
+  // Pass 2. Grid: (sequence, kv head, key block); a (sequence, kv head) an item of the host's threads: it
+  // alone writes its kv head's dK, dV and its query heads' dQ, in the order below.
+  const int64_t seqs = int64_t(cu_seqlens.size()) - 1;
+  cpu::parallel_for(threads, seqs * s.kv_heads, [&](int64_t item) {
+    const int64_t seq = item / s.kv_heads, g = item % s.kv_heads;
     const int64_t start = cu_seqlens[seq], len = cu_seqlens[seq + 1] - start;
     const HiddenSpan hid = hidden_span(hidden, seq);
-    for (int64_t g = 0; g < s.kv_heads; ++g) {
-      for (int64_t k0 = 0; k0 < len; k0 += bk) {
-        const int64_t nk = std::min(bk, len - k0);
-        load_rows(k, s.kv_heads, g, d, start + k0, nk, bk, k_tile.data());
-        load_rows_transposed(k, s.kv_heads, g, d, start + k0, nk, bk, kt_tile.data());
-        load_rows_transposed(v, s.kv_heads, g, d, start + k0, nk, bk, vt_tile.data());
-        std::fill(dk_acc.begin(), dk_acc.end(), 0.0f);
-        std::fill(dv_acc.begin(), dv_acc.end(), 0.0f);
+    // One thread block's storage: the key block's K (both layouts) and V^T, its dK/dV accumulators, and
+    // the current query block's tiles.
+    std::vector<float> k_tile(bk * d), kt_tile(d * bk), vt_tile(d * bk), dk_acc(bk * d), dv_acc(bk * d);
+    std::vector<float> q_tile(bq * d), do_tile(bq * d);
+    std::vector<float> p(bq * bk), ds(bq * bk);  // P; dP, then dS in place
+    std::vector<float> kv_partial(bk * d), q_partial(bq * d);
+    for (int64_t k0 = 0; k0 < len; k0 += bk) {
+      const int64_t nk = std::min(bk, len - k0);
+      load_rows(k, s.kv_heads, g, d, start + k0, nk, bk, k_tile.data());
+      load_rows_transposed(k, s.kv_heads, g, d, start + k0, nk, bk, kt_tile.data());
+      load_rows_transposed(v, s.kv_heads, g, d, start + k0, nk, bk, vt_tile.data());
+      std::fill(dk_acc.begin(), dk_acc.end(), 0.0f);
+      std::fill(dv_acc.begin(), dv_acc.end(), 0.0f);
 
-        // GQA: the r query heads of kv head g in ascending order, so their sum into dK/dV is fixed.
-        for (int64_t h = g * r; h < (g + 1) * r; ++h) {
-          // From the query block holding query k0 (the first to see key k0); earlier ones see none of
-          // the block's keys.
-          for (int64_t q0 = k0 / bq * bq; q0 < len; q0 += bq) {
-            const int64_t nq = std::min(bq, len - q0);
-            load_rows(q, s.heads, h, d, start + q0, nq, bq, q_tile.data());
-            load_rows(d_o, s.heads, h, d, start + q0, nq, bq, do_tile.data());
+      // GQA: the r query heads of kv head g in ascending order, so their sum into dK/dV is fixed.
+      for (int64_t h = g * r; h < (g + 1) * r; ++h) {
+        // From the query block holding query k0 (the first to see key k0); earlier ones see none of
+        // the block's keys.
+        for (int64_t q0 = k0 / bq * bq; q0 < len; q0 += bq) {
+          const int64_t nq = std::min(bq, len - q0);
+          load_rows(q, s.heads, h, d, start + q0, nq, bq, q_tile.data());
+          load_rows(d_o, s.heads, h, d, start + q0, nq, bq, do_tile.data());
 
-            score_tile(q_tile.data(), kt_tile.data(), nq, bk, d, scale, q0, k0, hid, p.data());
-            for (int64_t i = 0; i < nq; ++i) {
-              const float row_lse = lse[(start + q0 + i) * s.heads + h];
-              for (int64_t j = 0; j < bk; ++j) p[i * bk + j] = math::softmax_prob_from_lse(p[i * bk + j], row_lse);
-            }
-            tile_product_atb(p.data(), do_tile.data(), nq, bk, d, kv_partial.data());  // P^T dO
-            add_tile(kv_partial.data(), bk * d, dv_acc.data());
-
-            tile_product_abt(do_tile.data(), vt_tile.data(), nq, bk, d, ds.data());  // dP = dO V^T
-            for (int64_t i = 0; i < nq; ++i) {
-              const float row_d = row_dot[(start + q0 + i) * s.heads + h];
-              for (int64_t j = 0; j < bk; ++j)
-                ds[i * bk + j] = scale * math::softmax_grad(p[i * bk + j], ds[i * bk + j], row_d);
-            }
-            tile_product_atb(ds.data(), q_tile.data(), nq, bk, d, kv_partial.data());  // dS^T Q
-            add_tile(kv_partial.data(), bk * d, dk_acc.data());
-
-            tile_product_ab(ds.data(), k_tile.data(), nq, bk, d, q_partial.data());  // dS K
-            for (int64_t i = 0; i < nq; ++i)
-              add_tile(q_partial.data() + i * d, d, dq + ((start + q0 + i) * s.heads + h) * d);
+          score_tile(q_tile.data(), kt_tile.data(), nq, bk, d, scale, q0, k0, hid, p.data());
+          for (int64_t i = 0; i < nq; ++i) {
+            const float row_lse = lse[(start + q0 + i) * s.heads + h];
+            for (int64_t j = 0; j < bk; ++j) p[i * bk + j] = math::softmax_prob_from_lse(p[i * bk + j], row_lse);
           }
-        }
+          tile_product_atb(p.data(), do_tile.data(), nq, bk, d, kv_partial.data());  // P^T dO
+          add_tile(kv_partial.data(), bk * d, dv_acc.data());
 
-        for (int64_t j = 0; j < nk; ++j) {
-          const int64_t t = start + k0 + j;
-          std::copy_n(dk_acc.data() + j * d, d, dk + (t * s.kv_heads + g) * d);
-          std::copy_n(dv_acc.data() + j * d, d, dv + (t * s.kv_heads + g) * d);
+          tile_product_abt(do_tile.data(), vt_tile.data(), nq, bk, d, ds.data());  // dP = dO V^T
+          for (int64_t i = 0; i < nq; ++i) {
+            const float row_d = row_dot[(start + q0 + i) * s.heads + h];
+            for (int64_t j = 0; j < bk; ++j)
+              ds[i * bk + j] = scale * math::softmax_grad(p[i * bk + j], ds[i * bk + j], row_d);
+          }
+          tile_product_atb(ds.data(), q_tile.data(), nq, bk, d, kv_partial.data());  // dS^T Q
+          add_tile(kv_partial.data(), bk * d, dk_acc.data());
+
+          tile_product_ab(ds.data(), k_tile.data(), nq, bk, d, q_partial.data());  // dS K
+          for (int64_t i = 0; i < nq; ++i)
+            add_tile(q_partial.data() + i * d, d, dq + ((start + q0 + i) * s.heads + h) * d);
         }
       }
+
+      for (int64_t j = 0; j < nk; ++j) {
+        const int64_t t = start + k0 + j;
+        std::copy_n(dk_acc.data() + j * d, d, dk + (t * s.kv_heads + g) * d);
+        std::copy_n(dv_acc.data() + j * d, d, dv + (t * s.kv_heads + g) * d);
+      }
     }
-  }
+  });
 }
 
 }  // namespace zero::model

@@ -65,16 +65,18 @@ struct AttentionTiles {
   int64_t block_k = 64;
 };
 
-// o: [N*heads*d], lse: [N*heads] (both overwritten). Scale 1/sqrt(head_dim).
+// o: [N*heads*d], lse: [N*heads] (both overwritten). Scale 1/sqrt(head_dim). `threads` host threads take the
+// thread blocks a (sequence, head) at a time, backward a (sequence, kv head): each item writes only its own
+// outputs, in the order above, so the bits are the same at any count (model/cpu/parallel.h).
 void attention_tiled_forward(const float* q, const float* k, const float* v, const AttentionShape& s,
                              std::span<const int32_t> cu_seqlens, std::span<const int32_t> hidden, float* o,
-                             float* lse, const AttentionTiles& tiles = {});
+                             float* lse, const AttentionTiles& tiles = {}, int threads = 1);
 
 // From forward's o and lse and the output gradient d_o: dq [N*heads*d], dk, dv [N*kv_heads*d] (all
 // overwritten).
 void attention_tiled_backward(const float* q, const float* k, const float* v, const float* o, const float* d_o,
                               const float* lse, const AttentionShape& s, std::span<const int32_t> cu_seqlens,
                               std::span<const int32_t> hidden, float* dq, float* dk, float* dv,
-                              const AttentionTiles& tiles = {});
+                              const AttentionTiles& tiles = {}, int threads = 1);
 
 }  // namespace zero::model

@@ -96,6 +96,7 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
   const bool r0 = info.rank == 0;
   Config cfg = bench_config(a, W);  // the auto choices: resolved by plan_and_check_run
   resolve_shard_ranks(cfg, node_block_ranks(info.node_of_rank));
+  resolve_rank_threads(cfg, info.local_world);
   FILE* const json_out = a.json ? data_stdout() : nullptr;  // before NCCL starts printing to stdout
   comm->set_peer_timeout(cfg.run.collective_timeout_s);
 
@@ -110,7 +111,7 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
   TrainStack stack;
   {
     const Communicator::SlowPhase slow(*comm, cfg.run.slow_phase_timeout_s);  // set-up: one rank may lag
-    stack = assemble_train_stack(cfg, *comm, qc, run_engine_config(cfg, W, info.local_world, batch.accum, a.steps));
+    stack = assemble_train_stack(cfg, *comm, qc, engine_config(cfg, W, batch.accum, a.steps));
     init_stack_weights(stack, cfg, qc, info.local_world);
   }
   const int64_t params = int64_t(stack.engine->partition().total_numel);

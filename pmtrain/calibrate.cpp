@@ -426,8 +426,12 @@ std::string link_names() {
 int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi) {
   Config cfg = a.config_path.empty() ? parse_config("{}", "pmtrain calibrate", a.overrides)
                                      : load_config(existing_path(a.config_path, "config file"), a.overrides);
-  if (a.threads > 0) cfg.threads = a.threads;
+  if (a.threads > 0) {
+    cfg.threads = a.threads;
+    cfg.threads_from = ThreadsFrom::Config;
+  }
   resolve_shard_ranks(cfg, node_block_ranks(mpi.info().node_of_rank));
+  resolve_rank_threads(cfg, mpi.info().local_world);
   const int threads = int(cfg.threads);
   const std::unique_ptr<MpiCommunicator> world = mpi.world_communicator();
   BackendParts parts = make_backend(cfg, *world);

@@ -124,17 +124,18 @@ int run_dry_run(const TrainArgs& a) {
   if (!a.resume.empty()) c.overrides.push_back("run.resume=" + a.resume);
   Config cfg = load_resolved_config(c);
   const int world = launcher_world().value_or(default_world(cfg));
-  printf("--- resolved config (dry run: nothing is trained or written) ---\n%s---\n", to_yaml(cfg).c_str());
-  print_resume_preview(cfg);
   // Under a launcher its placement (zero.shard_ranks node, and a warning for groups across nodes, as the run
   // reads MPI's), else one node of them all.
   const std::vector<int> nodes = launcher_node_of_rank(world).value_or(std::vector<int>(size_t(world), 0));
-  resolve_shard_ranks(cfg, node_block_ranks(nodes));
-  if (const std::string w = shard_placement_warning(cfg, nodes); !w.empty()) printf("%s\n", w.c_str());
   std::map<int, int> on_node;  // ranks by node: the most on one is what its host memory holds
   for (const int n : nodes) ++on_node[n];
   int per_node = 0;
   for (const auto& [node, ranks] : on_node) per_node = std::max(per_node, ranks);
+  resolve_rank_threads(cfg, per_node);  // as the run will on this node (the resolved config records it)
+  printf("--- resolved config (dry run: nothing is trained or written) ---\n%s---\n", to_yaml(cfg).c_str());
+  print_resume_preview(cfg);
+  resolve_shard_ranks(cfg, node_block_ranks(nodes));
+  if (const std::string w = shard_placement_warning(cfg, nodes); !w.empty()) printf("%s\n", w.c_str());
   print_plan(cfg, world, per_node);
   return 0;
 }

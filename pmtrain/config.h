@@ -174,8 +174,9 @@ struct LossSection {
 };
 
 // Where a config's `threads` came from: the file or --set; else OMP_NUM_THREADS (parse_config reads it, as a Slurm
-// script exports it from --cpus-per-task); else the default, 1.
-enum class ThreadsFrom { Default, Config, OmpNumThreads };
+// script exports it from --cpus-per-task); else, once a command knows its ranks on the node, this rank's share
+// of the node's cores (CoreShare: resolve_rank_threads); before that, the default 1.
+enum class ThreadsFrom { Default, Config, OmpNumThreads, CoreShare };
 
 struct Config {
   std::string source;   // the YAML file it came from

@@ -150,6 +150,12 @@ int init_threads(int configured, int ranks_on_node) {
   return std::max({configured, std::min(c.usable, c.node / std::max(1, ranks_on_node)), 1});
 }
 
+void resolve_rank_threads(Config& cfg, int ranks_on_node) {
+  if (cfg.threads_from != ThreadsFrom::Default) return;
+  cfg.threads = init_threads(1, ranks_on_node);
+  cfg.threads_from = ThreadsFrom::CoreShare;
+}
+
 std::string threads_oversubscription(int threads, int ranks_on_node) {
   const Cores c = cores_here();
   if (threads <= 1) return "";  // more ranks than cores is the launch's choice, not the threads'

@@ -27,6 +27,12 @@ std::string init_model_parameters(Engine& engine, const ModelSection& m, const m
 // its ranks on the node), so the eight GPU ranks of a node do not each draw their samples on one core.
 int init_threads(int configured, int ranks_on_node);
 
+// `threads` that the config, --set and OMP_NUM_THREADS leave out (ThreadsFrom::Default): this rank's share of
+// the node's cores (init_threads' rule), as OpenMP takes a process's cores, split among the node's ranks.
+// Called where a command learns its ranks on the node, before its backend is made; the config then records
+// the number (ThreadsFrom::CoreShare). The CPU backend's bits do not depend on it (model/cpu/parallel.h).
+void resolve_rank_threads(Config& cfg, int ranks_on_node);
+
 // "" at one thread a rank, or when `threads` of them fit this rank's CPUs and, with ranks_on_node ranks, the node's
 // cores; else what oversubscribes, for a warning at the start (threads that outnumber their cores contend for them,
 // OpenMP's spinning: a step many times slower, nothing wrong in the numbers).

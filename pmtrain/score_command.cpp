@@ -74,7 +74,8 @@ int run_score(const ScoreArgs& a) {
                ConfigError,
                "which weights? give CONFIG (the newest checkpoint of its run.dir), --checkpoint PATH, "
                "--model HF_DIR or --init");
-  const Config cfg = a.config.path.empty() ? parse_config("", "(defaults)", a.config.overrides) : load_resolved_config(a.config);
+  Config cfg = a.config.path.empty() ? parse_config("", "(defaults)", a.config.overrides) : load_resolved_config(a.config);
+  resolve_rank_threads(cfg, 1);  // one process
   require_backend_here(cfg, 0);  // one line, before anything is read
   const WeightsChoice w = choose_weights(a.weights, cfg);
   fprintf(stderr, "score: weights: %s\n", w.description.c_str());

@@ -37,12 +37,6 @@ size_t TrainStack::tracked_peak_bytes() const {
   return engine->memory_report().peak_total + model->ops().peak_bytes();
 }
 
-EngineConfig run_engine_config(const Config& cfg, int world, int ranks_on_node, int64_t accum_steps, int64_t total_steps) {
-  EngineConfig ec = engine_config(cfg, world, accum_steps, total_steps);
-  if (cfg.threads_from == ThreadsFrom::Default) ec.offload_threads = init_threads(1, ranks_on_node);
-  return ec;
-}
-
 TrainStack assemble_train_stack(const Config& cfg, Communicator& comm, const model::Qwen3Config& qc,
                                 const EngineConfig& ec) {
   TrainStack s;

@@ -53,12 +53,6 @@ MemoryPlan plan_and_check_run(Config& cfg, const model::Qwen3Config& qc, int ran
 TrainStack assemble_train_stack(const Config& cfg, Communicator& comm, const model::Qwen3Config& qc,
                                 const EngineConfig& ec);
 
-// A run's engine config: engine_config (the config's, as the planner prices it) and what this node decides: the
-// host threads an offloaded AdamW (zero.offload) steps on, the config's `threads` when given (by the file, --set or
-// OMP_NUM_THREADS), else this rank's share of the node's cores (init_threads) rather than the default's one: a GPU
-// rank's host cores are otherwise idle, and one thread steps a Qwen3-1.7B shard for seconds a step.
-EngineConfig run_engine_config(const Config& cfg, int world, int ranks_on_node, int64_t accum_steps, int64_t total_steps);
-
 // The config's initial weights into the stack's engine (init_model_parameters: model.hf_dir or the random init,
 // on init_threads of the node's cores); the log's description of them. Local: no communication.
 std::string init_stack_weights(TrainStack& s, const Config& cfg, const model::Qwen3Config& qc, int ranks_on_node);

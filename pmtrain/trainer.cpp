@@ -143,6 +143,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
   const int W = comm_.world();
   // zero.shard_ranks node: the launch's ranks per node; a shard group across nodes is allowed, and said.
   resolve_shard_ranks(cfg_, node_block_ranks(info_.node_of_rank));
+  resolve_rank_threads(cfg_, info_.local_world);
   if (const std::string w = shard_placement_warning(cfg_, info_.node_of_rank); info_.rank == 0 && !w.empty())
     fprintf(stderr, "pmtrain: %s\n", w.c_str());
   if (training) {
@@ -206,7 +207,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     total_steps_ = 1;  // the engine's LR schedule needs a length; evaluation never steps
   }
 
-  const EngineConfig ec = run_engine_config(cfg_, W, info_.local_world, batch_.accum, total_steps_);
+  const EngineConfig ec = engine_config(cfg_, W, batch_.accum, total_steps_);
 
   stack_ = assemble_train_stack(cfg_, comm_, model_cfg_, ec);  // the same model, now on the backend's ops
 
@@ -303,6 +304,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     printf("pmtrain: backend %s; %lld math thread%s a rank%s\n", stack_.backend_description.c_str(),
            (long long)cfg_.threads, cfg_.threads > 1 ? "s" : "",
            cfg_.threads_from == ThreadsFrom::OmpNumThreads ? fmt::format(" ({})", env_var_name(EnvVar::NumThreads)).c_str()
+           : cfg_.threads_from == ThreadsFrom::CoreShare   ? " (its share of the node's cores)"
                                                             : "");
     // Threads that outnumber their cores slow every step where they do a step's work: the CPU backend's math
     // (OpenMP threads spin against each other) and an offloaded AdamW; a GPU run's `threads` do no other.

@@ -190,7 +190,8 @@ class CpuModelOps final : public ModelOps {
                             const TensorRef& o, const TensorRef& lse) override {
     PackedRows V(v, PackedRows::In);
     if (tiled_) {
-      attention_tiled_forward(f32(q), f32(k), V.data(), s, plan().cu_seqlens, plan().hidden, f32(o), f32(lse));
+      attention_tiled_forward(f32(q), f32(k), V.data(), s, plan().cu_seqlens, plan().hidden, f32(o), f32(lse), {},
+                              threads_);
       return;
     }
     attention_reference_forward(f32(q), f32(k), V.data(), s, plan().cu_seqlens, plan().hidden, q.rows(), f32(o),
@@ -203,7 +204,7 @@ class CpuModelOps final : public ModelOps {
     PackedRows V(v, PackedRows::In), DV(dv, PackedRows::Out);
     if (tiled_) {
       attention_tiled_backward(f32(q), f32(k), V.data(), f32(o), f32(d_o), f32(lse), s, plan().cu_seqlens,
-                               plan().hidden, f32(dq), f32(dk), DV.data());
+                               plan().hidden, f32(dq), f32(dk), DV.data(), {}, threads_);
     } else {
       attention_reference_backward(f32(q), f32(k), V.data(), f32(d_o), s, plan().cu_seqlens, plan().hidden, q.rows(),
                                    f32(dq), f32(dk), DV.data(), threads_);

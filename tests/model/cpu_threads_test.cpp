@@ -1,7 +1,7 @@
 // The CPU backend's threads (model/cpu/parallel.h): work is cut by its shape alone (literal cuts), every
 // item and every element of a tiled result is visited once at any thread count, an item's exception comes
-// back to the caller, and the backend's products and reference attention give the same bits at 1, 2 and 3
-// threads, within fp32 rounding of a double-precision product computed here.
+// back to the caller, and the backend's products and attention (reference and tiled) give the same bits at
+// 1, 2 and 3 threads, the products within fp32 rounding of double-precision ones computed here.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/attention.h"
+#include "model/attention_tiled.h"
 #include "model/cpu/attention_reference.h"
 #include "model/cpu/cpu_model_ops.h"
 #include "model/cpu/parallel.h"
@@ -156,9 +157,10 @@ TEST(CpuThreads, LinearProductsAreTheSameBitsAtAnyThreadCount) {
   EXPECT_LT(rel_l2(one.dw, dw), 1e-6);
 }
 
-// Reference attention over three sequences (one of 600 tokens), 4 q heads on 2 kv heads: forward a
-// (sequence, head) an item, backward a (sequence, kv head), the same bits at any thread count.
-TEST(CpuThreads, ReferenceAttentionIsTheSameBitsAtAnyThreadCount) {
+// Attention, reference and tiled (the FlashAttention-2 emulation), over three sequences (one of 600 tokens),
+// 4 q heads on 2 kv heads: forward a (sequence, head) an item, backward a (sequence, kv head), the same bits
+// at any thread count.
+TEST(CpuThreads, AttentionIsTheSameBitsAtAnyThreadCount) {
   make_cpu_model_ops();  // as every CPU backend: Eigen's own threading off
   const AttentionShape s{.heads = 4, .kv_heads = 2, .head_dim = 16};
   const std::vector<int32_t> cu = {0, 600, 637, 700};
@@ -168,22 +170,31 @@ TEST(CpuThreads, ReferenceAttentionIsTheSameBitsAtAnyThreadCount) {
   struct Result {
     std::vector<float> o, lse, dq, dk, dv;
   };
-  auto run = [&](int threads) {
-    Result r{std::vector<float>(size_t(n * qd)), std::vector<float>(size_t(n * s.heads)),
-             std::vector<float>(size_t(n * qd)), std::vector<float>(size_t(n * kd)), std::vector<float>(size_t(n * kd))};
-    cpu::attention_reference_forward(q.data(), k.data(), v.data(), s, cu, {}, n, r.o.data(), r.lse.data(), threads);
-    cpu::attention_reference_backward(q.data(), k.data(), v.data(), d_o.data(), s, cu, {}, n, r.dq.data(), r.dk.data(),
-                                      r.dv.data(), threads);
-    return r;
-  };
-  const Result one = run(1);
-  for (const int threads : {2, 3}) {
-    const Result r = run(threads);
-    EXPECT_TRUE(same_bits(one.o, r.o)) << threads << " threads";
-    EXPECT_TRUE(same_bits(one.lse, r.lse)) << threads << " threads";
-    EXPECT_TRUE(same_bits(one.dq, r.dq)) << threads << " threads";
-    EXPECT_TRUE(same_bits(one.dk, r.dk)) << threads << " threads";
-    EXPECT_TRUE(same_bits(one.dv, r.dv)) << threads << " threads";
+  for (const bool tiled : {false, true}) {
+    auto run = [&](int threads) {
+      Result r{std::vector<float>(size_t(n * qd)), std::vector<float>(size_t(n * s.heads)),
+               std::vector<float>(size_t(n * qd)), std::vector<float>(size_t(n * kd)), std::vector<float>(size_t(n * kd))};
+      if (tiled) {
+        attention_tiled_forward(q.data(), k.data(), v.data(), s, cu, {}, r.o.data(), r.lse.data(), {}, threads);
+        attention_tiled_backward(q.data(), k.data(), v.data(), r.o.data(), d_o.data(), r.lse.data(), s, cu, {},
+                                 r.dq.data(), r.dk.data(), r.dv.data(), {}, threads);
+      } else {
+        cpu::attention_reference_forward(q.data(), k.data(), v.data(), s, cu, {}, n, r.o.data(), r.lse.data(), threads);
+        cpu::attention_reference_backward(q.data(), k.data(), v.data(), d_o.data(), s, cu, {}, n, r.dq.data(),
+                                          r.dk.data(), r.dv.data(), threads);
+      }
+      return r;
+    };
+    const Result one = run(1);
+    const char* kind = tiled ? "tiled" : "reference";
+    for (const int threads : {2, 3}) {
+      const Result r = run(threads);
+      EXPECT_TRUE(same_bits(one.o, r.o)) << kind << ", " << threads << " threads";
+      EXPECT_TRUE(same_bits(one.lse, r.lse)) << kind << ", " << threads << " threads";
+      EXPECT_TRUE(same_bits(one.dq, r.dq)) << kind << ", " << threads << " threads";
+      EXPECT_TRUE(same_bits(one.dk, r.dk)) << kind << ", " << threads << " threads";
+      EXPECT_TRUE(same_bits(one.dv, r.dv)) << kind << ", " << threads << " threads";
+    }
   }
 }
 

@@ -56,7 +56,8 @@ expect_threads $((cores + 1)) "$(model_line c --set threads=$((cores + 1)))"
 
 # The backend line says how many math threads a rank computes with and where the number came from: the config's
 # `threads` (or --set), else OMP_NUM_THREADS (a Slurm script exports it from --cpus-per-task; launch/mpi.env sets
-# 1 here), else 1. More threads than the rank's CPUs is a warning at the start.
+# 1 here), else the rank's share of the node's cores (its CPUs, at most the node's cores over its ranks there).
+# More threads than the rank's CPUs is a warning at the start.
 expect_line() {  # expect_line RUN PATTERN WHAT
   grep -qE "$2" $TMP/log_$1.txt || { cat $TMP/log_$1.txt; fail "$3: no line matching '$2'"; }
   echo "ok: $3: $(grep -E "$2" $TMP/log_$1.txt | head -1)"
@@ -70,6 +71,20 @@ expect_line d "^threads: 2$" "OMP_NUM_THREADS's threads in the resolved config"
 OMP_NUM_THREADS=2 model_line e --set threads=1 > /dev/null
 expect_line e "^pmtrain: backend cpu \(host memory, MPI\); 1 math thread a rank$" "--set threads over OMP_NUM_THREADS"
 grep -q "^pmtrain: warning" $TMP/log_e.txt && { cat $TMP/log_e.txt; fail "a warning at one thread a rank"; }
+(unset OMP_NUM_THREADS OMP_THREAD_LIMIT; model_line g > /dev/null)
+share=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
+expect_line g "^pmtrain: backend cpu \(host memory, MPI\); $share math threads? a rank \(its share of the node's cores\)$" \
+  "threads left out everywhere: one rank takes its CPUs"
+expect_line g "^threads: $share$" "the share in the resolved config"
+grep -q "^pmtrain: warning" $TMP/log_g.txt && { cat $TMP/log_g.txt; fail "a warning for the share of the cores"; }
+# Two ranks on this node: each takes half of its cores (at least one).
+rm -rf $TMP/mh
+env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT $MPIRUN -np 2 "$PMTRAIN" train "${RUN[@]}" --set run.dir=$TMP/mh --set run.steps=1 \
+  --set data.test_files=[] > $TMP/log_h.txt 2>&1 || { cat $TMP/log_h.txt; fail "2 ranks, threads left out: the run failed"; }
+half=$(( cores / 2 < share ? cores / 2 : share ))
+half=$(( half > 0 ? half : 1 ))
+expect_line h "^pmtrain: backend cpu \(host memory, MPI\); $half math threads? a rank \(its share of the node's cores\)$" \
+  "threads left out everywhere: two ranks split the node's cores"
 OMP_NUM_THREADS=x "$PMTRAIN" train "${RUN[@]}" --set run.dir=$TMP/mf > $TMP/log_f.txt 2>&1 && fail "OMP_NUM_THREADS=x ran"
 expect_line f "error: OMP_NUM_THREADS=x \(taken as threads, which the config and --set leave out\): key 'threads'" \
   "a bad OMP_NUM_THREADS"
