@@ -152,7 +152,10 @@ class CpuModelOps final : public ModelOps {
   void do_rmsnorm_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y,
                           const TensorRef& rstd) override {
     const Fp32Weight W(w);
-    cpu::rmsnorm_forward(f32(x), W.data(), x.row_elems(), x.rows(), eps, f32(y), f32(rstd));
+    const int64_t H = x.row_elems();
+    parallel_rows(threads_, x.rows(), H, [&](int64_t r0, int64_t r1) {
+      cpu::rmsnorm_forward(f32(x) + r0 * H, W.data(), H, r1 - r0, eps, f32(y) + r0 * H, f32(rstd) + r0);
+    });
   }
 
   void do_rmsnorm_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
@@ -169,7 +172,9 @@ class CpuModelOps final : public ModelOps {
     const int64_t d = w.numel(), heads = x.row_elems() / d;
     const Fp32Weight W(w);
     PackedRows X(x, PackedRows::In);
-    cpu::rmsnorm_forward(X.data(), W.data(), d, x.rows() * heads, eps, f32(y), f32(rstd));
+    parallel_rows(threads_, x.rows() * heads, d, [&](int64_t r0, int64_t r1) {
+      cpu::rmsnorm_forward(X.data() + r0 * d, W.data(), d, r1 - r0, eps, f32(y) + r0 * d, f32(rstd) + r0);
+    });
     rope_forward(f32(y), heads, rope_);
   }
 
@@ -215,35 +220,41 @@ class CpuModelOps final : public ModelOps {
   // Row by row: g, u, dg and du may be strided column views.
   void do_swiglu_forward(const TensorRef& g_, const TensorRef& u_, const TensorRef& m_) override {
     const int64_t cols = g_.row_elems();
-    for (int64_t r = 0; r < g_.rows(); ++r) {
-      const float* g = f32(g_) + r * g_.stride();
-      const float* u = f32(u_) + r * u_.stride();
-      float* m = f32(m_) + r * cols;
-      for (int64_t i = 0; i < cols; ++i) m[i] = math::silu(g[i]) * u[i];
-    }
+    parallel_rows(threads_, g_.rows(), cols, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* g = f32(g_) + r * g_.stride();
+        const float* u = f32(u_) + r * u_.stride();
+        float* m = f32(m_) + r * cols;
+        for (int64_t i = 0; i < cols; ++i) m[i] = math::silu(g[i]) * u[i];
+      }
+    });
   }
 
   void do_swiglu_backward(const TensorRef& g_, const TensorRef& u_, const TensorRef& dm_, const TensorRef& dg_,
                           const TensorRef& du_) override {
     const int64_t cols = g_.row_elems();
-    for (int64_t r = 0; r < g_.rows(); ++r) {
-      const float* g = f32(g_) + r * g_.stride();
-      const float* u = f32(u_) + r * u_.stride();
-      const float* dm = f32(dm_) + r * cols;
-      float* dg = f32(dg_) + r * dg_.stride();
-      float* du = f32(du_) + r * du_.stride();
-      for (int64_t i = 0; i < cols; ++i) {
-        du[i] = dm[i] * math::silu(g[i]);
-        dg[i] = dm[i] * u[i] * math::silu_grad(g[i]);
+    parallel_rows(threads_, g_.rows(), cols, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* g = f32(g_) + r * g_.stride();
+        const float* u = f32(u_) + r * u_.stride();
+        const float* dm = f32(dm_) + r * cols;
+        float* dg = f32(dg_) + r * dg_.stride();
+        float* du = f32(du_) + r * du_.stride();
+        for (int64_t i = 0; i < cols; ++i) {
+          du[i] = dm[i] * math::silu(g[i]);
+          dg[i] = dm[i] * u[i] * math::silu_grad(g[i]);
+        }
       }
-    }
+    });
   }
 
   void do_add(const TensorRef& a_, const TensorRef& b_, const TensorRef& out_) override {
     const float* a = f32(a_);
     const float* b = f32(b_);
     float* out = f32(out_);
-    for (int64_t i = 0, n = a_.numel(); i < n; ++i) out[i] = a[i] + b[i];
+    parallel_rows(threads_, a_.numel(), 1, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) out[i] = a[i] + b[i];
+    });
   }
 
   void do_embedding_forward(const Piece& table, const TensorRef& x_) override {
@@ -251,50 +262,60 @@ class CpuModelOps final : public ModelOps {
     float* x = f32(x_);
     const std::vector<int32_t>& tokens = plan().tokens;
     for (const FlatRun& run : table.runs) {
-      for (size_t t = 0; t < tokens.size(); ++t) {
-        const int64_t row = int64_t(tokens[t]) * H;
-        const int64_t a = std::max(run.begin, row), b = std::min(run.begin + run.count, row + H);
-        if (a >= b) continue;
-        float* dst = x + int64_t(t) * H + (a - row);
-        if (table.dtype == DType::F32) {
-          std::memcpy(dst, static_cast<const float*>(run.data) + (a - run.begin), sizeof(float) * (b - a));
-        } else {
-          const bf16* src = static_cast<const bf16*>(run.data) + (a - run.begin);
-          for (int64_t i = 0; i < b - a; ++i) dst[i] = static_cast<float>(src[i]);
+      parallel_rows(threads_, int64_t(tokens.size()), H, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+          const int64_t row = int64_t(tokens[size_t(t)]) * H;
+          const int64_t a = std::max(run.begin, row), b = std::min(run.begin + run.count, row + H);
+          if (a >= b) continue;
+          float* dst = x + t * H + (a - row);
+          if (table.dtype == DType::F32) {
+            std::memcpy(dst, static_cast<const float*>(run.data) + (a - run.begin), sizeof(float) * (b - a));
+          } else {
+            const bf16* src = static_cast<const bf16*>(run.data) + (a - run.begin);
+            for (int64_t i = 0; i < b - a; ++i) dst[i] = static_cast<float>(src[i]);
+          }
         }
-      }
+      });
     }
   }
 
   void do_embedding_backward(const TensorRef& dx_, const Piece& dtable) override {
     const int64_t H = dx_.row_elems();
     const float* dx = f32(dx_);
-    std::vector<float> acc;
     for (const FlatRun& run : dtable.runs) {
       const int64_t end = run.begin + run.count;
-      if (dtable.dtype == DType::F32)
-        std::fill_n(static_cast<float*>(run.data), run.count, 0.0f);
-      else
-        std::fill_n(static_cast<bf16*>(run.data), run.count, bf16(0.0f));
-      // The used ids whose row meets the run, ascending; each sums its tokens' gradients in token order.
+      parallel_rows(threads_, run.count, 1, [&](int64_t i0, int64_t i1) {
+        if (dtable.dtype == DType::F32)
+          std::fill(static_cast<float*>(run.data) + i0, static_cast<float*>(run.data) + i1, 0.0f);
+        else
+          std::fill(static_cast<bf16*>(run.data) + i0, static_cast<bf16*>(run.data) + i1, bf16(0.0f));
+      });
+      // The used ids whose row meets the run, ascending; each sums its tokens' gradients in token order (an id
+      // is one thread's: the same bits at any thread count).
       const std::vector<int32_t>& ids = by_id_.ids;
-      auto id = std::lower_bound(ids.begin(), ids.end(), run.begin,
-                                 [H](int32_t i, int64_t pos) { return int64_t(i) * H + H <= pos; });
-      for (; id != ids.end() && int64_t(*id) * H < end; ++id) {
-        const int64_t row = int64_t(*id) * H, a = std::max(run.begin, row), b = std::min(end, row + H);
-        acc.assign(size_t(b - a), 0.0f);
-        const size_t u = size_t(id - ids.begin());
-        for (int64_t j = by_id_.id_start[u]; j < by_id_.id_start[u + 1]; ++j) {
-          const float* src = dx + int64_t(by_id_.by_id[j]) * H + (a - row);
-          for (size_t i = 0; i < acc.size(); ++i) acc[i] += src[i];
+      const int64_t first = std::lower_bound(ids.begin(), ids.end(), run.begin,
+                                             [H](int32_t i, int64_t pos) { return int64_t(i) * H + H <= pos; }) -
+                            ids.begin();
+      const int64_t last = std::lower_bound(ids.begin() + first, ids.end(), end,
+                                            [H](int32_t i, int64_t pos) { return int64_t(i) * H < pos; }) -
+                           ids.begin();
+      parallel_rows(threads_, last - first, H, [&](int64_t u0, int64_t u1) {
+        std::vector<float> acc;
+        for (int64_t u = first + u0; u < first + u1; ++u) {
+          const int64_t row = int64_t(ids[size_t(u)]) * H, a = std::max(run.begin, row), b = std::min(end, row + H);
+          acc.assign(size_t(b - a), 0.0f);
+          for (int64_t j = by_id_.id_start[size_t(u)]; j < by_id_.id_start[size_t(u) + 1]; ++j) {
+            const float* src = dx + int64_t(by_id_.by_id[size_t(j)]) * H + (a - row);
+            for (size_t i = 0; i < acc.size(); ++i) acc[i] += src[i];
+          }
+          if (dtable.dtype == DType::F32) {
+            std::copy(acc.begin(), acc.end(), static_cast<float*>(run.data) + (a - run.begin));
+          } else {
+            bf16* dst = static_cast<bf16*>(run.data) + (a - run.begin);
+            for (size_t i = 0; i < acc.size(); ++i) dst[i] = bf16(acc[i]);
+          }
         }
-        if (dtable.dtype == DType::F32) {
-          std::copy(acc.begin(), acc.end(), static_cast<float*>(run.data) + (a - run.begin));
-        } else {
-          bf16* dst = static_cast<bf16*>(run.data) + (a - run.begin);
-          for (size_t i = 0; i < acc.size(); ++i) dst[i] = bf16(acc[i]);
-        }
-      }
+      });
     }
   }
 

@@ -79,6 +79,16 @@ void parallel_for(int threads, int64_t n, Item&& item) {
   if (error) std::rethrow_exception(error);
 }
 
+// Runs rows(r0, r1) over [0, n) in pieces of about kRowsItemElems elements (a whole number of rows of
+// `row_elems`, the same at any thread count), on up to `threads` threads: for work whose rows are independent,
+// which then has the bits of one loop over all rows.
+inline constexpr int64_t kRowsItemElems = 16384;
+template <class Rows>
+void parallel_rows(int threads, int64_t n, int64_t row_elems, Rows&& rows) {
+  const int64_t chunk = std::max<int64_t>(1, kRowsItemElems / std::max<int64_t>(1, row_elems));
+  parallel_for(threads, (n + chunk - 1) / chunk, [&](int64_t i) { rows(i * chunk, std::min(n, (i + 1) * chunk)); });
+}
+
 // Runs tile(r0, c0, rows, cols) over a rows x cols result cut by tiling(), on up to `threads` threads. Each
 // tile computes its block of the result whole (its full sum over the depth).
 template <class Tile>
