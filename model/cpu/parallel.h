@@ -15,11 +15,13 @@
 
 namespace zero::model::cpu {
 
-// How a product's result is cut: tiles of at most kProductTile a side (products up to 512 x 512 are one
-// Eigen call as before; bigger ones cut evenly, which keeps Eigen's repacking of each tile's operands a few
-// percent of its work), and a small result into at least kMinTiles by halving its longer tile side down to
-// 64, so that a few threads share a product such as a small weight's gradient over many tokens. Measured
-// against one Eigen product threaded by Eigen: bench/results/cpu_threads_20261201.txt.
+// How a product's result is cut: tiles of at most kProductTile a side (a bigger side cut evenly, which keeps
+// Eigen's repacking of each tile's operands a few percent of its work), and a result of fewer than kMinTiles
+// such tiles cut further by halving its longer tile side, down to 64, so that a few threads share a product
+// such as a small weight's gradient over many tokens. Measured against one Eigen product threaded by Eigen:
+// bench/results/cpu_threads_20261201.txt. The cut decides the bits (Eigen's kernels round a tile's edge rows
+// and columns their own way): these numbers are part of the math, the same on every machine, and a change
+// of them changes a run's last bits as any change of the math does.
 inline constexpr int64_t kProductTile = 512;
 inline constexpr int64_t kMinTiles = 8;
 
