@@ -3,6 +3,9 @@
 // may not change; the SSE and x87 control words are left alone, as nothing here changes them);
 // elsewhere it is ucontext, whose swapcontext also saves the signal mask with a system call each time
 // (an order of magnitude slower: the norm kernels' block sums switch every thread at every tree level).
+// A thread that waits at a barrier, or finishes, hands the OS thread straight to the next runnable one (one
+// switch, not two through the scheduler, whose stack then stays cold): the scheduler's loop resumes the first
+// and gets control back only when no thread is left to run.
 #include "tests/cuda/simt_emulator.h"
 
 #include <algorithm>
@@ -62,11 +65,13 @@ struct Fiber {
 namespace {
 void* scheduler_sp = nullptr;
 
+void hand_off(Block& blk);  // below
+
 [[noreturn]] void trampoline() {
   Block& blk = *current_block();
   blk.body();
   blk.fibers[blk.current]->done = true;
-  zero_simt_switch(&blk.fibers[blk.current]->sp, scheduler_sp);  // never resumed
+  hand_off(blk);  // never resumed
   std::abort();
 }
 // A fresh fiber's stack as zero_simt_switch leaves a suspended one: six registers and the return address
@@ -80,6 +85,7 @@ void prepare(Fiber& f) {
   f.done = false;
 }
 void resume(Fiber& f) { zero_simt_switch(&scheduler_sp, f.sp); }
+void jump(Fiber& from, Fiber& to) { zero_simt_switch(&from.sp, to.sp); }
 void park(Fiber& f) { zero_simt_switch(&f.sp, scheduler_sp); }
 }  // namespace
 #else
@@ -90,11 +96,13 @@ struct Fiber {
 };
 namespace {
 ucontext_t scheduler_ctx;
+void hand_off(Block& blk);  // below
 void entry() {
   Block& blk = *current_block();
   blk.body();
   blk.fibers[blk.current]->done = true;
-}  // returns to the scheduler (uc_link)
+  hand_off(blk);  // never resumed
+}
 void prepare(Fiber& f) {
   getcontext(&f.ctx);
   f.ctx.uc_stack.ss_sp = f.stack.get();
@@ -104,21 +112,18 @@ void prepare(Fiber& f) {
   f.done = false;
 }
 void resume(Fiber& f) { swapcontext(&scheduler_ctx, &f.ctx); }
+void jump(Fiber& from, Fiber& to) { swapcontext(&from.ctx, &to.ctx); }
 void park(Fiber& f) { swapcontext(&f.ctx, &scheduler_ctx); }
 }  // namespace
 #endif
 
-Block::Block(unsigned n, size_t smem_bytes) : threads(n), smem(smem_bytes, 16), warps((n + 31) / 32), async(n) {
+Block::Block(unsigned n, size_t smem_bytes)
+    : threads(n), smem(smem_bytes, 16), warps((n + 31) / 32), async(n), runnable(n) {
   sync.expected = n;
   for (auto& w : warps) w.sync.expected = 32;
   for (unsigned t = 0; t < n; ++t) fibers.push_back(std::make_unique<Fiber>());
 }
 Block::~Block() = default;
-
-Block*& current_block() {
-  static Block* block = nullptr;  // one launch at a time
-  return block;
-}
 
 Block& block_for(unsigned threads, size_t smem_bytes) {
   static std::unique_ptr<Block> cached;
@@ -147,6 +152,21 @@ static unsigned started_after_thread_0(const Block& block, unsigned t) {
   return reverse_schedule() ? block.threads - t : t;
 }
 
+namespace {
+// The running thread (parked at a barrier, or done) gives the OS thread to the next runnable one, or back to
+// the scheduler when none is left. The next may be itself (reverse schedule: the last arrival runs first
+// when it has the highest index): then it simply goes on.
+void hand_off(Block& blk) {
+  Fiber& from = *blk.fibers[blk.current];
+  if (blk.runnable.empty()) return park(from);
+  const unsigned next = blk.runnable.pop_front();
+  if (next == blk.current) return;
+  blk.current = next;
+  threadIdx = {next, 0, 0};
+  jump(from, *blk.fibers[next]);
+}
+}  // namespace
+
 void barrier_wait(Barrier& b) {
   Block& blk = *current_block();
   if (blk.direct)
@@ -164,11 +184,11 @@ void barrier_wait(Barrier& b) {
     std::sort(b.parked.begin(), b.parked.end(), std::greater<unsigned>());
     for (unsigned t : b.parked) blk.runnable.push_back(t);
     b.parked.clear();
-    park(*blk.fibers[blk.current]);
+    hand_off(blk);
     return;
   }
   b.parked.push_back(blk.current);
-  park(*blk.fibers[blk.current]);
+  hand_off(blk);
 }
 
 // A block runs thread 0 first, as a fiber. A barrier must be reached by every thread of the block or warp
@@ -183,6 +203,7 @@ void run_grid(Block& block, unsigned grid) {
       a.open.clear();  // (cleared, not replaced: a fresh deque allocates, for each thread of each block)
       a.groups.clear();
     }
+    for (Warp& w : block.warps) w.reset_parities();
     prepare(*block.fibers[0]);
     block.current = 0;
     threadIdx = {0, 0, 0};
@@ -208,9 +229,9 @@ void run_grid(Block& block, unsigned grid) {
       prepare(*block.fibers[u]);
       block.runnable.push_back(u);
     }
-    while (!block.runnable.empty()) {
-      block.current = block.runnable.front();
-      block.runnable.pop_front();
+    // The threads hand the OS thread on among themselves (hand_off); it comes back here when none can run.
+    if (!block.runnable.empty()) {
+      block.current = block.runnable.pop_front();
       threadIdx = {block.current, 0, 0};
       resume(*block.fibers[block.current]);
     }

@@ -10,10 +10,11 @@
 //     cp.async.wait_group lets its group complete, so a read that comes before its wait (or, for another
 //     thread's copy, before the barrier after that thread's wait) sees the old bytes, as it may on a GPU;
 //     its addresses, and ldmatrix's row addresses, must be 16-byte aligned (an unaligned one aborts);
-//   - warp collectives (__shfl_xor_sync, mma.sync m16n8k16 bf16, ldmatrix m8n8 x4 b16): a barrier of the
-//     warp's 32 threads around an exchange through per-warp staging, the product computed from the
-//     fragments exactly as the PTX ISA lays them out (model/cuda/mma_fragments.h, itself checked against the ISA's figures in
-//     attention_grid_test), each output a double-precision sum of its 16 products added to C once.
+//   - warp collectives (__shfl_xor_sync, mma.sync m16n8k16 bf16, ldmatrix m8n8 x4 b16): each lane stages
+//     its part in per-warp memory (double-buffered: Warp), one barrier of the warp's 32 threads, then each
+//     lane reads what it gets; the product computed from the fragments exactly as the PTX ISA lays them out
+//     (model/cuda/mma_fragments.h, itself checked against the ISA's figures in attention_grid_test), each
+//     output a double-precision sum of its 16 products added to C once.
 // A thread runs until it reaches a barrier, then the next runnable one; the last to arrive releases the
 // others and goes on first, the rest following in arrival order (threads start in index order, thread 0
 // first). ZERO_SIMT_SCHEDULE=reverse runs them highest index first instead, after thread 0's start, and
@@ -75,11 +76,26 @@ struct Barrier {
   unsigned expected = 0, arrived = 0;
   std::vector<unsigned> parked;  // threads waiting for the last arrival
 };
+// A warp's staging for its collectives, double-buffered: at each collective of a kind (shuffle, mma,
+// ldmatrix) a lane takes the buffer of its parity for that kind and flips it (the same in every lane, as a
+// warp's lanes run the same collectives), so one barrier is enough. Lane L writes buffer p again only at
+// the collective after next of that kind, after every lane has arrived at the next one's barrier, which
+// each does only after reading buffer p.
 struct Warp {
   Barrier sync;
-  float f[32];
-  uint32_t a[32][4], b[32][2];
-  const uint16_t* rows[32];  // ldmatrix's row addresses
+  float f[2][32];                  // __shfl_xor_sync's values
+  uint32_t a[2][32][4], b[2][32][2];  // mma's A and B fragments
+  const uint16_t* rows[2][32];     // ldmatrix's row addresses
+  uint8_t shuffle_parity[32], mma_parity[32], ldmatrix_parity[32];
+  void reset_parities() {
+    std::memset(shuffle_parity, 0, 32), std::memset(mma_parity, 0, 32), std::memset(ldmatrix_parity, 0, 32);
+  }
+  // This lane's buffer for a collective of the kind `parity` counts, flipped for its next one.
+  static int take(uint8_t (&parity)[32], int lane) {
+    const int p = parity[lane];
+    parity[lane] = uint8_t(p ^ 1);
+    return p;
+  }
 };
 // A thread's cp.async copies: those not yet committed, then the committed groups, oldest first.
 struct AsyncCopy {
@@ -91,6 +107,23 @@ struct AsyncCopies {
   std::deque<std::vector<AsyncCopy>> groups;
 };
 struct Fiber;  // simt_emulator.cpp
+// The threads ready to run, in the order they run: a ring of the block's size (a thread is in it at most
+// once: it is either running, parked at a barrier, or queued).
+struct RunQueue {
+  explicit RunQueue(unsigned threads) : ring(threads + 1) {}
+  bool empty() const { return head == tail; }
+  void push_back(unsigned t) {
+    ring[tail] = t;
+    tail = tail + 1 == ring.size() ? 0 : tail + 1;
+  }
+  unsigned pop_front() {
+    const unsigned t = ring[head];
+    head = head + 1 == ring.size() ? 0 : head + 1;
+    return t;
+  }
+  std::vector<unsigned> ring;
+  size_t head = 0, tail = 0;
+};
 // One launch's threads, reused by the next launch of as many threads (stacks are costly to set up).
 struct Block {
   Block(unsigned threads, size_t smem_bytes);
@@ -103,12 +136,15 @@ struct Block {
   std::vector<Warp> warps;
   std::vector<AsyncCopies> async;  // per thread; emptied as each block starts
   std::vector<std::unique_ptr<Fiber>> fibers;
-  std::deque<unsigned> runnable;
+  RunQueue runnable;
   unsigned current = 0;
   bool direct = false;         // threads run as plain calls (thread 0 reached no barrier): none may wait
   std::function<void()> body;  // the kernel call of this launch
 };
-Block*& current_block();
+// The running launch's block: an inline variable, not a function of the emulator's library, so the kernels'
+// every barrier and warp collective reads it without a call through the PLT.
+inline Block* running_block = nullptr;  // one launch at a time
+inline Block*& current_block() { return running_block; }
 // A block of `threads` threads with at least `smem_bytes` of dynamic shared memory, made current.
 Block& block_for(unsigned threads, size_t smem_bytes);
 // Arrive at b; return once every expected thread has arrived (the last arrival releases the parked ones).
@@ -156,38 +192,61 @@ inline void cp_async_wait(int n) {
 
 inline float shfl_xor(float v, int lane_mask) {
   Warp& w = my_warp();
-  const int lane = my_lane();
-  w.f[lane] = v;
+  const int lane = my_lane(), p = Warp::take(w.shuffle_parity, lane);
+  w.f[p][lane] = v;
   barrier_wait(w.sync);
-  const float got = w.f[lane ^ lane_mask];
-  barrier_wait(w.sync);  // nobody overwrites f before every lane has read
-  return got;
+  return w.f[p][lane ^ lane_mask];
+}
+
+// Where each element of mma's 16 x 16 A tile and 16 x 8 B tile sits in the warp's fragments: the lane and
+// the element's index in it (the inverse of the PTX layout), so a lane reads just the 2 x 16 inputs of each
+// of its outputs.
+struct FragSource {
+  uint8_t lane, elem;
+};
+struct MmaSources {
+  FragSource a[16][16], b[16][8];
+};
+inline const MmaSources& mma_sources() {
+  namespace layout = model::cuda_attention::mma;
+  static const MmaSources sources = [] {
+    MmaSources m{};
+    for (int l = 0; l < 32; ++l) {
+      for (int i = 0; i < 8; ++i) {
+        const layout::FragIndex e = layout::a_index(l, i);
+        m.a[e.row][e.col] = {uint8_t(l), uint8_t(i)};
+      }
+      for (int i = 0; i < 4; ++i) {
+        const layout::FragIndex e = layout::b_index(l, i);
+        m.b[e.row][e.col] = {uint8_t(l), uint8_t(i)};
+      }
+    }
+    return m;
+  }();
+  return sources;
+}
+// Element i of a fragment of packed bf16 pairs, low half first.
+template <size_t N>
+inline float fragment_element(const uint32_t (&regs)[N], int i) {
+  return math::bf16_to_f32(uint16_t(regs[i / 2] >> (16 * (i % 2))));
 }
 
 // D += A B for one warp: each lane hands in its fragments and gets its own 4 outputs.
 inline void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   namespace layout = model::cuda_attention::mma;
   Warp& w = my_warp();
-  const int lane = my_lane();
-  std::memcpy(w.a[lane], a, sizeof a);
-  std::memcpy(w.b[lane], b, sizeof b);
+  const int lane = my_lane(), p = Warp::take(w.mma_parity, lane);
+  std::memcpy(w.a[p][lane], a, sizeof a);
+  std::memcpy(w.b[p][lane], b, sizeof b);
   barrier_wait(w.sync);
-  float A[16][16], B[16][8];
-  for (int l = 0; l < 32; ++l) {
-    for (int i = 0; i < 8; ++i) {
-      const layout::FragIndex e = layout::a_index(l, i);
-      A[e.row][e.col] = math::bf16_to_f32(uint16_t(w.a[l][i / 2] >> (16 * (i % 2))));
-    }
-    for (int i = 0; i < 4; ++i) {
-      const layout::FragIndex e = layout::b_index(l, i);
-      B[e.row][e.col] = math::bf16_to_f32(uint16_t(w.b[l][i / 2] >> (16 * (i % 2))));
-    }
-  }
-  barrier_wait(w.sync);  // every lane has read the staging before the next product overwrites it
+  const MmaSources& src = mma_sources();
   for (int i = 0; i < 4; ++i) {
     const layout::FragIndex e = layout::c_index(lane, i);
     double sum = 0.0;
-    for (int k = 0; k < 16; ++k) sum += double(A[e.row][k]) * double(B[k][e.col]);
+    for (int k = 0; k < 16; ++k) {
+      const FragSource sa = src.a[e.row][k], sb = src.b[k][e.col];
+      sum += double(fragment_element(w.a[p][sa.lane], sa.elem)) * double(fragment_element(w.b[p][sb.lane], sb.elem));
+    }
     d[i] = float(double(d[i]) + sum);
   }
 }
@@ -199,16 +258,16 @@ inline void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint3
 inline void ldmatrix_x4(uint32_t (&r)[4], const uint16_t* row, bool trans) {
   require_16_byte_aligned(row, "ldmatrix row");
   Warp& w = my_warp();
-  const int lane = my_lane();
-  w.rows[lane] = row;
+  const int lane = my_lane(), p = Warp::take(w.ldmatrix_parity, lane);
+  w.rows[p][lane] = row;
   barrier_wait(w.sync);
+  const uint16_t* const* rows = w.rows[p];
   const int group = lane / 4, pair = 2 * (lane % 4);
   for (int i = 0; i < 4; ++i) {
-    const uint16_t lo = trans ? w.rows[8 * i + pair][group] : w.rows[8 * i + group][pair];
-    const uint16_t hi = trans ? w.rows[8 * i + pair + 1][group] : w.rows[8 * i + group][pair + 1];
+    const uint16_t lo = trans ? rows[8 * i + pair][group] : rows[8 * i + group][pair];
+    const uint16_t hi = trans ? rows[8 * i + pair + 1][group] : rows[8 * i + group][pair + 1];
     r[i] = uint32_t(lo) | uint32_t(hi) << 16;
   }
-  barrier_wait(w.sync);  // every lane has read the rows before a next load stages its own
 }
 
 // Runs kernel(args...) over `grid` blocks of `threads` threads (a multiple of 32, or 1) with `smem_bytes`
