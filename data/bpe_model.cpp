@@ -14,15 +14,13 @@ namespace {
 uint64_t pair_key(int32_t a, int32_t b) { return (uint64_t(uint32_t(a)) << 32) | uint32_t(b); }
 }  // namespace
 
-BpeModel::BpeModel(const nlohmann::json& model, const std::string& where) {
+BpeModel::BpeModel(const nlohmann::json& model, const BpeLists& lists, const std::string& where) {
   ZERO_REQUIRE(model.is_object(), InputError, "{}: 'model' is not an object", where);
   const std::string type = model.value("type", std::string("BPE"));
   ZERO_REQUIRE(type == "BPE", ConfigError, "{}: model type '{}' is not supported (only byte-level BPE)",
                where, type);
-  ZERO_REQUIRE(model.contains("vocab") && model["vocab"].is_object(), InputError,
-               "{}: model has no 'vocab' object", where);
-  ZERO_REQUIRE(model.contains("merges") && model["merges"].is_array(), InputError,
-               "{}: model has no 'merges' array", where);
+  ZERO_REQUIRE(lists.has_vocab, InputError, "{}: model has no 'vocab' object", where);
+  ZERO_REQUIRE(lists.has_merges, InputError, "{}: model has no 'merges' array", where);
   // Options that change how words are split into symbols: Qwen uses none of them.
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     if (model.contains(key) && model[key].is_string())
@@ -32,65 +30,62 @@ BpeModel::BpeModel(const nlohmann::json& model, const std::string& where) {
   ZERO_REQUIRE(!model.value("byte_fallback", false), ConfigError, "{}: BPE byte_fallback is not supported",
                where);
 
-  const auto& vocab = model["vocab"];
-  id_to_bytes_.resize(vocab.size());
-  bytes_to_id_.reserve(vocab.size() * 2);
+  const size_t vocab_size = lists.vocab.size();
+  id_to_bytes_.resize(vocab_size);
+  bytes_to_id_.reserve(vocab_size * 2);
   std::string raw;
-  std::vector<uint8_t> assigned(vocab.size(), 0);  // a repeated id would decode as another token's bytes
-  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    ZERO_REQUIRE(it.value().is_number_integer(), InputError, "{}: vocab entry '{}' has no integer id", where,
-                 it.key());
-    const int64_t id = it.value().get<int64_t>();
-    ZERO_REQUIRE(id >= 0 && id < int64_t(vocab.size()), InputError,
-                 "{}: vocab id {} of '{}' is outside 0..{} (ids must be dense)", where, id, it.key(),
-                 vocab.size() - 1);
-    ZERO_REQUIRE(byte_level_decode(it.key(), raw), ConfigError,
+  std::vector<uint8_t> assigned(vocab_size, 0);  // a repeated id would decode as another token's bytes
+  for (const BpeLists::VocabEntry& e : lists.vocab) {
+    ZERO_REQUIRE(e.is_integer, InputError, "{}: vocab entry '{}' has no integer id", where, e.token);
+    ZERO_REQUIRE(e.id >= 0 && e.id < int64_t(vocab_size), InputError,
+                 "{}: vocab id {} of '{}' is outside 0..{} (ids must be dense)", where, e.id, e.token,
+                 vocab_size - 1);
+    ZERO_REQUIRE(byte_level_decode(e.token, raw), ConfigError,
                  "{}: vocab token '{}' is not in the byte-level alphabet (not a byte-level BPE tokenizer)",
-                 where, it.key());
-    ZERO_REQUIRE(!assigned[id], InputError, "{}: vocab id {} of '{}' is also given to another token (ids must be unique)",
-                 where, id, it.key());
-    assigned[id] = 1;
-    id_to_bytes_[id] = raw;
-    bytes_to_id_.emplace(raw, int32_t(id));
+                 where, e.token);
+    ZERO_REQUIRE(!assigned[e.id], InputError,
+                 "{}: vocab id {} of '{}' is also given to another token (ids must be unique)", where, e.id,
+                 e.token);
+    assigned[e.id] = 1;
+    const bool fresh = bytes_to_id_.emplace(raw, int32_t(e.id)).second;
+    ZERO_REQUIRE(fresh, InputError, "{}: vocab token '{}' is given twice", where, e.token);
+    id_to_bytes_[e.id] = raw;
   }
   for (int b = 0; b < 256; ++b) {
-    const auto it = bytes_to_id_.find(std::string(1, char(b)));
+    const char byte = char(b);
+    const auto it = bytes_to_id_.find(std::string_view(&byte, 1));
     ZERO_REQUIRE(it != bytes_to_id_.end(), ConfigError, "{}: vocab lacks the single byte 0x{:02x}", where, b);
     byte_id_[b] = it->second;
   }
 
-  const auto& merges = model["merges"];
-  merges_.reserve(merges.size() * 2);
-  std::string a, b;
-  for (size_t rank = 0; rank < merges.size(); ++rank) {
-    const auto& m = merges[rank];
-    std::string left, right;
-    if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      left = m[0].get<std::string>();
-      right = m[1].get<std::string>();
-    } else if (m.is_string()) {
-      const std::string s = m.get<std::string>();
-      const size_t sp = s.find(' ');
-      ZERO_REQUIRE(sp != std::string::npos && s.find(' ', sp + 1) == std::string::npos, InputError,
-                   "{}: merge {} '{}' is not two tokens separated by one space", where, rank, s);
-      left = s.substr(0, sp);
-      right = s.substr(sp + 1);
-    } else {
-      throw InputError(fmt::format("{}: merge {} is neither [\"a\", \"b\"] nor \"a b\"", where, rank));
+  merges_.reserve(lists.merges.size() * 2);
+  std::string a, b, joined;
+  for (size_t rank = 0; rank < lists.merges.size(); ++rank) {
+    const BpeLists::MergeEntry& m = lists.merges[rank];
+    std::string_view left = m.left, right = m.right;
+    if (m.form == BpeLists::MergeEntry::kString) {
+      const size_t sp = left.find(' ');
+      ZERO_REQUIRE(sp != std::string::npos && left.find(' ', sp + 1) == std::string::npos, InputError,
+                   "{}: merge {} '{}' is not two tokens separated by one space", where, rank, m.left);
+      right = left.substr(sp + 1);
+      left = left.substr(0, sp);
     }
+    ZERO_REQUIRE(m.form != BpeLists::MergeEntry::kBad, InputError,
+                 "{}: merge {} is neither [\"a\", \"b\"] nor \"a b\"", where, rank);
     ZERO_REQUIRE(byte_level_decode(left, a) && byte_level_decode(right, b), ConfigError,
                  "{}: merge {} uses characters outside the byte-level alphabet", where, rank);
-    const int32_t ia = id_of(a), ib = id_of(b), inew = id_of(a + b);
+    joined.assign(a).append(b);
+    const int32_t ia = id_of(a), ib = id_of(b), inew = id_of(joined);
     ZERO_REQUIRE(ia >= 0 && ib >= 0 && inew >= 0, InputError,
                  "{}: merge {} ('{}' '{}') refers to a token missing from the vocab", where, rank, left, right);
     // A repeated pair keeps its last rank, as tokenizers collects its merge map.
     merges_.insert_or_assign(pair_key(ia, ib), Merge{int32_t(rank), inew});
   }
-  num_merges_ = static_cast<int32_t>(merges.size());
+  num_merges_ = static_cast<int32_t>(lists.merges.size());
 }
 
 int32_t BpeModel::id_of(std::string_view bytes) const {
-  const auto it = bytes_to_id_.find(std::string(bytes));
+  const auto it = bytes_to_id_.find(bytes);
   return it == bytes_to_id_.end() ? -1 : it->second;
 }
 

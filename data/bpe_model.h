@@ -12,11 +12,32 @@
 
 namespace zero::data {
 
+// The vocabulary and merges of a tokenizer.json's "model" object, in file order, as read_tokenizer_json
+// (tokenizer_json.h) streams them. A list that is not of the expected kind (vocab not an object, merges not an
+// array) is not streamed: it stays in the JSON tree, and its flag is false.
+struct BpeLists {
+  struct VocabEntry {
+    std::string token;  // in the byte-level alphabet, as written
+    int64_t id;
+    bool is_integer;  // false: the value was not an integer (id is then 0)
+  };
+  // A merge as ["a", "b"] (kPair: left, right), as the legacy "a b" string (kString: the whole of it in
+  // left), or anything else (kBad).
+  struct MergeEntry {
+    enum Form { kPair, kString, kBad } form;
+    std::string left, right;
+  };
+  bool has_vocab = false, has_merges = false;
+  std::vector<VocabEntry> vocab;
+  std::vector<MergeEntry> merges;
+};
+
 class BpeModel {
  public:
-  // Builds from the "model" object of a tokenizer.json (type BPE, vocab, merges as ["a","b"] pairs or
-  // "a b" strings). `where` names the file in error messages.
-  BpeModel(const nlohmann::json& model, const std::string& where);
+  // Builds from the "model" object of a tokenizer.json (type BPE and its options) and its vocab and merges
+  // (merges as ["a","b"] pairs or "a b" strings), as read_tokenizer_json gives them. `where` names the file in
+  // error messages.
+  BpeModel(const nlohmann::json& model, const BpeLists& lists, const std::string& where);
 
   // Appends the ids of one word (raw bytes) to `out`, merging as Hugging Face's BPE does: lowest rank
   // first, leftmost among equal ranks.
@@ -47,7 +68,11 @@ class BpeModel {
   };
   const Merge* find_merge(int32_t a, int32_t b) const;
 
-  std::unordered_map<std::string, int32_t> bytes_to_id_;
+  struct StringHash {  // lookups by string_view, with no std::string made for each
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> bytes_to_id_;
   std::vector<std::string> id_to_bytes_;
   std::unordered_map<uint64_t, Merge> merges_;
   int32_t byte_id_[256];

@@ -10,6 +10,7 @@
 #include <utf8proc.h>
 
 #include "core/check.h"
+#include "data/tokenizer_json.h"
 
 namespace zero::data {
 
@@ -21,23 +22,20 @@ constexpr const char* kDefaultEos = "<|im_end|>";
 constexpr const char* kDefaultPad = "<|endoftext|>";
 constexpr size_t kMaxCachedIds = size_t(1) << 26;  // keeps pool offsets far inside uint32
 
-// `text` as JSON; bad JSON is an InputError naming `name` and what it should have been.
-nlohmann::json parse_json(const std::string& text, const std::string& name, const char* what) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(fmt::format("{}: not a {} (invalid JSON at byte {})", name, what, e.byte));
-  } catch (const nlohmann::json::exception& e) {  // valid syntax it cannot hold: a number past a double's range
-    throw InputError(fmt::format("{}: not a {} ({})", name, what, e.what()));
-  }
-}
-
-nlohmann::json read_json_file(const std::string& path, const char* what) {
+std::string read_file(const std::string& path, const char* what) {
   std::ifstream f(path, std::ios::binary);
   ZERO_REQUIRE(f.good(), InputError, "{}: cannot open {} (check the path)", path, what);
   std::stringstream ss;
   ss << f.rdbuf();
-  return parse_json(ss.str(), path, what);
+  return ss.str();
+}
+
+nlohmann::json read_json_file(const std::string& path, const char* what) {
+  try {
+    return nlohmann::json::parse(read_file(path, what));
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(bad_json_message(path, what, e));
+  }
 }
 
 // Reads the Split regex out of the pre_tokenizer and checks the rest is the Qwen layout
@@ -80,7 +78,7 @@ bool is_ascii(std::string_view s) {
 }  // namespace
 
 Tokenizer Tokenizer::from_file(const std::string& path) {
-  const nlohmann::json j = read_json_file(path, "tokenizer.json");
+  const TokenizerJson j = read_tokenizer_json(read_file(path, "tokenizer.json"), path);
   std::string eos = kDefaultEos, pad = kDefaultPad;
   const auto cfg_path = (std::filesystem::path(path).parent_path() / "tokenizer_config.json").string();
   if (std::filesystem::exists(cfg_path)) {
@@ -92,11 +90,12 @@ Tokenizer Tokenizer::from_file(const std::string& path) {
 }
 
 Tokenizer Tokenizer::from_json_text(const std::string& text, const std::string& name) {
-  return from_json(parse_json(text, name, "tokenizer.json"), name, kDefaultEos, kDefaultPad);
+  return from_json(read_tokenizer_json(text, name), name, kDefaultEos, kDefaultPad);
 }
 
-Tokenizer Tokenizer::from_json(const nlohmann::json& j, const std::string& path, const std::string& eos,
+Tokenizer Tokenizer::from_json(const TokenizerJson& file, const std::string& path, const std::string& eos,
                                const std::string& pad) {
+  const nlohmann::json& j = file.tree;
   ZERO_REQUIRE(j.is_object() && j.contains("model") && j["model"].is_object(), InputError,
                "{}: not a Hugging Face tokenizer.json (no 'model' object)", path);
   if (j.contains("normalizer") && !j["normalizer"].is_null()) {
@@ -107,7 +106,7 @@ Tokenizer Tokenizer::from_json(const nlohmann::json& j, const std::string& path,
   ZERO_REQUIRE(j.contains("pre_tokenizer"), InputError, "{}: not a Hugging Face tokenizer.json (no 'pre_tokenizer')",
                path);
   Pretokenizer pre(split_regex(j["pre_tokenizer"], path), path);
-  Tokenizer t(path, BpeModel(j["model"], path), std::move(pre));
+  Tokenizer t(path, BpeModel(j["model"], file.lists, path), std::move(pre));
 
   t.id_to_text_.reserve(t.bpe_.vocab_size() + 64);
   for (int32_t i = 0; i < t.bpe_.vocab_size(); ++i) t.id_to_text_.push_back(t.bpe_.token_bytes(i));

@@ -15,6 +15,8 @@
 
 namespace zero::data {
 
+struct TokenizerJson;  // data/tokenizer_json.h
+
 class Tokenizer {
  public:
   // Loads tokenizer.json; reads eos/pad token names from tokenizer_config.json in the same folder when
@@ -59,7 +61,7 @@ class Tokenizer {
   };
   Tokenizer(std::string path, BpeModel bpe, Pretokenizer pre) : path_(std::move(path)), bpe_(std::move(bpe)),
                                                                 pre_(std::move(pre)) {}
-  static Tokenizer from_json(const nlohmann::json& j, const std::string& path, const std::string& eos,
+  static Tokenizer from_json(const TokenizerJson& file, const std::string& path, const std::string& eos,
                              const std::string& pad);
   void encode_plain(std::string_view text, std::vector<int32_t>& out);
   void encode_piece(std::string_view piece, std::vector<int32_t>& out);
