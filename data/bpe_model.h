@@ -32,6 +32,13 @@ struct BpeLists {
   std::vector<MergeEntry> merges;
 };
 
+// A hash for maps keyed by std::string that are looked up by string_view, with no std::string made for each
+// lookup (with std::equal_to<>).
+struct StringViewHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
 class BpeModel {
  public:
   // Builds from the "model" object of a tokenizer.json (type BPE and its options) and its vocab and merges
@@ -68,11 +75,7 @@ class BpeModel {
   };
   const Merge* find_merge(int32_t a, int32_t b) const;
 
-  struct StringHash {  // lookups by string_view, with no std::string made for each
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> bytes_to_id_;
+  std::unordered_map<std::string, int32_t, StringViewHash, std::equal_to<>> bytes_to_id_;
   std::vector<std::string> id_to_bytes_;
   std::unordered_map<uint64_t, Merge> merges_;
   int32_t byte_id_[256];

@@ -52,10 +52,6 @@ class Tokenizer {
     int32_t id;
     bool special;
   };
-  struct StringHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   struct Span {
     uint32_t offset, len;
   };
@@ -75,11 +71,11 @@ class Tokenizer {
   bool added_first_byte_[256] = {};
   std::vector<std::string> id_to_text_;     // bytes of every id (BPE tokens and added tokens)
   std::vector<uint8_t> id_special_;
-  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> added_by_text_;
+  std::unordered_map<std::string, int32_t, StringViewHash, std::equal_to<>> added_by_text_;
   int32_t eos_id_ = -1, pad_id_ = -1;
 
   // Cache of pre-tokenized words -> ids (flat pool); reset when it grows past a bound.
-  std::unordered_map<std::string, Span, StringHash, std::equal_to<>> cache_;
+  std::unordered_map<std::string, Span, StringViewHash, std::equal_to<>> cache_;
   std::vector<int32_t> cache_pool_;
   uint64_t cache_lookups_ = 0, cache_hits_ = 0;
   std::string nfc_;                          // scratch
