@@ -123,9 +123,11 @@ std::vector<std::pair<std::string, double>> record_scalars(const nlohmann::json&
   if (!record.is_object() || !record.contains("type") || !record["type"].is_string() || !record.contains("step") ||
       !record["step"].is_number_integer())
     return out;
+  const std::string type = record["type"].get<std::string>();
+  if (type != "train" && type != "eval" && type != "epoch") return out;  // the curves; not a resume's details
   nlohmann::json numbers = record;
   for (const char* own : {"type", "step", "time"}) numbers.erase(own);
-  add_scalars(out, record["type"].get<std::string>(), numbers);
+  add_scalars(out, type, numbers);
   return out;
 }
 

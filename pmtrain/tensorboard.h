@@ -10,7 +10,7 @@
 //   data           = Event { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5; }
 //   Summary        = { repeated Value value = 1; }
 //   Value          = { string tag = 1; float simple_value = 2; TensorProto tensor = 8; SummaryMetadata metadata = 9; }
-// The file's first event carries file_version "brain.Event:2"; then one event per metrics record with a step,
+// The file's first event carries file_version "brain.Event:2"; then one event per train, eval and epoch record,
 // at that step and the record's "time", whose scalars are every number in the record (record_scalars).
 // A text (the run's resolved config, as HF Trainer logs its arguments) is what TensorBoard's text plugin reads:
 //   Value { tag; metadata = { plugin_data = 1: { plugin_name = 1: "text" } };
@@ -46,8 +46,8 @@ uint32_t crc32c(const void* data, size_t n);
 // The scalars of one metrics record, in the record's key order: "<type>/<key>" for each number (booleans and
 // strings are not scalars, nor is a NaN or an infinity, which metrics.jsonl holds as null), nested objects joined
 // with '/' ("train/time_s/gemm", "eval/sets/helpful/loss");
-// "type", "step" and "time" are the event's own fields. Empty for a record without a type or a step (the
-// summary).
+// "type", "step" and "time" are the event's own fields. Only train, eval and epoch records have scalars: empty
+// for another type (a resume) and for a record without a type or a step (the summary).
 std::vector<std::pair<std::string, double>> record_scalars(const nlohmann::json& record);
 
 class EventFile {

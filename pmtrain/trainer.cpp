@@ -344,6 +344,7 @@ Trainer::Trainer(const Config& cfg, const LaunchInfo& info, Communicator& comm, 
     // A fresh run keeps no step's record (-1: not even the step-0 eval of run.eval_at_start).
     metrics_ = std::make_unique<MetricsLog>(files.metrics(), info_.rank == 0, start_step_ > 0 ? start_step_ : -1,
                                             cfg_.run.tensorboard ? files.tensorboard() : "", &cfg_);
+    if (!resume_record_.is_null()) metrics_->write(resume_record_);
   });
 }
 
@@ -417,6 +418,15 @@ void Trainer::resume(const std::string& path) {
            r.saved_shard_groups > 1 ? fmt::format(" (shard groups of {})", r.saved_world).c_str() : "", r.saved_stage,
            r.resharded ? " (resharded onto this world size and stage)" : "", resume_check_s_, load_s,
            format_bytes(double(r.bytes_read)).c_str());
+  // Where the run's history restarts, for whoever reads metrics.jsonl after preemptions: the step (the records
+  // past it were dropped), the checkpoint, and the world it was saved at and runs on now.
+  resume_record_ = {{"type", "resume"},
+                    {"step", start_step_},
+                    {"checkpoint", r.dir},
+                    {"saved_world", r.saved_world * r.saved_shard_groups},
+                    {"world", comm_.world()},
+                    {"resharded", r.resharded},
+                    {"load_s", load_s}};
   // The settings this run changes from the one that saved the checkpoint. Said, not refused: a learning rate
   // lowered to tame a divergence is a resume's purpose; the data order's settings are refused by the sampler.
   if (info_.rank == 0)

@@ -5,6 +5,8 @@
 #include <optional>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "checkpoint/checkpointer.h"
 #include "comm/bootstrap.h"
 #include "data/batcher.h"
@@ -92,6 +94,8 @@ class Trainer {
   std::optional<std::string> resume_choice();
   void resume(const std::string& path);
   double resume_check_s_ = 0;  // resume_choice's time: finding the checkpoint and hashing its files
+  // metrics.jsonl's record of the resume (type "resume"), written once the metrics file is open; null when fresh.
+  nlohmann::json resume_record_;
   // eval: the evaluation at this step, stored with the checkpoint (run.keep_best ranks checkpoints by it).
   // eval_owed: a stop came before the step's evaluation ended; the resumed run evaluates, then pay_owed_eval.
   void save_checkpoint(int64_t step, const EvalStats* eval = nullptr, bool eval_owed = false);

@@ -29,6 +29,13 @@ $MPIRUN -np 2 "$PMTRAIN" $hint > $TMP/resume.log 2>&1 || { cat $TMP/resume.log; 
 grep -q "resumed from .*step_$step" $TMP/resume.log || { cat $TMP/resume.log; fail "did not resume from step_$step"; }
 diff <(last_losses $TMP/ref/metrics.jsonl) <(last_losses $TMP/run/metrics.jsonl) > $TMP/diff.txt \
   || { cat $TMP/diff.txt; fail "losses after stop + resume differ from the uninterrupted run"; }
+# metrics.jsonl records the resume, once: a "resume" record at the step resumed from, naming its checkpoint and
+# the world sizes (a fresh run has none).
+! grep -q '"type":"resume"' $TMP/ref/metrics.jsonl || fail "a fresh run wrote a resume record"
+resumes=$(grep '"type":"resume"' $TMP/run/metrics.jsonl || true)
+[ "$(echo "$resumes" | grep -c .)" -eq 1 ] && echo "$resumes" | grep -q "\"step\":$step," \
+  && echo "$resumes" | grep -q "checkpoints/step_$step\"" && echo "$resumes" | grep -q '"saved_world":2,' \
+  || { cat $TMP/run/metrics.jsonl; fail "metrics.jsonl: not one resume record at step $step naming step_$step"; }
 # metrics.jsonl after stop + resume: each step and each epoch once, every record timestamped.
 [ -z "$(json_field $TMP/run/metrics.jsonl train step | sort | uniq -d)" ] || fail "a train step appears twice in metrics.jsonl"
 [ -z "$(json_field $TMP/run/metrics.jsonl epoch epoch | sort | uniq -d)" ] || fail "an epoch appears twice in metrics.jsonl"
@@ -47,6 +54,8 @@ last_logged=$(json_field $TMP/kill/metrics.jsonl train step | sort -n | tail -1)
 $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set run.save_every=4 --set run.dir=$TMP/kill --resume auto > $TMP/kill2.log 2>&1 \
   || { cat $TMP/kill2.log; fail "resume after SIGKILL failed"; }
 [ -z "$(json_field $TMP/kill/metrics.jsonl train step | sort | uniq -d)" ] || fail "steps repeated in metrics.jsonl after SIGKILL + resume"
+[ "$(grep '"type":"resume"' $TMP/kill/metrics.jsonl | grep -c "\"step\":$kept,")" -eq 1 ] \
+  || { cat $TMP/kill/metrics.jsonl; fail "after SIGKILL + resume: not one resume record at step $kept"; }
 diff <(last_losses $TMP/ref/metrics.jsonl) <(last_losses $TMP/kill/metrics.jsonl) \
   || fail "losses after SIGKILL + resume differ from the uninterrupted run"
 # Training again in that run directory without --resume is refused, naming the ways on, before the data is

@@ -49,6 +49,7 @@ TEST(RecordScalars, NoNonFinite) {
 TEST(RecordScalars, NoneWithoutTypeOrStep) {
   EXPECT_TRUE(record_scalars(nlohmann::json::parse(R"({"type": "summary", "steps": 6, "seconds": 2.5})")).empty());
   EXPECT_TRUE(record_scalars(nlohmann::json::parse(R"({"step": 3, "loss": 0.5})")).empty());
+  EXPECT_TRUE(record_scalars(nlohmann::json::parse(R"({"type": "resume", "step": 4, "world": 2, "load_s": 0.1})")).empty());
   EXPECT_TRUE(record_scalars(nlohmann::json::parse(R"({"type": "eval", "step": "3", "loss": 0.5})")).empty());
 }
 
