@@ -11,8 +11,8 @@
 //     thread's copy, before the barrier after that thread's wait) sees the old bytes, as it may on a GPU;
 //     its addresses, and ldmatrix's row addresses, must be 16-byte aligned (an unaligned one aborts);
 //   - warp collectives (__shfl_xor_sync, mma.sync m16n8k16 bf16, ldmatrix m8n8 x4 b16): each lane stages
-//     its part in per-warp memory (double-buffered: Warp), one barrier of the warp's 32 threads, then each
-//     lane reads what it gets; the product computed from the fragments exactly as the PTX ISA lays them out
+//     its part in per-warp memory, a barrier of the warp's 32 threads, then each lane reads what it gets
+//     (ldmatrix: the rows themselves, and a second barrier before any lane goes on; Warp); the product computed from the fragments exactly as the PTX ISA lays them out
 //     (model/cuda/mma_fragments.h, itself checked against the ISA's figures in attention_grid_test), each
 //     output a double-precision sum of its 16 products added to C once.
 // A thread runs until it reaches a barrier, then the next runnable one; the last to arrive releases the
@@ -76,20 +76,19 @@ struct Barrier {
   unsigned expected = 0, arrived = 0;
   std::vector<unsigned> parked;  // threads waiting for the last arrival
 };
-// A warp's staging for its collectives, double-buffered: at each collective of a kind (shuffle, mma,
-// ldmatrix) a lane takes the buffer of its parity for that kind and flips it (the same in every lane, as a
-// warp's lanes run the same collectives), so one barrier is enough. Lane L writes buffer p again only at
-// the collective after next of that kind, after every lane has arrived at the next one's barrier, which
-// each does only after reading buffer p.
+// A warp's staging for its collectives. The shuffle's values and mma's fragments are double-buffered: at each
+// collective of a kind a lane takes the buffer of its parity for that kind and flips it (the same in every lane,
+// as a warp's lanes run the same collectives), so one barrier is enough. Lane L writes buffer p again only at
+// the collective after next of that kind, after every lane has arrived at the next one's barrier, which each
+// does only after reading buffer p. ldmatrix keeps a second barrier: its lanes read shared memory itself after
+// the first, and on a GPU the warp's load is done before any lane goes on to write there.
 struct Warp {
   Barrier sync;
-  float f[2][32];                  // __shfl_xor_sync's values
+  float f[2][32];                     // __shfl_xor_sync's values
   uint32_t a[2][32][4], b[2][32][2];  // mma's A and B fragments
-  const uint16_t* rows[2][32];     // ldmatrix's row addresses
-  uint8_t shuffle_parity[32], mma_parity[32], ldmatrix_parity[32];
-  void reset_parities() {
-    std::memset(shuffle_parity, 0, 32), std::memset(mma_parity, 0, 32), std::memset(ldmatrix_parity, 0, 32);
-  }
+  const uint16_t* rows[32];           // ldmatrix's row addresses
+  uint8_t shuffle_parity[32], mma_parity[32];
+  void reset_parities() { std::memset(shuffle_parity, 0, 32), std::memset(mma_parity, 0, 32); }
   // This lane's buffer for a collective of the kind `parity` counts, flipped for its next one.
   static int take(uint8_t (&parity)[32], int lane) {
     const int p = parity[lane];
@@ -258,16 +257,16 @@ inline void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint3
 inline void ldmatrix_x4(uint32_t (&r)[4], const uint16_t* row, bool trans) {
   require_16_byte_aligned(row, "ldmatrix row");
   Warp& w = my_warp();
-  const int lane = my_lane(), p = Warp::take(w.ldmatrix_parity, lane);
-  w.rows[p][lane] = row;
+  const int lane = my_lane();
+  w.rows[lane] = row;
   barrier_wait(w.sync);
-  const uint16_t* const* rows = w.rows[p];
   const int group = lane / 4, pair = 2 * (lane % 4);
   for (int i = 0; i < 4; ++i) {
-    const uint16_t lo = trans ? rows[8 * i + pair][group] : rows[8 * i + group][pair];
-    const uint16_t hi = trans ? rows[8 * i + pair + 1][group] : rows[8 * i + group][pair + 1];
+    const uint16_t lo = trans ? w.rows[8 * i + pair][group] : w.rows[8 * i + group][pair];
+    const uint16_t hi = trans ? w.rows[8 * i + pair + 1][group] : w.rows[8 * i + group][pair + 1];
     r[i] = uint32_t(lo) | uint32_t(hi) << 16;
   }
+  barrier_wait(w.sync);  // every lane has read the rows before any goes on (and writes there, or stages anew)
 }
 
 // Runs kernel(args...) over `grid` blocks of `threads` threads (a multiple of 32, or 1) with `smem_bytes`

@@ -289,6 +289,39 @@ TEST(SimtEmulator, LdmatrixDealsTheRowsAsThePtxIsaSays) {
   }
 }
 
+// ldmatrix is one instruction of the whole warp: its loads are done before any lane goes on, so a lane that
+// overwrites the row it addressed right after it takes nothing from any lane's registers.
+void ldmatrix_then_overwrite_kernel(uint16_t* m, uint32_t* out) {
+  uint32_t r[4];
+  simt::ldmatrix_x4(r, m + threadIdx.x * 8, false);
+  for (int c = 0; c < 8; ++c) m[threadIdx.x * 8 + c] = 0xffff;
+  for (int i = 0; i < 4; ++i) out[threadIdx.x * 4 + i] = r[i];
+}
+TEST(SimtEmulator, LdmatrixLoadsEveryRowBeforeAnyLaneGoesOn) {
+  std::vector<uint16_t> m(4 * 64);
+  for (int i = 0; i < 4 * 64; ++i) m[i] = uint16_t(i);
+  std::vector<uint32_t> out(32 * 4);
+  simt::launch(1, 32, 0, ldmatrix_then_overwrite_kernel, m.data(), out.data());
+  for (int l = 0; l < 32; ++l)
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t lo = 64 * i + 8 * (l / 4) + 2 * (l % 4);  // matrix i, row l / 4, column 2 (l % 4)
+      EXPECT_EQ(out[l * 4 + i], (lo + 1) << 16 | lo) << "lane " << l << " register " << i;
+    }
+}
+
+// Shuffles one after another (their staging alternates between two buffers): each gets its own round's values.
+void shuffle_rounds_kernel(float* out) {
+  for (int round = 0; round < 6; ++round)
+    out[round * 32 + threadIdx.x] = __shfl_xor_sync(0xffffffffu, float(100 * round + threadIdx.x), 1 << (round % 5));
+}
+TEST(SimtEmulator, ShufflesInARowEachTakeTheirOwnRound) {
+  std::vector<float> out(6 * 32, NAN);
+  simt::launch(1, 32, 0, shuffle_rounds_kernel, out.data());
+  for (int round = 0; round < 6; ++round)
+    for (int l = 0; l < 32; ++l)
+      EXPECT_EQ(out[round * 32 + l], float(100 * round + (l ^ (1 << (round % 5))))) << "round " << round << " lane " << l;
+}
+
 // The two schedules (simt_emulator.h) see the race from opposite sides: by default only thread 63 (the
 // last to reach the first barrier, so the first past it) reads before its neighbour wrote; highest first
 // (ZERO_SIMT_SCHEDULE=reverse, the _reverse ctest entries) every thread but 0 does.
