@@ -139,13 +139,23 @@ Block& block_for(unsigned threads, size_t smem_bytes) {
   return *cached;
 }
 
-static bool reverse_schedule() {
-  static const bool reverse = [] {
+namespace {
+// ZERO_SIMT_SCHEDULE, read once (simt_emulator.h says what each order is for); another value is an error,
+// so a misspelt schedule never passes as the default one.
+enum class Schedule { in_order, reverse, ahead };
+Schedule schedule() {
+  static const Schedule chosen = [] {
     const char* s = std::getenv("ZERO_SIMT_SCHEDULE");
-    return s != nullptr && std::strcmp(s, "reverse") == 0;
+    if (s == nullptr || *s == '\0') return Schedule::in_order;
+    if (std::strcmp(s, "reverse") == 0) return Schedule::reverse;
+    if (std::strcmp(s, "ahead") == 0) return Schedule::ahead;
+    std::fprintf(stderr, "simt emulator: ZERO_SIMT_SCHEDULE=%s: expected reverse, ahead or unset\n", s);
+    std::exit(2);
   }();
-  return reverse;
+  return chosen;
 }
+bool reverse_schedule() { return schedule() == Schedule::reverse; }
+}  // namespace
 
 // The thread that starts t-th after thread 0 (t = 1 .. threads - 1): ascending, or highest first in reverse.
 static unsigned started_after_thread_0(const Block& block, unsigned t) {
@@ -174,8 +184,13 @@ void barrier_wait(Barrier& b) {
                              " reached a barrier that thread 0 of its block did not (a divergent barrier)");
   if (++b.arrived == b.expected) {
     b.arrived = 0;
-    if (!reverse_schedule()) {  // the last to arrive goes on; the others follow in arrival order
+    if (schedule() == Schedule::in_order) {  // the last to arrive goes on; the others follow in arrival order
       for (unsigned t : b.parked) blk.runnable.push_back(t);
+      b.parked.clear();
+      return;
+    }
+    if (schedule() == Schedule::ahead) {  // the same, but ahead of every thread already runnable
+      for (auto t = b.parked.rbegin(); t != b.parked.rend(); ++t) blk.runnable.push_front(*t);
       b.parked.clear();
       return;
     }

@@ -16,10 +16,15 @@
 //     (model/cuda/mma_fragments.h, itself checked against the ISA's figures in attention_grid_test), each
 //     output a double-precision sum of its 16 products added to C once.
 // A thread runs until it reaches a barrier, then the next runnable one; the last to arrive releases the
-// others and goes on first, the rest following in arrival order (threads start in index order, thread 0
-// first). ZERO_SIMT_SCHEDULE=reverse runs them highest index first instead, after thread 0's start, and
-// every thread past a barrier highest first: ctest runs each emulated kernel test both ways, so a missing
-// barrier shows whichever side of it its reader stands. A block whose thread 0 reaches no barrier runs its
+// others and goes on first, the rest following in arrival order, behind the threads already runnable
+// (threads start in index order, thread 0 first). ZERO_SIMT_SCHEDULE=reverse runs them highest index first
+// instead, after thread 0's start, and every thread past a barrier highest first. ZERO_SIMT_SCHEDULE=ahead
+// starts them in index order but runs the threads a barrier releases before every thread already runnable:
+// a warp through its __syncwarp or collective runs on, as one may on a GPU, while the block's other warps
+// have not yet run up to it (in the other two a warp's threads past a collective queue behind the rest of
+// the block, so no warp gets more than one barrier ahead of a thread still runnable). ctest runs each
+// emulated kernel test all three ways, so a missing barrier shows whichever side of it its reader stands,
+// and a block-wide one missing between two warp-level steps shows too. A block whose thread 0 reaches no barrier runs its
 // other threads as plain calls (no fibers). One OS thread, a fixed schedule: the same run every time, whatever the machine's load. A block
 // whose threads cannot all finish (a barrier some thread never reaches: divergent control flow around a
 // collective, as would hang a GPU) makes launch() throw, naming how many threads were left waiting.
@@ -114,6 +119,10 @@ struct RunQueue {
   void push_back(unsigned t) {
     ring[tail] = t;
     tail = tail + 1 == ring.size() ? 0 : tail + 1;
+  }
+  void push_front(unsigned t) {
+    head = head == 0 ? ring.size() - 1 : head - 1;
+    ring[head] = t;
   }
   unsigned pop_front() {
     const unsigned t = ring[head];

@@ -245,6 +245,19 @@ void missing_barrier_kernel(float* out) {
   out[threadIdx.x] = sh[(threadIdx.x + 63) % 64];
   __syncthreads();
 }
+// Two block-wide rounds through shared memory with only a warp-level step between them (the shape of
+// group_sum called twice, without its first __syncthreads): warp 0's second write can land before warp 1
+// has read the first round.
+void warp_ahead_kernel(float* out) {
+  float* sh = reinterpret_cast<float*>(kernels::dynamic_shared());
+  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) sh[warp] = 1.0f + float(warp);
+  __syncthreads();
+  out[threadIdx.x] = sh[0] + sh[1];
+  __syncwarp();  // a __syncthreads belongs here
+  if (lane == 0) sh[warp] = 10.0f + float(warp);
+  __syncthreads();
+}
 void divergent_barrier_kernel() {
   if (threadIdx.x < 16) __syncthreads();
 }
@@ -322,7 +335,8 @@ TEST(SimtEmulator, ShufflesInARowEachTakeTheirOwnRound) {
       EXPECT_EQ(out[round * 32 + l], float(100 * round + (l ^ (1 << (round % 5))))) << "round " << round << " lane " << l;
 }
 
-// The two schedules (simt_emulator.h) see the race from opposite sides: by default only thread 63 (the
+// The default and reverse schedules (simt_emulator.h) see the race from opposite sides: by default (and in
+// ZERO_SIMT_SCHEDULE=ahead, which orders a block-wide barrier's release the same way) only thread 63 (the
 // last to reach the first barrier, so the first past it) reads before its neighbour wrote; highest first
 // (ZERO_SIMT_SCHEDULE=reverse, the _reverse ctest entries) every thread but 0 does.
 TEST(SimtEmulator, EachScheduleSeesAMissingBarrierFromItsSide) {
@@ -336,6 +350,20 @@ TEST(SimtEmulator, EachScheduleSeesAMissingBarrierFromItsSide) {
     if (!unwritten) {
       EXPECT_EQ(out[t], float((t + 63) % 64));
     }
+  }
+}
+
+// Only ZERO_SIMT_SCHEDULE=ahead (the _ahead ctest entries) lets warp 0, once through its __syncwarp, run on
+// to its second write before warp 1's threads (after 63, the first past the barrier) read: they see 10 + 2. In
+// the other two every thread past the barrier reads before any warp's __syncwarp lets it go on.
+TEST(SimtEmulator, AheadLetsAWarpRunPastTheBlocksOtherWarps) {
+  std::vector<float> out(64, NAN);
+  simt::launch(1, 64, 2 * sizeof(float), warp_ahead_kernel, out.data());
+  const char* schedule = std::getenv("ZERO_SIMT_SCHEDULE");
+  const bool ahead = schedule != nullptr && std::string(schedule) == "ahead";
+  for (int t = 0; t < 64; ++t) {
+    const bool overtaken = ahead && t >= 32 && t < 63;
+    EXPECT_EQ(out[t], overtaken ? 12.0f : 3.0f) << "thread " << t << (ahead ? " (ahead)" : "");
   }
 }
 
