@@ -8,6 +8,8 @@
 // and gets control back only when no thread is left to run.
 #include "tests/cuda/simt_emulator.h"
 
+#include "core/splitmix.h"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -142,19 +144,60 @@ Block& block_for(unsigned threads, size_t smem_bytes) {
 namespace {
 // ZERO_SIMT_SCHEDULE, read once (simt_emulator.h says what each order is for); another value is an error,
 // so a misspelt schedule never passes as the default one.
-enum class Schedule { in_order, reverse, ahead };
-Schedule schedule() {
-  static const Schedule chosen = [] {
+enum class Schedule { in_order, reverse, ahead, random };
+struct ScheduleChoice {
+  Schedule kind = Schedule::in_order;
+  uint64_t seed = 0;  // random:SEED's
+};
+const ScheduleChoice& schedule_choice() {
+  static const ScheduleChoice chosen = [] {
     const char* s = std::getenv("ZERO_SIMT_SCHEDULE");
-    if (s == nullptr || *s == '\0') return Schedule::in_order;
-    if (std::strcmp(s, "reverse") == 0) return Schedule::reverse;
-    if (std::strcmp(s, "ahead") == 0) return Schedule::ahead;
-    std::fprintf(stderr, "simt emulator: ZERO_SIMT_SCHEDULE=%s: expected reverse, ahead or unset\n", s);
+    if (s == nullptr || *s == '\0') return ScheduleChoice{};
+    if (std::strcmp(s, "reverse") == 0) return ScheduleChoice{Schedule::reverse};
+    if (std::strcmp(s, "ahead") == 0) return ScheduleChoice{Schedule::ahead};
+    if (std::strncmp(s, "random:", 7) == 0 && s[7] != '\0') {
+      char* end = nullptr;
+      const unsigned long long seed = std::strtoull(s + 7, &end, 10);
+      if (*end == '\0' && s[7] != '-') return ScheduleChoice{Schedule::random, seed};
+    }
+    std::fprintf(stderr, "simt emulator: ZERO_SIMT_SCHEDULE=%s: expected reverse, ahead, random:SEED (SEED a "
+                 "non-negative integer) or unset\n", s);
     std::exit(2);
   }();
   return chosen;
 }
+Schedule schedule() { return schedule_choice().kind; }
 bool reverse_schedule() { return schedule() == Schedule::reverse; }
+
+// The random schedule's generator state (core/splitmix.h: the same draws on every platform), restarted at
+// each block from the seed and the block's index, so a block's interleaving depends on the seed alone, not on
+// the launches before it.
+uint64_t random_state = 0;
+
+// The random schedule runs the runnable thread of highest priority (as PCT, probabilistic concurrency
+// testing, does: a uniform draw of the next thread keeps every warp at the same pace, so a race that needs
+// one warp far ahead of another would almost never show). Priorities are warp-major: the warps in a random
+// order, each warp's lanes in a random order of its own. So the first warp runs as far as it can, through
+// its own __syncwarp and collectives, before the next one moves; they are drawn again at the block's start
+// and at each __syncthreads, so every phase between block barriers gets an order of its own.
+void draw_priorities(Block& blk) {
+  const unsigned warps = unsigned(blk.warps.size());
+  std::vector<unsigned> warp_rank(warps), lane_rank(32), priority(blk.threads);
+  for (unsigned w = 0; w < warps; ++w) warp_rank[w] = w;
+  splitmix_shuffle(warp_rank, splitmix64(random_state));
+  for (unsigned w = 0; w < warps; ++w) {
+    for (unsigned l = 0; l < 32; ++l) lane_rank[l] = l;
+    splitmix_shuffle(lane_rank, splitmix64(random_state));
+    for (unsigned l = 0; l < 32 && 32 * w + l < blk.threads; ++l) priority[32 * w + l] = 32 * warp_rank[w] + lane_rank[l];
+  }
+  if (blk.threads < 32) {  // a block of one thread (or a partial warp): priorities 0 .. threads - 1
+    std::vector<unsigned> order(blk.threads);
+    for (unsigned t = 0; t < blk.threads; ++t) order[t] = t;
+    std::sort(order.begin(), order.end(), [&](unsigned a, unsigned b) { return priority[a] < priority[b]; });
+    for (unsigned r = 0; r < blk.threads; ++r) priority[order[r]] = r;
+  }
+  blk.runnable.prioritise(priority);
+}
 }  // namespace
 
 // The thread that starts t-th after thread 0 (t = 1 .. threads - 1): ascending, or highest first in reverse.
@@ -194,9 +237,12 @@ void barrier_wait(Barrier& b) {
       b.parked.clear();
       return;
     }
-    // Reverse: every thread past the barrier runs highest first, the last to arrive too.
+    // Reverse: every thread past the barrier runs highest first, the last to arrive too. Random: the runnable
+    // thread of highest priority runs next (hand_off), the last to arrive among them; a block barrier draws
+    // the priorities anew.
+    if (schedule() == Schedule::random && &b == &blk.sync) draw_priorities(blk);
     b.parked.push_back(blk.current);
-    std::sort(b.parked.begin(), b.parked.end(), std::greater<unsigned>());
+    if (schedule() == Schedule::reverse) std::sort(b.parked.begin(), b.parked.end(), std::greater<unsigned>());
     for (unsigned t : b.parked) blk.runnable.push_back(t);
     b.parked.clear();
     hand_off(blk);
@@ -213,6 +259,10 @@ void barrier_wait(Barrier& b) {
 void run_grid(Block& block, unsigned grid) {
   for (unsigned b = 0; b < grid; ++b) {
     blockIdx = {b, 0, 0};
+    if (schedule() == Schedule::random) {
+      random_state = schedule_choice().seed * 0x2545f4914f6cdd1dull + b;
+      draw_priorities(block);
+    }
     std::memset(block.smem_launch, 0xff, block.smem_launch_bytes);
     for (AsyncCopies& a : block.async) {  // a block's copies never land in the next one's memory
       a.open.clear();  // (cleared, not replaced: a fresh deque allocates, for each thread of each block)

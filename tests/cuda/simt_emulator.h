@@ -22,10 +22,15 @@
 // starts them in index order but runs the threads a barrier releases before every thread already runnable:
 // a warp through its __syncwarp or collective runs on, as one may on a GPU, while the block's other warps
 // have not yet run up to it (in the other two a warp's threads past a collective queue behind the rest of
-// the block, so no warp gets more than one barrier ahead of a thread still runnable). ctest runs each
-// emulated kernel test all three ways, so a missing barrier shows whichever side of it its reader stands,
-// and a block-wide one missing between two warp-level steps shows too. A block whose thread 0 reaches no barrier runs its
-// other threads as plain calls (no fibers). One OS thread, a fixed schedule: the same run every time, whatever the machine's load. A block
+// the block, so no warp gets more than one barrier ahead of a thread still runnable).
+// ZERO_SIMT_SCHEDULE=random:SEED runs the runnable thread of highest priority, the priorities random and
+// warp-major (the warps in a random order, each running as far as it can before the next moves; its lanes in
+// a random order of their own), drawn again at each __syncthreads, the generator restarted from SEED at each
+// block: one order of the threads between barriers a seed. ctest runs each emulated kernel test all four
+// ways (random with seed 1), so a missing barrier shows whichever side of it its reader stands, and a
+// block-wide one missing between two warp-level steps shows too; tests/cuda/simt_race_hunt.sh runs a range
+// of seeds. A block whose thread 0 reaches no barrier runs its other threads as plain calls (no fibers). One
+// OS thread, a fixed schedule: the same run every time, whatever the machine's load. A block
 // whose threads cannot all finish (a barrier some thread never reaches: divergent control flow around a
 // collective, as would hang a GPU) makes launch() throw, naming how many threads were left waiting.
 // A kernel file opts in with `#if defined(ZERO_SIMT_EMULATION)` around what only a GPU has (inline PTX;
@@ -46,6 +51,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/math/bf16.h"
@@ -114,23 +120,49 @@ struct Fiber;  // simt_emulator.cpp
 // The threads ready to run, in the order they run: a ring of the block's size (a thread is in it at most
 // once: it is either running, parked at a barrier, or queued).
 struct RunQueue {
-  explicit RunQueue(unsigned threads) : ring(threads + 1) {}
-  bool empty() const { return head == tail; }
+  explicit RunQueue(unsigned threads) : ring(threads + 1), by_priority(threads), ready((threads + 63) / 64) {}
+  bool empty() const { return prioritised ? waiting == 0 : head == tail; }
   void push_back(unsigned t) {
+    if (prioritised) {
+      const unsigned p = priority[t];
+      ready[p / 64] |= uint64_t(1) << (p % 64);
+      ++waiting;
+      return;
+    }
     ring[tail] = t;
     tail = tail + 1 == ring.size() ? 0 : tail + 1;
   }
-  void push_front(unsigned t) {
+  void push_front(unsigned t) {  // first in, first out only
     head = head == 0 ? ring.size() - 1 : head - 1;
     ring[head] = t;
   }
   unsigned pop_front() {
+    if (prioritised) {  // the highest priority waiting
+      size_t word = ready.size() - 1;
+      while (ready[word] == 0) --word;
+      const unsigned p = unsigned(64 * word + 63 - unsigned(__builtin_clzll(ready[word])));
+      ready[word] &= ~(uint64_t(1) << (p % 64));
+      --waiting;
+      return by_priority[p];
+    }
     const unsigned t = ring[head];
     head = head + 1 == ring.size() ? 0 : head + 1;
     return t;
   }
+  // From here on the thread of highest priority runs first (a permutation of 0 .. threads - 1 by thread), not
+  // the first in; only while no thread waits, so none is queued under the old priorities.
+  void prioritise(const std::vector<unsigned>& by_thread) {
+    if (waiting != 0 || head != tail) std::abort();  // the emulator's own error: see the callers
+    priority = by_thread;
+    for (unsigned t = 0; t < by_thread.size(); ++t) by_priority[by_thread[t]] = t;
+    prioritised = true;
+  }
   std::vector<unsigned> ring;
   size_t head = 0, tail = 0;
+  bool prioritised = false;
+  std::vector<unsigned> priority, by_priority;  // thread -> priority, priority -> thread
+  std::vector<uint64_t> ready;                  // a bit per priority: that thread waits
+  unsigned waiting = 0;
 };
 // One launch's threads, reused by the next launch of as many threads (stacks are costly to set up).
 struct Block {

@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -245,6 +246,14 @@ void missing_barrier_kernel(float* out) {
   out[threadIdx.x] = sh[(threadIdx.x + 63) % 64];
   __syncthreads();
 }
+// The same race over a grid, each block's reads to out[64 b + t].
+void missing_barrier_grid_kernel(float* out) {
+  float* sh = reinterpret_cast<float*>(kernels::dynamic_shared());
+  __syncthreads();
+  sh[threadIdx.x] = float(threadIdx.x);
+  out[blockIdx.x * 64 + threadIdx.x] = sh[(threadIdx.x + 63) % 64];
+  __syncthreads();
+}
 // Two block-wide rounds through shared memory with only a warp-level step between them (the shape of
 // group_sum called twice, without its first __syncthreads): warp 0's second write can land before warp 1
 // has read the first round.
@@ -339,17 +348,60 @@ TEST(SimtEmulator, ShufflesInARowEachTakeTheirOwnRound) {
 // ZERO_SIMT_SCHEDULE=ahead, which orders a block-wide barrier's release the same way) only thread 63 (the
 // last to reach the first barrier, so the first past it) reads before its neighbour wrote; highest first
 // (ZERO_SIMT_SCHEDULE=reverse, the _reverse ctest entries) every thread but 0 does.
+// ZERO_SIMT_SCHEDULE as ctest's entry sets it ("" for the default order).
+std::string schedule_name() {
+  const char* s = std::getenv("ZERO_SIMT_SCHEDULE");
+  return s == nullptr ? "" : s;
+}
+bool random_schedule() { return schedule_name().rfind("random:", 0) == 0; }
+
 TEST(SimtEmulator, EachScheduleSeesAMissingBarrierFromItsSide) {
   std::vector<float> out(64, 0.0f);
   simt::launch(1, 64, 64 * sizeof(float), missing_barrier_kernel, out.data());
-  const char* schedule = std::getenv("ZERO_SIMT_SCHEDULE");
-  const bool reverse = schedule != nullptr && std::string(schedule) == "reverse";
+  const bool reverse = schedule_name() == "reverse";
   for (int t = 0; t < 64; ++t) {
     const bool unwritten = std::isnan(out[t]);
-    EXPECT_EQ(unwritten, reverse ? t != 0 : t == 63) << "thread " << t << (reverse ? " (reverse)" : "");
+    if (!random_schedule()) {  // random: any pattern (RandomScheduleDrawsAnOrderPerBlock)
+      EXPECT_EQ(unwritten, reverse ? t != 0 : t == 63) << "thread " << t << (reverse ? " (reverse)" : "");
+    }
     if (!unwritten) {
       EXPECT_EQ(out[t], float((t + 63) % 64));
     }
+  }
+}
+
+// Every schedule gives a block the same order whatever ran before it (a fixed one; random: drawn from the seed
+// and the block's index), so a launch repeats its bits. Random draws another order for each block: thread t
+// reads its neighbour's slot unwritten when t - 1 runs after it, in a pattern of its own: a lane's neighbour
+// in its warp half the time (their lanes' order), and one of the two reads across the warps (their order).
+TEST(SimtEmulator, RandomScheduleDrawsAnOrderPerBlock) {
+  constexpr int kBlocks = 64;
+  std::vector<float> out(kBlocks * 64, 0.0f), again(kBlocks * 64, 0.0f);
+  simt::launch(kBlocks, 64, 64 * sizeof(float), missing_barrier_grid_kernel, out.data());
+  simt::launch(kBlocks, 64, 64 * sizeof(float), missing_barrier_grid_kernel, again.data());
+  std::set<std::vector<bool>> patterns;
+  int unwritten_reads = 0;
+  for (int b = 0; b < kBlocks; ++b) {
+    std::vector<bool> pattern(64);
+    for (int t = 0; t < 64; ++t) {
+      const float v = out[b * 64 + t];
+      pattern[t] = std::isnan(v);
+      unwritten_reads += pattern[t] ? 1 : 0;
+      if (!pattern[t]) {
+        EXPECT_EQ(v, float((t + 63) % 64)) << "block " << b << " thread " << t;
+      }
+      EXPECT_EQ(std::isnan(again[b * 64 + t]), pattern[t]) << "a second launch, block " << b << " thread " << t;
+    }
+    patterns.insert(pattern);
+  }
+  if (random_schedule()) {
+    EXPECT_EQ(patterns.size(), size_t(kBlocks)) << "blocks that drew the same order";
+    // 64 blocks of 62 reads in a warp, each unwritten with probability 1/2, and 1 of the 2 across: 2048 +- 31.5
+    // (one standard deviation).
+    EXPECT_GT(unwritten_reads, 1800);
+    EXPECT_LT(unwritten_reads, 2300);
+  } else {
+    EXPECT_EQ(patterns.size(), size_t(1)) << schedule_name() << ": the same order in every block";
   }
 }
 
@@ -359,8 +411,14 @@ TEST(SimtEmulator, EachScheduleSeesAMissingBarrierFromItsSide) {
 TEST(SimtEmulator, AheadLetsAWarpRunPastTheBlocksOtherWarps) {
   std::vector<float> out(64, NAN);
   simt::launch(1, 64, 2 * sizeof(float), warp_ahead_kernel, out.data());
-  const char* schedule = std::getenv("ZERO_SIMT_SCHEDULE");
-  const bool ahead = schedule != nullptr && std::string(schedule) == "ahead";
+  const bool ahead = schedule_name() == "ahead";
+  if (random_schedule()) {  // the warp drawn first runs through its second write: the other warp reads 12
+    EXPECT_EQ(std::count(out.begin(), out.begin() + 32, 3.0f) + std::count(out.begin() + 32, out.end(), 12.0f) == 64 ||
+                  std::count(out.begin(), out.begin() + 32, 12.0f) + std::count(out.begin() + 32, out.end(), 3.0f) == 64,
+              true)
+        << "thread 0 read " << out[0] << ", thread 32 " << out[32];
+    return;
+  }
   for (int t = 0; t < 64; ++t) {
     const bool overtaken = ahead && t >= 32 && t < 63;
     EXPECT_EQ(out[t], overtaken ? 12.0f : 3.0f) << "thread " << t << (ahead ? " (ahead)" : "");
