@@ -200,6 +200,16 @@ void draw_priorities(Block& blk) {
 }
 }  // namespace
 
+// The ahead schedule lands every cp.async group as it is committed, the random one a group in two (a draw
+// per group), the others none (simt_emulator.h cp_async_commit).
+bool land_at_commit() {
+  switch (schedule()) {
+    case Schedule::ahead: return true;
+    case Schedule::random: return (splitmix64(random_state) & 1) != 0;
+    default: return false;
+  }
+}
+
 // The thread that starts t-th after thread 0 (t = 1 .. threads - 1): ascending, or highest first in reverse.
 static unsigned started_after_thread_0(const Block& block, unsigned t) {
   return reverse_schedule() ? block.threads - t : t;

@@ -9,6 +9,9 @@
 //   - cp.async (16 bytes, global -> shared): queued by the issuing thread and done only when that thread's
 //     cp.async.wait_group lets its group complete, so a read that comes before its wait (or, for another
 //     thread's copy, before the barrier after that thread's wait) sees the old bytes, as it may on a GPU;
+//     or, in the ahead schedule (below) and for a random half of the groups in the random one, done as its
+//     group is committed, the earliest the emulator can, so a copy into a buffer another warp still reads
+//     (its last reader not yet past a barrier) overwrites it, as it may on a GPU;
 //     its addresses, and ldmatrix's row addresses, must be 16-byte aligned (an unaligned one aborts);
 //   - warp collectives (__shfl_xor_sync, mma.sync m16n8k16 bf16, ldmatrix m8n8 x4 b16): each lane stages
 //     its part in per-warp memory, a barrier of the warp's 32 threads, then each lane reads what it gets
@@ -212,20 +215,31 @@ inline void cp_async16(void* dst, const void* src, bool valid) {
   if (valid) require_16_byte_aligned(src, "cp.async global");
   current_block()->async[threadIdx.x].open.push_back({dst, valid ? src : nullptr});
 }
-// cp.async.commit_group: this thread's uncommitted copies become its newest group.
+inline void land(const std::vector<AsyncCopy>& group) {
+  for (const AsyncCopy& c : group) {
+    if (c.src) std::memcpy(c.dst, c.src, 16);
+    else std::memset(c.dst, 0, 16);
+  }
+}
+// Whether the group being committed lands at once (the schedule's choice: simt_emulator.cpp).
+bool land_at_commit();
+// cp.async.commit_group: this thread's uncommitted copies become its newest group; in the ahead schedule, and
+// for some groups in the random one, they land at once (an empty group stands in for them).
 inline void cp_async_commit() {
   AsyncCopies& a = current_block()->async[threadIdx.x];
-  a.groups.push_back(std::move(a.open));
+  if (land_at_commit()) {
+    land(a.open);
+    a.groups.emplace_back();
+  } else {
+    a.groups.push_back(std::move(a.open));
+  }
   a.open.clear();
 }
 // cp.async.wait_group n: this thread's groups complete, oldest first, until at most n are in flight.
 inline void cp_async_wait(int n) {
   AsyncCopies& a = current_block()->async[threadIdx.x];
   while (int(a.groups.size()) > n) {
-    for (const AsyncCopy& c : a.groups.front()) {
-      if (c.src) std::memcpy(c.dst, c.src, 16);
-      else std::memset(c.dst, 0, 16);
-    }
+    land(a.groups.front());
     a.groups.pop_front();
   }
 }

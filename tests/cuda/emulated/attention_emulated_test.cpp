@@ -267,6 +267,17 @@ void warp_ahead_kernel(float* out) {
   if (lane == 0) sh[warp] = 10.0f + float(warp);
   __syncthreads();
 }
+// A copy into shared memory (thread 32's cp.async) racing every thread's read of it, before the copier's wait.
+void copy_race_kernel(const float* src, float* out) {
+  float* sh = reinterpret_cast<float*>(kernels::dynamic_shared());
+  if (threadIdx.x < 4) sh[threadIdx.x] = -1.0f;
+  __syncthreads();
+  if (threadIdx.x == 32) simt::cp_async16(sh, src, true);
+  simt::cp_async_commit();
+  out[threadIdx.x] = sh[0];
+  simt::cp_async_wait(0);
+  __syncthreads();
+}
 void divergent_barrier_kernel() {
   if (threadIdx.x < 16) __syncthreads();
 }
@@ -422,6 +433,23 @@ TEST(SimtEmulator, AheadLetsAWarpRunPastTheBlocksOtherWarps) {
   for (int t = 0; t < 64; ++t) {
     const bool overtaken = ahead && t >= 32 && t < 63;
     EXPECT_EQ(out[t], overtaken ? 12.0f : 3.0f) << "thread " << t << (ahead ? " (ahead)" : "");
+  }
+}
+
+// A cp.async lands at its thread's wait in the default and reverse schedules (the copier itself reads the old
+// value before its wait), at its commit in ahead (the copier reads its own copy). Past the barrier, thread 63
+// runs first, then 0, 1, ... in the default and ahead orders, 63, 62, ... in reverse.
+TEST(SimtEmulator, AheadLandsACopyAtItsCommit) {
+  alignas(16) const float src[4] = {7.0f, 7.0f, 7.0f, 7.0f};
+  std::vector<float> out(64, NAN);
+  simt::launch(1, 64, 4 * sizeof(float), copy_race_kernel, src, out.data());
+  const std::string schedule = schedule_name();
+  for (int t = 0; t < 64; ++t) {
+    bool copied;  // the read saw thread 32's copy
+    if (random_schedule()) copied = out[t] == 7.0f;  // either, as the draws fall
+    else if (schedule == "reverse") copied = t < 32;
+    else copied = (t > 32 && t < 63) || (t == 32 && schedule == "ahead");
+    EXPECT_EQ(out[t], copied ? 7.0f : -1.0f) << "thread " << t << " (" << schedule << ")";
   }
 }
 
