@@ -266,8 +266,20 @@ void barrier_wait(Barrier& b) {
 // (CUDA's rule), so if thread 0 finishes without reaching one, no thread may: the others then run as plain
 // calls, one after another, with no fiber at all (the element-wise kernels' common case, where fibers
 // would cost more than the work). A barrier one of them reaches after all is reported, not waited on.
+// The blocks of a grid run one after another: in index order, highest first in reverse, in a random order
+// (drawn from the seed and the grid's size) in random. A GPU runs them in any order, at once or not, so a
+// kernel whose blocks depend on each other's writes fails in one of these.
 void run_grid(Block& block, unsigned grid) {
-  for (unsigned b = 0; b < grid; ++b) {
+  std::vector<unsigned> random_order;
+  if (schedule() == Schedule::random) {
+    random_order.resize(grid);
+    for (unsigned b = 0; b < grid; ++b) random_order[b] = b;
+    splitmix_shuffle(random_order, schedule_choice().seed * 0x9e3779b97f4a7c15ull ^ grid);
+  }
+  for (unsigned position = 0; position < grid; ++position) {
+    const unsigned b = schedule() == Schedule::random ? random_order[position]
+                       : reverse_schedule()           ? grid - 1 - position
+                                                      : position;
     blockIdx = {b, 0, 0};
     if (schedule() == Schedule::random) {
       random_state = schedule_choice().seed * 0x2545f4914f6cdd1dull + b;

@@ -1,7 +1,8 @@
 // A SIMT emulator for running CUDA kernel source as host C++ (no GPU): every thread of a block is a fiber
 // on the calling thread (simt_emulator.cpp: a register switch on x86-64, ucontext elsewhere), so the kernel's own code runs, thread by thread, with the CUDA
 // semantics it relies on:
-//   - threadIdx / blockIdx per thread; blocks of a grid one after another; the block's dynamic shared
+//   - threadIdx / blockIdx per thread; blocks of a grid one after another (in index order; highest first in
+//     the reverse schedule, a random order in the random one: a GPU's is any); the block's dynamic shared
 //     memory filled with 0xff bytes (NaN as floats, 0xffff as bf16) at each block's start, so a read of a
 //     word nobody wrote shows, and ending at an inaccessible page (guarded_memory.h), so an index past
 //     the size the launch asked for faults;

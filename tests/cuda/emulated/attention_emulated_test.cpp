@@ -278,6 +278,12 @@ void copy_race_kernel(const float* src, float* out) {
   simt::cp_async_wait(0);
   __syncthreads();
 }
+// Block b marks itself done in written[b] and reads whether block b - 1 had (seen[b]; block 0 sees 1).
+void chained_blocks_kernel(float* written, float* seen) {
+  if (threadIdx.x != 0) return;
+  seen[blockIdx.x] = blockIdx.x == 0 ? 1.0f : written[blockIdx.x - 1];
+  written[blockIdx.x] = 1.0f;
+}
 void divergent_barrier_kernel() {
   if (threadIdx.x < 16) __syncthreads();
 }
@@ -450,6 +456,30 @@ TEST(SimtEmulator, AheadLandsACopyAtItsCommit) {
     else if (schedule == "reverse") copied = t < 32;
     else copied = (t > 32 && t < 63) || (t == 32 && schedule == "ahead");
     EXPECT_EQ(out[t], copied ? 7.0f : -1.0f) << "thread " << t << " (" << schedule << ")";
+  }
+}
+
+// The blocks of a grid run in index order by default (and ahead), highest first in reverse, in a random order
+// in random: block b sees its predecessor not yet done when b - 1 runs after it.
+TEST(SimtEmulator, BlocksRunInTheSchedulesOrder) {
+  constexpr int kBlocks = 64;
+  std::vector<float> written(kBlocks, 0.0f), seen(kBlocks, NAN);
+  simt::launch(kBlocks, 32, 0, chained_blocks_kernel, written.data(), seen.data());
+  const std::string schedule = schedule_name();
+  EXPECT_EQ(seen[0], 1.0f);
+  int unwritten = 0;
+  for (int b = 1; b < kBlocks; ++b) {
+    EXPECT_EQ(written[b], 1.0f) << "block " << b << " did not run";
+    unwritten += seen[b] == 0.0f ? 1 : 0;
+    if (schedule == "reverse") {
+      EXPECT_EQ(seen[b], 0.0f) << "block " << b;
+    } else if (!random_schedule()) {
+      EXPECT_EQ(seen[b], 1.0f) << "block " << b;
+    }
+  }
+  if (random_schedule()) {  // each of the 63 reads unwritten with probability 1/2: 31.5 +- 4
+    EXPECT_GT(unwritten, 10);
+    EXPECT_LT(unwritten, 54);
   }
 }
 
