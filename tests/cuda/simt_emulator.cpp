@@ -149,20 +149,30 @@ struct ScheduleChoice {
   Schedule kind = Schedule::in_order;
   uint64_t seed = 0;  // random:SEED's
 };
-const ScheduleChoice& schedule_choice() {
-  static const ScheduleChoice chosen = [] {
-    const char* s = std::getenv("ZERO_SIMT_SCHEDULE");
-    if (s == nullptr || *s == '\0') return ScheduleChoice{};
-    if (std::strcmp(s, "reverse") == 0) return ScheduleChoice{Schedule::reverse};
-    if (std::strcmp(s, "ahead") == 0) return ScheduleChoice{Schedule::ahead};
-    if (std::strncmp(s, "random:", 7) == 0 && s[7] != '\0') {
-      char* end = nullptr;
-      const unsigned long long seed = std::strtoull(s + 7, &end, 10);
-      if (*end == '\0' && s[7] != '-') return ScheduleChoice{Schedule::random, seed};
+// A schedule's name as ZERO_SIMT_SCHEDULE and use_schedule take it; false for none of them.
+bool parse_schedule(const char* s, ScheduleChoice& out) {
+  if (s == nullptr || *s == '\0') return out = ScheduleChoice{}, true;
+  if (std::strcmp(s, "reverse") == 0) return out = ScheduleChoice{Schedule::reverse}, true;
+  if (std::strcmp(s, "ahead") == 0) return out = ScheduleChoice{Schedule::ahead}, true;
+  if (std::strncmp(s, "random:", 7) == 0 && s[7] != '\0' && s[7] != '-') {
+    char* end = nullptr;
+    const unsigned long long seed = std::strtoull(s + 7, &end, 10);
+    if (*end == '\0') return out = ScheduleChoice{Schedule::random, seed}, true;
+  }
+  return false;
+}
+std::string bad_schedule(const char* s) {
+  return std::string("simt emulator: schedule \"") + s + "\": expected reverse, ahead, random:SEED (SEED a non-negative "
+         "integer) or none (the default order)";
+}
+ScheduleChoice& schedule_choice() {
+  static ScheduleChoice chosen = [] {
+    ScheduleChoice c;
+    if (const char* s = std::getenv("ZERO_SIMT_SCHEDULE"); !parse_schedule(s, c)) {
+      std::fprintf(stderr, "%s (ZERO_SIMT_SCHEDULE)\n", bad_schedule(s).c_str());
+      std::exit(2);
     }
-    std::fprintf(stderr, "simt emulator: ZERO_SIMT_SCHEDULE=%s: expected reverse, ahead, random:SEED (SEED a "
-                 "non-negative integer) or unset\n", s);
-    std::exit(2);
+    return c;
   }();
   return chosen;
 }
@@ -199,6 +209,12 @@ void draw_priorities(Block& blk) {
   blk.runnable.prioritise(priority);
 }
 }  // namespace
+
+void use_schedule(const char* name) {
+  ScheduleChoice c;
+  if (!parse_schedule(name, c)) throw std::invalid_argument(bad_schedule(name));
+  schedule_choice() = c;
+}
 
 // The ahead schedule lands every cp.async group as it is committed, the random one a group in two (a draw
 // per group), the others none (simt_emulator.h cp_async_commit).

@@ -122,7 +122,8 @@ struct AsyncCopies {
 };
 struct Fiber;  // simt_emulator.cpp
 // The threads ready to run, in the order they run: a ring of the block's size (a thread is in it at most
-// once: it is either running, parked at a barrier, or queued).
+// once: it is either running, parked at a barrier, or queued); in the random schedule, once prioritised, a
+// bit per priority instead, the highest set running next.
 struct RunQueue {
   explicit RunQueue(unsigned threads) : ring(threads + 1), by_priority(threads), ready((threads + 63) / 64) {}
   bool empty() const { return prioritised ? waiting == 0 : head == tail; }
@@ -195,6 +196,9 @@ Block& block_for(unsigned threads, size_t smem_bytes);
 void barrier_wait(Barrier& b);
 // Runs block.body over `grid` blocks; throws std::runtime_error when a block's threads cannot all finish.
 void run_grid(Block& block, unsigned grid);
+// The schedule of the launches from here on, by ZERO_SIMT_SCHEDULE's names ("" or nullptr: the default order),
+// for a test that compares schedules in one process; std::invalid_argument for another name. Between launches.
+void use_schedule(const char* name);
 
 inline Warp& my_warp() { return current_block()->warps[threadIdx.x / 32]; }
 inline int my_lane() { return int(threadIdx.x % 32); }

@@ -226,6 +226,55 @@ TEST(AttentionEmulated, TensorCorePathAtHeadDim128) {
             run_kernels(kDim128, Run::Bf16Fma, in.q, in.k, in.v, in.d_o).o);
 }
 
+// ZERO_SIMT_SCHEDULE as ctest's entry sets it ("" for the default order).
+std::string schedule_name() {
+  const char* s = std::getenv("ZERO_SIMT_SCHEDULE");
+  return s == nullptr ? "" : s;
+}
+bool random_schedule() { return schedule_name().rfind("random:", 0) == 0; }
+
+// The same bits whatever the order of the threads between barriers and of the blocks: every sum has one fixed
+// order (no atomics, no reduction whose order follows the schedule), so two runs on a GPU are bit-identical.
+// A race the tolerance checks above would let pass (a sum in another order) fails here. The outputs of each
+// path under the default order against those under the emulator's other schedules, in this one process.
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+struct CaseRun {
+  const Case& c;
+  Run run;
+};
+TEST(AttentionEmulated, EveryScheduleGivesTheSameBits) {
+  if (!schedule_name().empty()) GTEST_SKIP() << "runs in the default entry alone: it tries every schedule itself";
+  const CaseRun paths[] = {{kFixtureDimShared, Run::Fp32Fma}, {kDim64, Run::Bf16Fma}, {kDim128Shared, Run::Bf16Mma},
+                           {kDim64, Run::Bf16Mma}};
+  const char* schedules[] = {"reverse", "ahead", "random:1", "random:2", "random:3"};
+  const std::string env_schedule = schedule_name();
+  for (const CaseRun& p : paths) {
+    const Inputs in = inputs_of(p.c, p.run != Run::Fp32Fma);
+    simt::use_schedule("");
+    const Outputs want = run_kernels(p.c, p.run, in.q, in.k, in.v, in.d_o);
+    for (const char* schedule : schedules) {
+      simt::use_schedule(schedule);
+      const Outputs got = run_kernels(p.c, p.run, in.q, in.k, in.v, in.d_o);
+      const std::string what = p.c.name + " run " + std::to_string(int(p.run)) + " under " + schedule;
+      EXPECT_TRUE(same_bits(got.o, want.o)) << what << ": o";
+      EXPECT_TRUE(same_bits(got.lse, want.lse)) << what << ": lse";
+      EXPECT_TRUE(same_bits(got.dq, want.dq)) << what << ": dq";
+      EXPECT_TRUE(same_bits(got.dk, want.dk)) << what << ": dk";
+      EXPECT_TRUE(same_bits(got.dv, want.dv)) << what << ": dv";
+    }
+  }
+  simt::use_schedule(env_schedule.c_str());  // the rest of this binary as ctest's entry asked
+}
+
+TEST(SimtEmulator, AScheduleNameIsCheckedWhereverItComesFrom) {
+  EXPECT_THROW(simt::use_schedule("random:"), std::invalid_argument);
+  EXPECT_THROW(simt::use_schedule("random:-1"), std::invalid_argument);
+  EXPECT_THROW(simt::use_schedule("backwards"), std::invalid_argument);
+  simt::use_schedule(schedule_name().c_str());
+}
+
 // The emulator itself: barriers order shared-memory traffic as on a GPU (a block sum written before the
 // barrier is read after it by every thread), and a barrier some threads never reach is an error, not a hang.
 void block_sum_kernel(const float* in, float* out) {
@@ -365,13 +414,6 @@ TEST(SimtEmulator, ShufflesInARowEachTakeTheirOwnRound) {
 // ZERO_SIMT_SCHEDULE=ahead, which orders a block-wide barrier's release the same way) only thread 63 (the
 // last to reach the first barrier, so the first past it) reads before its neighbour wrote; highest first
 // (ZERO_SIMT_SCHEDULE=reverse, the _reverse ctest entries) every thread but 0 does.
-// ZERO_SIMT_SCHEDULE as ctest's entry sets it ("" for the default order).
-std::string schedule_name() {
-  const char* s = std::getenv("ZERO_SIMT_SCHEDULE");
-  return s == nullptr ? "" : s;
-}
-bool random_schedule() { return schedule_name().rfind("random:", 0) == 0; }
-
 TEST(SimtEmulator, EachScheduleSeesAMissingBarrierFromItsSide) {
   std::vector<float> out(64, 0.0f);
   simt::launch(1, 64, 64 * sizeof(float), missing_barrier_kernel, out.data());
