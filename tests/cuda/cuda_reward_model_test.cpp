@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "checkpoint/safetensors.h"
@@ -17,6 +18,9 @@
 #include "model/reward_model.h"
 #include "model/token_plan.h"
 #include "tests/cuda/cuda_test_util.h"
+#ifdef ZERO_EMULATED_CUDA
+#include "tests/cuda/simt_schedule.h"
+#endif
 #include "tests/model/model_test_util.h"
 
 namespace zero::model {
@@ -241,6 +245,44 @@ TEST(CudaRewardModel, QueuedMicroBatchesWaitOnlyWhenTheirMetricsAreTaken) {
   gpu.queue_forward_backward(batches[0], dev);
   EXPECT_THROW(gpu.forward(batches[0], dev), Error);
 }
+
+#ifdef ZERO_EMULATED_CUDA
+// Without a GPU, the kernels under the SIMT emulator: the whole model's rewards, loss and every gradient in bf16
+// mode bit for bit the same whatever order the emulator runs a block's threads and a grid's blocks in
+// (tests/cuda/simt_emulator.h's schedules), as two runs on a GPU must be: every kernel's sums keep one order.
+TEST(CudaRewardModel, EveryEmulatorScheduleGivesTheSameBits) {
+  const char* env = std::getenv("ZERO_SIMT_SCHEDULE");
+  if (env != nullptr && *env != '\0') GTEST_SKIP() << "runs in the default entry alone: it tries every schedule itself";
+  checkpoint::SafetensorsReader reader(testing::fixture_file());
+  const Qwen3Config config = load_hf_config(testing::fixture_dir() + "/config.json");
+  DenseParams host = fixture_params(reader, config);
+  const testing::FixtureBatch fb = testing::fixture_batch(reader);
+  const data::PairBatch batch = testing::packed_batch(fb.seqs, int32_t(config.pad_token_id), 40, {5, 3, 1, 4, 0, 2});
+  DeviceParams dev(host, DType::BF16);
+  const Qwen3RewardModel gpu(config, RewardModelOptions{}, make_cuda_model_ops({nullptr, DType::BF16, AttentionKind::Auto}));
+  auto run = [&](const char* schedule) {
+    simt::use_schedule(schedule);
+    const RewardOutput out = gpu.forward_backward(batch, dev);
+    std::vector<float> bits(out.rewards);
+    bits.push_back(float(out.pairs.loss_sum));
+    for (size_t g = 0; g < host.groups().size(); ++g)
+      for (size_t t = 0; t < host.groups()[g].tensors.size(); ++t) {
+        const std::vector<float> grad = dev.grad(int(g), int(t));
+        bits.insert(bits.end(), grad.begin(), grad.end());
+      }
+    return bits;
+  };
+  const std::vector<float> want = run("");
+  for (const char* schedule : {"reverse", "ahead", "random:1", "random:2"}) {
+    const std::vector<float> got = run(schedule);
+    ASSERT_EQ(got.size(), want.size());
+    size_t differ = 0;
+    for (size_t i = 0; i < got.size(); ++i) differ += std::memcmp(&got[i], &want[i], sizeof(float)) != 0;
+    EXPECT_EQ(differ, 0u) << schedule << ": " << differ << " of " << got.size() << " rewards, loss and gradient elements";
+  }
+  simt::use_schedule("");
+}
+#endif
 
 }  // namespace
 }  // namespace zero::model

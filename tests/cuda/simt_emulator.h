@@ -60,6 +60,7 @@
 
 #include "core/math/bf16.h"
 #include "tests/cuda/guarded_memory.h"
+#include "tests/cuda/simt_schedule.h"  // use_schedule
 #include "model/cuda/mma_fragments.h"
 
 #define __launch_bounds__(...)
@@ -196,9 +197,6 @@ Block& block_for(unsigned threads, size_t smem_bytes);
 void barrier_wait(Barrier& b);
 // Runs block.body over `grid` blocks; throws std::runtime_error when a block's threads cannot all finish.
 void run_grid(Block& block, unsigned grid);
-// The schedule of the launches from here on, by ZERO_SIMT_SCHEDULE's names ("" or nullptr: the default order),
-// for a test that compares schedules in one process; std::invalid_argument for another name. Between launches.
-void use_schedule(const char* name);
 
 inline Warp& my_warp() { return current_block()->warps[threadIdx.x / 32]; }
 inline int my_lane() { return int(threadIdx.x % 32); }
