@@ -191,20 +191,15 @@ uint64_t random_state = 0;
 // its own __syncwarp and collectives, before the next one moves; they are drawn again at the block's start
 // and at each __syncthreads, so every phase between block barriers gets an order of its own.
 void draw_priorities(Block& blk) {
-  const unsigned warps = unsigned(blk.warps.size());
-  std::vector<unsigned> warp_rank(warps), lane_rank(32), priority(blk.threads);
+  // A block is whole warps or one thread (launch()): `lanes` a warp, so the priorities are 0 .. threads - 1.
+  const unsigned warps = unsigned(blk.warps.size()), lanes = std::min(32u, blk.threads);
+  std::vector<unsigned> warp_rank(warps), lane_rank(lanes), priority(blk.threads);
   for (unsigned w = 0; w < warps; ++w) warp_rank[w] = w;
   splitmix_shuffle(warp_rank, splitmix64(random_state));
   for (unsigned w = 0; w < warps; ++w) {
-    for (unsigned l = 0; l < 32; ++l) lane_rank[l] = l;
+    for (unsigned l = 0; l < lanes; ++l) lane_rank[l] = l;
     splitmix_shuffle(lane_rank, splitmix64(random_state));
-    for (unsigned l = 0; l < 32 && 32 * w + l < blk.threads; ++l) priority[32 * w + l] = 32 * warp_rank[w] + lane_rank[l];
-  }
-  if (blk.threads < 32) {  // a block of one thread (or a partial warp): priorities 0 .. threads - 1
-    std::vector<unsigned> order(blk.threads);
-    for (unsigned t = 0; t < blk.threads; ++t) order[t] = t;
-    std::sort(order.begin(), order.end(), [&](unsigned a, unsigned b) { return priority[a] < priority[b]; });
-    for (unsigned r = 0; r < blk.threads; ++r) priority[order[r]] = r;
+    for (unsigned l = 0; l < lanes; ++l) priority[lanes * w + l] = lanes * warp_rank[w] + lane_rank[l];
   }
   blk.runnable.prioritise(priority);
 }
