@@ -110,10 +110,19 @@ double ComputeProfile::gemm_rate(double tokens, int64_t in, int64_t out, GemmPas
 ComputeProfile assumed_profile(bool gpu) {
   ComputeProfile p;
   if (gpu) {
-    p.source = "assumed: H100 SXM, 60% of 989 TFLOP/s dense bf16, 70% of 3.35 TB/s";
+    p.source = "assumed: H100 SXM, 60% of 989 TFLOP/s dense bf16, 70% of 3.35 TB/s; attention and SwiGLU at our "
+               "kernels' speed measured on an H200";
     p.device = "gpu";
     p.gemm_flops = 0.6 * 989e12;
     p.elementwise_bytes = 0.7 * 3.35e12;
+    // Our kernels as `pmtrain calibrate` measured them on an H200 (bench/results/gpu_20261128_h200, speed.tar.gz's
+    // calibrate.txt): attention forward + backward at Qwen3-4B head shapes over 2 x 2048 tokens 80.1 TFLOP/s, SwiGLU
+    // 228 / 151 G elements/s forward / backward. Neither is bound by the memory (SwiGLU moved 1.4 TB/s of the
+    // H200's 4.8), so an H100 runs them as fast. Priced at the GEMMs' rate, attention cost a seventh of its time
+    // (issue 11 makes the kernels faster: these numbers follow a new measurement).
+    p.attention_flops = 80e12;
+    p.swiglu_forward_elements = 228e9;
+    p.swiglu_backward_elements = 151e9;
   } else {
     p.source = "assumed: one CPU core at 30 GFLOP/s fp32 GEMM, 8 GB/s element-wise";
     p.gemm_flops = 30e9;

@@ -63,7 +63,7 @@ struct ComputeProfile {
 std::vector<std::pair<int64_t, int64_t>> projection_shapes(const model::Qwen3Config& q);
 
 // Built-in profiles, marked assumed: an H100 SXM at 60% of its 989 TFLOP/s dense bf16 and 70% of
-// 3.35 TB/s; a CPU core at 30 GFLOP/s and 8 GB/s.
+// 3.35 TB/s, attention and SwiGLU at our kernels' measured speed; a CPU core at 30 GFLOP/s and 8 GB/s.
 ComputeProfile assumed_profile(bool gpu);
 // Reads a profile written by `pmtrain calibrate`; ConfigError naming the file and key otherwise.
 ComputeProfile load_profile(const std::string& path);

@@ -165,15 +165,15 @@ echo "ok: zero.shard_ranks node plans as the ranks per node (8, and 4 with --ran
   || fail "plan 4b on 16 x 80 GiB: no hybrid sharding advice"
 echo "ok: the plain 16-GPU plan advises zero.shard_ranks=node"
 # An fp32 wire across nodes on a slow link: the recommendation names zero.reduce_dtype=bf16 with the epoch the bf16
-# plan recommends (8B at 4 nodes of 8 in node groups over InfiniBand 100 Gb/s: stage 3 either way); not once bf16
+# plan recommends (8B at 8 nodes of 8 in node groups over InfiniBand 100 Gb/s: stage 3 either way); not once bf16
 # is set, nor on one GPU (1.7B: nothing on a wire).
 wire() { "$PMTRAIN" plan "$@" --gpu-mem 80GiB --dataset-pairs 160800 --set zero.shard_ranks=node | grep "^recommended:"; }
-wire configs/qwen3_8b_bs128.yaml --world 32 --inter-link ib100 > $TMP/wire32.txt \
-  && wire configs/qwen3_8b_bs128.yaml --world 32 --inter-link ib100 --set zero.reduce_dtype=bf16 > $TMP/wirebf.txt \
-  && wire configs/qwen3_1_7b_bs128.yaml --world 1 > $TMP/wire1.txt || fail "plan 8b (32 GPUs, fp32 and bf16 wires), 1.7b (1 GPU)"
-advised=$(grep -oE "; with zero.reduce_dtype=bf16 \(gradients on the wire in bf16, half the bytes\) ~[0-9.]+ [a-z]+/epoch" $TMP/wire32.txt | grep -oE "~[0-9.]+ [a-z]+")
+wire configs/qwen3_8b_bs128.yaml --world 64 --inter-link ib100 > $TMP/wire64.txt \
+  && wire configs/qwen3_8b_bs128.yaml --world 64 --inter-link ib100 --set zero.reduce_dtype=bf16 > $TMP/wirebf.txt \
+  && wire configs/qwen3_1_7b_bs128.yaml --world 1 > $TMP/wire1.txt || fail "plan 8b (64 GPUs, fp32 and bf16 wires), 1.7b (1 GPU)"
+advised=$(grep -oE "; with zero.reduce_dtype=bf16 \(gradients on the wire in bf16, half the bytes\) ~[0-9.]+ [a-z]+/epoch" $TMP/wire64.txt | grep -oE "~[0-9.]+ [a-z]+")
 [ -n "$advised" ] && grep -q "stage 3, .*$advised/epoch" $TMP/wirebf.txt \
-  || { cat $TMP/wire32.txt $TMP/wirebf.txt; fail "8b at 32 GPUs over ib100: no bf16 wire advice, or not the bf16 plan's epoch"; }
+  || { cat $TMP/wire64.txt $TMP/wirebf.txt; fail "8b at 64 GPUs over ib100: no bf16 wire advice, or not the bf16 plan's epoch"; }
 ! grep -q "reduce_dtype=bf16" $TMP/wirebf.txt $TMP/wire1.txt || { cat $TMP/wirebf.txt $TMP/wire1.txt; fail "bf16 wire advised with bf16 set or on one GPU"; }
 echo "ok: across nodes on ib100 the plan advises zero.reduce_dtype=bf16 ($advised/epoch, the bf16 plan's)"
 "$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --gpu-mem 80GiB --world 16 --set zero.shard_ranks=8 --sbatch $TMP/hybrid.sbatch > /dev/null
@@ -433,6 +433,23 @@ assert abs(interp / one - 1 / rate) < 1e-9, (one, interp, 1 / rate)
 assert abs(wgrad / one - 4 / 3) < 1e-9, (one, wgrad)
 print(f'ok: GEMMs at 768 tokens priced at {rate:.4f} x the one rate')" || fail "plan: GEMMs not priced at their shapes' rates"
 echo "ok: calibrate"
+
+# The built-in GPU profile against a GPU: pmtrain's Qwen3-1.7B step at 4 x 2048 tokens with checkpointing, stage 0
+# at one rank, measured 0.399 s on an H200 (bench/results/gpu_20261128_h200, speed.md). An H100 is no faster, so
+# the assumed H100's prediction must not fall far below it: priced at the GEMMs' rate, attention (our kernels ran
+# it at 80 TFLOP/s) made it 0.25 s. The upper bound keeps the assumption from swinging the other way.
+"$PMTRAIN" plan configs/qwen3_1_7b_bs128.yaml --world 1 --json --gpu-mem 80GiB --global-batch 2 --micro 2 \
+  --dataset-pairs 2 --set backend=cuda --set zero.stage=0 --set batch.micro_tokens=0 --set data.max_len=2048 \
+  --set model.activation_checkpointing=true > $TMP/h100.json || fail "plan of the 1.7B GPU cell failed"
+python3 - $TMP/h100.json <<'PY' || fail "plan: the assumed GPU profile's 1.7B step is far from the H200's measured 0.399 s"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["profile"]["assumed"] is True
+step = [c for c in j["cells"] if c["stage"] == 0][0]["step_seconds"]
+measured = 0.399  # s, pmtrain on an H200, bench/results/gpu_20261128_h200
+assert 0.75 * measured <= step <= 1.5 * measured, (step, measured)
+print(f"ok: the assumed H100 prices the 1.7B step at {step:.3f} s ({step / measured:.2f} x the H200's measured)")
+PY
 
 bad "--world abc" "--world 'abc'" plan configs/tiny_cpu.yaml --world abc
 bad "--world 4,x" "'x' is not a whole number" plan configs/tiny_cpu.yaml --world 4,x
