@@ -83,7 +83,7 @@ class CpuOps final : public DeviceOps {
 
   void copy(void* dst, DType dt, const void* src, DType st, size_t n) override {
     if (dt == DType::FX64 && st == DType::FX64) {
-      std::memmove(dst, src, n * 8);
+      if (n > 0) std::memmove(dst, src, n * 8);  // see zero()
       return;
     }
     dispatch_pair(dst, dt, src, st, [n](auto* d, const auto* s) {
@@ -102,7 +102,11 @@ class CpuOps final : public DeviceOps {
     });
   }
 
-  void zero(void* dst, DType dt, size_t n) override { std::memset(dst, 0, n * dtype_size(dt)); }
+  // An empty buffer's data() may be null (an fp32 run's master: the params themselves), and the C library's
+  // memset, memcpy and memmove take no null pointer even for 0 bytes (UBSan stops there).
+  void zero(void* dst, DType dt, size_t n) override {
+    if (n > 0) std::memset(dst, 0, n * dtype_size(dt));
+  }
 
   // Eight running sums, element i into sum i mod 8, added in lane order at the end: one sum would make every
   // add wait for the one before (about 3 GB/s on a core, the step's slowest op on a small model); eight
@@ -140,8 +144,12 @@ class CpuOps final : public DeviceOps {
   void accumulate_fixed_square_sum(const int64_t* src, size_t n, math::FixedSquareSum* acc) override {
     for (size_t i = 0; i < n; ++i) acc->add_square(src[i]);
   }
-  void download(void* host, const void* src, size_t bytes) override { std::memcpy(host, src, bytes); }
-  void upload(void* dst, const void* host, size_t bytes) override { std::memcpy(dst, host, bytes); }
+  void download(void* host, const void* src, size_t bytes) override {
+    if (bytes > 0) std::memcpy(host, src, bytes);  // see zero()
+  }
+  void upload(void* dst, const void* host, size_t bytes) override {
+    if (bytes > 0) std::memcpy(dst, host, bytes);
+  }
 
   void adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n, const optim::AdamWConfig& c,
              float lr, int64_t t, bool decay, float grad_scale) override {
