@@ -3,6 +3,9 @@
 // bits change with the thread count). A linear layer's three products at Qwen3-0.6B's MLP shapes (hidden
 // 1024, intermediate 3072) on a micro-batch of tokens, at 1 thread and at --threads; the best of a few
 // calls each, the two taken in turns. Prints each product's time both ways and the ratio (baseline / tiled: above 1 is faster).
+// Then the backend's row-wise ops whose work is cut across threads apart from the products (a layer's RMSNorm
+// backward over hidden, q/k-norm + RoPE forward and backward over 16 heads of 128) at --threads against the
+// same op at 1 thread, in turns: the ratio is the speed-up.
 //   cpu_threads_bench [--threads 2] [--tokens 1024] [--hidden 1024] [--inter 3072]
 #include <Eigen/Core>
 #include <chrono>
@@ -101,6 +104,37 @@ int main(int argc, char** argv) {
       st += tiled[i];
     }
     printf("%-8d %-14s %12.2f %12.2f %7.2fx\n", t, "all three", sb * 1e3, st * 1e3, sb / st);
+  }
+
+  const int64_t heads = 16, d = 128;
+  const auto n = [](int64_t count) { return static_cast<size_t>(count); };
+  std::vector<float> rstd(n(T)), nx(n(T * H)), q(n(T * heads * d)), qy(q.size()), dq(q.size()), qdx(q.size()),
+      qrstd(n(T * heads)), nw(n(H), 1.0f), qw(n(d), 1.0f), ndw(n(H)), qdw(n(d));
+  for (size_t i = 0; i < nx.size(); ++i) nx[i] = float(i % 19) / 19 - 0.5f;
+  for (size_t i = 0; i < q.size(); ++i) q[i] = float(i % 23) / 23 - 0.5f;
+  for (size_t i = 0; i < dq.size(); ++i) dq[i] = float(i % 7) / 7 - 0.5f;
+  for (int64_t t = 0; t < T; ++t) plan.positions[size_t(t)] = int32_t(t);
+  const auto one = make_cpu_model_ops(AttentionKind::Auto, 1), many = make_cpu_model_ops(AttentionKind::Auto, threads);
+  one->begin_batch(plan, {d, 1e6});
+  many->begin_batch(plan, {d, 1e6});
+  one->rmsnorm_forward(ref(nx, {T, H}), ref(nw, {H}), 1e-6f, ref(dx, {T, H}), ref(rstd, {T}));
+  one->qk_norm_rope_forward(ref(q, {T, heads * d}), ref(qw, {d}), 1e-6f, ref(qy, {T, heads * d}), ref(qrstd, {T * heads}));
+  using OpOf = std::function<void(ModelOps&)>;
+  const std::pair<const char*, OpOf> ops[3] = {
+      {"rmsnorm bwd",
+       [&](ModelOps& o) { o.rmsnorm_backward(ref(nx, {T, H}), ref(nw, {H}), ref(rstd, {T}), ref(dx, {T, H}), ref(y, {T, H}), ref(ndw, {H})); }},
+      {"qk-norm+rope",
+       [&](ModelOps& o) { o.qk_norm_rope_forward(ref(q, {T, heads * d}), ref(qw, {d}), 1e-6f, ref(qy, {T, heads * d}), ref(qrstd, {T * heads})); }},
+      {"qk-n+rope bwd", [&](ModelOps& o) {
+         o.qk_norm_rope_backward(ref(q, {T, heads * d}), ref(qw, {d}), ref(qrstd, {T * heads}), ref(dq, {T, heads * d}),
+                                 ref(qdx, {T, heads * d}), ref(qdw, {d}));
+       }}};
+  printf("\nrow-wise ops on %lld tokens (hidden %lld; %lld heads of %lld)\n", (long long)T, (long long)H, (long long)heads,
+         (long long)d);
+  printf("%-14s %12s %12s %8s\n", "op", "1 thread ms", "threads ms", "ratio");
+  for (const auto& [name, op] : ops) {
+    const auto [a, b] = best_of_turns([&] { op(*one); }, [&] { op(*many); });
+    printf("%-14s %12.2f %12.2f %7.2fx\n", name, a * 1e3, b * 1e3, a / b);
   }
   return 0;
 }

@@ -162,7 +162,7 @@ class CpuModelOps final : public ModelOps {
                            const TensorRef& dx, const TensorRef& dw) override {
     const Fp32Weight W(w);
     Fp32Grad G(dw);
-    cpu::rmsnorm_backward(f32(x), W.data(), f32(rstd), f32(dy), x.row_elems(), x.rows(), f32(dx), G.data());
+    cpu::rmsnorm_backward(f32(x), W.data(), f32(rstd), f32(dy), x.row_elems(), x.rows(), f32(dx), G.data(), threads_);
     G.store();
   }
 
@@ -175,7 +175,7 @@ class CpuModelOps final : public ModelOps {
     parallel_rows(threads_, x.rows() * heads, d, [&](int64_t r0, int64_t r1) {
       cpu::rmsnorm_forward(X.data() + r0 * d, W.data(), d, r1 - r0, eps, f32(y) + r0 * d, f32(rstd) + r0);
     });
-    rope_forward(f32(y), heads, rope_);
+    rope_forward(f32(y), heads, rope_, threads_);
   }
 
   void do_qk_norm_rope_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
@@ -184,9 +184,10 @@ class CpuModelOps final : public ModelOps {
     const Fp32Weight W(w);
     Fp32Grad G(dw);
     Mat dn = columns(dy);  // undo RoPE first, on a copy: dy stays as given
-    rope_backward(dn.data(), heads, rope_);
+    rope_backward(dn.data(), heads, rope_, threads_);
     PackedRows X(x, PackedRows::In), DX(dx, PackedRows::Out);
-    cpu::rmsnorm_backward(X.data(), W.data(), f32(rstd), dn.data(), d, x.rows() * heads, DX.data(), G.data());
+    cpu::rmsnorm_backward(X.data(), W.data(), f32(rstd), dn.data(), d, x.rows() * heads, DX.data(), G.data(),
+                          threads_);
     DX.store();
     G.store();
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/math/rope_math.h"
+#include "model/cpu/parallel.h"
 
 namespace zero::model::cpu {
 
@@ -35,26 +36,29 @@ RopeTable make_rope_table(std::span<const int32_t> positions, int64_t head_dim, 
 namespace {
 
 // The shared rotation of each (x[i], x[i + d/2]) pair (core/math/rope_math.h), or its transpose.
-void rotate(float* x, int64_t heads, const RopeTable& t, bool transpose) {
+void rotate(float* x, int64_t heads, const RopeTable& t, bool transpose, int threads) {
   const int64_t d = t.head_dim, half = d / 2, n = t.cos.cols();
-  for (int64_t tok = 0; tok < n; ++tok) {
-    const float* c = t.cos.col(tok).data();
-    const float* s = t.sin.col(tok).data();
-    for (int64_t h = 0; h < heads; ++h) {
-      float* v = x + (tok * heads + h) * d;
-      for (int64_t i = 0; i < half; ++i) {
-        const math::RopePair p{v[i], v[i + half]};
-        const math::RopePair r = transpose ? math::rope_rotate_transpose(p, c[i], s[i]) : math::rope_rotate(p, c[i], s[i]);
-        v[i] = r.a;
-        v[i + half] = r.b;
+  parallel_rows(threads, n, heads * d, [&](int64_t tok0, int64_t tok1) {
+    for (int64_t tok = tok0; tok < tok1; ++tok) {
+      const float* c = t.cos.col(tok).data();
+      const float* s = t.sin.col(tok).data();
+      for (int64_t h = 0; h < heads; ++h) {
+        float* v = x + (tok * heads + h) * d;
+        for (int64_t i = 0; i < half; ++i) {
+          const math::RopePair p{v[i], v[i + half]};
+          const math::RopePair r =
+              transpose ? math::rope_rotate_transpose(p, c[i], s[i]) : math::rope_rotate(p, c[i], s[i]);
+          v[i] = r.a;
+          v[i + half] = r.b;
+        }
       }
     }
-  }
+  });
 }
 
 }  // namespace
 
-void rope_forward(float* x, int64_t heads, const RopeTable& t) { rotate(x, heads, t, false); }
-void rope_backward(float* dx, int64_t heads, const RopeTable& t) { rotate(dx, heads, t, true); }
+void rope_forward(float* x, int64_t heads, const RopeTable& t, int threads) { rotate(x, heads, t, false, threads); }
+void rope_backward(float* dx, int64_t heads, const RopeTable& t, int threads) { rotate(dx, heads, t, true, threads); }
 
 }  // namespace zero::model::cpu

@@ -17,9 +17,10 @@ struct RopeTable {
 
 RopeTable make_rope_table(std::span<const int32_t> positions, int64_t head_dim, double theta);
 
-// x <- x*cos + rotate_half(x)*sin, rotate_half(x) = cat(-x[d/2:], x[:d/2]).
-void rope_forward(float* x, int64_t heads, const RopeTable& t);
+// x <- x*cos + rotate_half(x)*sin, rotate_half(x) = cat(-x[d/2:], x[:d/2]). Tokens are independent: on up to
+// `threads` threads (parallel.h), the same bits at any count.
+void rope_forward(float* x, int64_t heads, const RopeTable& t, int threads = 1);
 // dx <- the transpose rotation (rotation by -angle), the gradient of rope_forward.
-void rope_backward(float* dx, int64_t heads, const RopeTable& t);
+void rope_backward(float* dx, int64_t heads, const RopeTable& t, int threads = 1);
 
 }  // namespace zero::model::cpu

@@ -1,7 +1,8 @@
 // The CPU backend's threads (model/cpu/parallel.h): work is cut by its shape alone (literal cuts), every
 // item and every element of a tiled result is visited once at any thread count, an item's exception comes
-// back to the caller, and the backend's products and attention (reference and tiled) give the same bits at
-// 1, 2 and 3 threads, the products within fp32 rounding of double-precision ones computed here.
+// back to the caller, and the backend's products, attention (reference and tiled), RMSNorm backward and
+// q/k-norm + RoPE give the same bits at 1, 2 and 3 threads, the products, RMSNorm's gradients and the rotated
+// norm within fp32 rounding of double-precision ones computed here.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -196,6 +197,89 @@ TEST(CpuThreads, AttentionIsTheSameBitsAtAnyThreadCount) {
       EXPECT_TRUE(same_bits(one.dv, r.dv)) << kind << ", " << threads << " threads";
     }
   }
+}
+
+// RMSNorm backward over 700 rows of 200 (dx 9 items of 81 rows, dw 4 slices of 64 elements, the last of 8) and
+// q/k-norm + RoPE over 700 tokens of 3 heads of 64 (positions restarting at a second sequence): the same bits at
+// 1, 2 and 3 threads, RMSNorm's gradients and the rotated norm within fp32 rounding of double-precision ones
+// computed here.
+TEST(CpuThreads, NormBackwardAndRopeAreTheSameBitsAtAnyThreadCount) {
+  const int64_t T = 700, H = 200, heads = 3, d = 64, half = d / 2;
+  const float eps = 1e-6f;
+  const double theta = 1e6;
+  const std::vector<float> x = random_values(size_t(T * H), 8), w = random_values(size_t(H), 9),
+                           dy = random_values(size_t(T * H), 10), q = random_values(size_t(T * heads * d), 11),
+                           qw = random_values(size_t(d), 12), dq = random_values(size_t(T * heads * d), 13);
+  TokenPlan plan;  // sequences of 450 and 250 tokens
+  plan.tokens.assign(size_t(T), 0);
+  plan.positions.resize(size_t(T));
+  for (int64_t t = 0; t < T; ++t) plan.positions[size_t(t)] = int32_t(t < 450 ? t : t - 450);
+  plan.cu_seqlens = {0, 450, int32_t(T)};
+  struct Result {
+    std::vector<float> y, rstd, dx, dw, qy, qrstd, dqx, dqw;
+  };
+  auto ref = [](const std::vector<float>& v, std::initializer_list<int64_t> shape) {
+    return TensorRef(const_cast<float*>(v.data()), DType::F32, shape);
+  };
+  auto run = [&](int threads) {
+    const auto ops = make_cpu_model_ops(AttentionKind::Auto, threads);
+    ops->begin_batch(plan, {d, theta});
+    Result r{std::vector<float>(size_t(T * H)),         std::vector<float>(size_t(T)),
+             std::vector<float>(size_t(T * H)),         std::vector<float>(size_t(H)),
+             std::vector<float>(size_t(T * heads * d)), std::vector<float>(size_t(T * heads)),
+             std::vector<float>(size_t(T * heads * d)), std::vector<float>(size_t(d))};
+    ops->rmsnorm_forward(ref(x, {T, H}), ref(w, {H}), eps, ref(r.y, {T, H}), ref(r.rstd, {T}));
+    ops->rmsnorm_backward(ref(x, {T, H}), ref(w, {H}), ref(r.rstd, {T}), ref(dy, {T, H}), ref(r.dx, {T, H}),
+                          ref(r.dw, {H}));
+    ops->qk_norm_rope_forward(ref(q, {T, heads * d}), ref(qw, {d}), eps, ref(r.qy, {T, heads * d}),
+                              ref(r.qrstd, {T * heads}));
+    ops->qk_norm_rope_backward(ref(q, {T, heads * d}), ref(qw, {d}), ref(r.qrstd, {T * heads}),
+                               ref(dq, {T, heads * d}), ref(r.dqx, {T, heads * d}), ref(r.dqw, {d}));
+    return r;
+  };
+  const Result one = run(1);
+  for (const int threads : {2, 3}) {
+    const Result r = run(threads);
+    EXPECT_TRUE(same_bits(one.dx, r.dx)) << "rmsnorm dx at " << threads << " threads";
+    EXPECT_TRUE(same_bits(one.dw, r.dw)) << "rmsnorm dw at " << threads << " threads";
+    EXPECT_TRUE(same_bits(one.qy, r.qy)) << "q-norm + RoPE forward at " << threads << " threads";
+    EXPECT_TRUE(same_bits(one.dqx, r.dqx)) << "q-norm + RoPE dx at " << threads << " threads";
+    EXPECT_TRUE(same_bits(one.dqw, r.dqw)) << "q-norm + RoPE dw at " << threads << " threads";
+  }
+  // RMSNorm's gradients in double: xhat = x r, dw = sum_t dy xhat, dx = r (dy w - xhat mean(dy w xhat)).
+  std::vector<double> dx(size_t(T * H)), dw(static_cast<size_t>(H));
+  for (int64_t t = 0; t < T; ++t) {
+    const float* xt = x.data() + t * H;
+    const float* dyt = dy.data() + t * H;
+    double ss = 0, dot = 0;
+    for (int64_t i = 0; i < H; ++i) ss += double(xt[i]) * xt[i];
+    const double r = 1.0 / std::sqrt(ss / double(H) + eps);
+    for (int64_t i = 0; i < H; ++i) dot += double(dyt[i]) * w[size_t(i)] * xt[i] * r;
+    for (int64_t i = 0; i < H; ++i) {
+      dw[size_t(i)] += double(dyt[i]) * xt[i] * r;
+      dx[size_t(t * H + i)] = r * (double(dyt[i]) * w[size_t(i)] - xt[i] * r * dot / double(H));
+    }
+  }
+  EXPECT_LT(rel_l2(one.dx, dx), 1e-5);
+  EXPECT_LT(rel_l2(one.dw, dw), 1e-5);
+  // q-norm + RoPE forward in double (HF's fp32 angle inv_freq * position, its cos and sin in double).
+  std::vector<double> qy(size_t(T * heads * d));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* v = q.data() + (t * heads + h) * d;
+      double ss = 0;
+      for (int64_t i = 0; i < d; ++i) ss += double(v[i]) * v[i];
+      const double r = 1.0 / std::sqrt(ss / double(d) + eps);
+      double* y = qy.data() + (t * heads + h) * d;
+      for (int64_t i = 0; i < half; ++i) {
+        const double a = v[i] * r * qw[size_t(i)], b = v[i + half] * r * qw[size_t(i + half)];
+        const float inv_freq = float(1.0 / std::pow(theta, double(float(2 * i) / float(d))));
+        const double angle = double(inv_freq * float(plan.positions[size_t(t)]));
+        y[i] = a * std::cos(angle) - b * std::sin(angle);
+        y[i + half] = b * std::cos(angle) + a * std::sin(angle);
+      }
+    }
+  EXPECT_LT(rel_l2(one.qy, qy), 1e-5);
 }
 
 }  // namespace
