@@ -78,7 +78,7 @@ BackendParts make_backend(const Config& cfg, Communicator& comm) {
   if (S < comm.world())
     std::tie(b.engine_comm, b.replica_comm) =
         make_hybrid_communicators<MpiCommunicator>(MPI_COMM_WORLD, S, comm.shared_peer_watch());
-  b.ops = make_cpu_ops();
+  b.ops = make_cpu_ops(int(cfg.threads));  // the rank's math threads (resolved before the backend is made)
   b.alloc = std::make_unique<TrackingAllocator>(make_host_allocator());
   b.clock = std::make_unique<HostStepClock>();
   b.description = "cpu (host memory, MPI)";

@@ -1,5 +1,8 @@
-// DeviceOps for the CPU backend: plain loops over host memory (fp32 and Eigen's bfloat16).
+// DeviceOps for the CPU backend: plain loops over host memory (fp32 and Eigen's bfloat16), the element-wise
+// ones (copy, add, the non-finite count, AdamW) split over the rank's threads (zero/parallel_parts.h: the
+// same bits however split); the sums of squares on one thread, in their one order.
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -11,6 +14,7 @@
 #include "core/math/fixed_point.h"
 #include "core/math/split_master.h"
 #include "zero/device_ops.h"
+#include "zero/parallel_parts.h"
 
 namespace zero {
 namespace {
@@ -66,18 +70,24 @@ void dispatch_pair(void* dst, DType dt, const void* src, DType st, F&& fn) {
 }
 
 // The values not under `limit` in magnitude: NaN always, and at limit = infinity exactly the non-finite ones.
-size_t count_not_under(const void* src, DType t, size_t n, float limit) {
-  size_t bad = 0;
+// Counted in parts on up to `threads` threads, the parts' counts added (integers: exact in any order).
+size_t count_not_under(const void* src, DType t, size_t n, float limit, int threads) {
+  std::atomic<size_t> bad{0};
   dispatch(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     const T* s = static_cast<const T*>(src);
-    for (size_t i = 0; i < n; ++i) bad += !(std::fabs(to_f32(s[i])) < limit);
+    parallel_parts(n, threads, [&](size_t lo, size_t hi) {
+      size_t count = 0;
+      for (size_t i = lo; i < hi; ++i) count += !(std::fabs(to_f32(s[i])) < limit);
+      bad += count;
+    });
   });
-  return bad;
+  return bad.load();
 }
 
 class CpuOps final : public DeviceOps {
  public:
+  explicit CpuOps(int threads) : threads_(std::max(threads, 1)) {}
   const char* name() const override { return "cpu"; }
   bool supports_storage(DType t) const override { return t == DType::F32 || t == DType::BF16 || t == DType::FX64; }
 
@@ -86,19 +96,23 @@ class CpuOps final : public DeviceOps {
       if (n > 0) std::memmove(dst, src, n * 8);  // see zero()
       return;
     }
-    dispatch_pair(dst, dt, src, st, [n](auto* d, const auto* s) {
+    dispatch_pair(dst, dt, src, st, [&](auto* d, const auto* s) {
       using D = std::remove_pointer_t<decltype(d)>;
-      for (size_t i = 0; i < n; ++i) d[i] = from_f32<D>(to_f32(s[i]));
+      parallel_parts(n, threads_, [&](size_t lo, size_t hi) {
+        for (size_t i = lo; i < hi; ++i) d[i] = from_f32<D>(to_f32(s[i]));
+      });
     });
   }
 
   void add(void* dst, DType dt, const void* src, DType st, size_t n) override {
-    dispatch_pair(dst, dt, src, st, [n](auto* d, const auto* s) {
+    dispatch_pair(dst, dt, src, st, [&](auto* d, const auto* s) {
       using D = std::remove_pointer_t<decltype(d)>;
-      if constexpr (std::is_same_v<D, Fixed64>)
-        add_fixed(d, s, n);
-      else
-        for (size_t i = 0; i < n; ++i) d[i] = from_f32<D>(to_f32(d[i]) + to_f32(s[i]));
+      parallel_parts(n, threads_, [&](size_t lo, size_t hi) {
+        if constexpr (std::is_same_v<D, Fixed64>)
+          add_fixed(d + lo, s + lo, hi - lo);
+        else
+          for (size_t i = lo; i < hi; ++i) d[i] = from_f32<D>(to_f32(d[i]) + to_f32(s[i]));
+      });
     });
   }
 
@@ -134,12 +148,12 @@ class CpuOps final : public DeviceOps {
   }
 
   size_t count_nonfinite(const void* src, DType t, size_t n) override {
-    return count_not_under(src, t, n, std::numeric_limits<float>::infinity());
+    return count_not_under(src, t, n, std::numeric_limits<float>::infinity(), threads_);
   }
 
   void accumulate_sum_squares(const void* src, DType t, size_t n, double* acc) override { *acc += sum_squares(src, t, n); }
   void accumulate_nonfinite(const void* src, DType t, size_t n, double* acc, float limit) override {
-    *acc += double(count_not_under(src, t, n, limit));
+    *acc += double(count_not_under(src, t, n, limit, threads_));
   }
   void accumulate_fixed_square_sum(const int64_t* src, size_t n, math::FixedSquareSum* acc) override {
     for (size_t i = 0; i < n; ++i) acc->add_square(src[i]);
@@ -153,22 +167,11 @@ class CpuOps final : public DeviceOps {
 
   void adamw(float* param, const void* grad, DType gt, float* m, float* v, size_t n, const optim::AdamWConfig& c,
              float lr, int64_t t, bool decay, float grad_scale) override {
-    if (gt == DType::F32) {
-      optim::adamw_step(param, static_cast<const float*>(grad), m, v, n, c, lr, t, decay, grad_scale);
-      return;
-    }
-    ZERO_CHECK(gt == DType::BF16 || gt == DType::FX64, "adamw: unsupported gradient dtype {}", dtype_name(gt));
-    // Widen bf16 (or fixed-point) gradients to fp32 chunk by chunk (no full-size scratch).
-    constexpr size_t kChunk = 4096;
-    float tmp[kChunk];
-    dispatch(gt, [&](auto* tag) {
-      using G = std::remove_pointer_t<decltype(tag)>;
-      const G* g = static_cast<const G*>(grad);
-      for (size_t off = 0; off < n; off += kChunk) {
-        const size_t len = std::min(kChunk, n - off);
-        for (size_t i = 0; i < len; ++i) tmp[i] = to_f32(g[off + i]);
-        optim::adamw_step(param + off, tmp, m + off, v + off, len, c, lr, t, decay, grad_scale);
-      }
+    check_adamw_grad(gt);
+    const size_t gsz = dtype_size(gt);
+    parallel_parts(n, threads_, [&](size_t lo, size_t hi) {
+      adamw_range(param + lo, static_cast<const char*>(grad) + gsz * lo, gt, m + lo, v + lo, hi - lo, c, lr, t, decay,
+                  grad_scale);
     });
   }
 
@@ -189,24 +192,57 @@ class CpuOps final : public DeviceOps {
       dst[i] = math::split_join(b, low[i]);
     }
   }
-  // Joined, updated by adamw above (the same loop) and split again, a chunk at a time.
+  // Joined, updated by adamw_range (adamw's loop) and split again, a chunk at a time.
   void adamw_split(void* high, uint16_t* low, const void* grad, DType gt, float* m, float* v, size_t n,
                    const optim::AdamWConfig& c, float lr, int64_t t, bool decay, float grad_scale) override {
-    constexpr size_t kChunk = 4096;
-    float master[kChunk];
+    check_adamw_grad(gt);
     const size_t gsz = dtype_size(gt);
-    for (size_t off = 0; off < n; off += kChunk) {
-      const size_t len = std::min(kChunk, n - off);
-      void* h = static_cast<char*>(high) + 2 * off;
-      join_master(master, h, low + off, len);
-      adamw(master, static_cast<const char*>(grad) + gsz * off, gt, m + off, v + off, len, c, lr, t, decay, grad_scale);
-      split_master(h, low + off, master, len);
-    }
+    parallel_parts(n, threads_, [&](size_t lo, size_t hi) {
+      constexpr size_t kChunk = 4096;
+      float master[kChunk];
+      for (size_t off = lo; off < hi; off += kChunk) {
+        const size_t len = std::min(kChunk, hi - off);
+        void* h = static_cast<char*>(high) + 2 * off;
+        join_master(master, h, low + off, len);
+        adamw_range(master, static_cast<const char*>(grad) + gsz * off, gt, m + off, v + off, len, c, lr, t, decay,
+                    grad_scale);
+        split_master(h, low + off, master, len);
+      }
+    });
   }
+
+ private:
+  // Before any thread starts: an exception inside one would end the process.
+  static void check_adamw_grad(DType gt) {
+    ZERO_CHECK(gt == DType::F32 || gt == DType::BF16 || gt == DType::FX64, "adamw: unsupported gradient dtype {}",
+               dtype_name(gt));
+  }
+  // AdamW over n elements on this thread (gt checked).
+  static void adamw_range(float* param, const void* grad, DType gt, float* m, float* v, size_t n,
+                          const optim::AdamWConfig& c, float lr, int64_t t, bool decay, float grad_scale) {
+    if (gt == DType::F32) {
+      optim::adamw_step(param, static_cast<const float*>(grad), m, v, n, c, lr, t, decay, grad_scale);
+      return;
+    }
+    // Widen bf16 (or fixed-point) gradients to fp32 chunk by chunk (no full-size scratch).
+    constexpr size_t kChunk = 4096;
+    float tmp[kChunk];
+    dispatch(gt, [&](auto* tag) {
+      using G = std::remove_pointer_t<decltype(tag)>;
+      const G* g = static_cast<const G*>(grad);
+      for (size_t off = 0; off < n; off += kChunk) {
+        const size_t len = std::min(kChunk, n - off);
+        for (size_t i = 0; i < len; ++i) tmp[i] = to_f32(g[off + i]);
+        optim::adamw_step(param + off, tmp, m + off, v + off, len, c, lr, t, decay, grad_scale);
+      }
+    });
+  }
+
+  int threads_;
 };
 
 }  // namespace
 
-std::unique_ptr<DeviceOps> make_cpu_ops() { return std::make_unique<CpuOps>(); }
+std::unique_ptr<DeviceOps> make_cpu_ops(int threads) { return std::make_unique<CpuOps>(threads); }
 
 }  // namespace zero

@@ -67,6 +67,8 @@ class DeviceOps {
   virtual void synchronize() {}
 };
 
-std::unique_ptr<DeviceOps> make_cpu_ops();
+// The CPU backend's ops over host memory; the element-wise ones (copy, add, the non-finite counts, AdamW) split
+// over up to `threads` threads, with the same bits at any count.
+std::unique_ptr<DeviceOps> make_cpu_ops(int threads = 1);
 
 }  // namespace zero

@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
-#include <thread>
 
 #include "core/check.h"
+#include "zero/parallel_parts.h"
 #include "zero/step_traffic.h"
 
 namespace zero {
@@ -913,24 +913,6 @@ StepResult Engine::step(double loss_divisor) {
   r.step = step_;
   return r;
 }
-
-namespace {
-// fn(lo, hi) over [0, n) in up to `threads` contiguous parts at once: element-wise work (AdamW, a cast) gives
-// the same bits however it is split. Parts of at least 64 Ki elements, so small ranges stay on one thread.
-// Threads are started per call: at the default offload_chunk, one start per thread per 4 Mi elements.
-template <class F>
-void parallel_parts(size_t n, int threads, F&& fn) {
-  const size_t T = std::min<size_t>(size_t(threads), std::max<size_t>(1, n >> 16));
-  if (T <= 1) {
-    fn(size_t(0), n);
-    return;
-  }
-  std::vector<std::thread> workers;
-  for (size_t i = 1; i < T; ++i) workers.emplace_back([&fn, n, i, T] { fn(n * i / T, n * (i + 1) / T); });
-  fn(size_t(0), n / T);
-  for (std::thread& w : workers) w.join();
-}
-}  // namespace
 
 // The shard's gradients come down a chunk at a time, each chunk's download queued before the host steps the
 // one before it, so the copy runs while the host threads do AdamW (a chunk of K elements: K a bytes over the

@@ -5,7 +5,9 @@
 // calls each, the two taken in turns. Prints each product's time both ways and the ratio (baseline / tiled: above 1 is faster).
 // Then the backend's row-wise ops whose work is cut across threads apart from the products (a layer's RMSNorm
 // backward over hidden, q/k-norm + RoPE forward and backward over 16 heads of 128) at --threads against the
-// same op at 1 thread, in turns: the ratio is the speed-up.
+// same op at 1 thread, in turns: the ratio is the speed-up. Last the engine's element-wise ops on the CPU
+// backend (zero/device_ops.h: AdamW and the gradient accumulator's add over a shard of 8 Mi elements) the same
+// way.
 //   cpu_threads_bench [--threads 2] [--tokens 1024] [--hidden 1024] [--inter 3072]
 #include <Eigen/Core>
 #include <chrono>
@@ -19,6 +21,8 @@
 
 #include "model/cpu/cpu_model_ops.h"
 #include "model/token_plan.h"
+#include "optim/adamw.h"
+#include "zero/device_ops.h"
 
 using namespace zero;
 using namespace zero::model;
@@ -134,6 +138,24 @@ int main(int argc, char** argv) {
   printf("%-14s %12s %12s %8s\n", "op", "1 thread ms", "threads ms", "ratio");
   for (const auto& [name, op] : ops) {
     const auto [a, b] = best_of_turns([&] { op(*one); }, [&] { op(*many); });
+    printf("%-14s %12.2f %12.2f %7.2fx\n", name, a * 1e3, b * 1e3, a / b);
+  }
+
+  const size_t shard = size_t(8) << 20;
+  std::vector<float> param(shard, 0.5f), grad(shard, 1e-3f), m(shard), v(shard), accum(shard);
+  const auto ops1 = make_cpu_ops(1), opsN = make_cpu_ops(threads);
+  const optim::AdamWConfig adamw_config;
+  int64_t step = 0;
+  using EngineOp = std::function<void(DeviceOps&)>;
+  const std::pair<const char*, EngineOp> engine_ops[2] = {
+      {"adamw", [&](DeviceOps& o) {
+         o.adamw(param.data(), grad.data(), DType::F32, m.data(), v.data(), shard, adamw_config, 1e-5f, ++step, true, 1.0f);
+       }},
+      {"accumulate", [&](DeviceOps& o) { o.add(accum.data(), DType::F32, grad.data(), DType::F32, shard); }}};
+  printf("\nengine element-wise ops on %zu elements (fp32)\n", shard);
+  printf("%-14s %12s %12s %8s\n", "op", "1 thread ms", "threads ms", "ratio");
+  for (const auto& [name, op] : engine_ops) {
+    const auto [a, b] = best_of_turns([&] { op(*ops1); }, [&] { op(*opsN); });
     printf("%-14s %12.2f %12.2f %7.2fx\n", name, a * 1e3, b * 1e3, a / b);
   }
   return 0;

@@ -1,15 +1,19 @@
 // The CPU backend's reductions against plain loops written here: the sum of squares (the gradient norm's) over
 // every length from 0 to 40 (the eight running sums and the tail past the last eight), in fp32 and bf16, to the
-// last bits a different order of the same double adds can change; non-finite values pass through.
+// last bits a different order of the same double adds can change; non-finite values pass through. The
+// element-wise ops split over threads (copy, add, the non-finite counts, AdamW, AdamW on a split master) give
+// the same bits at 1, 3 and 5 threads, the adds those of a plain loop here and the counts the values planted.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
 #include "core/math/bf16.h"
 #include "core/splitmix.h"
+#include "optim/adamw.h"
 #include "zero/device_ops.h"
 
 namespace zero {
@@ -37,6 +41,89 @@ TEST(CpuOps, SumOfSquaresOfEveryLength) {
   EXPECT_TRUE(std::isinf(ops->sum_squares(bad.data(), DType::F32, bad.size())));
   bad[17] = std::numeric_limits<float>::quiet_NaN();
   EXPECT_TRUE(std::isnan(ops->sum_squares(bad.data(), DType::F32, bad.size())));
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+// 300,001 elements: 3 parts of 100,000 and more at 3 threads, 4 at 5 (parts of at least 64 Ki elements).
+TEST(CpuOps, ElementWiseOpsAreTheSameBitsAtAnyThreadCount) {
+  constexpr size_t n = 300001;
+  uint64_t state = 11;
+  auto uniform = [&] { return float(double(splitmix64(state) >> 11) * 0x1p-53 * 2 - 1); };
+  std::vector<float> a(n), g(n), m0(n, 0.0f), v0(n, 0.0f);
+  std::vector<uint16_t> gb(n);
+  for (size_t i = 0; i < n; ++i) {
+    a[i] = uniform();
+    g[i] = uniform() * 1e-2f;
+    gb[i] = math::f32_to_bf16(g[i]);
+  }
+  std::vector<float> bad = a;  // 7 non-finite values, in different parts; 3 more at or past 0.5 + 1 NaN
+  for (const size_t i : {size_t(0), size_t(70000), size_t(150001), size_t(222222), size_t(299999)})
+    bad[i] = std::numeric_limits<float>::infinity();
+  bad[1] = -std::numeric_limits<float>::infinity();
+  bad[n - 1] = std::numeric_limits<float>::quiet_NaN();
+  const auto planted_limit = [&](float limit) {
+    size_t k = 0;
+    for (float x : bad) k += !(std::fabs(x) < limit);
+    return k;
+  };
+
+  struct Result {
+    std::vector<uint16_t> to_bf16;
+    std::vector<float> sum, p, m, v, pb, p_split;
+    std::vector<uint16_t> high, low;
+    size_t nonfinite = 0;
+    double over_half = 0;
+  };
+  optim::AdamWConfig c;
+  c.weight_decay = 0.1f;
+  auto run = [&](int threads) {
+    auto ops = make_cpu_ops(threads);
+    Result r;
+    r.to_bf16.resize(n);
+    ops->copy(r.to_bf16.data(), DType::BF16, a.data(), DType::F32, n);
+    r.sum = a;
+    ops->add(r.sum.data(), DType::F32, gb.data(), DType::BF16, n);
+    r.nonfinite = ops->count_nonfinite(bad.data(), DType::F32, n);
+    ops->accumulate_nonfinite(bad.data(), DType::F32, n, &r.over_half, 0.5f);
+    r.p = a, r.m = m0, r.v = v0;
+    ops->adamw(r.p.data(), g.data(), DType::F32, r.m.data(), r.v.data(), n, c, 1e-3f, 1, true, 0.5f);
+    r.pb = a;
+    std::vector<float> mb = m0, vb = v0;
+    ops->adamw(r.pb.data(), gb.data(), DType::BF16, mb.data(), vb.data(), n, c, 1e-3f, 1, false, 1.0f);
+    r.high.resize(n), r.low.resize(n);
+    ops->split_master(r.high.data(), r.low.data(), a.data(), n);
+    std::vector<float> ms = m0, vs = v0;
+    ops->adamw_split(r.high.data(), r.low.data(), gb.data(), DType::BF16, ms.data(), vs.data(), n, c, 1e-3f, 1, true, 1.0f);
+    r.p_split.resize(n);
+    ops->join_master(r.p_split.data(), r.high.data(), r.low.data(), n);
+    return r;
+  };
+  const Result one = run(1);
+  // Against what the test plants and a plain loop.
+  EXPECT_EQ(one.nonfinite, 7u);
+  EXPECT_EQ(one.over_half, double(planted_limit(0.5f)));
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(one.to_bf16[i], math::f32_to_bf16(a[i])) << i;
+    ASSERT_EQ(one.sum[i], a[i] + math::bf16_to_f32(gb[i])) << i;
+  }
+  // The whole range updated: AdamW's first step from m = v = 0 moves every element by about lr.
+  size_t unmoved = 0;
+  for (size_t i = 0; i < n; ++i) unmoved += (one.p[i] == a[i]) + (one.pb[i] == a[i]) + (one.p_split[i] == a[i]);
+  EXPECT_EQ(unmoved, 0u);
+  for (const int threads : {3, 5}) {
+    const Result r = run(threads);
+    EXPECT_TRUE(same_bits(one.to_bf16, r.to_bf16)) << "copy at " << threads << " threads";
+    EXPECT_TRUE(same_bits(one.sum, r.sum)) << "add at " << threads << " threads";
+    EXPECT_EQ(one.nonfinite, r.nonfinite) << threads << " threads";
+    EXPECT_EQ(one.over_half, r.over_half) << threads << " threads";
+    EXPECT_TRUE(same_bits(one.p, r.p) && same_bits(one.m, r.m) && same_bits(one.v, r.v)) << "adamw at " << threads;
+    EXPECT_TRUE(same_bits(one.pb, r.pb)) << "adamw, bf16 gradients, at " << threads << " threads";
+    EXPECT_TRUE(same_bits(one.high, r.high) && same_bits(one.low, r.low)) << "adamw_split at " << threads;
+  }
 }
 
 }  // namespace
