@@ -2,7 +2,7 @@
 # set of public headers under include/zero/ (the same paths as in this tree: #include "zero/engine.h"),
 # a CMake package (find_package(zero): zero::core, zero::launch_env (zero::comm's environment table, no MPI),
 # zero::comm, zero::optim, zero::engine,
-# zero::checkpoint, with their MPI/Eigen/fmt/json/xxhash dependencies found again by zeroConfig.cmake;
+# zero::checkpoint, with their MPI/Eigen/fmt/json/xxhash (and OpenMP) dependencies found again by zeroConfig.cmake;
 # zero::cuda, when built, only for the component cuda, find_package(zero COMPONENTS cuda), which alone
 # finds CUDA and NCCL: a CPU consumer of a CUDA-built install needs neither) and a pkg-config file
 # (zero.pc, the CPU libraries). docs/EMBEDDING.md says what the public API promises. Also bin/pmtrain
@@ -58,6 +58,15 @@ if(ZERO_CUDA_ENABLED)
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
     INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/zero)
   install(EXPORT zeroCudaTargets NAMESPACE zero:: DESTINATION ${ZERO_CMAKE_DIR})
+endif()
+# The engine's CPU ops run on OpenMP's threads where the build found OpenMP (zero/CMakeLists.txt): its consumers
+# then link OpenMP too, found again by zeroConfig.cmake and named in zero.pc.
+get_target_property(_zero_engine_links zero_engine LINK_LIBRARIES)
+set(ZERO_ENGINE_OPENMP OFF)
+set(ZERO_PC_OPENMP "")
+if("OpenMP::OpenMP_CXX" IN_LIST _zero_engine_links)
+  set(ZERO_ENGINE_OPENMP ON)
+  set(ZERO_PC_OPENMP " -fopenmp")
 endif()
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/zeroConfig.cmake.in
   ${PROJECT_BINARY_DIR}/zeroConfig.cmake INSTALL_DESTINATION ${ZERO_CMAKE_DIR})

@@ -145,9 +145,13 @@ Cores cores_here() {
 }
 }  // namespace
 
+int core_share(int node_cores, int usable_cpus, int ranks_on_node) {
+  return std::max(1, std::min(usable_cpus, node_cores / std::max(1, ranks_on_node)));
+}
+
 int init_threads(int configured, int ranks_on_node) {
   const Cores c = cores_here();
-  return std::max({configured, std::min(c.usable, c.node / std::max(1, ranks_on_node)), 1});
+  return std::max(configured, core_share(c.node, c.usable, ranks_on_node));
 }
 
 void resolve_rank_threads(Config& cfg, int ranks_on_node) {

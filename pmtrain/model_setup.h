@@ -27,6 +27,10 @@ std::string init_model_parameters(Engine& engine, const ModelSection& m, const m
 // its ranks on the node), so the eight GPU ranks of a node do not each draw their samples on one core.
 int init_threads(int configured, int ranks_on_node);
 
+// A rank's share of a node's cores: the node's cores over its ranks on the node, at most the CPUs the rank may
+// run on, at least 1. init_threads' rule for this node; the planner's for a node like its profile's.
+int core_share(int node_cores, int usable_cpus, int ranks_on_node);
+
 // `threads` that the config, --set and OMP_NUM_THREADS leave out (ThreadsFrom::Default): this rank's share of
 // the node's cores (init_threads' rule), as OpenMP takes a process's cores, split among the node's ranks.
 // Called where a command learns its ranks on the node, before its backend is made; the config then records

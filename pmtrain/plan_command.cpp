@@ -75,18 +75,17 @@ std::string time_text(double s) {
   return fmt::format("{:.2f} s", s);
 }
 
-// A rank's CPUs and host threads in the launch `pmtrain plan` writes (--sbatch): a GPU rank gets kGpuRankCpus
-// (its data, NCCL and launcher threads, and an offloaded AdamW) or the config's `threads` when more, a CPU rank
-// its math threads. The script exports --cpus-per-task as OMP_NUM_THREADS, which a run takes as `threads` where
-// the config and --set leave that key out (Config::threads_from): so a GPU rank then steps an offloaded AdamW on
-// kGpuRankCpus threads, and its plan prices it so.
+// A GPU rank's CPUs in the launch `pmtrain plan` writes (--sbatch): kGpuRankCpus (its data, NCCL and launcher
+// threads, and an offloaded AdamW) or the config's `threads` when more. The script exports --cpus-per-task as
+// OMP_NUM_THREADS, which a run takes as `threads` where the config and --set leave that key out
+// (Config::threads_from): so a GPU rank then steps an offloaded AdamW on kGpuRankCpus threads (gpu_rank_threads),
+// and its plan prices it so. A CPU rank gets its math threads (cpu_rank_threads).
 constexpr int64_t kGpuRankCpus = 8;
-int64_t planned_cpus_per_task(const Config& cfg, bool gpu) {
-  const int64_t given = cfg.threads_from == ThreadsFrom::Config ? cfg.threads : 1;
-  return gpu ? std::max(kGpuRankCpus, given) : std::max<int64_t>(1, cfg.threads);
+int64_t gpu_rank_cpus(const Config& cfg) {
+  return std::max(kGpuRankCpus, cfg.threads_from == ThreadsFrom::Config ? cfg.threads : int64_t(1));
 }
-int64_t planned_rank_threads(const Config& cfg, bool gpu) {
-  return cfg.threads_from == ThreadsFrom::Config ? cfg.threads : planned_cpus_per_task(cfg, gpu);
+int64_t gpu_rank_threads(const Config& cfg) {
+  return cfg.threads_from == ThreadsFrom::Config ? cfg.threads : gpu_rank_cpus(cfg);
 }
 
 // The training data at its own lengths under the config's batch layout: what the epoch time prices.
@@ -134,6 +133,7 @@ struct Cell {
   std::string link;
   std::string checkpointing;  // checkpointing_text: the config's, or what auto chose for this cell
   int64_t micro_tokens = 0;   // the token budget: the config's, or what auto chose for this cell (0: pairs)
+  int64_t threads = 1;        // a rank's CPUs: a CPU rank's math threads (cpu_rank_threads), a GPU rank's gpu_rank_cpus
 };
 
 Config with_stage(const Config& cfg, int stage) {
@@ -204,6 +204,21 @@ double exposed_comm_on_gpu(const StepTime& t, const Partition& part, size_t buck
          exposed(tr.last_backward_bytes, backward_s) + tr.after_step_bytes * seconds_per_byte;
 }
 
+// A CPU rank's math threads in cell c: the config's (the file, --set or OMP_NUM_THREADS), else its share of the
+// cores of a node like the profile's (resolve_rank_threads' rule, which the run applies on its node).
+int64_t cpu_rank_threads(const Setup& s, const Cell& c) {
+  return s.cfg.threads_from == ThreadsFrom::Default ? core_share(s.prof.cores, s.prof.cores, c.per_node) : s.cfg.threads;
+}
+
+// A CPU rank's compute speed in cell c against the profile's: the products and the element-wise work are cut
+// over the rank's threads (model/cpu/parallel.h, zero/parallel_parts.h), priced as linear in them from the
+// threads the profile was measured with (an assumption; `pmtrain calibrate` at the run's threads measures it
+// instead), and ranks whose threads outnumber the node's cores share them.
+double cpu_rank_speed(const Setup& s, const Cell& c) {
+  const double t = double(c.threads);
+  return t / double(s.prof.threads) * std::min(1.0, double(s.prof.cores) / (double(c.per_node) * t));
+}
+
 // Step time: GEMM FLOPs (6 x matmul params x tokens, plus causal attention, plus a recomputed forward
 // with full checkpointing) at the profile's GEMM speed; element-wise passes (activations written and read,
 // those a checkpointed backward writes again (selective: the element-wise ones only, no GEMM) included,
@@ -231,15 +246,14 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
     bwd_s += flops / s.prof.gemm_rate(T, in, out, Pass::InputGrad) + flops / s.prof.gemm_rate(T, in, out, Pass::WeightGrad);
   }
   const double attn = attn_fwd * (model::kAttentionForwardBackwardPasses + attention_recomputed);
-  double share = 1.0;
-  if (s.device == PlanDevice::Cpu) share = std::min(1.0, double(s.prof.cores) / double(c.per_node * s.prof.threads));
+  const double speed = s.device == PlanDevice::Cpu ? cpu_rank_speed(s, c) : 1.0;
   StepTime t;
   // Attention at its own measured rate where the profile has one (short sequences and softmax make it slower
   // than a GEMM of the same FLOPs), else at the GEMMs'.
   const double attn_rate = s.prof.attention_flops > 0 ? s.prof.attention_flops : s.prof.gemm_flops;
-  t.compute_s = steps * (fwd_s * (1.0 + recomputed) + bwd_s + attn / attn_rate) / share;
+  t.compute_s = steps * (fwd_s * (1.0 + recomputed) + bwd_s + attn / attn_rate) / speed;
   // One micro-step's compute in each pass (the recomputed forward runs in backward): what collectives can hide behind.
-  const double forward_window = (fwd_s + attn_fwd / attn_rate) / share;
+  const double forward_window = (fwd_s + attn_fwd / attn_rate) / speed;
   const double backward_window = t.compute_s / steps - forward_window;
 
   const EngineConfig ec = engine_config(with_stage(s.cfg, c.stage), c.world, micro_steps, 1);
@@ -258,9 +272,9 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
   const double step_bytes = shard * (traffic::grad_norm(at) + traffic::zero_accumulator(at) + cast) +
                             (c.stage == 0 && c.world > 1 ? 2 * psi * traffic::pack(at, ec.reduce_dtype) : 0);
   const double adamw_rate = s.prof.adamw_elements > 0 ? s.prof.adamw_elements : s.prof.elementwise_bytes / traffic::adamw(at);
-  t.elementwise_s = (steps * micro_bytes + step_bytes) / (s.prof.elementwise_bytes * share) + shard / (adamw_rate * share);
+  t.elementwise_s = (steps * micro_bytes + step_bytes) / (s.prof.elementwise_bytes * speed) + shard / (adamw_rate * speed);
   if (ec.offload_optimizer && s.device == PlanDevice::Gpu) {
-    // zero.offload: AdamW and the cast run on the rank's host threads (planned_rank_threads: those of the launch
+    // zero.offload: AdamW and the cast run on the rank's host threads (gpu_rank_threads: those of the launch
     // --sbatch writes) instead of the device, the gradients come down while the host steps the chunk before (the
     // slower of the two) and the params go up while it casts the next. Assumed, not measured (a profile has no
     // host side for a GPU): pinned copies over PCIe Gen5 x16 at kOffloadLinkBytes, shared by the node's ranks; a
@@ -269,16 +283,16 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
     constexpr double kOffloadLinkBytes = 20e9, kOffloadCoreElements = 200e6, kHostMemoryBytes = 200e9;
     const double ranks = double(c.per_node);
     const double host_rate =
-        std::min(double(planned_rank_threads(s.cfg, true)) * kOffloadCoreElements, kHostMemoryBytes / 32 / ranks);
+        std::min(double(gpu_rank_threads(s.cfg)) * kOffloadCoreElements, kHostMemoryBytes / 32 / ranks);
     const double link = kOffloadLinkBytes / ranks;
-    t.elementwise_s += std::max(shard * a / link, shard / host_rate) + shard * p / link - shard / (adamw_rate * share);
+    t.elementwise_s += std::max(shard * a / link, shard / host_rate) + shard * p / link - shard / (adamw_rate * speed);
   }
   // SwiGLU at its own measured speed: a forward per layer, again before backward when the layer is
   // recomputed (full or selective), and a backward.
   if (s.prof.swiglu_forward_elements > 0 && s.prof.swiglu_backward_elements > 0) {
     const double swiglu = steps * T * L * double(q.intermediate_size);
     const double forwards = s.cfg.model.activation_checkpointing == model::ActivationCheckpointing::None ? 1.0 : 2.0;
-    t.elementwise_s += swiglu * (forwards / s.prof.swiglu_forward_elements + 1.0 / s.prof.swiglu_backward_elements) / share;
+    t.elementwise_s += swiglu * (forwards / s.prof.swiglu_forward_elements + 1.0 / s.prof.swiglu_backward_elements) / speed;
   }
 
   // The collectives inside a shard group (all ranks without hybrid sharding), and those across the groups.
@@ -287,7 +301,9 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
   const bool group_on_node = S <= c.per_node, replicas_on_node = c.nodes == 1;
   auto link = [&](bool on_node, double& bw) -> std::string {
     if (s.device == PlanDevice::Cpu) {
-      bw = s.prof.elementwise_bytes / 2 * share;  // MPI over shared memory: a copy in and a copy out
+      // MPI over shared memory: a copy in and a copy out, one thread a rank, at the profile's element-wise rate
+      // (of its `threads`) shared among the node's ranks as among that many threads on its cores.
+      bw = s.prof.elementwise_bytes / 2 * std::min(1.0, double(s.prof.cores) / double(c.per_node * s.prof.threads));
       return "shared memory (from the profile)";
     }
     if (on_node) {
@@ -406,6 +422,7 @@ Cell plan_fixed_cell(const Setup& s, int stage, int world, int per_node, size_t 
   c.accum = accum_of(c.micro);
   c.checkpointing = checkpointing_text(cfg.model, s.qc.num_layers);
   c.micro_tokens = s.micro_tokens;
+  c.threads = s.device == PlanDevice::Cpu ? cpu_rank_threads(s, c) : gpu_rank_cpus(cfg);
   const EngineConfig ec = engine_config(cfg, world, c.accum, 1);
   predict_time(s, make_partition(s.groups, shard_group_ranks(cfg, world), ec.bucket_elements), c);
   return c;
@@ -668,7 +685,8 @@ nlohmann::json cell_json(const Cell& c) {
           {"data_exposed_comm_seconds", c.data_exposed_comm_s},
           {"epoch_seconds", c.epoch_s},
           {"activation_checkpointing", c.checkpointing},
-          {"micro_tokens", c.micro_tokens}};
+          {"micro_tokens", c.micro_tokens},
+          {"rank_threads", c.threads}};
 }
 
 // Seconds before an sbatch job's time limit at which its ranks are told to stop: the step under way, a
@@ -726,7 +744,7 @@ void write_sbatch(const PlanArgs& a, const Setup& s, const Cell& c) {
       << "#SBATCH --nodes=" << c.nodes << "\n"
       << "#SBATCH --ntasks-per-node=" << c.per_node << "\n";
   if (gpu) out << "#SBATCH --gpus-per-node=" << c.per_node << "\n";
-  out << "#SBATCH --cpus-per-task=" << planned_cpus_per_task(s.cfg, gpu) << "\n"
+  out << "#SBATCH --cpus-per-task=" << c.threads << "\n"
       << "#SBATCH --mem=" << mem_gib << "G\n"
       << fmt::format("#SBATCH --time={:02d}:{:02d}:00\n", mins / 60, mins % 60)
       // The time limit: the job's steps (the ranks, not this shell) get SIGTERM this long before it, save a
@@ -899,11 +917,25 @@ int run_plan(const PlanArgs& a) {
                           a.intra_link.empty() ? "NVLink (H100) for 80 GiB GPUs, else PCIe 4 x16" : s.intra(0).what,
                           s.inter.what)
             : "MPI over shared memory at half the profile's element-wise speed";
-    printf("speeds: compute %s; links %s%s%s\n", s.prof.source.c_str(), links.c_str(),
+    // A CPU rank's threads (cpu_rank_threads) and how they price its compute (cpu_rank_speed).
+    const std::string threads =
+        gpu ? ""
+            : fmt::format(", a rank's at that x its math threads / {} (assumed linear), its threads: {}", s.prof.threads,
+                          cfg.threads_from == ThreadsFrom::Default
+                              ? fmt::format("its share of the profile's {} cores (rank_threads in --json)", s.prof.cores)
+                              : fmt::format("{} ({})", cfg.threads,
+                                            cfg.threads_from == ThreadsFrom::OmpNumThreads ? "OMP_NUM_THREADS" : "the config's"));
+    printf("speeds: compute %s%s; links %s%s%s\n", s.prof.source.c_str(), threads.c_str(), links.c_str(),
            measured.empty() ? "" : fmt::format("; collectives measured at {} rank(s) on one node", measured).c_str(),
            gpu ? "; GPU runtime: 1 GiB CUDA context + 5% pool slack (assumed); collectives hidden behind the compute "
                  "of the pass that issues them, as far as it lasts (assumed)"
                : "");
+    int64_t most_threads = 0;  // a CPU rank's, the most in the grid
+    for (const Cell& c : cells) most_threads = std::max(most_threads, gpu ? 0 : c.threads);
+    if (most_threads > s.prof.threads)
+      printf("note: ranks of %lld threads: the profile's speed for %d scaled up linearly, optimistic where they take every "
+             "core (2 threads ran 1.5-1.7x as fast as 1 on a 2-core machine); to measure it: pmtrain calibrate --threads %lld\n",
+             (long long)most_threads, s.prof.threads, (long long)most_threads);
     if (s.cfg.batch.micro_tokens_auto)
       printf("micro-batches by tokens: batch.micro_tokens auto, the most whose plan fits each cell's memory (below each "
              "row; micro: the pairs at max_len it holds); accum below is the most micro-steps a step can take\n");

@@ -1,13 +1,16 @@
-// DeviceOps for the CPU backend: plain loops over host memory (fp32 and Eigen's bfloat16), the element-wise
-// ones (copy, add, the non-finite count, AdamW) split over the rank's threads (zero/parallel_parts.h: the
-// same bits however split); the sums of squares on one thread, in their one order.
+// DeviceOps for the CPU backend: plain loops over host memory (fp32 and Eigen's bfloat16), split over the rank's
+// threads (zero/parallel_parts.h) with the same bits however split: the element-wise ones (copy, add, the
+// non-finite count, AdamW) by any cut, the sums of squares in blocks cut by the length alone (fixed-point
+// sums: exact in any order).
 #include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <type_traits>
+#include <vector>
 
 #include "core/check.h"
 #include "core/math/bf16.h"
@@ -124,26 +127,19 @@ class CpuOps final : public DeviceOps {
 
   // Eight running sums, element i into sum i mod 8, added in lane order at the end: one sum would make every
   // add wait for the one before (about 3 GB/s on a core, the step's slowest op on a small model); eight
-  // independent ones run at memory speed. The order is fixed, so the result is too.
+  // independent ones run at memory speed. Past kSquareBlock elements, blocks of kSquareBlock summed so, on the
+  // rank's threads, and the blocks' sums added in block order: the blocks are cut by the length alone, so the
+  // result is the same at any thread count (and, up to kSquareBlock elements, the one loop's).
+  static constexpr size_t kSquareBlock = size_t(1) << 16;
   double sum_squares(const void* src, DType t, size_t n) override {
-    constexpr size_t kLanes = 8;
-    double lane[kLanes] = {};
-    dispatch(t, [&](auto* tag) {
-      using T = std::remove_pointer_t<decltype(tag)>;
-      const T* s = static_cast<const T*>(src);
-      size_t i = 0;
-      for (; i + kLanes <= n; i += kLanes)
-        for (size_t l = 0; l < kLanes; ++l) {
-          const double x = to_f32(s[i + l]);
-          lane[l] += x * x;
-        }
-      for (; i < n; ++i) {
-        const double x = to_f32(s[i]);
-        lane[i % kLanes] += x * x;
-      }
-    });
+    if (n <= kSquareBlock) return lane_sum_squares(src, t, 0, n);
+    dispatch(t, [](auto*) {});  // an unsupported dtype throws here, not inside a thread
+    std::vector<double> block((n + kSquareBlock - 1) / kSquareBlock);
+    parallel_parts(block.size(), threads_, [&](size_t b0, size_t b1) {
+      for (size_t b = b0; b < b1; ++b) block[b] = lane_sum_squares(src, t, b * kSquareBlock, std::min(n, (b + 1) * kSquareBlock));
+    }, 1);
     double acc = 0;
-    for (double l : lane) acc += l;
+    for (double s : block) acc += s;
     return acc;
   }
 
@@ -155,8 +151,15 @@ class CpuOps final : public DeviceOps {
   void accumulate_nonfinite(const void* src, DType t, size_t n, double* acc, float limit) override {
     *acc += double(count_not_under(src, t, n, limit, threads_));
   }
+  // Each part's exact sum, added into acc under a lock: integers, so the same bits in any order.
   void accumulate_fixed_square_sum(const int64_t* src, size_t n, math::FixedSquareSum* acc) override {
-    for (size_t i = 0; i < n; ++i) acc->add_square(src[i]);
+    std::mutex adding;
+    parallel_parts(n, threads_, [&](size_t lo, size_t hi) {
+      math::FixedSquareSum part;
+      for (size_t i = lo; i < hi; ++i) part.add_square(src[i]);
+      const std::lock_guard<std::mutex> lock(adding);
+      acc->add(part);
+    });
   }
   void download(void* host, const void* src, size_t bytes) override {
     if (bytes > 0) std::memcpy(host, src, bytes);  // see zero()
@@ -216,6 +219,29 @@ class CpuOps final : public DeviceOps {
   static void check_adamw_grad(DType gt) {
     ZERO_CHECK(gt == DType::F32 || gt == DType::BF16 || gt == DType::FX64, "adamw: unsupported gradient dtype {}",
                dtype_name(gt));
+  }
+  // Elements [lo, hi) of src in eight running sums (sum_squares).
+  static double lane_sum_squares(const void* src, DType t, size_t lo, size_t hi) {
+    constexpr size_t kLanes = 8;
+    double lane[kLanes] = {};
+    dispatch(t, [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      const T* s = static_cast<const T*>(src) + lo;
+      const size_t n = hi - lo;
+      size_t i = 0;
+      for (; i + kLanes <= n; i += kLanes)
+        for (size_t l = 0; l < kLanes; ++l) {
+          const double x = to_f32(s[i + l]);
+          lane[l] += x * x;
+        }
+      for (; i < n; ++i) {
+        const double x = to_f32(s[i]);
+        lane[i % kLanes] += x * x;
+      }
+    });
+    double acc = 0;
+    for (double l : lane) acc += l;
+    return acc;
   }
   // AdamW over n elements on this thread (gt checked).
   static void adamw_range(float* param, const void* grad, DType gt, float* m, float* v, size_t n,

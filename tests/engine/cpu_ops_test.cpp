@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/math/bf16.h"
+#include "core/math/fixed_point.h"
 #include "core/splitmix.h"
 #include "optim/adamw.h"
 #include "zero/device_ops.h"
@@ -123,6 +124,53 @@ TEST(CpuOps, ElementWiseOpsAreTheSameBitsAtAnyThreadCount) {
     EXPECT_TRUE(same_bits(one.p, r.p) && same_bits(one.m, r.m) && same_bits(one.v, r.v)) << "adamw at " << threads;
     EXPECT_TRUE(same_bits(one.pb, r.pb)) << "adamw, bf16 gradients, at " << threads << " threads";
     EXPECT_TRUE(same_bits(one.high, r.high) && same_bits(one.low, r.low)) << "adamw_split at " << threads;
+  }
+}
+
+// The sums of squares over 300,001 elements (four blocks of 64 Ki and a short fifth, sum_squares' cut): the same
+// bits at 1, 3 and 5 threads; the fp64 sums within 1e-12 of long double ones (a lane adds at most 8,192 terms a
+// block, then 8 lanes and 5 blocks: at most 8,205 roundings of 2^-53 each, 9.1e-13); the fixed-point sum, added
+// onto a running one, the same words as a loop here adding each square in turn (integers: exact).
+TEST(CpuOps, SumsOfSquaresAreTheSameBitsAtAnyThreadCount) {
+  constexpr size_t n = 300001;
+  uint64_t state = 5;
+  std::vector<float> f(n);
+  std::vector<uint16_t> b(n);
+  std::vector<int64_t> q(n);
+  long double want = 0, want_b = 0;
+  math::FixedSquareSum want_q;
+  want_q.add_square(int64_t(1) << 40);  // what the running sum holds before
+  for (size_t i = 0; i < n; ++i) {
+    f[i] = float(double(splitmix64(state) >> 11) * 0x1p-53 * 8 - 4);
+    b[i] = math::f32_to_bf16(f[i]);
+    q[i] = math::to_fixed(f[i]);
+    want += (long double)f[i] * f[i];
+    const float x = math::bf16_to_f32(b[i]);
+    want_b += (long double)x * x;
+    want_q.add_square(q[i]);
+  }
+  struct Sums {
+    double f32 = 0, bf16 = 0;
+    math::FixedSquareSum fixed;
+  };
+  auto run = [&](int threads) {
+    auto ops = make_cpu_ops(threads);
+    Sums s;
+    s.f32 = ops->sum_squares(f.data(), DType::F32, n);
+    s.bf16 = ops->sum_squares(b.data(), DType::BF16, n);
+    s.fixed.add_square(int64_t(1) << 40);
+    ops->accumulate_fixed_square_sum(q.data(), n, &s.fixed);
+    return s;
+  };
+  const Sums one = run(1);
+  EXPECT_NEAR(one.f32, double(want), 1e-12 * double(want));
+  EXPECT_NEAR(one.bf16, double(want_b), 1e-12 * double(want_b));
+  EXPECT_EQ(std::memcmp(one.fixed.w, want_q.w, sizeof(want_q.w)), 0);
+  for (const int threads : {3, 5}) {
+    const Sums s = run(threads);
+    EXPECT_EQ(std::memcmp(&one.f32, &s.f32, sizeof(double)), 0) << "fp32 sum at " << threads << " threads";
+    EXPECT_EQ(std::memcmp(&one.bf16, &s.bf16, sizeof(double)), 0) << "bf16 sum at " << threads << " threads";
+    EXPECT_EQ(std::memcmp(one.fixed.w, s.fixed.w, sizeof(want_q.w)), 0) << "fixed-point sum at " << threads << " threads";
   }
 }
 

@@ -8,7 +8,7 @@ source "$(dirname "$0")/common.sh"
 # The table: 4 stages x 3 worlds, every column, one recommendation per world.
 "$PMTRAIN" plan configs/tiny_cpu.yaml --world 1,2,4 > $TMP/table.txt || { cat $TMP/table.txt; fail "plan failed"; }
 for col in stage ranks mem/rank params grads optim commbuf gathered activ runtime peak fits micro accum wire/step comm step epoch; do
-  head -4 $TMP/table.txt | grep -qw -- "$col" || { cat $TMP/table.txt; fail "table lacks column $col"; }
+  grep '^stage ' $TMP/table.txt | grep -qw -- "$col" || { cat $TMP/table.txt; fail "table lacks column $col"; }
 done
 [ $(grep -cE '^[0-3] +[124] ' $TMP/table.txt) = 12 ] || { cat $TMP/table.txt; fail "expected 12 rows (4 stages x 3 worlds)"; }
 [ $(grep -c '^recommended: ' $TMP/table.txt) = 3 ] || { cat $TMP/table.txt; fail "expected one recommendation per world"; }
@@ -161,7 +161,10 @@ assert node4 == four, "node at 4 a node differs from zero.shard_ranks=4"
 assert node4 != node, "4 a node plans as 8 a node"
 PY
 echo "ok: zero.shard_ranks node plans as the ranks per node (8, and 4 with --ranks-per-node 4)"
-"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --gpu-mem 80GiB --dataset-pairs 1000 --world 16 | grep -q "^recommended: .*; with zero.shard_ranks=node (hybrid sharding: each node's 8 ranks" \
+# (Output into a file, then grep: `pmtrain ... | grep -q` under pipefail fails whenever grep's early exit cuts the
+# rest of the output off, pmtrain then dying of SIGPIPE: a flake that depends on the machine's timing.)
+"$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --gpu-mem 80GiB --dataset-pairs 1000 --world 16 > $TMP/hybrid16.txt
+grep -q "^recommended: .*; with zero.shard_ranks=node (hybrid sharding: each node's 8 ranks" $TMP/hybrid16.txt \
   || fail "plan 4b on 16 x 80 GiB: no hybrid sharding advice"
 echo "ok: the plain 16-GPU plan advises zero.shard_ranks=node"
 # An fp32 wire across nodes on a slow link: the recommendation names zero.reduce_dtype=bf16 with the epoch the bf16
@@ -357,7 +360,8 @@ echo "ok: token-budget advice: $advice"
 "$PMTRAIN" calibrate --quick --out $TMP/prof.json > $TMP/cal1.txt || { cat $TMP/cal1.txt; fail "calibrate --quick"; }
 grep -q "^calibrate: measured on .*, --quick$" $TMP/cal1.txt || { cat $TMP/cal1.txt; fail "calibrate --quick: the profile does not say it is rough"; }
 python3 -c "import json,sys; p=json.load(open('$TMP/prof.json')); assert p['gemm_flops'] > 1e8 and p['elementwise_bytes'] > 1e8 and p['attention_flops'] > 1e7 and not p['assumed'], p"
-"$PMTRAIN" plan configs/tiny_cpu.yaml --world 2 --profile $TMP/prof.json | grep -q "compute measured on" || fail "plan --profile: not used"
+"$PMTRAIN" plan configs/tiny_cpu.yaml --world 2 --profile $TMP/prof.json > $TMP/plan_prof.txt  # a file: see hybrid16.txt
+grep -q "compute measured on" $TMP/plan_prof.txt || fail "plan --profile: not used"
 # Attention is priced at its measured rate: a profile whose attention runs at the GEMMs' rate plans what one
 # without an attention rate does (priced at the GEMMs'), and a four times slower attention costs more.
 python3 -c "
@@ -370,6 +374,43 @@ compute_s() { "$PMTRAIN" plan configs/tiny_cpu.yaml --world 1 --json --profile $
   | python3 -c "import json,sys; print(json.load(sys.stdin)['cells'][0]['compute_seconds'])"; }
 python3 -c "same, none, slow = $(compute_s $TMP/prof_same.json), $(compute_s $TMP/prof_none.json), $(compute_s $TMP/prof_slow.json)
 assert abs(same / none - 1) < 1e-12 and slow > same * 1.01, (same, none, slow)" || fail "plan: attention not priced at its rate"
+# A CPU rank's compute is priced at the profile's speed x the rank's math threads / the profile's threads
+# (assumed linear), ranks whose threads outnumber the node's cores sharing them; `threads` left out (and no
+# OMP_NUM_THREADS): a rank's share of the profile's cores, as a run takes its node's. A profile of 1 thread on 8
+# cores, written here; the stage-0 cell's rank_threads, compute and element-wise seconds, against threads=1's.
+python3 -c "import json; json.dump({'source': 'hand-written', 'gemm_flops': 2e10, 'elementwise_bytes': 1e10, \
+'threads': 1, 'cores': 8}, open('$TMP/prof_8c.json', 'w'))"
+cpu_cell() {  # WORLD [--set ...] -> "rank_threads compute_s elementwise_s"
+  env -u OMP_NUM_THREADS "$PMTRAIN" plan configs/tiny_cpu.yaml --world "$@" --json --profile $TMP/prof_8c.json \
+    --set data.cache_dir=$TMP/cache | python3 -c "import json,sys
+c = [c for c in json.load(sys.stdin)['cells'] if c['stage'] == 0][0]
+print(c['rank_threads'], c['compute_seconds'], c['elementwise_seconds'])"; }
+python3 - "$(cpu_cell 1 --set threads=1)" "$(cpu_cell 1 --set threads=2)" "$(cpu_cell 1)" "$(cpu_cell 4 --set threads=1)" \
+  "$(cpu_cell 4)" "$(cpu_cell 4 --set threads=4)" <<'PY' || fail "plan: a CPU rank's threads"
+import sys
+one, two, auto1, four1, auto4, over4 = ([float(x) for x in a.split()] for a in sys.argv[1:])
+def speedup(cell, base, want_threads, want):
+    assert cell[0] == want_threads, (cell, want_threads)
+    for k in (1, 2):
+        assert abs(base[k] / cell[k] - want) < 1e-9, (k, cell, base, want)
+speedup(two, one, 2, 2.0)     # 2 threads on 8 cores: twice the profile's speed
+speedup(auto1, one, 8, 8.0)   # threads left out at 1 rank: the node's 8 cores
+speedup(auto4, four1, 2, 2.0)  # at 4 ranks on the node: 2 threads each
+speedup(over4, four1, 4, 2.0)  # 4 ranks x 4 threads on 8 cores: each thread at half a core
+print("ok: a CPU rank's threads: 2 -> x%.2f, left out at 1 rank -> %d threads x%.2f, at 4 ranks -> %d, 4 x 4 on 8 cores x%.2f"
+      % (one[1] / two[1], auto1[0], one[1] / auto1[1], auto4[0], four1[1] / over4[1]))
+PY
+env -u OMP_NUM_THREADS "$PMTRAIN" plan configs/tiny_cpu.yaml --world 4 --profile $TMP/prof_8c.json --launcher mpirun \
+  --set data.cache_dir=$TMP/cache --sbatch $TMP/cpu4.sbatch > /dev/null
+grep -q "^#SBATCH --cpus-per-task=2$" $TMP/cpu4.sbatch || { grep cpus $TMP/cpu4.sbatch; fail "sbatch: a CPU rank's CPUs"; }
+# Ranks of more threads than the profile measured: the table says the speed is scaled up, and how to measure it.
+plan_8c() { env -u OMP_NUM_THREADS "$PMTRAIN" plan configs/tiny_cpu.yaml --world 1 --profile $TMP/prof_8c.json \
+  --set data.cache_dir=$TMP/cache "$@"; }
+plan_8c > $TMP/cpu1.txt && plan_8c --set threads=1 > $TMP/cpu1t1.txt
+grep -q "^note: ranks of 8 threads: the profile's speed for 1 scaled up linearly, .*pmtrain calibrate --threads 8$" \
+  $TMP/cpu1.txt || { cat $TMP/cpu1.txt; fail "plan: no note on threads beyond the profile's"; }
+! grep -q "^note: ranks of" $TMP/cpu1t1.txt || { cat $TMP/cpu1t1.txt; fail "plan: a note at the profile's threads"; }
+echo "ok: sbatch --cpus-per-task=2 at 4 ranks on 8 cores; $(grep '^note: ranks' $TMP/cpu1.txt | cut -c1-60)..."
 # Under mpirun calibrate measures the collectives at that world size and keeps the 1-rank ones already in the
 # file; the plan then takes a CPU cell's comm time from them: doubling every rate halves it.
 $MPIRUN -np 2 "$PMTRAIN" calibrate --quick --out $TMP/prof.json > $TMP/cal2.txt || { cat $TMP/cal2.txt; fail "calibrate under mpirun"; }
