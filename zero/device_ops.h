@@ -67,8 +67,9 @@ class DeviceOps {
   virtual void synchronize() {}
 };
 
-// The CPU backend's ops over host memory; the element-wise ones (copy, add, the non-finite counts, AdamW) split
-// over up to `threads` threads, with the same bits at any count.
+// The CPU backend's ops over host memory, split over up to `threads` threads with the same bits at any count:
+// the element-wise ones (copy, add, the non-finite counts, AdamW) by any cut, the sums of squares in blocks cut
+// by the length alone.
 std::unique_ptr<DeviceOps> make_cpu_ops(int threads = 1);
 
 }  // namespace zero
