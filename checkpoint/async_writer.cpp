@@ -10,7 +10,7 @@ AsyncWriter::~AsyncWriter() {
   if (thread_.joinable()) thread_.join();
 }
 
-void AsyncWriter::start(const std::string& path, std::vector<char> snapshot, std::vector<Fault> faults) {
+void AsyncWriter::start(const std::string& path, HostVector<char> snapshot, std::vector<Fault> faults) {
   ZERO_CHECK(!busy(), "AsyncWriter::start while a write is running");
   snapshot_ = std::move(snapshot);
   done_.store(false, std::memory_order_release);

@@ -11,6 +11,7 @@
 #include "checkpoint/agree.h"
 #include "checkpoint/fault.h"
 #include "checkpoint/file_io.h"
+#include "core/memory.h"
 
 namespace zero::checkpoint {
 
@@ -22,7 +23,7 @@ class AsyncWriter {
   AsyncWriter& operator=(const AsyncWriter&) = delete;
 
   // Takes the host snapshot of a rank file (filled on the caller's thread) and starts writing it to `path`.
-  void start(const std::string& path, std::vector<char> snapshot, std::vector<Fault> faults);
+  void start(const std::string& path, HostVector<char> snapshot, std::vector<Fault> faults);
   bool busy() const { return thread_.joinable(); }
   bool done() const { return done_.load(std::memory_order_acquire); }  // the write finished (or failed)
 
@@ -33,7 +34,7 @@ class AsyncWriter {
   Result wait();  // joins the thread; call once per start()
 
  private:
-  std::vector<char> snapshot_;
+  HostVector<char> snapshot_;
   std::thread thread_;
   std::atomic<bool> done_{false};
   Result result_;

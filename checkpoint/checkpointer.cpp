@@ -58,7 +58,7 @@ void Checkpointer::save(const TrainState& state) {
     return;
   }
   if (opts_.async) {
-    std::vector<char> snapshot = read_rank_file(engine_);  // host copy: the write never touches the engine
+    HostVector<char> snapshot = read_rank_file(engine_);  // host copy: the write never touches the engine
     writer_.start(file, std::move(snapshot), faults_.for_write(r, p.step));
     pending_ = std::move(p);
     return;

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "checkpoint/fault.h"
+#include "core/memory.h"
 
 namespace zero::checkpoint {
 
@@ -141,7 +142,7 @@ void ReadFile::read_at(uint64_t offset, void* dst, size_t bytes) const {
 
 uint64_t hash_file(const ReadFile& f, const ReadProgress& on_chunk) {
   Hasher h;
-  std::vector<char> buf(std::min<uint64_t>(kChunk, std::max<uint64_t>(f.size(), 1)));
+  HostVector<char> buf(std::min<uint64_t>(kChunk, std::max<uint64_t>(f.size(), 1)));
   for (uint64_t off = 0; off < f.size();) {
     const size_t n = size_t(std::min<uint64_t>(buf.size(), f.size() - off));
     f.read_at(off, buf.data(), n);

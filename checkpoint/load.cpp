@@ -12,6 +12,7 @@
 #include "checkpoint/shard_layout.h"
 #include "checkpoint/verify.h"
 #include "core/chunks.h"
+#include "core/memory.h"
 
 namespace zero::checkpoint {
 
@@ -88,7 +89,7 @@ LoadResult load_checkpoint(Engine& e, const std::string& dir, bool verify, size_
     // zeroed, as in a fresh engine.
     size_t widest = 1;  // the largest destination range: no buffer beyond what one range needs
     for (const DestRange& d : dest) widest = std::max(widest, d.count);
-    std::vector<float> buf(std::min(std::max<size_t>(1, chunk_bytes / sizeof(float)), widest));
+    HostVector<float> buf(std::min(std::max<size_t>(1, chunk_bytes / sizeof(float)), widest));
     auto copy_in = [&](int g, StateArray a, size_t dst, size_t count, const std::function<void(float*, size_t, size_t)>& fill) {
       for_each_chunk(count, buf.size(), [&](size_t done, size_t n) {
         fill(buf.data(), done, n);

@@ -63,8 +63,8 @@ uint64_t rank_file_bytes(const Partition& p) { return FileLayout::of(p).bytes; }
 
 uint64_t rank_file_bytes(const Engine& e) { return rank_file_bytes(e.partition()); }
 
-std::vector<char> read_rank_file(Engine& e) {
-  std::vector<char> out(rank_file_bytes(e));
+HostVector<char> read_rank_file(Engine& e) {
+  HostVector<char> out(rank_file_bytes(e));
   for_each_rank_slice(e, [&](int g, size_t begin, size_t shard, uint64_t off) {
     float* base = reinterpret_cast<float*>(out.data() + off);
     e.read_optimizer_state(g, begin, shard, base, base + shard, base + 2 * shard);
@@ -95,14 +95,14 @@ void for_each_rank_chunk(const Engine& e, size_t chunk_bytes, F&& fn) {
 }
 
 // The host buffer of a streamed file: one piece, no larger than the whole file.
-std::vector<float> chunk_buffer(const Engine& e, size_t chunk_bytes) {
-  return std::vector<float>(std::min<uint64_t>(chunk_elements(chunk_bytes), rank_file_bytes(e) / sizeof(float) + 1));
+HostVector<float> chunk_buffer(const Engine& e, size_t chunk_bytes) {
+  return HostVector<float>(std::min<uint64_t>(chunk_elements(chunk_bytes), rank_file_bytes(e) / sizeof(float) + 1));
 }
 
 }  // namespace
 
 void stream_rank_file(Engine& e, const std::function<void(const void*, size_t)>& sink, size_t chunk_bytes) {
-  std::vector<float> buf = chunk_buffer(e, chunk_bytes);
+  HostVector<float> buf = chunk_buffer(e, chunk_bytes);
   for_each_rank_chunk(e, chunk_bytes, [&](int g, StateArray a, size_t begin, size_t n) {
     float* b = buf.data();
     e.read_optimizer_state(g, begin, n, pick(StateArray::Master, a, b), pick(StateArray::M, a, b),
@@ -117,7 +117,7 @@ void write_state_array(Engine& e, int g, StateArray a, size_t begin, size_t coun
 }
 
 void load_rank_file(Engine& e, const std::function<void(void*, size_t)>& source, size_t chunk_bytes) {
-  std::vector<float> buf = chunk_buffer(e, chunk_bytes);
+  HostVector<float> buf = chunk_buffer(e, chunk_bytes);
   for_each_rank_chunk(e, chunk_bytes, [&](int g, StateArray a, size_t begin, size_t n) {
     source(buf.data(), n * sizeof(float));
     write_state_array(e, g, a, begin, n, buf.data());

@@ -10,6 +10,7 @@
 
 #include "checkpoint/file_io.h"
 #include "checkpoint/manifest.h"
+#include "core/memory.h"
 #include "zero/engine.h"
 
 namespace zero::checkpoint {
@@ -38,7 +39,7 @@ struct FileLayout {
 // [rank*shard, (rank+1)*shard) of master, m and v. Goes through the engine's backend copies
 // (Engine::read_optimizer_state), so it works on device memory as on host memory. A whole host image:
 // what an async save hands its writer thread.
-std::vector<char> read_rank_file(Engine& e);
+HostVector<char> read_rank_file(Engine& e);
 
 // The host bytes a streamed rank file passes through at a time: all the host memory a synchronous save or
 // a load of a device-resident optimizer needs, whatever the model's size (too small for the planner to

@@ -1,7 +1,11 @@
 #include "core/memory.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <new>
 
 #include "core/check.h"
@@ -18,15 +22,43 @@ namespace {
 class HostAllocator final : public RawAllocator {
  public:
   void* allocate(size_t bytes) override {
-    // 64-byte alignment: cache lines and AVX-512 loads.
-    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    void* p = host_pages_allocate(bytes);
     if (!p) throw std::bad_alloc();
     std::memset(p, 0, bytes);  // engine buffers start zeroed (padding must be zero)
     return p;
   }
-  void deallocate(void* p) override { std::free(p); }
+  void deallocate(void* p) override { host_pages_free(p); }
 };
+
+size_t read_huge_page_bytes() {
+  size_t bytes = 0;
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
+  // Powers of two from 64 KiB (arm64 with 4 KiB pages: 2 MiB; with 64 KiB pages: 512 MiB) are believed;
+  // anything else, or no such file, falls back to x86-64's 2 MiB.
+  if (f >> bytes && bytes >= (size_t(64) << 10) && (bytes & (bytes - 1)) == 0) return bytes;
+  return size_t(2) << 20;
+}
 }  // namespace
+
+size_t huge_page_bytes() {
+  static const size_t bytes = read_huge_page_bytes();
+  return bytes;
+}
+
+void* host_pages_allocate(size_t bytes) {
+  // 64-byte alignment: cache lines and AVX-512 loads. A buffer of a huge page or more starts on one, and its
+  // whole huge pages are advised onto them; the tail stays on small pages: a huge page shared with a neighbour
+  // would be faulted whole, resident memory the buffer never asked for. The advice fails harmlessly (THP off
+  // or "never"): the buffer is then on small pages, which is all it costs.
+  const size_t huge = huge_page_bytes();
+  const bool large = bytes >= huge;
+  void* p = nullptr;
+  if (posix_memalign(&p, large ? huge : 64, std::max<size_t>((bytes + 63) / 64 * 64, 64)) != 0) return nullptr;
+  if (large) (void)madvise(p, bytes / huge * huge, MADV_HUGEPAGE);
+  return p;
+}
+
+void host_pages_free(void* p) { std::free(p); }
 
 std::unique_ptr<RawAllocator> make_host_allocator() { return std::make_unique<HostAllocator>(); }
 

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <new>
+#include <vector>
 
 #include "core/dtype.h"
 
@@ -32,7 +34,37 @@ class RawAllocator {
   virtual void* allocate(size_t bytes) = 0;
   virtual void deallocate(void* p) = 0;
 };
+// Host memory for engine buffers: host_pages_allocate's, zeroed.
 std::unique_ptr<RawAllocator> make_host_allocator();
+
+// Host bytes, 64-byte aligned, not zeroed; nullptr when out of memory; freed with host_pages_free. A block of
+// huge_page_bytes() or more starts on a huge-page boundary and its whole huge pages are advised onto transparent
+// huge pages (madvise MADV_HUGEPAGE, which the kernel's usual THP mode, "madvise", waits for). Why: a rank's
+// first touch of its parameters, gradients and optimizer state faults 4 KiB at a time otherwise, 262,144 faults
+// a GiB, most of a short run's start-up on a virtual machine (bench/engine/host_alloc_bench.cpp), and a step's
+// sweeps over them miss the TLB less.
+void* host_pages_allocate(size_t bytes);
+void host_pages_free(void* p);
+// The transparent huge page size (/sys/kernel/mm/transparent_hugepage/hpage_pmd_size; 2 MiB where absent).
+size_t huge_page_bytes();
+
+// A std allocator on host_pages_allocate: for the large host vectors outside the engine's buffers (a model's
+// dense parameters, an initialisation piece), whose first touch would otherwise fault 4 KiB at a time.
+template <class T>
+struct HostPagesAllocator {
+  using value_type = T;
+  HostPagesAllocator() = default;
+  template <class U> HostPagesAllocator(const HostPagesAllocator<U>&) {}
+  T* allocate(size_t n) {
+    if (n > size_t(-1) / sizeof(T)) throw std::bad_alloc();
+    void* p = host_pages_allocate(n * sizeof(T));
+    if (!p) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) { host_pages_free(p); }
+  template <class U> bool operator==(const HostPagesAllocator<U>&) const { return true; }
+};
+template <class T> using HostVector = std::vector<T, HostPagesAllocator<T>>;
 
 struct MemoryStats {
   std::array<size_t, kMemCategories> live{};

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/memory.h"
+
 namespace zero::data {
 
 // The vocabulary and merges of a tokenizer.json's "model" object, in file order, as read_tokenizer_json
@@ -28,8 +30,10 @@ struct BpeLists {
     std::string left, right;
   };
   bool has_vocab = false, has_merges = false;
-  std::vector<VocabEntry> vocab;
-  std::vector<MergeEntry> merges;
+  // On host_pages_allocate (core/memory.h): Qwen3's lists grow by doubling to about 30 MB, which would
+  // otherwise fault in 4 KiB at a time in every process that loads the tokenizer.
+  HostVector<VocabEntry> vocab;
+  HostVector<MergeEntry> merges;
 };
 
 // A hash for maps keyed by std::string that are looked up by string_view, with no std::string made for each

@@ -23,11 +23,25 @@ constexpr const char* kDefaultPad = "<|endoftext|>";
 constexpr size_t kMaxCachedIds = size_t(1) << 26;  // keeps pool offsets far inside uint32
 
 std::string read_file(const std::string& path, const char* what) {
+  std::error_code ec;
+  ZERO_REQUIRE(!std::filesystem::is_directory(path, ec), InputError, "{}: a directory, not a {} file", path, what);
   std::ifstream f(path, std::ios::binary);
   ZERO_REQUIRE(f.good(), InputError, "{}: cannot open {} (check the path)", path, what);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  if (!std::filesystem::is_regular_file(path, ec)) {  // a pipe: streamed
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
+  // Sized from the file and read once: a stringstream grows by doubling and copies, three times the 11 MB of
+  // Qwen3's tokenizer.json touched (each fresh page a fault) for every process that loads it.
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f.tellg();
+  f.seekg(0);
+  ZERO_REQUIRE(size >= 0, InputError, "{}: cannot read {} (its size is unknown)", path, what);
+  std::string text(size_t(size), '\0');
+  f.read(text.data(), size);
+  ZERO_REQUIRE(f.gcount() == size, InputError, "{}: {} could not be read whole", path, what);
+  return text;
 }
 
 nlohmann::json read_json_file(const std::string& path, const char* what) {

@@ -111,7 +111,7 @@ std::span<const float> DenseParams::grad(const std::string& name) const {
   return grad(g, t);
 }
 
-std::vector<TensorRef> DenseParams::views(int g, std::vector<float>& flat) const {
+std::vector<TensorRef> DenseParams::views(int g, HostVector<float>& flat) const {
   std::vector<TensorRef> out;
   for (size_t t = 0; t < groups_[g].tensors.size(); ++t)
     out.emplace_back(flat.data() + offsets_[g][t], DType::F32, groups_[g].tensors[t].shape);
@@ -178,7 +178,7 @@ void DenseParams::check_piece(int g, int k, const char* what) const {
   ZERO_CHECK(k >= 0 && size_t(k) < K, "{}({}, {}): piece out of range [0, {})", what, g, k, K);
 }
 
-Piece DenseParams::piece(int g, int k, std::vector<float>& flat) const {
+Piece DenseParams::piece(int g, int k, HostVector<float>& flat) const {
   const int64_t c = layout_.elems_per_rank, W = layout_.world, align = layout_.shard_align;
   const int64_t numel = int64_t(flat.size());
   const int64_t shard = ((numel + W - 1) / W + align - 1) / align * align;

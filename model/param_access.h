@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/memory.h"
 #include "model/tensor_ref.h"
 
 namespace zero::model {
@@ -121,15 +122,15 @@ class DenseParams final : public ParamAccess {
   void check_group(int g) const;
   void check_whole(int g, const char* what) const;
   void check_piece(int g, int k, const char* what) const;
-  std::vector<TensorRef> views(int g, std::vector<float>& flat) const;
-  Piece piece(int g, int k, std::vector<float>& flat) const;
+  std::vector<TensorRef> views(int g, HostVector<float>& flat) const;
+  Piece piece(int g, int k, HostVector<float>& flat) const;
   void begin_forward_at(int g);
 
   std::vector<GroupSpec> groups_;
   PieceLayout layout_;
   std::vector<std::vector<int64_t>> offsets_;  // [group][tensor]: start in the group's flat region
-  std::vector<std::vector<float>> params_;     // [group][flat element]
-  std::vector<std::vector<float>> grads_;      // [group][flat element]
+  std::vector<HostVector<float>> params_;      // [group][flat element], on host_pages_allocate (core/memory.h)
+  std::vector<HostVector<float>> grads_;       // [group][flat element]
   std::unordered_map<std::string, std::pair<int, int>> index_;
   std::vector<uint8_t> acquired_;                      // per group
   std::vector<std::vector<uint8_t>> piece_acquired_;   // [group][piece]

@@ -97,7 +97,7 @@ std::string init_model_parameters(Engine& engine, const ModelSection& m, const m
     return fmt::format("{:.1f} s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   };
   if (m.hf_dir.empty()) {  // a piece at a time (model::kInitPieceElements): no host buffer of a whole tensor
-    std::vector<float> piece;
+    HostVector<float> piece;
     for (size_t g = 0; g < groups.size(); ++g)
       for (size_t t = 0; t < groups[g].tensors.size(); ++t) {
         const model::TensorSpec& spec = groups[g].tensors[t];

@@ -53,7 +53,7 @@ void drop_dir_cache(const std::string& dir) {
     if (e.is_regular_file()) drop_cache(e.path().string());
 }
 
-void plain_write(const std::string& path, const std::vector<char>& buf) {
+void plain_write(const std::string& path, const HostVector<char>& buf) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   ZERO_CHECK(fd >= 0, "open {}", path);
   for (size_t off = 0; off < buf.size();) {
@@ -64,7 +64,7 @@ void plain_write(const std::string& path, const std::vector<char>& buf) {
   ::fsync(fd);
   ::close(fd);
 }
-void plain_read(const std::string& path, std::vector<char>& buf) {
+void plain_read(const std::string& path, HostVector<char>& buf) {
   const int fd = ::open(path.c_str(), O_RDONLY);
   ZERO_CHECK(fd >= 0, "open {}", path);
   for (size_t off = 0; off < buf.size();) {
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < per_group; ++i) dst[i] = std::sin(float(i % 100003) * 0.001f + float(g));
     });
     {  // non-trivial m and v, written through the engine like a checkpoint load
-      std::vector<char> file = checkpoint::read_rank_file(engine);
+      HostVector<char> file = checkpoint::read_rank_file(engine);
       for (size_t off = 0, g = 0; g < groups_n; ++g) {
         const size_t shard = engine.partition().groups[g].shard;
         float* a = reinterpret_cast<float*>(file.data() + off);
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
     double total_bytes = double(my_bytes);
     comm.all_reduce_scalars(&total_bytes, 1, ReduceOp::Sum);
 
-    std::vector<char> plain = checkpoint::read_rank_file(engine);
+    HostVector<char> plain = checkpoint::read_rank_file(engine);
     const std::string plain_path = fmt::format("{}/plain_rank_{}.bin", run, r);
 
     std::vector<double> t_plain_w, t_save, t_async_call, t_async_total, t_plain_r, t_load, t_load_rs;

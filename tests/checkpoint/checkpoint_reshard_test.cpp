@@ -115,10 +115,10 @@ TEST(CheckpointReshard, SmallStreamingChunks) {
 TEST(CheckpointStream, PiecesAreBoundedAndJoinToTheRankFile) {
   MlpRun run(MPI_COMM_WORLD, 2);
   run.train(0, 2);
-  const std::vector<char> whole = checkpoint::read_rank_file(*run.engine);
+  const HostVector<char> whole = checkpoint::read_rank_file(*run.engine);
   ASSERT_EQ(whole.size(), checkpoint::rank_file_bytes(*run.engine));
   for (size_t chunk : {size_t(44), size_t(7), size_t(1) << 20}) {
-    std::vector<char> joined;
+    HostVector<char> joined;
     size_t pieces = 0;
     checkpoint::stream_rank_file(
         *run.engine,
