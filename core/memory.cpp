@@ -53,7 +53,7 @@ void* host_pages_allocate(size_t bytes) {
   const size_t huge = huge_page_bytes();
   const bool large = bytes >= huge;
   void* p = nullptr;
-  if (posix_memalign(&p, large ? huge : 64, std::max<size_t>((bytes + 63) / 64 * 64, 64)) != 0) return nullptr;
+  if (posix_memalign(&p, large ? huge : 64, std::max<size_t>(bytes, 1)) != 0) return nullptr;
   if (large) (void)madvise(p, bytes / huge * huge, MADV_HUGEPAGE);
   return p;
 }

@@ -24,10 +24,11 @@ constexpr size_t kMaxCachedIds = size_t(1) << 26;  // keeps pool offsets far ins
 
 std::string read_file(const std::string& path, const char* what) {
   std::error_code ec;
-  ZERO_REQUIRE(!std::filesystem::is_directory(path, ec), InputError, "{}: a directory, not a {} file", path, what);
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  ZERO_REQUIRE(!std::filesystem::is_directory(st), InputError, "{}: a directory, not a {} file", path, what);
   std::ifstream f(path, std::ios::binary);
   ZERO_REQUIRE(f.good(), InputError, "{}: cannot open {} (check the path)", path, what);
-  if (!std::filesystem::is_regular_file(path, ec)) {  // a pipe: streamed
+  if (!std::filesystem::is_regular_file(st)) {  // a pipe: streamed
     std::stringstream ss;
     ss << f.rdbuf();
     return ss.str();
