@@ -3,14 +3,16 @@
 // matrix by cuBLAS (S = Q K^T, P V, P^T dO, dO V^T, dS K, dS^T Q: six fp32 SGEMMs, default math mode, no
 // TF32), a causal softmax and a softmax-gradient kernel between them. Qwen3-4B's attention shape: 32
 // query heads, 8 kv heads, head_dim 128; sequence lengths 512 and 2048, about 16k tokens per batch.
-// Our kernels three ways: fp32 storage (FMA path), bf16 storage on the FMA path, bf16 on the tensor-core
-// path (the production one). torch's sdpa on the same shapes: bench/torch/sdpa_attention.py.
-// Median of the timed iterations after warm-up, cudaEvent timing on one stream; the tensor-core path's
-// forward is also timed alone (its backward: the pair's time less it). Without a GPU it prints a skip line
-// and exits 0.
+// Our kernels four ways: fp32 storage (FMA path), bf16 storage on the FMA path, bf16 on the tensor-core
+// path (the production one), and that path with the wide forward (Path::MmaWide: 32 query rows a warp; its
+// forward is the only difference). torch's sdpa on the same shapes: bench/torch/sdpa_attention.py.
+// Median of the timed iterations after warm-up, cudaEvent timing on one stream; each tensor-core path's
+// forward is also timed alone (its backward: the pair's time less it), and the wide forward's time is
+// printed as a ratio to the 16-row one's. Without a GPU it prints a skip line and exits 0.
 //   attention_bench [--iters N] [--length L] [--mma-only]
-// --length: only sequences of L tokens (512 or 2048 by default); --mma-only: only the tensor-core path (forward
-// + backward, then forward alone), for a profiler (bench/gpu/profile_attention.sh: ncu on its three kernels).
+// --length: only sequences of L tokens (512 or 2048 by default); --mma-only: only the tensor-core paths, for a
+// profiler (bench/gpu/profile_attention.sh: ncu on the first launch of each of the four kernels, which this
+// mode makes first, one each: the wide forward, the forward, dK/dV, dQ).
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -226,6 +228,20 @@ int main(int argc, char** argv) {
         ca::backward(q, k, v, o, d_o, b.lse, t, shape, batch, dq, dk, dv, ws, ws_bytes, stream, path);
       };
     };
+    if (mma_only) {
+      // For the profiler (its first 4 launches of these kernels): the wide forward, then the 16-row forward,
+      // dK/dV and dQ, each once.
+      ca::forward(q16, k16, v16, ca::Elem::BF16, shape, batch, o16, b.lse, stream, ca::Path::MmaWide);
+      flash(ca::Elem::BF16, ca::Path::Mma, q16, k16, v16, o16, do16, dq16, dk16, dv16)();
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
+    const double wide =
+        median_ms(flash(ca::Elem::BF16, ca::Path::MmaWide, q16, k16, v16, o16, do16, dq16, dk16, dv16), iters, stream);
+    const double wide_fwd = median_ms(
+        [=, &shape, &batch] {
+          ca::forward(q16, k16, v16, ca::Elem::BF16, shape, batch, o16, b.lse, stream, ca::Path::MmaWide);
+        },
+        iters, stream);
     const double f32 = mma_only ? 0.0 :
         median_ms(flash(ca::Elem::F32, ca::Path::Fma, b.q, b.k, b.v, b.o, b.d_o, b.dq, b.dk, b.dv), iters, stream);
     const double f16 = mma_only ? 0.0 :
@@ -251,11 +267,17 @@ int main(int argc, char** argv) {
       line("flash kernels bf16 storage", f16);
     }
     line("flash kernels bf16 tensor core", tc);  // (x0.00 vs eager under --mma-only: no eager run)
+    line("flash kernels bf16 tc, wide fwd", wide);
     if (!mma_only) line("eager cuBLAS fp32 (baseline)", base);
     const double product = flops / 7.0;  // one tile product's useful flops
-    std::printf("  L %5lld  %-28s %9.3f ms forward (%.2f TFLOP/s), %.3f ms backward (%.2f TFLOP/s)\n", (long long)L,
-                "bf16 tensor core, split", tc_fwd, 2.0 * product / (tc_fwd * 1e-3) / 1e12, tc - tc_fwd,
-                5.0 * product / ((tc - tc_fwd) * 1e-3) / 1e12);
+    auto split = [&](const char* what, double pair_ms, double fwd_ms) {
+      std::printf("  L %5lld  %-28s %9.3f ms forward (%.2f TFLOP/s), %.3f ms backward (%.2f TFLOP/s)\n", (long long)L,
+                  what, fwd_ms, 2.0 * product / (fwd_ms * 1e-3) / 1e12, pair_ms - fwd_ms,
+                  5.0 * product / ((pair_ms - fwd_ms) * 1e-3) / 1e12);
+    };
+    split("bf16 tensor core, split", tc, tc_fwd);
+    split("bf16 tc wide fwd, split", wide, wide_fwd);
+    std::printf("  L %5lld  wide forward / 16-row forward time: %.3f\n", (long long)L, wide_fwd / tc_fwd);
     std::fflush(stdout);
 
     for (void* p : {(void*)b.q, (void*)b.k, (void*)b.v, (void*)b.o, (void*)b.d_o, (void*)b.lse, (void*)b.dq,

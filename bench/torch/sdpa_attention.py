@@ -2,7 +2,8 @@
 row of the GPU-speed issue: Qwen3-4B's attention (32 query heads, 8 kv heads, head_dim 128), causal, bf16,
 sequence lengths 512 and 2048 with 16384 tokens per batch (equal lengths, so a [batch, heads, L, 128]
 tensor holds them), forward + backward, median of --iters timed iterations after 2 warm-up ones (cuda
-events). Each sdpa backend torch has here (flash, cuDNN, memory-efficient) is timed on its own; the line
+events), and the forward alone (no grad: the split beside attention_bench's). Each sdpa backend torch has
+here (flash, cuDNN, memory-efficient) is timed on its own; the line
 format and the FLOP count (FlashAttention-2's 7 causal products: 7 x 2 x n x L / 2 x head_dim x heads)
 are attention_bench's, so the two print side by side.
 usage: python3 bench/torch/sdpa_attention.py [--iters N]"""
@@ -49,23 +50,33 @@ def main(argv):
                 with sdpa_kernel(backend):
                     o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
                 o.backward(d_o)
-            try:
+            def forward():  # the forward alone, as attention_bench's split line times ours
+                with torch.no_grad(), sdpa_kernel(backend):
+                    F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+            def median_ms(f):
                 for _ in range(2):
-                    step()
+                    f()
                 times = []
                 for _ in range(args.iters):
                     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                     start.record()
-                    step()
+                    f()
                     end.record()
                     end.synchronize()
                     times.append(start.elapsed_time(end))
+                return statistics.median(times)
+
+            try:
+                ms, fwd_ms = median_ms(step), median_ms(forward)
             except RuntimeError as e:  # a backend that does not take these inputs (GQA, dtype, arch)
                 print(f"  L {L:5d}  torch sdpa {name:<17} not available here: {str(e).splitlines()[0][:80]}")
                 continue
-            ms = statistics.median(times)
+            product = flops / 7.0  # one tile product's useful flops
             print(f"  L {L:5d}  torch sdpa {name:<17} {ms:9.3f} ms  {n / (ms * 1e-3):10.0f} tokens/s  "
-                  f"{flops / (ms * 1e-3) / 1e12:7.2f} TFLOP/s (causal, fwd+bwd)")
+                  f"{flops / (ms * 1e-3) / 1e12:7.2f} TFLOP/s (causal, fwd+bwd); forward {fwd_ms:.3f} ms "
+                  f"({2 * product / (fwd_ms * 1e-3) / 1e12:.2f} TFLOP/s), backward {ms - fwd_ms:.3f} ms "
+                  f"({5 * product / ((ms - fwd_ms) * 1e-3) / 1e12:.2f} TFLOP/s)")
         sys.stdout.flush()
     return 0
 

@@ -42,12 +42,14 @@ struct BlockCoord {
 // query blocks; blocks past a shorter sequence's end exit at once. Heaviest first: the last query
 // blocks (which see the most keys) of every (sequence, head) get the lowest indices, so the long blocks
 // start early and the short ones fill the tail.
-ZERO_HD int64_t row_grid_size(int64_t num_seqs, int64_t heads, int64_t max_seqlen) {
-  return num_seqs * heads * blocks_of(max_seqlen, kBlockQ);
+// rows: query rows per block (kBlockQ; the wide tensor-core forward's kWideBlockQ).
+ZERO_HD int64_t row_grid_size(int64_t num_seqs, int64_t heads, int64_t max_seqlen, int64_t rows = kBlockQ) {
+  return num_seqs * heads * blocks_of(max_seqlen, rows);
 }
-ZERO_HD BlockCoord row_block(int64_t linear, int64_t num_seqs, int64_t heads, int64_t max_seqlen) {
+ZERO_HD BlockCoord row_block(int64_t linear, int64_t num_seqs, int64_t heads, int64_t max_seqlen,
+                             int64_t rows = kBlockQ) {
   const int64_t rest = linear / heads;
-  return {rest % num_seqs, linear % heads, blocks_of(max_seqlen, kBlockQ) - 1 - rest / num_seqs};
+  return {rest % num_seqs, linear % heads, blocks_of(max_seqlen, rows) - 1 - rest / num_seqs};
 }
 
 // dK/dV: one thread block per (sequence, kv head, key block). Key block 0 sees every query block (the
@@ -128,6 +130,14 @@ ZERO_HD SmemLayout backward_smem(int head_dim) {
 // mma::kK that fits the registers; Qwen3 uses 128 throughout).
 constexpr int kMmaWarps = kBlockQ / mma::kM;
 constexpr int kMmaThreads = 32 * kMmaWarps;
+// The wide forward (Path::MmaWide): the same 4 warps own 32 query rows each, a block 128 rows, so every K and V
+// fragment loaded from shared memory feeds the products of two 16-row tiles (FlashAttention-2's forward
+// shape). Key tiles stay kBlockK, so each row sees the same sums in the same order: the same bits as the
+// 16-row forward.
+constexpr int kWideRowTiles = 2;
+constexpr int kWideWarpRows = kWideRowTiles * mma::kM;
+constexpr int kWideBlockQ = kMmaWarps * kWideWarpRows;
+static_assert(kWideBlockQ % kBlockK == 0, "a wide block's rows end where a key tile ends");
 ZERO_HD bool mma_head_dim(int64_t head_dim) { return head_dim == 64 || head_dim == 128; }
 
 // Their shared memory, offsets in bytes (0 or more; -1: the kernel has no such tile): row-major [64][d] bf16
@@ -142,7 +152,7 @@ struct MmaSmem {
 };
 ZERO_HD int round16(int n) { return (n + 15) / 16 * 16; }
 ZERO_HD int rows_tile_bytes(int head_dim) { return round16(kBlockQ * mma::tile_stride(head_dim) * 2); }
-enum class MmaKernel : int { Forward = 0, DkDv = 1, Dq = 2 };
+enum class MmaKernel : int { Forward = 0, DkDv = 1, Dq = 2, ForwardWide = 3 };
 ZERO_HD MmaSmem mma_smem(MmaKernel kernel, int head_dim) {
   MmaSmem L;
   int at = 0;
@@ -150,6 +160,11 @@ ZERO_HD MmaSmem mma_smem(MmaKernel kernel, int head_dim) {
   if (kernel == MmaKernel::Forward) {
     rows(L.k), rows(L.v), rows(L.k_next), rows(L.v_next);
     L.q = L.k_next;
+  } else if (kernel == MmaKernel::ForwardWide) {
+    // Q [128][d] stays for the whole kernel (its fragments are loaded again for every key tile: 32 rows of
+    // them do not fit the registers beside the accumulators), as two 64-row tiles one after the other.
+    rows(L.q), at += rows_tile_bytes(head_dim);
+    rows(L.k), rows(L.v), rows(L.k_next), rows(L.v_next);
   } else {
     rows(L.q), rows(L.d_o), rows(L.k), rows(L.v);
     if (kernel == MmaKernel::DkDv) rows(L.q_next), rows(L.d_o_next);

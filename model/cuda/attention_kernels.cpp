@@ -44,7 +44,7 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 // tensor they read or write must start on a 16-byte boundary (packed rows of 64 or 128 bf16 keep it after;
 // rows_aligned: so do v's, whatever its stride).
 bool use_mma(Path path, Elem t, const AttentionShape& s, std::initializer_list<const void*> tensors, bool rows_aligned) {
-  ZERO_REQUIRE(path == Path::Auto || path == Path::Fma || path == Path::Mma, ConfigError,
+  ZERO_REQUIRE(path == Path::Auto || path == Path::Fma || path == Path::Mma || path == Path::MmaWide, ConfigError,
                "attention kernels: unknown path {}", int(path));
   if (path == Path::Fma) return false;
   bool aligned = rows_aligned;
@@ -100,6 +100,7 @@ void forward(const void* q, const void* k, const void* v, Elem t, const Attentio
   ZERO_REQUIRE(q && k && v && o && lse, ConfigError, "attention forward: a null tensor (q {}, k {}, v {}, o {}, lse {})",
                q != nullptr, k != nullptr, v != nullptr, o != nullptr, lse != nullptr);
   g.mma = use_mma(path, t, s, {q, k, v, o}, rows_aligned({v_stride}, t));
+  g.wide = g.mma && path == Path::MmaWide;
   detail::launch_forward(g, q, k, v, o, lse, stream);
 }
 

@@ -16,6 +16,9 @@
 //     bf16 as the products' inputs, as FlashAttention-2 does): the production path. Same tiles, grid and
 //     loop order as Fma; its sums run in the instruction's order, so it matches the exact attention
 //     within bf16's bound, not the emulation bit for bit. Deterministic: no atomics, fixed order.
+//   - MmaWide: Mma with the forward at 32 query rows a warp (128-row blocks, FlashAttention-2's forward shape:
+//     each K and V fragment feeds two row tiles, fewer shared-memory loads a product); the same bits as Mma
+//     (each row's sums in the same order), the same backward. Not yet timed on a GPU, so Auto keeps Mma.
 // Auto takes Mma where it applies (bf16, head_dim 64/128, 16-byte aligned tensors), else Fma.
 // Index arithmetic (grid mapping, loop bounds, shared-memory layouts): attention_grid.h; the
 // tensor-core register layout: mma_fragments.h.
@@ -28,7 +31,7 @@
 #include "model/attention.h"
 namespace zero::model::cuda_attention {
 enum class Elem : int { F32 = 0, BF16 = 1 };  // q, k, v, o, d_o, dq, dk, dv share it; lse is always fp32
-enum class Path : int { Auto = 0, Fma = 1, Mma = 2 };
+enum class Path : int { Auto = 0, Fma = 1, Mma = 2, MmaWide = 3 };
 // Whether the tensor-core path takes this element type and shape (Path::Mma throws ConfigError otherwise).
 bool mma_supported(Elem t, const AttentionShape& s);
 struct VarlenBatch {

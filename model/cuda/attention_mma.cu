@@ -19,6 +19,17 @@ void forward_at(const Geometry& g, const void* q, const void* k, const void* v, 
 }
 
 template <int D>
+void forward_wide_at(const Geometry& g, const void* q, const void* k, const void* v, void* o, float* lse,
+                     cudaStream_t stream) {
+  const int smem = mma_smem(MmaKernel::ForwardWide, D).bytes;
+  opt_in_shared_memory(reinterpret_cast<const void*>(forward_wide_mma_kernel<D>), smem);
+  ZERO_LAUNCH(forward_wide_mma_kernel<D>, unsigned(row_grid_size(g.num_seqs, g.heads, g.max_seqlen, kWideBlockQ)),
+              kMmaThreads, smem, stream, static_cast<const u16*>(q), static_cast<const u16*>(k),
+              static_cast<const u16*>(v), params_of(g), static_cast<u16*>(o), lse);
+  CUDA_CHECK(kernels::last_launch_error());
+}
+
+template <int D>
 void backward_at(const Geometry& g, const void* q, const void* k, const void* v, const void* d_o, const float* lse,
                  const float* row_dot, void* dq, void* dk, void* dv, cudaStream_t stream) {
   const Params p = params_of(g);
@@ -39,6 +50,10 @@ void backward_at(const Geometry& g, const void* q, const void* k, const void* v,
 
 void launch_forward_mma(const Geometry& g, const void* q, const void* k, const void* v, void* o, float* lse,
                         cudaStream_t stream) {
+  if (g.wide) {
+    if (g.head_dim == 128) return forward_wide_at<128>(g, q, k, v, o, lse, stream);
+    return forward_wide_at<64>(g, q, k, v, o, lse, stream);
+  }
   if (g.head_dim == 128) return forward_at<128>(g, q, k, v, o, lse, stream);
   forward_at<64>(g, q, k, v, o, lse, stream);
 }

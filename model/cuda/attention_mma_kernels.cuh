@@ -29,8 +29,12 @@
 // measurement: with 16 rows a warp these kernels wait on shared memory more than on the tensor cores (an
 // ldmatrix x4 moves 512 bytes, 4 cycles of an SM's 128 bytes a cycle, and feeds 2 m16n8k16 products of about a
 // cycle each in forward and dQ; dK/dV reloads its fixed K and V fragments for every 16-query chunk, about one
-// load a product: no registers are left for them at 236, while dQ keeps its Q and dO fragments, 221). Next:
-// 32 rows a warp (each B fragment feeding two row tiles), wgmma on sm_90a.
+// load a product: no registers are left for them at 236, while dQ keeps its Q and dO fragments, 221). The wide
+// forward below (forward_wide_mma_kernel, Path::MmaWide) takes 32 rows a warp, each B fragment feeding two row
+// tiles: 80 ldmatrix for 256 products a key tile against 64 for 128 (ptxas at sm_90a: 255 registers, 28 bytes
+// spilled, against the 16-row forward's 231 and none); it waits for a GPU to say whether that is faster. Next:
+// the same for dK/dV (whose accumulators leave no room: P^T and dS^T through shared memory, FlashAttention-2's
+// way), wgmma on sm_90a.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -416,6 +420,175 @@ __global__ void __launch_bounds__(kMmaThreads)
     for (int half = 0; half < 2; ++half) {
       const int row = row0 + mma::c_index(lane, 2 * half).row;
       if (row < nq) lse[(sq.start + q0 + row) * p.heads + h] = (row_max[half] + log2f(row_sum[half])) * kLn2;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Forward, wide (Path::MmaWide): one block per (sequence, query head, 128-row query block), each warp 32 rows
+// as two 16-row tiles r = 0, 1. Per key tile and column step, one ldmatrix of K (and per key chunk one of V)
+// feeds both tiles' products: 0.31 shared-memory loads a product against 0.5 for the 16-row kernel, whose Q
+// fragments sit in registers; here the accumulators (2 x D / 8 fragments) leave no room for Q's, so its
+// fragments come from the Q tile, which stays in shared memory. Every row's sums are the 16-row kernel's, in
+// its order: S over column steps ascending, the online softmax per 64-key tile, P V over key chunks
+// ascending. A key tile that lies wholly past a warp's last row (the second diagonal tile for warps 0 and 1)
+// is skipped: there its scores would all be masked, alpha exactly 1 and P exactly 0, so the result is the
+// same bits; so are warps whose rows all lie past the sequence end (never stored).
+template <int D>
+__global__ void __launch_bounds__(kMmaThreads)
+    forward_wide_mma_kernel(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v, Params p,
+                            u16* __restrict__ o, float* __restrict__ lse) {
+  constexpr int ld = mma::tile_stride(D), R = kWideRowTiles;
+  const BlockCoord bc = row_block(blockIdx.x, p.num_seqs, p.heads, p.max_seqlen, kWideBlockQ);
+  const Sequence sq = sequence(p, bc.seq);
+  const TileRows qr = tile_rows(bc.block, kWideBlockQ, sq.len);
+  if (qr.count <= 0) return;  // past this sequence's end (the whole block leaves together)
+  const int nq = int(qr.count), warp = threadIdx.x / 32, lane = threadIdx.x % 32, row0 = warp * kWideWarpRows;
+  // Positions inside the sequence in 32 bits (max_seqlen is an int32): registers are this kernel's limit.
+  const int64_t h = bc.head, g = h / p.r;
+  const int q0 = int(qr.first);
+  const MmaSmem L = mma_smem(MmaKernel::ForwardWide, D);
+  const u16* const qt = tile_at(L.q);
+  const int tiles = int(key_tiles(qr));
+  const int hidden_begin = int(sq.hidden_begin), hidden_end = int(sq.hidden_end);
+  // The Q tile's two 64-row halves (rows past nq zero-filled), then K and V tile 0.
+  copy_rows_async<D>(q, p.ld_q, h, sq.start + q0, nq < kRows ? nq : kRows, tile_at(L.q));
+  copy_rows_async<D>(q, p.ld_q, h, sq.start + q0 + kRows, nq > kRows ? nq - kRows : 0, tile_at(L.q) + kRows * ld);
+  copy_kv_tile<D>(k, v, p, sq, g, 0, L, 0);
+  cp_async_commit();
+  // Whether this warp computes at all (warp-uniform), and its last key tile (the one holding its last row).
+  const bool live = row0 < nq;
+  const int warp_last_key = q0 + row0 + kWideWarpRows - 1;
+
+  const int m_row = lane % 8, m_idx = lane / 8;
+  const int a_at = a_row_address(row0, ld, lane);  // Q's A fragments of tile r: + r * 16 rows
+  float acc[R][D / 8][4];
+#pragma unroll
+  for (int r = 0; r < R; ++r) zero(acc[r]);
+  float row_max[R][2], row_sum[R][2];  // rows group, group + 8 of each tile
+#pragma unroll
+  for (int r = 0; r < R; ++r) row_max[r][0] = row_max[r][1] = -INFINITY, row_sum[r][0] = row_sum[r][1] = 0.0f;
+  for (int j = 0; j < tiles; ++j) {
+    const int slot = int(j & 1);
+    if (j + 1 < tiles) copy_kv_tile<D>(k, v, p, sq, g, j + 1, L, slot ^ 1);
+    cp_async_commit();
+    cp_async_wait<1>();  // tile j (and, at j = 0, Q) has landed
+    __syncthreads();
+    const int k0 = j * kBlockK;
+    if (live && k0 <= warp_last_key) {
+      const u16* kt = k_slot(L, slot);
+      const u16* vt = v_slot(L, slot);
+      float s[R][kBlockK / 8][4];  // S = Q K^T for the warp's 2 x 16 rows x 64 keys
+#pragma unroll
+      for (int r = 0; r < R; ++r) zero(s[r]);
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t qa[R][4];  // Q's A fragments of columns kk * 16 ..
+#pragma unroll
+        for (int r = 0; r < R; ++r) ldsm_x4(qa[r], qt + a_at + r * 16 * ld + kk * 16);
+#pragma unroll
+        for (int nt = 0; nt < kBlockK / 8; nt += 2) {
+          // Keys nt*8.. (n) by columns kk*16.. (k): matrices 0, 1 are B registers 0, 1 of keys nt*8.., 2, 3 of
+          // keys nt*8 + 8...
+          uint32_t b[4];
+          ldsm_x4(b, kt + (nt * 8 + m_row + 8 * (m_idx / 2)) * ld + kk * 16 + 8 * (m_idx % 2));
+          const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            mma_bf16(s[r][nt], qa[r], b0);
+            mma_bf16(s[r][nt + 1], qa[r], b1);
+          }
+        }
+      }
+      uint32_t pa[R][kBlockK / 16][4];  // P in bf16 as A fragments, per 16-key chunk
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        // Scale into the exp2 domain, mask where the tile needs it, the online softmax (forward_mma_kernel's).
+        const int rq = q0 + row0 + r * 16;
+        float tile_max[2] = {-INFINITY, -INFINITY};
+        auto scale_and_mask = [&](auto check) {
+#pragma unroll
+          for (int nt = 0; nt < kBlockK / 8; ++nt) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const mma::FragIndex e = mma::c_index(lane, i);
+              const bool excluded = decltype(check)::value &&
+                                    math::attention_masked(rq + e.row, k0 + nt * 8 + e.col, hidden_begin, hidden_end);
+              const float x = excluded ? -INFINITY : s[r][nt][i] * p.scale_log2;
+              s[r][nt][i] = x;
+              tile_max[i / 2] = fmaxf(tile_max[i / 2], x);
+            }
+          }
+        };
+        if (math::attention_box_masked(rq, rq + kWarpRows - 1, k0, k0 + kBlockK - 1, hidden_begin, hidden_end))
+          scale_and_mask(std::true_type{});
+        else scale_and_mask(std::false_type{});
+        float alpha[2], ref[2];
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 1));
+          tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 2));
+          const float m_new = fmaxf(row_max[r][half], tile_max[half]);
+          ref[half] = m_new == -INFINITY ? 0.0f : m_new;
+          alpha[half] = exp2f(row_max[r][half] - ref[half]);
+          row_max[r][half] = m_new;
+        }
+        float tile_sum[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int nt = 0; nt < kBlockK / 8; ++nt) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            s[r][nt][i] = exp2f(s[r][nt][i] - ref[i / 2]);
+            tile_sum[i / 2] += s[r][nt][i];
+          }
+        }
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          tile_sum[half] += __shfl_xor_sync(0xffffffffu, tile_sum[half], 1);
+          tile_sum[half] += __shfl_xor_sync(0xffffffffu, tile_sum[half], 2);
+          row_sum[r][half] = row_sum[r][half] * alpha[half] + tile_sum[half];
+        }
+#pragma unroll
+        for (int nt = 0; nt < D / 8; ++nt) {
+          acc[r][nt][0] *= alpha[0], acc[r][nt][1] *= alpha[0];
+          acc[r][nt][2] *= alpha[1], acc[r][nt][3] *= alpha[1];
+        }
+#pragma unroll
+        for (int kc = 0; kc < kBlockK / 16; ++kc) a_from_c_pair(pa[r][kc], s[r][2 * kc], s[r][2 * kc + 1]);
+      }
+      // acc += P V: one transposed V fragment (16 keys x 16 columns) feeds both tiles' products.
+#pragma unroll
+      for (int kc = 0; kc < kBlockK / 16; ++kc) {
+        const u16* rows = vt + (kc * 16 + m_row + 8 * (m_idx % 2)) * ld + 8 * (m_idx / 2);
+#pragma unroll
+        for (int nt = 0; nt < D / 8; nt += 2) {
+          uint32_t b[4];
+          ldsm_x4_trans(b, rows + nt * 8);
+          const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            mma_bf16(acc[r][nt], pa[r][kc], b0);
+            mma_bf16(acc[r][nt + 1], pa[r][kc], b1);
+          }
+        }
+      }
+    }
+    __syncthreads();  // every warp is done with this slot before tile j + 2 is copied into it
+  }
+
+  if (!live) return;
+  // Every live row saw key 0, so its sum is at least 1 (the max's own term).
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int tile_row0 = row0 + r * 16;
+    const float inv[2] = {1.0f / row_sum[r][0], 1.0f / row_sum[r][1]};
+    store_rows<D>(acc[r], inv, o, p.ld_q, h, sq.start + q0, tile_row0, nq, lane);
+    if (mma::lane_quad(lane) == 0) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = tile_row0 + mma::c_index(lane, 2 * half).row;
+        if (row < nq) lse[(sq.start + q0 + row) * p.heads + h] = (row_max[r][half] + log2f(row_sum[r][half])) * kLn2;
+      }
     }
   }
 }

@@ -47,6 +47,28 @@ TEST(AttentionGrid, RowGridVisitsEveryQueryBlockOnceHeaviestFirst) {
   EXPECT_EQ(row_block(0, seqs, heads, max_len).block, 2);  // the last query block first
 }
 
+// The wide forward's grid: 128-row blocks (literal: 4 warps x 32 rows), 2 for 130 rows, every row of every
+// (sequence, head) in exactly one block, the last block first.
+TEST(AttentionGrid, WideRowGridCoversEveryQueryRowOnce) {
+  EXPECT_EQ(kWideBlockQ, 128);
+  const int64_t seqs = 3, heads = 2, max_len = 130;
+  ASSERT_EQ(row_grid_size(seqs, heads, max_len, kWideBlockQ), 3 * 2 * 2);
+  std::map<std::tuple<int64_t, int64_t>, std::vector<int>> rows;  // (seq, head) -> times each row is covered
+  for (int64_t i = 0; i < row_grid_size(seqs, heads, max_len, kWideBlockQ); ++i) {
+    const BlockCoord c = row_block(i, seqs, heads, max_len, kWideBlockQ);
+    if (i < seqs * heads) {
+      EXPECT_EQ(c.block, 1) << "the last query block first";
+    }
+    const TileRows r = tile_rows(c.block, kWideBlockQ, max_len);
+    auto& seen = rows[{c.seq, c.head}];
+    seen.resize(max_len);
+    for (int64_t q = r.first; q < r.first + r.count; ++q) ++seen[q];
+  }
+  ASSERT_EQ(rows.size(), size_t(seqs * heads));
+  for (const auto& [key, seen] : rows)
+    for (int64_t q = 0; q < max_len; ++q) EXPECT_EQ(seen[q], 1) << "row " << q;
+}
+
 TEST(AttentionGrid, ColumnGridVisitsEveryKeyBlockOnceInIncreasingOrder) {
   const int64_t seqs = 4, kv_heads = 2, max_len = 64 * 3 + 1;  // 4 key blocks
   ASSERT_EQ(column_grid_size(seqs, kv_heads, max_len), 4 * 2 * 4);
@@ -424,6 +446,20 @@ TEST(AttentionGrid, TensorCoreSharedMemoryLayouts) {
   EXPECT_EQ(mma_smem(MmaKernel::DkDv, 128).bytes, 6 * 17408 + 2 * 256);
   EXPECT_EQ(mma_smem(MmaKernel::Dq, 128).bytes, 6 * 17408 + 2 * 256);
   EXPECT_EQ(kMmaThreads, 128);
+  // The wide forward: Q [128][136] (two 64-row tiles, one after the other: one tile of stride 136) and two
+  // slots of K and V; two blocks fit an H100's 228 KiB.
+  EXPECT_EQ(mma_smem(MmaKernel::ForwardWide, 128).bytes, 6 * 17408);
+  EXPECT_EQ(rows_tile_bytes(128), kBlockQ * mma::tile_stride(128) * 2);
+  EXPECT_EQ(rows_tile_bytes(64), kBlockQ * mma::tile_stride(64) * 2);
+  EXPECT_LE(2 * mma_smem(MmaKernel::ForwardWide, 128).bytes, 228 * 1024);
+  for (int d : {64, 128}) {
+    const MmaSmem W = mma_smem(MmaKernel::ForwardWide, d);
+    const int rows = rows_tile_bytes(d);
+    EXPECT_EQ(W.q, 0);
+    EXPECT_EQ(W.k, 2 * rows);  // past Q's two halves
+    EXPECT_EQ(std::set<int>({W.k, W.v, W.k_next, W.v_next}), std::set<int>({2 * rows, 3 * rows, 4 * rows, 5 * rows}));
+    EXPECT_EQ(W.bytes, 6 * rows);
+  }
   for (int d : {64, 128}) {
     for (MmaKernel kind : {MmaKernel::Forward, MmaKernel::DkDv, MmaKernel::Dq}) {
       const MmaSmem L = mma_smem(kind, d);

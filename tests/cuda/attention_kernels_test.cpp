@@ -188,7 +188,8 @@ struct Variant {
 };
 // The cases a variant runs: the tensor-core path only where it applies.
 bool runs(const Variant& v, const Case& c) {
-  return v.path != ca::Path::Mma || ca::mma_supported(ca::Elem::BF16, {c.heads, c.kv_heads, c.head_dim});
+  return (v.path != ca::Path::Mma && v.path != ca::Path::MmaWide) ||
+         ca::mma_supported(ca::Elem::BF16, {c.heads, c.kv_heads, c.head_dim});
 }
 
 class AttentionKernels : public ::testing::TestWithParam<Variant> {
@@ -226,6 +227,26 @@ TEST_F(AttentionKernelsOnDevice, AutoTakesTheTensorCorePathForBf16AtHeadDim128) 
   EXPECT_EQ(autop.o, mma.o);
   EXPECT_EQ(autop.dq, mma.dq);
   EXPECT_NE(autop.o, fma.o) << "the paths sum in different orders; equal outputs mean one path ran twice";
+}
+
+// The wide forward (32 rows a warp) sums every row as the 16-row forward does: the same bits, on every case
+// the tensor cores take (and the same backward after it).
+TEST_F(AttentionKernelsOnDevice, WideForwardGivesTheBitsOfTheTensorCorePath) {
+  int ran = 0;
+  for (const Case& c : cases()) {
+    if (!ca::mma_supported(ca::Elem::BF16, {c.heads, c.kv_heads, c.head_dim})) continue;
+    const int64_t n = cu_seqlens_of(c.lengths).back();
+    const Host in = random_inputs(c, n, true, 0x71de + c.head_dim);
+    const Outputs wide = run_gpu(c, in, true, ca::Path::MmaWide), mma = run_gpu(c, in, true, ca::Path::Mma);
+    auto same = [](const std::vector<float>& x, const std::vector<float>& y) {
+      return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+    };
+    EXPECT_TRUE(same(wide.o, mma.o)) << c.name;
+    EXPECT_TRUE(same(wide.lse, mma.lse)) << c.name;
+    EXPECT_TRUE(same(wide.dq, mma.dq) && same(wide.dk, mma.dk) && same(wide.dv, mma.dv)) << c.name;
+    ++ran;
+  }
+  EXPECT_GE(ran, 2);
 }
 
 // In fp32 the kernels compute what the emulation computes, tile by tile.
@@ -267,7 +288,8 @@ TEST_P(AttentionKernels, TwoRunsAreBitIdentical) {
 INSTANTIATE_TEST_SUITE_P(Elem, AttentionKernels,
                          ::testing::Values(Variant{false, ca::Path::Fma, "fp32"},
                                            Variant{true, ca::Path::Fma, "bf16_fma"},
-                                           Variant{true, ca::Path::Mma, "bf16_mma"}),
+                                           Variant{true, ca::Path::Mma, "bf16_mma"},
+                                           Variant{true, ca::Path::MmaWide, "bf16_mma_wide"}),
                          [](const ::testing::TestParamInfo<Variant>& i) { return std::string(i.param.name); });
 
 }  // namespace

@@ -87,7 +87,7 @@ struct Buffer {
 
 float round_bf16(float x) { return math::bf16_to_f32(math::f32_to_bf16(x)); }
 
-enum class Run { Fp32Fma, Bf16Fma, Bf16Mma };
+enum class Run { Fp32Fma, Bf16Fma, Bf16Mma, Bf16MmaWide };
 
 struct Outputs {
   std::vector<float> o, lse, dq, dk, dv;
@@ -116,7 +116,7 @@ Outputs run_kernels(const Case& c, Run run, const std::vector<float>& q, const s
                       c.hidden.empty() ? nullptr : c.hidden.data()};
   const AttentionShape s{hq, hkv, c.head_dim};
   const Elem t = bf16 ? Elem::BF16 : Elem::F32;
-  const Path path = run == Run::Bf16Mma ? Path::Mma : Path::Fma;
+  const Path path = run == Run::Bf16Mma ? Path::Mma : run == Run::Bf16MmaWide ? Path::MmaWide : Path::Fma;
   const size_t ws_bytes = backward_workspace_bytes(s, b);
   Buffer ws(ws_bytes / 4, false);
   forward(qb.data, kb.data, v_data, t, s, b, ob.data, lse.as<float>(), nullptr, path, stride);
@@ -169,7 +169,10 @@ void check(const Case& c, Run run) {
   const bool bf16 = run != Run::Fp32Fma;
   const Inputs in = inputs_of(c, bf16);
   const Outputs got = run_kernels(c, run, in.q, in.k, in.v, in.d_o);
-  const char* name = run == Run::Fp32Fma ? "fp32 fma" : run == Run::Bf16Fma ? "bf16 fma" : "bf16 mma";
+  const char* name = run == Run::Fp32Fma   ? "fp32 fma"
+                     : run == Run::Bf16Fma ? "bf16 fma"
+                     : run == Run::Bf16Mma ? "bf16 mma"
+                                           : "bf16 mma wide";
   expect_close(c.name + " " + name + " vs fp64", got,
                testing::exact_attention_hidden(in.q, in.k, in.v, in.d_o, c.lengths, c.hidden, c.heads, c.kv_heads, D),
                bf16 ? 1e-2 : 1e-5);
@@ -226,6 +229,33 @@ TEST(AttentionEmulated, TensorCorePathAtHeadDim128) {
             run_kernels(kDim128, Run::Bf16Fma, in.q, in.k, in.v, in.d_o).o);
 }
 
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b);
+
+// Sequences that fill the wide forward's 128-row blocks in every way: blocks with all 4 warps and the
+// second diagonal key tile (skipped by warps 0 and 1), a last block of 1 row (3 warps past the end), one of
+// 17 rows (its one live warp holds 1 row of its second 16-row tile), and shared-prompt spans across a block
+// edge.
+const Case kDim128Wide{"d128_gqa2_wide_blocks", {145, 129, 5}, 4, 2, 128};
+const Case kDim128WideShared{"d128_gqa4_wide_shared", {260, 40}, 4, 1, 128, 9, true, {100, 150, 1, 20}};
+// The schedules' case (EveryScheduleGivesTheSameBits): a full block with the skipped diagonal tile, a short
+// last one, a span across the diagonal, at half kDim128WideShared's cost.
+const Case kDim128WideSmall{"d128_wide_shared_small", {140}, 2, 1, 128, 0, false, {60, 100}};
+
+// The wide forward (32 query rows a warp, Path::MmaWide) sums each row as the 16-row one does: the same bits
+// in o and lse (so the same backward after it). The cases the tests above do not check against the exact
+// attention are checked here (within bf16's bound).
+TEST(AttentionEmulated, WideForwardGivesTheBitsOfTheTensorCorePath) {
+  for (const Case* c : {&kDim64, &kDim128FusedV, &kDim128Shared, &kDim128Wide, &kDim128WideShared}) {
+    if (c == &kDim128Wide || c == &kDim128WideShared) check(*c, Run::Bf16MmaWide);
+    const Inputs in = inputs_of(*c, true);
+    const Outputs wide = run_kernels(*c, Run::Bf16MmaWide, in.q, in.k, in.v, in.d_o),
+                  mma = run_kernels(*c, Run::Bf16Mma, in.q, in.k, in.v, in.d_o);
+    EXPECT_TRUE(same_bits(wide.o, mma.o)) << c->name << ": o";
+    EXPECT_TRUE(same_bits(wide.lse, mma.lse)) << c->name << ": lse";
+    EXPECT_TRUE(same_bits(wide.dq, mma.dq) && same_bits(wide.dk, mma.dk) && same_bits(wide.dv, mma.dv)) << c->name;
+  }
+}
+
 // ZERO_SIMT_SCHEDULE as ctest's entry sets it ("" for the default order).
 std::string schedule_name() {
   const char* s = std::getenv("ZERO_SIMT_SCHEDULE");
@@ -247,7 +277,7 @@ struct CaseRun {
 TEST(AttentionEmulated, EveryScheduleGivesTheSameBits) {
   if (!schedule_name().empty()) GTEST_SKIP() << "runs in the default entry alone: it tries every schedule itself";
   const CaseRun paths[] = {{kFixtureDimShared, Run::Fp32Fma}, {kDim64, Run::Bf16Fma}, {kDim128Shared, Run::Bf16Mma},
-                           {kDim64, Run::Bf16Mma}};
+                           {kDim64, Run::Bf16Mma}, {kDim128WideSmall, Run::Bf16MmaWide}};
   const char* schedules[] = {"reverse", "ahead", "random:1", "random:2", "random:3"};
   for (const CaseRun& p : paths) {
     const Inputs in = inputs_of(p.c, p.run != Run::Fp32Fma);
