@@ -4,15 +4,16 @@
 // TF32), a causal softmax and a softmax-gradient kernel between them. Qwen3-4B's attention shape: 32
 // query heads, 8 kv heads, head_dim 128; sequence lengths 512 and 2048, about 16k tokens per batch.
 // Our kernels four ways: fp32 storage (FMA path), bf16 storage on the FMA path, bf16 on the tensor-core
-// path (the production one), and that path with the wide forward (Path::MmaWide: 32 query rows a warp; its
-// forward is the only difference). torch's sdpa on the same shapes: bench/torch/sdpa_attention.py.
-// Median of the timed iterations after warm-up, cudaEvent timing on one stream; each tensor-core path's
-// forward is also timed alone (its backward: the pair's time less it), and the wide forward's time is
-// printed as a ratio to the 16-row one's. Without a GPU it prints a skip line and exits 0.
+// path (the production one), and the wide tensor-core path (Path::MmaWide: the forward at 32 query rows a
+// warp, dK/dV in 8-warp 128-key blocks; dQ the same). torch's sdpa on the same shapes:
+// bench/torch/sdpa_attention.py. Median of the timed iterations after warm-up, cudaEvent timing on one stream;
+// each tensor-core path's forward is also timed alone (its backward: the pair's time less it), and the wide
+// path's forward and backward times are printed as ratios to the 16-row ones'. Without a GPU it prints a skip
+// line and exits 0.
 //   attention_bench [--iters N] [--length L] [--mma-only]
 // --length: only sequences of L tokens (512 or 2048 by default); --mma-only: only the tensor-core paths, for a
-// profiler (bench/gpu/profile_attention.sh: ncu on the first launch of each of the four kernels, which this
-// mode makes first, one each: the wide forward, the forward, dK/dV, dQ).
+// profiler (bench/gpu/profile_attention.sh: ncu on the first launch of each of the five kernels, which this
+// mode makes first: the wide forward, dK/dV and dQ, then the forward and dK/dV).
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -229,9 +230,9 @@ int main(int argc, char** argv) {
       };
     };
     if (mma_only) {
-      // For the profiler (its first 4 launches of these kernels): the wide forward, then the 16-row forward,
-      // dK/dV and dQ, each once.
-      ca::forward(q16, k16, v16, ca::Elem::BF16, shape, batch, o16, b.lse, stream, ca::Path::MmaWide);
+      // For the profiler (its first 5 launches of these kernels): the wide forward, dK/dV and dQ, then the 16-row
+      // forward and dK/dV.
+      flash(ca::Elem::BF16, ca::Path::MmaWide, q16, k16, v16, o16, do16, dq16, dk16, dv16)();
       flash(ca::Elem::BF16, ca::Path::Mma, q16, k16, v16, o16, do16, dq16, dk16, dv16)();
       CUDA_CHECK(cudaStreamSynchronize(stream));
     }
@@ -267,7 +268,7 @@ int main(int argc, char** argv) {
       line("flash kernels bf16 storage", f16);
     }
     line("flash kernels bf16 tensor core", tc);  // (x0.00 vs eager under --mma-only: no eager run)
-    line("flash kernels bf16 tc, wide fwd", wide);
+    line("flash kernels bf16 tc, wide", wide);
     if (!mma_only) line("eager cuBLAS fp32 (baseline)", base);
     const double product = flops / 7.0;  // one tile product's useful flops
     auto split = [&](const char* what, double pair_ms, double fwd_ms) {
@@ -276,8 +277,9 @@ int main(int argc, char** argv) {
                   5.0 * product / ((pair_ms - fwd_ms) * 1e-3) / 1e12);
     };
     split("bf16 tensor core, split", tc, tc_fwd);
-    split("bf16 tc wide fwd, split", wide, wide_fwd);
-    std::printf("  L %5lld  wide forward / 16-row forward time: %.3f\n", (long long)L, wide_fwd / tc_fwd);
+    split("bf16 tc wide, split", wide, wide_fwd);
+    std::printf("  L %5lld  wide / 16-row time: forward %.3f, backward %.3f, both %.3f\n", (long long)L,
+                wide_fwd / tc_fwd, (wide - wide_fwd) / (tc - tc_fwd), wide / tc);
     std::fflush(stdout);
 
     for (void* p : {(void*)b.q, (void*)b.k, (void*)b.v, (void*)b.o, (void*)b.d_o, (void*)b.lse, (void*)b.dq,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Nsight Compute on the tensor-core attention kernels (the wide forward, the forward, dK/dV, dQ: the first launch
-# of each, which attention_bench --mma-only makes first; attention_mma_kernels.cuh) at
+# Nsight Compute on the tensor-core attention kernels (the wide forward and dK/dV, dQ, the forward and dK/dV: the
+# first launch of each, which attention_bench --mma-only makes first; attention_mma_kernels.cuh) at
 # 2048-token sequences with Qwen3-4B's heads: where their time goes, before the kernels are changed for speed
 # (issue 11: profiler first). Sections: SpeedOfLight (SM, memory and their share of peak), LaunchStats
 # (registers, shared memory a block), Occupancy, WarpStateStats (what the warps wait on), ComputeWorkloadAnalysis
@@ -15,7 +15,7 @@ BENCH=${2:-build-gpu}/bench/cuda/attention_bench
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -x "$BENCH" ] || { echo "profile_attention: $BENCH is not built" | tee "$OUT"; exit 1; }
 [ -n "$NCU" ] || { echo "profile_attention: no ncu on this machine" | tee "$OUT"; exit 1; }
-"$NCU" --clock-control none --kernel-name 'regex:(forward|forward_wide|dkdv|dq)_mma_kernel' --launch-count 4 \
+"$NCU" --clock-control none --kernel-name 'regex:_mma_kernel' --launch-count 5 \
   --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
   --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
   "$BENCH" --iters 1 --length 2048 --mma-only > "$OUT" 2>&1

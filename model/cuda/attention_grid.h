@@ -55,8 +55,9 @@ ZERO_HD BlockCoord row_block(int64_t linear, int64_t num_seqs, int64_t heads, in
 // dK/dV: one thread block per (sequence, kv head, key block). Key block 0 sees every query block (the
 // heaviest), so ascending key blocks is heaviest first. No block waits for another (dQ has its own
 // kernel), so the order is only a load-balancing choice, never a progress condition.
-ZERO_HD int64_t column_grid_size(int64_t num_seqs, int64_t kv_heads, int64_t max_seqlen) {
-  return num_seqs * kv_heads * blocks_of(max_seqlen, kBlockK);
+// keys: keys per block (kBlockK; the wide tensor-core dK/dV's kWideBlockK).
+ZERO_HD int64_t column_grid_size(int64_t num_seqs, int64_t kv_heads, int64_t max_seqlen, int64_t keys = kBlockK) {
+  return num_seqs * kv_heads * blocks_of(max_seqlen, keys);
 }
 ZERO_HD BlockCoord column_block(int64_t linear, int64_t num_seqs, int64_t kv_heads) {
   const int64_t rest = linear / kv_heads;
@@ -138,6 +139,15 @@ constexpr int kWideRowTiles = 2;
 constexpr int kWideWarpRows = kWideRowTiles * mma::kM;
 constexpr int kWideBlockQ = kMmaWarps * kWideWarpRows;
 static_assert(kWideBlockQ % kBlockK == 0, "a wide block's rows end where a key tile ends");
+// The wide dK/dV (Path::MmaWide), FlashAttention-2's backward shape: 8 warps over 128 keys. S^T and dP^T of a
+// (query head, 64-query tile) pair come from a 4 x 2 grid of warps, each 32 keys x 32 queries (every K, V, Q and
+// dO fragment feeding two products where the 16-key warps fed one), P^T and dS^T go through shared memory (bf16,
+// as the products take them), and each warp adds its 32 keys x half the head's columns of dV and dK.
+constexpr int kWideBlockK = 128;
+constexpr int kWideKeyRows = 32;  // keys a warp owns in both phases
+constexpr int kWideDkDvWarps = (kWideBlockK / kWideKeyRows) * 2;
+constexpr int kWideDkDvThreads = 32 * kWideDkDvWarps;
+static_assert(kWideBlockK % kBlockQ == 0, "a wide key block starts where a query tile starts");
 ZERO_HD bool mma_head_dim(int64_t head_dim) { return head_dim == 64 || head_dim == 128; }
 
 // Their shared memory, offsets in bytes (0 or more; -1: the kernel has no such tile): row-major [64][d] bf16
@@ -148,11 +158,13 @@ ZERO_HD bool mma_head_dim(int64_t head_dim) { return head_dim == 64 || head_dim 
 struct MmaSmem {
   int q = -1, d_o = -1, k = -1, v = -1, lse = -1, row_dot = -1;
   int q_next = -1, d_o_next = -1, k_next = -1, v_next = -1;  // the second slots
+  int p_t = -1, ds_t = -1;  // the wide dK/dV's P^T and dS^T: [128 keys][64 queries] bf16, stride tile_stride(64)
   int bytes = 0;
 };
 ZERO_HD int round16(int n) { return (n + 15) / 16 * 16; }
 ZERO_HD int rows_tile_bytes(int head_dim) { return round16(kBlockQ * mma::tile_stride(head_dim) * 2); }
-enum class MmaKernel : int { Forward = 0, DkDv = 1, Dq = 2, ForwardWide = 3 };
+ZERO_HD int probs_tile_bytes() { return round16(kWideBlockK * mma::tile_stride(kBlockQ) * 2); }
+enum class MmaKernel : int { Forward = 0, DkDv = 1, Dq = 2, ForwardWide = 3, DkDvWide = 4 };
 ZERO_HD MmaSmem mma_smem(MmaKernel kernel, int head_dim) {
   MmaSmem L;
   int at = 0;
@@ -165,6 +177,15 @@ ZERO_HD MmaSmem mma_smem(MmaKernel kernel, int head_dim) {
     // them do not fit the registers beside the accumulators), as two 64-row tiles one after the other.
     rows(L.q), at += rows_tile_bytes(head_dim);
     rows(L.k), rows(L.v), rows(L.k_next), rows(L.v_next);
+  } else if (kernel == MmaKernel::DkDvWide) {
+    // K and V [128][d] (two 64-row tiles each), two slots of Q and dO, P^T and dS^T, the row stats.
+    rows(L.k), at += rows_tile_bytes(head_dim);
+    rows(L.v), at += rows_tile_bytes(head_dim);
+    rows(L.q), rows(L.d_o), rows(L.q_next), rows(L.d_o_next);
+    L.p_t = at, at += probs_tile_bytes();
+    L.ds_t = at, at += probs_tile_bytes();
+    L.lse = at, at += kBlockQ * 4;
+    L.row_dot = at, at += kBlockQ * 4;
   } else {
     rows(L.q), rows(L.d_o), rows(L.k), rows(L.v);
     if (kernel == MmaKernel::DkDv) rows(L.q_next), rows(L.d_o_next);

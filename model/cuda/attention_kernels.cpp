@@ -126,6 +126,7 @@ void backward(const void* q, const void* k, const void* v, const void* o, const 
   ZERO_REQUIRE(reinterpret_cast<uintptr_t>(workspace) % kAttentionWorkspaceAlign == 0, ConfigError,
                "attention backward: workspace {} is not {}-byte aligned", workspace, kAttentionWorkspaceAlign);
   g.mma = use_mma(path, t, s, {q, k, v, o, d_o, dq, dk, dv}, rows_aligned({v_stride, dv_stride}, t));
+  g.wide = g.mma && path == Path::MmaWide;
   detail::launch_backward(g, q, k, v, o, d_o, lse, static_cast<float*>(workspace), dq, dk, dv, stream);
 }
 

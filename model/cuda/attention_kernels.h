@@ -16,9 +16,10 @@
 //     bf16 as the products' inputs, as FlashAttention-2 does): the production path. Same tiles, grid and
 //     loop order as Fma; its sums run in the instruction's order, so it matches the exact attention
 //     within bf16's bound, not the emulation bit for bit. Deterministic: no atomics, fixed order.
-//   - MmaWide: Mma with the forward at 32 query rows a warp (128-row blocks, FlashAttention-2's forward shape:
-//     each K and V fragment feeds two row tiles, fewer shared-memory loads a product); the same bits as Mma
-//     (each row's sums in the same order), the same backward. Not yet timed on a GPU, so Auto keeps Mma.
+//   - MmaWide: Mma in FlashAttention-2's shapes: the forward at 32 query rows a warp (128-row blocks), dK/dV in
+//     8-warp blocks of 128 keys (S^T and dP^T from 32 x 32 warp tiles, P^T and dS^T through shared memory,
+//     each warp adding 32 keys x half the head's columns); each fragment loaded feeds more products, and every
+//     element is summed as Mma sums it: the same bits. dQ is Mma's. Not yet timed on a GPU, so Auto keeps Mma.
 // Auto takes Mma where it applies (bf16, head_dim 64/128, 16-byte aligned tensors), else Fma.
 // Index arithmetic (grid mapping, loop bounds, shared-memory layouts): attention_grid.h; the
 // tensor-core register layout: mma_fragments.h.

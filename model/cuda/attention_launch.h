@@ -18,7 +18,7 @@ struct Geometry {
   int64_t v_stride = 0, dv_stride = 0;  // elements between v's (dv's) token rows; 0: kv_heads * head_dim (packed)
   bool bf16 = false;
   bool mma = false;  // the tensor-core kernels (attention_mma.cu): bf16, head_dim 64 or 128, 16-byte aligned
-  bool wide = false;  // with mma: the wide forward (32 rows a warp, Path::MmaWide)
+  bool wide = false;  // with mma: the wide forward and dK/dV (Path::MmaWide)
 };
 
 void launch_forward(const Geometry& g, const void* q, const void* k, const void* v, void* o, float* lse,

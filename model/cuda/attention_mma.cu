@@ -35,10 +35,19 @@ void backward_at(const Geometry& g, const void* q, const void* k, const void* v,
   const Params p = params_of(g);
   const u16 *qt = static_cast<const u16*>(q), *kt = static_cast<const u16*>(k), *vt = static_cast<const u16*>(v),
             *dot = static_cast<const u16*>(d_o);
-  const int dkdv_smem = mma_smem(MmaKernel::DkDv, D).bytes, dq_smem = mma_smem(MmaKernel::Dq, D).bytes;
-  opt_in_shared_memory(reinterpret_cast<const void*>(dkdv_mma_kernel<D>), dkdv_smem);
-  ZERO_LAUNCH(dkdv_mma_kernel<D>, unsigned(column_grid_size(g.num_seqs, g.kv_heads, g.max_seqlen)), kMmaThreads,
-              dkdv_smem, stream, qt, kt, vt, dot, lse, row_dot, p, static_cast<u16*>(dk), static_cast<u16*>(dv));
+  const int dq_smem = mma_smem(MmaKernel::Dq, D).bytes;
+  if (g.wide) {
+    const int smem = mma_smem(MmaKernel::DkDvWide, D).bytes;
+    opt_in_shared_memory(reinterpret_cast<const void*>(dkdv_wide_mma_kernel<D>), smem);
+    ZERO_LAUNCH(dkdv_wide_mma_kernel<D>, unsigned(column_grid_size(g.num_seqs, g.kv_heads, g.max_seqlen, kWideBlockK)),
+                kWideDkDvThreads, smem, stream, qt, kt, vt, dot, lse, row_dot, p, static_cast<u16*>(dk),
+                static_cast<u16*>(dv));
+  } else {
+    const int smem = mma_smem(MmaKernel::DkDv, D).bytes;
+    opt_in_shared_memory(reinterpret_cast<const void*>(dkdv_mma_kernel<D>), smem);
+    ZERO_LAUNCH(dkdv_mma_kernel<D>, unsigned(column_grid_size(g.num_seqs, g.kv_heads, g.max_seqlen)), kMmaThreads,
+                smem, stream, qt, kt, vt, dot, lse, row_dot, p, static_cast<u16*>(dk), static_cast<u16*>(dv));
+  }
   CUDA_CHECK(kernels::last_launch_error());
   opt_in_shared_memory(reinterpret_cast<const void*>(dq_mma_kernel<D>), dq_smem);
   ZERO_LAUNCH(dq_mma_kernel<D>, unsigned(row_grid_size(g.num_seqs, g.heads, g.max_seqlen)), kMmaThreads, dq_smem,

@@ -30,11 +30,12 @@
 // ldmatrix x4 moves 512 bytes, 4 cycles of an SM's 128 bytes a cycle, and feeds 2 m16n8k16 products of about a
 // cycle each in forward and dQ; dK/dV reloads its fixed K and V fragments for every 16-query chunk, about one
 // load a product: no registers are left for them at 236, while dQ keeps its Q and dO fragments, 221). The wide
-// forward below (forward_wide_mma_kernel, Path::MmaWide) takes 32 rows a warp, each B fragment feeding two row
-// tiles: 80 ldmatrix for 256 products a key tile against 64 for 128 (ptxas at sm_90a: 255 registers, 28 bytes
-// spilled, against the 16-row forward's 231 and none); it waits for a GPU to say whether that is faster. Next:
-// the same for dK/dV (whose accumulators leave no room: P^T and dS^T through shared memory, FlashAttention-2's
-// way), wgmma on sm_90a.
+// path (Path::MmaWide) takes FlashAttention-2's shapes with the same bits: forward_wide_mma_kernel, 32 rows a
+// warp, each B fragment feeding two row tiles (80 ldmatrix for 256 products a key tile against 64 for 128;
+// ptxas at sm_90a: 255 registers, 28 bytes spilled, against the 16-row forward's 231 and none), and
+// dkdv_wide_mma_kernel, 8 warps over 128 keys with P^T and dS^T through shared memory (per warp and 64-query
+// tile 144 ldmatrix and 32 4-byte stores for 256 products, against 192 ldmatrix for 256; 250 registers, none
+// spilled). They wait for a GPU to say whether they are faster. Next: wgmma on sm_90a.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -147,12 +148,13 @@ __device__ __forceinline__ void zero(float (&c)[N][4]) {
 
 // Queues the copy of `valid` rows of head `head` from token t0 on (token rows `row_stride` elements apart),
 // each D bf16, into a row-major [64][D] tile of stride tile_stride(D); rows past `valid` are zero-filled. The
-// lanes of a warp run along a row: each global read is a whole row's 2 D contiguous bytes.
-template <int D>
+// lanes of a warp run along a row: each global read is a whole row's 2 D contiguous bytes. Threads: the
+// block's (each copies every Threads-th vector).
+template <int D, int Threads = kMmaThreads>
 __device__ void copy_rows_async(const u16* __restrict__ x, int64_t row_stride, int64_t head, int64_t t0, int valid,
                                 u16* __restrict__ tile) {
   constexpr int kVecs = D / 8, ld = mma::tile_stride(D);
-  for (int e = threadIdx.x; e < kRows * kVecs; e += kMmaThreads) {
+  for (int e = threadIdx.x; e < kRows * kVecs; e += Threads) {
     const int r = e / kVecs, c = e % kVecs * 8;
     cp_async16(tile + r * ld + c, r < valid ? x + (t0 + r) * row_stride + head * D + c : x, r < valid);
   }
@@ -189,21 +191,27 @@ __device__ void copy_kv_tile(const u16* k, const u16* v, const Params& p, const 
   copy_rows_async<D>(v, p.ld_v, g, sq.start + j * kBlockK, nk, v_slot(L, slot));
 }
 
-// Writes a warp's 16 x D accumulator rows (times row_scale[0] / [1] for its rows group and group + 8) as
-// bf16 into rows t0 + row0 .. of head `head`, rows < valid only.
-template <int D>
-__device__ void store_rows(const float (&acc)[D / 8][4], const float (&row_scale)[2], u16* __restrict__ out,
-                           int64_t row_stride, int64_t head, int64_t t0, int row0, int valid, int lane) {
+// Writes a warp's 16 x 8 NT accumulator rows (times row_scale[0] / [1] for its rows group and group + 8) as
+// bf16 into rows t0 + row0 .. from column col0 on, rows < valid only.
+template <int NT>
+__device__ void store_columns(const float (&acc)[NT][4], const float (&row_scale)[2], u16* __restrict__ out,
+                              int64_t row_stride, int64_t col0, int64_t t0, int row0, int valid, int lane) {
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int row = row0 + mma::c_index(lane, 2 * half).row;
     if (row >= valid) continue;
-    u16* dst = out + (t0 + row) * row_stride + head * D;
+    u16* dst = out + (t0 + row) * row_stride + col0;
 #pragma unroll
-    for (int nt = 0; nt < D / 8; ++nt)
+    for (int nt = 0; nt < NT; ++nt)
       *reinterpret_cast<uint32_t*>(dst + nt * 8 + mma::c_index(lane, 2 * half).col) =
           pack_bf16(acc[nt][2 * half] * row_scale[half], acc[nt][2 * half + 1] * row_scale[half]);
   }
+}
+// The whole head: a 16 x D accumulator into head `head`'s columns.
+template <int D>
+__device__ void store_rows(const float (&acc)[D / 8][4], const float (&row_scale)[2], u16* __restrict__ out,
+                           int64_t row_stride, int64_t head, int64_t t0, int row0, int valid, int lane) {
+  store_columns<D / 8>(acc, row_scale, out, row_stride, head * D, t0, row0, valid, lane);
 }
 
 // The two products a backward chunk recomputes, for one warp: x = A1 B1^T and y = A2 B2^T, A the warp's 16
@@ -269,20 +277,26 @@ __device__ __forceinline__ void load_a_rows(uint32_t (&f)[D / 16][4], const u16*
 // B those rows of the row-major [64][D] tile, transposed by ldmatrix as it is loaded (keys or queries as k,
 // columns as n; matrices rows + 8 (i % 2), columns + 8 (i / 2): B registers 0, 1 at nt, 2, 3 at nt + 1):
 // P V, P^T dO, dS^T Q and dS K alike.
-template <int D>
-__device__ __forceinline__ void add_product(float (&acc)[D / 8][4], const uint32_t (&a)[4], const u16* tile, int k0,
-                                            int lane) {
-  constexpr int ld = mma::tile_stride(D);
+// The columns from col0 on, 8 NT of them, of a tile of row stride ld (the wide dK/dV's warps each take half of
+// the head's).
+template <int NT>
+__device__ __forceinline__ void add_product_columns(float (&acc)[NT][4], const uint32_t (&a)[4], const u16* tile,
+                                                    int ld, int k0, int col0, int lane) {
   const int m_row = lane % 8, m_idx = lane / 8;
-  const u16* rows = tile + (k0 + m_row + 8 * (m_idx % 2)) * ld + 8 * (m_idx / 2);
+  const u16* rows = tile + (k0 + m_row + 8 * (m_idx % 2)) * ld + col0 + 8 * (m_idx / 2);
 #pragma unroll
-  for (int nt = 0; nt < D / 8; nt += 2) {
+  for (int nt = 0; nt < NT; nt += 2) {
     uint32_t b[4];
     ldsm_x4_trans(b, rows + nt * 8);
     const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
     mma_bf16(acc[nt], a, b0);
     mma_bf16(acc[nt + 1], a, b1);
   }
+}
+template <int D>
+__device__ __forceinline__ void add_product(float (&acc)[D / 8][4], const uint32_t (&a)[4], const u16* tile, int k0,
+                                            int lane) {
+  add_product_columns<D / 8>(acc, a, tile, mma::tile_stride(D), k0, 0, lane);
 }
 
 // One element of a backward chunk: P from the raw score (masked, into the exp2 domain, against the row's
@@ -296,6 +310,67 @@ __device__ __forceinline__ ProbGrad prob_and_dscore(float score, float dp, bool 
   const float x = is_masked ? -INFINITY : score * p.scale_log2;
   const float prob = exp2f(x - lse_log2);
   return {prob, p.scale * math::softmax_grad(prob, dp, row_dot)};
+}
+
+// One 64-key tile of the online softmax for a warp's 16 query rows from row_first (FlashAttention-2's, in the
+// exp2 domain): the raw scores s (C fragments; keys k0 ..) scaled by scale * log2 e and masked (per element only
+// where the box needs it), the rows' running max and sum updated, acc rescaled to the new max, and s turned into
+// the tile's probabilities against it, in place. Pos: the positions' integer type (the wide forward keeps them
+// in 32 bits for its registers). Both forward kernels, the same bits.
+template <int D, class Pos>
+__device__ __forceinline__ void softmax_tile(float (&s)[kBlockK / 8][4], float (&row_max)[2], float (&row_sum)[2],
+                                             float (&acc)[D / 8][4], Pos row_first, Pos k0, Pos hidden_begin,
+                                             Pos hidden_end, float scale_log2, int lane) {
+  // Scale, mask, and the tile's row maxima (a row's 64 scores lie in the 4 lanes of its quad: two shuffles).
+  float tile_max[2] = {-INFINITY, -INFINITY};
+  auto scale_and_mask = [&](auto check) {
+#pragma unroll
+    for (int nt = 0; nt < kBlockK / 8; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const mma::FragIndex e = mma::c_index(lane, i);
+        const bool excluded = decltype(check)::value &&
+                              math::attention_masked(row_first + e.row, k0 + nt * 8 + e.col, hidden_begin, hidden_end);
+        const float x = excluded ? -INFINITY : s[nt][i] * scale_log2;
+        s[nt][i] = x;
+        tile_max[i / 2] = fmaxf(tile_max[i / 2], x);
+      }
+    }
+  };
+  if (math::attention_box_masked(row_first, row_first + kWarpRows - 1, k0, k0 + kBlockK - 1, hidden_begin, hidden_end))
+    scale_and_mask(std::true_type{});
+  else
+    scale_and_mask(std::false_type{});
+  float alpha[2], ref[2];
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 1));
+    tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 2));
+    const float m_new = fmaxf(row_max[half], tile_max[half]);
+    ref[half] = m_new == -INFINITY ? 0.0f : m_new;  // a row with nothing seen yet: exp2(-inf - 0) = 0
+    alpha[half] = exp2f(row_max[half] - ref[half]);
+    row_max[half] = m_new;
+  }
+  float tile_sum[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int nt = 0; nt < kBlockK / 8; ++nt) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      s[nt][i] = exp2f(s[nt][i] - ref[i / 2]);
+      tile_sum[i / 2] += s[nt][i];
+    }
+  }
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    tile_sum[half] += __shfl_xor_sync(0xffffffffu, tile_sum[half], 1);
+    tile_sum[half] += __shfl_xor_sync(0xffffffffu, tile_sum[half], 2);
+    row_sum[half] = row_sum[half] * alpha[half] + tile_sum[half];
+  }
+#pragma unroll
+  for (int nt = 0; nt < D / 8; ++nt) {
+    acc[nt][0] *= alpha[0], acc[nt][1] *= alpha[0];
+    acc[nt][2] *= alpha[1], acc[nt][3] *= alpha[1];
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -354,54 +429,8 @@ __global__ void __launch_bounds__(kMmaThreads)
         mma_bf16(s[nt], qf[kk + 1], b1);
       }
     }
-    // Scale into the exp2 domain, mask (only where the tile crosses the warp's diagonal or a hidden span), and
-    // the tile's row maxima (a row's 64 scores lie in the 4 lanes of its quad: two shuffles).
-    float tile_max[2] = {-INFINITY, -INFINITY};
-    auto scale_and_mask = [&](auto check) {
-#pragma unroll
-      for (int nt = 0; nt < kBlockK / 8; ++nt) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const mma::FragIndex e = mma::c_index(lane, i);
-          const bool excluded = decltype(check)::value && masked(sq, q0 + row0 + e.row, k0 + nt * 8 + e.col);
-          const float x = excluded ? -INFINITY : s[nt][i] * p.scale_log2;
-          s[nt][i] = x;
-          tile_max[i / 2] = fmaxf(tile_max[i / 2], x);
-        }
-      }
-    };
-    if (box_masked(sq, q0 + row0, kWarpRows, k0, kBlockK)) scale_and_mask(std::true_type{});
-    else scale_and_mask(std::false_type{});
-    float alpha[2], ref[2];
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 1));
-      tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 2));
-      const float m_new = fmaxf(row_max[half], tile_max[half]);
-      ref[half] = m_new == -INFINITY ? 0.0f : m_new;  // a row with nothing seen yet: exp2(-inf - 0) = 0
-      alpha[half] = exp2f(row_max[half] - ref[half]);
-      row_max[half] = m_new;
-    }
-    float tile_sum[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int nt = 0; nt < kBlockK / 8; ++nt) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        s[nt][i] = exp2f(s[nt][i] - ref[i / 2]);
-        tile_sum[i / 2] += s[nt][i];
-      }
-    }
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      tile_sum[half] += __shfl_xor_sync(0xffffffffu, tile_sum[half], 1);
-      tile_sum[half] += __shfl_xor_sync(0xffffffffu, tile_sum[half], 2);
-      row_sum[half] = row_sum[half] * alpha[half] + tile_sum[half];
-    }
-#pragma unroll
-    for (int nt = 0; nt < D / 8; ++nt) {
-      acc[nt][0] *= alpha[0], acc[nt][1] *= alpha[0];
-      acc[nt][2] *= alpha[1], acc[nt][3] *= alpha[1];
-    }
+    // The online softmax (masked only where the tile crosses the warp's diagonal or a hidden span).
+    softmax_tile<D>(s, row_max, row_sum, acc, q0 + row0, k0, sq.hidden_begin, sq.hidden_end, p.scale_log2, lane);
     // acc += P V: P's C fragments are the A operand (bf16), V the B operand (transposed as it is loaded).
 #pragma unroll
     for (int kk = 0; kk < kBlockK / 16; ++kk) {
@@ -503,56 +532,8 @@ __global__ void __launch_bounds__(kMmaThreads)
       uint32_t pa[R][kBlockK / 16][4];  // P in bf16 as A fragments, per 16-key chunk
 #pragma unroll
       for (int r = 0; r < R; ++r) {
-        // Scale into the exp2 domain, mask where the tile needs it, the online softmax (forward_mma_kernel's).
-        const int rq = q0 + row0 + r * 16;
-        float tile_max[2] = {-INFINITY, -INFINITY};
-        auto scale_and_mask = [&](auto check) {
-#pragma unroll
-          for (int nt = 0; nt < kBlockK / 8; ++nt) {
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              const mma::FragIndex e = mma::c_index(lane, i);
-              const bool excluded = decltype(check)::value &&
-                                    math::attention_masked(rq + e.row, k0 + nt * 8 + e.col, hidden_begin, hidden_end);
-              const float x = excluded ? -INFINITY : s[r][nt][i] * p.scale_log2;
-              s[r][nt][i] = x;
-              tile_max[i / 2] = fmaxf(tile_max[i / 2], x);
-            }
-          }
-        };
-        if (math::attention_box_masked(rq, rq + kWarpRows - 1, k0, k0 + kBlockK - 1, hidden_begin, hidden_end))
-          scale_and_mask(std::true_type{});
-        else scale_and_mask(std::false_type{});
-        float alpha[2], ref[2];
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 1));
-          tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 2));
-          const float m_new = fmaxf(row_max[r][half], tile_max[half]);
-          ref[half] = m_new == -INFINITY ? 0.0f : m_new;
-          alpha[half] = exp2f(row_max[r][half] - ref[half]);
-          row_max[r][half] = m_new;
-        }
-        float tile_sum[2] = {0.0f, 0.0f};
-#pragma unroll
-        for (int nt = 0; nt < kBlockK / 8; ++nt) {
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            s[r][nt][i] = exp2f(s[r][nt][i] - ref[i / 2]);
-            tile_sum[i / 2] += s[r][nt][i];
-          }
-        }
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          tile_sum[half] += __shfl_xor_sync(0xffffffffu, tile_sum[half], 1);
-          tile_sum[half] += __shfl_xor_sync(0xffffffffu, tile_sum[half], 2);
-          row_sum[r][half] = row_sum[r][half] * alpha[half] + tile_sum[half];
-        }
-#pragma unroll
-        for (int nt = 0; nt < D / 8; ++nt) {
-          acc[r][nt][0] *= alpha[0], acc[r][nt][1] *= alpha[0];
-          acc[r][nt][2] *= alpha[1], acc[r][nt][3] *= alpha[1];
-        }
+        softmax_tile<D>(s[r], row_max[r], row_sum[r], acc[r], q0 + row0 + r * 16, k0, hidden_begin, hidden_end,
+                        p.scale_log2, lane);
 #pragma unroll
         for (int kc = 0; kc < kBlockK / 16; ++kc) a_from_c_pair(pa[r][kc], s[r][2 * kc], s[r][2 * kc + 1]);
       }
@@ -593,6 +574,78 @@ __global__ void __launch_bounds__(kMmaThreads)
   }
 }
 
+// P^T and dS^T in place of S^T and dP^T for a warp's 16-key x 16-query chunk: C fragments of keys key_first ..
+// (rows) by queries q0 + 16 qc .. (columns; lse_s and dot_s hold the tile's row stats from q0), the mask asked
+// per element only where the chunk needs it. Pos: the positions' integer type. Both dK/dV kernels.
+template <class Pos>
+__device__ __forceinline__ void chunk_probs_t(float (&st)[2][4], float (&dpt)[2][4], int qc, Pos q0, Pos key_first,
+                                              Pos hidden_begin, Pos hidden_end, const float* lse_s, const float* dot_s,
+                                              const Params& p, int lane) {
+  auto probs = [&](auto check) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const mma::FragIndex e = mma::c_index(lane, i);
+        const int query = qc * 16 + j * 8 + e.col;
+        const bool excluded = decltype(check)::value &&
+                              math::attention_masked(q0 + query, key_first + e.row, hidden_begin, hidden_end);
+        const ProbGrad r = prob_and_dscore(st[j][i], dpt[j][i], excluded, lse_s[query], dot_s[query], p);
+        st[j][i] = r.prob;
+        dpt[j][i] = r.ds;
+      }
+    }
+  };
+  if (math::attention_box_masked(q0 + qc * 16, q0 + qc * 16 + 15, key_first, key_first + 15, hidden_begin, hidden_end))
+    probs(std::true_type{});
+  else
+    probs(std::false_type{});
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The (query head, query tile) pairs a dK/dV block visits: heads of its group ascending, tiles from the first that
+// sees key k0 (first_query_start), their Q and dO tiles in two slots (the next pair's cp.async copy runs while
+// this one is used), copied by the block's Threads threads. Both dK/dV kernels walk them alike.
+template <int D, int Threads>
+struct PairWalk {
+  struct Pair {
+    int64_t h, q0;
+  };
+  const u16* q;
+  const u16* d_o;
+  const Params& p;
+  const Sequence& sq;
+  const MmaSmem& L;
+  int64_t first_q0, h_end;
+
+  __device__ PairWalk(const u16* q_, const u16* d_o_, const Params& p_, const Sequence& sq_, const MmaSmem& L_,
+                      int64_t g, int64_t k0)
+      : q(q_), d_o(d_o_), p(p_), sq(sq_), L(L_), first_q0(first_query_start(k0)), h_end((g + 1) * p_.r) {}
+  __device__ Pair first(int64_t g) const { return {g * p.r, first_q0}; }
+  __device__ Pair next(Pair x) const {
+    return x.q0 + kBlockQ < sq.len ? Pair{x.h, x.q0 + kBlockQ} : Pair{x.h + 1, first_q0};
+  }
+  __device__ bool valid(Pair x) const { return x.h < h_end && x.q0 < sq.len; }  // first_q0 past the end: none
+  // Selects, not an array: the pointers stay in registers.
+  __device__ u16* q_slot(int slot) const { return tile_at(slot ? L.q_next : L.q); }
+  __device__ u16* d_o_slot(int slot) const { return tile_at(slot ? L.d_o_next : L.d_o); }
+  __device__ int rows(Pair x) const { return int(tile_rows(x.q0 / kBlockQ, kBlockQ, sq.len).count); }
+  __device__ void copy(Pair x, int slot) const {
+    copy_rows_async<D, Threads>(q, p.ld_q, x.h, sq.start + x.q0, rows(x), q_slot(slot));
+    copy_rows_async<D, Threads>(d_o, p.ld_q, x.h, sq.start + x.q0, rows(x), d_o_slot(slot));
+  }
+  // The start of pair `cur` in `slot`, for every thread of the block: queues the next pair's copy into the other
+  // slot, puts this pair's row stats in shared memory and waits until its tiles (and K, V) have landed.
+  __device__ void begin(Pair cur, int slot, const float* lse, const float* row_dot, float* lse_s, float* dot_s) const {
+    const Pair after = next(cur);
+    if (valid(after)) copy(after, slot ^ 1);
+    cp_async_commit();
+    copy_row_stats(lse, row_dot, p, cur.h, sq.start + cur.q0, rows(cur), lse_s, dot_s);
+    cp_async_wait<1>();
+    __syncthreads();
+  }
+};
+
 // ---------------------------------------------------------------------------------------------------
 // Backward, dK and dV: one block per (sequence, kv head, key tile), as dkdv_kernel; the warp's 16 keys. The
 // (query head, query tile) pairs are visited in dkdv_kernel's order, their Q and dO tiles in two slots: the
@@ -613,63 +666,28 @@ __global__ void __launch_bounds__(kMmaThreads)
   const u16* const vt = tile_at(L.v);
   float* const lse_s = floats_at(L.lse);
   float* const dot_s = floats_at(L.row_dot);
-  auto q_slot = [&](int slot) { return tile_at(slot ? L.q_next : L.q); };  // selects, not an array: registers
-  auto d_o_slot = [&](int slot) { return tile_at(slot ? L.d_o_next : L.d_o); };
-
-  // The (query head, query tile) pairs: heads of the group ascending, tiles from the first that sees a key.
-  const int64_t first_q0 = first_query_start(k0), h_end = (g + 1) * p.r;
-  struct Pair {
-    int64_t h, q0;
-  };
-  auto next = [&](Pair x) { return x.q0 + kBlockQ < sq.len ? Pair{x.h, x.q0 + kBlockQ} : Pair{x.h + 1, first_q0}; };
-  auto valid = [&](Pair x) { return x.h < h_end && x.q0 < sq.len; };  // first_q0 past the end: no pair at all
-  auto copy_pair = [&](Pair x, int slot) {
-    const int nq = int(tile_rows(x.q0 / kBlockQ, kBlockQ, sq.len).count);
-    copy_rows_async<D>(q, p.ld_q, x.h, sq.start + x.q0, nq, q_slot(slot));
-    copy_rows_async<D>(d_o, p.ld_q, x.h, sq.start + x.q0, nq, d_o_slot(slot));
-  };
+  const PairWalk<D, kMmaThreads> walk(q, d_o, p, sq, L, g, k0);
 
   copy_rows_async<D>(k, p.ld_k, g, sq.start + k0, nk, tile_at(L.k));
   copy_rows_async<D>(v, p.ld_v, g, sq.start + k0, nk, tile_at(L.v));
-  Pair cur{g * p.r, first_q0};
-  if (valid(cur)) copy_pair(cur, 0);
+  auto cur = walk.first(g);
+  if (walk.valid(cur)) walk.copy(cur, 0);
   cp_async_commit();
   float dk_acc[D / 8][4], dv_acc[D / 8][4];
   zero(dk_acc);
   zero(dv_acc);
 
-  for (int slot = 0; valid(cur); cur = next(cur), slot ^= 1) {
-    const int64_t h = cur.h, q0 = cur.q0;
-    const Pair after = next(cur);
-    if (valid(after)) copy_pair(after, slot ^ 1);
-    cp_async_commit();
-    const int nq = int(tile_rows(q0 / kBlockQ, kBlockQ, sq.len).count);
-    copy_row_stats(lse, row_dot, p, h, sq.start + q0, nq, lse_s, dot_s);
-    cp_async_wait<1>();  // this pair's tiles (and K, V) have landed
-    __syncthreads();
-    const u16* qt = q_slot(slot);
-    const u16* d_ot = d_o_slot(slot);
+  for (int slot = 0; walk.valid(cur); cur = walk.next(cur), slot ^= 1) {
+    const int64_t q0 = cur.q0;
+    walk.begin(cur, slot, lse, row_dot, lse_s, dot_s);
+    const u16* qt = walk.q_slot(slot);
+    const u16* d_ot = walk.d_o_slot(slot);
 #pragma unroll 1
     for (int qc = 0; qc < kRows / 16; ++qc) {
       if (k0 + key0 > q0 + qc * 16 + 15) continue;  // every query of the chunk precedes the warp's keys
       float st[2][4], dpt[2][4];  // S^T = K Q^T and dP^T = V dO^T: the warp's 16 keys x the chunk's 16 queries
       chunk_products<D>(st, dpt, kt, vt, key0, qt, d_ot, qc * 16, lane);
-      auto probs = [&](auto check) {  // the mask asked per element only where the chunk needs it
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const mma::FragIndex e = mma::c_index(lane, i);
-            const int query = qc * 16 + j * 8 + e.col;
-            const bool excluded = decltype(check)::value && masked(sq, q0 + query, k0 + key0 + e.row);
-            const ProbGrad r = prob_and_dscore(st[j][i], dpt[j][i], excluded, lse_s[query], dot_s[query], p);
-            st[j][i] = r.prob;
-            dpt[j][i] = r.ds;
-          }
-        }
-      };
-      if (box_masked(sq, q0 + qc * 16, 16, k0 + key0, kWarpRows)) probs(std::true_type{});
-      else probs(std::false_type{});
+      chunk_probs_t(st, dpt, qc, q0, k0 + key0, sq.hidden_begin, sq.hidden_end, lse_s, dot_s, p, lane);
       uint32_t a[4];
       a_from_c_pair(a, st[0], st[1]);  // P^T: dV += P^T dO
       add_product<D>(dv_acc, a, d_ot, qc * 16, lane);
@@ -681,6 +699,154 @@ __global__ void __launch_bounds__(kMmaThreads)
   const float one[2] = {1.0f, 1.0f};
   store_rows<D>(dk_acc, one, dk, p.ld_k, g, sq.start + k0, key0, nk, lane);
   store_rows<D>(dv_acc, one, dv, p.ld_dv, g, sq.start + k0, key0, nk, lane);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Backward, dK and dV, wide (Path::MmaWide): one block of 8 warps per (sequence, kv head, 128-key block),
+// FlashAttention-2's backward shape. Warp w owns keys 32 (w / 2) .. + 32 (two 16-key m-tiles) in both phases
+// of each (query head, 64-query tile) pair:
+//   1. S^T = K Q^T and dP^T = V dO^T for its keys x queries 32 (w % 2) .. + 32 (two 16-query chunks): per
+//      column step two K (V) and two Q (dO) fragments feed 4 products each, where dkdv_mma_kernel's 16-key
+//      warps loaded one of each for 2. P^T and dS^T (softmax_backward.h) go to shared memory in bf16, each
+//      element where a_from_c_pair would have put it.
+//   2. dV += P^T dO and dK += dS^T Q for its keys x columns (D / 2) (w % 2) .. + D / 2, the A fragments from
+//      shared memory, query chunks ascending.
+// Each element of dK and dV gets dkdv_mma_kernel's products in its order (pairs as it visits them, chunks
+// ascending, a key m-tile's chunk skipped exactly where that kernel's warp skips it: every query of the chunk
+// precedes every key of the m-tile; the keys of the block's upper half skip all of its first query tile, which
+// dkdv_mma_kernel's block for them does not visit), and each of S^T and dP^T its column steps in its order: the
+// same bits. Shared memory 172.5 KiB at head_dim 128 (one block an SM: an H100's 227 KiB, not an A100's 163).
+template <int D>
+__global__ void __launch_bounds__(kWideDkDvThreads)
+    dkdv_wide_mma_kernel(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
+                         const u16* __restrict__ d_o, const float* __restrict__ lse, const float* __restrict__ row_dot,
+                         Params p, u16* __restrict__ dk, u16* __restrict__ dv) {
+  constexpr int ld = mma::tile_stride(D), ldp = mma::tile_stride(kBlockQ), T = kWideDkDvThreads;
+  constexpr int NT = D / 16;  // 8-column n-tiles of half the head
+  const BlockCoord bc = column_block(blockIdx.x, p.num_seqs, p.kv_heads);
+  const Sequence sq = sequence(p, bc.seq);
+  const TileRows kr = tile_rows(bc.block, kWideBlockK, sq.len);
+  if (kr.count <= 0) return;
+  const int nk = int(kr.count), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int key_w = warp / 2 * kWideKeyRows;  // the warp's first key in the block
+  const int half = warp % 2;                  // its queries of a tile (phase 1), its columns (phase 2)
+  const int64_t g = bc.head;
+  const int k0 = int(kr.first);
+  const int hidden_begin = int(sq.hidden_begin), hidden_end = int(sq.hidden_end);
+  const MmaSmem L = mma_smem(MmaKernel::DkDvWide, D);
+  u16* const kt = tile_at(L.k);
+  u16* const vt = tile_at(L.v);
+  u16* const pt = tile_at(L.p_t);
+  u16* const dst = tile_at(L.ds_t);
+  float* const lse_s = floats_at(L.lse);
+  float* const dot_s = floats_at(L.row_dot);
+  // The pairs as dkdv_mma_kernel visits them, from the block's first key on.
+  const PairWalk<D, T> walk(q, d_o, p, sq, L, g, k0);
+  // K and V as two 64-row tiles each (rows past nk zero-filled).
+  const int lower = nk < kRows ? nk : kRows, upper = nk > kRows ? nk - kRows : 0;
+  copy_rows_async<D, T>(k, p.ld_k, g, sq.start + k0, lower, kt);
+  copy_rows_async<D, T>(k, p.ld_k, g, sq.start + k0 + kRows, upper, kt + kRows * ld);
+  copy_rows_async<D, T>(v, p.ld_v, g, sq.start + k0, lower, vt);
+  copy_rows_async<D, T>(v, p.ld_v, g, sq.start + k0 + kRows, upper, vt + kRows * ld);
+  auto cur = walk.first(g);
+  if (walk.valid(cur)) walk.copy(cur, 0);
+  cp_async_commit();
+  float dk_acc[2][NT][4], dv_acc[2][NT][4];  // the warp's two key m-tiles x its D / 2 columns
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) zero(dk_acc[mt]), zero(dv_acc[mt]);
+  const bool live = key_w < nk;  // warp-uniform: a warp whose keys all lie past the end only keeps the barriers
+  const int m_row = lane % 8, m_idx = lane / 8;
+  const int b_lane = (m_row + 8 * (m_idx / 2)) * ld + 8 * (m_idx % 2);  // B fragments of 16 rows (n), ldmatrix x4
+
+  for (int slot = 0; walk.valid(cur); cur = walk.next(cur), slot ^= 1) {
+    const int q0 = int(cur.q0);
+    walk.begin(cur, slot, lse, row_dot, lse_s, dot_s);
+    const u16* qt = walk.q_slot(slot);
+    const u16* d_ot = walk.d_o_slot(slot);
+    // Whether key m-tile mt of the warp sees any query of the tile's 16-query chunk qc (else all its P are 0).
+    auto sees = [&](int mt, int qc) { return k0 + key_w + mt * 16 <= q0 + qc * 16 + 15; };
+
+    if (live) {  // phase 1: S^T and dP^T of the warp's 32 keys x 32 queries, then P^T and dS^T into shared memory
+      const int qc0 = half * 2;  // the warp's first 16-query chunk
+      float st[2][2][2][4], dpt[2][2][2][4];  // [key m-tile][query chunk][8-query n-tile]
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int c = 0; c < 2; ++c) zero(st[mt][c]), zero(dpt[mt][c]);
+      // x += A B^T over the columns: A the warp's key rows of a (K or V), B the warp's query rows of b (Q or dO).
+      auto products = [&](float (&x)[2][2][2][4], const u16* a, const u16* b) {
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+          uint32_t fa[2][4], fb[2][4];
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt) ldsm_x4(fa[mt], a + a_row_address(key_w + mt * 16, ld, lane) + kk * 16);
+#pragma unroll
+          for (int c = 0; c < 2; ++c) ldsm_x4(fb[c], b + (qc0 + c) * 16 * ld + b_lane + kk * 16);
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+              if (!sees(mt, qc0 + c)) continue;
+#pragma unroll
+              for (int j = 0; j < 2; ++j) {
+                const uint32_t fbj[2] = {fb[c][2 * j], fb[c][2 * j + 1]};
+                mma_bf16(x[mt][c][j], fa[mt], fbj);
+              }
+            }
+          }
+        }
+      };
+      products(st, kt, qt);
+      products(dpt, vt, d_ot);
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int qc = qc0 + c, key_m = key_w + mt * 16;
+          if (!sees(mt, qc)) continue;
+          chunk_probs_t(st[mt][c], dpt[mt][c], qc, q0, k0 + key_m, hidden_begin, hidden_end, lse_s, dot_s, p, lane);
+          // C element (row, col) -> [key_m + row][qc * 16 + 8 j + col]: the A fragment a_from_c_pair makes.
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf) {
+              const mma::FragIndex e = mma::c_index(lane, 2 * hf);
+              const int at = (key_m + e.row) * ldp + qc * 16 + j * 8 + e.col;
+              *reinterpret_cast<uint32_t*>(pt + at) = pack_bf16(st[mt][c][j][2 * hf], st[mt][c][j][2 * hf + 1]);
+              *reinterpret_cast<uint32_t*>(dst + at) = pack_bf16(dpt[mt][c][j][2 * hf], dpt[mt][c][j][2 * hf + 1]);
+            }
+          }
+        }
+      }
+    }
+    __syncthreads();  // P^T and dS^T of every warp are in shared memory
+
+    if (live) {  // phase 2: dV += P^T dO, dK += dS^T Q for the warp's keys x its half of the columns
+      const int col0 = half * (D / 2);
+#pragma unroll
+      for (int qc = 0; qc < kBlockQ / 16; ++qc) {
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+          if (!sees(mt, qc)) continue;
+          const int a_at = a_row_address(key_w + mt * 16, ldp, lane) + qc * 16;
+          uint32_t a[4];
+          ldsm_x4(a, pt + a_at);
+          add_product_columns<NT>(dv_acc[mt], a, d_ot, ld, qc * 16, col0, lane);
+          ldsm_x4(a, dst + a_at);
+          add_product_columns<NT>(dk_acc[mt], a, qt, ld, qc * 16, col0, lane);
+        }
+      }
+    }
+    __syncthreads();  // every warp is done with this slot, P^T, dS^T and the row stats before the next pair's
+  }
+  if (!live) return;
+  const float one[2] = {1.0f, 1.0f};
+  const int col0 = half * (D / 2);
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+    store_columns<NT>(dk_acc[mt], one, dk, p.ld_k, g * D + col0, sq.start + k0, key_w + mt * 16, nk, lane);
+    store_columns<NT>(dv_acc[mt], one, dv, p.ld_dv, g * D + col0, sq.start + k0, key_w + mt * 16, nk, lane);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -69,6 +69,20 @@ TEST(AttentionGrid, WideRowGridCoversEveryQueryRowOnce) {
     for (int64_t q = 0; q < max_len; ++q) EXPECT_EQ(seen[q], 1) << "row " << q;
 }
 
+// The wide dK/dV's grid: 128-key blocks (literal), 3 for 257 keys, every (sequence, kv head, block) once.
+TEST(AttentionGrid, WideColumnGridVisitsEveryKeyBlockOnce) {
+  EXPECT_EQ(kWideBlockK, 128);
+  const int64_t seqs = 2, kv_heads = 3, max_len = 257;
+  ASSERT_EQ(column_grid_size(seqs, kv_heads, max_len, kWideBlockK), 2 * 3 * 3);
+  std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
+  for (int64_t i = 0; i < column_grid_size(seqs, kv_heads, max_len, kWideBlockK); ++i) {
+    const BlockCoord c = column_block(i, seqs, kv_heads);
+    ASSERT_TRUE(c.block >= 0 && c.block < 3) << i;
+    EXPECT_TRUE(seen.emplace(c.seq, c.head, c.block).second) << i;
+  }
+  EXPECT_EQ(seen.size(), size_t(2 * 3 * 3));
+}
+
 TEST(AttentionGrid, ColumnGridVisitsEveryKeyBlockOnceInIncreasingOrder) {
   const int64_t seqs = 4, kv_heads = 2, max_len = 64 * 3 + 1;  // 4 key blocks
   ASSERT_EQ(column_grid_size(seqs, kv_heads, max_len), 4 * 2 * 4);
@@ -452,6 +466,25 @@ TEST(AttentionGrid, TensorCoreSharedMemoryLayouts) {
   EXPECT_EQ(rows_tile_bytes(128), kBlockQ * mma::tile_stride(128) * 2);
   EXPECT_EQ(rows_tile_bytes(64), kBlockQ * mma::tile_stride(64) * 2);
   EXPECT_LE(2 * mma_smem(MmaKernel::ForwardWide, 128).bytes, 228 * 1024);
+  // The wide dK/dV: K and V [128][136], two slots of Q and dO, P^T and dS^T [128][72], lse and D: 172.5 KiB,
+  // one block of an H100's 227.
+  EXPECT_EQ(mma_smem(MmaKernel::DkDvWide, 128).bytes, 8 * 17408 + 2 * 128 * 72 * 2 + 2 * 256);
+  EXPECT_LE(mma_smem(MmaKernel::DkDvWide, 128).bytes, 227 * 1024);
+  EXPECT_EQ(kWideDkDvThreads, 256);
+  for (int d : {64, 128}) {
+    const MmaSmem W = mma_smem(MmaKernel::DkDvWide, d);
+    const int rows = rows_tile_bytes(d);
+    std::vector<std::pair<int, int>> regions = {{W.k, 2 * rows},   {W.v, 2 * rows},        {W.q, rows},
+                                                {W.d_o, rows},     {W.q_next, rows},        {W.d_o_next, rows},
+                                                {W.p_t, probs_tile_bytes()}, {W.ds_t, probs_tile_bytes()},
+                                                {W.lse, kBlockQ * 4},        {W.row_dot, kBlockQ * 4}};
+    std::sort(regions.begin(), regions.end());
+    for (size_t i = 0; i < regions.size(); ++i) {
+      EXPECT_GE(regions[i].first, 0);
+      EXPECT_EQ(regions[i].first % 16, 0);
+      EXPECT_LE(regions[i].first + regions[i].second, i + 1 < regions.size() ? regions[i + 1].first : W.bytes) << d;
+    }
+  }
   for (int d : {64, 128}) {
     const MmaSmem W = mma_smem(MmaKernel::ForwardWide, d);
     const int rows = rows_tile_bytes(d);

@@ -229,9 +229,9 @@ TEST_F(AttentionKernelsOnDevice, AutoTakesTheTensorCorePathForBf16AtHeadDim128) 
   EXPECT_NE(autop.o, fma.o) << "the paths sum in different orders; equal outputs mean one path ran twice";
 }
 
-// The wide forward (32 rows a warp) sums every row as the 16-row forward does: the same bits, on every case
-// the tensor cores take (and the same backward after it).
-TEST_F(AttentionKernelsOnDevice, WideForwardGivesTheBitsOfTheTensorCorePath) {
+// The wide path (the forward at 32 rows a warp, dK/dV in 8-warp blocks of 128 keys) sums every element as the
+// tensor-core path does: the same bits, on every case the tensor cores take.
+TEST_F(AttentionKernelsOnDevice, WidePathGivesTheBitsOfTheTensorCorePath) {
   int ran = 0;
   for (const Case& c : cases()) {
     if (!ca::mma_supported(ca::Elem::BF16, {c.heads, c.kv_heads, c.head_dim})) continue;

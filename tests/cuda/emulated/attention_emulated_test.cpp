@@ -231,20 +231,21 @@ TEST(AttentionEmulated, TensorCorePathAtHeadDim128) {
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b);
 
-// Sequences that fill the wide forward's 128-row blocks in every way: blocks with all 4 warps and the
-// second diagonal key tile (skipped by warps 0 and 1), a last block of 1 row (3 warps past the end), one of
-// 17 rows (its one live warp holds 1 row of its second 16-row tile), and shared-prompt spans across a block
-// edge.
+// Sequences that fill the wide kernels' 128-row (128-key) blocks in every way: blocks with all 4 (8) warps and
+// the second diagonal key tile (skipped by warps 0 and 1), a last block of 1 row (3 of 4, 6 of 8 warps past the
+// end), one of 17 rows (its one live warp holds 1 row of its second 16-row tile), and shared-prompt spans across
+// a block edge.
 const Case kDim128Wide{"d128_gqa2_wide_blocks", {145, 129, 5}, 4, 2, 128};
 const Case kDim128WideShared{"d128_gqa4_wide_shared", {260, 40}, 4, 1, 128, 9, true, {100, 150, 1, 20}};
 // The schedules' case (EveryScheduleGivesTheSameBits): a full block with the skipped diagonal tile, a short
 // last one, a span across the diagonal, at half kDim128WideShared's cost.
 const Case kDim128WideSmall{"d128_wide_shared_small", {140}, 2, 1, 128, 0, false, {60, 100}};
 
-// The wide forward (32 query rows a warp, Path::MmaWide) sums each row as the 16-row one does: the same bits
-// in o and lse (so the same backward after it). The cases the tests above do not check against the exact
-// attention are checked here (within bf16's bound).
-TEST(AttentionEmulated, WideForwardGivesTheBitsOfTheTensorCorePath) {
+// The wide path (Path::MmaWide: the forward at 32 query rows a warp, dK/dV in 8-warp 128-key blocks with P^T and
+// dS^T through shared memory) sums each element as the tensor-core path does: the same bits in o, lse, dq, dk
+// and dv. The cases the tests above do not check against the exact attention are checked here (within bf16's
+// bound).
+TEST(AttentionEmulated, WidePathGivesTheBitsOfTheTensorCorePath) {
   for (const Case* c : {&kDim64, &kDim128FusedV, &kDim128Shared, &kDim128Wide, &kDim128WideShared}) {
     if (c == &kDim128Wide || c == &kDim128WideShared) check(*c, Run::Bf16MmaWide);
     const Inputs in = inputs_of(*c, true);
