@@ -34,7 +34,7 @@
 // warp, each B fragment feeding two row tiles (80 ldmatrix for 256 products a key tile against 64 for 128;
 // ptxas at sm_90a: 255 registers, 28 bytes spilled, against the 16-row forward's 231 and none), and
 // dkdv_wide_mma_kernel, 8 warps over 128 keys with P^T and dS^T through shared memory (per warp and 64-query
-// tile 144 ldmatrix and 32 4-byte stores for 256 products, against 192 ldmatrix for 256; 250 registers, none
+// tile 144 ldmatrix and 32 4-byte stores for 256 products, against 192 ldmatrix for 256; 236 registers, none
 // spilled). They wait for a GPU to say whether they are faster. Next: wgmma on sm_90a.
 #pragma once
 #include <cmath>
@@ -147,14 +147,15 @@ __device__ __forceinline__ void zero(float (&c)[N][4]) {
 }
 
 // Queues the copy of `valid` rows of head `head` from token t0 on (token rows `row_stride` elements apart),
-// each D bf16, into a row-major [64][D] tile of stride tile_stride(D); rows past `valid` are zero-filled. The
+// each D bf16, into a row-major [Rows][D] tile of stride tile_stride(D); rows past `valid` are zero-filled. The
 // lanes of a warp run along a row: each global read is a whole row's 2 D contiguous bytes. Threads: the
-// block's (each copies every Threads-th vector).
-template <int D, int Threads = kMmaThreads>
+// block's (each copies every Threads-th vector). Rows: 64, or 128 for the wide kernels' Q (forward) and K, V
+// (dK/dV), two 64-row tiles one after the other.
+template <int D, int Threads = kMmaThreads, int Rows = kRows>
 __device__ void copy_rows_async(const u16* __restrict__ x, int64_t row_stride, int64_t head, int64_t t0, int valid,
                                 u16* __restrict__ tile) {
   constexpr int kVecs = D / 8, ld = mma::tile_stride(D);
-  for (int e = threadIdx.x; e < kRows * kVecs; e += Threads) {
+  for (int e = threadIdx.x; e < Rows * kVecs; e += Threads) {
     const int r = e / kVecs, c = e % kVecs * 8;
     cp_async16(tile + r * ld + c, r < valid ? x + (t0 + r) * row_stride + head * D + c : x, r < valid);
   }
@@ -224,14 +225,17 @@ __device__ __forceinline__ int a_row_address(int a_row0, int ld, int lane) {
   const int m_row = lane % 8, m_idx = lane / 8;
   return (a_row0 + m_row + 8 * (m_idx % 2)) * ld + 8 * (m_idx / 2);
 }
+// The B fragments of the 16 rows from n0 (two 8-row n-tiles) of a row-major [n][k] tile, one column step.
+__device__ __forceinline__ int b_row_address(int n0, int ld, int lane) {
+  const int m_row = lane % 8, m_idx = lane / 8;
+  return (n0 + m_row + 8 * (m_idx / 2)) * ld + 8 * (m_idx % 2);
+}
 // One step kk of the columns: x += A1 B1^T, y += A2 B2^T over columns kk * 16 .. + 16.
 template <int D>
 __device__ __forceinline__ void chunk_step(float (&x)[2][4], float (&y)[2][4], const uint32_t (&fa1)[4],
                                            const uint32_t (&fa2)[4], const u16* b1, const u16* b2, int n0, int kk,
                                            int lane) {
-  constexpr int ld = mma::tile_stride(D);
-  const int m_row = lane % 8, m_idx = lane / 8;
-  const int b_at = (n0 + m_row + 8 * (m_idx / 2)) * ld + 8 * (m_idx % 2) + kk * 16;
+  const int b_at = b_row_address(n0, mma::tile_stride(D), lane) + kk * 16;
   uint32_t fb1[4], fb2[4];
   ldsm_x4(fb1, b1 + b_at);
   ldsm_x4(fb2, b2 + b_at);
@@ -282,8 +286,7 @@ __device__ __forceinline__ void load_a_rows(uint32_t (&f)[D / 16][4], const u16*
 template <int NT>
 __device__ __forceinline__ void add_product_columns(float (&acc)[NT][4], const uint32_t (&a)[4], const u16* tile,
                                                     int ld, int k0, int col0, int lane) {
-  const int m_row = lane % 8, m_idx = lane / 8;
-  const u16* rows = tile + (k0 + m_row + 8 * (m_idx % 2)) * ld + col0 + 8 * (m_idx / 2);
+  const u16* rows = tile + a_row_address(k0, ld, lane) + col0;
 #pragma unroll
   for (int nt = 0; nt < NT; nt += 2) {
     uint32_t b[4];
@@ -480,16 +483,14 @@ __global__ void __launch_bounds__(kMmaThreads)
   const u16* const qt = tile_at(L.q);
   const int tiles = int(key_tiles(qr));
   const int hidden_begin = int(sq.hidden_begin), hidden_end = int(sq.hidden_end);
-  // The Q tile's two 64-row halves (rows past nq zero-filled), then K and V tile 0.
-  copy_rows_async<D>(q, p.ld_q, h, sq.start + q0, nq < kRows ? nq : kRows, tile_at(L.q));
-  copy_rows_async<D>(q, p.ld_q, h, sq.start + q0 + kRows, nq > kRows ? nq - kRows : 0, tile_at(L.q) + kRows * ld);
+  // The Q tile's 128 rows (rows past nq zero-filled), then K and V tile 0.
+  copy_rows_async<D, kMmaThreads, kWideBlockQ>(q, p.ld_q, h, sq.start + q0, nq, tile_at(L.q));
   copy_kv_tile<D>(k, v, p, sq, g, 0, L, 0);
   cp_async_commit();
   // Whether this warp computes at all (warp-uniform), and its last key tile (the one holding its last row).
   const bool live = row0 < nq;
   const int warp_last_key = q0 + row0 + kWideWarpRows - 1;
 
-  const int m_row = lane % 8, m_idx = lane / 8;
   const int a_at = a_row_address(row0, ld, lane);  // Q's A fragments of tile r: + r * 16 rows
   float acc[R][D / 8][4];
 #pragma unroll
@@ -520,7 +521,7 @@ __global__ void __launch_bounds__(kMmaThreads)
           // Keys nt*8.. (n) by columns kk*16.. (k): matrices 0, 1 are B registers 0, 1 of keys nt*8.., 2, 3 of
           // keys nt*8 + 8...
           uint32_t b[4];
-          ldsm_x4(b, kt + (nt * 8 + m_row + 8 * (m_idx / 2)) * ld + kk * 16 + 8 * (m_idx % 2));
+          ldsm_x4(b, kt + b_row_address(nt * 8, ld, lane) + kk * 16);
           const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
 #pragma unroll
           for (int r = 0; r < R; ++r) {
@@ -540,7 +541,7 @@ __global__ void __launch_bounds__(kMmaThreads)
       // acc += P V: one transposed V fragment (16 keys x 16 columns) feeds both tiles' products.
 #pragma unroll
       for (int kc = 0; kc < kBlockK / 16; ++kc) {
-        const u16* rows = vt + (kc * 16 + m_row + 8 * (m_idx % 2)) * ld + 8 * (m_idx / 2);
+        const u16* rows = vt + a_row_address(kc * 16, ld, lane);  // transposed: V's rows are k
 #pragma unroll
         for (int nt = 0; nt < D / 8; nt += 2) {
           uint32_t b[4];
@@ -631,8 +632,9 @@ struct PairWalk {
   __device__ u16* d_o_slot(int slot) const { return tile_at(slot ? L.d_o_next : L.d_o); }
   __device__ int rows(Pair x) const { return int(tile_rows(x.q0 / kBlockQ, kBlockQ, sq.len).count); }
   __device__ void copy(Pair x, int slot) const {
-    copy_rows_async<D, Threads>(q, p.ld_q, x.h, sq.start + x.q0, rows(x), q_slot(slot));
-    copy_rows_async<D, Threads>(d_o, p.ld_q, x.h, sq.start + x.q0, rows(x), d_o_slot(slot));
+    const int n = rows(x);
+    copy_rows_async<D, Threads>(q, p.ld_q, x.h, sq.start + x.q0, n, q_slot(slot));
+    copy_rows_async<D, Threads>(d_o, p.ld_q, x.h, sq.start + x.q0, n, d_o_slot(slot));
   }
   // The start of pair `cur` in `slot`, for every thread of the block: queues the next pair's copy into the other
   // slot, puts this pair's row stats in shared memory and waits until its tiles (and K, V) have landed.
@@ -742,12 +744,9 @@ __global__ void __launch_bounds__(kWideDkDvThreads)
   float* const dot_s = floats_at(L.row_dot);
   // The pairs as dkdv_mma_kernel visits them, from the block's first key on.
   const PairWalk<D, T> walk(q, d_o, p, sq, L, g, k0);
-  // K and V as two 64-row tiles each (rows past nk zero-filled).
-  const int lower = nk < kRows ? nk : kRows, upper = nk > kRows ? nk - kRows : 0;
-  copy_rows_async<D, T>(k, p.ld_k, g, sq.start + k0, lower, kt);
-  copy_rows_async<D, T>(k, p.ld_k, g, sq.start + k0 + kRows, upper, kt + kRows * ld);
-  copy_rows_async<D, T>(v, p.ld_v, g, sq.start + k0, lower, vt);
-  copy_rows_async<D, T>(v, p.ld_v, g, sq.start + k0 + kRows, upper, vt + kRows * ld);
+  // K and V, 128 rows each (rows past nk zero-filled).
+  copy_rows_async<D, T, kWideBlockK>(k, p.ld_k, g, sq.start + k0, nk, kt);
+  copy_rows_async<D, T, kWideBlockK>(v, p.ld_v, g, sq.start + k0, nk, vt);
   auto cur = walk.first(g);
   if (walk.valid(cur)) walk.copy(cur, 0);
   cp_async_commit();
@@ -755,8 +754,7 @@ __global__ void __launch_bounds__(kWideDkDvThreads)
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt) zero(dk_acc[mt]), zero(dv_acc[mt]);
   const bool live = key_w < nk;  // warp-uniform: a warp whose keys all lie past the end only keeps the barriers
-  const int m_row = lane % 8, m_idx = lane / 8;
-  const int b_lane = (m_row + 8 * (m_idx / 2)) * ld + 8 * (m_idx % 2);  // B fragments of 16 rows (n), ldmatrix x4
+  const int col0 = half * (D / 2);  // the warp's columns in phase 2
 
   for (int slot = 0; walk.valid(cur); cur = walk.next(cur), slot ^= 1) {
     const int q0 = int(cur.q0);
@@ -781,7 +779,7 @@ __global__ void __launch_bounds__(kWideDkDvThreads)
 #pragma unroll
           for (int mt = 0; mt < 2; ++mt) ldsm_x4(fa[mt], a + a_row_address(key_w + mt * 16, ld, lane) + kk * 16);
 #pragma unroll
-          for (int c = 0; c < 2; ++c) ldsm_x4(fb[c], b + (qc0 + c) * 16 * ld + b_lane + kk * 16);
+          for (int c = 0; c < 2; ++c) ldsm_x4(fb[c], b + b_row_address((qc0 + c) * 16, ld, lane) + kk * 16);
 #pragma unroll
           for (int mt = 0; mt < 2; ++mt) {
 #pragma unroll
@@ -822,7 +820,6 @@ __global__ void __launch_bounds__(kWideDkDvThreads)
     __syncthreads();  // P^T and dS^T of every warp are in shared memory
 
     if (live) {  // phase 2: dV += P^T dO, dK += dS^T Q for the warp's keys x its half of the columns
-      const int col0 = half * (D / 2);
 #pragma unroll
       for (int qc = 0; qc < kBlockQ / 16; ++qc) {
 #pragma unroll
@@ -841,7 +838,6 @@ __global__ void __launch_bounds__(kWideDkDvThreads)
   }
   if (!live) return;
   const float one[2] = {1.0f, 1.0f};
-  const int col0 = half * (D / 2);
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt) {
     store_columns<NT>(dk_acc[mt], one, dk, p.ld_k, g * D + col0, sq.start + k0, key_w + mt * 16, nk, lane);
