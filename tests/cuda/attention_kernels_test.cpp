@@ -169,6 +169,10 @@ testing::ExactAttention run_exact(const Case& c, const Host& in) {
                                          c.head_dim);
 }
 
+bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
 // Per tensor: name, error; prints one line per case so a GPU log shows every number.
 template <class Want>
 void expect_close(const std::string& what, const Outputs& got, const Want& want, double tol) {
@@ -243,12 +247,9 @@ TEST_F(AttentionKernelsOnDevice, WidePathGivesTheBitsOfTheTensorCorePath) {
     const int64_t n = cu_seqlens_of(c.lengths).back();
     const Host in = random_inputs(c, n, true, 0x71de + c.head_dim);
     const Outputs wide = run_gpu(c, in, true, ca::Path::MmaWide), mma = run_gpu(c, in, true, ca::Path::Mma);
-    auto same = [](const std::vector<float>& x, const std::vector<float>& y) {
-      return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
-    };
-    EXPECT_TRUE(same(wide.o, mma.o)) << c.name;
-    EXPECT_TRUE(same(wide.lse, mma.lse)) << c.name;
-    EXPECT_TRUE(same(wide.dq, mma.dq) && same(wide.dk, mma.dk) && same(wide.dv, mma.dv)) << c.name;
+    EXPECT_TRUE(same_bits(wide.o, mma.o)) << c.name;
+    EXPECT_TRUE(same_bits(wide.lse, mma.lse)) << c.name;
+    EXPECT_TRUE(same_bits(wide.dq, mma.dq) && same_bits(wide.dk, mma.dk) && same_bits(wide.dv, mma.dv)) << c.name;
     ++ran;
   }
   EXPECT_GE(ran, 2);
@@ -279,14 +280,11 @@ TEST_P(AttentionKernels, TwoRunsAreBitIdentical) {
     const int64_t n = cu_seqlens_of(c.lengths).back();
     const Host in = random_inputs(c, n, var.bf16, 0xd17);
     const Outputs a = run_gpu(c, in, var.bf16, var.path), b = run_gpu(c, in, var.bf16, var.path);
-    auto same = [](const std::vector<float>& x, const std::vector<float>& y) {
-      return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
-    };
-    EXPECT_TRUE(same(a.o, b.o)) << c.name;
-    EXPECT_TRUE(same(a.lse, b.lse)) << c.name;
-    EXPECT_TRUE(same(a.dq, b.dq)) << c.name;
-    EXPECT_TRUE(same(a.dk, b.dk)) << c.name;
-    EXPECT_TRUE(same(a.dv, b.dv)) << c.name;
+    EXPECT_TRUE(same_bits(a.o, b.o)) << c.name;
+    EXPECT_TRUE(same_bits(a.lse, b.lse)) << c.name;
+    EXPECT_TRUE(same_bits(a.dq, b.dq)) << c.name;
+    EXPECT_TRUE(same_bits(a.dk, b.dk)) << c.name;
+    EXPECT_TRUE(same_bits(a.dv, b.dv)) << c.name;
   }
 }
 

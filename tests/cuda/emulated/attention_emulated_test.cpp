@@ -164,7 +164,8 @@ Inputs inputs_of(const Case& c, bool bf16) {
   return in;
 }
 
-void check(const Case& c, Run run) {
+// Returns the outputs it checked.
+Outputs check(const Case& c, Run run) {
   const int64_t D = c.head_dim;
   const bool bf16 = run != Run::Fp32Fma;
   const Inputs in = inputs_of(c, bf16);
@@ -176,7 +177,7 @@ void check(const Case& c, Run run) {
   expect_close(c.name + " " + name + " vs fp64", got,
                testing::exact_attention_hidden(in.q, in.k, in.v, in.d_o, c.lengths, c.hidden, c.heads, c.kv_heads, D),
                bf16 ? 1e-2 : 1e-5);
-  if (run != Run::Fp32Fma) return;
+  if (run != Run::Fp32Fma) return got;
   // fp32: the kernels compute what the tiling's CPU emulation computes.
   const auto cu = cu_seqlens_of(c.lengths);
   const int64_t n = cu.back();
@@ -188,6 +189,7 @@ void check(const Case& c, Run run) {
                            c.hidden,
                            emu.dq.data(), emu.dk.data(), emu.dv.data());
   expect_close(c.name + " fp32 fma vs emulation", got, emu, 1e-6);
+  return got;
 }
 
 const Case kFixtureDim{"d12_gqa2_fixture", {17, 64, 3, 70}, 6, 3, 12};  // tests/fixtures/qwen3_rm_tiny's heads
@@ -229,7 +231,9 @@ TEST(AttentionEmulated, TensorCorePathAtHeadDim128) {
             run_kernels(kDim128, Run::Bf16Fma, in.q, in.k, in.v, in.d_o).o);
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b);
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
 
 // Sequences that fill the wide kernels' 128-row (128-key) blocks in every way: blocks with all 4 (8) warps and
 // the second diagonal key tile (skipped by warps 0 and 1), a last block of 1 row (3 of 4, 6 of 8 warps past the
@@ -247,10 +251,11 @@ const Case kDim128WideSmall{"d128_wide_shared_small", {140}, 2, 1, 128, 0, false
 // bound).
 TEST(AttentionEmulated, WidePathGivesTheBitsOfTheTensorCorePath) {
   for (const Case* c : {&kDim64, &kDim128FusedV, &kDim128Shared, &kDim128Wide, &kDim128WideShared}) {
-    if (c == &kDim128Wide || c == &kDim128WideShared) check(*c, Run::Bf16MmaWide);
     const Inputs in = inputs_of(*c, true);
-    const Outputs wide = run_kernels(*c, Run::Bf16MmaWide, in.q, in.k, in.v, in.d_o),
-                  mma = run_kernels(*c, Run::Bf16Mma, in.q, in.k, in.v, in.d_o);
+    const Outputs wide = c == &kDim128Wide || c == &kDim128WideShared
+                             ? check(*c, Run::Bf16MmaWide)
+                             : run_kernels(*c, Run::Bf16MmaWide, in.q, in.k, in.v, in.d_o);
+    const Outputs mma = run_kernels(*c, Run::Bf16Mma, in.q, in.k, in.v, in.d_o);
     EXPECT_TRUE(same_bits(wide.o, mma.o)) << c->name << ": o";
     EXPECT_TRUE(same_bits(wide.lse, mma.lse)) << c->name << ": lse";
     EXPECT_TRUE(same_bits(wide.dq, mma.dq) && same_bits(wide.dk, mma.dk) && same_bits(wide.dv, mma.dv)) << c->name;
@@ -268,9 +273,6 @@ bool random_schedule() { return schedule_name().rfind("random:", 0) == 0; }
 // order (no atomics, no reduction whose order follows the schedule), so two runs on a GPU are bit-identical.
 // A race the tolerance checks above would let pass (a sum in another order) fails here. The outputs of each
 // path under the default order against those under the emulator's other schedules, in this one process.
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 struct CaseRun {
   const Case& c;
   Run run;
