@@ -12,6 +12,7 @@
 #include "cuda/check.h"
 #include "cuda/kernel_launch.cuh"
 #include "cuda/kernels.h"
+#include "cuda/vector_pack.cuh"
 
 namespace zero::kernels {
 
@@ -34,22 +35,45 @@ int blocks_for(size_t n) {
   return int(b < size_t(kMaxBlocks) ? b : size_t(kMaxBlocks));
 }
 
+// The per-element formulas of copy and add (the same at every vector width: the same bits).
 template <class D, class S>
-__global__ void copy_kernel(D* __restrict__ d, const S* __restrict__ s, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-    d[i] = from_f32<D>(to_f32(s[i]));
+__device__ __forceinline__ D converted(S x) {
+  return from_f32<D>(to_f32(x));
+}
+template <class D, class S>
+__device__ __forceinline__ D added(D d, S s) {
+  if constexpr (std::is_same_v<D, Fx64> && std::is_same_v<S, Fx64>)
+    return Fx64{d.q + s.q};  // exact: integers
+  else if constexpr (std::is_same_v<D, Fx64>)
+    return Fx64{d.q + math::to_fixed(to_f32(s))};
+  else
+    return from_f32<D>(__fadd_rn(to_f32(d), to_f32(s)));
 }
 
-template <class D, class S>
-__global__ void add_kernel(D* __restrict__ d, const S* __restrict__ s, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    if constexpr (std::is_same_v<D, Fx64> && std::is_same_v<S, Fx64>)
-      d[i].q += s[i].q;  // exact: integers
-    else if constexpr (std::is_same_v<D, Fx64>)
-      d[i].q += math::to_fixed(to_f32(s[i]));
-    else
-      d[i] = from_f32<D>(__fadd_rn(to_f32(d[i]), to_f32(s[i])));
-  }
+// Element-wise kernels walk their tensors in 16-byte vectors from `head` on (vector_pack.cuh), V elements a
+// step (V = 1: one at a time, where the operands' addresses do not allow vectors).
+template <class D, class S, int V>
+__global__ void copy_kernel(D* __restrict__ d, const S* __restrict__ s, size_t n, size_t head) {
+  for_each_vector<V>(n, head, [&](size_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    const Pack<S, W> sp = load_pack<S, W>(s, i);
+    Pack<D, W> dp;
+#pragma unroll
+    for (int k = 0; k < W; ++k) dp.v[k] = converted<D>(sp.v[k]);
+    store_pack<D, W>(d, i, dp);
+  });
+}
+
+template <class D, class S, int V>
+__global__ void add_kernel(D* __restrict__ d, const S* __restrict__ s, size_t n, size_t head) {
+  for_each_vector<V>(n, head, [&](size_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    const Pack<S, W> sp = load_pack<S, W>(s, i);
+    Pack<D, W> dp = load_pack<D, W>(d, i);
+#pragma unroll
+    for (int k = 0; k < W; ++k) dp.v[k] = added(dp.v[k], sp.v[k]);
+    store_pack<D, W>(d, i, dp);
+  });
 }
 
 // Sums kReduceThreads values of shared memory in a fixed tree order; thread 0 holds the result.
@@ -76,13 +100,19 @@ __global__ void sum_squares_pass1(const T* __restrict__ s, size_t n, double* par
   if (threadIdx.x == 0) partials[blockIdx.x] = b;
 }
 
-// Counts the values not under `limit` in magnitude (NaN included; infinity: the non-finite ones).
-template <class T>
-__global__ void nonfinite_pass1(const T* __restrict__ s, size_t n, float limit, unsigned long long* partials) {
+// Counts the values not under `limit` in magnitude (NaN included; infinity: the non-finite ones). Integer
+// counts: the vectors change no sum.
+template <class T, int V>
+__global__ void nonfinite_pass1(const T* __restrict__ s, size_t n, size_t head, float limit,
+                                unsigned long long* partials) {
   __shared__ unsigned long long sh[kReduceThreads];
   unsigned long long bad = 0;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-    bad += !(fabsf(to_f32(s[i])) < limit);
+  for_each_vector<V>(n, head, [&](size_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    const Pack<T, W> p = load_pack<T, W>(s, i);
+#pragma unroll
+    for (int k = 0; k < W; ++k) bad += !(fabsf(to_f32(p.v[k])) < limit);
+  });
   const unsigned long long b = block_sum(sh, bad);
   if (threadIdx.x == 0) partials[blockIdx.x] = b;
 }
@@ -137,28 +167,46 @@ __global__ void fixed_square_sum_pass2(const math::FixedSquareSum* __restrict__ 
 }
 
 // The per-element update optim::adamw_step runs on the CPU (core/math/adamw_math.h).
-template <class G>
+template <class G, int V>
 __global__ void adamw_kernel(float* __restrict__ param, const G* __restrict__ grad, float* __restrict__ m,
-                             float* __restrict__ v, size_t n, math::AdamWScalars k) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    const math::AdamWState s = math::adamw_update({param[i], m[i], v[i]}, to_f32(grad[i]), k);
-    param[i] = s.param;
-    m[i] = s.m;
-    v[i] = s.v;
-  }
+                             float* __restrict__ v, size_t n, size_t head, math::AdamWScalars k) {
+  for_each_vector<V>(n, head, [&](size_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    Pack<float, W> pp = load_pack<float, W>(param, i), mp = load_pack<float, W>(m, i), vp = load_pack<float, W>(v, i);
+    const Pack<G, W> gp = load_pack<G, W>(grad, i);
+#pragma unroll
+    for (int e = 0; e < W; ++e) {
+      const math::AdamWState s = math::adamw_update({pp.v[e], mp.v[e], vp.v[e]}, to_f32(gp.v[e]), k);
+      pp.v[e] = s.param, mp.v[e] = s.m, vp.v[e] = s.v;
+    }
+    store_pack<float, W>(param, i, pp);
+    store_pack<float, W>(m, i, mp);
+    store_pack<float, W>(v, i, vp);
+  });
 }
 
 // The same update on a split master: joined, updated, split again in registers.
-template <class G>
+template <class G, int V>
 __global__ void adamw_split_kernel(uint16_t* __restrict__ high, uint16_t* __restrict__ low, const G* __restrict__ grad,
-                                   float* __restrict__ m, float* __restrict__ v, size_t n, math::AdamWScalars k) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    const math::AdamWState s = math::adamw_update({math::split_join(high[i], low[i]), m[i], v[i]}, to_f32(grad[i]), k);
-    high[i] = math::split_high(s.param);
-    low[i] = math::split_low(s.param);
-    m[i] = s.m;
-    v[i] = s.v;
-  }
+                                   float* __restrict__ m, float* __restrict__ v, size_t n, size_t head,
+                                   math::AdamWScalars k) {
+  for_each_vector<V>(n, head, [&](size_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    Pack<uint16_t, W> hp = load_pack<uint16_t, W>(high, i), lp = load_pack<uint16_t, W>(low, i);
+    Pack<float, W> mp = load_pack<float, W>(m, i), vp = load_pack<float, W>(v, i);
+    const Pack<G, W> gp = load_pack<G, W>(grad, i);
+#pragma unroll
+    for (int e = 0; e < W; ++e) {
+      const math::AdamWState s =
+          math::adamw_update({math::split_join(hp.v[e], lp.v[e]), mp.v[e], vp.v[e]}, to_f32(gp.v[e]), k);
+      hp.v[e] = math::split_high(s.param), lp.v[e] = math::split_low(s.param);
+      mp.v[e] = s.m, vp.v[e] = s.v;
+    }
+    store_pack<uint16_t, W>(high, i, hp);
+    store_pack<uint16_t, W>(low, i, lp);
+    store_pack<float, W>(m, i, mp);
+    store_pack<float, W>(v, i, vp);
+  });
 }
 
 __global__ void split_master_kernel(uint16_t* __restrict__ high, uint16_t* __restrict__ low, const float* __restrict__ src,
@@ -185,6 +233,18 @@ void with_elem(Elem e, F&& f) {
 
 size_t elem_size(Elem e) { return e == Elem::F32 ? 4 : e == Elem::FX64 ? 8 : 2; }
 
+// Runs launch(width, head, steps) for the walk of n elements over `operands` (walk_of: 16-byte vectors of V
+// elements where their addresses allow, else one element at a time).
+template <int V, class Launch>
+void launch_walk(size_t n, std::initializer_list<Operand> operands, Launch&& launch) {
+  const Walk w = walk_of<V>(n, operands);
+  if (w.width == V) {
+    launch(std::integral_constant<int, V>{}, w.head, w.steps);
+  } else {
+    launch(std::integral_constant<int, 1>{}, w.head, w.steps);
+  }
+}
+
 }  // namespace
 
 int reduce_blocks(size_t n) {
@@ -202,8 +262,10 @@ void copy(void* dst, Elem dt, const void* src, Elem st, size_t n, cudaStream_t s
     using D = std::remove_pointer_t<decltype(dtag)>;
     with_elem(st, [&](auto* stag) {
       using S = std::remove_pointer_t<decltype(stag)>;
-      auto* kernel = copy_kernel<D, S>;  // one token for ZERO_LAUNCH
-      ZERO_LAUNCH(kernel, blocks_for(n), kThreads, 0, s, static_cast<D*>(dst), static_cast<const S*>(src), n);
+      launch_walk<vector_width<D, S>()>(n, {{dst, sizeof(D)}, {src, sizeof(S)}}, [&](auto width, size_t head, size_t steps) {
+        auto* kernel = copy_kernel<D, S, decltype(width)::value>;  // one token for ZERO_LAUNCH
+        ZERO_LAUNCH(kernel, blocks_for(steps), kThreads, 0, s, static_cast<D*>(dst), static_cast<const S*>(src), n, head);
+      });
     });
   });
   CUDA_CHECK(last_launch_error());
@@ -215,8 +277,10 @@ void add(void* dst, Elem dt, const void* src, Elem st, size_t n, cudaStream_t s)
     using D = std::remove_pointer_t<decltype(dtag)>;
     with_elem(st, [&](auto* stag) {
       using S = std::remove_pointer_t<decltype(stag)>;
-      auto* kernel = add_kernel<D, S>;
-      ZERO_LAUNCH(kernel, blocks_for(n), kThreads, 0, s, static_cast<D*>(dst), static_cast<const S*>(src), n);
+      launch_walk<vector_width<D, S>()>(n, {{dst, sizeof(D)}, {src, sizeof(S)}}, [&](auto width, size_t head, size_t steps) {
+        auto* kernel = add_kernel<D, S, decltype(width)::value>;
+        ZERO_LAUNCH(kernel, blocks_for(steps), kThreads, 0, s, static_cast<D*>(dst), static_cast<const S*>(src), n, head);
+      });
     });
   });
   CUDA_CHECK(last_launch_error());
@@ -235,10 +299,14 @@ void sum_squares(const void* src, Elem t, size_t n, double* partials, double* ou
 
 void count_nonfinite(const void* src, Elem t, size_t n, float limit, unsigned long long* partials,
                      unsigned long long* out, cudaStream_t s) {
-  const int blocks = reduce_blocks(n);
+  int blocks = 1;
   with_elem(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    ZERO_LAUNCH(nonfinite_pass1<T>, blocks, kReduceThreads, 0, s, static_cast<const T*>(src), n, limit, partials);
+    launch_walk<vector_width<T>()>(n, {{src, sizeof(T)}}, [&](auto width, size_t head, size_t steps) {
+      auto* kernel = nonfinite_pass1<T, decltype(width)::value>;
+      blocks = reduce_blocks(steps);
+      ZERO_LAUNCH(kernel, blocks, kReduceThreads, 0, s, static_cast<const T*>(src), n, head, limit, partials);
+    });
   });
   CUDA_CHECK(last_launch_error());
   ZERO_LAUNCH(reduce_pass2<unsigned long long>, 1, kReduceThreads, 0, s,
@@ -262,7 +330,11 @@ void adamw(float* param, const void* grad, Elem gt, float* m, float* v, size_t n
   if (n == 0) return;
   with_elem(gt, [&](auto* tag) {
     using G = std::remove_pointer_t<decltype(tag)>;
-    ZERO_LAUNCH(adamw_kernel<G>, blocks_for(n), kThreads, 0, s, param, static_cast<const G*>(grad), m, v, n, k);
+    launch_walk<vector_width<float, G>()>(n, {{param, 4}, {m, 4}, {v, 4}, {grad, sizeof(G)}},
+                                          [&](auto width, size_t head, size_t steps) {
+      auto* kernel = adamw_kernel<G, decltype(width)::value>;
+      ZERO_LAUNCH(kernel, blocks_for(steps), kThreads, 0, s, param, static_cast<const G*>(grad), m, v, n, head, k);
+    });
   });
   CUDA_CHECK(last_launch_error());
 }
@@ -284,8 +356,12 @@ void adamw_split(void* high, uint16_t* low, const void* grad, Elem gt, float* m,
   if (n == 0) return;
   with_elem(gt, [&](auto* tag) {
     using G = std::remove_pointer_t<decltype(tag)>;
-    ZERO_LAUNCH(adamw_split_kernel<G>, blocks_for(n), kThreads, 0, s, static_cast<uint16_t*>(high), low,
-                static_cast<const G*>(grad), m, v, n, k);
+    launch_walk<vector_width<uint16_t, G>()>(n, {{high, 2}, {low, 2}, {m, 4}, {v, 4}, {grad, sizeof(G)}},
+                                             [&](auto width, size_t head, size_t steps) {
+      auto* kernel = adamw_split_kernel<G, decltype(width)::value>;
+      ZERO_LAUNCH(kernel, blocks_for(steps), kThreads, 0, s, static_cast<uint16_t*>(high), low,
+                  static_cast<const G*>(grad), m, v, n, head, k);
+    });
   });
   CUDA_CHECK(last_launch_error());
 }

@@ -56,7 +56,7 @@ gpu_configure() {
 }
 
 gpu_test_targets() {
-  local build=$1 known benches="nccl_collectives_bench attention_bench" targets t
+  local build=$1 known benches="nccl_collectives_bench attention_bench elementwise_bench" targets t
   targets=$benches
   known=$(cmake --build "$build" --target help 2>/dev/null | sed -nE 's/^\.\.\. ([^ ]+).*/\1/p; s/^([^ :]+): phony$/\1/p')
   for t in $( (cd "$build" && ctest -L gpu -N -V) | grep -oE "$(realpath "$build")/[^ \"]+" | xargs -r -n1 basename | sort -u); do

@@ -85,6 +85,9 @@ read -r passed failed <<< "$(ctest_counts "$BUILD.ctest.log")"
 not_run=$(( ${total:-0} - passed - failed ))
 [ "$not_run" -gt 0 ] && { echo "# $not_run of $total GPU tests did not run before the deadline"; failed=$((failed + not_run)); }
 timeout "$(left 120)" mpirun -np 2 "$TEST_BUILD/bench/cuda/nccl_collectives_bench" 2>&1 | tail -30
+# The engine's element-wise kernels (gradient accumulate, non-finite count, cast, AdamW) in 16-byte vectors and one
+# element at a time, against cudaMemcpy: a few seconds.
+timeout "$(left 60)" "$TEST_BUILD/bench/cuda/elementwise_bench" --iters 5 2>&1 | tail -8
 # Attention speed, ours (fp32 and bf16 FMA paths, bf16 tensor cores) and torch's sdpa on the same shapes:
 # numbers for the log, not part of the pass count.
 timeout "$(left 120)" "$TEST_BUILD/bench/cuda/attention_bench" --iters 3 2>&1 | tail -14

@@ -15,6 +15,7 @@
 #include "cuda/check.h"
 #include "cuda/dynamic_shared.cuh"
 #include "cuda/kernel_launch.cuh"
+#include "cuda/vector_pack.cuh"
 #include "model/cuda/model_kernels.h"
 #include "model/device_scratch.h"
 
@@ -254,13 +255,11 @@ void column_sum(const float* partials, int64_t blocks, int64_t dim, void* out, E
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
 
 // Element-wise kernels over tensors of one type T (uint16_t: bf16 bits, or float), V elements a thread: V = 1,
-// or 16 bytes' worth (one load or store per operand) where sizes, strides and alignment allow (packed_width).
-// One element a thread behind a type test ran SwiGLU at about 30% of the H200's bandwidth
-// (bench/results/gpu_20261128_h200). The per-element formulas are the same at every width: the same bits.
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
+// or 16 bytes' worth (one Pack, cuda/vector_pack.cuh) where sizes, strides and alignment allow (packed_width).
+// The per-element formulas are the same at every width: the same bits.
+using kernels::load_pack;
+using kernels::Pack;
+using kernels::store_pack;
 __device__ __forceinline__ float as_f32(float x) { return x; }
 __device__ __forceinline__ float as_f32(uint16_t b) { return math::bf16_to_f32(b); }
 template <typename T>
@@ -270,14 +269,6 @@ __device__ __forceinline__ T from_f32(float x) {
   } else {
     return x;
   }
-}
-template <typename T, int V>
-__device__ __forceinline__ Pack<T, V> load_pack(const void* base, int64_t element) {
-  return *reinterpret_cast<const Pack<T, V>*>(static_cast<const T*>(base) + element);
-}
-template <typename T, int V>
-__device__ __forceinline__ void store_pack(void* base, int64_t element, const Pack<T, V>& p) {
-  *reinterpret_cast<Pack<T, V>*>(static_cast<T*>(base) + element) = p;
 }
 
 // SwiGLU: a block per row (grid-stride over rows), its threads across the row: g, u, dg and du may be column

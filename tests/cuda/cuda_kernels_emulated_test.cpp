@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <algorithm>
 #include <vector>
 
 #include "core/math/bf16.h"
@@ -88,6 +90,114 @@ TEST(CudaKernelsEmulated, AdamWEqualsTheCpuOptimizerBitForBit) {
     EXPECT_EQ(0, std::memcmp(m_gpu.data(), m_cpu.data(), n * 4)) << "m, bf16 grad " << bf16_grad;
     EXPECT_EQ(0, std::memcmp(v_gpu.data(), v_cpu.data(), n * 4)) << "v, bf16 grad " << bf16_grad;
   }
+}
+
+// vector_head (cuda/vector_pack.cuh) at literal addresses: the elements to take one by one before every
+// operand lies on a 16-byte boundary, or -1 where none does.
+TEST(CudaKernelsEmulated, VectorHeadAlignsEveryOperand) {
+  auto at = [](uintptr_t address) { return reinterpret_cast<const void*>(address); };
+  EXPECT_EQ(vector_head(8, 100, {{at(0x1000), 4}, {at(0x2000), 2}}), 0);
+  EXPECT_EQ(vector_head(8, 100, {{at(0x1004), 4}, {at(0x2002), 2}}), 7);  // 0x1020 and 0x2010
+  EXPECT_EQ(vector_head(8, 100, {{at(0x1008), 4}, {at(0x200c), 2}}), 2);  // 0x1010 and 0x2010
+  EXPECT_EQ(vector_head(8, 100, {{at(0x1004), 4}, {at(0x2000), 2}}), -1);  // h = 3 mod 4 against h = 0 mod 8
+  EXPECT_EQ(vector_head(8, 100, {{at(0x1002), 4}}), -1);  // a float off its own alignment: never
+  EXPECT_EQ(vector_head(4, 100, {{at(0x100c), 4}, {at(0x200c), 4}, {at(0x300c), 4}}), 1);
+  EXPECT_EQ(vector_head(8, 6, {{at(0x2002), 2}}), -1);  // the head (7) is past the 6 elements
+  EXPECT_EQ(vector_head(8, 7, {{at(0x2002), 2}}), 7);
+  EXPECT_EQ(vector_head(2, 100, {{at(0x1008), 8}, {at(0x2004), 2}}), -1);  // 0x1010 needs h = 1, 0x2010 h = 6
+  // The walk the launchers take: vectors where a head aligns the operands, else one element at a time.
+  const Walk vectors = walk_of<8>(100, {{at(0x1004), 4}, {at(0x2002), 2}});
+  EXPECT_EQ(vectors.width, 8);
+  EXPECT_EQ(vectors.head, 7u);
+  EXPECT_EQ(vectors.steps, 13u);
+  const Walk singles = walk_of<8>(100, {{at(0x1004), 4}, {at(0x2000), 2}});
+  EXPECT_EQ(singles.width, 1);
+  EXPECT_EQ(singles.head, 0u);
+  EXPECT_EQ(singles.steps, 100u);
+  EXPECT_EQ((vector_width<float, Bf16>()), 8);
+  EXPECT_EQ((vector_width<float>()), 4);
+  EXPECT_EQ((vector_width<Fx64, float>()), 4);
+}
+
+// Copy, add, the non-finite count and AdamW at every offset of their operands into 16-byte-aligned buffers and
+// lengths around the vectors' 8 elements: the walk's head, whole vectors and tail, or one element at a time where
+// the offsets disagree, each element by the same formula (the emulator stops at a misaligned vector access).
+TEST(CudaKernelsEmulated, EveryOffsetAndLengthGivesTheSameBits) {
+  constexpr size_t kMax = 2100, kPad = 8;
+  struct alignas(16) Buf32 { float x[kMax + kPad]; };
+  struct alignas(16) Buf16 { uint16_t x[kMax + kPad]; };
+  auto a32 = std::make_unique<Buf32>(), b32 = std::make_unique<Buf32>(), m32 = std::make_unique<Buf32>(),
+       v32 = std::make_unique<Buf32>();
+  auto a16 = std::make_unique<Buf16>(), b16 = std::make_unique<Buf16>();
+  const std::vector<float> x = draw(kMax + kPad, 3.0f, 31), y = draw(kMax + kPad, 3.0f, 32);
+  const std::vector<uint16_t> y16 = bf16_of(y);
+  const optim::AdamWConfig cfg{0.9f, 0.95f, 1e-8f, 0.1f};
+  int runs = 0;
+  for (size_t n : {size_t(0), size_t(1), size_t(7), size_t(8), size_t(9), size_t(23), size_t(300), kMax}) {
+    for (size_t od = 0; od < kPad; ++od) {
+      for (size_t os : {od, (od + 1) % kPad, (od + 4) % kPad}) {
+        SCOPED_TRACE(::testing::Message() << "n " << n << ", offsets " << od << " (dst) " << os << " (src)");
+        float* d32 = a32->x + od;
+        const float* s32 = b32->x + os;
+        uint16_t* d16 = a16->x + od;
+        const uint16_t* s16 = b16->x + os;
+        std::copy(y.begin(), y.end(), b32->x);
+        std::copy(y16.begin(), y16.end(), b16->x);
+        std::fill(std::begin(a32->x), std::end(a32->x), -7.0f);  // what lies outside [0, n) stays
+        copy(d32, Elem::F32, s16, Elem::BF16, n, nullptr);  // fp32 <- bf16
+        for (size_t i = 0; i < kMax + kPad - od; ++i)
+          ASSERT_EQ(d32[i], i < n ? widen(s16[i]) : -7.0f) << "copy f32 <- bf16, element " << i;
+        std::fill(std::begin(a16->x), std::end(a16->x), uint16_t(0x1234));
+        copy(d16, Elem::BF16, s32, Elem::F32, n, nullptr);  // bf16 <- fp32
+        for (size_t i = 0; i < kMax + kPad - od; ++i)
+          ASSERT_EQ(d16[i], i < n ? math::f32_to_bf16(s32[i]) : uint16_t(0x1234)) << "copy bf16 <- f32, element " << i;
+        std::copy(x.begin(), x.end(), a32->x);
+        add(d32, Elem::F32, s16, Elem::BF16, n, nullptr);  // fp32 += bf16: the gradient accumulator
+        for (size_t i = 0; i < kMax + kPad - od; ++i)
+          ASSERT_EQ(d32[i], i < n ? x[od + i] + widen(s16[i]) : x[od + i]) << "add f32 += bf16, element " << i;
+        std::copy(x.begin(), x.end(), a32->x);
+        add(d32, Elem::F32, s32, Elem::F32, n, nullptr);
+        for (size_t i = 0; i < n; ++i) ASSERT_EQ(d32[i], x[od + i] + s32[i]) << "add f32 += f32, element " << i;
+        const std::vector<uint16_t> x16 = bf16_of(x);
+        std::copy(x16.begin(), x16.end(), a16->x);
+        add(d16, Elem::BF16, s16, Elem::BF16, n, nullptr);
+        for (size_t i = 0; i < n; ++i)
+          ASSERT_EQ(d16[i], math::f32_to_bf16(widen(x16[od + i]) + widen(s16[i]))) << "add bf16 += bf16, element " << i;
+        ++runs;
+      }
+      // The non-finite count, and AdamW against the CPU's loop, with every operand at the same offset and with
+      // the gradient one element further on (no head aligns them: one element at a time).
+      if (n == 0 || n == 8 || n == 23 || n == kMax) {
+        for (size_t og : {od, (od + 1) % kPad}) {
+          SCOPED_TRACE(::testing::Message() << "n " << n << ", offset " << od << ", gradient offset " << og);
+          std::copy(y16.begin(), y16.end(), b16->x);
+          size_t want = 0;
+          for (size_t i : {size_t(0), n / 2, n - 1})
+            if (i < n) b16->x[og + i] = 0x7fc0, ++want;  // NaN at the walk's ends and middle
+          if (n > 0) b16->x[og + n] = 0x7f80;  // inf just past the end: not counted
+          std::vector<unsigned long long> partials(kMaxReduceBlocks);
+          unsigned long long bad = ~0ull;
+          count_nonfinite(b16->x + og, Elem::BF16, n, std::numeric_limits<float>::infinity(), partials.data(), &bad,
+                          nullptr);
+          EXPECT_EQ(bad, want);
+          std::copy(y16.begin(), y16.end(), b16->x);
+          std::copy(x.begin(), x.end(), a32->x);
+          std::fill(std::begin(m32->x), std::end(m32->x), 0.25f);
+          std::fill(std::begin(v32->x), std::end(v32->x), 0.5f);
+          std::vector<float> p_cpu(a32->x + od, a32->x + od + n), m_cpu(n, 0.25f), v_cpu(n, 0.5f), g(n);
+          for (size_t i = 0; i < n; ++i) g[i] = widen(b16->x[og + i]);
+          adamw(a32->x + od, b16->x + og, Elem::BF16, m32->x + od, v32->x + od, n,
+                optim::adamw_scalars(cfg, 1e-3f, 2, /*decay=*/true, 0.5f), nullptr);
+          optim::adamw_step(p_cpu.data(), g.data(), m_cpu.data(), v_cpu.data(), n, cfg, 1e-3f, 2, true, 0.5f);
+          EXPECT_EQ(0, std::memcmp(a32->x + od, p_cpu.data(), n * 4));
+          EXPECT_EQ(0, std::memcmp(m32->x + od, m_cpu.data(), n * 4));
+          EXPECT_EQ(0, std::memcmp(v32->x + od, v_cpu.data(), n * 4));
+          EXPECT_EQ(a32->x[od + n], x[od + n]);  // past the end: untouched
+        }
+      }
+    }
+  }
+  EXPECT_EQ(runs, 8 * 8 * 3);
 }
 
 TEST(CudaKernelsEmulated, ReductionsAndAccumulators) {
