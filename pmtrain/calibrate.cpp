@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -31,6 +32,7 @@
 #include "pmtrain/paths.h"
 #include "zero/buffer_plan.h"
 #include "zero/device_ops.h"
+#include "zero/step_traffic.h"
 
 namespace zero::pmtrain {
 
@@ -71,6 +73,7 @@ nlohmann::json ComputeProfile::to_json() const {
                       {"gemm_flops", gemm_flops}, {"attention_flops", attention_flops},
                       {"elementwise_bytes", elementwise_bytes},
                       {"adamw_elements", adamw_elements},
+                      {"gradient_bytes", gradient_bytes},
                       {"swiglu_forward_elements", swiglu_forward_elements},
                       {"swiglu_backward_elements", swiglu_backward_elements},
                       {"threads", threads},       {"cores", cores},       {"process_baseline_bytes", process_baseline_bytes}};
@@ -158,6 +161,7 @@ ComputeProfile load_profile(const std::string& path) {
                "--profile {}: gemm_flops and elementwise_bytes must be > 0", path);
   num("process_baseline_bytes", p.process_baseline_bytes, false);
   num("adamw_elements", p.adamw_elements, false);
+  num("gradient_bytes", p.gradient_bytes, false);
   num("attention_flops", p.attention_flops, false);
   num("swiglu_forward_elements", p.swiglu_forward_elements, false);
   num("swiglu_backward_elements", p.swiglu_backward_elements, false);
@@ -377,6 +381,22 @@ ComputeProfile measure_compute(DeviceOps& ops, TrackingAllocator& alloc, model::
                        ops.adamw(a.as<float>(), b.data(), DType::F32, c.as<float>(), v.as<float>(), m, cfg, 1e-5f,
                                  ++step, true, 1.0f);
                      });
+  // The engine's gradient work on a micro-step's view of m elements in the model's dtype (its parameters'):
+  // the non-finite count (into a device counter, as the engine's) and the add into an fp32 accumulator. On a GPU
+  // only: on a CPU the loop repeated over the same buffers ran at 86.7 GB/s on one thread here (2026-12-02, 64M
+  // elements) where a real step's grad_buckets moved about 50 GB/s (a 90M-parameter model, two micro-steps, 0.053-
+  // 0.063 s at one thread: bench/results/cpu_threads_20261201c.txt), nearer the add + RMSNorm rate (52 GB/s), so a
+  // CPU profile keeps pricing it at elementwise_bytes, against which the CPU accuracy grid was measured.
+  if (!ops.host_addressable()) {
+    const DType pt = mo.activation_dtype();
+    const Buffer grad = filled_buffer(alloc, ops, m, pt), counter(alloc, 1, DType::F64, MemCategory::Other);
+    ops.zero(counter.data(), DType::F64, 1);
+    const double secs = timed(1.0, [&] {
+      ops.accumulate_nonfinite(grad.data(), pt, m, counter.as<double>(), std::numeric_limits<float>::infinity());
+      ops.add(a.data(), DType::F32, grad.data(), pt, m);
+    });
+    p.gradient_bytes = (traffic::finite_count(pt) + traffic::accumulate(pt, DType::F32)) * double(m) / secs;
+  }
   return p;
 }
 
@@ -474,11 +494,12 @@ int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi) {
          "  attention (the model's forward and backward, counted as the planner counts it): %.1f GFLOP/s\n"
          "  element-wise (the model's residual add and RMSNorm, %zu M elements): %.1f GB/s; SwiGLU forward %.0f, "
          "backward %.0f M elements/s\n"
-         "  AdamW step: %.0f M elements/s\n  collectives at %d rank%s (%s, %zu M-element fp32 messages, %d on the wire "
+         "  AdamW step: %.0f M elements/s; the engine's gradient work (non-finite count + add into fp32): %.1f GB/s\n"
+         "  collectives at %d rank%s (%s, %zu M-element fp32 messages, %d on the wire "
          "at once, M elements/s as counted): all-reduce %.0f, reduce-scatter %.0f, all-gather %.0f\n",
          p.source.c_str(), (long long)z.tokens, (long long)z.features, (long long)z.features, dtype, p.gemm_flops / 1e9,
          p.attention_flops / 1e9, z.elements >> 20, p.elementwise_bytes / 1e9, p.swiglu_forward_elements / 1e6,
-         p.swiglu_backward_elements / 1e6, p.adamw_elements / 1e6, W, W == 1 ? "" : "s", comm.backend_name(),
+         p.swiglu_backward_elements / 1e6, p.adamw_elements / 1e6, p.gradient_bytes / 1e9, W, W == 1 ? "" : "s", comm.backend_name(),
          z.message >> 20, kReductionsInFlight, coll.all_reduce / 1e6, coll.reduce_scatter / 1e6, coll.all_gather / 1e6);
   for (size_t i = 0; i < p.gemm_rates.size(); ++i) {
     const ComputeProfile::GemmRate& r = p.gemm_rates[i];

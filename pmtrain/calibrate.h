@@ -26,6 +26,11 @@ struct ComputeProfile {
   double attention_flops = 0;
   double elementwise_bytes = 0;    // bytes/s read + written by memory-bound element-wise passes
   double adamw_elements = 0;       // elements/s of the optimizer step (0: elementwise_bytes over traffic::adamw)
+  // Bytes/s of the engine's per-micro-step gradient work on a GPU: a gradient view's non-finite count and its add
+  // into the fp32 accumulator, at zero/step_traffic.h's bytes (0: not measured, or a CPU profile: priced at
+  // elementwise_bytes). These are the engine's own kernels (cuda/kernels.cu), not the model's: on 11-28 they ran at
+  // about half the model's add + RMSNorm rate (bench/results/gpu_20261128_h200).
+  double gradient_bytes = 0;
   // Elements/s of the model's SwiGLU forward and backward, priced apart from the bytes: on a CPU core its
   // exponentials make it ~15x slower than a memory pass over the same elements (0: not measured, not priced).
   double swiglu_forward_elements = 0, swiglu_backward_elements = 0;

@@ -27,6 +27,9 @@ assert p["device"] == "gpu" and not p["assumed"], p
 assert 98.9e12 <= p["gemm_flops"] <= 989e12, f"bf16 GEMM {p['gemm_flops'] / 1e12:.1f} TFLOP/s"
 assert 0.335e12 <= p["elementwise_bytes"] <= 3.35e12, f"element-wise {p['elementwise_bytes'] / 1e9:.0f} GB/s"
 assert p["adamw_elements"] > 1e9, f"AdamW {p['adamw_elements'] / 1e9:.2f} G elements/s"
+# The engine's gradient kernels (non-finite count + add into fp32): memory-bound, within an H100's and an H200's
+# HBM (3.35 and 4.8 TB/s).
+assert 0.335e12 <= p["gradient_bytes"] <= 4.8e12, f"gradient work {p['gradient_bytes'] / 1e9:.0f} GB/s"
 # Our attention kernels, forward and backward at Qwen3-4B heads and 2048 tokens, in the planner's counting
 # (4 x q_dim FLOPs a causal score forward, 3.5 times that in all): within a GEMM's physical range.
 assert 9.89e12 <= p["attention_flops"] <= 989e12, f"attention {p['attention_flops'] / 1e12:.1f} TFLOP/s"
@@ -41,6 +44,7 @@ for r in g.values():
 c = p["collective_elements_per_s"]
 assert set(c) == {"1", "2"} and all(r > 0 for w in c.values() for r in w.values()), c
 print(f"ok: bf16 GEMM {p['gemm_flops'] / 1e12:.0f} TFLOP/s, {p['elementwise_bytes'] / 1e9:.0f} GB/s, "
+      f"gradient work {p['gradient_bytes'] / 1e9:.0f} GB/s, "
       f"AdamW {p['adamw_elements'] / 1e9:.1f} G/s, {p['source']}")
 PY
 "$PMTRAIN" plan configs/qwen3_4b_bs128.yaml --world 1,2 --gpu-mem 80GiB --profile $TMP/gpu.json > $TMP/plan.txt 2>&1 || { cat $TMP/plan.txt; fail "plan with the GPU profile"; }

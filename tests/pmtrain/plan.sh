@@ -374,6 +374,21 @@ compute_s() { "$PMTRAIN" plan configs/tiny_cpu.yaml --world 1 --json --profile $
   | python3 -c "import json,sys; print(json.load(sys.stdin)['cells'][0]['compute_seconds'])"; }
 python3 -c "same, none, slow = $(compute_s $TMP/prof_same.json), $(compute_s $TMP/prof_none.json), $(compute_s $TMP/prof_slow.json)
 assert abs(same / none - 1) < 1e-12 and slow > same * 1.01, (same, none, slow)" || fail "plan: attention not priced at its rate"
+# The engine's gradient work (each micro-step's non-finite counts and adds into the accumulator) at the profile's
+# gradient_bytes where it has one (calibrate measures it on a GPU), else at elementwise_bytes: equal rates price
+# alike, and halving the rate adds the same seconds again as halving it once more adds twice over.
+python3 -c "import json
+for name, rate in (('same', 1e10), ('half', 5e9), ('quarter', 2.5e9), ('none', 0)):
+    q = {'source': 'hand-written', 'gemm_flops': 2e10, 'elementwise_bytes': 1e10, 'threads': 1, 'cores': 1}
+    if rate: q['gradient_bytes'] = rate
+    json.dump(q, open('$TMP/prof_grad_' + name + '.json', 'w'))"
+elem_s() { "$PMTRAIN" plan configs/tiny_cpu.yaml --world 1 --json --profile $TMP/prof_grad_$1.json --set threads=1 \
+  --set data.cache_dir=$TMP/cache | python3 -c "import json,sys; print(json.load(sys.stdin)['cells'][0]['elementwise_seconds'])"; }
+python3 -c "none, same, half, quarter = $(elem_s none), $(elem_s same), $(elem_s half), $(elem_s quarter)
+assert abs(same / none - 1) < 1e-12 and half > same * 1.001, (none, same, half)
+assert abs((quarter - same) / (half - same) - 3) < 1e-9, (same, half, quarter)
+print('ok: gradient work at gradient_bytes: + %.3g s at half the rate' % (half - same))" \
+  || fail "plan: the gradient work not priced at gradient_bytes"
 # A CPU rank's compute is priced at the profile's speed x the rank's math threads / the profile's threads
 # (assumed linear), ranks whose threads outnumber the node's cores sharing them; `threads` left out (and no
 # OMP_NUM_THREADS): a rank's share of the profile's cores, as a run takes its node's. A profile of 1 thread on 8
