@@ -90,7 +90,7 @@ timeout "$(left 120)" mpirun -np 2 "$TEST_BUILD/bench/cuda/nccl_collectives_benc
 timeout "$(left 60)" "$TEST_BUILD/bench/cuda/elementwise_bench" --iters 5 2>&1 | tail -8
 # Attention speed, ours (fp32 and bf16 FMA paths, bf16 tensor cores) and torch's sdpa on the same shapes:
 # numbers for the log, not part of the pass count.
-timeout "$(left 120)" "$TEST_BUILD/bench/cuda/attention_bench" --iters 3 2>&1 | tail -14
+timeout "$(left 120)" "$TEST_BUILD/bench/cuda/attention_bench" --iters 3 2>&1 | tail -24
 timeout "$(left 90)" python3 bench/torch/sdpa_attention.py --iters 5 2>&1 | tail -6
 [ -f "$ZERO_PARITY_TABLE" ] && echo "# transformers parity table: $ZERO_PARITY_TABLE"
 echo "# gpu_check took $(( $(date +%s) - START )) s"

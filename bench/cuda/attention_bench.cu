@@ -2,7 +2,11 @@
 // attention measured in the same run: per (sequence, head) the scores materialised as an L x L fp32
 // matrix by cuBLAS (S = Q K^T, P V, P^T dO, dO V^T, dS K, dS^T Q: six fp32 SGEMMs, default math mode, no
 // TF32), a causal softmax and a softmax-gradient kernel between them. Qwen3-4B's attention shape: 32
-// query heads, 8 kv heads, head_dim 128; sequence lengths 512 and 2048, about 16k tokens per batch.
+// query heads, 8 kv heads, head_dim 128; sequence lengths 512 and 2048, about 16k tokens per batch, and a ragged
+// batch at hh-rlhf's lengths (16k tokens in 120 sequences of 20-430 tokens, log-normal about a median of 120, mean
+// 137: the bundled pairs' rows average 140, 280 tokens a pair unshared, bench/results/planner_data_lengths.txt),
+// where the tensor-core paths alone are timed (the wide forward's 128-row blocks cover short sequences with more
+// masked rows than the 64-row ones: which path Auto takes must hold there too).
 // Our kernels four ways: fp32 storage (FMA path), bf16 storage on the FMA path, bf16 on the tensor-core
 // path (the production one), and the wide tensor-core path (Path::MmaWide: the forward at 32 query rows a
 // warp, dK/dV in 8-warp 128-key blocks; dQ the same). torch's sdpa on the same shapes:
@@ -11,7 +15,8 @@
 // path's forward and backward times are printed as ratios to the 16-row ones'. Without a GPU it prints a skip
 // line and exits 0.
 //   attention_bench [--iters N] [--length L] [--mma-only]
-// --length: only sequences of L tokens (512 or 2048 by default); --mma-only: only the tensor-core paths, for a
+// --length: only sequences of L tokens (512, 2048 and the ragged batch by default); --mma-only: only the
+// tensor-core paths, for a
 // profiler (bench/gpu/profile_attention.sh: ncu on the first launch of each of the five kernels, which this
 // mode makes first: the wide forward, dK/dV and dQ, then the forward and dK/dV).
 #include <cublas_v2.h>
@@ -146,11 +151,31 @@ double median_ms(F&& f, int iters, cudaStream_t stream) {
   return ms[ms.size() / 2];
 }
 
+// The ragged batch's sequence lengths: log-normal (median 120 tokens, sigma 0.7) from a fixed generator, clamped to
+// 16-960 tokens, until kTokensPerBatch tokens are filled (the last one cut to fit).
+std::vector<int64_t> ragged_lengths() {
+  std::vector<int64_t> out;
+  uint64_t state = 0x0ddba11;
+  auto uniform = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double(state >> 11) + 0.5) * 0x1p-53;
+  };
+  int64_t total = 0;
+  while (total < kTokensPerBatch) {
+    const double z = std::sqrt(-2.0 * std::log(uniform())) * std::cos(6.283185307179586 * uniform());
+    int64_t len = std::clamp<int64_t>(int64_t(std::lround(120.0 * std::exp(0.7 * z))), 16, 960);
+    len = std::min(len, kTokensPerBatch - total);
+    out.push_back(len);
+    total += len;
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int iters = 5;
-  std::vector<int64_t> lengths = {512, 2048};
+  std::vector<int64_t> lengths = {512, 2048, 0};  // 0: the ragged batch
   bool mma_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--mma-only") == 0) mma_only = true;
@@ -176,8 +201,16 @@ int main(int argc, char** argv) {
   CUBLAS_CHECK(cublasCreate(&handle));
   CUBLAS_CHECK(cublasSetStream(handle, stream));
 
-  for (int64_t L : lengths) {
-    const int64_t seqs = kTokensPerBatch / L, n = seqs * L;
+  for (const int64_t uniform_len : lengths) {
+    // Sequences of uniform_len tokens, or the ragged batch (L: its longest; eager only for uniform ones).
+    const bool ragged = uniform_len == 0;
+    const std::vector<int64_t> seq_lens =
+        ragged ? ragged_lengths() : std::vector<int64_t>(size_t(kTokensPerBatch / uniform_len), uniform_len);
+    const int64_t seqs = int64_t(seq_lens.size()), L = *std::max_element(seq_lens.begin(), seq_lens.end());
+    int64_t n = 0;
+    double causal_pairs = 0;  // (query, key) pairs the causal mask keeps, per head
+    for (int64_t len : seq_lens) n += len, causal_pairs += double(len) * double(len + 1) / 2.0;
+    const bool with_eager = !mma_only && !ragged;
     const size_t qn = size_t(n * kHeads * kHeadDim), kn = size_t(n * kKvHeads * kHeadDim);
     std::vector<float> host(std::max(qn, kn));
     uint64_t state = 0x5eed;
@@ -192,8 +225,8 @@ int main(int argc, char** argv) {
     for (float** p : {&b.q, &b.o, &b.d_o, &b.dq}) CUDA_CHECK(cudaMalloc(p, qn * 4));
     for (float** p : {&b.k, &b.v, &b.dk, &b.dv}) CUDA_CHECK(cudaMalloc(p, kn * 4));
     CUDA_CHECK(cudaMalloc(&b.lse, size_t(n * kHeads) * 4));
-    CUDA_CHECK(cudaMalloc(&b.s, size_t(L * L) * 4));
-    CUDA_CHECK(cudaMalloc(&b.dp, size_t(L * L) * 4));
+    CUDA_CHECK(cudaMalloc(&b.s, size_t(with_eager ? L * L : 1) * 4));
+    CUDA_CHECK(cudaMalloc(&b.dp, size_t(with_eager ? L * L : 1) * 4));
     fill(b.q, qn, 3.0f), fill(b.k, kn, 1.0f), fill(b.v, kn, 1.0f), fill(b.d_o, qn, 1.0f);
     // bf16 copies of the same inputs (the kernels' bf16 storage; outputs to separate buffers).
     std::vector<uint16_t> hb(qn);
@@ -211,8 +244,8 @@ int main(int argc, char** argv) {
     for (void** p : {&o16, &dq16}) CUDA_CHECK(cudaMalloc(p, qn * 2));
     for (void** p : {&dk16, &dv16}) CUDA_CHECK(cudaMalloc(p, kn * 2));
 
-    std::vector<int32_t> cu(seqs + 1);
-    for (int64_t i = 0; i <= seqs; ++i) cu[i] = int32_t(i * L);
+    std::vector<int32_t> cu(seqs + 1, 0);
+    for (int64_t i = 0; i < seqs; ++i) cu[i + 1] = cu[i] + int32_t(seq_lens[size_t(i)]);
     int32_t* cu_d = nullptr;
     CUDA_CHECK(cudaMalloc(&cu_d, cu.size() * 4));
     CUDA_CHECK(cudaMemcpy(cu_d, cu.data(), cu.size() * 4, cudaMemcpyHostToDevice));
@@ -243,9 +276,9 @@ int main(int argc, char** argv) {
           ca::forward(q16, k16, v16, ca::Elem::BF16, shape, batch, o16, b.lse, stream, ca::Path::MmaWide);
         },
         iters, stream);
-    const double f32 = mma_only ? 0.0 :
+    const double f32 = !with_eager ? 0.0 :
         median_ms(flash(ca::Elem::F32, ca::Path::Fma, b.q, b.k, b.v, b.o, b.d_o, b.dq, b.dk, b.dv), iters, stream);
-    const double f16 = mma_only ? 0.0 :
+    const double f16 = !with_eager ? 0.0 :
         median_ms(flash(ca::Elem::BF16, ca::Path::Fma, q16, k16, v16, o16, do16, dq16, dk16, dv16), iters, stream);
     const double tc =
         median_ms(flash(ca::Elem::BF16, ca::Path::Mma, q16, k16, v16, o16, do16, dq16, dk16, dv16), iters, stream);
@@ -254,31 +287,38 @@ int main(int argc, char** argv) {
     const double tc_fwd = median_ms(
         [=, &shape, &batch] { ca::forward(q16, k16, v16, ca::Elem::BF16, shape, batch, o16, b.lse, stream, ca::Path::Mma); },
         iters, stream);
-    const double base = mma_only ? 0.0 : median_ms([&] { eager(handle, b, seqs, L, stream); }, iters, stream);
+    const double base = !with_eager ? 0.0 : median_ms([&] { eager(handle, b, seqs, L, stream); }, iters, stream);
     // Useful causal work: each of forward's 2 and backward's 5 tile products (FlashAttention-2's count)
-    // is 2 flops per (query, key, dim) over n * L / 2 causal pairs per head. The kernels' separate dQ
-    // kernel recomputes two more products; those are not counted.
-    const double flops = 7.0 * 2.0 * double(n) * double(L) / 2.0 * kHeadDim * kHeads;
+    // is 2 flops per (query, key, dim) over the causal pairs per head (n L / 2 at a uniform length L). The
+    // kernels' separate dQ kernel recomputes two more products; those are not counted.
+    const double flops = 7.0 * 2.0 * causal_pairs * kHeadDim * kHeads;
+    // "L 2048", or "ragged" (the ragged batch: its sequences and longest one are printed once, here).
+    const std::string tag = ragged ? "ragged" : "L " + std::to_string(L);
+    if (ragged)
+      std::printf("  ragged: %lld sequences, %lld tokens, %.1f a sequence, the longest %lld\n", (long long)seqs,
+                  (long long)n, double(n) / double(seqs), (long long)L);
     auto line = [&](const char* what, double ms) {
-      std::printf("  L %5lld  %-28s %9.3f ms  %10.0f tokens/s  %7.2f TFLOP/s (causal, fwd+bwd)  x%.2f vs eager\n",
-                  (long long)L, what, ms, double(n) / (ms * 1e-3), flops / (ms * 1e-3) / 1e12, base / ms);
+      std::printf("  %-7s  %-28s %9.3f ms  %10.0f tokens/s  %7.2f TFLOP/s (causal, fwd+bwd)", tag.c_str(), what, ms,
+                  double(n) / (ms * 1e-3), flops / (ms * 1e-3) / 1e12);
+      if (base > 0) std::printf("  x%.2f vs eager", base / ms);  // none under --mma-only, nor for the ragged batch
+      std::printf("\n");
     };
-    if (!mma_only) {
+    if (with_eager) {
       line("flash kernels fp32", f32);
       line("flash kernels bf16 storage", f16);
     }
-    line("flash kernels bf16 tensor core", tc);  // (x0.00 vs eager under --mma-only: no eager run)
+    line("flash kernels bf16 tensor core", tc);
     line("flash kernels bf16 tc, wide", wide);
-    if (!mma_only) line("eager cuBLAS fp32 (baseline)", base);
+    if (with_eager) line("eager cuBLAS fp32 (baseline)", base);
     const double product = flops / 7.0;  // one tile product's useful flops
     auto split = [&](const char* what, double pair_ms, double fwd_ms) {
-      std::printf("  L %5lld  %-28s %9.3f ms forward (%.2f TFLOP/s), %.3f ms backward (%.2f TFLOP/s)\n", (long long)L,
+      std::printf("  %-7s  %-28s %9.3f ms forward (%.2f TFLOP/s), %.3f ms backward (%.2f TFLOP/s)\n", tag.c_str(),
                   what, fwd_ms, 2.0 * product / (fwd_ms * 1e-3) / 1e12, pair_ms - fwd_ms,
                   5.0 * product / ((pair_ms - fwd_ms) * 1e-3) / 1e12);
     };
     split("bf16 tensor core, split", tc, tc_fwd);
     split("bf16 tc wide, split", wide, wide_fwd);
-    std::printf("  L %5lld  wide / 16-row time: forward %.3f, backward %.3f, both %.3f\n", (long long)L,
+    std::printf("  %-7s  wide / 16-row time: forward %.3f, backward %.3f, both %.3f\n", tag.c_str(),
                 wide_fwd / tc_fwd, (wide - wide_fwd) / (tc - tc_fwd), wide / tc);
     std::fflush(stdout);
 
