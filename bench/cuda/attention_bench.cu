@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "core/math/bf16.h"
+#include "bench/cuda/event_timing.h"
 #include "cuda/check.h"
 #include "model/cuda/attention_kernels.h"
 
@@ -128,28 +129,7 @@ void eager(cublasHandle_t h, const Buffers& b, int64_t seqs, int64_t L, cudaStre
   }
 }
 
-template <class F>
-double median_ms(F&& f, int iters, cudaStream_t stream) {
-  cudaEvent_t a, b;
-  CUDA_CHECK(cudaEventCreate(&a));
-  CUDA_CHECK(cudaEventCreate(&b));
-  f();  // warm-up (and kernel attribute set-up)
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<double> ms;
-  for (int i = 0; i < iters; ++i) {
-    CUDA_CHECK(cudaEventRecord(a, stream));
-    f();
-    CUDA_CHECK(cudaEventRecord(b, stream));
-    CUDA_CHECK(cudaEventSynchronize(b));
-    float t = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t);
-  }
-  CUDA_CHECK(cudaEventDestroy(a));
-  CUDA_CHECK(cudaEventDestroy(b));
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
+using zero::bench::median_event_ms;
 
 // The ragged batch's sequence lengths: log-normal (median 120 tokens, sigma 0.7) from a fixed generator, clamped to
 // 16-960 tokens, until kTokensPerBatch tokens are filled (the last one cut to fit).
@@ -270,24 +250,24 @@ int main(int argc, char** argv) {
       CUDA_CHECK(cudaStreamSynchronize(stream));
     }
     const double wide =
-        median_ms(flash(ca::Elem::BF16, ca::Path::MmaWide, q16, k16, v16, o16, do16, dq16, dk16, dv16), iters, stream);
-    const double wide_fwd = median_ms(
+        median_event_ms(flash(ca::Elem::BF16, ca::Path::MmaWide, q16, k16, v16, o16, do16, dq16, dk16, dv16), iters, stream);
+    const double wide_fwd = median_event_ms(
         [=, &shape, &batch] {
           ca::forward(q16, k16, v16, ca::Elem::BF16, shape, batch, o16, b.lse, stream, ca::Path::MmaWide);
         },
         iters, stream);
     const double f32 = !with_eager ? 0.0 :
-        median_ms(flash(ca::Elem::F32, ca::Path::Fma, b.q, b.k, b.v, b.o, b.d_o, b.dq, b.dk, b.dv), iters, stream);
+        median_event_ms(flash(ca::Elem::F32, ca::Path::Fma, b.q, b.k, b.v, b.o, b.d_o, b.dq, b.dk, b.dv), iters, stream);
     const double f16 = !with_eager ? 0.0 :
-        median_ms(flash(ca::Elem::BF16, ca::Path::Fma, q16, k16, v16, o16, do16, dq16, dk16, dv16), iters, stream);
+        median_event_ms(flash(ca::Elem::BF16, ca::Path::Fma, q16, k16, v16, o16, do16, dq16, dk16, dv16), iters, stream);
     const double tc =
-        median_ms(flash(ca::Elem::BF16, ca::Path::Mma, q16, k16, v16, o16, do16, dq16, dk16, dv16), iters, stream);
+        median_event_ms(flash(ca::Elem::BF16, ca::Path::Mma, q16, k16, v16, o16, do16, dq16, dk16, dv16), iters, stream);
     // The tensor-core forward alone: the profile's split of the attention time (the model runs it twice a
     // step with activation checkpointing, the backward once).
-    const double tc_fwd = median_ms(
+    const double tc_fwd = median_event_ms(
         [=, &shape, &batch] { ca::forward(q16, k16, v16, ca::Elem::BF16, shape, batch, o16, b.lse, stream, ca::Path::Mma); },
         iters, stream);
-    const double base = !with_eager ? 0.0 : median_ms([&] { eager(handle, b, seqs, L, stream); }, iters, stream);
+    const double base = !with_eager ? 0.0 : median_event_ms([&] { eager(handle, b, seqs, L, stream); }, iters, stream);
     // Useful causal work: each of forward's 2 and backward's 5 tile products (FlashAttention-2's count)
     // is 2 flops per (query, key, dim) over the causal pairs per head (n L / 2 at a uniform length L). The
     // kernels' separate dQ kernel recomputes two more products; those are not counted.

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda/event_timing.h"
 #include "cuda/check.h"
 #include "cuda/kernels.h"
 #include "optim/adamw.h"
@@ -22,30 +23,7 @@
 using namespace zero;
 using kernels::Elem;
 
-namespace {
-
-double median_ms(int iters, cudaStream_t s, const std::function<void()>& call) {
-  cudaEvent_t a, b;
-  CUDA_CHECK(cudaEventCreate(&a));
-  CUDA_CHECK(cudaEventCreate(&b));
-  call();  // warm-up
-  std::vector<double> ms;
-  for (int i = 0; i < iters; ++i) {
-    CUDA_CHECK(cudaEventRecord(a, s));
-    call();
-    CUDA_CHECK(cudaEventRecord(b, s));
-    CUDA_CHECK(cudaEventSynchronize(b));
-    float t = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t);
-  }
-  CUDA_CHECK(cudaEventDestroy(a));
-  CUDA_CHECK(cudaEventDestroy(b));
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
-}  // namespace
+using zero::bench::median_event_ms;
 
 int main(int argc, char** argv) {
   size_t n = size_t(256) << 20;
@@ -86,7 +64,8 @@ int main(int argc, char** argv) {
   auto u16 = [](char* p) { return reinterpret_cast<uint16_t*>(p); };
   auto f32 = [](char* p) { return reinterpret_cast<float*>(p); };
 
-  const double copy_ms = median_ms(iters, s, [&] { CUDA_CHECK(cudaMemcpyAsync(f32a, f32b, n * 4, cudaMemcpyDeviceToDevice, s)); });
+  const double copy_ms =
+      median_event_ms([&] { CUDA_CHECK(cudaMemcpyAsync(f32a, f32b, n * 4, cudaMemcpyDeviceToDevice, s)); }, iters, s);
   const double copy_gbs = 2.0 * n * 4 / (copy_ms * 1e6);
   std::printf("elementwise_bench on %s: %zu elements, median of %d; baseline cudaMemcpy device to device %.3f ms, "
               "%.0f GB/s (read + write)\n", prop.name, n, iters, copy_ms, copy_gbs);
@@ -115,10 +94,10 @@ int main(int argc, char** argv) {
        }},
   };
   for (const Case& c : cases) {
-    const double vec = median_ms(iters, s, [&] { c.call(0); });
+    const double vec = median_event_ms([&] { c.call(0); }, iters, s);
     const double vec_gbs = c.bytes_per_elem * n / (vec * 1e6);
     if (c.one_at_a_time) {
-      const double one = median_ms(iters, s, [&] { c.call(1); });
+      const double one = median_event_ms([&] { c.call(1); }, iters, s);
       const double one_gbs = c.bytes_per_elem * n / (one * 1e6);
       std::printf("%-44s %9.3f %9.0f %9.3f %9.0f %9.2f %.2f\n", c.name, vec, vec_gbs, one, one_gbs, one / vec,
                   vec_gbs / copy_gbs);
