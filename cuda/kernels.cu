@@ -88,14 +88,20 @@ __device__ A block_sum(A* sh, A x) {
   return sh[0];
 }
 
-template <class T>
-__global__ void sum_squares_pass1(const T* __restrict__ s, size_t n, double* partials) {
+// Each thread's squares in fp64, in its walk's order (so the same tensor at the same alignment sums alike).
+template <class T, int V>
+__global__ void sum_squares_pass1(const T* __restrict__ s, size_t n, size_t head, double* partials) {
   __shared__ double sh[kReduceThreads];
   double acc = 0;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    const double x = to_f32(s[i]);
-    acc += x * x;
-  }
+  for_each_vector<V>(n, head, [&](size_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    const Pack<T, W> p = load_pack<T, W>(s, i);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const double x = to_f32(p.v[k]);
+      acc += x * x;
+    }
+  });
   const double b = block_sum(sh, acc);
   if (threadIdx.x == 0) partials[blockIdx.x] = b;
 }
@@ -287,10 +293,14 @@ void add(void* dst, Elem dt, const void* src, Elem st, size_t n, cudaStream_t s)
 }
 
 void sum_squares(const void* src, Elem t, size_t n, double* partials, double* out, cudaStream_t s) {
-  const int blocks = reduce_blocks(n);
+  int blocks = 1;
   with_elem(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    ZERO_LAUNCH(sum_squares_pass1<T>, blocks, kReduceThreads, 0, s, static_cast<const T*>(src), n, partials);
+    launch_walk<vector_width<T>()>(n, {{src, sizeof(T)}}, [&](auto width, size_t head, size_t steps) {
+      auto* kernel = sum_squares_pass1<T, decltype(width)::value>;
+      blocks = reduce_blocks(steps);
+      ZERO_LAUNCH(kernel, blocks, kReduceThreads, 0, s, static_cast<const T*>(src), n, head, partials);
+    });
   });
   CUDA_CHECK(last_launch_error());
   ZERO_LAUNCH(reduce_pass2<double>, 1, kReduceThreads, 0, s, static_cast<const double*>(partials), blocks, out);

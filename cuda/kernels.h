@@ -17,8 +17,10 @@ namespace zero::kernels {
 // FX64: a fixed-point sum (core/math/fixed_point.h): converted like the others, added as integers.
 enum class Elem : int { F32 = 0, BF16 = 1, FX64 = 2 };
 
-// Reductions: pass 1 runs a grid fixed by n (reduce_blocks(n) blocks of kReduceThreads), each block
-// writing one partial; pass 2 sums the partials in one block. Same n, same order: deterministic.
+// Reductions: pass 1 runs a grid fixed by n and the operand's address modulo 16 bytes (its walk in 16-byte
+// vectors, cuda/vector_pack.cuh: reduce_blocks(walk steps) blocks of kReduceThreads), each block writing one
+// partial; pass 2 sums the partials in one block. Same n at the same alignment (a tensor at its place in a
+// layout), same order: deterministic.
 constexpr int kReduceThreads = 256;
 constexpr int kMaxReduceBlocks = 512;
 int reduce_blocks(size_t n);

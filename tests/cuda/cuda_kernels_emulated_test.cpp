@@ -119,9 +119,10 @@ TEST(CudaKernelsEmulated, VectorHeadAlignsEveryOperand) {
   EXPECT_EQ((vector_width<Fx64, float>()), 4);
 }
 
-// Copy, add, the non-finite count and AdamW at every offset of their operands into 16-byte-aligned buffers and
-// lengths around the vectors' 8 elements: the walk's head, whole vectors and tail, or one element at a time where
-// the offsets disagree, each element by the same formula (the emulator stops at a misaligned vector access).
+// Copy, add, the non-finite count, the sum of squares and AdamW at every offset of their operands into 16-byte-
+// aligned buffers and lengths around the vectors' 8 elements: the walk's head, whole vectors and tail, or one
+// element at a time where the offsets disagree, each element by the same formula (the emulator stops at a
+// misaligned vector access); the sum of squares, whose order is the walk's, to rounding.
 TEST(CudaKernelsEmulated, EveryOffsetAndLengthGivesTheSameBits) {
   constexpr size_t kMax = 2100, kPad = 8;
   struct alignas(16) Buf32 { float x[kMax + kPad]; };
@@ -180,7 +181,21 @@ TEST(CudaKernelsEmulated, EveryOffsetAndLengthGivesTheSameBits) {
           count_nonfinite(b16->x + og, Elem::BF16, n, std::numeric_limits<float>::infinity(), partials.data(), &bad,
                           nullptr);
           EXPECT_EQ(bad, want);
+          // The fp64 sum of squares (fp32 and bf16), against one taken here: the walk's order is its own, not
+          // this loop's, so equal to rounding.
           std::copy(y16.begin(), y16.end(), b16->x);
+          std::copy(y.begin(), y.end(), b32->x);
+          std::vector<double> sq_partials(kMaxReduceBlocks);
+          for (bool bf16 : {false, true}) {
+            double want_sq = 0, got_sq = -1;
+            for (size_t i = 0; i < n; ++i) {
+              const double e = bf16 ? widen(b16->x[og + i]) : b32->x[og + i];
+              want_sq += e * e;
+            }
+            sum_squares(bf16 ? static_cast<const void*>(b16->x + og) : b32->x + og, bf16 ? Elem::BF16 : Elem::F32, n,
+                        sq_partials.data(), &got_sq, nullptr);
+            EXPECT_NEAR(got_sq, want_sq, want_sq * 1e-12) << (bf16 ? "bf16" : "fp32");
+          }
           std::copy(x.begin(), x.end(), a32->x);
           std::fill(std::begin(m32->x), std::end(m32->x), 0.25f);
           std::fill(std::begin(v32->x), std::end(v32->x), 0.5f);
