@@ -87,7 +87,7 @@ not_run=$(( ${total:-0} - passed - failed ))
 timeout "$(left 120)" mpirun -np 2 "$TEST_BUILD/bench/cuda/nccl_collectives_bench" 2>&1 | tail -30
 # The engine's element-wise kernels (gradient accumulate, non-finite count, cast, AdamW) in 16-byte vectors and one
 # element at a time, against cudaMemcpy: a few seconds.
-timeout "$(left 60)" "$TEST_BUILD/bench/cuda/elementwise_bench" --iters 5 2>&1 | tail -8
+timeout "$(left 60)" "$TEST_BUILD/bench/cuda/elementwise_bench" --iters 5 2>&1 | tail -9
 # Attention speed, ours (fp32 and bf16 FMA paths, bf16 tensor cores) and torch's sdpa on the same shapes:
 # numbers for the log, not part of the pass count.
 timeout "$(left 120)" "$TEST_BUILD/bench/cuda/attention_bench" --iters 3 2>&1 | tail -24

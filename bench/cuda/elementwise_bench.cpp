@@ -1,7 +1,8 @@
 // The engine's element-wise kernels on the GPU (cuda/kernels.cu: the gradient accumulate and its non-finite
-// count, the bf16 cast of the masters, AdamW on an fp32 and on a split master), each timed in 16-byte vectors
-// and one element at a time (the same call with one operand moved by an element, so no head aligns them:
-// cuda/vector_pack.cuh) against a device-to-device cudaMemcpy of the same bytes, in the same run. Bytes as
+// count, the gradient norm's sum of squares, the bf16 cast of the masters, AdamW on an fp32 and on a split master),
+// each timed in 16-byte vectors and one element at a time (the same call with one operand moved by an element, so
+// no head aligns them: cuda/vector_pack.cuh; a one-operand kernel has no such run) against a device-to-device
+// cudaMemcpy of the same bytes, in the same run. Bytes as
 // the kernel must move them (each operand read or written once); GB = 1e9; median of --iters calls, each
 // timed with events on one stream. Without a GPU it prints a skip line and exits 0.
 //   elementwise_bench [--elements N (default 256Mi)] [--iters N (default 10)]
@@ -57,8 +58,10 @@ int main(int argc, char** argv) {
   char *f32a = alloc(4), *f32b = alloc(4), *f32c = alloc(4), *f32d = alloc(4), *bf16a = alloc(2), *bf16b = alloc(2);
   void* partials = nullptr;
   void* count = nullptr;
-  CUDA_CHECK(cudaMalloc(&partials, kernels::kMaxReduceBlocks * sizeof(unsigned long long)));
+  void* sum = nullptr;
+  CUDA_CHECK(cudaMalloc(&partials, kernels::kMaxReduceBlocks * 8));  // counters or doubles
   CUDA_CHECK(cudaMalloc(&count, sizeof(unsigned long long)));
+  CUDA_CHECK(cudaMalloc(&sum, sizeof(double)));
   const math::AdamWScalars k = optim::adamw_scalars({0.9f, 0.95f, 1e-8f, 0.1f}, 1e-5f, 3, true, 1.0f);
   auto u64 = [](void* p) { return static_cast<unsigned long long*>(p); };
   auto u16 = [](char* p) { return reinterpret_cast<uint16_t*>(p); };
@@ -84,6 +87,9 @@ int main(int argc, char** argv) {
        [&](size_t e) { kernels::add(f32a, Elem::F32, bf16a + 2 * e, Elem::BF16, n, s); }},
       {"count_nonfinite bf16 (gradient check)", 2,
        [&](size_t) { kernels::count_nonfinite(bf16a, Elem::BF16, n, 1e30f, u64(partials), u64(count), s); }, false},
+      {"sum_squares fp32 (the gradient norm)", 4,
+       [&](size_t) { kernels::sum_squares(f32a, Elem::F32, n, static_cast<double*>(partials), static_cast<double*>(sum), s); },
+       false},
       {"copy bf16 <- fp32 (the masters' cast)", 6,
        [&](size_t e) { kernels::copy(bf16a, Elem::BF16, f32a + 4 * e, Elem::F32, n, s); }},
       {"adamw fp32 master, fp32 gradient", 28,
@@ -107,7 +113,7 @@ int main(int argc, char** argv) {
   }
   CUDA_CHECK(cudaStreamSynchronize(s));
   for (void* p : {static_cast<void*>(f32a), static_cast<void*>(f32b), static_cast<void*>(f32c),
-                  static_cast<void*>(f32d), static_cast<void*>(bf16a), static_cast<void*>(bf16b), partials, count})
+                  static_cast<void*>(f32d), static_cast<void*>(bf16a), static_cast<void*>(bf16b), partials, count, sum})
     CUDA_CHECK(cudaFree(p));
   CUDA_CHECK(cudaStreamDestroy(s));
   return 0;
