@@ -1,5 +1,6 @@
-// The CUDA backend's element-wise kernels: grid-stride loops, one template per (dst, src) dtype pair
-// (four pairs at most), and a fixed-shape two-pass block reduction. See kernels.h for the numerics.
+// The CUDA backend's element-wise kernels: grid-stride walks in 16-byte vectors (vector_pack.cuh; one element at a
+// time where the operands' addresses allow none), one template per (dst, src) dtype pair and vector width, and a
+// two-pass block reduction. See kernels.h for the numerics.
 // Launches through cuda/kernel_launch.cuh, so the whole file also runs on the host under the SIMT
 // emulator (tests/cuda/cuda_kernels_emulated_test.cpp).
 #include <cstdint>
