@@ -240,11 +240,13 @@ void with_elem(Elem e, F&& f) {
 
 size_t elem_size(Elem e) { return e == Elem::F32 ? 4 : e == Elem::FX64 ? 8 : 2; }
 
-// Runs launch(width, head, steps) for the walk of n elements over `operands` (walk_of: 16-byte vectors of V
-// elements where their addresses allow, else one element at a time).
-template <int V, class Launch>
-void launch_walk(size_t n, std::initializer_list<Operand> operands, Launch&& launch) {
-  const Walk w = walk_of<V>(n, operands);
+// Runs launch(width, head, steps) for the walk of n elements over `operands`, typed pointers whose types give the
+// vectors' width and each operand's element size (walk_of: 16-byte vectors where their addresses allow, else one
+// element at a time).
+template <class Launch, class... T>
+void launch_walk(size_t n, Launch&& launch, const T*... operands) {
+  constexpr int V = vector_width<T...>();
+  const Walk w = walk_of<V>(n, {Operand{operands, sizeof(T)}...});
   if (w.width == V) {
     launch(std::integral_constant<int, V>{}, w.head, w.steps);
   } else {
@@ -269,10 +271,12 @@ void copy(void* dst, Elem dt, const void* src, Elem st, size_t n, cudaStream_t s
     using D = std::remove_pointer_t<decltype(dtag)>;
     with_elem(st, [&](auto* stag) {
       using S = std::remove_pointer_t<decltype(stag)>;
-      launch_walk<vector_width<D, S>()>(n, {{dst, sizeof(D)}, {src, sizeof(S)}}, [&](auto width, size_t head, size_t steps) {
+      D* const to = static_cast<D*>(dst);
+      const S* const from = static_cast<const S*>(src);
+      launch_walk(n, [&](auto width, size_t head, size_t steps) {
         auto* kernel = copy_kernel<D, S, decltype(width)::value>;  // one token for ZERO_LAUNCH
-        ZERO_LAUNCH(kernel, blocks_for(steps), kThreads, 0, s, static_cast<D*>(dst), static_cast<const S*>(src), n, head);
-      });
+        ZERO_LAUNCH(kernel, blocks_for(steps), kThreads, 0, s, to, from, n, head);
+      }, to, from);
     });
   });
   CUDA_CHECK(last_launch_error());
@@ -284,10 +288,12 @@ void add(void* dst, Elem dt, const void* src, Elem st, size_t n, cudaStream_t s)
     using D = std::remove_pointer_t<decltype(dtag)>;
     with_elem(st, [&](auto* stag) {
       using S = std::remove_pointer_t<decltype(stag)>;
-      launch_walk<vector_width<D, S>()>(n, {{dst, sizeof(D)}, {src, sizeof(S)}}, [&](auto width, size_t head, size_t steps) {
+      D* const to = static_cast<D*>(dst);
+      const S* const from = static_cast<const S*>(src);
+      launch_walk(n, [&](auto width, size_t head, size_t steps) {
         auto* kernel = add_kernel<D, S, decltype(width)::value>;
-        ZERO_LAUNCH(kernel, blocks_for(steps), kThreads, 0, s, static_cast<D*>(dst), static_cast<const S*>(src), n, head);
-      });
+        ZERO_LAUNCH(kernel, blocks_for(steps), kThreads, 0, s, to, from, n, head);
+      }, to, from);
     });
   });
   CUDA_CHECK(last_launch_error());
@@ -297,11 +303,12 @@ void sum_squares(const void* src, Elem t, size_t n, double* partials, double* ou
   int blocks = 1;
   with_elem(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    launch_walk<vector_width<T>()>(n, {{src, sizeof(T)}}, [&](auto width, size_t head, size_t steps) {
+    const T* const from = static_cast<const T*>(src);
+    launch_walk(n, [&](auto width, size_t head, size_t steps) {
       auto* kernel = sum_squares_pass1<T, decltype(width)::value>;
       blocks = reduce_blocks(steps);
-      ZERO_LAUNCH(kernel, blocks, kReduceThreads, 0, s, static_cast<const T*>(src), n, head, partials);
-    });
+      ZERO_LAUNCH(kernel, blocks, kReduceThreads, 0, s, from, n, head, partials);
+    }, from);
   });
   CUDA_CHECK(last_launch_error());
   ZERO_LAUNCH(reduce_pass2<double>, 1, kReduceThreads, 0, s, static_cast<const double*>(partials), blocks, out);
@@ -313,11 +320,12 @@ void count_nonfinite(const void* src, Elem t, size_t n, float limit, unsigned lo
   int blocks = 1;
   with_elem(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    launch_walk<vector_width<T>()>(n, {{src, sizeof(T)}}, [&](auto width, size_t head, size_t steps) {
+    const T* const from = static_cast<const T*>(src);
+    launch_walk(n, [&](auto width, size_t head, size_t steps) {
       auto* kernel = nonfinite_pass1<T, decltype(width)::value>;
       blocks = reduce_blocks(steps);
-      ZERO_LAUNCH(kernel, blocks, kReduceThreads, 0, s, static_cast<const T*>(src), n, head, limit, partials);
-    });
+      ZERO_LAUNCH(kernel, blocks, kReduceThreads, 0, s, from, n, head, limit, partials);
+    }, from);
   });
   CUDA_CHECK(last_launch_error());
   ZERO_LAUNCH(reduce_pass2<unsigned long long>, 1, kReduceThreads, 0, s,
@@ -341,11 +349,11 @@ void adamw(float* param, const void* grad, Elem gt, float* m, float* v, size_t n
   if (n == 0) return;
   with_elem(gt, [&](auto* tag) {
     using G = std::remove_pointer_t<decltype(tag)>;
-    launch_walk<vector_width<float, G>()>(n, {{param, 4}, {m, 4}, {v, 4}, {grad, sizeof(G)}},
-                                          [&](auto width, size_t head, size_t steps) {
+    const G* const g = static_cast<const G*>(grad);
+    launch_walk(n, [&](auto width, size_t head, size_t steps) {
       auto* kernel = adamw_kernel<G, decltype(width)::value>;
-      ZERO_LAUNCH(kernel, blocks_for(steps), kThreads, 0, s, param, static_cast<const G*>(grad), m, v, n, head, k);
-    });
+      ZERO_LAUNCH(kernel, blocks_for(steps), kThreads, 0, s, param, g, m, v, n, head, k);
+    }, param, m, v, g);
   });
   CUDA_CHECK(last_launch_error());
 }
@@ -367,12 +375,12 @@ void adamw_split(void* high, uint16_t* low, const void* grad, Elem gt, float* m,
   if (n == 0) return;
   with_elem(gt, [&](auto* tag) {
     using G = std::remove_pointer_t<decltype(tag)>;
-    launch_walk<vector_width<uint16_t, G>()>(n, {{high, 2}, {low, 2}, {m, 4}, {v, 4}, {grad, sizeof(G)}},
-                                             [&](auto width, size_t head, size_t steps) {
+    uint16_t* const hi = static_cast<uint16_t*>(high);
+    const G* const g = static_cast<const G*>(grad);
+    launch_walk(n, [&](auto width, size_t head, size_t steps) {
       auto* kernel = adamw_split_kernel<G, decltype(width)::value>;
-      ZERO_LAUNCH(kernel, blocks_for(steps), kThreads, 0, s, static_cast<uint16_t*>(high), low,
-                  static_cast<const G*>(grad), m, v, n, head, k);
-    });
+      ZERO_LAUNCH(kernel, blocks_for(steps), kThreads, 0, s, hi, low, g, m, v, n, head, k);
+    }, hi, low, m, v, g);
   });
   CUDA_CHECK(last_launch_error());
 }

@@ -57,7 +57,8 @@ struct Operand {
 inline int64_t vector_head(int width, size_t n, std::initializer_list<Operand> operands) {
   for (int h = 0; h < width && size_t(h) <= n; ++h) {
     bool aligned = true;
-    for (const Operand& o : operands) aligned = aligned && (reinterpret_cast<uintptr_t>(o.p) + h * o.elem_bytes) % 16 == 0;
+    for (const Operand& o : operands)
+      aligned = aligned && (reinterpret_cast<uintptr_t>(o.p) + h * o.elem_bytes) % 16 == 0;
     if (aligned) return h;
   }
   return -1;
@@ -89,7 +90,8 @@ __device__ __forceinline__ void for_each_vector(size_t n, size_t head, F&& f) {
     for (size_t j = first; j < vectors; j += stride) f(head + j * V, std::integral_constant<int, V>{});
   }
   const size_t singles = n - vectors * V, rest_at = head + vectors * V;  // the head, then the tail
-  for (size_t j = first; j < singles; j += stride) f(j < head ? j : rest_at + (j - head), std::integral_constant<int, 1>{});
+  for (size_t j = first; j < singles; j += stride)
+    f(j < head ? j : rest_at + (j - head), std::integral_constant<int, 1>{});
 }
 
 }  // namespace zero::kernels

@@ -499,8 +499,8 @@ int run_calibrate(const CalibrateArgs& a, MpiRuntime& mpi) {
          "at once, M elements/s as counted): all-reduce %.0f, reduce-scatter %.0f, all-gather %.0f\n",
          p.source.c_str(), (long long)z.tokens, (long long)z.features, (long long)z.features, dtype, p.gemm_flops / 1e9,
          p.attention_flops / 1e9, z.elements >> 20, p.elementwise_bytes / 1e9, p.swiglu_forward_elements / 1e6,
-         p.swiglu_backward_elements / 1e6, p.adamw_elements / 1e6, p.gradient_bytes / 1e9, W, W == 1 ? "" : "s", comm.backend_name(),
-         z.message >> 20, kReductionsInFlight, coll.all_reduce / 1e6, coll.reduce_scatter / 1e6, coll.all_gather / 1e6);
+         p.swiglu_backward_elements / 1e6, p.adamw_elements / 1e6, p.gradient_bytes / 1e9, W, W == 1 ? "" : "s",
+         comm.backend_name(), z.message >> 20, kReductionsInFlight, coll.all_reduce / 1e6, coll.reduce_scatter / 1e6, coll.all_gather / 1e6);
   for (size_t i = 0; i < p.gemm_rates.size(); ++i) {
     const ComputeProfile::GemmRate& r = p.gemm_rates[i];
     if (i == 0 || p.gemm_rates[i - 1].in != r.in || p.gemm_rates[i - 1].out != r.out)

@@ -260,13 +260,12 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
   const double p = double(dtype_size(ec.param_dtype)), a = double(dtype_size(ec.accum_dtype));
   const double act = double(ap.per_layer_forward) * L + double(ap.recomputed);
   // Per micro-step: activations written and read in both passes, the embedding gradient zeroed, each gradient
-  // view's non-finite count and its add into the accumulator (at the profile's gradient_bytes). Per step: the norm, AdamW (at its own rate), the
-  // accumulator cleared, the cast back to parameters (none for a split master or fp32 parameters: casts_params);
-  // at stage 0 the accumulator also goes through the all-reduce's send buffer and back. Each at the bytes the
-  // engine declares (zero/step_traffic.h).
+  // view's non-finite count and its add into the accumulator (at the profile's gradient_bytes where it has one).
+  // Per step: the norm, AdamW (at its own rate), the accumulator cleared, the cast back to parameters (none for a
+  // split master or fp32 parameters: casts_params); at stage 0 the accumulator also goes through the all-reduce's
+  // send buffer and back. Each at the bytes the engine declares (zero/step_traffic.h).
   const DType pt = ec.param_dtype, at = ec.accum_dtype;
   const double psi = double(part.total_padded), shard = double(c.stage == 0 ? part.total_padded : part.total_shard);
-  // The gradient views' count and add at the engine's own measured rate where the profile has one.
   const double micro_bytes = 4.0 * act + double(q.vocab_size * q.hidden_size) * p;
   const double gradient_bytes = psi * (traffic::finite_count(pt) + traffic::accumulate(pt, at));
   const double gradient_rate = s.prof.gradient_bytes > 0 ? s.prof.gradient_bytes : s.prof.elementwise_bytes;

@@ -250,18 +250,22 @@ int main(int argc, char** argv) {
       CUDA_CHECK(cudaStreamSynchronize(stream));
     }
     const double wide =
-        median_event_ms(flash(ca::Elem::BF16, ca::Path::MmaWide, q16, k16, v16, o16, do16, dq16, dk16, dv16), iters, stream);
+        median_event_ms(flash(ca::Elem::BF16, ca::Path::MmaWide, q16, k16, v16, o16, do16, dq16, dk16, dv16),
+                        iters, stream);
     const double wide_fwd = median_event_ms(
         [=, &shape, &batch] {
           ca::forward(q16, k16, v16, ca::Elem::BF16, shape, batch, o16, b.lse, stream, ca::Path::MmaWide);
         },
         iters, stream);
     const double f32 = !with_eager ? 0.0 :
-        median_event_ms(flash(ca::Elem::F32, ca::Path::Fma, b.q, b.k, b.v, b.o, b.d_o, b.dq, b.dk, b.dv), iters, stream);
+        median_event_ms(flash(ca::Elem::F32, ca::Path::Fma, b.q, b.k, b.v, b.o, b.d_o, b.dq, b.dk, b.dv),
+                        iters, stream);
     const double f16 = !with_eager ? 0.0 :
-        median_event_ms(flash(ca::Elem::BF16, ca::Path::Fma, q16, k16, v16, o16, do16, dq16, dk16, dv16), iters, stream);
+        median_event_ms(flash(ca::Elem::BF16, ca::Path::Fma, q16, k16, v16, o16, do16, dq16, dk16, dv16),
+                        iters, stream);
     const double tc =
-        median_event_ms(flash(ca::Elem::BF16, ca::Path::Mma, q16, k16, v16, o16, do16, dq16, dk16, dv16), iters, stream);
+        median_event_ms(flash(ca::Elem::BF16, ca::Path::Mma, q16, k16, v16, o16, do16, dq16, dk16, dv16),
+                        iters, stream);
     // The tensor-core forward alone: the profile's split of the attention time (the model runs it twice a
     // step with activation checkpointing, the backward once).
     const double tc_fwd = median_event_ms(

@@ -88,7 +88,9 @@ int main(int argc, char** argv) {
       {"count_nonfinite bf16 (gradient check)", 2,
        [&](size_t) { kernels::count_nonfinite(bf16a, Elem::BF16, n, 1e30f, u64(partials), u64(count), s); }, false},
       {"sum_squares fp32 (the gradient norm)", 4,
-       [&](size_t) { kernels::sum_squares(f32a, Elem::F32, n, static_cast<double*>(partials), static_cast<double*>(sum), s); },
+       [&](size_t) {
+         kernels::sum_squares(f32a, Elem::F32, n, static_cast<double*>(partials), static_cast<double*>(sum), s);
+       },
        false},
       {"copy bf16 <- fp32 (the masters' cast)", 6,
        [&](size_t e) { kernels::copy(bf16a, Elem::BF16, f32a + 4 * e, Elem::F32, n, s); }},
