@@ -13,6 +13,7 @@
 #include "core/math/bf16.h"
 #include "cuda/check.h"
 #include "cuda/host_wait.h"
+#include "cuda/kernels.h"
 #include "model/cpu/rope.h"
 #include "model/cuda/attention_kernels.h"
 #include "model/cuda/batch_upload.h"
@@ -31,6 +32,11 @@ using cuda_gemm::GemmShape;
 K::Elem elem(DType t) {
   ZERO_CHECK(t == DType::F32 || t == DType::BF16, "the CUDA model ops take fp32 or bf16 tensors, got {}", dtype_name(t));
   return t == DType::F32 ? K::Elem::F32 : K::Elem::BF16;
+}
+// The engine's copy converts the GEMM operands and outputs (one conversion kernel for both layers).
+kernels::Elem copy_elem(DType t) { return elem(t) == K::Elem::F32 ? kernels::Elem::F32 : kernels::Elem::BF16; }
+void convert(void* dst, DType dt, const void* src, DType st, int64_t n, cudaStream_t s) {
+  kernels::copy(dst, copy_elem(dt), src, copy_elem(st), size_t(n), s);
 }
 size_t bytes_of(DType t, int64_t n) { return size_t(n) * dtype_size(t); }
 
@@ -395,7 +401,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
     auto operand = [&](const TensorRef& t, std::optional<Scratch>& s) -> const void* {
       if (t.dtype == in) return t.data;
       s.emplace(*this, bytes_of(in, t.numel()));
-      K::convert(s->get(), elem(in), t.data, elem(t.dtype), t.numel(), stream_);
+      convert(s->get(), in, t.data, t.dtype, t.numel(), stream_);
       return s->get();
     };
     std::optional<Scratch> sa, sb, sd;
@@ -408,9 +414,9 @@ class CudaModelOpsImpl final : public CudaModelOps {
       return;
     }
     sd.emplace(*this, bytes_of(key.out, dest.numel()));
-    if (accumulate) K::convert(sd->get(), elem(key.out), dest.data, elem(dest.dtype), dest.numel(), stream_);
+    if (accumulate) convert(sd->get(), key.out, dest.data, dest.dtype, dest.numel(), stream_);
     gemm_.run(key, pa, pb, sd->get(), beta);
-    K::convert(dest.data, elem(dest.dtype), sd->get(), elem(key.out), dest.numel(), stream_);
+    convert(dest.data, dest.dtype, sd->get(), key.out, dest.numel(), stream_);
   }
 
   cudaStream_t stream_;

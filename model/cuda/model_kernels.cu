@@ -251,9 +251,6 @@ void column_sum(const float* partials, int64_t blocks, int64_t dim, void* out, E
 }
 
 // ---- element-wise -----------------------------------------------------------------------------------
-#define ZERO_GRID_LOOP(i, n) \
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
-
 // Element-wise kernels over tensors of one type T (uint16_t: bf16 bits, or float), V elements a thread: V = 1,
 // or 16 bytes' worth (one Pack, cuda/vector_pack.cuh) where sizes, strides and alignment allow (packed_width).
 // The per-element formulas are the same at every width: the same bits.
@@ -327,24 +324,6 @@ template <typename T, int V>
 void launch_add(const void* a, const void* b, void* out, int64_t n, cudaStream_t s) {
   constexpr auto kernel = add_packed_kernel<T, V>;
   ZERO_LAUNCH(kernel, grid_for(n / V), kThreads, 0, s, a, b, out, n);
-}
-
-// The conversions between fp32 and bf16 (the GEMM operands and outputs in another type than the mode's), 4
-// elements a thread: 16 bytes of fp32, 8 of bf16.
-template <typename D, typename S>
-__global__ void convert_packed_kernel(void* dst, const void* src, int64_t n) {
-  for (int64_t i = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) * 4; i < n; i += int64_t(gridDim.x) * blockDim.x * 4) {
-    const Pack<S, 4> sp = load_pack<S, 4>(src, i);
-    Pack<D, 4> dp;
-    for (int k = 0; k < 4; ++k) dp.v[k] = from_f32<D>(as_f32(sp.v[k]));
-    store_pack<D, 4>(dst, i, dp);
-  }
-}
-constexpr auto convert_f32_to_bf16x4 = convert_packed_kernel<uint16_t, float>;
-constexpr auto convert_bf16_to_f32x4 = convert_packed_kernel<float, uint16_t>;
-
-__global__ void convert_kernel(void* dst, Elem dt, const void* src, Elem stype, int64_t n) {
-  ZERO_GRID_LOOP(i, n) st(dst, dt, i, ld(src, stype, i));
 }
 
 // ---- embedding --------------------------------------------------------------------------------------
@@ -531,19 +510,6 @@ void add(const void* a, const void* b, void* out, Elem t, int64_t n, cudaStream_
     packed ? launch_add<float, 4>(a, b, out, n, s) : launch_add<float, 1>(a, b, out, n, s);
   } else {
     packed ? launch_add<uint16_t, 8>(a, b, out, n, s) : launch_add<uint16_t, 1>(a, b, out, n, s);
-  }
-  check_launch();
-}
-void convert(void* dst, Elem dt, const void* src, Elem st, int64_t n, cudaStream_t s) {
-  if (n == 0) return;
-  // Four elements a thread between the two types (the fp32 side's 16 bytes), both tensors 16-byte aligned.
-  const bool packed = dt != st && packed_width(Elem::F32, n, {dst, src}) == 4;
-  if (!packed) {
-    ZERO_LAUNCH(convert_kernel, grid_for(n), kThreads, 0, s, dst, dt, src, st, n);
-  } else if (dt == Elem::BF16) {
-    ZERO_LAUNCH(convert_f32_to_bf16x4, grid_for(n / 4), kThreads, 0, s, dst, src, n);
-  } else {
-    ZERO_LAUNCH(convert_bf16_to_f32x4, grid_for(n / 4), kThreads, 0, s, dst, src, n);
   }
   check_launch();
 }

@@ -60,8 +60,6 @@ void swiglu_backward(const SwigluRows& r, const void* g, const void* u, const vo
 int packed_width(Elem t, int64_t n, std::initializer_list<const void*> tensors);
 // out = a + b (out may alias a or b).
 void add(const void* a, const void* b, void* out, Elem t, int64_t n, cudaStream_t s);
-// dst = src converted (fp32 <-> bf16 through core/math/bf16.h, round to nearest even).
-void convert(void* dst, Elem dt, const void* src, Elem st, int64_t n, cudaStream_t s);
 
 // Embedding over one run of the table's flat elements [run_begin, run_begin + run_count): every token's
 // part of its row that lies in the run, x[t, :] = table[tokens[t], :].

@@ -19,6 +19,7 @@
 #include <limits>
 #include <memory>
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "core/math/bf16.h"
@@ -123,6 +124,37 @@ TEST(CudaKernelsEmulated, VectorHeadAlignsEveryOperand) {
 // aligned buffers and lengths around the vectors' 8 elements: the walk's head, whole vectors and tail, or one
 // element at a time where the offsets disagree, each element by the same formula (the emulator stops at a
 // misaligned vector access); the sum of squares, whose order is the walk's, to rounding.
+// fp32 -> bf16 at literal bit patterns (bf16.h's rule, written out here): ties to even both ways, just past
+// and short of a tie, the sign kept, the largest float rounding into inf, a NaN whose payload lies only in
+// the low bits quieted to 0x7fc0 (its sign kept), not truncated into inf. Each pattern at every place of
+// a 16-byte vector, in the head and the tail (the copy the model's GEMM operands and outputs go through too).
+TEST(CudaKernelsEmulated, CopyRoundsLiteralPatternsToNearestEven) {
+  const std::vector<std::pair<uint32_t, uint16_t>> cases = {
+      {0x3f808000u, 0x3f80u},  // 1 + 2^-8: halfway between 0x3f80 and 0x3f81, to the even 0x3f80
+      {0x3f818000u, 0x3f82u},  // halfway between 0x3f81 and 0x3f82, to the even 0x3f82
+      {0x3f808001u, 0x3f81u},  // just past halfway: up
+      {0x3f807fffu, 0x3f80u},  // just short of it: down
+      {0xbf818000u, 0xbf82u},  // negative: ties to even on the magnitude
+      {0x7f7fffffu, 0x7f80u},  // the largest float: into inf
+      {0x7f800001u, 0x7fc0u},  // a NaN with a low-bits payload only
+      {0xff800001u, 0xffc0u},  // and negative
+      {0x00000000u, 0x0000u},
+  };
+  constexpr size_t n = 8 * 9 + 5;  // each case at every place of a vector and a tail
+  for (size_t offset = 0; offset < 8; ++offset) {
+    SCOPED_TRACE(::testing::Message() << "offset " << offset);
+    struct alignas(16) Src { float x[n + 8]; } src{};
+    struct alignas(16) Dst { uint16_t x[n + 8]; } dst{};
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t bits = cases[i % cases.size()].first;
+      std::memcpy(&src.x[offset + i], &bits, sizeof bits);
+    }
+    copy(dst.x + offset, Elem::BF16, src.x + offset, Elem::F32, n, nullptr);
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(dst.x[offset + i], cases[i % cases.size()].second)
+          << std::hex << "f32 0x" << cases[i % cases.size()].first << ", element " << std::dec << i;
+  }
+}
 TEST(CudaKernelsEmulated, EveryOffsetAndLengthGivesTheSameBits) {
   constexpr size_t kMax = 2100, kPad = 8;
   struct alignas(16) Buf32 { float x[kMax + kPad]; };
