@@ -26,17 +26,26 @@ OpTime& op_entry(std::vector<OpTime>& ops, const char* name, TimeCategory c) {
 }  // namespace
 
 StepTimes& StepTimes::operator+=(const StepTimes& o) {
-  for (size_t i = 0; i < kTimeCategories; ++i) seconds[i] += o.seconds[i], calls[i] += o.calls[i];
+  for (size_t i = 0; i < kTimeCategories; ++i)
+    seconds[i] += o.seconds[i], calls[i] += o.calls[i], host_seconds[i] += o.host_seconds[i];
+  device_timed = device_timed || o.device_timed;
   for (const OpTime& op : o.ops) {
     OpTime& mine = op_entry(ops, op.name, op.category);
-    mine.seconds += op.seconds, mine.calls += op.calls;
+    mine.seconds += op.seconds, mine.calls += op.calls, mine.host_seconds += op.host_seconds;
     mine.work.bytes += op.work.bytes, mine.work.flops += op.work.flops;
   }
   return *this;
 }
 
 void StepClock::mark() {
-  record(owner_.size());
+  const size_t i = owner_.size();
+  record(i);
+  const auto now = std::chrono::steady_clock::now();
+  if (i < host_t_.size()) {
+    host_t_[i] = now;
+  } else {
+    host_t_.push_back(now);
+  }
   owner_.push_back(open_.empty() ? int8_t(-1) : int8_t(open_.back()));
   owner_op_.push_back(open_ops_.empty() ? nullptr : open_ops_.back());
 }
@@ -66,12 +75,17 @@ StepTimes StepClock::take() {
   StepTimes t;
   t.calls = calls_;
   t.ops = op_calls_;
+  t.device_timed = device_timed_;
   if (owner_.size() > 1) {
     gaps_.assign(owner_.size() - 1, 0.0);
     resolve(gaps_);
     for (size_t i = 0; i < gaps_.size(); ++i) {
-      if (owner_[i] >= 0) t.seconds[size_t(owner_[i])] += gaps_[i];
-      if (owner_op_[i]) op_entry(t.ops, owner_op_[i], TimeCategory::Count).seconds += gaps_[i];  // entered: there
+      const double host = std::chrono::duration<double>(host_t_[i + 1] - host_t_[i]).count();
+      if (owner_[i] >= 0) t.seconds[size_t(owner_[i])] += gaps_[i], t.host_seconds[size_t(owner_[i])] += host;
+      if (owner_op_[i]) {
+        OpTime& op = op_entry(t.ops, owner_op_[i], TimeCategory::Count);  // entered: there
+        op.seconds += gaps_[i], op.host_seconds += host;
+      }
     }
   }
   discard();
@@ -86,17 +100,9 @@ void StepClock::discard() {
   op_calls_.clear();
 }
 
-void HostStepClock::record(size_t i) {
-  const auto now = std::chrono::steady_clock::now();
-  if (i < t_.size()) {
-    t_[i] = now;
-  } else {
-    t_.push_back(now);
-  }
-}
-
 void HostStepClock::resolve(std::span<double> gaps) {
-  for (size_t i = 0; i < gaps.size(); ++i) gaps[i] = std::chrono::duration<double>(t_[i + 1] - t_[i]).count();
+  const auto t = host_times();
+  for (size_t i = 0; i < gaps.size(); ++i) gaps[i] = std::chrono::duration<double>(t[i + 1] - t[i]).count();
 }
 
 }  // namespace zero

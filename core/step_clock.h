@@ -8,6 +8,11 @@
 // The clock only records timestamps ("marks") at scope boundaries; what a timestamp is belongs to the
 // backend: the host's steady_clock (the CPU backend, whose work is synchronous), or a cudaEvent on the
 // compute stream (cuda/event_step_clock.h: the stream's time, resolved after the step, no host wait).
+// Each boundary also takes the host's steady_clock, so on a device clock every category and op has two times:
+// the device's (its stream's time between the boundaries) and the host's (its time issuing the work between
+// them: launches, argument checks, allocations). Where the host's comes near the device's, the stream was
+// waiting on the host's launches (a launch-bound op: fewer, larger kernels or a CUDA graph help, a faster
+// kernel does not); where the device's is far above, the work itself takes the time.
 // A clock is not thread-safe: one per rank, driven from the thread that issues the work.
 #pragma once
 #include <array>
@@ -50,12 +55,18 @@ struct OpTime {
   double seconds = 0;
   uint64_t calls = 0;
   OpWork work;  // summed over the calls
+  double host_seconds = 0;  // the host's time in its scopes (StepTimes::host_seconds)
 };
 struct StepTimes {
   std::array<double, kTimeCategories> seconds{};
   std::array<uint64_t, kTimeCategories> calls{};
   std::vector<OpTime> ops;
+  // The host's steady_clock between the same boundaries: on a device clock the time spent issuing each
+  // category's work; on the host clock the same as `seconds` (device_timed false: nothing to tell apart).
+  std::array<double, kTimeCategories> host_seconds{};
+  bool device_timed = false;
   double of(TimeCategory c) const { return seconds[static_cast<size_t>(c)]; }
+  double host_of(TimeCategory c) const { return host_seconds[static_cast<size_t>(c)]; }
   uint64_t calls_of(TimeCategory c) const { return calls[static_cast<size_t>(c)]; }
   double total() const;  // the sum of the categories
   StepTimes& operator+=(const StepTimes& o);
@@ -92,10 +103,14 @@ class StepClock {
   void discard();
 
  protected:
+  // Whether record()'s timestamps are a device's (the host's own are taken at every boundary regardless).
+  explicit StepClock(bool device_timed) : device_timed_(device_timed) {}
   // Records timestamp `i` of the window (0, 1, ...; indices are reused from 0 after take/discard).
   virtual void record(size_t i) = 0;
   // gaps[i] = seconds from timestamp i to i + 1, for the n = gaps.size() + 1 timestamps of the window.
   virtual void resolve(std::span<double> gaps) = 0;
+  // The host's steady_clock at each timestamp of the window (taken after record(i) returned).
+  std::span<const std::chrono::steady_clock::time_point> host_times() const { return host_t_; }
 
  private:
   void mark();  // a timestamp at a scope boundary; the category on top of the stack owns the time after it
@@ -106,16 +121,18 @@ class StepClock {
   std::vector<OpTime> op_calls_;     // the window's named ops and their scope counts
   std::vector<double> gaps_;
   std::array<uint64_t, kTimeCategories> calls_{};
+  std::vector<std::chrono::steady_clock::time_point> host_t_;  // per timestamp; grows to a step's, then reused
+  bool device_timed_;
 };
 
 // The CPU backend's clock: the host's steady_clock (its ops finish before they return).
 class HostStepClock final : public StepClock {
- protected:
-  void record(size_t i) override;
-  void resolve(std::span<double> gaps) override;
+ public:
+  HostStepClock() : StepClock(false) {}
 
- private:
-  std::vector<std::chrono::steady_clock::time_point> t_;  // grows to a step's scope count, then is reused
+ protected:
+  void record(size_t) override {}  // the host's timestamps are the base's
+  void resolve(std::span<double> gaps) override;
 };
 
 }  // namespace zero

@@ -9,7 +9,8 @@ namespace {
 
 class EventStepClock final : public StepClock {
  public:
-  EventStepClock(cudaStream_t stream, HostWaitGuard guard) : stream_(stream), waiter_(stream, std::move(guard)) {}
+  EventStepClock(cudaStream_t stream, HostWaitGuard guard)
+      : StepClock(true), stream_(stream), waiter_(stream, std::move(guard)) {}
   ~EventStepClock() override {
     for (cudaEvent_t e : events_) CUDA_WARN(cudaEventDestroy(e));
   }

@@ -211,7 +211,8 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
                         {"peak_memory_bytes", int64_t(mem[0])},
                         {"peak_memory_kind", cuda ? "tracked (engine buffers + activations)" : "VmHWM"},
                         {"measured_time_s", time_breakdown_json(measured_times, measured_wall)},
-                        {"measured_op_s", op_times_json(measured_times)}};
+                        {"measured_op_s", op_times_json(measured_times)},
+                        {"measured_host_time_s", host_time_json(measured_times)}};
     if (cuda) j["device_in_use_bytes"] = int64_t(mem[1]);
     fprintf(json_out, "%s\n", j.dump().c_str());
     fflush(json_out);
@@ -226,6 +227,9 @@ int run_bench(const BenchArgs& a, MpiRuntime& mpi) {
            (long long)(a.warmup + 1), (long long)a.steps, tokens, tokens / med, mfu_text.c_str(), mem_text.c_str());
     printf("time in steps %lld-%lld (rank 0): %s\n", (long long)(a.warmup + 1), (long long)a.steps,
            time_shares_line(measured_times, measured_wall).c_str());
+    if (measured_times.device_timed)
+      printf("host issuing in steps %lld-%lld (rank 0, inside the scopes): %s\n", (long long)(a.warmup + 1),
+             (long long)a.steps, host_shares_line(measured_times, measured_wall).c_str());
     printf("ops in steps %lld-%lld (rank 0, ms a step): %s\n", (long long)(a.warmup + 1), (long long)a.steps,
            op_times_line(measured_times, double(a.steps - a.warmup)).c_str());
   }

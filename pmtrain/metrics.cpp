@@ -163,12 +163,30 @@ nlohmann::json time_breakdown_json(const StepTimes& t, double wall_s) {
   return j;
 }
 
-std::string time_shares_line(const StepTimes& t, double wall_s) {
-  auto share = [&](double s) { return wall_s > 0 ? 100.0 * s / wall_s : 0.0; };
+nlohmann::json host_time_json(const StepTimes& t) {
+  if (!t.device_timed) return nullptr;
+  nlohmann::json j = nlohmann::json::object();
+  for (size_t c = 0; c < kTimeCategories; ++c) j[time_category_name(TimeCategory(c))] = t.host_seconds[c];
+  return j;
+}
+
+namespace {
+std::string shares_line(const std::array<double, kTimeCategories>& seconds, double wall_s) {
   std::string line;
   for (size_t c = 0; c < kTimeCategories; ++c)
-    line += fmt::format("{} {:.1f}% | ", time_category_name(TimeCategory(c)), share(t.seconds[c]));
-  return line + fmt::format("other {:.1f}%", share(other_seconds(t, wall_s)));
+    line += fmt::format("{}{} {:.1f}%", line.empty() ? "" : " | ", time_category_name(TimeCategory(c)),
+                        wall_s > 0 ? 100.0 * seconds[c] / wall_s : 0.0);
+  return line;
+}
+}  // namespace
+
+std::string time_shares_line(const StepTimes& t, double wall_s) {
+  const double other = other_seconds(t, wall_s);
+  return shares_line(t.seconds, wall_s) + fmt::format(" | other {:.1f}%", wall_s > 0 ? 100.0 * other / wall_s : 0.0);
+}
+
+std::string host_shares_line(const StepTimes& t, double wall_s) {
+  return t.device_timed ? shares_line(t.host_seconds, wall_s) : std::string();
 }
 
 nlohmann::json op_times_json(const StepTimes& t) {
@@ -176,6 +194,7 @@ nlohmann::json op_times_json(const StepTimes& t) {
   for (const OpTime& op : t.ops) {
     nlohmann::json& o = j[op.name];
     o = {{"s", op.seconds}, {"calls", op.calls}, {"category", time_category_name(op.category)}};
+    if (t.device_timed) o["host_s"] = op.host_seconds;
     if (op.work.bytes > 0) o["bytes"] = op.work.bytes;
     if (op.work.flops > 0) o["flops"] = op.work.flops;
   }
@@ -195,9 +214,11 @@ std::string op_times_line(const StepTimes& t, double steps) {
   std::stable_sort(ops.begin(), ops.end(), [](const OpTime& a, const OpTime& b) { return a.seconds > b.seconds; });
   std::string line;
   for (const OpTime& op : ops) {
-    const std::string rate = op_rate(op);
-    line += fmt::format("{}{} {:.2f}{}", line.empty() ? "" : " | ", op.name, 1e3 * op.seconds / std::max(steps, 1.0),
-                        rate.empty() ? "" : " (" + rate + ")");
+    const double per_step = 1e3 / std::max(steps, 1.0);
+    std::string notes = op_rate(op);
+    if (t.device_timed) notes += fmt::format("{}host {:.2f}", notes.empty() ? "" : "; ", op.host_seconds * per_step);
+    line += fmt::format("{}{} {:.2f}{}", line.empty() ? "" : " | ", op.name, op.seconds * per_step,
+                        notes.empty() ? "" : " (" + notes + ")");
   }
   return line;
 }

@@ -116,10 +116,16 @@ std::string format_bytes(double bytes);
 nlohmann::json time_breakdown_json(const StepTimes& t, double wall_s);
 // "gemm 41% | attention 9% | ... | other 12%" (shares of wall_s), rank 0's line at the end of a run.
 std::string time_shares_line(const StepTimes& t, double wall_s);
+// A device clock's other half (StepTimes::host_seconds): the host's seconds inside each category's scopes,
+// issuing its work, as JSON ({"gemm": s, ...}) and as shares of wall_s ("gemm 3.1% | ..."); where a category's
+// host share comes near its device share, the GPU was waiting on the launches. null / "" on the host clock.
+nlohmann::json host_time_json(const StepTimes& t);
+std::string host_shares_line(const StepTimes& t, double wall_s);
 // The named ops (StepTimes::ops: the model's and the engine's step's): {"swiglu_backward": {"s": seconds, "calls":
 // n, "category": "elementwise", "bytes": b, "flops": f}, ...} (bytes and flops: the work the calls declared, when
-// any), and a line of them, slowest first, in milliseconds per step over `steps` steps, each with its rate
-// ("linear_forward 12.31 (612.0 TFLOP/s) | swiglu_backward 3.20 (1830 GB/s) | ...").
+// any; "host_s": the host's time in its scopes, on a device clock), and a line of them, slowest first, in
+// milliseconds per step over `steps` steps, each with its rate and on a device clock the host's milliseconds
+// ("linear_forward 12.31 (612.0 TFLOP/s; host 0.40) | swiglu_backward 3.20 (1830 GB/s; host 0.05) | ...").
 nlohmann::json op_times_json(const StepTimes& t);
 // An op's achieved rate from its declared work: "612.0 TFLOP/s" (FLOPs declared), "1830 GB/s" (bytes only), or "".
 std::string op_rate(const OpTime& op);

@@ -661,6 +661,7 @@ int Trainer::train_loop() {
               {"lr", res.lr}, {"tokens_per_s", st.tokens / dt}, {"step_s", dt},
               {"applied", res.applied}, {"skipped_total", skipped}, {"pair_id_sum", int64_t(pair_id_sum)},
               {"micro_steps", int64_t(plan.micro.size())}, {"time_s", time_breakdown_json(times, dt)}});
+    if (times.device_timed) j["host_time_s"] = host_time_json(times);
     metrics_->write(j);
     if (r0 && (cfg_.run.log_every > 0 && ((s + 1) % cfg_.run.log_every == 0 || s + 1 == total_steps_))) {
       const double mem_mib = double(stack_.engine->memory_report().live_total) / (1 << 20);
@@ -743,6 +744,7 @@ int Trainer::train_loop() {
                             {"op_s", op_times_json(times_total)}, {"early_stopped", early_stopped},
                            {"activation_checkpointing", checkpointing_text(cfg_.model, model_cfg_.num_layers)},
                            {"micro_tokens", cfg_.batch.micro_tokens}};  // the budget (auto's choice); 0: pairs
+  if (times_total.device_timed) summary["host_time_s"] = host_time_json(times_total);
   if (gpu) summary.update({{"peak_device_bytes_max_rank", int64_t(peaks[1])},
                            {"device_bytes_in_use_max_rank", int64_t(peaks[2])}});
   metrics_->write(summary);
@@ -761,6 +763,9 @@ int Trainer::train_loop() {
            peak_rss / (1 << 20), device_memory.c_str());
     printf("time in train steps (rank 0, %s): %s\n", format_duration(step_s_total).c_str(),
            time_shares_line(times_total, step_s_total).c_str());
+    if (times_total.device_timed)
+      printf("host issuing in train steps (rank 0, inside the scopes): %s\n",
+             host_shares_line(times_total, step_s_total).c_str());
     printf("ops in train steps (rank 0, ms a step): %s\n",
            op_times_line(times_total, double(std::max<int64_t>(1, end_step - start_step_))).c_str());
     fflush(stdout);

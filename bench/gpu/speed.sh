@@ -170,9 +170,12 @@ t = sum(r["step_s"] for r in rows[w:])
 # shared prompt is computed once, so "tokens", what ran, is fewer).
 n = sum(r["answer_tokens"] for r in rows[w:])
 measured_time_s = {k: sum(r["time_s"][k] for r in rows[w:]) for k in rows[-1]["time_s"]}  # as bench's cells
+host = None  # the host's seconds in the same scopes: a device clock's only
+if "host_time_s" in rows[-1]:
+    host = {k: sum(r["host_time_s"][k] for r in rows[w:]) for k in rows[-1]["host_time_s"]}
 print(json.dumps({"side": "pmtrain", "mode": "real", "tokens_per_s": n / t, "real_tokens": n, "seconds": t,
                   "computed_tokens": sum(r["tokens"] for r in rows[w:]), "steps": len(rows),
-                  "measured_time_s": measured_time_s}))
+                  "measured_time_s": measured_time_s, "measured_host_time_s": host}))
 PY
 }
 export -f real_ours config_of  # cell runs it under timeout, in a child bash
@@ -256,9 +259,21 @@ cats = ("gemm", "attention", "elementwise", "grad_buckets", "optimizer", "comm",
 prof = [f"| {name} | " + " | ".join(f"{100 * r['measured_time_s'][k] / sum(r['measured_time_s'].values()):.1f}%" for k in cats) + " |"
         for name, r in [(f"{s} ckpt {ck}", load(f"ours_{s}_ckpt{ck}")) for s in shapes for ck in ("off", "on", "mix")]
         + [(f"{real_shape} real data", ro)] if sum(r.get("measured_time_s", {}).values()) > 0]
+# The event clock's host half: the host's time inside each category's scopes (issuing its work), as a share of the
+# same steps; a category whose host share comes near its share above was waiting on its launches.
+def host_row(name, r):
+    total = sum(r["measured_time_s"].values())
+    return f"| {name} | " + " | ".join(f"{100 * r['measured_host_time_s'].get(k, 0) / total:.1f}%" for k in cats[:-1]) + " | - |"
+host = [host_row(name, r)
+        for name, r in [(f"{s} ckpt {ck}", load(f"ours_{s}_ckpt{ck}")) for s in shapes for ck in ("off", "on", "mix")]
+        + [(f"{real_shape} real data", ro)]
+        if r.get("measured_host_time_s") and sum(r.get("measured_time_s", {}).values()) > 0]
 if prof:
     lines += ["", "pmtrain's steps after warm-up by category (rank 0's step clock; other = host work and gaps):", "",
               "| cell | " + " | ".join(cats) + " |", "|---" * (len(cats) + 1) + "|"] + prof
+if host:
+    lines += ["", "The host's time issuing each category's work in the same steps (inside its scopes; near the share "
+              "above: launch-bound):", "", "| cell | " + " | ".join(cats) + " |", "|---" * (len(cats) + 1) + "|"] + host
 # By op, the model's and the engine's step's, in milliseconds a measured step, the slowest first, each at the rate
 # its declared work makes (TFLOP/s of GEMMs and attention against the 989 peak; GB/s of the memory-bound ops against
 # the HBM's ~4.3 TB/s a device copy moves): the ops furthest from their roof are the kernels to work on (bench cells).
@@ -270,9 +285,10 @@ for name, r in [(f"{s} ckpt {ck}", load(f"ours_{s}_ckpt{ck}")) for s in shapes f
     ops, n = r.get("measured_op_s"), r.get("steps", 0) - r.get("warmup", 0)
     if ops and n > 0:
         top = sorted(ops.items(), key=lambda kv: -kv[1]["s"])
-        lines += ["", f"pmtrain {name}, by op (ms a measured step):", "", "| op | category | ms | calls | rate |",
-                  "|---|---|---|---|---|"]
-        lines += [f"| {k} | {v.get('category', '-')} | {1e3 * v['s'] / n:.2f} | {v['calls'] / n:g} | {rate(v)} |"
+        lines += ["", f"pmtrain {name}, by op (ms a measured step; host: the host's ms issuing it):", "",
+                  "| op | category | ms | host ms | calls | rate |", "|---|---|---|---|---|---|"]
+        lines += [f"| {k} | {v.get('category', '-')} | {1e3 * v['s'] / n:.2f} | "
+                  + (f"{1e3 * v['host_s'] / n:.2f}" if "host_s" in v else "-") + f" | {v['calls'] / n:g} | {rate(v)} |"
                   for k, v in top]
 head = [f"# pmtrain vs PyTorch + transformers ({backend})", "",
         "Synthetic: seq, pairs per step and median of the steps after warm-up as in bench/gpu/speed.sh; "

@@ -1,7 +1,8 @@
 // The CUDA backend's StepClock (cuda/event_step_clock.h): a scope gets the stream's time, not the host's.
 // Device work of a known host-measured duration (memsets of a large buffer, timed with a host sync) is
 // queued inside scopes; the clock must report it within a factor of the host's figure, its scopes must
-// not block the host (queueing returns long before the work ends), nested scopes must count exclusively,
+// not block the host (queueing returns long before the work ends, and the host's time in the scopes is that
+// queueing, not the stream's), nested scopes must count exclusively,
 // and a second window (the event pool reused) must agree with the first.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -50,6 +51,10 @@ TEST(EventStepClock, TimesTheStreamWithoutBlockingTheHost) {
     const StepTimes t = clock->take();
     const double opt = t.of(TimeCategory::Optimizer), comm = t.of(TimeCategory::Comm);
     EXPECT_LT(queued_s, 0.5 * host_s) << "the scopes waited for the stream";
+    // The host's time in the scopes is its queueing, apart from the stream's.
+    EXPECT_TRUE(t.device_timed);
+    EXPECT_LE(t.host_of(TimeCategory::Optimizer) + t.host_of(TimeCategory::Comm), queued_s);
+    EXPECT_GT(t.host_of(TimeCategory::Optimizer), 0.0);
     EXPECT_GT(opt + comm, 0.7 * host_s);
     EXPECT_LT(opt + comm, 1.3 * host_s);
     EXPECT_GT(opt, 0.3 * host_s);

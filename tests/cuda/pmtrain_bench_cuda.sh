@@ -3,7 +3,8 @@
 # and at 2 ranks on the one GPU; MFU against the default H100 peak (989 TFLOP/s) between 0 and 1; the peak
 # memory from the backend's tracking and the device's bytes in use; and, in fp32 mode, the per-step losses of
 # the synthetic pairs equal the CPU backend's within 1e-4 relative (the same seeded init and tokens through
-# the same step), which shows bench runs the real step on the GPU.
+# the same step), which shows bench runs the real step on the GPU; the host's seconds issuing each category and
+# op beside the stream's (the event clock's), within the steps' wall time.
 # Without a GPU: exit 77 (ctest: skipped), or a failure under ZERO_REQUIRE_GPU=1. PMTRAIN_CUDA_DRYRUN=1 runs
 # it with backend cpu in place of cuda (a check of this script; it says nothing about the GPU).
 source "$(dirname "$0")/../pmtrain/common.sh"
@@ -46,6 +47,15 @@ for name, pairs, seq, world in (("bf16", 2, 128, 1), ("two", 4, 128, 2)):
     assert r["peak_memory_bytes"] > 0, r
     if gpu == "cuda":
         assert r["peak_memory_kind"].startswith("tracked") and r["device_in_use_bytes"] > 0, r
+        # The event clock's host half: every category and op with the host's seconds in its scopes, which add up
+        # to no more than the measured steps' wall time (the host issued them inside it).
+        host = r["measured_host_time_s"]
+        assert set(host) == set(r["measured_time_s"]) - {"other"} and min(host.values()) >= 0, host
+        wall = r["median_step_s"] * (r["steps"] - r["warmup"])
+        assert 0 < sum(host.values()) <= 1.5 * wall, (host, wall)
+        assert all(op["host_s"] >= 0 for op in r["measured_op_s"].values()), r["measured_op_s"]
+    else:
+        assert r["measured_host_time_s"] is None, r  # the host clock: one time
     print(f"ok: {name}: {r['tokens_per_s']:.0f} tokens/s, MFU {100 * r['mfu']:.3f}%, peak {r['peak_memory_bytes']} B")
 a, b = j["gpu_fp32"]["step_loss"], j["cpu_fp32"]["step_loss"]
 assert len(a) == len(b) == 3 and all(abs(x - y) <= 1e-4 * abs(y) for x, y in zip(a, b)), (a, b)

@@ -110,7 +110,9 @@ close $TMP/cpu1.loss $TMP/gpu1.loss 1e-4 "1 rank: cuda vs cpu per-step loss"
   || fail "cpu and cuda runs consumed different pairs"
 
 # 1b. The step-time breakdown on cuda (events on the stream): every category present, the model's and the
-# optimizer's positive, none negative, summing to step_s; the shares line is printed.
+# optimizer's positive, none negative, summing to step_s; the shares line is printed. Beside it the host's time in
+# the same scopes (host_time_s: every category but other, none negative, within step_s: the host issued the step's
+# work inside it), summed in the summary; the CPU's records have no second time.
 python3 - $TMP/gpu1/metrics.jsonl <<'PY' || fail "cuda step-time breakdown"
 import json, sys
 train = [json.loads(l) for l in open(sys.argv[1]) if '"type":"train"' in l]
@@ -119,9 +121,17 @@ for r in train:
     assert set(t) == {"gemm", "attention", "elementwise", "grad_buckets", "optimizer", "comm", "other"}, t
     assert all(t[k] > 0 for k in ("gemm", "attention", "elementwise", "optimizer")), t
     assert all(v >= -1e-6 for v in t.values()) and abs(sum(t.values()) - r["step_s"]) <= 1e-6 * max(1, r["step_s"]), t
-print("cuda breakdown of the last step:", {k: round(v, 6) for k, v in train[-1]["time_s"].items()})
+    h = r["host_time_s"]
+    assert set(h) == set(t) - {"other"} and min(h.values()) >= 0 and 0 < sum(h.values()) <= r["step_s"], (h, r["step_s"])
+summary = [json.loads(l) for l in open(sys.argv[1]) if '"type":"summary"' in l][-1]
+hs = summary["host_time_s"]
+assert all(abs(hs[k] - sum(r["host_time_s"][k] for r in train)) <= 1e-9 + 1e-9 * hs[k] for k in hs), hs
+print("cuda breakdown of the last step:", {k: round(v, 6) for k, v in train[-1]["time_s"].items()},
+      "host:", {k: round(v, 6) for k, v in train[-1]["host_time_s"].items()})
 PY
 grep '^time in train steps' $TMP/gpu1.txt || fail "no step-time shares line on cuda"
+grep '^host issuing in train steps' $TMP/gpu1.txt || fail "no host line on cuda"
+! grep -q host_time_s $TMP/cpu1/metrics.jsonl || fail "a CPU run's records have a host time"
 # The summary's device memory on cuda: the tracked peak (engine buffers + activations) at most what `pmtrain plan`
 # gives the same run (its stage, micro 2 at max_len, in bytes) without the runtime's allowance, and the device's
 # in-use at least that; the done line says both. On the CPU neither field.

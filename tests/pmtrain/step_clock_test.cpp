@@ -20,6 +20,7 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "comm/mpi_communicator.h"
 #include "core/step_clock.h"
@@ -31,6 +32,9 @@ namespace {
 
 // Timestamps 0, 1, 3, 6, 10, ... seconds (gap i = i + 1): each gap's owner is visible in the totals.
 class FakeClock final : public StepClock {
+ public:
+  FakeClock() : StepClock(true) {}
+
  protected:
   void record(size_t i) override { recorded = i + 1; }
   void resolve(std::span<double> gaps) override {
@@ -95,6 +99,53 @@ TEST(StepClock, NamedScopesCountToTheirOp) {
   EXPECT_EQ(t.ops[1].seconds, 2.0 + 7.0 + 1.0);
   EXPECT_EQ(t.ops[1].calls, 3u);
   EXPECT_TRUE(clock.take().ops.empty());  // a new window starts empty
+}
+
+// Beside the device's literal gaps, each scope gets the host's own time in it (the time spent issuing its work):
+// a scope that sleeps holds at least its sleep on the host's side, whatever the device's timestamps say, in its
+// category and its op; and windows add up.
+TEST(StepClock, HostTimeInEachScopeBesideTheDevices) {
+  using namespace std::chrono_literals;
+  const auto sleep_s = [](auto d) { return std::chrono::duration<double>(d).count(); };
+  FakeClock clock;
+  const auto t0 = std::chrono::steady_clock::now();
+  clock.enter(TimeCategory::Elementwise, kNorm);  // device t=0
+  std::this_thread::sleep_for(30ms);
+  clock.enter(TimeCategory::Comm);  // t=1
+  std::this_thread::sleep_for(20ms);
+  clock.leave();  // t=3
+  clock.leave();  // t=6
+  clock.enter(TimeCategory::Gemm, kGemm);  // t=10
+  clock.leave();  // t=15
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  StepTimes t = clock.take();
+  EXPECT_TRUE(t.device_timed);
+  EXPECT_EQ(t.of(TimeCategory::Elementwise), 1.0 + 3.0);  // the device's, as before
+  EXPECT_GE(t.host_of(TimeCategory::Elementwise), sleep_s(30ms));
+  EXPECT_GE(t.host_of(TimeCategory::Comm), sleep_s(20ms));
+  EXPECT_LT(t.host_of(TimeCategory::Elementwise) + t.host_of(TimeCategory::Comm) + t.host_of(TimeCategory::Gemm),
+            wall);
+  ASSERT_EQ(t.ops.size(), 2u);
+  EXPECT_EQ(t.ops[0].name, kNorm);
+  EXPECT_EQ(t.ops[0].host_seconds, t.host_of(TimeCategory::Elementwise));  // the norm's scopes are all of it
+  EXPECT_EQ(t.ops[1].host_seconds, t.host_of(TimeCategory::Gemm));
+  EXPECT_EQ(t.host_of(TimeCategory::Optimizer), 0.0);  // never entered
+  clock.enter(TimeCategory::Elementwise, kNorm);
+  std::this_thread::sleep_for(10ms);
+  clock.leave();
+  const double before = t.ops[0].host_seconds;
+  t += clock.take();
+  EXPECT_GE(t.ops[0].host_seconds, before + sleep_s(10ms));
+  EXPECT_GE(t.host_of(TimeCategory::Elementwise), before + sleep_s(10ms));
+  // The host clock's two times are one: its device is the host.
+  HostStepClock host;
+  host.enter(TimeCategory::Gemm, kGemm);
+  std::this_thread::sleep_for(10ms);
+  host.leave();
+  const StepTimes h = host.take();
+  EXPECT_FALSE(h.device_timed);
+  EXPECT_GE(h.of(TimeCategory::Gemm), sleep_s(10ms));
+  EXPECT_EQ(h.of(TimeCategory::Gemm), h.host_of(TimeCategory::Gemm));
 }
 
 TEST(StepClock, TakeInsideAScopeIsAnError) {
