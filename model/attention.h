@@ -11,9 +11,11 @@ namespace zero::model {
 // Flash: the FlashAttention-2 tiling (on the CPU its emulation, model/attention_tiled.h; on a GPU the
 // tensor-core kernels where they apply, bf16 at head_dim 64/128, else the fp32-FMA ones). FlashFma: the
 // same tiling on the GPU's fp32-FMA kernels only (slower; the fallback should the tensor-core path
-// misbehave on some device); on the CPU it is Flash. Auto: the backend's best: reference on the CPU
-// (small models), flash on the GPU.
-enum class AttentionKind : uint8_t { Auto, Flash, Reference, FlashFma };
+// misbehave on some device); on the CPU it is Flash. FlashWide: Flash with the GPU's wide tensor-core
+// kernels where the tensor-core path applies (FlashAttention-2's 128-row blocks; the same bits as Flash:
+// model/cuda/attention_kernels.h), Flash elsewhere; on the CPU it is Flash. Auto: the backend's best:
+// reference on the CPU (small models), flash on the GPU.
+enum class AttentionKind : uint8_t { Auto, Flash, Reference, FlashFma, FlashWide };
 
 struct AttentionShape {
   int64_t heads = 0;

@@ -56,7 +56,8 @@ const Choices<model::AttentionKind> kAttention{
     {"auto", model::AttentionKind::Auto},
     {"flash", model::AttentionKind::Flash},
     {"reference", model::AttentionKind::Reference},
-    {"flash_fma", model::AttentionKind::FlashFma}};
+    {"flash_fma", model::AttentionKind::FlashFma},
+    {"flash_wide", model::AttentionKind::FlashWide}};
 // model.activation_checkpointing: auto (no mode: the run chooses, ModelSection::checkpointing_auto) or a mode.
 const Choices<std::optional<model::ActivationCheckpointing>> kCheckpointing{
     {"auto", std::nullopt},
@@ -371,7 +372,7 @@ std::vector<Field> schema(Config& c) {
             "with activation_checkpointing full: recompute each layer's attention forward in backward too instead of "
             "keeping its output and log-sum-exp (rows x (q_dim x 2 + heads x 4) bytes a layer on a GPU): the least "
             "memory; auto turns it on only when nothing else fits"), m, YAML::Node(false)),
-      choice("model.attention", m.attention, kAttention, "attention kernel: auto = reference on the CPU, flash on a GPU (tensor cores in bf16); flash_fma = flash on the GPU's fp32-FMA kernels only"),
+      choice("model.attention", m.attention, kAttention, "attention kernel: auto = reference on the CPU, flash on a GPU (tensor cores in bf16); flash_fma = flash on the GPU's fp32-FMA kernels only; flash_wide = flash with the GPU's wide tensor-core kernels (128-row blocks, the same bits as flash) where the tensor cores apply"),
       field("model.decay_norms", m.decay_norms, "apply weight decay to the norm weights"),
       field("model.decay_embedding", m.decay_embedding, "apply weight decay to the embedding"),
 

@@ -18,6 +18,7 @@
 # activations do not fit the 80 GiB) to be dropped. pmtrain runs with threads = the host's cores, so the
 # random init of 4B parameters on the host (about a minute on one core) takes seconds. SPEED_SHAPES (default
 # "0.6b 1.7b 4b") picks the shapes, in order; the first runs the real-data cell, the last the largest cells.
+# SPEED_ATTENTION sets pmtrain's model.attention in its cells (flash_wide: the wide tensor-core kernels, no rebuild).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:?usage: bench/gpu/speed.sh OUT_DIR}
@@ -56,6 +57,8 @@ else
   HOST_THREADS=$(machine_cores)  # one rank: the random init of a model's parameters on every core (gpu_build.sh)
 fi
 [ -x "$PMTRAIN" ] || { echo "speed: no pmtrain at $PMTRAIN"; exit 1; }
+ATTENTION=${SPEED_ATTENTION:-}  # pmtrain's model.attention in its cells (empty: the config's)
+echo "# pmtrain's attention: ${ATTENTION:-as configured}"
 config_of() {  # the repository's config of a shape
   case $1 in
     tiny) echo configs/tiny_cpu.yaml ;;
@@ -99,7 +102,8 @@ ours() {  # ours SHAPE CKPT [SELECTIVE_LAYERS]: CKPT off, on, or mix (on with th
   local ck=$2 sel=()
   [ "$ck" = mix ] && ck=on sel=(--set model.selective_layers=$3)
   cell "ours_$1_ckpt$2" "$PMTRAIN" bench "$(config_of "$1")" --set backend=$BACKEND --set zero.stage=0 \
-    --set batch.micro_tokens=0 --set threads=$HOST_THREADS --set model.activation_checkpointing=$(bool "$ck") "${sel[@]}" --seq $SEQ \
+    --set batch.micro_tokens=0 --set threads=$HOST_THREADS --set model.activation_checkpointing=$(bool "$ck") "${sel[@]}" \
+    ${ATTENTION:+--set model.attention=$ATTENTION} --seq $SEQ \
     --pairs-per-step $PAIRS --steps $STEPS --warmup $WARMUP --json
 }
 # The most layers of full checkpointing the planner lets this GPU keep selective at the bench's batch (none
@@ -155,7 +159,7 @@ real_ours() {
   local dir=$OUT/cells/real_run
   rm -rf "$dir"
   "$PMTRAIN" train "$(config_of "$REAL_SHAPE")" --set backend=$BACKEND --set zero.stage=0 --set run.dir="$dir" \
-    --set threads=$HOST_THREADS \
+    --set threads=$HOST_THREADS ${ATTENTION:+--set model.attention=$ATTENTION} \
     --set run.steps=$REAL_STEPS --set run.eval_every=0 --set run.save_every=0 \
     --set run.save_final=false --set data.test_files=[] --set data.test_sets={} --set data.cache_dir="$OUT/cells/cache" \
     --set batch.world=0 --set batch.global=$REAL_PAIRS --set batch.micro=0 --set batch.accum=0 \
@@ -179,7 +183,7 @@ print(json.dumps({"side": "pmtrain", "mode": "real", "tokens_per_s": n / t, "rea
 PY
 }
 export -f real_ours config_of  # cell runs it under timeout, in a child bash
-export PMTRAIN BACKEND OUT REAL_SHAPE REAL_CKPT REAL_STEPS REAL_PAIRS REAL_TOKENS WARMUP HOST_THREADS
+export PMTRAIN BACKEND ATTENTION OUT REAL_SHAPE REAL_CKPT REAL_STEPS REAL_PAIRS REAL_TOKENS WARMUP HOST_THREADS
 cell "ours_real" bash -c real_ours
 if [ "$DRY" = 1 ]; then
   echo '{"skipped": "dry run"}' > "$OUT/cells/hf_real.json"

@@ -89,7 +89,9 @@ class PackedRows {
 class CpuModelOps final : public ModelOps {
  public:
   CpuModelOps(AttentionKind attention, int threads)
-      : tiled_(attention == AttentionKind::Flash || attention == AttentionKind::FlashFma), threads_(std::max(1, threads)) {
+      : tiled_(attention == AttentionKind::Flash || attention == AttentionKind::FlashFma ||
+               attention == AttentionKind::FlashWide),
+        threads_(std::max(1, threads)) {
     // Our own threads cut the work (parallel.h); Eigen's would order the sums by the thread count.
     Eigen::setNbThreads(1);
   }

@@ -19,7 +19,8 @@
 //   - MmaWide: Mma in FlashAttention-2's shapes: the forward at 32 query rows a warp (128-row blocks), dK/dV in
 //     8-warp blocks of 128 keys (S^T and dP^T from 32 x 32 warp tiles, P^T and dS^T through shared memory,
 //     each warp adding 32 keys x half the head's columns); each fragment loaded feeds more products, and every
-//     element is summed as Mma sums it: the same bits. dQ is Mma's. Not yet timed on a GPU, so Auto keeps Mma.
+//     element is summed as Mma sums it: the same bits. dQ is Mma's. Not yet timed on a GPU, so Auto keeps Mma;
+//     pmtrain's model.attention flash_wide takes it where Mma applies (CudaModelOps), so a run can time it.
 // Auto takes Mma where it applies (bf16, head_dim 64/128, 16-byte aligned tensors), else Fma.
 // Index arithmetic (grid mapping, loop bounds, shared-memory layouts): attention_grid.h; the
 // tensor-core register layout: mma_fragments.h.

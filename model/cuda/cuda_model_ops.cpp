@@ -53,6 +53,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
         waiter_(o.stream, std::move(host_wait)),
         act_(o.activation_dtype),
         attention_path_(o.attention == AttentionKind::FlashFma ? cuda_attention::Path::Fma : cuda_attention::Path::Auto),
+        attention_wide_(o.attention == AttentionKind::FlashWide),
         // cudaFree waits for the device, which the stream may hold behind a collective: the guarded wait first.
         pool_([this] { waiter_.wait(); }),
         gemm_(o.stream) {
@@ -223,11 +224,15 @@ class CudaModelOpsImpl final : public CudaModelOps {
   }
 
   // ---- attention (the FlashAttention-2 kernels) --------------------------------------------------------
+  // The kernels' path for these tensors: flash_wide's where the tensor-core path applies, else the kind's.
+  cuda_attention::Path attention_path(cuda_attention::Elem t, const AttentionShape& s) const {
+    return attention_wide_ && cuda_attention::mma_supported(t, s) ? cuda_attention::Path::MmaWide : attention_path_;
+  }
   void do_attention_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const AttentionShape& s,
                             const TensorRef& o, const TensorRef& lse) override {
     const cuda_attention::Elem t = attention_elem({&q, &k, &v, &o});
-    cuda_attention::forward(q.data, k.data, v.data, t, s, varlen(), o.data, lse.as<float>(), stream_, attention_path_,
-                            v.stride());
+    cuda_attention::forward(q.data, k.data, v.data, t, s, varlen(), o.data, lse.as<float>(), stream_,
+                            attention_path(t, s), v.stride());
   }
   void do_attention_backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
                              const TensorRef& d_o, const TensorRef& lse, const AttentionShape& s, const TensorRef& dq,
@@ -237,7 +242,8 @@ class CudaModelOpsImpl final : public CudaModelOps {
     const size_t ws = cuda_attention::backward_workspace_bytes(s, b);
     Scratch workspace(*this, ws);
     cuda_attention::backward(q.data, k.data, v.data, o.data, d_o.data, lse.as<const float>(), t, s, b, dq.data,
-                             dk.data, dv.data, workspace.get(), ws, stream_, attention_path_, v.stride(), dv.stride());
+                             dk.data, dv.data, workspace.get(), ws, stream_, attention_path(t, s), v.stride(),
+                             dv.stride());
   }
 
   // ---- element-wise -----------------------------------------------------------------------------------
@@ -423,6 +429,7 @@ class CudaModelOpsImpl final : public CudaModelOps {
   StreamWaiter waiter_;  // every host wait on stream_ (it may be stalled behind the engine's collectives)
   DType act_;
   cuda_attention::Path attention_path_;  // model.attention: flash_fma keeps the tensor cores out
+  bool attention_wide_;                  // flash_wide: the wide tensor-core kernels where the tensor cores apply
   cuda_pool::ActivationPool pool_;  // before gemm_ and the buffers: destroyed last
   size_t scratch_live_ = 0, scratch_peak_ = 0;  // Scratch's bytes held now, and at most
   cuda_gemm::LtGemm gemm_;

@@ -20,7 +20,7 @@ namespace zero::model {
 struct CudaModelOptions {
   cudaStream_t stream = nullptr;                // the compute stream (CudaOps::stream()); null: the legacy stream
   DType activation_dtype = DType::BF16;         // BF16: bf16 mode; F32: fp32 mode
-  AttentionKind attention = AttentionKind::Auto;  // Auto, Flash or FlashFma (Reference is the CPU's)
+  AttentionKind attention = AttentionKind::Auto;  // Auto, Flash, FlashFma or FlashWide (Reference is the CPU's)
 };
 
 class CudaModelOps : public ModelOps {

@@ -405,6 +405,38 @@ TEST(CudaModelOpsAttentionKind, FlashFmaRunsTheFmaKernels) {
   EXPECT_NE(out[0], out[1]) << "equal bits: both runs took the same kernels";
 }
 
+// model.attention: flash_wide runs the wide tensor-core kernels where the tensor-core path applies, which sum every
+// element as the 16-row ones do (model/cuda/attention_kernels.h): forward and backward the same bits as the default
+// path in bf16 at head_dim 128; in fp32 (no tensor-core path) it runs the default's kernels, without an error.
+TEST(CudaModelOpsAttentionKind, FlashWideGivesTheDefaultBits) {
+  ZERO_SKIP_WITHOUT_CUDA();
+  const Shape shape{"d128", 256, 2, 1, 128, 64, 97, {70, 5, 64}};
+  for (DType act : {DType::BF16, DType::F32}) {
+    SCOPED_TRACE(dtype_name(act));
+    std::vector<std::vector<float>> out[2];
+    int i = 0;
+    for (AttentionKind kind : {AttentionKind::Auto, AttentionKind::FlashWide}) {
+      Backends b(shape, act, kind);
+      const AttentionShape s{shape.heads, shape.kv_heads, shape.head_dim};
+      const int64_t N = b.N(), Dq = s.heads * s.head_dim, Dk = s.kv_heads * s.head_dim;
+      Dual q = b.tokens(Dq, b.act, 1, 2.0f), k = b.tokens(Dk, b.act, 2, 2.0f), v = b.tokens(Dk, b.act, 3);
+      Dual d_o = b.tokens(Dq, b.act, 4);
+      Dual o = b.out_tokens(Dq, b.act), lse = b.out({b.gpu->token_rows(b.plan), s.heads}, DType::F32);
+      Dual dq = b.out_tokens(Dq, b.act), dk = b.out_tokens(Dk, b.act), dv = b.out_tokens(Dk, b.act);
+      b.gpu->attention_forward(q.gpu, k.gpu, v.gpu, s, o.gpu, lse.gpu);
+      b.gpu->attention_backward(q.gpu, k.gpu, v.gpu, o.gpu, d_o.gpu, lse.gpu, s, dq.gpu, dk.gpu, dv.gpu);
+      out[i++] = {b.gpu_values(o, N * Dq), b.gpu_values(lse, N * s.heads), b.gpu_values(dq, N * Dq),
+                  b.gpu_values(dk, N * Dk), b.gpu_values(dv, N * Dk)};
+    }
+    const char* names[] = {"o", "lse", "dq", "dk", "dv"};
+    for (size_t j = 0; j < out[0].size(); ++j) {
+      EXPECT_EQ(out[0][j].size(), out[1][j].size());
+      EXPECT_EQ(0, std::memcmp(out[0][j].data(), out[1][j].data(), out[0][j].size() * sizeof(float)))
+          << names[j] << ": flash_wide's bits differ from the default path's";
+    }
+  }
+}
+
 // Once the pool has its arena for a batch, the same batch again makes no cudaMalloc (the pool reuses its blocks).
 TEST(CudaModelOpsPool, SteadyStateAllocatesNothing) {
   ZERO_SKIP_WITHOUT_CUDA();

@@ -315,6 +315,7 @@ TEST(PmtrainConfig, EnumKeysAreTypedAtLoad) {
   EXPECT_EQ(c.data.remainder, data::RemainderPolicy::Pad);
   EXPECT_EQ(c.model.attention, model::AttentionKind::Reference);
   EXPECT_EQ(parse_config("model:\n  attention: flash_fma\n", "t.yaml").model.attention, model::AttentionKind::FlashFma);
+  EXPECT_EQ(parse_config("model:\n  attention: flash_wide\n", "t.yaml").model.attention, model::AttentionKind::FlashWide);
   EXPECT_EQ(c.optim.schedule, optim::ScheduleKind::Linear);
   EXPECT_EQ(c.zero.reduce_dtype, DType::BF16);
   EXPECT_EQ(c.zero.param_dtype, DType::BF16);
