@@ -101,7 +101,7 @@ cell() {
 ours() {  # ours SHAPE CKPT [SELECTIVE_LAYERS]: CKPT off, on, or mix (on with the last N layers selective)
   local ck=$2 sel=()
   [ "$ck" = mix ] && ck=on sel=(--set model.selective_layers=$3)
-  cell "ours_$1_ckpt$2" "$PMTRAIN" bench "$(config_of "$1")" --set backend=$BACKEND --set zero.stage=0 \
+  cell "ours_$1_ckpt$2${OURS_SUFFIX:-}" "$PMTRAIN" bench "$(config_of "$1")" --set backend=$BACKEND --set zero.stage=0 \
     --set batch.micro_tokens=0 --set threads=$HOST_THREADS --set model.activation_checkpointing=$(bool "$ck") "${sel[@]}" \
     ${ATTENTION:+--set model.attention=$ATTENTION} --seq $SEQ \
     --pairs-per-step $PAIRS --steps $STEPS --warmup $WARMUP --json
@@ -205,6 +205,9 @@ PY
     --warmup $WARMUP --json
 fi
 
+# The wide tensor-core attention kernels (model.attention flash_wide: FlashAttention-2's 128-row blocks, the same
+# bits), not Auto's until timed: the first shape's checkpointing-on cell again with them, wide / default end to end.
+[ -z "$ATTENTION" ] && OURS_SUFFIX=_wide ATTENTION=flash_wide ours "${SHAPES[0]}" on
 if [ "$DRY" != 1 ]; then
   ours "$LAST" off
   theirs "$LAST" off off
@@ -258,6 +261,12 @@ lines += ["", "Real data (bundled hh-rlhf pairs at their own lengths, token-budg
           "| shape | ckpt | pmtrain train tokens/s | HF tokens/s (compile " + str(rh.get("compile", "-")) + ") | pmtrain / HF |",
           "|---|---|---|---|---|",
           f"| {real_shape} | {'off' if real_ckpt == 'off' else 'HF on, pmtrain auto'} | {tps(ro)} | {tps(rh)} | {ratio} |"]
+# The wide attention kernels' cell beside the default's (same shape, checkpointing on, same bits).
+wide, default = load(f"ours_{shapes[0]}_ckpton_wide"), load(f"ours_{shapes[0]}_ckpton")
+if "tokens_per_s" in wide or "skipped" in wide:
+    ratio = f"{wide['tokens_per_s'] / default['tokens_per_s']:.3f}" if "tokens_per_s" in wide and "tokens_per_s" in default else "-"
+    lines += ["", f"pmtrain {shapes[0]} ckpt on with model.attention flash_wide (the wide tensor-core attention kernels): "
+              f"{tps(wide)} tokens/s, wide / default {ratio}"]
 # pmtrain's profile: where its measured steps went, by the step clock's categories (rank 0), per cell.
 cats = ("gemm", "attention", "elementwise", "grad_buckets", "optimizer", "comm", "other")
 prof = [f"| {name} | " + " | ".join(f"{100 * r['measured_time_s'][k] / sum(r['measured_time_s'].values()):.1f}%" for k in cats) + " |"
@@ -285,7 +294,8 @@ def rate(v):
     if v["s"] <= 0: return "-"
     if v.get("flops"): return f"{v['flops'] / v['s'] / 1e12:.1f} TFLOP/s"
     return f"{v['bytes'] / v['s'] / 1e9:.0f} GB/s" if v.get("bytes") else "-"
-for name, r in [(f"{s} ckpt {ck}", load(f"ours_{s}_ckpt{ck}")) for s in shapes for ck in ("off", "on", "mix")]:
+for name, r in [(f"{s} ckpt {ck}", load(f"ours_{s}_ckpt{ck}")) for s in shapes for ck in ("off", "on", "mix")] + \
+        [(f"{shapes[0]} ckpt on, flash_wide", wide)]:
     ops, n = r.get("measured_op_s"), r.get("steps", 0) - r.get("warmup", 0)
     if ops and n > 0:
         top = sorted(ops.items(), key=lambda kv: -kv[1]["s"])

@@ -19,6 +19,9 @@ for ck in off on; do
   grep -qE "^\| tiny \| $ck \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$" $md \
     || { cat $md $TMP/speed.out; fail "no planner row for ckpt $ck"; }
 done
+# The wide attention kernels' cell (model.attention flash_wide; on the CPU the tiled attention) beside the default's.
+grep -qE "^pmtrain tiny ckpt on with model.attention flash_wide .*: [0-9,]+ tokens/s, wide / default [0-9.]+$" $md \
+  || { cat $md; fail "no flash_wide cell"; }
 # pmtrain's profile beside each of its cells: the shares of its steps by category.
 for cell in "tiny ckpt off" "tiny ckpt on" "tiny real data"; do
   grep -qE "^\| $cell \|( [0-9.]+% \|){7}$" $md || { cat $md; fail "no profile row for $cell"; }
