@@ -102,7 +102,8 @@ ours() {  # ours SHAPE CKPT [SELECTIVE_LAYERS]: CKPT off, on, or mix (on with th
   local ck=$2 sel=()
   [ "$ck" = mix ] && ck=on sel=(--set model.selective_layers=$3)
   cell "ours_$1_ckpt$2${OURS_SUFFIX:-}" "$PMTRAIN" bench "$(config_of "$1")" --set backend=$BACKEND --set zero.stage=0 \
-    --set batch.micro_tokens=0 --set threads=$HOST_THREADS --set model.activation_checkpointing=$(bool "$ck") "${sel[@]}" \
+    --set batch.micro_tokens=0 --set threads=$HOST_THREADS --set model.activation_checkpointing=$(bool "$ck") \
+    "${sel[@]}" \
     ${ATTENTION:+--set model.attention=$ATTENTION} --seq $SEQ \
     --pairs-per-step $PAIRS --steps $STEPS --warmup $WARMUP --json
 }
@@ -264,9 +265,10 @@ lines += ["", "Real data (bundled hh-rlhf pairs at their own lengths, token-budg
 # The wide attention kernels' cell beside the default's (same shape, checkpointing on, same bits).
 wide, default = load(f"ours_{shapes[0]}_ckpton_wide"), load(f"ours_{shapes[0]}_ckpton")
 if "tokens_per_s" in wide or "skipped" in wide:
-    ratio = f"{wide['tokens_per_s'] / default['tokens_per_s']:.3f}" if "tokens_per_s" in wide and "tokens_per_s" in default else "-"
-    lines += ["", f"pmtrain {shapes[0]} ckpt on with model.attention flash_wide (the wide tensor-core attention kernels): "
-              f"{tps(wide)} tokens/s, wide / default {ratio}"]
+    both = "tokens_per_s" in wide and "tokens_per_s" in default
+    ratio = f"{wide['tokens_per_s'] / default['tokens_per_s']:.3f}" if both else "-"
+    lines += ["", f"pmtrain {shapes[0]} ckpt on with model.attention flash_wide (the wide tensor-core attention "
+              f"kernels): {tps(wide)} tokens/s, wide / default {ratio}"]
 # pmtrain's profile: where its measured steps went, by the step clock's categories (rank 0), per cell.
 cats = ("gemm", "attention", "elementwise", "grad_buckets", "optimizer", "comm", "other")
 prof = [f"| {name} | " + " | ".join(f"{100 * r['measured_time_s'][k] / sum(r['measured_time_s'].values()):.1f}%" for k in cats) + " |"
@@ -276,7 +278,8 @@ prof = [f"| {name} | " + " | ".join(f"{100 * r['measured_time_s'][k] / sum(r['me
 # same steps; a category whose host share comes near its share above was waiting on its launches.
 def host_row(name, r):
     total = sum(r["measured_time_s"].values())
-    return f"| {name} | " + " | ".join(f"{100 * r['measured_host_time_s'].get(k, 0) / total:.1f}%" for k in cats[:-1]) + " | - |"
+    shares = [f"{100 * r['measured_host_time_s'].get(k, 0) / total:.1f}%" for k in cats[:-1]]
+    return f"| {name} | " + " | ".join(shares) + " | - |"
 host = [host_row(name, r)
         for name, r in [(f"{s} ckpt {ck}", load(f"ours_{s}_ckpt{ck}")) for s in shapes for ck in ("off", "on", "mix")]
         + [(f"{real_shape} real data", ro)]
