@@ -45,7 +45,7 @@ expect_error "more ranks than pairs" "fewer than the 4 ranks" \
   $MPIRUN -np 4 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set data.max_train_pairs=3 --set batch.global=4 --set batch.micro=1
 expect_error "inconsistent batch contract" "inconsistent" \
   $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set batch.accum=5
-expect_error "unknown attention" "model.attention: unknown value 'bogus' (expected auto, flash, reference, flash_fma)" \
+expect_error "unknown attention" "model.attention: unknown value 'bogus' (expected auto, flash, reference, flash_fma, flash_wide)" \
   $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set model.attention=bogus
 expect_error "unknown stage" "key 'zero.stage' is 7; it must be in [0, 3]" $MPIRUN -np 2 "$PMTRAIN" train configs/tiny_cpu.yaml $RUN --set zero.stage=7
 expect_error "negative collective timeout" "key 'run.collective_timeout_s' is -1; it must be >= 0" \
