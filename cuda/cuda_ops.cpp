@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "cuda/check.h"
 #include "cuda/device_allocator.h"
+#include "cuda/kernel_elem.h"
 #include "cuda/kernels.h"
 
 namespace zero {
@@ -15,18 +16,9 @@ namespace {
 
 constexpr size_t kStagingElems = size_t(1) << 22;  // 16 MiB of fp32 per host transfer chunk
 
-kernels::Elem elem(DType t, const char* op) {
-  switch (t) {
-    case DType::F32: return kernels::Elem::F32;
-    case DType::BF16: return kernels::Elem::BF16;
-    case DType::FX64: return kernels::Elem::FX64;
-    default:
-      throw ConfigError(fmt::format("the cuda backend does not support {} buffers in {} (use fp32 or bf16)",
-                                    dtype_name(t), op));
-  }
-}
-
 }  // namespace
+
+using kernels::elem_of;
 
 CudaOps::CudaOps() {
   CUDA_CHECK(cudaGetDevice(&device_));
@@ -72,7 +64,7 @@ void CudaOps::require_device(const void* p, const char* what, const char* op) co
 
 void CudaOps::copy(void* dst, DType dt, const void* src, DType st, size_t n) {
   if (n == 0) return;
-  const auto d = elem(dt, "copy"), s = elem(st, "copy");
+  const auto d = elem_of(dt, "copy"), s = elem_of(st, "copy");
   require_device(dst, "dst", "copy");
   require_device(src, "src", "copy");
   kernels::copy(dst, d, src, s, n, stream_);
@@ -80,7 +72,7 @@ void CudaOps::copy(void* dst, DType dt, const void* src, DType st, size_t n) {
 
 void CudaOps::add(void* dst, DType dt, const void* src, DType st, size_t n) {
   if (n == 0) return;
-  const auto d = elem(dt, "add"), s = elem(st, "add");
+  const auto d = elem_of(dt, "add"), s = elem_of(st, "add");
   require_device(dst, "dst", "add");
   require_device(src, "src", "add");
   kernels::add(dst, d, src, s, n, stream_);
@@ -94,7 +86,7 @@ void CudaOps::zero(void* dst, DType dt, size_t n) {
 
 double CudaOps::sum_squares(const void* src, DType t, size_t n) {
   if (n == 0) return 0.0;
-  const auto e = elem(t, "sum_squares");
+  const auto e = elem_of(t, "sum_squares");
   require_device(src, "src", "sum_squares");
   kernels::sum_squares(src, e, n, d_partials_, d_sum_, stream_);
   CUDA_CHECK(cudaMemcpyAsync(h_sum_, d_sum_, sizeof(double), cudaMemcpyDeviceToHost, stream_));
@@ -104,7 +96,7 @@ double CudaOps::sum_squares(const void* src, DType t, size_t n) {
 
 size_t CudaOps::count_nonfinite(const void* src, DType t, size_t n) {
   if (n == 0) return 0;
-  const auto e = elem(t, "count_nonfinite");
+  const auto e = elem_of(t, "count_nonfinite");
   require_device(src, "src", "count_nonfinite");
   kernels::count_nonfinite(src, e, n, std::numeric_limits<float>::infinity(), d_counts_, d_count_, stream_);
   CUDA_CHECK(cudaMemcpyAsync(h_count_, d_count_, sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream_));
@@ -114,7 +106,7 @@ size_t CudaOps::count_nonfinite(const void* src, DType t, size_t n) {
 
 void CudaOps::accumulate_sum_squares(const void* src, DType t, size_t n, double* acc) {
   if (n == 0) return;
-  const auto e = elem(t, "accumulate_sum_squares");
+  const auto e = elem_of(t, "accumulate_sum_squares");
   require_device(src, "src", "accumulate_sum_squares");
   require_device(acc, "acc", "accumulate_sum_squares");
   kernels::sum_squares(src, e, n, d_partials_, d_sum_, stream_);
@@ -123,7 +115,7 @@ void CudaOps::accumulate_sum_squares(const void* src, DType t, size_t n, double*
 
 void CudaOps::accumulate_nonfinite(const void* src, DType t, size_t n, double* acc, float limit) {
   if (n == 0) return;
-  const auto e = elem(t, "accumulate_nonfinite");
+  const auto e = elem_of(t, "accumulate_nonfinite");
   require_device(src, "src", "accumulate_nonfinite");
   require_device(acc, "acc", "accumulate_nonfinite");
   kernels::count_nonfinite(src, e, n, limit, d_counts_, d_count_, stream_);
@@ -190,7 +182,8 @@ void CudaOps::adamw(float* param, const void* grad, DType gt, float* m, float* v
   require_device(grad, "grad", "adamw");
   require_device(m, "m", "adamw");
   require_device(v, "v", "adamw");
-  kernels::adamw(param, grad, elem(gt, "adamw"), m, v, n, optim::adamw_scalars(c, lr, t, decay, grad_scale), stream_);
+  kernels::adamw(param, grad, elem_of(gt, "adamw"), m, v, n, optim::adamw_scalars(c, lr, t, decay, grad_scale),
+                 stream_);
 }
 
 void CudaOps::split_master(void* high, uint16_t* low, const float* src, size_t n) {
@@ -217,7 +210,7 @@ void CudaOps::adamw_split(void* high, uint16_t* low, const void* grad, DType gt,
   require_device(grad, "grad", "adamw_split");
   require_device(m, "m", "adamw_split");
   require_device(v, "v", "adamw_split");
-  kernels::adamw_split(high, low, grad, elem(gt, "adamw_split"), m, v, n,
+  kernels::adamw_split(high, low, grad, elem_of(gt, "adamw_split"), m, v, n,
                        optim::adamw_scalars(c, lr, t, decay, grad_scale), stream_);
 }
 
@@ -236,7 +229,7 @@ float* CudaOps::staging(size_t n) {
 
 void CudaOps::copy_from_host(void* dst, DType dt, const float* src, size_t n) {
   if (n == 0) return;
-  const auto d = elem(dt, "copy_from_host");
+  const auto d = elem_of(dt, "copy_from_host");
   require_device(dst, "dst", "copy_from_host");
   waiter_->before_pageable_copy();
   if (dt == DType::F32) {  // straight into place
@@ -254,7 +247,7 @@ void CudaOps::copy_from_host(void* dst, DType dt, const float* src, size_t n) {
 
 void CudaOps::copy_to_host(float* dst, const void* src, DType st, size_t n) {
   if (n == 0) return;
-  const auto s = elem(st, "copy_to_host");
+  const auto s = elem_of(st, "copy_to_host");
   require_device(src, "src", "copy_to_host");
   waiter_->before_pageable_copy();
   if (st == DType::F32) {

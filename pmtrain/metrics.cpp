@@ -154,35 +154,34 @@ void MetricsLog::LossWarning::after_write(bool written, const std::string& path)
 namespace {
 // What no category covers: host work between scopes, idle, and (CUDA) the stream's gaps.
 double other_seconds(const StepTimes& t, double wall_s) { return wall_s - t.total(); }
+double percent_of(double s, double wall_s) { return wall_s > 0 ? 100.0 * s / wall_s : 0.0; }
+// {"gemm": s, ...} and "gemm 41.0% | ..." of one time per category (the device's or the host's).
+nlohmann::json categories_json(const std::array<double, kTimeCategories>& seconds) {
+  nlohmann::json j = nlohmann::json::object();
+  for (size_t c = 0; c < kTimeCategories; ++c) j[time_category_name(TimeCategory(c))] = seconds[c];
+  return j;
+}
+std::string shares_line(const std::array<double, kTimeCategories>& seconds, double wall_s) {
+  std::string line;
+  for (size_t c = 0; c < kTimeCategories; ++c)
+    line += fmt::format("{}{} {:.1f}%", line.empty() ? "" : " | ", time_category_name(TimeCategory(c)),
+                        percent_of(seconds[c], wall_s));
+  return line;
+}
 }  // namespace
 
 nlohmann::json time_breakdown_json(const StepTimes& t, double wall_s) {
-  nlohmann::json j = nlohmann::json::object();
-  for (size_t c = 0; c < kTimeCategories; ++c) j[time_category_name(TimeCategory(c))] = t.seconds[c];
+  nlohmann::json j = categories_json(t.seconds);
   j["other"] = other_seconds(t, wall_s);
   return j;
 }
 
 nlohmann::json host_time_json(const StepTimes& t) {
-  if (!t.device_timed) return nullptr;
-  nlohmann::json j = nlohmann::json::object();
-  for (size_t c = 0; c < kTimeCategories; ++c) j[time_category_name(TimeCategory(c))] = t.host_seconds[c];
-  return j;
+  return t.device_timed ? categories_json(t.host_seconds) : nlohmann::json();
 }
-
-namespace {
-std::string shares_line(const std::array<double, kTimeCategories>& seconds, double wall_s) {
-  std::string line;
-  for (size_t c = 0; c < kTimeCategories; ++c)
-    line += fmt::format("{}{} {:.1f}%", line.empty() ? "" : " | ", time_category_name(TimeCategory(c)),
-                        wall_s > 0 ? 100.0 * seconds[c] / wall_s : 0.0);
-  return line;
-}
-}  // namespace
 
 std::string time_shares_line(const StepTimes& t, double wall_s) {
-  const double other = other_seconds(t, wall_s);
-  return shares_line(t.seconds, wall_s) + fmt::format(" | other {:.1f}%", wall_s > 0 ? 100.0 * other / wall_s : 0.0);
+  return shares_line(t.seconds, wall_s) + fmt::format(" | other {:.1f}%", percent_of(other_seconds(t, wall_s), wall_s));
 }
 
 std::string host_shares_line(const StepTimes& t, double wall_s) {

@@ -13,6 +13,7 @@
 #include "core/math/bf16.h"
 #include "cuda/check.h"
 #include "cuda/host_wait.h"
+#include "cuda/kernel_elem.h"
 #include "cuda/kernels.h"
 #include "model/cpu/rope.h"
 #include "model/cuda/attention_kernels.h"
@@ -33,10 +34,12 @@ K::Elem elem(DType t) {
   ZERO_CHECK(t == DType::F32 || t == DType::BF16, "the CUDA model ops take fp32 or bf16 tensors, got {}", dtype_name(t));
   return t == DType::F32 ? K::Elem::F32 : K::Elem::BF16;
 }
-// The engine's copy converts the GEMM operands and outputs (one conversion kernel for both layers).
-kernels::Elem copy_elem(DType t) { return elem(t) == K::Elem::F32 ? kernels::Elem::F32 : kernels::Elem::BF16; }
+// The engine's copy converts the GEMM operands and outputs (one conversion kernel for both layers), between the
+// model's two types (elem's check).
 void convert(void* dst, DType dt, const void* src, DType st, int64_t n, cudaStream_t s) {
-  kernels::copy(dst, copy_elem(dt), src, copy_elem(st), size_t(n), s);
+  elem(dt);
+  elem(st);
+  kernels::copy(dst, kernels::elem_of(dt, "convert"), src, kernels::elem_of(st, "convert"), size_t(n), s);
 }
 size_t bytes_of(DType t, int64_t n) { return size_t(n) * dtype_size(t); }
 
