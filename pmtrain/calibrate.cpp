@@ -395,7 +395,7 @@ ComputeProfile measure_compute(DeviceOps& ops, TrackingAllocator& alloc, model::
       ops.accumulate_nonfinite(grad.data(), pt, m, counter.as<double>(), std::numeric_limits<float>::infinity());
       ops.add(a.data(), DType::F32, grad.data(), pt, m);
     });
-    p.gradient_bytes = (traffic::finite_count(pt) + traffic::accumulate(pt, DType::F32)) * double(m) / secs;
+    p.gradient_bytes = (traffic::finite_count(pt) + traffic::accumulate(pt, DType::F32, false)) * double(m) / secs;
   }
   return p;
 }

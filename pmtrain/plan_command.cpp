@@ -260,21 +260,22 @@ StepTime step_time(const Setup& s, const Partition& part, const Cell& c, const M
   const double p = double(dtype_size(ec.param_dtype)), a = double(dtype_size(ec.accum_dtype));
   const double act = double(ap.per_layer_forward) * L + double(ap.recomputed);
   // Per micro-step: activations written and read in both passes, the embedding gradient zeroed, each gradient
-  // view's non-finite count and its add into the accumulator (at the profile's gradient_bytes where it has one).
-  // Per step: the norm, AdamW (at its own rate), the accumulator cleared, the cast back to parameters (none for a
-  // split master or fp32 parameters: casts_params); at stage 0 the accumulator also goes through the all-reduce's
-  // send buffer and back. Each at the bytes the engine declares (zero/step_traffic.h).
+  // view's non-finite count and its fold into the accumulator (written by the first micro-step, added into by the
+  // rest; at the profile's gradient_bytes where it has one). Per step: the norm, AdamW (at its own rate), the cast
+  // back to parameters (none for a split master or fp32 parameters: casts_params); at stage 0 the accumulator also
+  // goes through the all-reduce's send buffer and back. Each at the bytes the engine declares (zero/step_traffic.h).
   const DType pt = ec.param_dtype, at = ec.accum_dtype;
   const double psi = double(part.total_padded), shard = double(c.stage == 0 ? part.total_padded : part.total_shard);
   const double micro_bytes = 4.0 * act + double(q.vocab_size * q.hidden_size) * p;
-  const double gradient_bytes = psi * (traffic::finite_count(pt) + traffic::accumulate(pt, at));
+  const double gradient_bytes = psi * (steps * traffic::finite_count(pt) + traffic::accumulate(pt, at, true) +
+                                       (steps - 1) * traffic::accumulate(pt, at, false));
   const double gradient_rate = s.prof.gradient_bytes > 0 ? s.prof.gradient_bytes : s.prof.elementwise_bytes;
   const double cast = casts_params(ec) ? traffic::cast_params(pt) : 0;
-  const double step_bytes = shard * (traffic::grad_norm(at) + traffic::zero_accumulator(at) + cast) +
+  const double step_bytes = shard * (traffic::grad_norm(at) + cast) +
                             (c.stage == 0 && c.world > 1 ? 2 * psi * traffic::pack(at, ec.reduce_dtype) : 0);
   const double adamw_rate = s.prof.adamw_elements > 0 ? s.prof.adamw_elements : s.prof.elementwise_bytes / traffic::adamw(at);
   t.elementwise_s = (steps * micro_bytes + step_bytes) / (s.prof.elementwise_bytes * speed) +
-                    steps * gradient_bytes / (gradient_rate * speed) + shard / (adamw_rate * speed);
+                    gradient_bytes / (gradient_rate * speed) + shard / (adamw_rate * speed);
   if (ec.offload_optimizer && s.device == PlanDevice::Gpu) {
     // zero.offload: AdamW and the cast run on the rank's host threads (gpu_rank_threads: those of the launch
     // --sbatch writes) instead of the device, the gradients come down while the host steps the chunk before (the

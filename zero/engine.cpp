@@ -610,8 +610,8 @@ void Engine::launch_bucket(int b) {
       for (int g : B.groups) {
         const auto& L = part_.groups[g];
         const StepClock::Scope folding(clock_, TimeCategory::GradBuckets, "accumulate",
-                                       {double(L.padded) * traffic::accumulate(pt, at_)});
-        ops_.add(at(accum_, L.full_offset), at_, at(staging_[slot], offset_in_bucket_[g]), pt, L.padded);
+                                       {double(L.padded) * traffic::accumulate(pt, at_, first_micro())});
+        fold(first_micro(), at(accum_, L.full_offset), at(staging_[slot], offset_in_bucket_[g]), pt, L.padded);
       }
       slot_state_[slot] = SlotState::Free;  // the views are folded into the accumulator already
     }
@@ -676,14 +676,14 @@ void Engine::launch_bucket(int b) {
   // The bucket's groups are consecutive, so its shard space is one contiguous run of the accumulator.
   // Hybrid sharding: at the last micro-step each chunk, once summed in, goes across the replicas.
   const size_t dst = part_.groups[B.first_group()].shard_offset;
-  const bool last = last_micro();
+  const bool first = first_micro(), last = last_micro();
   for (size_t a = 0; a < B.shard; a += chunk_shard_) {
     const size_t n = std::min(chunk_shard_, B.shard - a);
     const int c = acquire_chunk_slot();
     pack_chunk(B, a, n, [&](int g) { return at(staging_[slot], offset_in_bucket_[g]); }, pt, send_[c].data());
     push_pending(c, start_timed([&] { return comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), n, rt, ReduceOp::Sum, "rs"); }),
-                 [this, c, dst, a, n, last] {
-                   ops_.add(at(accum_, dst + a), cfg_.accum_dtype, at(recv_[c], 0), cfg_.reduce_dtype, n);
+                 [this, c, dst, a, n, first, last] {
+                   fold(first, at(accum_, dst + a), at(recv_[c], 0), cfg_.reduce_dtype, n);
                    if (last) reduce_across_replicas(dst + a, n);
                  });
   }
@@ -698,10 +698,11 @@ void Engine::launch_piece(int g, int k, int slot) {
   // rank with the reductions in place, any stage: W = 1, the piece is its own shard).
   if (!sharded_grads() || !plan_.reduction_buffers) {
     const StepClock::Scope folding(clock_, TimeCategory::GradBuckets, "accumulate",
-                                   {double(W * len) * traffic::accumulate(cfg_.param_dtype, cfg_.accum_dtype)});
+                                   {double(W * len) * traffic::accumulate(cfg_.param_dtype, cfg_.accum_dtype,
+                                                                          first_micro())});
     for (size_t r = 0; r < W; ++r)
-      ops_.add(at(accum_, L.full_offset + r * L.shard + c0), cfg_.accum_dtype, at(staging_[slot], r * len),
-               cfg_.param_dtype, len);
+      fold(first_micro(), at(accum_, L.full_offset + r * L.shard + c0), at(staging_[slot], r * len),
+           cfg_.param_dtype, len);
     slot_state_[slot] = SlotState::Free;
     return;
   }
@@ -716,12 +717,12 @@ void Engine::launch_piece(int g, int k, int slot) {
   }
   slot_state_[slot] = SlotState::Free;
   const size_t dst = L.shard_offset + c0;
-  const bool last = last_micro();  // hybrid sharding, as in launch_bucket
+  const bool first = first_micro(), last = last_micro();  // hybrid sharding: last, as in launch_bucket
   push_pending(c, start_timed([&] {
                  return comm_.reduce_scatter_async(send_[c].data(), recv_[c].data(), len, cfg_.reduce_dtype, ReduceOp::Sum, "rs");
                }),
-               [this, c, dst, len, last] {
-                 ops_.add(at(accum_, dst), cfg_.accum_dtype, at(recv_[c], 0), cfg_.reduce_dtype, len);
+               [this, c, dst, len, first, last] {
+                 fold(first, at(accum_, dst), at(recv_[c], 0), cfg_.reduce_dtype, len);
                  if (last) reduce_across_replicas(dst, len);
                });
 }
@@ -786,7 +787,12 @@ void* Engine::grad_for_optimizer(int g) const {
   }
 }
 
-void Engine::zero_accumulators() { ops_.zero(accum_.data(), accum_.dtype(), accum_.count()); }
+void Engine::fold(bool first, void* acc, const void* src, DType src_t, size_t n) {
+  if (first)
+    ops_.copy(acc, cfg_.accum_dtype, src, src_t, n);
+  else
+    ops_.add(acc, cfg_.accum_dtype, src, src_t, n);
+}
 
 StepResult Engine::step(double loss_divisor) {
   const StepClock::Scope timed(clock_, TimeCategory::Optimizer);
@@ -869,8 +875,7 @@ StepResult Engine::step(double loss_divisor) {
     } else {
       r.bad_group = "(after reduction)";
     }
-    zero_accumulators();
-    r.applied = false;
+    r.applied = false;  // the accumulator is left as it is: the next step's first micro-step overwrites it
     r.step = step_;
     r.lr = cfg_.schedule.lr_at(step_ + 1);
     return r;
@@ -902,11 +907,6 @@ StepResult Engine::step(double loss_divisor) {
         ops_.adamw(s.master + o, grad + o * gsz, cfg_.accum_dtype, s.m + o, s.v + o, hi - lo, cfg_.adamw, r.lr, step_,
                    groups_[g].tensors[t].weight_decay, grad_scale);
     });
-  }
-  {
-    const StepClock::Scope zeroing(clock_, TimeCategory::Optimizer, "zero_accumulators",
-                                   {double(accum_.count()) * traffic::zero_accumulator(accum_.dtype())});
-    zero_accumulators();
   }
   sync_params();
   r.applied = true;

@@ -218,6 +218,12 @@ class Engine {
   void join_to_host(float* dst, const void* high, const uint16_t* low, size_t n) const;
   bool sharded_grads() const { return cfg_.stage >= 2; }
   bool last_micro() const { return micro_ == cfg_.accum_steps - 1; }
+  // The first micro-step of a step writes each range of the accumulator instead of adding into it: the last
+  // step's sums are spent, and nothing clears them (that pass, and the fold's read, cost 8 bytes a parameter).
+  bool first_micro() const { return micro_ <= 0; }
+  // acc (accum dtype) = src, or += src: `first` is first_micro() when the fold was queued (a reduced chunk folds
+  // when its collective completes, which may be in a later micro-step).
+  void fold(bool first, void* acc, const void* src, DType src_t, size_t n);
   void* at(const Buffer& b, size_t elem) const { return b.at(elem); }
   // Staging slots: a whole bucket, or one piece of a split group's bucket.
   static int slot_of(int bucket, int piece) { return (bucket + piece) % 2; }
@@ -272,7 +278,6 @@ class Engine {
   void check_fixed_point_terms(int accum_steps) const;
   void check_group(int g, const char* what) const;
   void* grad_for_optimizer(int g) const;
-  void zero_accumulators();
   // Where the optimizer's arrays live and who steps them: the host under zero.offload, else the backend.
   DeviceOps& optim_ops() const { return host_ops_ ? *host_ops_ : ops_; }
   // zero.offload: AdamW on group g's range a chunk at a time (its gradients brought down to host staging),
