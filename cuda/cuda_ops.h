@@ -38,6 +38,8 @@ class CudaOps final : public DeviceOps {
   // Queued on the stream, accumulating into device memory: no host wait.
   void accumulate_sum_squares(const void* src, DType t, size_t n, double* acc) override;
   void accumulate_nonfinite(const void* src, DType t, size_t n, double* acc, float limit) override;
+  void accumulate_nonfinite_runs(const void* src, DType t, const size_t* ends, size_t runs, double* acc,
+                                 float limit) override;
   void accumulate_fixed_square_sum(const int64_t* src, size_t n, math::FixedSquareSum* acc) override;
   void download(void* host, const void* src, size_t bytes) override;
   void upload(void* dst, const void* host, size_t bytes) override;

@@ -3,6 +3,7 @@
 // two-pass block reduction. See kernels.h for the numerics.
 // Launches through cuda/kernel_launch.cuh, so the whole file also runs on the host under the SIMT
 // emulator (tests/cuda/cuda_kernels_emulated_test.cpp).
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -122,6 +123,38 @@ __global__ void nonfinite_pass1(const T* __restrict__ s, size_t n, size_t head, 
   });
   const unsigned long long b = block_sum(sh, bad);
   if (threadIdx.x == 0) partials[blockIdx.x] = b;
+}
+
+// count_nonfinite over up to kMaxCountRuns consecutive runs in one grid: blocks [r B, (r + 1) B) walk run r
+// (B = per_run), each from the run's own aligned head, and write their partials in that order.
+struct CountRuns {
+  size_t ends[kMaxCountRuns];  // run r: [ends[r - 1], ends[r]), ends[-1] = 0
+  int per_run;
+};
+template <class T, int V>
+__global__ void nonfinite_runs_pass1(const T* __restrict__ s, CountRuns c, float limit,
+                                     unsigned long long* partials) {
+  __shared__ unsigned long long sh[kReduceThreads];
+  const int r = int(blockIdx.x) / c.per_run;
+  const size_t begin = r == 0 ? 0 : c.ends[r - 1], n = c.ends[r] - begin;
+  const T* run = s + begin;
+  unsigned long long bad = 0;
+  for_each_vector_in<V>(n, own_head(run, n), blockIdx.x % c.per_run, c.per_run, [&](size_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    const Pack<T, W> p = load_pack<T, W>(run, i);
+#pragma unroll
+    for (int k = 0; k < W; ++k) bad += !(fabsf(to_f32(p.v[k])) < limit);
+  });
+  const unsigned long long b = block_sum(sh, bad);
+  if (threadIdx.x == 0) partials[blockIdx.x] = b;
+}
+// Block r adds run r's per_run partials into acc[r].
+__global__ void nonfinite_runs_pass2(const unsigned long long* __restrict__ partials, int per_run, double* acc) {
+  __shared__ unsigned long long sh[kReduceThreads];
+  unsigned long long a = 0;
+  for (int i = threadIdx.x; i < per_run; i += blockDim.x) a += partials[size_t(blockIdx.x) * per_run + i];
+  const unsigned long long b = block_sum(sh, a);
+  if (threadIdx.x == 0) acc[blockIdx.x] += double(b);
 }
 
 // Pass 2: one block of kReduceThreads sums `count` partials (each thread a fixed stride, then the tree).
@@ -331,6 +364,33 @@ void count_nonfinite(const void* src, Elem t, size_t n, float limit, unsigned lo
   ZERO_LAUNCH(reduce_pass2<unsigned long long>, 1, kReduceThreads, 0, s,
               static_cast<const unsigned long long*>(partials), blocks, out);
   CUDA_CHECK(last_launch_error());
+}
+
+void accumulate_nonfinite_runs(const void* src, Elem t, const size_t* ends, size_t runs, float limit,
+                               unsigned long long* partials, double* acc, cudaStream_t s) {
+  with_elem(t, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    constexpr int V = vector_width<T>();
+    size_t begin = 0;  // of this launch's first run
+    for (size_t r0 = 0; r0 < runs; r0 += kMaxCountRuns) {
+      const int k = int(std::min<size_t>(kMaxCountRuns, runs - r0));
+      CountRuns c{};
+      size_t longest = 0;
+      for (int r = 0; r < k; ++r) {
+        c.ends[r] = ends[r0 + r] - begin;
+        longest = std::max(longest, c.ends[r] - (r == 0 ? 0 : c.ends[r - 1]));
+      }
+      // Each run as many blocks as its longest needs, within the partials' kMaxReduceBlocks.
+      c.per_run = std::max(1, std::min(reduce_blocks((longest + V - 1) / V), kMaxReduceBlocks / k));
+      auto* pass1 = nonfinite_runs_pass1<T, V>;  // one token for ZERO_LAUNCH
+      ZERO_LAUNCH(pass1, k * c.per_run, kReduceThreads, 0, s, static_cast<const T*>(src) + begin, c, limit, partials);
+      CUDA_CHECK(last_launch_error());
+      ZERO_LAUNCH(nonfinite_runs_pass2, k, kReduceThreads, 0, s, static_cast<const unsigned long long*>(partials),
+                  c.per_run, acc + r0);
+      CUDA_CHECK(last_launch_error());
+      begin = ends[r0 + size_t(k) - 1];
+    }
+  });
 }
 
 void accumulate_fixed_square_sum(const int64_t* src, size_t n, math::FixedSquareSum* partials,

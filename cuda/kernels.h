@@ -34,6 +34,13 @@ void sum_squares(const void* src, Elem t, size_t n, double* partials, double* ou
 // ones). partials: kMaxReduceBlocks counters of device scratch.
 void count_nonfinite(const void* src, Elem t, size_t n, float limit, unsigned long long* partials,
                      unsigned long long* out, cudaStream_t s);
+// acc[r] += count_nonfinite's count of run r of src, the elements [ends[r - 1], ends[r]) (ends[-1] = 0), for
+// every r < runs: two launches for up to kMaxCountRuns runs (pass 1 gives each run its own blocks, walking it in
+// 16-byte vectors from its own aligned head; pass 2 a block a run). Integer counts: the same in any order.
+// partials: kMaxReduceBlocks counters of device scratch; acc in device memory.
+constexpr int kMaxCountRuns = 64;
+void accumulate_nonfinite_runs(const void* src, Elem t, const size_t* ends, size_t runs, float limit,
+                               unsigned long long* partials, double* acc, cudaStream_t s);
 // *acc += the exact sum of squares of n fixed-point values (device memory). partials: kMaxReduceBlocks
 // FixedSquareSums of device scratch.
 void accumulate_fixed_square_sum(const int64_t* src, size_t n, math::FixedSquareSum* partials,

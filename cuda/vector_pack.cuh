@@ -81,9 +81,11 @@ Walk walk_of(size_t n, std::initializer_list<Operand> operands) {
 // The grid-stride walk of n elements, V at a time from `head` on: f(i, std::integral_constant<int, W>) for
 // the W elements from i, W = V for the whole vectors (i = head + V j) and 1 for the head and the tail. With V =
 // 1 (head 0) it is the plain one-element loop.
+// for_each_vector_in: the same walk by the `blocks` blocks from block `block` of the grid on (several walks in
+// one grid, a share of its blocks each).
 template <int V, class F>
-__device__ __forceinline__ void for_each_vector(size_t n, size_t head, F&& f) {
-  const size_t first = blockIdx.x * size_t(blockDim.x) + threadIdx.x, stride = size_t(gridDim.x) * blockDim.x;
+__device__ __forceinline__ void for_each_vector_in(size_t n, size_t head, size_t block, size_t blocks, F&& f) {
+  const size_t first = block * blockDim.x + threadIdx.x, stride = blocks * blockDim.x;
   size_t vectors = 0;
   if constexpr (V > 1) {
     vectors = (n - head) / V;
@@ -92,6 +94,17 @@ __device__ __forceinline__ void for_each_vector(size_t n, size_t head, F&& f) {
   const size_t singles = n - vectors * V, rest_at = head + vectors * V;  // the head, then the tail
   for (size_t j = first; j < singles; j += stride)
     f(j < head ? j : rest_at + (j - head), std::integral_constant<int, 1>{});
+}
+template <int V, class F>
+__device__ __forceinline__ void for_each_vector(size_t n, size_t head, F&& f) {
+  for_each_vector_in<V>(n, head, blockIdx.x, gridDim.x, static_cast<F&&>(f));
+}
+
+// The head of a walk over one operand alone: the elements before its next 16-byte boundary (at most n).
+template <typename T>
+__device__ __forceinline__ size_t own_head(const T* p, size_t n) {
+  const size_t h = (16 - reinterpret_cast<uintptr_t>(p) % 16) % 16 / sizeof(T);
+  return h < n ? h : n;
 }
 
 }  // namespace zero::kernels

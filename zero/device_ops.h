@@ -36,6 +36,16 @@ class DeviceOps {
   // math::kFixedTermLimit, the largest term they take.
   virtual void accumulate_sum_squares(const void* src, DType t, size_t n, double* acc) = 0;
   virtual void accumulate_nonfinite(const void* src, DType t, size_t n, double* acc, float limit) = 0;
+  // accumulate_nonfinite over consecutive runs of src, each into its own accumulator: run r is the elements
+  // [ends[r - 1], ends[r]) (ends[-1] = 0) and acc[r] += its count. The engine counts a gradient view a tensor at a
+  // time, so that a bad value names its tensor; a backend may take all of a view's runs at once (CUDA: two
+  // launches for a layer's eleven tensors, not three a tensor). This default: one accumulate_nonfinite a run.
+  virtual void accumulate_nonfinite_runs(const void* src, DType t, const size_t* ends, size_t runs, double* acc,
+                                         float limit) {
+    size_t begin = 0;
+    for (size_t r = 0; r < runs; begin = ends[r++])
+      accumulate_nonfinite(static_cast<const char*>(src) + begin * dtype_size(t), t, ends[r] - begin, acc + r, limit);
+  }
   // The exact sum of squares of n fixed-point values (DType::FX64), added to *acc in backend memory.
   virtual void accumulate_fixed_square_sum(const int64_t* src, size_t n, math::FixedSquareSum* acc) = 0;
   // AdamW on an fp32 master shard; the gradient may be fp32, bf16 or fixed point (FX64).

@@ -446,13 +446,24 @@ const PieceView& Engine::grad_piece(int g, int k) {
 // Adds the non-finite count of n gradient values at flat offset flat_begin of group g to its tensors'
 // counters in backend memory (read once, at the step).
 // Under fixed-point sums a term past their limit counts as well (math::kFixedTermLimit).
+// One call for the view's tensors, each a run counted into its own partial (tensors lie back to back in a group:
+// partition.h), so a bad value still names its tensor while a GPU takes a whole view in two launches.
 void Engine::count_nonfinite(int g, size_t flat_begin, const void* data, size_t n) {
-  const size_t esz = dtype_size(cfg_.param_dtype);
   const float limit = fixed_point_sums(cfg_) ? math::kFixedTermLimit : std::numeric_limits<float>::infinity();
-  for_each_tensor_in(g, flat_begin, flat_begin + n, [&](size_t t, size_t lo, size_t hi) {
-    ops_.accumulate_nonfinite(static_cast<const char*>(data) + (lo - flat_begin) * esz, cfg_.param_dtype, hi - lo,
-                              partials_.as<double>() + tensor_base_[g] + t, limit);
-  });
+  const auto& L = part_.groups[g];
+  const auto& tensors = groups_[g].tensors;
+  const size_t end = flat_begin + n;
+  size_t first = tensors.size();  // the first tensor in [flat_begin, end); the ones after it up to the last in it
+  count_ends_.clear();
+  for (size_t t = 0; t < tensors.size() && L.tensor_offsets[t] < end; ++t) {
+    const size_t t1 = L.tensor_offsets[t] + tensors[t].numel;
+    if (first == tensors.size() && (t1 <= flat_begin || tensors[t].numel == 0)) continue;
+    if (first == tensors.size()) first = t;
+    count_ends_.push_back(std::min(t1, end) - flat_begin);  // padding past the last tensor is not counted
+  }
+  if (count_ends_.empty()) return;
+  ops_.accumulate_nonfinite_runs(data, cfg_.param_dtype, count_ends_.data(), count_ends_.size(),
+                                 partials_.as<double>() + tensor_base_[g] + first, limit);
 }
 
 void Engine::check_fixed_point_terms(int accum_steps) const {

@@ -336,6 +336,7 @@ class Engine {
   std::vector<uint8_t> unit_ready_;        // per unit: its gradient arrived in the current micro-step
   std::vector<int> bucket_units_;          // units per bucket
   int micro_ = -1;                         // current micro-step index within the accumulation
+  std::vector<size_t> count_ends_;         // count_nonfinite's runs (kept: no allocation in a step)
   bool backward_ = false;
   int64_t step_ = 0;
   StepClock* clock_ = nullptr;

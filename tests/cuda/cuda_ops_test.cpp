@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <set>
 
 #include "core/check.h"
 #include "core/splitmix.h"
@@ -186,6 +187,55 @@ TEST_F(CudaOpsTest, CountNonfiniteExact) {
   const auto hb = as_bytes(big, DType::BF16);
   auto db = to_device(hb);
   EXPECT_EQ(gpu->count_nonfinite(db->get(), DType::BF16, 2), cpu->count_nonfinite(hb.data(), DType::BF16, 2));
+}
+
+TEST_F(CudaOpsTest, NonfiniteRunsEachCountedIntoItsOwnAccumulator) {
+  // Runs of literal lengths (empty, shorter than a 16-byte head, crossing vectors, long enough for many blocks),
+  // 150 of them (three launches of kMaxCountRuns), from a start one element past an aligned address; non-finite
+  // values planted at each run's first and last element and one inside, so a run read one element off its bounds
+  // counts wrong. The counts are the planting's own, added to accumulators that start at r + 0.5.
+  const size_t lengths[] = {0, 1, 3, 7, 8, 9, 17, 64, 1000, 5000, 70001};
+  std::vector<size_t> ends;
+  size_t total = 0;
+  for (size_t r = 0; r < 150; ++r) ends.push_back(total += lengths[r % std::size(lengths)]);
+  const size_t runs = ends.size();
+  const float bad_values[] = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                              std::numeric_limits<float>::quiet_NaN(), 3.4e38f};  // 3.4e38: inf once in bf16
+  for (DType t : kTypes)
+    for (float limit : {std::numeric_limits<float>::infinity(), 0.5f}) {
+      SCOPED_TRACE(fmt::format("{} limit {}", dtype_name(t), limit));
+      std::vector<float> f(total + 1, 0.25f);  // f[0] is before the first run (the misaligning element)
+      std::vector<double> want(runs);
+      size_t planted = 0;
+      for (size_t r = 0, begin = 0; r < runs; begin = ends[r++]) {
+        want[r] = double(r) + 0.5;
+        const size_t n = ends[r] - begin;
+        if (n == 0) continue;
+        for (size_t i : std::set<size_t>{0, n / 2, n - 1}) {
+          const float x = bad_values[planted++ % std::size(bad_values)];
+          f[1 + begin + i] = x;
+          // 3.4e38 counts in bf16 (inf there), and in fp32 only against the 0.5 limit.
+          if (!(std::fabs(t == DType::BF16 ? float(bf16(x)) : x) < limit)) want[r] += 1;
+        }
+        if (limit == 0.5f && n > 3) {  // values at the limit count, under it do not
+          f[1 + begin + 1] = -0.5f;
+          want[r] += 1;
+        }
+      }
+      const auto h = as_bytes(f, t);
+      auto d = to_device(h);
+      DeviceBuffer acc(runs * sizeof(double));
+      std::vector<double> start(runs);
+      for (size_t r = 0; r < runs; ++r) start[r] = double(r) + 0.5;
+      acc.upload(start);
+      gpu->accumulate_nonfinite_runs(static_cast<const char*>(d->get()) + dtype_size(t), t, ends.data(), runs,
+                                     acc.as<double>(), limit);
+      gpu->synchronize();
+      EXPECT_EQ(acc.download<double>(runs), want);
+      std::vector<double> cpu_acc = start;  // the CPU backend's loop (DeviceOps' default) agrees
+      cpu->accumulate_nonfinite_runs(h.data() + dtype_size(t), t, ends.data(), runs, cpu_acc.data(), limit);
+      EXPECT_EQ(cpu_acc, want);
+    }
 }
 
 TEST_F(CudaOpsTest, FixedPointSumsAndLimitedCountsEqualTheCpu) {
