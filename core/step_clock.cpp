@@ -32,6 +32,7 @@ StepTimes& StepTimes::operator+=(const StepTimes& o) {
   for (const OpTime& op : o.ops) {
     OpTime& mine = op_entry(ops, op.name, op.category);
     mine.seconds += op.seconds, mine.calls += op.calls, mine.host_seconds += op.host_seconds;
+    mine.launches += op.launches;
     mine.work.bytes += op.work.bytes, mine.work.flops += op.work.flops;
   }
   return *this;
@@ -41,10 +42,13 @@ void StepClock::mark() {
   const size_t i = owner_.size();
   record(i);
   const auto now = std::chrono::steady_clock::now();
+  const uint64_t launches = launches_now();
   if (i < host_t_.size()) {
     host_t_[i] = now;
+    launch_t_[i] = launches;
   } else {
     host_t_.push_back(now);
+    launch_t_.push_back(launches);
   }
   owner_.push_back(open_.empty() ? int8_t(-1) : int8_t(open_.back()));
   owner_op_.push_back(open_ops_.empty() ? nullptr : open_ops_.back());
@@ -84,7 +88,7 @@ StepTimes StepClock::take() {
       if (owner_[i] >= 0) t.seconds[size_t(owner_[i])] += gaps_[i], t.host_seconds[size_t(owner_[i])] += host;
       if (owner_op_[i]) {
         OpTime& op = op_entry(t.ops, owner_op_[i], TimeCategory::Count);  // entered: there
-        op.seconds += gaps_[i], op.host_seconds += host;
+        op.seconds += gaps_[i], op.host_seconds += host, op.launches += launch_t_[i + 1] - launch_t_[i];
       }
     }
   }

@@ -56,6 +56,7 @@ struct OpTime {
   uint64_t calls = 0;
   OpWork work;  // summed over the calls
   double host_seconds = 0;  // the host's time in its scopes (StepTimes::host_seconds)
+  uint64_t launches = 0;    // the device work its scopes queued, as the clock's backend counts it (0: none counted)
 };
 struct StepTimes {
   std::array<double, kTimeCategories> seconds{};
@@ -111,6 +112,9 @@ class StepClock {
   virtual void resolve(std::span<double> gaps) = 0;
   // The host's steady_clock at each timestamp of the window (taken after record(i) returned).
   std::span<const std::chrono::steady_clock::time_point> host_times() const { return host_t_; }
+  // The backend's count of work queued so far (cuda/launch_count.h's launches), read at every timestamp: each
+  // op's launches are the difference over its scopes. The host clock counts none.
+  virtual uint64_t launches_now() const { return 0; }
 
  private:
   void mark();  // a timestamp at a scope boundary; the category on top of the stack owns the time after it
@@ -122,6 +126,7 @@ class StepClock {
   std::vector<double> gaps_;
   std::array<uint64_t, kTimeCategories> calls_{};
   std::vector<std::chrono::steady_clock::time_point> host_t_;  // per timestamp; grows to a step's, then reused
+  std::vector<uint64_t> launch_t_;  // per timestamp: launches_now(), likewise
   bool device_timed_;
 };
 

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "cuda/check.h"
+#include "cuda/launch_count.h"
 
 namespace zero {
 namespace {
@@ -26,6 +27,8 @@ class EventStepClock final : public StepClock {
     }
     CUDA_CHECK(cudaEventRecord(events_[i], stream_));
   }
+
+  uint64_t launches_now() const override { return cuda_launch::total(); }
 
   void resolve(std::span<double> gaps) override {
     // Events on one stream complete in order: once the last is done, every gap can be read.

@@ -193,7 +193,7 @@ nlohmann::json op_times_json(const StepTimes& t) {
   for (const OpTime& op : t.ops) {
     nlohmann::json& o = j[op.name];
     o = {{"s", op.seconds}, {"calls", op.calls}, {"category", time_category_name(op.category)}};
-    if (t.device_timed) o["host_s"] = op.host_seconds;
+    if (t.device_timed) o["host_s"] = op.host_seconds, o["launches"] = op.launches;
     if (op.work.bytes > 0) o["bytes"] = op.work.bytes;
     if (op.work.flops > 0) o["flops"] = op.work.flops;
   }
@@ -215,7 +215,9 @@ std::string op_times_line(const StepTimes& t, double steps) {
   for (const OpTime& op : ops) {
     const double per_step = 1e3 / std::max(steps, 1.0);
     std::string notes = op_rate(op);
-    if (t.device_timed) notes += fmt::format("{}host {:.2f}", notes.empty() ? "" : "; ", op.host_seconds * per_step);
+    if (t.device_timed)
+      notes += fmt::format("{}host {:.2f}, {:g} launches", notes.empty() ? "" : "; ", op.host_seconds * per_step,
+                           double(op.launches) / std::max(steps, 1.0));
     line += fmt::format("{}{} {:.2f}{}", line.empty() ? "" : " | ", op.name, op.seconds * per_step,
                         notes.empty() ? "" : " (" + notes + ")");
   }

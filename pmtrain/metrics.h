@@ -123,9 +123,10 @@ nlohmann::json host_time_json(const StepTimes& t);
 std::string host_shares_line(const StepTimes& t, double wall_s);
 // The named ops (StepTimes::ops: the model's and the engine's step's): {"swiglu_backward": {"s": seconds, "calls":
 // n, "category": "elementwise", "bytes": b, "flops": f}, ...} (bytes and flops: the work the calls declared, when
-// any; "host_s": the host's time in its scopes, on a device clock), and a line of them, slowest first, in
-// milliseconds per step over `steps` steps, each with its rate and on a device clock the host's milliseconds
-// ("linear_forward 12.31 (612.0 TFLOP/s; host 0.40) | swiglu_backward 3.20 (1830 GB/s; host 0.05) | ...").
+// any; on a device clock "host_s", the host's time in its scopes, and "launches", the device work they queued:
+// cuda/launch_count.h), and a line of them, slowest first, in milliseconds per step over `steps` steps, each with
+// its rate and on a device clock the host's milliseconds and launches a step ("linear_forward 12.31 (612.0
+// TFLOP/s; host 0.40, 112 launches) | swiglu_backward 3.20 (1830 GB/s; host 0.05, 28 launches) | ...").
 nlohmann::json op_times_json(const StepTimes& t);
 // An op's achieved rate from its declared work: "612.0 TFLOP/s" (FLOPs declared), "1830 GB/s" (bytes only), or "".
 std::string op_rate(const OpTime& op);

@@ -302,10 +302,12 @@ for name, r in [(f"{s} ckpt {ck}", load(f"ours_{s}_ckpt{ck}")) for s in shapes f
     ops, n = r.get("measured_op_s"), r.get("steps", 0) - r.get("warmup", 0)
     if ops and n > 0:
         top = sorted(ops.items(), key=lambda kv: -kv[1]["s"])
-        lines += ["", f"pmtrain {name}, by op (ms a measured step; host: the host's ms issuing it):", "",
-                  "| op | category | ms | host ms | calls | rate |", "|---|---|---|---|---|---|"]
+        lines += ["", f"pmtrain {name}, by op (ms a measured step; host: the host's ms issuing it; launches: the "
+                  "kernels, copies and GEMM calls it queued a step):", "",
+                  "| op | category | ms | host ms | calls | launches | rate |", "|---|---|---|---|---|---|---|"]
         lines += [f"| {k} | {v.get('category', '-')} | {1e3 * v['s'] / n:.2f} | "
-                  + (f"{1e3 * v['host_s'] / n:.2f}" if "host_s" in v else "-") + f" | {v['calls'] / n:g} | {rate(v)} |"
+                  + (f"{1e3 * v['host_s'] / n:.2f}" if "host_s" in v else "-") + f" | {v['calls'] / n:g} | "
+                  + (f"{v['launches'] / n:g}" if "launches" in v else "-") + f" | {rate(v)} |"
                   for k, v in top]
 head = [f"# pmtrain vs PyTorch + transformers ({backend})", "",
         "Synthetic: seq, pairs per step and median of the steps after warm-up as in bench/gpu/speed.sh; "

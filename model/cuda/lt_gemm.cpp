@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "cuda/check.h"
+#include "cuda/launch_count.h"
 
 namespace zero::model::cuda_gemm {
 
@@ -122,6 +123,7 @@ void LtGemm::run(const GemmKey& key, const void* a, const void* b, const void* c
   aligned.align_c = pointer_alignment(c), aligned.align_d = pointer_alignment(d);
   const Plan& p = impl_->plan(aligned);
   const float alpha = 1.0f;
+  cuda_launch::count();
   CUBLAS_CHECK(cublasLtMatmul(impl_->handle, p.desc, &alpha, a, p.a, b, p.b, &beta, c, p.d, d, p.d, &p.algo,
                               impl_->workspace, kWorkspaceBytes, impl_->stream));
 }

@@ -4,7 +4,7 @@
 # memory from the backend's tracking and the device's bytes in use; and, in fp32 mode, the per-step losses of
 # the synthetic pairs equal the CPU backend's within 1e-4 relative (the same seeded init and tokens through
 # the same step), which shows bench runs the real step on the GPU; the host's seconds issuing each category and
-# op beside the stream's (the event clock's), within the steps' wall time.
+# op beside the stream's (the event clock's), within the steps' wall time; and each op's launches.
 # Without a GPU: exit 77 (ctest: skipped), or a failure under ZERO_REQUIRE_GPU=1. PMTRAIN_CUDA_DRYRUN=1 runs
 # it with backend cpu in place of cuda (a check of this script; it says nothing about the GPU).
 source "$(dirname "$0")/../pmtrain/common.sh"
@@ -54,6 +54,15 @@ for name, pairs, seq, world in (("bf16", 2, 128, 1), ("two", 4, 128, 2)):
         wall = r["median_step_s"] * (r["steps"] - r["warmup"])
         assert 0 < sum(host.values()) <= 1.5 * wall, (host, wall)
         assert all(op["host_s"] >= 0 for op in r["measured_op_s"].values()), r["measured_op_s"]
+        # The work each op queued (cuda/launch_count.h): every device op queues some; a gradient view's non-finite
+        # counts are two launches for all its tensors (a layer's eleven: fewer than kMaxCountRuns), and each fold
+        # into the accumulator one.
+        ops = r["measured_op_s"]
+        for name in ("linear_forward", "attention_forward", "rmsnorm_forward", "finite_count", "adamw"):
+            assert ops[name]["launches"] >= ops[name]["calls"] > 0, (name, ops[name])
+        assert ops["finite_count"]["launches"] == 2 * ops["finite_count"]["calls"], ops["finite_count"]
+        if world == 1:  # the views fold into the accumulator where they lie (at any stage)
+            assert ops["accumulate"]["launches"] == ops["accumulate"]["calls"] > 0, ops["accumulate"]
     else:
         assert r["measured_host_time_s"] is None, r  # the host clock: one time
     print(f"ok: {name}: {r['tokens_per_s']:.0f} tokens/s, MFU {100 * r['mfu']:.3f}%, peak {r['peak_memory_bytes']} B")

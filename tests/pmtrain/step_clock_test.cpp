@@ -41,10 +41,47 @@ class FakeClock final : public StepClock {
     EXPECT_EQ(gaps.size() + 1, recorded);
     for (size_t i = 0; i < gaps.size(); ++i) gaps[i] = double(i + 1);
   }
+  uint64_t launches_now() const override { return launched; }
 
  public:
   size_t recorded = 0;
+  uint64_t launched = 0;  // the test's "device work queued so far"
 };
+
+const char* const kNorm = "rmsnorm_forward";
+const char* const kGemm = "linear_forward";
+
+// Each op gets the launches queued inside its own scopes (a nested op's are its own, as its time is), summed
+// over calls and windows; work queued between scopes belongs to no op.
+TEST(StepClock, LaunchesCountedPerOpExclusively) {
+  FakeClock clock;
+  clock.launched = 100;  // launched before the window: nobody's
+  clock.enter(TimeCategory::Gemm, kGemm);
+  clock.launched += 3;
+  clock.enter(TimeCategory::Elementwise, kNorm);
+  clock.launched += 5;
+  clock.leave();
+  clock.launched += 1;
+  clock.leave();
+  clock.launched += 7;  // between scopes
+  clock.enter(TimeCategory::Elementwise, kNorm);
+  clock.launched += 2;
+  clock.leave();
+  StepTimes t = clock.take();
+  ASSERT_EQ(t.ops.size(), 2u);
+  EXPECT_EQ(t.ops[0].name, kGemm);
+  EXPECT_EQ(t.ops[0].launches, 3u + 1u);
+  EXPECT_EQ(t.ops[1].launches, 5u + 2u);
+  clock.enter(TimeCategory::Elementwise, kNorm);
+  clock.launched += 4;
+  clock.leave();
+  t += clock.take();
+  EXPECT_EQ(t.ops[1].launches, 5u + 2u + 4u);
+  HostStepClock host;  // counts none
+  host.enter(TimeCategory::Gemm, kGemm);
+  host.leave();
+  EXPECT_EQ(host.take().ops.at(0).launches, 0u);
+}
 
 TEST(StepClock, NestedScopesCountExclusively) {
   FakeClock clock;
@@ -71,8 +108,6 @@ TEST(StepClock, NestedScopesCountExclusively) {
 
 // Named scopes also count to their op: the innermost named scope owns the time, an unnamed scope inside a named
 // one leaves it to its category only; windows add up op by op.
-const char* const kNorm = "rmsnorm_forward";
-const char* const kGemm = "linear_forward";
 TEST(StepClock, NamedScopesCountToTheirOp) {
   FakeClock clock;
   clock.enter(TimeCategory::Gemm, kGemm);         // t=0
