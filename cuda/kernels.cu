@@ -110,12 +110,13 @@ __global__ void sum_squares_pass1(const T* __restrict__ s, size_t n, size_t head
 
 // Counts the values not under `limit` in magnitude (NaN included; infinity: the non-finite ones). Integer
 // counts: the vectors change no sum.
+// The count of the block's share (block of blocks) of the walk, written to partials[blockIdx.x].
 template <class T, int V>
-__global__ void nonfinite_pass1(const T* __restrict__ s, size_t n, size_t head, float limit,
-                                unsigned long long* partials) {
+__device__ void nonfinite_block(const T* __restrict__ s, size_t n, size_t head, size_t block, size_t blocks,
+                                float limit, unsigned long long* partials) {
   __shared__ unsigned long long sh[kReduceThreads];
   unsigned long long bad = 0;
-  for_each_vector<V>(n, head, [&](size_t i, auto width) {
+  for_each_vector_in<V>(n, head, block, blocks, [&](size_t i, auto width) {
     constexpr int W = decltype(width)::value;
     const Pack<T, W> p = load_pack<T, W>(s, i);
 #pragma unroll
@@ -123,6 +124,11 @@ __global__ void nonfinite_pass1(const T* __restrict__ s, size_t n, size_t head, 
   });
   const unsigned long long b = block_sum(sh, bad);
   if (threadIdx.x == 0) partials[blockIdx.x] = b;
+}
+template <class T, int V>
+__global__ void nonfinite_pass1(const T* __restrict__ s, size_t n, size_t head, float limit,
+                                unsigned long long* partials) {
+  nonfinite_block<T, V>(s, n, head, blockIdx.x, gridDim.x, limit, partials);
 }
 
 // count_nonfinite over up to kMaxCountRuns consecutive runs in one grid: blocks [r B, (r + 1) B) walk run r
@@ -134,19 +140,10 @@ struct CountRuns {
 template <class T, int V>
 __global__ void nonfinite_runs_pass1(const T* __restrict__ s, CountRuns c, float limit,
                                      unsigned long long* partials) {
-  __shared__ unsigned long long sh[kReduceThreads];
   const int r = int(blockIdx.x) / c.per_run;
   const size_t begin = r == 0 ? 0 : c.ends[r - 1], n = c.ends[r] - begin;
   const T* run = s + begin;
-  unsigned long long bad = 0;
-  for_each_vector_in<V>(n, own_head(run, n), blockIdx.x % c.per_run, c.per_run, [&](size_t i, auto width) {
-    constexpr int W = decltype(width)::value;
-    const Pack<T, W> p = load_pack<T, W>(run, i);
-#pragma unroll
-    for (int k = 0; k < W; ++k) bad += !(fabsf(to_f32(p.v[k])) < limit);
-  });
-  const unsigned long long b = block_sum(sh, bad);
-  if (threadIdx.x == 0) partials[blockIdx.x] = b;
+  nonfinite_block<T, V>(run, n, own_head(run, n), blockIdx.x % c.per_run, c.per_run, limit, partials);
 }
 // Block r adds run r's per_run partials into acc[r].
 __global__ void nonfinite_runs_pass2(const unsigned long long* __restrict__ partials, int per_run, double* acc) {
