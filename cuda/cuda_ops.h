@@ -38,8 +38,6 @@ class CudaOps final : public DeviceOps {
   // Queued on the stream, accumulating into device memory: no host wait.
   void accumulate_sum_squares(const void* src, DType t, size_t n, double* acc) override;
   void accumulate_nonfinite(const void* src, DType t, size_t n, double* acc, float limit) override;
-  void accumulate_nonfinite_runs(const void* src, DType t, const size_t* ends, size_t runs, double* acc,
-                                 float limit) override;
   void accumulate_fixed_square_sum(const int64_t* src, size_t n, math::FixedSquareSum* acc) override;
   void download(void* host, const void* src, size_t bytes) override;
   void upload(void* dst, const void* host, size_t bytes) override;
@@ -63,6 +61,11 @@ class CudaOps final : public DeviceOps {
   // Host waits on stream() (values returned, host copies, synchronize) go through this waiter: install
   // the communicator's guard (NcclCommunicator::host_wait_guard()) when the stream waits on collectives.
   StreamWaiter& waiter() { return *waiter_; }
+
+ protected:
+  // Two launches for each kernels::kMaxCountRuns runs, the counts added into acc on the stream: no host wait.
+  void do_accumulate_nonfinite_runs(const void* src, DType t, const size_t* ends, size_t runs, double* acc,
+                                    float limit) override;
 
  private:
   void require_device(const void* p, const char* what, const char* op) const;

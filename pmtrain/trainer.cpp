@@ -668,8 +668,8 @@ int Trainer::train_loop() {
       printf("step %lld/%lld | loss %.4f | acc %.3f | grad-norm %.4f | lr %.3e | tokens/s %.0f | mem %.1f MiB | ETA %s%s\n",
              (long long)(s + 1), (long long)total_steps_, st.loss(), st.accuracy(), res.grad_norm, res.lr,
              st.tokens / dt, mem_mib, format_duration(eta).c_str(),
-             res.applied ? "" : fmt::format(" | SKIPPED (non-finite gradient, rank {} group {})", res.bad_rank,
-                                            res.bad_group).c_str());
+             res.applied ? "" : fmt::format(" | SKIPPED (non-finite gradient, rank {} group {} tensor {})",
+                                            res.bad_rank, res.bad_group, res.bad_tensor).c_str());
       fflush(stdout);
     }
     wait_for_saves(false);
@@ -829,9 +829,9 @@ void Trainer::stop_diverged(int64_t step, const StepResult& res, double loss) {
     if (saved < bad_weights) older = saved;
   throw ConfigError(fmt::format(
       "{}: {} optimizer steps in a row were skipped for a non-finite gradient (up to step {}; the last on rank {}, "
-      "group '{}'; loss {}): the run has diverged and stops without saving (optim.max_skipped_steps). The weights "
-      "after step {} gave the first non-finite gradient; lower optim.lr or check the data, and {}",
-      cfg_.source, skipped_in_a_row_, step, res.bad_rank, res.bad_group, loss, bad_weights,
+      "group '{}', tensor '{}'; loss {}): the run has diverged and stops without saving (optim.max_skipped_steps). "
+      "The weights after step {} gave the first non-finite gradient; lower optim.lr or check the data, and {}",
+      cfg_.source, skipped_in_a_row_, step, res.bad_rank, res.bad_group, res.bad_tensor, loss, bad_weights,
       older ? fmt::format("resume from {}, the newest checkpoint before them", ckpt_->paths().step_dir(*older))
             : std::string("start over: no checkpoint of this run is older")));
 }

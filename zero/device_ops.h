@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/check.h"
 #include "core/dtype.h"
 #include "core/memory.h"
 #include "core/math/fixed_point.h"
@@ -39,12 +40,14 @@ class DeviceOps {
   // accumulate_nonfinite over consecutive runs of src, each into its own accumulator: run r is the elements
   // [ends[r - 1], ends[r]) (ends[-1] = 0) and acc[r] += its count. The engine counts a gradient view a tensor at a
   // time, so that a bad value names its tensor; a backend may take all of a view's runs at once (CUDA: two
-  // launches for a layer's eleven tensors, not three a tensor). This default: one accumulate_nonfinite a run.
-  virtual void accumulate_nonfinite_runs(const void* src, DType t, const size_t* ends, size_t runs, double* acc,
-                                         float limit) {
-    size_t begin = 0;
-    for (size_t r = 0; r < runs; begin = ends[r++])
-      accumulate_nonfinite(static_cast<const char*>(src) + begin * dtype_size(t), t, ends[r] - begin, acc + r, limit);
+  // launches for a layer's eleven tensors, not three a tensor). Non-virtual: the run ends are checked here, once
+  // for every backend, then handed to do_accumulate_nonfinite_runs.
+  void accumulate_nonfinite_runs(const void* src, DType t, const size_t* ends, size_t runs, double* acc,
+                                 float limit) {
+    for (size_t r = 1; r < runs; ++r)
+      ZERO_CHECK(ends[r] >= ends[r - 1], "accumulate_nonfinite_runs: run {} ends at {}, before run {} (at {})", r,
+                 ends[r], r - 1, ends[r - 1]);
+    if (runs > 0) do_accumulate_nonfinite_runs(src, t, ends, runs, acc, limit);
   }
   // The exact sum of squares of n fixed-point values (DType::FX64), added to *acc in backend memory.
   virtual void accumulate_fixed_square_sum(const int64_t* src, size_t n, math::FixedSquareSum* acc) = 0;
@@ -75,6 +78,15 @@ class DeviceOps {
   virtual void upload_async(int slot, void* dst, const void* host, size_t bytes) { upload(dst, host, bytes); }
   virtual void wait_transfer(int slot) {}
   virtual void synchronize() {}
+
+ protected:
+  // accumulate_nonfinite_runs' backend hook (runs > 0, ends checked). This default: one accumulate_nonfinite a run.
+  virtual void do_accumulate_nonfinite_runs(const void* src, DType t, const size_t* ends, size_t runs, double* acc,
+                                            float limit) {
+    size_t begin = 0;
+    for (size_t r = 0; r < runs; begin = ends[r++])
+      accumulate_nonfinite(static_cast<const char*>(src) + begin * dtype_size(t), t, ends[r] - begin, acc + r, limit);
+  }
 };
 
 // The CPU backend's ops over host memory, split over up to `threads` threads with the same bits at any count:

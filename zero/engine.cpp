@@ -443,25 +443,20 @@ const PieceView& Engine::grad_piece(int g, int k) {
   return grad_piece_views_[u];
 }
 
-// Adds the non-finite count of n gradient values at flat offset flat_begin of group g to its tensors'
-// counters in backend memory (read once, at the step).
-// Under fixed-point sums a term past their limit counts as well (math::kFixedTermLimit).
-// One call for the view's tensors, each a run counted into its own partial (tensors lie back to back in a group:
-// partition.h), so a bad value still names its tensor while a GPU takes a whole view in two launches.
+// Adds the non-finite count of n gradient values at flat offset flat_begin of group g to its tensors' counters in
+// backend memory (read once, at the step). Under fixed-point sums a term past their limit counts as well
+// (math::kFixedTermLimit). One call for the view: each tensor is a run counted into its own partial (tensors lie
+// back to back in a group: partition.h), so a bad value still names its tensor while a GPU takes the whole view in
+// two launches. An empty tensor between two others is an empty run; padding past the last tensor is not counted.
 void Engine::count_nonfinite(int g, size_t flat_begin, const void* data, size_t n) {
   const float limit = fixed_point_sums(cfg_) ? math::kFixedTermLimit : std::numeric_limits<float>::infinity();
-  const auto& L = part_.groups[g];
-  const auto& tensors = groups_[g].tensors;
-  const size_t end = flat_begin + n;
-  size_t first = tensors.size();  // the first tensor in [flat_begin, end); the ones after it up to the last in it
+  size_t first = 0;  // the first tensor in the view: run r counts into tensor first + r
   count_ends_.clear();
-  for (size_t t = 0; t < tensors.size() && L.tensor_offsets[t] < end; ++t) {
-    const size_t t1 = L.tensor_offsets[t] + tensors[t].numel;
-    if (first == tensors.size() && (t1 <= flat_begin || tensors[t].numel == 0)) continue;
-    if (first == tensors.size()) first = t;
-    count_ends_.push_back(std::min(t1, end) - flat_begin);  // padding past the last tensor is not counted
-  }
-  if (count_ends_.empty()) return;
+  for_each_tensor_in(g, flat_begin, flat_begin + n, [&](size_t t, size_t, size_t hi) {
+    if (count_ends_.empty()) first = t;
+    while (first + count_ends_.size() < t) count_ends_.push_back(count_ends_.back());
+    count_ends_.push_back(hi - flat_begin);
+  });
   ops_.accumulate_nonfinite_runs(data, cfg_.param_dtype, count_ends_.data(), count_ends_.size(),
                                  partials_.as<double>() + tensor_base_[g] + first, limit);
 }
@@ -843,12 +838,13 @@ StepResult Engine::step(double loss_divisor) {
     ops_.download(partials.data(), partials_.data(), partials_.bytes());
     ops_.zero(partials_.data(), DType::F64, partials_.count());
   }
-  int first_bad_group = -1;
+  // This rank's first tensor with bad values, numbered over all groups' tensors as the partials are (from 1).
+  size_t first_bad = 0;
   for (size_t g = 0; g < groups_.size(); ++g)
     for (size_t t = 0; t < groups_[g].tensors.size(); ++t) {
       const double bad = partials[tensor_base_[g] + t];
       if (bad == 0) continue;
-      if (first_bad_group < 0) first_bad_group = int(g);
+      if (first_bad == 0) first_bad = tensor_base_[g] + t;
       const std::string what =
           fixed ? fmt::format("non-finite or out-of-range (|g| >= {}: fixed-point sums)", math::kFixedTermLimit)
                 : "non-finite";
@@ -858,7 +854,7 @@ StepResult Engine::step(double loss_divisor) {
   // One scalar all-reduce: [the bad flag, the sum of squares] (fixed point: its 16-bit limbs, summed
   // exactly in doubles at any rank order).
   constexpr int kLimbs = math::FixedSquareSum::kLimbs;
-  double sums[1 + kLimbs] = {first_bad_group >= 0 ? 1.0 : 0.0, partials[0]};
+  double sums[1 + kLimbs] = {first_bad > 0 ? 1.0 : 0.0, partials[0]};
   if (fixed) {
     math::FixedSquareSum sq;
     std::memcpy(sq.w, partials.data() + partials.size() - kFixedSquareWords, sizeof(sq.w));
@@ -875,14 +871,17 @@ StepResult Engine::step(double loss_divisor) {
   r.grad_norm = std::sqrt(fixed ? math::FixedSquareSum::limbs_to_value(sums + 1) : sums[1]) / loss_divisor;
   const bool any_bad = sums[0] > 0;
   if (any_bad || !std::isfinite(r.grad_norm)) {
-    if (any_bad) {  // name the lowest rank that saw it, and its group
-      const double G = double(groups_.size());
-      double code = first_bad_group >= 0 ? data_rank_ * G + first_bad_group : std::numeric_limits<double>::max();
+    if (any_bad) {  // name the lowest rank that saw it, and its first tensor (an integer below 2^53: exact)
+      const int64_t T = int64_t(tensor_base_.back() + groups_.back().tensors.size());  // tensor numbers < T
+      double code = first_bad > 0 ? double(data_rank_ * T + int64_t(first_bad)) : std::numeric_limits<double>::max();
       const StepClock::Scope waiting(clock_, TimeCategory::Comm);
       comm_.all_reduce_scalars(&code, 1, ReduceOp::Min);
       if (replicated()) replicas_->all_reduce_scalars(&code, 1, ReduceOp::Min);
-      r.bad_rank = int(code / G);
-      r.bad_group = groups_[size_t(code - r.bad_rank * G)].name;
+      r.bad_rank = int(int64_t(code) / T);
+      const size_t k = size_t(int64_t(code) % T);
+      const size_t g = size_t(std::upper_bound(tensor_base_.begin(), tensor_base_.end(), k) - tensor_base_.begin()) - 1;
+      r.bad_group = groups_[g].name;
+      r.bad_tensor = groups_[g].tensors[k - tensor_base_[g]].name;
     } else {
       r.bad_group = "(after reduction)";
     }

@@ -81,6 +81,7 @@ struct StepResult {
   int64_t step = 0;        // optimizer steps applied so far (skipped ones not counted)
   int bad_rank = -1;       // when skipped: lowest rank that saw a non-finite gradient (-1: after reduction)
   std::string bad_group;   // and the group it was in
+  std::string bad_tensor;  // and that rank's first such tensor (declaration order)
 };
 
 // The rank's slice of one group's optimizer state: elements [begin, begin + count) of the group's

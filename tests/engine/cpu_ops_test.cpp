@@ -3,7 +3,8 @@
 // last bits a different order of the same double adds can change; non-finite values pass through. The
 // element-wise ops split over threads (copy, add, the non-finite counts, AdamW, AdamW on a split master) give
 // the same bits at 1, 3 and 5 threads, the adds those of a plain loop here and the counts the values planted;
-// so do the sums of squares past one 64 Ki-element block, fp64 and fixed-point.
+// so do the sums of squares past one 64 Ki-element block, fp64 and fixed-point. The non-finite counts by runs
+// (one accumulator a tensor) against literal counts, and run ends that go back refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/check.h"
 #include "core/math/bf16.h"
 #include "core/math/fixed_point.h"
 #include "core/splitmix.h"
@@ -132,6 +134,23 @@ TEST(CpuOps, ElementWiseOpsAreTheSameBitsAtAnyThreadCount) {
 // bits at 1, 3 and 5 threads; the fp64 sums within 1e-12 of long double ones (a lane adds at most 8,192 terms a
 // block, then 8 lanes and 5 blocks: at most 8,205 roundings of 2^-53 each, 9.1e-13); the fixed-point sum, added
 // onto a running one, the same words as a loop here adding each square in turn (integers: exact).
+TEST(CpuOps, NonfiniteRunsCountEachRunIntoItsOwnAccumulatorAndRefuseEndsThatGoBack) {
+  // Runs [0, 3), [3, 3) (empty), [3, 8): NaN at 1, inf at 3 and 7, -inf at 5.
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {0.5f, std::nanf(""), 2.0f, inf, 1.0f, -inf, 3.0f, inf};
+  const size_t ends[] = {3, 3, 8};
+  std::vector<double> acc = {10.0, 20.0, 30.0};
+  auto ops = make_cpu_ops(1);
+  ops->accumulate_nonfinite_runs(x.data(), DType::F32, ends, 3, acc.data(), inf);
+  EXPECT_EQ(acc, (std::vector<double>{11.0, 20.0, 33.0}));
+  ops->accumulate_nonfinite_runs(x.data(), DType::F32, ends, 0, acc.data(), inf);  // no runs: nothing
+  EXPECT_EQ(acc, (std::vector<double>{11.0, 20.0, 33.0}));
+  // Ends that go back are a caller's bug, refused for every backend before any count is added.
+  const size_t back[] = {3, 2, 8};
+  EXPECT_THROW(ops->accumulate_nonfinite_runs(x.data(), DType::F32, back, 3, acc.data(), inf), InternalError);
+  EXPECT_EQ(acc, (std::vector<double>{11.0, 20.0, 33.0}));
+}
+
 TEST(CpuOps, SumsOfSquaresAreTheSameBitsAtAnyThreadCount) {
   constexpr size_t n = 300001;
   uint64_t state = 5;

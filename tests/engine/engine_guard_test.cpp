@@ -3,6 +3,7 @@
 // smaller than the world size, and clear errors for bad configuration.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -96,6 +97,46 @@ TEST(EngineGuard, WithTwoBadRanksTheLowestAndItsGroupAreNamed) {
     EXPECT_EQ(r.bad_rank, W - 2) << "stage " << stage;
     EXPECT_EQ(r.bad_group, h.model.groups()[2].name) << "stage " << stage;
   }
+}
+
+TEST(EngineGuard, TheFirstBadTensorIsNamedPastAnEmptyTensor) {
+  // Group 'g0' holds w0, an empty tensor, then w1 (the empty one is a run of no elements in the view's count);
+  // group 'g1' holds b. The last rank plants NaN at element `at` of one tensor; the step names that tensor.
+  const std::vector<GroupInfo> groups = {{"g0", {{"w0", 37}, {"none", 0}, {"w1", 23}}}, {"g1", {{"b", 5}}}};
+  struct Plant {
+    int group, tensor;
+    size_t at;
+    const char* name;
+  };
+  for (const Plant p : {Plant{0, 2, 22, "w1"}, Plant{0, 2, 0, "w1"}, Plant{0, 0, 36, "w0"}, Plant{1, 0, 4, "b"}})
+    for (int stage = 0; stage <= 3; ++stage) {
+      auto comm = make_test_comm(MPI_COMM_WORLD);
+      auto ops = make_test_ops();
+      TrackingAllocator alloc{make_host_allocator()};
+      Engine e(base_config(stage, 1), groups, *comm, *ops, alloc);
+      e.init_params([&](int g, int t, float* dst) { std::fill_n(dst, groups[g].tensors[t].numel, 0.25f); });
+      const int W = comm->world();
+      e.begin_micro_step();
+      for (int g = 0; g < 2; ++g) e.gather(g), e.release(g);
+      e.begin_backward();
+      for (int g = 1; g >= 0; --g) {
+        e.gather(g);
+        const GroupView& view = e.grad_view(g);
+        for (size_t t = 0; t < view.size(); ++t) {
+          std::vector<float> v(view[t].numel, 0.5f);
+          if (comm->rank() == W - 1 && g == p.group && int(t) == p.tensor) v[p.at] = std::nanf("");
+          ops->copy_from_host(view[t].data, view[t].dtype, v.data(), v.size());
+        }
+        e.grad_ready(g);
+        e.release(g);
+      }
+      const StepResult r = e.step(double(W));
+      const std::string what = fmt::format("stage {}, NaN at {} of {}", stage, p.at, p.name);
+      EXPECT_FALSE(r.applied) << what;
+      EXPECT_EQ(r.bad_rank, W - 1) << what;
+      EXPECT_EQ(r.bad_group, groups[p.group].name) << what;
+      EXPECT_EQ(r.bad_tensor, p.name) << what;
+    }
 }
 
 TEST(EngineGuard, ASkippedStepDoesNotAdvanceTheLrSchedule) {
