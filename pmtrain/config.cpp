@@ -66,6 +66,7 @@ const Choices<std::optional<model::ActivationCheckpointing>> kCheckpointing{
     {"full", model::ActivationCheckpointing::Full}};
 const Choices<KeepBest> kKeepBest{{"none", KeepBest::None}, {"loss", KeepBest::Loss}, {"accuracy", KeepBest::Accuracy}};
 const Choices<RunExport> kRunExports{{"none", RunExport::None}, {"final", RunExport::Final}, {"best", RunExport::Best}};
+const Choices<StepClockKind> kStepClocks{{"device", StepClockKind::Device}, {"host", StepClockKind::Host}};
 const Choices<DType> kExportDTypes{{"bf16", DType::BF16}, {"fp32", DType::F32}};
 const Choices<data::TextMode> kTextModes{{"raw", data::TextMode::Raw}, {"chat", data::TextMode::Chat}};
 const Choices<data::TooLongPolicy> kTooLong{{"truncate", data::TooLongPolicy::TruncateKeepEnd},
@@ -351,6 +352,13 @@ std::vector<Field> schema(Config& c) {
             "seconds a rank waits for a peer at a collective before naming it and ending the job (0 = forever)"),
       field("run.slow_phase_timeout_s", r.slow_phase_timeout_s, kNonNegative,
             "the same wait during set-up, data loading and checkpoint I/O (0 = forever)"),
+      choice("run.step_clock", r.step_clock, kStepClocks,
+             "how a GPU times the step-time breakdown (the `time in train steps` line, metrics.jsonl's time_s, "
+             "`pmtrain bench`'s ops): device = an event on the compute stream at each boundary of every op's and "
+             "engine phase's scope (the stream's time by category and op, the host's time issuing it beside it); "
+             "host = the host's clock alone, no events (each scope's time issuing its work, the rest of the step "
+             "counted as other): a run of each tells what the events cost. The CPU backend times on the host "
+             "either way"),
 
       empty_means(field("model.hf_dir", m.hf_dir, "import config.json + safetensors from this HF directory (\"\" = random init)")),
       choice("model.preset", m.preset, kPresets, "random-init shape: a Qwen3 size, tiny (the CPU default) or custom (only the keys below)"),

@@ -35,6 +35,8 @@ enum class ModelPreset : uint8_t { Tiny, Qwen3_0_6B, Qwen3_1_7B, Qwen3_4B, Qwen3
 enum class KeepBest : uint8_t { None, Loss, Accuracy };
 // run.export: which checkpoint a finished training run writes as an HF model directory (run.export_dir).
 enum class RunExport : uint8_t { None, Final, Best };
+// run.step_clock: how a GPU times the step-time breakdown (events on its stream, or the host's clock alone).
+enum class StepClockKind : uint8_t { Device, Host };
 
 struct RunSection {
   std::string dir = "runs/default";
@@ -66,6 +68,7 @@ struct RunSection {
   // one rank may keep the others waiting long, use slow_phase_timeout_s instead.
   double collective_timeout_s = 60;
   double slow_phase_timeout_s = 1800;
+  StepClockKind step_clock = StepClockKind::Device;
 };
 
 struct ModelSection {

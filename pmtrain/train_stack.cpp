@@ -49,7 +49,8 @@ TrainStack assemble_train_stack(const Config& cfg, Communicator& comm, const mod
   s.replica_comm = std::move(backend.replica_comm);
   for (Communicator* c : {s.engine_comm.get(), s.replica_comm.get()})
     if (c) c->set_peer_timeout(cfg.run.collective_timeout_s);
-  s.clock = std::move(backend.clock);
+  // run.step_clock host: the host's clock in place of a GPU's events (the CPU backend's is the host's already).
+  s.clock = cfg.run.step_clock == StepClockKind::Host ? std::make_unique<HostStepClock>() : std::move(backend.clock);
   s.backend_description = std::move(backend.description);
   // The backend's model ops (null: the model's default, the CPU's).
   s.model = std::make_unique<model::Qwen3RewardModel>(qc, reward_model_options(cfg), std::move(backend.model_ops));

@@ -160,7 +160,7 @@ real_ours() {
   local dir=$OUT/cells/real_run
   rm -rf "$dir"
   "$PMTRAIN" train "$(config_of "$REAL_SHAPE")" --set backend=$BACKEND --set zero.stage=0 --set run.dir="$dir" \
-    --set threads=$HOST_THREADS ${ATTENTION:+--set model.attention=$ATTENTION} \
+    --set threads=$HOST_THREADS ${ATTENTION:+--set model.attention=$ATTENTION} ${STEP_CLOCK:+--set run.step_clock=$STEP_CLOCK} \
     --set run.steps=$REAL_STEPS --set run.eval_every=0 --set run.save_every=0 \
     --set run.save_final=false --set data.test_files=[] --set data.test_sets={} --set data.cache_dir="$OUT/cells/cache" \
     --set batch.world=0 --set batch.global=$REAL_PAIRS --set batch.micro=0 --set batch.accum=0 \
@@ -185,6 +185,7 @@ PY
 }
 export -f real_ours config_of  # cell runs it under timeout, in a child bash
 export PMTRAIN BACKEND ATTENTION OUT REAL_SHAPE REAL_CKPT REAL_STEPS REAL_PAIRS REAL_TOKENS WARMUP HOST_THREADS
+export STEP_CLOCK=  # the step clock the config says (device: events on the stream) unless a cell sets it
 cell "ours_real" bash -c real_ours
 if [ "$DRY" = 1 ]; then
   echo '{"skipped": "dry run"}' > "$OUT/cells/hf_real.json"
@@ -205,6 +206,9 @@ PY
     --compile "$REAL_COMPILE" --seq $SEQ --pairs $REAL_PAIRS --micro-tokens $REAL_TOKENS --steps $REAL_STEPS \
     --warmup $WARMUP --json
 fi
+# The real-data cell again with run.step_clock host (no events on the stream, the host's clock alone): host / device
+# clock tokens/s is what the per-op events cost a step of small micro-batches.
+STEP_CLOCK=host cell "ours_real_hostclock" bash -c real_ours
 
 # The wide tensor-core attention kernels (model.attention flash_wide: FlashAttention-2's 128-row blocks, the same
 # bits), not Auto's until timed: the first shape's checkpointing-on cell again with them, wide / default end to end.
@@ -262,6 +266,11 @@ lines += ["", "Real data (bundled hh-rlhf pairs at their own lengths, token-budg
           "| shape | ckpt | pmtrain train tokens/s | HF tokens/s (compile " + str(rh.get("compile", "-")) + ") | pmtrain / HF |",
           "|---|---|---|---|---|",
           f"| {real_shape} | {'off' if real_ckpt == 'off' else 'HF on, pmtrain auto'} | {tps(ro)} | {tps(rh)} | {ratio} |"]
+rc = load("ours_real_hostclock")
+if "tokens_per_s" in rc or "skipped" in rc:
+    ratio = f"{rc['tokens_per_s'] / ro['tokens_per_s']:.3f}" if "tokens_per_s" in rc and "tokens_per_s" in ro else "-"
+    lines += ["", f"pmtrain {real_shape} real data with run.step_clock host (no events on the stream): {tps(rc)} "
+              f"real tokens/s, host clock / device clock {ratio} (above 1: what the per-op events cost)"]
 # The wide attention kernels' cell beside the default's (same shape, checkpointing on, same bits).
 wide, default = load(f"ours_{shapes[0]}_ckpton_wide"), load(f"ours_{shapes[0]}_ckpton")
 if "tokens_per_s" in wide or "skipped" in wide:

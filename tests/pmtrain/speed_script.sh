@@ -19,6 +19,9 @@ for ck in off on; do
   grep -qE "^\| tiny \| $ck \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$" $md \
     || { cat $md $TMP/speed.out; fail "no planner row for ckpt $ck"; }
 done
+# The real-data cell again on the host's clock (run.step_clock host; on the CPU the same clock) beside it.
+grep -qE "^pmtrain tiny real data with run.step_clock host \(no events on the stream\): [0-9,]+ real tokens/s, host clock / device clock [0-9.]+ " $md \
+  || { cat $md; fail "no host-clock line for the real-data cell"; }
 # The wide attention kernels' cell (model.attention flash_wide; on the CPU the tiled attention) beside the default's.
 grep -qE "^pmtrain tiny ckpt on with model.attention flash_wide .*: [0-9,]+ tokens/s, wide / default [0-9.]+$" $md \
   || { cat $md; fail "no flash_wide cell"; }
