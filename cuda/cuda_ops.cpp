@@ -109,8 +109,7 @@ void CudaOps::accumulate_sum_squares(const void* src, DType t, size_t n, double*
   const auto e = elem_of(t, "accumulate_sum_squares");
   require_device(src, "src", "accumulate_sum_squares");
   require_device(acc, "acc", "accumulate_sum_squares");
-  kernels::sum_squares(src, e, n, d_partials_, d_sum_, stream_);
-  kernels::accumulate_f64(acc, d_sum_, stream_);  // queued after the sum: no host wait
+  kernels::sum_squares(src, e, n, d_partials_, acc, stream_, true);  // queued: no host wait
 }
 
 void CudaOps::accumulate_nonfinite(const void* src, DType t, size_t n, double* acc, float limit) {

@@ -154,14 +154,15 @@ __global__ void nonfinite_runs_pass2(const unsigned long long* __restrict__ part
   if (threadIdx.x == 0) acc[blockIdx.x] += double(b);
 }
 
-// Pass 2: one block of kReduceThreads sums `count` partials (each thread a fixed stride, then the tree).
+// Pass 2: one block of kReduceThreads sums `count` partials (each thread a fixed stride, then the tree) into
+// *out, or adds the sum to it (`add`: the step's accumulators, one launch where a separate add took another).
 template <class A>
-__global__ void reduce_pass2(const A* __restrict__ partials, int count, A* out) {
+__global__ void reduce_pass2(const A* __restrict__ partials, int count, A* out, bool add) {
   __shared__ A sh[kReduceThreads];
   A acc = 0;
   for (int i = threadIdx.x; i < count; i += blockDim.x) acc += partials[i];
   const A b = block_sum(sh, acc);
-  if (threadIdx.x == 0) *out = b;
+  if (threadIdx.x == 0) *out = add ? *out + b : b;
 }
 
 // The exact sum of squares of fixed-point values: per thread, then the block's in a fixed tree (integer
@@ -329,7 +330,7 @@ void add(void* dst, Elem dt, const void* src, Elem st, size_t n, cudaStream_t s)
   CUDA_CHECK(last_launch_error());
 }
 
-void sum_squares(const void* src, Elem t, size_t n, double* partials, double* out, cudaStream_t s) {
+void sum_squares(const void* src, Elem t, size_t n, double* partials, double* out, cudaStream_t s, bool add) {
   int blocks = 1;
   with_elem(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
@@ -341,7 +342,7 @@ void sum_squares(const void* src, Elem t, size_t n, double* partials, double* ou
     }, from);
   });
   CUDA_CHECK(last_launch_error());
-  ZERO_LAUNCH(reduce_pass2<double>, 1, kReduceThreads, 0, s, static_cast<const double*>(partials), blocks, out);
+  ZERO_LAUNCH(reduce_pass2<double>, 1, kReduceThreads, 0, s, static_cast<const double*>(partials), blocks, out, add);
   CUDA_CHECK(last_launch_error());
 }
 
@@ -359,7 +360,7 @@ void count_nonfinite(const void* src, Elem t, size_t n, float limit, unsigned lo
   });
   CUDA_CHECK(last_launch_error());
   ZERO_LAUNCH(reduce_pass2<unsigned long long>, 1, kReduceThreads, 0, s,
-              static_cast<const unsigned long long*>(partials), blocks, out);
+              static_cast<const unsigned long long*>(partials), blocks, out, false);
   CUDA_CHECK(last_launch_error());
 }
 
@@ -443,16 +444,11 @@ void adamw_split(void* high, uint16_t* low, const void* grad, Elem gt, float* m,
 }
 
 namespace {
-template <class T>
-__global__ void accumulate_f64_kernel(double* acc, const T* x) { *acc += double(*x); }
+__global__ void accumulate_count_kernel(double* acc, const unsigned long long* x) { *acc += double(*x); }
 }  // namespace
 
-void accumulate_f64(double* acc, const double* x, cudaStream_t s) {
-  ZERO_LAUNCH(accumulate_f64_kernel<double>, 1, 1, 0, s, acc, x);
-  CUDA_CHECK(last_launch_error());
-}
 void accumulate_count(double* acc, const unsigned long long* x, cudaStream_t s) {
-  ZERO_LAUNCH(accumulate_f64_kernel<unsigned long long>, 1, 1, 0, s, acc, x);
+  ZERO_LAUNCH(accumulate_count_kernel, 1, 1, 0, s, acc, x);
   CUDA_CHECK(last_launch_error());
 }
 

@@ -28,8 +28,9 @@ int reduce_blocks(size_t n);
 // All launchers report launch errors through CUDA_CHECK (they throw zero::Error).
 void copy(void* dst, Elem dt, const void* src, Elem st, size_t n, cudaStream_t s);  // dst = (dt) src
 void add(void* dst, Elem dt, const void* src, Elem st, size_t n, cudaStream_t s);   // dst = dt(f32(dst) + f32(src))
-// *out = sum of float(src[i])^2 in fp64. partials: kMaxReduceBlocks doubles of device scratch.
-void sum_squares(const void* src, Elem t, size_t n, double* partials, double* out, cudaStream_t s);
+// *out = sum of float(src[i])^2 in fp64, or *out += it (add: a device accumulator, in the second pass's launch).
+// partials: kMaxReduceBlocks doubles of device scratch.
+void sum_squares(const void* src, Elem t, size_t n, double* partials, double* out, cudaStream_t s, bool add = false);
 // *out = number of elements not under limit in magnitude (NaN included; limit = infinity: the NaN / inf
 // ones). partials: kMaxReduceBlocks counters of device scratch.
 void count_nonfinite(const void* src, Elem t, size_t n, float limit, unsigned long long* partials,
@@ -46,7 +47,6 @@ void accumulate_nonfinite_runs(const void* src, Elem t, const size_t* ends, size
 void accumulate_fixed_square_sum(const int64_t* src, size_t n, math::FixedSquareSum* partials,
                                  math::FixedSquareSum* acc, cudaStream_t s);
 // *acc += *x on the device (the per-step partials stay in device memory until the step reads them).
-void accumulate_f64(double* acc, const double* x, cudaStream_t s);
 void accumulate_count(double* acc, const unsigned long long* x, cudaStream_t s);
 void adamw(float* param, const void* grad, Elem gt, float* m, float* v, size_t n, const math::AdamWScalars& k,
            cudaStream_t s);

@@ -210,8 +210,8 @@ size_t cpu_op_scratch_bytes(const Qwen3Config& c, int64_t max_seq_len, bool bf16
 size_t gpu_op_scratch_bytes(const Qwen3Config& c, int64_t tokens, int64_t seqs, DType activations) {
   namespace ds = device_scratch;
   const int64_t H = c.hidden_size, d = c.head_dim;
-  // A GEMM converts an operand that is not in its input dtype: with bf16 inputs, the fp32 residual stream's
-  // gradient (dy, dh: [rows, hidden]) into the input and weight gradients of o_proj and down_proj.
+  // An operand not in the GEMMs' input dtype is converted: with bf16 inputs, the fp32 residual stream's gradient
+  // (dy, dh: [rows, hidden]), once for both GEMMs of o_proj's and of down_proj's linear_backward.
   const size_t gemm_operand =
       activations == DType::F32 ? 0 : dtype_size(activations) * size_t(padded_token_rows(tokens)) * size_t(H);
   return std::max({ds::norm_partials_bytes(tokens, H), ds::norm_partials_bytes(tokens * c.num_heads, d),

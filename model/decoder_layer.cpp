@@ -160,20 +160,16 @@ void decoder_layer_backward(ModelOps& ops, const Qwen3Config& c, std::span<const
     dg = ops.alloc({R, I}, act);
     du = ops.alloc({R, I}, act);
   }
-  ops.linear_input_grad(dy, w[kDownProj], dm, false);
-  ops.linear_weight_grad(s.m, dy, gw[kDownProj]);
+  ops.linear_backward(s.m, w[kDownProj], dy, dm, false, gw[kDownProj]);
   const GateUp gu = gate_up_of(s), dgu = fused ? gate_up_columns(dg) : GateUp{dg, du};
   ops.swiglu_backward(gu.gate, gu.up, dm, dgu.gate, dgu.up);
   dm.reset();
   Activation db = ops.alloc({R, H}, act);
   if (fused) {
-    ops.linear_input_grad(dg, gate_up, db, false);
-    ops.linear_weight_grad(s.b, dg, gate_up_grad);
+    ops.linear_backward(s.b, gate_up, dg, db, false, gate_up_grad);
   } else {
-    ops.linear_input_grad(dg, w[kGateProj], db, false);
-    ops.linear_weight_grad(s.b, dg, gw[kGateProj]);
-    ops.linear_input_grad(du, w[kUpProj], db, true);
-    ops.linear_weight_grad(s.b, du, gw[kUpProj]);
+    ops.linear_backward(s.b, w[kGateProj], dg, db, false, gw[kGateProj]);
+    ops.linear_backward(s.b, w[kUpProj], du, db, true, gw[kUpProj]);
   }
   dg.reset();
   du.reset();
@@ -182,8 +178,7 @@ void decoder_layer_backward(ModelOps& ops, const Qwen3Config& c, std::span<const
 
   // h = x + o_proj(o).
   Activation d_o = ops.alloc({R, c.q_dim()}, act);
-  ops.linear_input_grad(dh, w[kOProj], d_o, false);
-  ops.linear_weight_grad(s.o, dh, gw[kOProj]);
+  ops.linear_backward(s.o, w[kOProj], dh, d_o, false, gw[kOProj]);
   // Attention, then RoPE and the per-head norms undone, then the projections: one GEMM each way for q, k
   // and v when forward fused them and their gradients lie back to back too ([dq | dk | dv]).
   const TensorRef qkv = stacked({w[kQProj], w[kKProj], w[kVProj]}), qkv_grad = stacked({gw[kQProj], gw[kKProj], gw[kVProj]});
@@ -206,15 +201,11 @@ void decoder_layer_backward(ModelOps& ops, const Qwen3Config& c, std::span<const
   dkr.reset();
   Activation da = ops.alloc({R, H}, act);
   if (qkv_fused) {
-    ops.linear_input_grad(dqkv, qkv, da, false);
-    ops.linear_weight_grad(s.a, dqkv, qkv_grad);
+    ops.linear_backward(s.a, qkv, dqkv, da, false, qkv_grad);
   } else {
-    ops.linear_input_grad(d.q, w[kQProj], da, false);
-    ops.linear_weight_grad(s.a, d.q, gw[kQProj]);
-    ops.linear_input_grad(d.k, w[kKProj], da, true);
-    ops.linear_weight_grad(s.a, d.k, gw[kKProj]);
-    ops.linear_input_grad(d.v, w[kVProj], da, true);
-    ops.linear_weight_grad(s.a, d.v, gw[kVProj]);
+    ops.linear_backward(s.a, w[kQProj], d.q, da, false, gw[kQProj]);
+    ops.linear_backward(s.a, w[kKProj], d.k, da, true, gw[kKProj]);
+    ops.linear_backward(s.a, w[kVProj], d.v, da, true, gw[kVProj]);
   }
 
   ops.rmsnorm_backward_add(x, w[kInputNorm], s.rstd_in, da, dh, dx, gw[kInputNorm]);

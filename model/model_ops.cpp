@@ -22,6 +22,14 @@ double gemm_flops(const TensorRef& x, const TensorRef& w) {
   return 2.0 * double(x.rows()) * double(w.dim(0)) * double(w.dim(1));
 }
 
+// The work the linear gradients declare: each tensor read or written once (an accumulated dx read too).
+OpWork input_grad_work(const TensorRef& dy, const TensorRef& w, const TensorRef& dx, bool accumulate) {
+  return {bytes_of(dy, w, dx) + (accumulate ? bytes_of(dx) : 0), gemm_flops(dx, w)};
+}
+OpWork weight_grad_work(const TensorRef& x, const TensorRef& dy, const TensorRef& dw) {
+  return {bytes_of(x, dy, dw), gemm_flops(x, dw)};
+}
+
 void check_weight(const TensorRef& w, int64_t numel, const char* what) {
   ZERO_CHECK(w.dtype == DType::F32 || w.dtype == DType::BF16, "{}: weights are fp32 or bf16, got {}", what,
              dtype_name(w.dtype));
@@ -109,21 +117,24 @@ void ModelOps::check_tokens(const TensorRef& t, int64_t features, const char* wh
              t.stride(), t.row_elems());
 }
 
+// w [out, in] (a weight, or a weight's gradient) against token tensors `outs` [rows, out] and `ins` [rows, in].
+void ModelOps::check_linear(const TensorRef& w, const TensorRef& outs, const TensorRef& ins, const char* op,
+                            const char* outs_name, const char* ins_name) const {
+  ZERO_CHECK(w.rank == 2, "{}: weight of rank {}", op, w.rank);
+  check_weight(w, w.dim(0) * w.dim(1), op);
+  check_tokens(outs, w.dim(0), outs_name);
+  check_tokens(ins, w.dim(1), ins_name);
+}
+
 void ModelOps::linear_forward(const TensorRef& x, const TensorRef& w, const TensorRef& y) {
-  ZERO_CHECK(w.rank == 2, "linear: weight of rank {}", w.rank);
-  check_weight(w, w.dim(0) * w.dim(1), "linear_forward");
-  check_tokens(x, w.dim(1), "linear_forward x");
-  check_tokens(y, w.dim(0), "linear_forward y");
+  check_linear(w, y, x, "linear_forward", "linear_forward y", "linear_forward x");
   const StepClock::Scope timed(clock_, TimeCategory::Gemm, "linear_forward", {bytes_of(x, w, y), gemm_flops(x, w)});
   do_linear_forward(x, w, y);
 }
 
 void ModelOps::linear_forward_add(const TensorRef& x, const TensorRef& w, const TensorRef& residual,
                                   const TensorRef& y) {
-  ZERO_CHECK(w.rank == 2, "linear: weight of rank {}", w.rank);
-  check_weight(w, w.dim(0) * w.dim(1), "linear_forward_add");
-  check_tokens(x, w.dim(1), "linear_forward_add x");
-  check_tokens(y, w.dim(0), "linear_forward_add y");
+  check_linear(w, y, x, "linear_forward_add", "linear_forward_add y", "linear_forward_add x");
   check_same(residual, y, "linear_forward_add residual");
   const StepClock::Scope timed(clock_, TimeCategory::Gemm, "linear_forward_add",
                                {bytes_of(x, w, residual, y), gemm_flops(x, w)});
@@ -139,21 +150,31 @@ void ModelOps::do_linear_forward_add(const TensorRef& x, const TensorRef& w, con
 }
 
 void ModelOps::linear_input_grad(const TensorRef& dy, const TensorRef& w, const TensorRef& dx, bool accumulate) {
-  ZERO_CHECK(w.rank == 2, "linear: weight of rank {}", w.rank);
-  check_weight(w, w.dim(0) * w.dim(1), "linear_input_grad");
-  check_tokens(dy, w.dim(0), "linear_input_grad dy");
-  check_tokens(dx, w.dim(1), "linear_input_grad dx");
-  const StepClock::Scope timed(clock_, TimeCategory::Gemm, "linear_input_grad",
-                               {bytes_of(dy, w, dx) + (accumulate ? bytes_of(dx) : 0), gemm_flops(dx, w)});
+  check_linear(w, dy, dx, "linear_input_grad", "linear_input_grad dy", "linear_input_grad dx");
+  const StepClock::Scope timed(clock_, TimeCategory::Gemm, "linear_input_grad", input_grad_work(dy, w, dx, accumulate));
   do_linear_input_grad(dy, w, dx, accumulate);
 }
 
 void ModelOps::linear_weight_grad(const TensorRef& x, const TensorRef& dy, const TensorRef& dw) {
-  ZERO_CHECK(dw.rank == 2, "linear: weight gradient of rank {}", dw.rank);
-  check_weight(dw, dw.dim(0) * dw.dim(1), "linear_weight_grad");
-  check_tokens(x, dw.dim(1), "linear_weight_grad x");
-  check_tokens(dy, dw.dim(0), "linear_weight_grad dy");
-  const StepClock::Scope timed(clock_, TimeCategory::Gemm, "linear_weight_grad", {bytes_of(x, dy, dw), gemm_flops(x, dw)});
+  check_linear(dw, dy, x, "linear_weight_grad", "linear_weight_grad dy", "linear_weight_grad x");
+  const StepClock::Scope timed(clock_, TimeCategory::Gemm, "linear_weight_grad", weight_grad_work(x, dy, dw));
+  do_linear_weight_grad(x, dy, dw);
+}
+
+void ModelOps::linear_backward(const TensorRef& x, const TensorRef& w, const TensorRef& dy, const TensorRef& dx,
+                               bool accumulate, const TensorRef& dw) {
+  check_linear(w, dy, dx, "linear_backward", "linear_backward dy", "linear_backward dx");
+  check_linear(dw, dy, x, "linear_backward dw", "linear_backward dy", "linear_backward x");
+  ZERO_CHECK(dw.dim(0) == w.dim(0) && dw.dim(1) == w.dim(1), "linear_backward: dw [{}, {}] for a weight [{}, {}]",
+             dw.dim(0), dw.dim(1), w.dim(0), w.dim(1));
+  const OpWork a = input_grad_work(dy, w, dx, accumulate), b = weight_grad_work(x, dy, dw);
+  const StepClock::Scope timed(clock_, TimeCategory::Gemm, "linear_backward", {a.bytes + b.bytes, a.flops + b.flops});
+  do_linear_backward(x, w, dy, dx, accumulate, dw);
+}
+
+void ModelOps::do_linear_backward(const TensorRef& x, const TensorRef& w, const TensorRef& dy, const TensorRef& dx,
+                                  bool accumulate, const TensorRef& dw) {
+  do_linear_input_grad(dy, w, dx, accumulate);
   do_linear_weight_grad(x, dy, dw);
 }
 

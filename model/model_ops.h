@@ -148,6 +148,11 @@ class ModelOps {
   void linear_forward_add(const TensorRef& x, const TensorRef& w, const TensorRef& residual, const TensorRef& y);
   void linear_input_grad(const TensorRef& dy, const TensorRef& w, const TensorRef& dx, bool accumulate);  // dx (+)= dy w
   void linear_weight_grad(const TensorRef& x, const TensorRef& dy, const TensorRef& dw);  // dw = dy^T x
+  // Both at once, input gradient first (a layer's backward of each projection): one op, so that a backend reads dy
+  // into its GEMMs' input dtype once for the two (CUDA in bf16: o_proj's and down_proj's dy is the fp32 residual
+  // stream's gradient, converted once where each GEMM converted it before).
+  void linear_backward(const TensorRef& x, const TensorRef& w, const TensorRef& dy, const TensorRef& dx,
+                       bool accumulate, const TensorRef& dw);
 
   // ---- RMSNorm over each row (HF Qwen3RMSNorm: y = w * (x * rsqrt(mean(x^2) + eps)), in fp32) ----------
   void rmsnorm_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y, const TensorRef& rstd);
@@ -233,6 +238,9 @@ class ModelOps {
                                      const TensorRef& y);
   virtual void do_linear_input_grad(const TensorRef& dy, const TensorRef& w, const TensorRef& dx, bool accumulate) = 0;
   virtual void do_linear_weight_grad(const TensorRef& x, const TensorRef& dy, const TensorRef& dw) = 0;
+  // Default: do_linear_input_grad, then do_linear_weight_grad.
+  virtual void do_linear_backward(const TensorRef& x, const TensorRef& w, const TensorRef& dy, const TensorRef& dx,
+                                  bool accumulate, const TensorRef& dw);
   virtual void do_rmsnorm_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y,
                                   const TensorRef& rstd) = 0;
   virtual void do_rmsnorm_backward(const TensorRef& x, const TensorRef& w, const TensorRef& rstd, const TensorRef& dy,
@@ -269,6 +277,10 @@ class ModelOps {
   // Checks that t is a token activation of the current batch with `features` elements per row, packed
   // unless view_ok (a column view of a wider row: the fused projections' outputs and gradients).
   void check_tokens(const TensorRef& t, int64_t features, const char* what, bool view_ok = false) const;
+  // w [out, in] (a weight or its gradient) against token tensors `outs` [rows, out] and `ins` [rows, in]; the
+  // messages name `op` and the tensors (literals: nothing formatted unless a check fails).
+  void check_linear(const TensorRef& w, const TensorRef& outs, const TensorRef& ins, const char* op,
+                    const char* outs_name, const char* ins_name) const;
 
   const TokenPlan* plan_ = nullptr;
   size_t live_bytes_ = 0, peak_bytes_ = 0;

@@ -904,18 +904,17 @@ StepResult Engine::step(double loss_divisor) {
     }
     const char* grad = static_cast<const char*>(grad_for_optimizer(int(g)));
     const size_t gsz = dtype_size(cfg_.accum_dtype);
-    // Each tensor's part of this rank's range, with its own weight-decay flag; padding is skipped.
-    for_each_tensor_in(int(g), s.begin, s.begin + s.count, [&](size_t t, size_t lo, size_t hi) {
+    // Each run of this rank's range whose tensors AdamW updates alike, one call; padding is skipped.
+    for_each_adamw_run(int(g), s.begin, s.begin + s.count, [&](size_t lo, size_t hi, bool decay) {
       const size_t o = lo - s.begin;
       const StepClock::Scope updating(clock_, TimeCategory::Optimizer, "adamw",
                                       {double(hi - lo) * traffic::adamw(cfg_.accum_dtype)});
       if (cfg_.split_master)
         ops_.adamw_split(static_cast<char*>(s.master_high) + o * 2, s.master_low + o, grad + o * gsz, cfg_.accum_dtype,
-                         s.m + o, s.v + o, hi - lo, cfg_.adamw, r.lr, step_, groups_[g].tensors[t].weight_decay,
-                         grad_scale);
+                         s.m + o, s.v + o, hi - lo, cfg_.adamw, r.lr, step_, decay, grad_scale);
       else
         ops_.adamw(s.master + o, grad + o * gsz, cfg_.accum_dtype, s.m + o, s.v + o, hi - lo, cfg_.adamw, r.lr, step_,
-                   groups_[g].tensors[t].weight_decay, grad_scale);
+                   decay, grad_scale);
     });
   }
   sync_params();
@@ -942,11 +941,11 @@ void Engine::offload_adamw(int g, const OptimizerShard& s, float lr, float grad_
     ops_.wait_transfer(slot);
     const char* staged = static_cast<const char*>(host_grad_[slot].data());
     parallel_parts(n, cfg_.offload_threads, [&](size_t p0, size_t p1) {
-      // Each tensor's part of this thread's range, with its own weight-decay flag; padding is skipped.
-      for_each_tensor_in(g, s.begin + a + p0, s.begin + a + p1, [&](size_t t, size_t lo, size_t hi) {
+      // Each run of this thread's range whose tensors AdamW updates alike, one call; padding is skipped.
+      for_each_adamw_run(g, s.begin + a + p0, s.begin + a + p1, [&](size_t lo, size_t hi, bool decay) {
         const size_t o = lo - s.begin, h = lo - s.begin - a;  // offsets in the shard and in the staging
         host_ops_->adamw(s.master + o, staged + h * gsz, cfg_.accum_dtype, s.m + o, s.v + o, hi - lo, cfg_.adamw,
-                         lr, step_, groups_[g].tensors[t].weight_decay, grad_scale);
+                         lr, step_, decay, grad_scale);
       });
     });
   }

@@ -245,6 +245,26 @@ class Engine {
       if (lo < hi) fn(t, lo, hi);
     }
   }
+  // fn(lo, hi, decay) for each run of consecutive tensors of group g in its flat elements [begin, end) (clipped,
+  // padding skipped) that AdamW updates alike: the same weight-decay factor, so every tensor alike when
+  // weight_decay is 0. AdamW is per element, so a call a run gives the bits of a call a tensor in fewer launches
+  // (a Qwen3 layer's eleven tensors all decay: one launch a group, not eleven).
+  template <class F>
+  void for_each_adamw_run(int g, size_t begin, size_t end, F&& fn) const {
+    const bool decays = cfg_.adamw.weight_decay != 0;
+    bool open = false, run_decay = false;
+    size_t run_lo = 0, run_hi = 0;
+    for_each_tensor_in(g, begin, end, [&](size_t t, size_t lo, size_t hi) {
+      const bool decay = decays && groups_[g].tensors[t].weight_decay;
+      if (open && decay == run_decay && lo == run_hi) {
+        run_hi = hi;
+        return;
+      }
+      if (open) fn(run_lo, run_hi, run_decay);
+      open = true, run_lo = lo, run_hi = hi, run_decay = decay;
+    });
+    if (open) fn(run_lo, run_hi, run_decay);
+  }
   void launch_bucket(int bucket);
   void launch_piece(int g, int k, int slot);
   // The chunk slots [0, F) and the replica chunks' slots [F, 2 F) (F = kReductionsInFlight), each set taken in

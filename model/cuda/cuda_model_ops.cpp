@@ -180,6 +180,20 @@ class CudaModelOpsImpl final : public CudaModelOps {
     }
     gemm(cuda_gemm::linear_weight_grad_shape(N, dw.dim(1), dw.dim(0)), x, dy, dw, false);
   }
+  // dy not in the GEMMs' input dtype (bf16 mode: o_proj's and down_proj's fp32 dy) is converted once, into a
+  // scratch both GEMMs read (gpu_op_scratch_bytes' operand), not by each GEMM: a pass and a launch fewer.
+  void do_linear_backward(const TensorRef& x, const TensorRef& w, const TensorRef& dy, const TensorRef& dx,
+                          bool accumulate, const TensorRef& dw) override {
+    if (dy.dtype == act_ || !dy.dense() || plan().num_tokens() == 0)
+      return ModelOps::do_linear_backward(x, w, dy, dx, accumulate, dw);
+    const Scratch converted(*this, bytes_of(act_, dy.numel()));
+    convert(converted.get(), act_, dy.data, dy.dtype, dy.numel(), stream_);
+    TensorRef dy_in = dy;
+    dy_in.data = converted.get();
+    dy_in.dtype = act_;
+    do_linear_input_grad(dy_in, w, dx, accumulate);
+    do_linear_weight_grad(x, dy_in, dw);
+  }
 
   // ---- norms ------------------------------------------------------------------------------------------
   void do_rmsnorm_forward(const TensorRef& x, const TensorRef& w, float eps, const TensorRef& y,

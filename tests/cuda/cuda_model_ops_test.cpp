@@ -16,6 +16,7 @@
 
 #include "core/math/bf16.h"
 #include "core/splitmix.h"
+#include "cuda/launch_count.h"
 #include "model/cpu/cpu_model_ops.h"
 #include "model/cuda/cuda_model_ops.h"
 #include "model/cuda/lt_gemm.h"
@@ -207,6 +208,37 @@ TEST_P(CudaModelOpsTest, Linear) {
     b.check(gt == F ? "linear_weight_grad (fp32 dw)" : "linear_weight_grad (bf16 dw)",
             [&] { b.gpu->linear_weight_grad(m.gpu, dy.gpu, dw.gpu); }, {{&dw, H * I}},
             gt == F ? tol : std::max(tol, 1e-2));
+  }
+  // Both at once (down_proj's backward: dy the fp32 residual gradient), overwriting and accumulating dx: the bits of
+  // the two ops alone on the GPU, within tol of the CPU, one Gemm scope a call; in bf16 mode one launch fewer than
+  // the two alone (dy converted once for both GEMMs, not by each).
+  for (const bool accumulate : {false, true}) {
+    Dual bdx = b.tokens(I, a, 9), start = b.tokens(I, a, 9), bdw = b.out({H, I}, a);
+    const auto reset = [&] {
+      CUDA_CHECK(cudaMemcpy(bdx.gpu.ref().data, start.gpu.ref().data, size_t(N * I) * dtype_size(a),
+                            cudaMemcpyDeviceToDevice));
+    };
+    reset();
+    const uint64_t alone_from = cuda_launch::total();
+    b.gpu->linear_input_grad(dy.gpu, wd.gpu, bdx.gpu, accumulate);
+    b.gpu->linear_weight_grad(m.gpu, dy.gpu, bdw.gpu);
+    const uint64_t alone_launches = cuda_launch::total() - alone_from;
+    const std::vector<float> alone_dx = b.gpu_values(bdx, N * I), alone_dw = b.gpu_values(bdw, H * I);
+    b.cpu->linear_backward(m.cpu, wd.cpu, dy.cpu, bdx.cpu, accumulate, bdw.cpu);
+    HostStepClock clock;
+    b.gpu->set_step_clock(&clock);
+    uint64_t launches = 0;
+    b.check(accumulate ? "linear_backward (accumulate)" : "linear_backward", [&] {
+      reset();
+      const uint64_t from = cuda_launch::total();
+      b.gpu->linear_backward(m.gpu, wd.gpu, dy.gpu, bdx.gpu, accumulate, bdw.gpu);
+      launches = cuda_launch::total() - from;
+    }, {{&bdx, N * I}, {&bdw, H * I}}, tol);
+    b.gpu->set_step_clock(nullptr);
+    EXPECT_EQ(clock.take().calls_of(TimeCategory::Gemm), 2u) << "two runs, one scope each";
+    EXPECT_EQ(b.gpu_values(bdx, N * I), alone_dx) << "linear_backward's dx is not the bits of linear_input_grad's";
+    EXPECT_EQ(b.gpu_values(bdw, H * I), alone_dw) << "linear_backward's dw is not the bits of linear_weight_grad's";
+    EXPECT_EQ(alone_launches - launches, a == DType::BF16 ? 1u : 0u) << alone_launches << " launches alone";
   }
 }
 

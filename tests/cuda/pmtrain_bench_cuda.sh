@@ -4,7 +4,9 @@
 # memory from the backend's tracking and the device's bytes in use; and, in fp32 mode, the per-step losses of
 # the synthetic pairs equal the CPU backend's within 1e-4 relative (the same seeded init and tokens through
 # the same step), which shows bench runs the real step on the GPU; the host's seconds issuing each category and
-# op beside the stream's (the event clock's), within the steps' wall time; and each op's launches.
+# op beside the stream's (the event clock's), within the steps' wall time; and each op's launches (AdamW one a
+# call, the norm, the non-finite counts two a call); with run.step_clock host, the host's clock instead (no
+# launches, no host half).
 # Without a GPU: exit 77 (ctest: skipped), or a failure under ZERO_REQUIRE_GPU=1. PMTRAIN_CUDA_DRYRUN=1 runs
 # it with backend cpu in place of cuda (a check of this script; it says nothing about the GPU).
 source "$(dirname "$0")/../pmtrain/common.sh"
@@ -30,6 +32,7 @@ bench bf16 1 --set backend=$GPU --set zero.param_dtype=bf16 --seq 128 --steps 4 
 NCCL_DEBUG=VERSION bench two 2 --set backend=$GPU --set zero.param_dtype=bf16 --seq 128 --pairs-per-step 4 --steps 3 --warmup 1 --peak-tflops 989
 bench gpu_fp32 1 --set backend=$GPU --set zero.param_dtype=fp32 --seq 64 --steps 3 --warmup 1
 bench cpu_fp32 1 --set backend=cpu --set zero.param_dtype=fp32 --seq 64 --steps 3 --warmup 1
+bench host_clock 1 --set backend=$GPU --set zero.param_dtype=bf16 --seq 64 --steps 2 --warmup 1 --set run.step_clock=host
 if [ $GPU = cuda ]; then
   grep -q "NCCL version" $TMP/two.err || { cat $TMP/two.err; fail "NCCL_DEBUG=VERSION: no NCCL version line in stderr"; }
   echo "ok: NCCL's version line went to stderr: $(grep -m1 "NCCL version" $TMP/two.err)"
@@ -63,9 +66,18 @@ for name, pairs, seq, world in (("bf16", 2, 128, 1), ("two", 4, 128, 2)):
         assert ops["finite_count"]["launches"] == 2 * ops["finite_count"]["calls"], ops["finite_count"]
         if world == 1:  # the views fold into the accumulator where they lie (at any stage)
             assert ops["accumulate"]["launches"] == ops["accumulate"]["calls"] > 0, ops["accumulate"]
+        # AdamW one launch a call (a call a run of tensors that decay alike: a group), the norm of a group's shard
+        # two (the second pass adds into the step's accumulator).
+        assert ops["adamw"]["launches"] == ops["adamw"]["calls"], ops["adamw"]
+        assert ops["grad_norm"]["launches"] == 2 * ops["grad_norm"]["calls"] > 0, ops["grad_norm"]
     else:
         assert r["measured_host_time_s"] is None, r  # the host clock: one time
     print(f"ok: {name}: {r['tokens_per_s']:.0f} tokens/s, MFU {100 * r['mfu']:.3f}%, peak {r['peak_memory_bytes']} B")
+# run.step_clock host: the host's clock in place of the events, so no host half and no launches by op.
+h = json.load(open(f"{tmp}/host_clock.json"))
+assert h["measured_host_time_s"] is None and h["measured_op_s"]["adamw"]["calls"] > 0, h
+assert all(op.get("launches", 0) == 0 for op in h["measured_op_s"].values()), h["measured_op_s"]
+print("ok: run.step_clock host: the host's clock (no host half, no launches by op)")
 a, b = j["gpu_fp32"]["step_loss"], j["cpu_fp32"]["step_loss"]
 assert len(a) == len(b) == 3 and all(abs(x - y) <= 1e-4 * abs(y) for x, y in zip(a, b)), (a, b)
 print(f"ok: fp32 losses on {gpu} {a} = cpu {b} within 1e-4")
